@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// operation names a public operation and the internal-error body its table
+// gives (the three differ: "Unknown error", "Uknown error", "Lỗi hệ thống").
+type operation struct {
+	name     string
+	internal *APIError
+}
+
+var (
+	opAddToScenario = operation{"A", errUnknownA}
+	opListScenarios = operation{"B", errUnknownB}
+	opAddToCampaign = operation{"C", errSystemC}
+)
+
+// API serves the public operations of the spec.
+type API struct {
+	cfg    Config
+	store  *Store
+	now    func() time.Time
+	log    *slog.Logger
+	notify func(appID int64) // told after contacts are added, so dialling starts at once
+}
+
+func (a *API) routes(r *httprouter.Router) {
+	r.POST("/api/v1/public-api/scenarios/:scenario_id/calls", a.handle(opAddToScenario, a.addToScenario))
+	r.GET("/api/v1/public-api/scenarios", a.handle(opListScenarios, a.listScenarios))
+	r.POST("/api/v1/public-api/campaign", a.handle(opAddToCampaign, a.addToCampaign))
+}
+
+// apiHandler serves one operation for an authenticated application. It
+// returns the success result, or the error body to answer.
+type apiHandler func(r *http.Request, ps httprouter.Params, app *Application) (any, *APIError, error)
+
+// handle authenticates, runs h, and writes its answer; an internal error or
+// a panic becomes the operation's own internal-error body.
+func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		defer func() {
+			if v := recover(); v != nil {
+				a.log.Error("panic serving request", "op", op.name, "path", r.URL.Path, "panic", v)
+				a.writeError(w, op.internal)
+			}
+		}()
+		app, apiErr, err := authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
+		if err == nil && apiErr == nil {
+			var result any
+			result, apiErr, err = h(r, ps, app)
+			if err == nil && apiErr == nil {
+				writeJSON(w, http.StatusOK, successBody{Status: 1, Result: result})
+				return
+			}
+		}
+		if err != nil {
+			a.log.Error("internal error", "op", op.name, "path", r.URL.Path, "err", err)
+			apiErr = op.internal
+		}
+		a.writeError(w, apiErr)
+	}
+}
+
+type successBody struct {
+	Status int `json:"status"`
+	Result any `json:"result"`
+}
+
+type errorBody struct {
+	Status  int          `json:"status"`
+	Code    int          `json:"code"`
+	Message string       `json:"message"`
+	Details []FieldError `json:"details,omitempty"`
+}
+
+func (a *API) writeError(w http.ResponseWriter, e *APIError) {
+	status := http.StatusOK
+	if a.cfg.API.ErrorHTTPStatus != StatusModeAlways {
+		status = httpStatusFor(e.Code)
+	}
+	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// ---- operation A ----
+
+type addToScenarioBody struct {
+	Contacts []any `json:"contacts"`
+}
+
+func (a *API) addToScenario(r *http.Request, ps httprouter.Params, app *Application) (any, *APIError, error) {
+	sc, err := a.store.Scenario(r.Context(), app.ID, ps.ByName("scenario_id"))
+	if errors.Is(err, errNotFound) {
+		return nil, errScenarioNotFound, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var body addToScenarioBody
+	if apiErr := a.decodeBody(r, &body); apiErr != nil {
+		return nil, apiErr, nil
+	}
+	return a.importContacts(r.Context(), app, sc, "", body.Contacts)
+}
+
+// ---- operation C ----
+
+type addToCampaignBody struct {
+	CampaignID *string `json:"campaign_id"`
+	Contacts   []any   `json:"contacts"`
+}
+
+func (a *API) addToCampaign(r *http.Request, _ httprouter.Params, app *Application) (any, *APIError, error) {
+	// The campaign id travels in the body, so the body is read first.
+	var body addToCampaignBody
+	if apiErr := a.decodeBody(r, &body); apiErr != nil {
+		return nil, apiErr, nil
+	}
+	if body.CampaignID == nil || *body.CampaignID == "" {
+		return nil, validationError(FieldError{Field: "campaign_id", Reason: "is required and must be a string"}), nil
+	}
+	camp, err := a.store.Campaign(r.Context(), app.ID, *body.CampaignID)
+	if errors.Is(err, errNotFound) {
+		return nil, errCampaignNotFound, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := a.store.Scenario(r.Context(), app.ID, camp.ScenarioID)
+	if err != nil {
+		return nil, nil, err // a campaign's scenario always exists (foreign key)
+	}
+	return a.importContacts(r.Context(), app, sc, camp.ID, body.Contacts)
+}
+
+// decodeBody reads a JSON object body into v (numbers kept as json.Number)
+// and checks the contacts array; every problem is 400, or 413 over the limits.
+func (a *API) decodeBody(r *http.Request, v any) *APIError {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, a.cfg.Limits.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errTooManyContacts
+	}
+	if err != nil {
+		return validationError(FieldError{Field: "body", Reason: "could not be read"})
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return validationError(FieldError{Field: typeErr.Field, Reason: "must be " + jsonTypeName(typeErr.Type.String())})
+		}
+		return validationError(FieldError{Field: "body", Reason: "must be a JSON object"})
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return validationError(FieldError{Field: "body", Reason: "must hold one JSON object and nothing after it"})
+	}
+	var contacts []any
+	switch b := v.(type) {
+	case *addToScenarioBody:
+		contacts = b.Contacts
+	case *addToCampaignBody:
+		contacts = b.Contacts
+	}
+	switch {
+	case contacts == nil:
+		return validationError(FieldError{Field: "contacts", Reason: "is required and must be an array"})
+	case len(contacts) == 0:
+		return validationError(FieldError{Field: "contacts", Reason: "must hold at least one contact"})
+	case len(contacts) > a.cfg.Limits.MaxContactsPerRequest:
+		return errTooManyContacts
+	}
+	return nil
+}
+
+func jsonTypeName(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case goType == "string", goType == "*string":
+		return "a string"
+	}
+	return "of type " + goType
+}
+
+// importContacts runs the checks DESIGN §4 orders after the body: content,
+// wallet expiry, hotline pool, contact validation, then the store (which
+// checks duplicates against queued contacts and the balance).
+func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any) (any, *APIError, error) {
+	if strings.TrimSpace(sc.Content) == "" {
+		return nil, errContentEmpty, nil
+	}
+	now := a.now()
+	wallet, err := a.store.Wallet(ctx, app.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wallet.Expired(now) {
+		return nil, errWalletExpired, nil
+	}
+	ok, err := a.store.PoolAvailable(ctx, app.ID, sc.CallConfig.PoolHotlineKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, errPoolUnavailable, nil
+	}
+	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
+		UniquePhone: !sc.CallConfig.AllowDuplicatePhone}
+	req.Contacts, req.Skipped = validateContacts(items, sc, a.cfg.Phone.DefaultRegion)
+	// The store records skipped contacts even when none is left (1403), and
+	// checks duplicates against queued contacts and the balance (1105).
+	res, err := a.store.Import(ctx, req, now)
+	var apiErr *APIError
+	switch {
+	case errors.As(err, &apiErr):
+		return nil, apiErr, nil
+	case err != nil:
+		a.log.Error("import failed", "app", app.APIKey, "scenario", sc.ID, "err", err)
+		return nil, errImportFailed, nil
+	}
+	if a.notify != nil {
+		a.notify(app.ID)
+	}
+	return res.Added, nil, nil
+}
+
+// validateContacts splits the request's contacts into those to add, with
+// their normalized phone and echo fields, and those skipped with a reason.
+func validateContacts(items []any, sc *Scenario, region string) ([]NewContact, []SkippedContact) {
+	valid := make([]NewContact, 0, len(items))
+	var skipped []SkippedContact
+	seen := map[string]bool{}
+	skip := func(i int, item any, reason string) {
+		input, _ := json.Marshal(item)
+		skipped = append(skipped, SkippedContact{Position: i, Input: input, Reason: reason})
+	}
+next:
+	for i, item := range items {
+		obj, ok := item.(map[string]any)
+		if !ok {
+			skip(i, item, "contact is not a JSON object")
+			continue
+		}
+		raw, ok := obj["phone_number"].(string)
+		if !ok {
+			skip(i, item, "phone_number is required and must be a string")
+			continue
+		}
+		phone, err := normalizePhone(raw, region)
+		if err != nil {
+			skip(i, item, err.Error())
+			continue
+		}
+		echo := make(map[string]string, len(sc.PersonalizedFields)+len(obj))
+		for _, f := range sc.PersonalizedFields {
+			echo[f] = ""
+		}
+		for k, v := range obj {
+			if k == "phone_number" {
+				continue
+			}
+			switch v := v.(type) {
+			case string:
+				echo[k] = v
+			case json.Number:
+				echo[k] = v.String()
+			case nil:
+				echo[k] = ""
+			default:
+				skip(i, item, k+" must be a string or a number")
+				continue next
+			}
+		}
+		echo["so_dien_thoai"] = phone
+		if !sc.CallConfig.AllowDuplicatePhone {
+			if seen[phone] {
+				skip(i, item, "phone_number repeats an earlier contact of this request")
+				continue
+			}
+			seen[phone] = true
+		}
+		valid = append(valid, NewContact{Position: i, Phone: phone, Echo: echo})
+	}
+	return valid, skipped
+}
+
+// ---- operation B ----
+
+// scenarioFields are the fields of a scenario object, in the order written.
+var scenarioFields = []string{"id", "name", "description", "status", "personalized_fields", "call_config", "created_at", "updated_at"}
+
+func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *Application) (any, *APIError, error) {
+	q := r.URL.Query()
+	var bad []FieldError
+	status := q.Get("status")
+	if status != "" && !validScenarioStatus(status) {
+		bad = append(bad, FieldError{Field: "status", Reason: "must be DRAFT, ACTIVE, REVIEWING or REJECT"})
+	}
+	limit, ok := intParam(q.Get("limit"), 10, 1, 50)
+	if !ok {
+		bad = append(bad, FieldError{Field: "limit", Reason: "must be an integer from 1 to 50"})
+	}
+	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
+	if !ok {
+		bad = append(bad, FieldError{Field: "offset", Reason: "must be an integer of 0 or more"})
+	}
+	fields, unknown := selectFields(q.Get("fields"))
+	if unknown != "" {
+		bad = append(bad, FieldError{Field: "fields", Reason: unknown + " is not a scenario field"})
+	}
+	if len(bad) > 0 {
+		return nil, validationError(bad...), nil
+	}
+	scenarios, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]json.RawMessage, len(scenarios))
+	for i, sc := range scenarios {
+		if out[i], err = scenarioJSON(sc, fields); err != nil {
+			return nil, nil, err
+		}
+	}
+	return scenarioList{Scenarios: out, TotalCount: total}, nil, nil
+}
+
+type scenarioList struct {
+	Scenarios  []json.RawMessage `json:"scenarios"`
+	TotalCount int               `json:"total_count"`
+}
+
+// intParam parses an optional integer query parameter within [min, max].
+func intParam(s string, def, min, max int) (int, bool) {
+	if s == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min || n > max {
+		return 0, false
+	}
+	return n, true
+}
+
+// selectFields turns the fields parameter into the set of fields to write
+// (id always among them); it returns the first unknown name, if any.
+func selectFields(param string) (map[string]bool, string) {
+	if strings.TrimSpace(param) == "" {
+		return nil, "" // all fields
+	}
+	known := map[string]bool{}
+	for _, f := range scenarioFields {
+		known[f] = true
+	}
+	sel := map[string]bool{"id": true}
+	for _, f := range strings.Split(param, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !known[f] {
+			return nil, strconv.Quote(f)
+		}
+		sel[f] = true
+	}
+	return sel, ""
+}
+
+// scenarioJSON writes a scenario's selected fields (all when sel is nil) in
+// the fixed order of scenarioFields.
+func scenarioJSON(sc *Scenario, sel map[string]bool) (json.RawMessage, error) {
+	values := map[string]any{
+		"id": sc.ID, "name": sc.Name, "description": sc.Description, "status": sc.Status,
+		"personalized_fields": sc.PersonalizedFields, "call_config": sc.CallConfig,
+		"created_at": sc.CreatedAt.Format(time.RFC3339), "updated_at": sc.UpdatedAt.Format(time.RFC3339),
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for _, f := range scenarioFields {
+		if sel != nil && !sel[f] {
+			continue
+		}
+		v, err := json.Marshal(values[f])
+		if err != nil {
+			return nil, err
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(f))
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/nyaruka/phonenumbers"
+)
+
+// Config is every setting of dialbox. config.example.toml documents each key
+// with its default; DefaultConfig is where those defaults live.
+type Config struct {
+	Listen    string          `toml:"listen"`
+	Database  string          `toml:"database"`
+	Fixtures  string          `toml:"fixtures"`
+	API       APIConfig       `toml:"api"`
+	Limits    LimitsConfig    `toml:"limits"`
+	Phone     PhoneConfig     `toml:"phone"`
+	Engine    EngineConfig    `toml:"engine"`
+	Simulator SimulatorConfig `toml:"simulator"`
+	Webhooks  WebhooksConfig  `toml:"webhooks"`
+}
+
+type APIConfig struct {
+	// ErrorHTTPStatus is "semantic" or "always_200" (DESIGN §3).
+	ErrorHTTPStatus string `toml:"error_http_status"`
+}
+
+type LimitsConfig struct {
+	MaxContactsPerRequest int   `toml:"max_contacts_per_request"`
+	MaxBodyBytes          int64 `toml:"max_body_bytes"`
+}
+
+type PhoneConfig struct {
+	DefaultRegion string `toml:"default_region"`
+}
+
+type EngineConfig struct {
+	// Enabled turns the call engine on; with it off contacts stay queued.
+	Enabled bool `toml:"enabled"`
+	// PollInterval is how often the scheduler looks for due contacts when
+	// nothing woke it earlier.
+	PollInterval Duration `toml:"poll_interval"`
+}
+
+type SimulatorConfig struct {
+	Seed      int64              `toml:"seed"`
+	TimeScale float64            `toml:"time_scale"`
+	Weights   map[string]float64 `toml:"weights"`
+	Rules     []SimulatorRule    `toml:"rules"`
+}
+
+// SimulatorRule decides the outcome of calls to matching numbers.
+type SimulatorRule struct {
+	Suffix   string   `toml:"suffix"` // matches the E.164 number's ending
+	Number   string   `toml:"number"` // matches one number exactly
+	Outcome  string   `toml:"outcome"`
+	TalkTime Duration `toml:"talk_time"`
+	RingTime Duration `toml:"ring_time"`
+}
+
+type WebhooksConfig struct {
+	Workers       int        `toml:"workers"`
+	Timeout       Duration   `toml:"timeout"`
+	RetrySchedule []Duration `toml:"retry_schedule"`
+}
+
+// Duration is a time.Duration written as "15s", "5m" in TOML and env.
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration like \"15s\" or \"5m\": %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+func durations(ss ...string) []Duration {
+	out := make([]Duration, len(ss))
+	for i, s := range ss {
+		v, _ := time.ParseDuration(s)
+		out[i] = Duration{v}
+	}
+	return out
+}
+
+// DefaultConfig is the configuration of `go run .` with no file.
+func DefaultConfig() Config {
+	return Config{
+		Listen:   "127.0.0.1:8080",
+		Database: "dialbox.db",
+		API:      APIConfig{ErrorHTTPStatus: StatusModeSemantic},
+		Limits:   LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20},
+		Phone:    PhoneConfig{DefaultRegion: "VN"},
+		Engine:   EngineConfig{Enabled: true, PollInterval: Duration{time.Second}},
+		Simulator: SimulatorConfig{
+			Seed:      1,
+			TimeScale: 1,
+		},
+		Webhooks: WebhooksConfig{
+			Workers:       8,
+			Timeout:       Duration{15 * time.Second},
+			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
+		},
+	}
+}
+
+// ConfigError names the file (or environment variable), line and key of a
+// bad setting so the start can stop with a message a person can act on.
+type ConfigError struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Key != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// decodeTOMLFile decodes path into v, lets after decode any toml.Primitive
+// parts, refuses unknown keys, and turns every problem into a ConfigError
+// with its line.
+func decodeTOMLFile(path string, v any, after func(toml.MetaData) error) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	md, err := toml.Decode(string(data), v)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, &ConfigError{File: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+		}
+		// Type mismatches read "toml: line N (last key "k"): ...".
+		ce := &ConfigError{File: path, Msg: err.Error()}
+		if _, rest, ok := strings.Cut(err.Error(), "line "); ok {
+			fmt.Sscanf(rest, "%d", &ce.Line)
+			if _, k, ok := strings.Cut(rest, `(last key "`); ok {
+				ce.Key, _, _ = strings.Cut(k, `"`)
+				_, ce.Msg, _ = strings.Cut(rest, "): ")
+			}
+		}
+		return nil, ce
+	}
+	if after != nil {
+		if err := after(md); err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				ce.File, ce.Line = path, keyLine(data, ce.Key)
+			}
+			return nil, err
+		}
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		key := und[0].String()
+		return nil, &ConfigError{File: path, Line: keyLine(data, key), Key: key, Msg: "unknown key"}
+	}
+	return data, nil
+}
+
+// LoadConfig reads the config file (if any) over the defaults, then applies
+// DIALBOX_* environment variables, then validates.
+func LoadConfig(path string, env []string) (Config, error) {
+	cfg := DefaultConfig()
+	var data []byte
+	if path != "" {
+		var err error
+		if data, err = decodeTOMLFile(path, &cfg, nil); err != nil {
+			return cfg, err
+		}
+	}
+	if err := applyEnv(&cfg, env); err != nil {
+		return cfg, err
+	}
+	if err := cfg.validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) && ce.File == "" {
+			ce.File = path
+			ce.Line = keyLine(data, ce.Key)
+		}
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func (c *Config) validate() error {
+	bad := func(key, msg string) error { return &ConfigError{Key: key, Msg: msg} }
+	switch {
+	case c.Listen == "":
+		return bad("listen", "must not be empty")
+	case c.Database == "":
+		return bad("database", "must not be empty")
+	case c.API.ErrorHTTPStatus != StatusModeSemantic && c.API.ErrorHTTPStatus != StatusModeAlways:
+		return bad("api.error_http_status", `must be "semantic" or "always_200"`)
+	case c.Limits.MaxContactsPerRequest < 1:
+		return bad("limits.max_contacts_per_request", "must be at least 1")
+	case c.Limits.MaxBodyBytes < 1:
+		return bad("limits.max_body_bytes", "must be at least 1")
+	case !supportedRegion(c.Phone.DefaultRegion):
+		return bad("phone.default_region", fmt.Sprintf("%q is not a known region code like \"VN\"", c.Phone.DefaultRegion))
+	case c.Engine.PollInterval.Duration <= 0:
+		return bad("engine.poll_interval", "must be positive")
+	case c.Simulator.TimeScale <= 0:
+		return bad("simulator.time_scale", "must be positive")
+	case c.Webhooks.Workers < 1:
+		return bad("webhooks.workers", "must be at least 1")
+	case c.Webhooks.Timeout.Duration <= 0:
+		return bad("webhooks.timeout", "must be positive")
+	case len(c.Webhooks.RetrySchedule) == 0:
+		return bad("webhooks.retry_schedule", "must list at least one delay")
+	}
+	return nil
+}
+
+func supportedRegion(r string) bool {
+	_, ok := phonenumbers.GetSupportedRegions()[r]
+	return ok
+}
+
+// applyEnv sets every scalar key from DIALBOX_<SECTION>_<KEY> (upper case,
+// dots as underscores): DIALBOX_LISTEN, DIALBOX_API_ERROR_HTTP_STATUS, ...
+// Lists are comma-separated. Arrays of tables (simulator.rules) and maps
+// (simulator.weights) are file-only.
+func applyEnv(cfg *Config, env []string) error {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "DIALBOX_") {
+			vars[k] = v
+		}
+	}
+	if len(vars) == 0 {
+		return nil
+	}
+	return walkKeys(reflect.ValueOf(cfg).Elem(), "", func(key string, f reflect.Value) error {
+		name := "DIALBOX_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+		raw, ok := vars[name]
+		if !ok {
+			return nil
+		}
+		if err := setFromString(f, raw); err != nil {
+			return &ConfigError{File: "environment " + name, Key: key, Msg: err.Error()}
+		}
+		return nil
+	})
+}
+
+// walkKeys calls fn for every settable leaf of a config struct with its
+// dotted TOML key.
+func walkKeys(v reflect.Value, prefix string, fn func(key string, f reflect.Value) error) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		tag := t.Field(i).Tag.Get("toml")
+		if tag == "" {
+			continue
+		}
+		key := tag
+		if prefix != "" {
+			key = prefix + "." + tag
+		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(Duration{}) {
+			if err := walkKeys(f, key, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fn(key, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setFromString(f reflect.Value, raw string) error {
+	if d, ok := f.Addr().Interface().(*Duration); ok {
+		return d.UnmarshalText([]byte(raw))
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(raw)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", raw)
+		}
+		f.SetInt(n)
+	case reflect.Float64:
+		n, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", raw)
+		}
+		f.SetFloat(n)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(raw))
+		if err != nil {
+			return fmt.Errorf("not true or false: %q", raw)
+		}
+		f.SetBool(b)
+	case reflect.Slice:
+		parts := strings.Split(raw, ",")
+		s := reflect.MakeSlice(f.Type(), len(parts), len(parts))
+		for i, p := range parts {
+			if err := setFromString(s.Index(i), strings.TrimSpace(p)); err != nil {
+				return err
+			}
+		}
+		f.Set(s)
+	default:
+		return fmt.Errorf("cannot be set from the environment; use the config file")
+	}
+	return nil
+}
+
+// keyLine finds the line of a key in a TOML document. key is dotted, with
+// [i] after the name of an array of tables ("applications[1].scenarios[0].status").
+// When the key itself is not written (a default), it falls back to the line
+// of its nearest written parent; 0 when nothing matches.
+func keyLine(data []byte, key string) int {
+	for k := key; k != ""; k = parentKey(k) {
+		if n := findKeyLine(data, k); n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+func parentKey(k string) string {
+	if i := strings.LastIndexAny(k, ".["); i > 0 {
+		return k[:i]
+	}
+	return ""
+}
+
+func findKeyLine(data []byte, key string) int {
+	counts := map[string]int{} // array-of-tables path -> elements seen
+	arrays := map[string]bool{}
+	table := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "[["):
+			name := strings.TrimSpace(strings.Trim(strings.SplitN(line, "]]", 2)[0], "["))
+			arrays[name] = true
+			counts[name]++
+			for p := range counts {
+				if strings.HasPrefix(p, name+".") {
+					delete(counts, p)
+				}
+			}
+			table = indexedPath(name, arrays, counts)
+		case strings.HasPrefix(line, "["):
+			name := strings.TrimSpace(strings.Trim(strings.SplitN(line, "]", 2)[0], "["))
+			table = indexedPath(name, arrays, counts)
+		case line == "" || strings.HasPrefix(line, "#"):
+			continue
+		default:
+			k, _, ok := strings.Cut(line, "=")
+			if !ok {
+				continue
+			}
+			full := strings.Trim(strings.TrimSpace(k), `"`)
+			if table != "" {
+				full = table + "." + full
+			}
+			if full == key {
+				return i + 1
+			}
+		}
+		if table == key {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// indexedPath turns a table name into its indexed form using the current
+// element of every array of tables on the way.
+func indexedPath(name string, arrays map[string]bool, counts map[string]int) string {
+	segs := strings.Split(name, ".")
+	var b strings.Builder
+	for i, s := range segs {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strings.TrimSpace(s))
+		if p := strings.Join(segs[:i+1], "."); arrays[p] {
+			fmt.Fprintf(&b, "[%d]", counts[p]-1)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// FixtureFile is a declarative set of tenants (DESIGN §7), applied at every
+// start: applications are matched by api_key, scenarios and campaigns by id,
+// hotlines by number, webhooks by url.
+type FixtureFile struct {
+	Applications []*FixtureApp `toml:"applications"`
+}
+
+type FixtureApp struct {
+	Name         string             `toml:"name"`
+	APIKey       string             `toml:"api_key"`
+	APISecret    string             `toml:"api_secret"`
+	Wallet       *FixtureWallet     `toml:"wallet"`
+	HotlinePools []FixturePool      `toml:"hotline_pools"`
+	Scenarios    []*FixtureScenario `toml:"scenarios"`
+	Campaigns    []FixtureCampaign  `toml:"campaigns"`
+	Webhooks     []FixtureWebhook   `toml:"webhooks"`
+
+	isDemo bool
+	id     int64 // set once applied
+}
+
+type FixtureWallet struct {
+	Prepaid        *bool      `toml:"prepaid"` // default true
+	Balance        int64      `toml:"balance"`
+	ExpiresAt      *time.Time `toml:"expires_at"`
+	PricePerCall   int64      `toml:"price_per_call"`
+	PricePerMinute int64      `toml:"price_per_minute"`
+}
+
+type FixturePool struct {
+	Key     string   `toml:"key"`
+	Numbers []string `toml:"numbers"`
+}
+
+type FixtureScenario struct {
+	ID                 string         `toml:"id"`
+	Name               string         `toml:"name"`
+	Description        string         `toml:"description"`
+	Status             string         `toml:"status"`
+	Content            string         `toml:"content"`
+	PersonalizedFields []string       `toml:"personalized_fields"`
+	CallConfigTOML     toml.Primitive `toml:"call_config"`
+
+	// CallConfig is DefaultCallConfig overlaid with the keys the file sets.
+	CallConfig CallConfig `toml:"-"`
+}
+
+type FixtureCampaign struct {
+	ID         string `toml:"id"`
+	Name       string `toml:"name"`
+	ScenarioID string `toml:"scenario_id"`
+}
+
+type FixtureWebhook struct {
+	URL     string   `toml:"url"`
+	Secret  string   `toml:"secret"`
+	Events  []string `toml:"events"`
+	Enabled *bool    `toml:"enabled"` // default true
+}
+
+// Webhook event types.
+const (
+	EventCallCompleted    = "call.completed"
+	EventContactCompleted = "contact.completed"
+)
+
+func (fa *FixtureApp) walletOrDefault() Wallet {
+	if fa.Wallet == nil {
+		return Wallet{Prepaid: false} // no wallet section: postpaid, nothing checked
+	}
+	w := Wallet{
+		Prepaid:        fa.Wallet.Prepaid == nil || *fa.Wallet.Prepaid,
+		Balance:        fa.Wallet.Balance,
+		PricePerCall:   fa.Wallet.PricePerCall,
+		PricePerMinute: fa.Wallet.PricePerMinute,
+	}
+	if fa.Wallet.ExpiresAt != nil {
+		t := fa.Wallet.ExpiresAt.UTC()
+		w.ExpiresAt = &t
+	}
+	return w
+}
+
+func (fs *FixtureScenario) scenario(appID int64) *Scenario {
+	status := fs.Status
+	if status == "" {
+		status = StatusDraft
+	}
+	fields := fs.PersonalizedFields
+	if fields == nil {
+		fields = []string{}
+	}
+	return &Scenario{AppID: appID, ID: fs.ID, Name: fs.Name, Description: fs.Description, Status: status,
+		Content: fs.Content, PersonalizedFields: fields, CallConfig: fs.CallConfig}
+}
+
+// LoadFixtures reads and checks a fixtures file; every problem names the
+// file, line and key.
+func LoadFixtures(path string) (*FixtureFile, error) {
+	var ff FixtureFile
+	var md toml.MetaData
+	data, err := decodeTOMLFile(path, &ff, func(m toml.MetaData) error {
+		md = m
+		for ai, fa := range ff.Applications {
+			for si, sc := range fa.Scenarios {
+				sc.CallConfig = DefaultCallConfig()
+				if err := md.PrimitiveDecode(sc.CallConfigTOML, &sc.CallConfig); err != nil {
+					return &ConfigError{Key: fmt.Sprintf("applications[%d].scenarios[%d].call_config", ai, si), Msg: err.Error()}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := ff.validate(); err != nil {
+		err.File = path
+		err.Line = keyLine(data, err.Key)
+		return nil, err
+	}
+	return &ff, nil
+}
+
+func (ff *FixtureFile) validate() *ConfigError {
+	bad := func(key, format string, args ...any) *ConfigError {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	keys := map[string]bool{}
+	for ai, fa := range ff.Applications {
+		at := fmt.Sprintf("applications[%d]", ai)
+		switch {
+		case fa.APIKey == "":
+			return bad(at+".api_key", "is required")
+		case keys[fa.APIKey]:
+			return bad(at+".api_key", "%q is used by an earlier application", fa.APIKey)
+		case fa.APISecret == "":
+			return bad(at+".api_secret", "is required")
+		}
+		keys[fa.APIKey] = true
+		if fa.Name == "" {
+			fa.Name = fa.APIKey
+		}
+		if w := fa.Wallet; w != nil {
+			switch {
+			case w.Balance < 0:
+				return bad(at+".wallet.balance", "must not be negative")
+			case w.PricePerCall < 0:
+				return bad(at+".wallet.price_per_call", "must not be negative")
+			case w.PricePerMinute < 0:
+				return bad(at+".wallet.price_per_minute", "must not be negative")
+			}
+		}
+		pools := map[string]bool{}
+		for pi, p := range fa.HotlinePools {
+			key := fmt.Sprintf("%s.hotline_pools[%d]", at, pi)
+			if p.Key == "" {
+				return bad(key+".key", "is required")
+			}
+			for _, n := range p.Numbers {
+				if strings.TrimSpace(n) == "" {
+					return bad(key+".numbers", "must not hold an empty number")
+				}
+			}
+			pools[p.Key] = true
+		}
+		scenarios := map[string]bool{}
+		for si, sc := range fa.Scenarios {
+			key := fmt.Sprintf("%s.scenarios[%d]", at, si)
+			if err := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
+				return bad(key+"."+err.Field, "%s", err.Reason)
+			}
+			if scenarios[sc.ID] {
+				return bad(key+".id", "%q is used by an earlier scenario", sc.ID)
+			}
+			scenarios[sc.ID] = true
+		}
+		campaigns := map[string]bool{}
+		for ci, c := range fa.Campaigns {
+			key := fmt.Sprintf("%s.campaigns[%d]", at, ci)
+			switch {
+			case c.ID == "":
+				return bad(key+".id", "is required")
+			case campaigns[c.ID]:
+				return bad(key+".id", "%q is used by an earlier campaign", c.ID)
+			case !scenarios[c.ScenarioID]:
+				return bad(key+".scenario_id", "%q is not a scenario of this application", c.ScenarioID)
+			}
+			campaigns[c.ID] = true
+		}
+		for wi, wh := range fa.Webhooks {
+			key := fmt.Sprintf("%s.webhooks[%d]", at, wi)
+			if u, err := url.Parse(wh.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return bad(key+".url", "must be an http:// or https:// URL")
+			}
+			if err := checkWebhookSecret(wh.Secret); err != nil {
+				return bad(key+".secret", "%s", err)
+			}
+			for _, e := range wh.Events {
+				if e != EventCallCompleted && e != EventContactCompleted {
+					return bad(key+".events", "%q is not an event (call.completed, contact.completed)", e)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validateScenarioFields checks what a scenario must hold wherever it comes
+// from (fixtures or the admin API).
+func validateScenarioFields(id, status string, fields []string, cc CallConfig) *FieldError {
+	bad := func(field, reason string) *FieldError { return &FieldError{Field: field, Reason: reason} }
+	if id == "" {
+		return bad("id", "is required")
+	}
+	if status != "" && !validScenarioStatus(status) {
+		return bad("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
+	}
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if f == "" || f == "phone_number" || f == "contact_id" || f == "so_dien_thoai" || seen[f] {
+			return bad("personalized_fields", fmt.Sprintf("%q is empty, reserved or repeated", f))
+		}
+		seen[f] = true
+	}
+	switch {
+	case cc.CallRouting != RoutingRandom && cc.CallRouting != RoutingRoundRobin:
+		return bad("call_config.call_routing", "must be RANDOM or ROUND_ROBIN")
+	case cc.MaxConcurrent < 1:
+		return bad("call_config.max_concurrent", "must be at least 1")
+	case cc.MaxDuration < 1:
+		return bad("call_config.max_duration", "must be at least 1 second")
+	case cc.ReCall.Times < 0:
+		return bad("call_config.re_call.times", "must not be negative")
+	case cc.ReCall.Delay < 0:
+		return bad("call_config.re_call.delay", "must not be negative")
+	}
+	if _, err := parseCallWindow(cc.CallWindow); err != nil {
+		return bad("call_config.call_window", err.Error())
+	}
+	return nil
+}
+
+// checkWebhookSecret accepts Standard Webhooks secrets: "whsec_" and base64.
+func checkWebhookSecret(secret string) error {
+	b64, ok := strings.CutPrefix(secret, "whsec_")
+	if !ok {
+		return fmt.Errorf("must start with whsec_")
+	}
+	if raw, err := base64.StdEncoding.DecodeString(b64); err != nil || len(raw) < 16 {
+		return fmt.Errorf("must be whsec_ followed by at least 16 base64-encoded bytes")
+	}
+	return nil
+}
+
+// ApplyFixtures upserts every application of the file in one transaction.
+func (s *Store) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		for _, fa := range apps {
+			if err := applyFixtureApp(tx, fa, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Demo tenant names, stable so the printed curl lines keep working.
+const (
+	demoAPIKey     = "demo-key"
+	demoScenarioID = "demo-scenario"
+	demoCampaignID = "demo-campaign"
+)
+
+// demoFixture is the tenant a first run creates so `go run .` has something
+// to call: a prepaid wallet, a pool of three hotlines, an ACTIVE scenario
+// that accepts repeated phones (so the printed curl lines can be rerun) and
+// a campaign.
+func demoFixture(now time.Time) *FixtureApp {
+	cc := DefaultCallConfig()
+	cc.AllowDuplicatePhone = true
+	cc.MaxConcurrent = 3
+	cc.ReCall = ReCall{Times: 1, Delay: 60, IsBusy: true, IsNoAnswer: true}
+	cc.CallWindow.Start, cc.CallWindow.End = "00:00", "24:00"
+	expires := now.AddDate(1, 0, 0).UTC().Truncate(time.Second)
+	prepaid := true
+	return &FixtureApp{
+		Name:      "Demo tenant",
+		APIKey:    demoAPIKey,
+		APISecret: randomHex(24),
+		Wallet: &FixtureWallet{Prepaid: &prepaid, Balance: 10_000_000, ExpiresAt: &expires,
+			PricePerCall: 1000, PricePerMinute: 800},
+		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
+		Scenarios: []*FixtureScenario{{
+			ID: demoScenarioID, Name: "Payment reminder", Description: "Reminds customers of a due payment",
+			Status: StatusActive, Content: "Xin chào {{danh_xung}} {{ho_ten}}, đây là cuộc gọi nhắc thanh toán.",
+			PersonalizedFields: []string{"danh_xung", "ho_ten"}, CallConfig: cc,
+		}},
+		Campaigns: []FixtureCampaign{{ID: demoCampaignID, Name: "Demo campaign", ScenarioID: demoScenarioID}},
+		isDemo:    true,
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b)
+}

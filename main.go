@@ -1,0 +1,314 @@
+// Command dialbox is a self-hosted outbound-calling ("callbot") server: the
+// public API of the cloud it stands in for, a call engine, and webhooks.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// version is stamped at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Environ()); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "dialbox:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  dialbox [serve] [--config FILE] [--listen ADDR] [--database FILE] [--fixtures FILE]
+  dialbox token --app API_KEY [--config FILE] [--database FILE]
+  dialbox version
+`
+
+func run(ctx context.Context, args []string, stdout io.Writer, env []string) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		m := NewMain(stdout)
+		if err := m.ParseFlags(args, env); err != nil {
+			return err
+		}
+		if err := m.Run(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		m.Log.Info("shutting down")
+		return m.Close()
+	case "token":
+		return runToken(ctx, args, stdout, env)
+	case "version":
+		fmt.Fprintln(stdout, "dialbox", versionString())
+		return nil
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+// Main is one running dialbox: tests start it on 127.0.0.1:0 exactly as the
+// binary starts it.
+type Main struct {
+	Config Config
+	Stdout io.Writer
+	Log    *slog.Logger
+
+	store  *Store
+	ln     net.Listener
+	server *http.Server
+}
+
+func NewMain(stdout io.Writer) *Main {
+	return &Main{
+		Config: DefaultConfig(),
+		Stdout: stdout,
+		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+}
+
+// commonFlags are the flags every command that opens the database takes;
+// the config file is read first, then DIALBOX_* variables, then the flags.
+type commonFlags struct {
+	config, listen, database, fixtures *string
+}
+
+func newFlagSet(name string) (*flag.FlagSet, commonFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return fs, commonFlags{
+		config:   fs.String("config", "", "TOML config file (env DIALBOX_CONFIG)"),
+		listen:   fs.String("listen", "", "address to serve on (default 127.0.0.1:8080)"),
+		database: fs.String("database", "", "SQLite database file (default dialbox.db)"),
+		fixtures: fs.String("fixtures", "", "fixtures file applied at start"),
+	}
+}
+
+func (f commonFlags) load(fs *flag.FlagSet, env []string) (Config, error) {
+	path := *f.config
+	if path == "" {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "DIALBOX_CONFIG="); ok {
+				path = v
+			}
+		}
+	}
+	cfg, err := LoadConfig(path, env)
+	if err != nil {
+		return cfg, err
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "listen":
+			cfg.Listen = *f.listen
+		case "database":
+			cfg.Database = *f.database
+		case "fixtures":
+			cfg.Fixtures = *f.fixtures
+		}
+	})
+	return cfg, nil
+}
+
+// ParseFlags reads the serve command's flags, config file and environment.
+func (m *Main) ParseFlags(args, env []string) error {
+	fs, f := newFlagSet("serve")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), usage)
+	}
+	cfg, err := f.load(fs, env)
+	if err != nil {
+		return err
+	}
+	m.Config = cfg
+	return nil
+}
+
+// Run opens the database, applies fixtures (or makes the demo tenant on an
+// empty database), and starts serving. It returns once the server listens.
+func (m *Main) Run(ctx context.Context) (err error) {
+	cfg := m.Config
+	var fixtures *FixtureFile
+	if cfg.Fixtures != "" {
+		if fixtures, err = LoadFixtures(cfg.Fixtures); err != nil {
+			return err
+		}
+	}
+	if m.store, err = OpenStore(cfg.Database); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.store.Close()
+		}
+	}()
+	now := time.Now()
+	if fixtures != nil {
+		if err := m.store.ApplyFixtures(ctx, fixtures.Applications, now); err != nil {
+			return fmt.Errorf("fixtures %s: %w", cfg.Fixtures, err)
+		}
+	} else if n, err := m.store.CountApps(ctx); err != nil {
+		return err
+	} else if n == 0 {
+		if err := m.store.ApplyFixtures(ctx, []*FixtureApp{demoFixture(now)}, now); err != nil {
+			return fmt.Errorf("demo tenant: %w", err)
+		}
+	}
+
+	api := &API{cfg: cfg, store: m.store, now: time.Now, log: m.Log}
+	router := httprouter.New()
+	api.routes(router)
+	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api.writeError(w, &APIError{Code: 404, Message: "Not found"})
+	})
+	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
+	})
+	m.server = &http.Server{
+		Handler:           router,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+	}
+	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	go func() {
+		if err := m.server.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Log.Error("server stopped", "err", err)
+		}
+	}()
+	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", cfg.Database)
+	return m.printDemo(ctx)
+}
+
+// URL is the base URL clients use to reach this server.
+func (m *Main) URL() string {
+	host, port, _ := net.SplitHostPort(m.ln.Addr().String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// Close stops accepting requests, lets in-flight ones finish, and closes the
+// database.
+func (m *Main) Close() error {
+	var errs []error
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		errs = append(errs, m.server.Shutdown(ctx))
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// printDemo prints the demo tenant's credentials and one working curl line
+// per operation, if the database has a demo tenant.
+func (m *Main) printDemo(ctx context.Context) error {
+	app, err := m.store.DemoApp(ctx)
+	if errors.Is(err, errNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	token, err := MintToken(app, time.Now())
+	if err != nil {
+		return err
+	}
+	base := m.URL()
+	auth := "-H 'Authorization: Bearer " + token + "'"
+	fmt.Fprintf(m.Stdout, `
+dialbox %s is serving on %s
+
+Demo tenant
+  API key:      %s
+  API secret:   %s
+  ACCESS_TOKEN: %s
+
+Operation A, add contacts to a scenario:
+  curl -s -X POST %s/api/v1/public-api/scenarios/%s/calls %s -H 'Content-Type: application/json' -d '{"contacts":[{"phone_number":"0912345678","danh_xung":"Anh","ho_ten":"Nguyen Van A"}]}'
+
+Operation B, list scenarios:
+  curl -s '%s/api/v1/public-api/scenarios?limit=10&offset=0' %s
+
+Operation C, add contacts to a campaign:
+  curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"+84 987 654 321","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
+
+`, versionString(), base, app.APIKey, app.APISecret, token,
+		base, demoScenarioID, auth, base, auth, base, auth, demoCampaignID)
+	return nil
+}
+
+// runToken prints a fresh ACCESS_TOKEN for an application.
+func runToken(ctx context.Context, args []string, stdout io.Writer, env []string) error {
+	fs, f := newFlagSet("token")
+	appKey := fs.String("app", "", "API key of the application")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *appKey == "" {
+		return fmt.Errorf("token: --app API_KEY is required")
+	}
+	cfg, err := f.load(fs, env)
+	if err != nil {
+		return err
+	}
+	store, err := OpenStore(cfg.Database)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	app, err := store.AppByKey(ctx, *appKey)
+	if errors.Is(err, errNotFound) {
+		return fmt.Errorf("token: no application has API key %q in %s", *appKey, cfg.Database)
+	}
+	if err != nil {
+		return err
+	}
+	token, err := MintToken(app, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, token)
+	return nil
+}

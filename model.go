@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Application is a tenant: its API key names it in ACCESS_TOKENs and its
+// secret signs them.
+type Application struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	APIKey    string    `json:"api_key"`
+	APISecret string    `json:"-"`
+	Disabled  bool      `json:"disabled"`
+	IsDemo    bool      `json:"is_demo"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Wallet is an application's balance. A postpaid wallet skips every balance
+// and expiry check.
+type Wallet struct {
+	Prepaid        bool       `json:"prepaid"`
+	Balance        int64      `json:"balance"`
+	ExpiresAt      *time.Time `json:"expires_at"`
+	PricePerCall   int64      `json:"price_per_call"`
+	PricePerMinute int64      `json:"price_per_minute"`
+}
+
+// Expired reports whether a prepaid wallet is past its expiry at now.
+func (w Wallet) Expired(now time.Time) bool {
+	return w.Prepaid && w.ExpiresAt != nil && !now.Before(*w.ExpiresAt)
+}
+
+// Scenario statuses, as the public API spells them.
+const (
+	StatusDraft     = "DRAFT"
+	StatusActive    = "ACTIVE"
+	StatusReviewing = "REVIEWING"
+	StatusReject    = "REJECT"
+)
+
+func validScenarioStatus(s string) bool {
+	switch s {
+	case StatusDraft, StatusActive, StatusReviewing, StatusReject:
+		return true
+	}
+	return false
+}
+
+// Scenario is a calling script with its call settings.
+type Scenario struct {
+	AppID              int64
+	ID                 string
+	Name               string
+	Description        string
+	Status             string
+	Content            string
+	PersonalizedFields []string
+	CallConfig         CallConfig
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// CallConfig is how a scenario's contacts are dialled. Its JSON form is the
+// one the real service uses; call_window is dialbox's addition.
+type CallConfig struct {
+	PoolHotlineKey      string     `json:"pool_hotline_key" toml:"pool_hotline_key"`
+	CallRouting         string     `json:"call_routing" toml:"call_routing"`
+	MaxConcurrent       int        `json:"max_concurrent" toml:"max_concurrent"`
+	MaxDuration         int        `json:"max_duration" toml:"max_duration"`
+	AllowDuplicatePhone bool       `json:"allow_duplicate_phone" toml:"allow_duplicate_phone"`
+	ReCall              ReCall     `json:"re_call" toml:"re_call"`
+	CallWindow          CallWindow `json:"call_window" toml:"call_window"`
+}
+
+// ReCall says how often and after which outcomes a contact is called again.
+type ReCall struct {
+	Times       int  `json:"times" toml:"times"`
+	Delay       int  `json:"delay" toml:"delay"` // seconds
+	IsBusy      bool `json:"is_busy" toml:"is_busy"`
+	IsNoAnswer  bool `json:"is_no_answer" toml:"is_no_answer"`
+	IsFailed    bool `json:"is_failed" toml:"is_failed"`
+	IsVoiceMail bool `json:"is_voice_mail" toml:"is_voice_mail"`
+}
+
+// CallWindow is the local time of day and week days in which calls may start.
+type CallWindow struct {
+	Start    string   `json:"start" toml:"start"`
+	End      string   `json:"end" toml:"end"`
+	Timezone string   `json:"timezone" toml:"timezone"`
+	Days     []string `json:"days" toml:"days"`
+}
+
+// Call routing modes.
+const (
+	RoutingRandom     = "RANDOM"
+	RoutingRoundRobin = "ROUND_ROBIN"
+)
+
+// DefaultCallConfig is what a scenario gets for every key it does not set.
+func DefaultCallConfig() CallConfig {
+	return CallConfig{
+		PoolHotlineKey: "POOL_SYSTEM",
+		CallRouting:    RoutingRoundRobin,
+		MaxConcurrent:  10,
+		MaxDuration:    300,
+		ReCall:         ReCall{Delay: 300},
+		CallWindow: CallWindow{
+			Start:    "08:00",
+			End:      "20:00",
+			Timezone: "Asia/Ho_Chi_Minh",
+			Days:     []string{"MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"},
+		},
+	}
+}
+
+// Campaign groups contacts of one scenario; a paused campaign is not dialled.
+type Campaign struct {
+	AppID      int64     `json:"-"`
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	ScenarioID string    `json:"scenario_id"`
+	Paused     bool      `json:"paused"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Contact states.
+const (
+	ContactQueued  = "queued"
+	ContactDialing = "dialing"
+	ContactDone    = "done"
+)
+
+// NewContact is a validated contact ready to be stored by an import.
+type NewContact struct {
+	Position int
+	Phone    string            // E.164
+	Echo     map[string]string // every key returned under result[i], but contact_id
+}
+
+// SkippedContact is a contact of a request that was not added, and why.
+type SkippedContact struct {
+	Position int             `json:"position"`
+	Input    json.RawMessage `json:"input"`
+	Reason   string          `json:"reason"`
+}
+
+// ImportRequest is one call of operation A or C after validation.
+type ImportRequest struct {
+	AppID      int64
+	ScenarioID string
+	CampaignID string // empty for operation A
+	// UniquePhone is false when the scenario allows duplicate phones.
+	UniquePhone bool
+	Contacts    []NewContact
+	Skipped     []SkippedContact
+}
+
+// AddedContact is a stored contact as operation A and C echo it.
+type AddedContact struct {
+	ID   string
+	Echo map[string]string
+}
+
+// MarshalJSON writes contact_id with the echoed fields, keys in byte order
+// as the spec's sample shows them (contact_id, danh_xung, ho_ten, so_dien_thoai).
+func (c AddedContact) MarshalJSON() ([]byte, error) {
+	m := make(map[string]string, len(c.Echo)+1)
+	for k, v := range c.Echo {
+		m[k] = v
+	}
+	m["contact_id"] = c.ID
+	return json.Marshal(m)
+}

@@ -1,0 +1,181 @@
+-- dialbox schema, as an ordered list of migrations.
+-- Each "-- migration N: ..." block is applied once, in order, in its own
+-- transaction; PRAGMA user_version records the last one applied.
+-- Never edit a released block: add a new one below.
+-- Times are INTEGER unix milliseconds (UTC). Money is INTEGER VND.
+
+-- migration 1: tenants, scenarios, campaigns and contacts
+CREATE TABLE applications (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT    NOT NULL,
+    api_key     TEXT    NOT NULL UNIQUE,
+    api_secret  TEXT    NOT NULL,
+    disabled    INTEGER NOT NULL DEFAULT 0,
+    is_demo     INTEGER NOT NULL DEFAULT 0,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+
+CREATE TABLE wallets (
+    app_id           INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
+    prepaid          INTEGER NOT NULL DEFAULT 1,
+    balance          INTEGER NOT NULL DEFAULT 0,
+    expires_at       INTEGER,            -- NULL: never expires
+    price_per_call   INTEGER NOT NULL DEFAULT 0,
+    price_per_minute INTEGER NOT NULL DEFAULT 0,
+    updated_at       INTEGER NOT NULL
+);
+
+CREATE TABLE hotline_pools (
+    app_id     INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+    key        TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, key)
+);
+
+CREATE TABLE hotlines (
+    app_id   INTEGER NOT NULL,
+    pool_key TEXT    NOT NULL,
+    number   TEXT    NOT NULL,
+    enabled  INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (app_id, pool_key, number),
+    FOREIGN KEY (app_id, pool_key) REFERENCES hotline_pools(app_id, key) ON DELETE CASCADE
+);
+
+CREATE TABLE scenarios (
+    app_id              INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+    id                  TEXT    NOT NULL,
+    name                TEXT    NOT NULL DEFAULT '',
+    description         TEXT    NOT NULL DEFAULT '',
+    status              TEXT    NOT NULL DEFAULT 'DRAFT'
+                        CHECK (status IN ('DRAFT', 'ACTIVE', 'REVIEWING', 'REJECT')),
+    content             TEXT    NOT NULL DEFAULT '',
+    personalized_fields TEXT    NOT NULL DEFAULT '[]',  -- JSON array of names
+    call_config         TEXT    NOT NULL DEFAULT '{}',  -- JSON, see config.go CallConfig
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL,
+    PRIMARY KEY (app_id, id)
+);
+CREATE INDEX scenarios_by_created ON scenarios (app_id, created_at DESC, id);
+
+CREATE TABLE campaigns (
+    app_id      INTEGER NOT NULL,
+    id          TEXT    NOT NULL,
+    name        TEXT    NOT NULL DEFAULT '',
+    scenario_id TEXT    NOT NULL,
+    paused      INTEGER NOT NULL DEFAULT 0,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    PRIMARY KEY (app_id, id),
+    FOREIGN KEY (app_id, scenario_id) REFERENCES scenarios(app_id, id) ON DELETE CASCADE
+);
+
+-- One row per accepted request of operation A or C (or a rejected one whose
+-- contacts were all invalid), so skipped contacts can be explained later.
+CREATE TABLE imports (
+    id          TEXT    PRIMARY KEY,
+    app_id      INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+    scenario_id TEXT    NOT NULL,
+    campaign_id TEXT,
+    requested   INTEGER NOT NULL,
+    added       INTEGER NOT NULL,
+    skipped     INTEGER NOT NULL,
+    code        INTEGER NOT NULL,   -- 1 on success, else the error code answered
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX imports_by_app ON imports (app_id, created_at);
+
+CREATE TABLE skipped_contacts (
+    import_id TEXT    NOT NULL REFERENCES imports(id) ON DELETE CASCADE,
+    position  INTEGER NOT NULL,   -- index in the request's contacts array
+    input     TEXT    NOT NULL,   -- the contact as sent (JSON)
+    reason    TEXT    NOT NULL,
+    PRIMARY KEY (import_id, position)
+) WITHOUT ROWID;
+
+-- state: queued (waiting for its next attempt), dialing (a call is up),
+-- done (final outcome reached).
+CREATE TABLE contacts (
+    seq             INTEGER PRIMARY KEY,
+    id              TEXT    NOT NULL UNIQUE,   -- contact_id (UUIDv7: ordered, cheap to index)
+    app_id          INTEGER NOT NULL,
+    scenario_id     TEXT    NOT NULL,
+    campaign_id     TEXT,
+    import_id       TEXT    NOT NULL,
+    phone           TEXT    NOT NULL,          -- E.164
+    fields          TEXT    NOT NULL,          -- JSON object echoed in responses
+    unique_phone    INTEGER NOT NULL,          -- 1 when the scenario forbade duplicates
+    state           TEXT    NOT NULL DEFAULT 'queued',
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    outcome         TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    FOREIGN KEY (app_id, scenario_id) REFERENCES scenarios(app_id, id) ON DELETE CASCADE
+);
+-- A phone may be pending only once per scenario unless duplicates are allowed;
+-- the index enforces it inside the import transaction.
+CREATE UNIQUE INDEX contacts_pending_phone ON contacts (app_id, scenario_id, phone)
+    WHERE unique_phone = 1 AND state <> 'done';
+CREATE INDEX contacts_due ON contacts (app_id, scenario_id, next_attempt_at, seq)
+    WHERE state = 'queued';
+CREATE INDEX contacts_by_app ON contacts (app_id, seq);
+
+-- migration 2: calls and webhook delivery
+CREATE TABLE calls (
+    id           TEXT    PRIMARY KEY,
+    contact_seq  INTEGER NOT NULL REFERENCES contacts(seq) ON DELETE CASCADE,
+    app_id       INTEGER NOT NULL,
+    attempt      INTEGER NOT NULL,
+    hotline      TEXT    NOT NULL,
+    state        TEXT    NOT NULL DEFAULT 'dialing',  -- dialing | ended
+    outcome      TEXT,
+    cause        INTEGER,
+    started_at   INTEGER NOT NULL,
+    answered_at  INTEGER,
+    ended_at     INTEGER,
+    duration     INTEGER NOT NULL DEFAULT 0,          -- talk seconds
+    cost         INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (contact_seq, attempt)
+);
+CREATE INDEX calls_dialing ON calls (state) WHERE state = 'dialing';
+
+CREATE TABLE webhook_endpoints (
+    id         TEXT    PRIMARY KEY,
+    app_id     INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+    url        TEXT    NOT NULL,
+    secret     TEXT    NOT NULL,
+    events     TEXT    NOT NULL DEFAULT '[]',  -- JSON array; empty means all
+    enabled    INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX webhook_endpoints_by_app ON webhook_endpoints (app_id);
+
+-- The outbox: one row per (event, endpoint), written in the same transaction
+-- as the state change it reports.
+CREATE TABLE webhook_messages (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT    NOT NULL UNIQUE,   -- webhook-id header, same on every retry
+    endpoint_id  TEXT    NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+    app_id       INTEGER NOT NULL,
+    event_type   TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,
+    state        TEXT    NOT NULL DEFAULT 'pending',  -- pending | delivered | dead
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    next_try_at  INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+);
+CREATE INDEX webhook_messages_due ON webhook_messages (next_try_at, seq) WHERE state = 'pending';
+CREATE INDEX webhook_messages_by_endpoint ON webhook_messages (endpoint_id, created_at);
+
+CREATE TABLE webhook_attempts (
+    message_seq INTEGER NOT NULL REFERENCES webhook_messages(seq) ON DELETE CASCADE,
+    attempt     INTEGER NOT NULL,
+    status_code INTEGER,
+    error       TEXT,
+    latency_ms  INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    PRIMARY KEY (message_seq, attempt)
+) WITHOUT ROWID;

@@ -1,0 +1,698 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	_ "modernc.org/sqlite"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// Store is dialbox's only access to SQLite. Reads go through a small pool;
+// every write goes through one writer goroutine that runs concurrent jobs in
+// a shared transaction (group commit), so N concurrent imports cost one
+// fsync instead of N while none is acknowledged before its commit.
+type Store struct {
+	read  *sql.DB
+	write *sql.DB
+
+	mu     sync.RWMutex // guards closed against Write racing Close
+	closed bool
+	jobs   chan writeJob
+	done   chan struct{}
+
+	insertContact *sql.Stmt
+}
+
+type writeJob struct {
+	fn     func(*sql.Tx) error
+	result chan error
+}
+
+// maxJobsPerCommit bounds a group commit so one transaction stays short.
+const maxJobsPerCommit = 256
+
+var errStoreClosed = errors.New("store is closed")
+
+// OpenStore opens (creating if needed) the database at path, brings its
+// schema up to date and starts the writer.
+func OpenStore(path string) (*Store, error) {
+	return openStoreAt(path, len(migrations()))
+}
+
+// openStoreAt migrates only up to version; tests use it to make a database
+// as an older dialbox would have left it.
+func openStoreAt(path string, version int) (*Store, error) {
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxLifetime(0)
+	if err := migrate(write, version); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(4)
+	read.SetMaxIdleConns(4)
+	s := &Store{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
+	if version == len(migrations()) {
+		if s.insertContact, err = write.Prepare(insertContactSQL); err != nil {
+			s.closeDBs()
+			return nil, err
+		}
+	}
+	go s.writer()
+	return s, nil
+}
+
+// Close finishes queued writes and closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.jobs)
+	s.mu.Unlock()
+	<-s.done
+	return s.closeDBs()
+}
+
+func (s *Store) closeDBs() error {
+	if s.insertContact != nil {
+		s.insertContact.Close()
+	}
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+var migrationHeader = regexp.MustCompile(`(?m)^-- migration (\d+):.*$`)
+
+// migrations splits schema.sql into its numbered blocks, in order.
+func migrations() []string {
+	locs := migrationHeader.FindAllStringSubmatchIndex(schemaSQL, -1)
+	out := make([]string, 0, len(locs))
+	for i, loc := range locs {
+		n, _ := strconv.Atoi(schemaSQL[loc[2]:loc[3]])
+		if n != i+1 {
+			panic(fmt.Sprintf("schema.sql: migration %d found where %d was expected", n, i+1))
+		}
+		end := len(schemaSQL)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		out = append(out, schemaSQL[loc[0]:end])
+	}
+	return out
+}
+
+// migrate applies every migration after the database's user_version, each
+// in its own transaction, up to version.
+func migrate(db *sql.DB, version int) error {
+	var current int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&current); err != nil {
+		return err
+	}
+	all := migrations()
+	if current > len(all) {
+		return fmt.Errorf("made by a newer dialbox (schema version %d, this one knows %d)", current, len(all))
+	}
+	for v := current + 1; v <= version; v++ {
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(all[v-1]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion is the migration the database is at.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	return v, err
+}
+
+// Write runs fn inside the writer's current transaction, isolated by a
+// savepoint: if fn fails, only its own changes are undone. It returns once
+// the transaction holding fn's changes is durably committed (or failed).
+func (s *Store) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+	job := writeJob{fn: fn, result: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return errStoreClosed
+	}
+	select {
+	case s.jobs <- job:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	// Wait even if ctx ends now: the job may already be committing, and the
+	// caller must not report failure for data that is stored.
+	return <-job.result
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	for job := range s.jobs {
+		batch := []writeJob{job}
+	collect:
+		for len(batch) < maxJobsPerCommit {
+			select {
+			case j, ok := <-s.jobs:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, j)
+			default:
+				break collect
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+func (s *Store) commit(batch []writeJob) {
+	results := make([]error, len(batch))
+	err := func() error {
+		tx, err := s.write.Begin()
+		if err != nil {
+			return err
+		}
+		for i, job := range batch {
+			if _, err := tx.Exec(`SAVEPOINT job`); err != nil {
+				tx.Rollback()
+				return err
+			}
+			results[i] = runJob(job.fn, tx)
+			if results[i] != nil {
+				if _, err := tx.Exec(`ROLLBACK TO job`); err != nil {
+					tx.Rollback()
+					return err
+				}
+			}
+			if _, err := tx.Exec(`RELEASE job`); err != nil {
+				tx.Rollback()
+				return err
+			}
+		}
+		return tx.Commit()
+	}()
+	for i, job := range batch {
+		if err != nil {
+			job.result <- fmt.Errorf("commit: %w", err)
+		} else {
+			job.result <- results[i]
+		}
+	}
+}
+
+// runJob keeps a panicking job from taking the writer (and every other
+// job's acknowledgement) down with it.
+func runJob(fn func(*sql.Tx) error, tx *sql.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("write job panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(tx)
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func nullMS(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return ms(*t)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ---- applications, wallets, pools ----
+
+const appColumns = `id, name, api_key, api_secret, disabled, is_demo, created_at, updated_at`
+
+func scanApp(row interface{ Scan(...any) error }) (*Application, error) {
+	var a Application
+	var created, updated int64
+	err := row.Scan(&a.ID, &a.Name, &a.APIKey, &a.APISecret, &a.Disabled, &a.IsDemo, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	return &a, nil
+}
+
+// AppByKey finds an application by its API key, disabled ones included.
+func (s *Store) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
+	return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
+}
+
+// DemoApp is the demo tenant made on a first run, if there is one.
+func (s *Store) DemoApp(ctx context.Context) (*Application, error) {
+	return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`))
+}
+
+// CountApps counts every application.
+func (s *Store) CountApps(ctx context.Context) (int, error) {
+	var n int
+	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+	return n, err
+}
+
+// Wallet returns an application's wallet; an application without one is
+// postpaid.
+func (s *Store) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+	return scanWallet(s.read.QueryRowContext(ctx, walletQuery, appID))
+}
+
+const walletQuery = `SELECT prepaid, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = ?`
+
+func scanWallet(row *sql.Row) (Wallet, error) {
+	var w Wallet
+	var expires sql.NullInt64
+	err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Wallet{}, nil
+	}
+	if expires.Valid {
+		t := fromMS(expires.Int64)
+		w.ExpiresAt = &t
+	}
+	return w, err
+}
+
+// PoolAvailable reports whether the pool has at least one enabled hotline.
+func (s *Store) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
+	var ok bool
+	err := s.read.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1)`,
+		appID, poolKey).Scan(&ok)
+	return ok, err
+}
+
+// ---- scenarios and campaigns ----
+
+const scenarioColumns = `app_id, id, name, description, status, content, personalized_fields, call_config, created_at, updated_at`
+
+func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
+	var sc Scenario
+	var fields, config string
+	var created, updated int64
+	err := row.Scan(&sc.AppID, &sc.ID, &sc.Name, &sc.Description, &sc.Status, &sc.Content, &fields, &config, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(fields), &sc.PersonalizedFields); err != nil {
+		return nil, fmt.Errorf("scenario %s personalized_fields: %w", sc.ID, err)
+	}
+	sc.CallConfig = DefaultCallConfig()
+	if err := json.Unmarshal([]byte(config), &sc.CallConfig); err != nil {
+		return nil, fmt.Errorf("scenario %s call_config: %w", sc.ID, err)
+	}
+	sc.CreatedAt, sc.UpdatedAt = fromMS(created), fromMS(updated)
+	return &sc, nil
+}
+
+// Scenario returns the tenant's scenario id, or errNotFound.
+func (s *Store) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+	return scanScenario(s.read.QueryRowContext(ctx,
+		`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
+}
+
+// ListScenarios returns one page of the tenant's scenarios, newest first,
+// and how many match in all. status "" matches every status.
+func (s *Store) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+	var total int
+	if err := s.read.QueryRowContext(ctx,
+		`SELECT count(*) FROM scenarios WHERE app_id = ? AND (? = '' OR status = ?)`, appID, status, status,
+	).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+		WHERE app_id = ? AND (? = '' OR status = ?)
+		ORDER BY created_at DESC, id LIMIT ? OFFSET ?`, appID, status, status, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []*Scenario
+	for rows.Next() {
+		sc, err := scanScenario(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, sc)
+	}
+	return out, total, rows.Err()
+}
+
+const campaignColumns = `app_id, id, name, scenario_id, paused, created_at, updated_at`
+
+func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
+	var c Campaign
+	var created, updated int64
+	err := row.Scan(&c.AppID, &c.ID, &c.Name, &c.ScenarioID, &c.Paused, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
+	return &c, nil
+}
+
+// Campaign returns the tenant's campaign id, or errNotFound.
+func (s *Store) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+	return scanCampaign(s.read.QueryRowContext(ctx,
+		`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
+}
+
+// ---- imports ----
+
+const insertContactSQL = `INSERT INTO contacts
+	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT DO NOTHING`
+
+// ImportResult is what an import stored.
+type ImportResult struct {
+	ImportID string
+	Added    []AddedContact
+	Skipped  []SkippedContact
+}
+
+// Import stores the request's valid contacts in one durable commit and
+// returns them with their new contact_ids. Contacts whose phone is already
+// pending for the scenario (when duplicates are not allowed) are skipped.
+// It fails with errAllInvalid when nothing is left to add (the import and
+// its reasons are still recorded) and errWalletEmpty when a prepaid wallet
+// cannot pay one call per added contact (nothing is recorded).
+func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
+	var res *ImportResult
+	allInvalid := false
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
+		allInvalid = false
+		if _, err := tx.Exec(`SAVEPOINT contacts`); err != nil {
+			return err
+		}
+		if err := insertContacts(tx.Stmt(s.insertContact), req, res, now); err != nil {
+			return err
+		}
+		if len(res.Added) == 0 {
+			allInvalid = true
+			if _, err := tx.Exec(`ROLLBACK TO contacts`); err != nil {
+				return err
+			}
+			return recordImport(tx, req, res, errAllInvalid.Code, now)
+		}
+		if err := checkBalance(tx, req.AppID, len(res.Added)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`RELEASE contacts`); err != nil {
+			return err
+		}
+		return recordImport(tx, req, res, 1, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if allInvalid {
+		return res, errAllInvalid
+	}
+	return res, nil
+}
+
+func insertContacts(stmt *sql.Stmt, req ImportRequest, res *ImportResult, now time.Time) error {
+	at := ms(now)
+	for _, c := range req.Contacts {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		echo, err := json.Marshal(c.Echo)
+		if err != nil {
+			return err
+		}
+		r, err := stmt.Exec(id.String(), req.AppID, req.ScenarioID, nullString(req.CampaignID), res.ImportID,
+			c.Phone, echo, boolInt(req.UniquePhone), at, at, at)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			input, _ := json.Marshal(map[string]string{"phone_number": c.Phone})
+			res.Skipped = append(res.Skipped, SkippedContact{Position: c.Position, Input: input,
+				Reason: "phone_number is already queued for this scenario"})
+			continue
+		}
+		res.Added = append(res.Added, AddedContact{ID: id.String(), Echo: c.Echo})
+	}
+	return nil
+}
+
+// checkBalance fails with errWalletEmpty when a prepaid wallet cannot pay
+// the minimum charge of n calls.
+func checkBalance(tx *sql.Tx, appID int64, n int) error {
+	w, err := scanWallet(tx.QueryRow(walletQuery, appID))
+	if err != nil {
+		return err
+	}
+	if w.Prepaid && w.Balance < int64(n)*w.PricePerCall {
+		return errWalletEmpty
+	}
+	return nil
+}
+
+func recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
+	requested := len(req.Contacts) + len(req.Skipped)
+	if _, err := tx.Exec(`INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID), requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
+		return err
+	}
+	for _, sk := range res.Skipped {
+		if _, err := tx.Exec(`INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`,
+			res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ContactIDs returns the contact_ids of every stored contact of an
+// application (tests use it to check that nothing acknowledged was lost).
+func (s *Store) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM contacts WHERE app_id = ?`, appID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+// SkippedOf returns an import's skipped contacts with their reasons.
+func (s *Store) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT position, input, reason FROM skipped_contacts WHERE import_id = ? ORDER BY position`, importID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SkippedContact
+	for rows.Next() {
+		var sk SkippedContact
+		var input string
+		if err := rows.Scan(&sk.Position, &input, &sk.Reason); err != nil {
+			return nil, err
+		}
+		sk.Input = json.RawMessage(input)
+		out = append(out, sk)
+	}
+	return out, rows.Err()
+}
+
+// ---- fixtures ----
+
+// applyFixtureApp upserts one application of a fixtures file (or the demo
+// tenant) and everything it owns, changing nothing that already matches.
+func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
+	at := ms(now)
+	if _, err := tx.Exec(`INSERT INTO applications (name, api_key, api_secret, is_demo, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (api_key) DO UPDATE SET name = excluded.name, api_secret = excluded.api_secret,
+			disabled = 0, updated_at = excluded.updated_at
+		WHERE name IS NOT excluded.name OR api_secret IS NOT excluded.api_secret OR disabled <> 0`,
+		fa.Name, fa.APIKey, fa.APISecret, boolInt(fa.isDemo), at, at); err != nil {
+		return fmt.Errorf("application %q: %w", fa.APIKey, err)
+	}
+	var appID int64
+	if err := tx.QueryRow(`SELECT id FROM applications WHERE api_key = ?`, fa.APIKey).Scan(&appID); err != nil {
+		return err
+	}
+	fa.id = appID
+
+	w := fa.walletOrDefault()
+	// The balance is an opening balance: set when the wallet is made, never
+	// reset by a restart (calls already charged stay charged).
+	if _, err := tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, expires_at, price_per_call, price_per_minute, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app_id) DO UPDATE SET prepaid = excluded.prepaid, expires_at = excluded.expires_at,
+			price_per_call = excluded.price_per_call, price_per_minute = excluded.price_per_minute, updated_at = excluded.updated_at
+		WHERE prepaid IS NOT excluded.prepaid OR expires_at IS NOT excluded.expires_at
+			OR price_per_call IS NOT excluded.price_per_call OR price_per_minute IS NOT excluded.price_per_minute`,
+		appID, boolInt(w.Prepaid), w.Balance, nullMS(w.ExpiresAt), w.PricePerCall, w.PricePerMinute, at); err != nil {
+		return fmt.Errorf("application %q wallet: %w", fa.APIKey, err)
+	}
+
+	for _, p := range fa.HotlinePools {
+		if _, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+			appID, p.Key, at); err != nil {
+			return fmt.Errorf("hotline pool %q: %w", p.Key, err)
+		}
+		for _, n := range p.Numbers {
+			if _, err := tx.Exec(`INSERT INTO hotlines (app_id, pool_key, number) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+				appID, p.Key, n); err != nil {
+				return fmt.Errorf("hotline pool %q number %q: %w", p.Key, n, err)
+			}
+		}
+	}
+
+	for _, sc := range fa.Scenarios {
+		if err := upsertScenario(tx, appID, sc.scenario(appID), at); err != nil {
+			return err
+		}
+	}
+
+	for _, c := range fa.Campaigns {
+		if _, err := tx.Exec(`INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (app_id, id) DO UPDATE SET name = excluded.name, scenario_id = excluded.scenario_id,
+				updated_at = excluded.updated_at
+			WHERE name IS NOT excluded.name OR scenario_id IS NOT excluded.scenario_id`,
+			appID, c.ID, c.Name, c.ScenarioID, at, at); err != nil {
+			return fmt.Errorf("campaign %q: %w", c.ID, err)
+		}
+	}
+
+	for _, wh := range fa.Webhooks {
+		if err := upsertFixtureWebhook(tx, appID, wh, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func upsertScenario(tx *sql.Tx, appID int64, sc *Scenario, at int64) error {
+	fields, err := json.Marshal(sc.PersonalizedFields)
+	if err != nil {
+		return err
+	}
+	config, err := json.Marshal(sc.CallConfig)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`INSERT INTO scenarios (app_id, id, name, description, status, content, personalized_fields, call_config, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app_id, id) DO UPDATE SET name = excluded.name, description = excluded.description,
+			status = excluded.status, content = excluded.content, personalized_fields = excluded.personalized_fields,
+			call_config = excluded.call_config, updated_at = excluded.updated_at
+		WHERE name IS NOT excluded.name OR description IS NOT excluded.description OR status IS NOT excluded.status
+			OR content IS NOT excluded.content OR personalized_fields IS NOT excluded.personalized_fields
+			OR call_config IS NOT excluded.call_config`,
+		appID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, string(fields), string(config), at, at); err != nil {
+		return fmt.Errorf("scenario %q: %w", sc.ID, err)
+	}
+	return nil
+}
+
+func upsertFixtureWebhook(tx *sql.Tx, appID int64, wh FixtureWebhook, at int64) error {
+	events, err := json.Marshal(wh.Events)
+	if err != nil {
+		return err
+	}
+	if wh.Events == nil {
+		events = []byte("[]")
+	}
+	enabled := wh.Enabled == nil || *wh.Enabled
+	var id string
+	err = tx.QueryRow(`SELECT id FROM webhook_endpoints WHERE app_id = ? AND url = ?`, appID, wh.URL).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = tx.Exec(`INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, uuid.NewString(), appID, wh.URL, wh.Secret, string(events), boolInt(enabled), at, at)
+	case err == nil:
+		_, err = tx.Exec(`UPDATE webhook_endpoints SET secret = ?, events = ?, enabled = ?, updated_at = ?
+			WHERE id = ? AND (secret IS NOT ? OR events IS NOT ? OR enabled IS NOT ?)`,
+			wh.Secret, string(events), boolInt(enabled), at, id, wh.Secret, string(events), boolInt(enabled))
+	}
+	if err != nil {
+		return fmt.Errorf("webhook %q: %w", wh.URL, err)
+	}
+	return nil
+}
