@@ -179,3 +179,10 @@ CREATE TABLE webhook_attempts (
     at          INTEGER NOT NULL,
     PRIMARY KEY (message_seq, attempt)
 ) WITHOUT ROWID;
+
+-- migration 3: admin API settings
+-- Survives POST /admin/v1/reset: holds the hash of the generated admin token.
+CREATE TABLE admin_settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
