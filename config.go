@@ -25,6 +25,9 @@ type Config struct {
 	Engine    EngineConfig    `toml:"engine"`
 	Simulator SimulatorConfig `toml:"simulator"`
 	Webhooks  WebhooksConfig  `toml:"webhooks"`
+	Admin     AdminConfig     `toml:"admin"`
+	Journal   JournalConfig   `toml:"journal"`
+	Sink      SinkConfig      `toml:"sink"`
 }
 
 type APIConfig struct {
@@ -71,6 +74,32 @@ type WebhooksConfig struct {
 	RetrySchedule []Duration `toml:"retry_schedule"`
 }
 
+type AdminConfig struct {
+	// Token is the admin API's bearer token; empty: one is generated on the
+	// first start, printed once, and only its hash is kept.
+	Token string `toml:"token"`
+}
+
+type JournalConfig struct {
+	// MaxEntries bounds the in-memory request journal; 0 turns it off.
+	MaxEntries int `toml:"max_entries"`
+	// MaxAge drops entries older than this.
+	MaxAge Duration `toml:"max_age"`
+	// MaxBodyBytes is how much of each request and response body is kept.
+	MaxBodyBytes int `toml:"max_body_bytes"`
+}
+
+type SinkConfig struct {
+	// Secret checks the Standard Webhooks signature of what /sink/{name} receives.
+	Secret string `toml:"secret"`
+	// MaxMessages bounds the messages kept in memory (oldest dropped first).
+	MaxMessages int `toml:"max_messages"`
+}
+
+// defaultSinkSecret is the sandbox's well-known sink secret; the demo
+// tenant's webhook is signed with it.
+const defaultSinkSecret = "whsec_ZGlhbGJveC1zYW5kYm94LXNpbmstc2VjcmV0"
+
 // Duration is a time.Duration written as "15s", "5m" in TOML and env.
 type Duration struct{ time.Duration }
 
@@ -112,6 +141,8 @@ func DefaultConfig() Config {
 			Timeout:       Duration{15 * time.Second},
 			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
 		},
+		Journal: JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
+		Sink:    SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
 	}
 }
 
@@ -226,6 +257,18 @@ func (c *Config) validate() error {
 		return bad("webhooks.timeout", "must be positive")
 	case len(c.Webhooks.RetrySchedule) == 0:
 		return bad("webhooks.retry_schedule", "must list at least one delay")
+	case c.Admin.Token != "" && len(c.Admin.Token) < 16:
+		return bad("admin.token", "must be at least 16 characters (or empty to generate one)")
+	case c.Journal.MaxEntries < 0:
+		return bad("journal.max_entries", "must not be negative")
+	case c.Journal.MaxAge.Duration <= 0:
+		return bad("journal.max_age", "must be positive")
+	case c.Journal.MaxBodyBytes < 0:
+		return bad("journal.max_body_bytes", "must not be negative")
+	case checkWebhookSecret(c.Sink.Secret) != nil:
+		return bad("sink.secret", checkWebhookSecret(c.Sink.Secret).Error())
+	case c.Sink.MaxMessages < 1:
+		return bad("sink.max_messages", "must be at least 1")
 	}
 	return nil
 }
