@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -305,7 +306,9 @@ next:
 			}
 			seen[phone] = true
 		}
-		valid = append(valid, NewContact{Position: i, Phone: phone, Echo: echo})
+		id, _ := uuid.NewV7()
+		fields, _ := json.Marshal(echo)
+		valid = append(valid, NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
 	}
 	return valid, skipped
 }

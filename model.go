@@ -137,6 +137,9 @@ const (
 // NewContact is a validated contact ready to be stored by an import.
 type NewContact struct {
 	Position int
+	Input    any // the contact as decoded, kept to explain a later skip
+	ID       string
+	Fields   []byte
 	Phone    string            // E.164
 	Echo     map[string]string // every key returned under result[i], but contact_id
 }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,7 @@ type Store struct {
 	jobs   chan writeJob
 	done   chan struct{}
 
-	insertContact *sql.Stmt
+	insertContactChunk *sql.Stmt
 }
 
 type writeJob struct {
@@ -77,7 +78,7 @@ func openStoreAt(path string, version int) (*Store, error) {
 	read.SetMaxIdleConns(4)
 	s := &Store{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
 	if version == len(migrations()) {
-		if s.insertContact, err = write.Prepare(insertContactSQL); err != nil {
+		if s.insertContactChunk, err = write.Prepare(insertContactsSQL(contactChunk)); err != nil {
 			s.closeDBs()
 			return nil, err
 		}
@@ -101,8 +102,8 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeDBs() error {
-	if s.insertContact != nil {
-		s.insertContact.Close()
+	if s.insertContactChunk != nil {
+		s.insertContactChunk.Close()
 	}
 	return errors.Join(s.read.Close(), s.write.Close())
 }
@@ -427,11 +428,6 @@ func (s *Store) Campaign(ctx context.Context, appID int64, id string) (*Campaign
 
 // ---- imports ----
 
-const insertContactSQL = `INSERT INTO contacts
-	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT DO NOTHING`
-
 // ImportResult is what an import stored.
 type ImportResult struct {
 	ImportID string
@@ -454,7 +450,7 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 		if _, err := tx.Exec(`SAVEPOINT contacts`); err != nil {
 			return err
 		}
-		if err := insertContacts(tx.Stmt(s.insertContact), req, res, now); err != nil {
+		if err := insertContacts(tx, s, req, res, now); err != nil {
 			return err
 		}
 		if len(res.Added) == 0 {
@@ -481,31 +477,66 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 	return res, nil
 }
 
-func insertContacts(stmt *sql.Stmt, req ImportRequest, res *ImportResult, now time.Time) error {
+// insertContacts adds the contacts in multi-row statements; RETURNING tells
+// which rows the pending-phone index let in, the others are duplicates.
+func insertContacts(tx *sql.Tx, s *Store, req ImportRequest, res *ImportResult, now time.Time) error {
 	at := ms(now)
+	unique := boolInt(req.UniquePhone)
+	camp := nullString(req.CampaignID)
+	inserted := map[string]bool{}
+	for start := 0; start < len(req.Contacts); start += contactChunk {
+		chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
+		stmt := s.insertContactChunk
+		if len(chunk) < contactChunk {
+			var err error
+			if stmt, err = tx.Prepare(insertContactsSQL(len(chunk))); err != nil {
+				return err
+			}
+			defer stmt.Close()
+		} else {
+			stmt = tx.Stmt(stmt)
+		}
+		args := make([]any, 0, len(chunk)*11)
+		for _, c := range chunk {
+			args = append(args, c.ID, req.AppID, req.ScenarioID, camp, res.ImportID, c.Phone, c.Fields, unique, at, at, at)
+		}
+		rows, err := stmt.Query(args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			inserted[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
 	for _, c := range req.Contacts {
-		id, err := uuid.NewV7()
-		if err != nil {
-			return err
-		}
-		echo, err := json.Marshal(c.Echo)
-		if err != nil {
-			return err
-		}
-		r, err := stmt.Exec(id.String(), req.AppID, req.ScenarioID, nullString(req.CampaignID), res.ImportID,
-			c.Phone, echo, boolInt(req.UniquePhone), at, at, at)
-		if err != nil {
-			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			input, _ := json.Marshal(map[string]string{"phone_number": c.Phone})
+		if !inserted[c.ID] {
+			input, _ := json.Marshal(c.Input)
 			res.Skipped = append(res.Skipped, SkippedContact{Position: c.Position, Input: input,
 				Reason: "phone_number is already queued for this scenario"})
 			continue
 		}
-		res.Added = append(res.Added, AddedContact{ID: id.String(), Echo: c.Echo})
+		res.Added = append(res.Added, AddedContact{ID: c.ID, Echo: c.Echo})
 	}
 	return nil
+}
+
+// contactChunk rows per INSERT: large enough to amortise the statement,
+// small enough to stay far below SQLite's parameter limit.
+const contactChunk = 50
+
+func insertContactsSQL(n int) string {
+	return `INSERT INTO contacts
+	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
+	ON CONFLICT DO NOTHING RETURNING id`
 }
 
 // checkBalance fails with errWalletEmpty when a prepaid wallet cannot pay
