@@ -132,7 +132,8 @@ func (a *API) addToScenario(r *http.Request, ps httprouter.Params, app *Applicat
 
 type addToCampaignBody struct {
 	CampaignID *string `json:"campaign_id"`
-	Contacts   []any   `json:"contacts"`
+	// Contacts is judged only once the campaign is found (DESIGN §4 order).
+	Contacts json.RawMessage `json:"contacts"`
 }
 
 func (a *API) addToCampaign(r *http.Request, _ httprouter.Params, app *Application) (any, *APIError, error) {
@@ -151,11 +152,22 @@ func (a *API) addToCampaign(r *http.Request, _ httprouter.Params, app *Applicati
 	if err != nil {
 		return nil, nil, err
 	}
+	var contacts []any
+	if len(body.Contacts) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body.Contacts))
+		dec.UseNumber()
+		if err := dec.Decode(&contacts); err != nil {
+			return nil, validationError(FieldError{Field: "contacts", Reason: "must be an array"}), nil
+		}
+	}
+	if apiErr := a.checkContacts(contacts); apiErr != nil {
+		return nil, apiErr, nil
+	}
 	sc, err := a.store.Scenario(r.Context(), app.ID, camp.ScenarioID)
 	if err != nil {
 		return nil, nil, err // a campaign's scenario always exists (foreign key)
 	}
-	return a.importContacts(r.Context(), app, sc, camp.ID, body.Contacts)
+	return a.importContacts(r.Context(), app, sc, camp.ID, contacts)
 }
 
 // decodeBody reads a JSON object body into v (numbers kept as json.Number)
@@ -181,13 +193,15 @@ func (a *API) decodeBody(r *http.Request, v any) *APIError {
 	if _, err := dec.Token(); err != io.EOF {
 		return validationError(FieldError{Field: "body", Reason: "must hold one JSON object and nothing after it"})
 	}
-	var contacts []any
-	switch b := v.(type) {
-	case *addToScenarioBody:
-		contacts = b.Contacts
-	case *addToCampaignBody:
-		contacts = b.Contacts
+	if b, ok := v.(*addToScenarioBody); ok {
+		return a.checkContacts(b.Contacts)
 	}
+	return nil
+}
+
+// checkContacts checks the contacts array itself: present, not empty, not
+// over the limit.
+func (a *API) checkContacts(contacts []any) *APIError {
 	switch {
 	case contacts == nil:
 		return validationError(FieldError{Field: "contacts", Reason: "is required and must be an array"})
