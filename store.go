@@ -209,6 +209,8 @@ func (s *Store) writer() {
 }
 
 func (s *Store) commit(batch []writeJob) {
+	start := time.Now()
+	defer func() { observeCommit(len(batch), time.Since(start)) }()
 	results := make([]error, len(batch))
 	err := func() error {
 		tx, err := s.write.Begin()
@@ -471,6 +473,7 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 	if err != nil {
 		return nil, err
 	}
+	observeImport(len(res.Added), len(res.Skipped))
 	if allInvalid {
 		return res, errAllInvalid
 	}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// healthz answers while the process serves HTTP at all.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive", "version": versionString()})
+}
+
+// readinessCheck reports "" when its part is ready, else what is wrong.
+type readinessCheck struct {
+	name  string
+	check func(context.Context) string
+}
+
+// readyz runs every check and answers 200 when all pass, else 503 with each
+// failing check's reason, so an operator sees what is wrong.
+func readyz(checks []readinessCheck) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		results := make(map[string]string, len(checks))
+		status := http.StatusOK
+		for _, c := range checks {
+			results[c.name] = "ok"
+			if problem := c.check(ctx); problem != "" {
+				results[c.name] = problem
+				status = http.StatusServiceUnavailable
+			}
+		}
+		state := "ready"
+		if status != http.StatusOK {
+			state = "not ready"
+		}
+		writeJSON(w, status, map[string]any{"status": state, "checks": results})
+	}
+}
+
+// storeChecks are the database's readiness checks: the writer commits a
+// no-op job (the lock can be taken and the writer goroutine is alive), and
+// every migration of schema.sql is applied.
+func storeChecks(s *Store) []readinessCheck {
+	return []readinessCheck{
+		{"database", func(ctx context.Context) string {
+			done := make(chan error, 1)
+			go func() { done <- s.Write(ctx, func(*sql.Tx) error { return nil }) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					return "not writable: " + err.Error()
+				}
+				return ""
+			case <-ctx.Done():
+				return "not writable: no commit within the time limit (writer stuck or database locked)"
+			}
+		}},
+		{"migrations", func(ctx context.Context) string {
+			v, err := s.SchemaVersion(ctx)
+			if err != nil {
+				return "cannot read schema version: " + err.Error()
+			}
+			if want := len(migrations()); v != want {
+				return fmt.Sprintf("schema at migration %d of %d", v, want)
+			}
+			return ""
+		}},
+	}
+}

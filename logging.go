@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
+}
+
+func validLogLevel(s string) bool {
+	_, ok := logLevels[s]
+	return ok
+}
+
+// newLogger makes the process logger the log section asks for.
+func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: logLevels[c.Level]}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// requestInfo is what API.handle learns about a request (operation, tenant)
+// for the access log and the metrics, which wrap the whole router.
+type requestInfo struct {
+	op     string
+	tenant string
+}
+
+type requestInfoKey struct{}
+
+// noteRequest records the operation and, once authenticated, the tenant of
+// a public API request; it does nothing outside the access-log middleware.
+func noteRequest(ctx context.Context, op string, app *Application) {
+	info, ok := ctx.Value(requestInfoKey{}).(*requestInfo)
+	if !ok {
+		return
+	}
+	info.op = op
+	if app != nil {
+		info.tenant = app.APIKey
+	}
+}
+
+// saneRequestID accepts a caller's X-Request-Id only if it is short and
+// made of characters that cannot forge log lines or headers.
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// observed wraps every request: it gives it a request id (X-Request-Id),
+// then writes one access log line and the request metrics.
+func observed(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !saneRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		info := &requestInfo{}
+		rec := &resultRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+
+		op := info.op
+		if op == "" {
+			op = routeClass(r.URL.Path)
+		}
+		code := rec.resultCode()
+		elapsed := time.Since(start)
+		observeRequest(op, code, elapsed)
+		level := slog.LevelInfo
+		if rec.status() >= 500 {
+			level = slog.LevelWarn
+		}
+		// The tenant is the API key only: never the token or a secret.
+		log.LogAttrs(r.Context(), level, "request",
+			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("op", op), slog.String("tenant", info.tenant), slog.String("code", code),
+			slog.Int("http_status", rec.status()), slog.Duration("latency", elapsed))
+	})
+}
+
+// routeClass names the non-public routes for logs and metrics without
+// letting arbitrary paths become label values.
+func routeClass(path string) string {
+	switch {
+	case strings.HasPrefix(path, "/admin/"):
+		return "admin"
+	case strings.HasPrefix(path, "/sink/"):
+		return "sink"
+	case path == "/metrics", path == "/healthz", path == "/readyz", path == "/openapi.yaml":
+		return strings.TrimPrefix(path, "/")
+	}
+	return "other"
+}
+
+// resultRecorder keeps the HTTP status and the public API's result code.
+// Every public API body is written by writeJSON in one Write, beginning
+// {"status":0,"code":N or {"status":1, so the code is read off its start.
+type resultRecorder struct {
+	http.ResponseWriter
+	code    int
+	sniffed bool
+	apiCode string
+}
+
+func (r *resultRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *resultRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	if !r.sniffed && len(b) > 0 {
+		r.sniffed = true
+		r.apiCode = sniffAPICode(b)
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush keeps streaming handlers (the sink) working through the wrapper.
+func (r *resultRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *resultRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *resultRecorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// resultCode is the public API's code ("1" for success, as the imports
+// table records it), or the HTTP status for any other response.
+func (r *resultRecorder) resultCode() string {
+	if r.apiCode != "" {
+		return r.apiCode
+	}
+	return strconv.Itoa(r.status())
+}
+
+func sniffAPICode(b []byte) string {
+	s := string(b[:min(len(b), 40)])
+	if strings.HasPrefix(s, `{"status":1,`) {
+		return "1"
+	}
+	rest, ok := strings.CutPrefix(s, `{"status":0,"code":`)
+	if !ok {
+		return ""
+	}
+	end := strings.IndexFunc(rest, func(c rune) bool { return c < '0' || c > '9' })
+	if end <= 0 {
+		return ""
+	}
+	return rest[:end]
+}

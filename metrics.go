@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Counters and histograms of things that happen in this process live in
+// one process-wide registry (tests run several Mains in one process; their
+// events add up as they would in one binary). Values that live in the
+// database are read on scrape by each Main's dbCollector.
+var (
+	processRegistry = prometheus.NewRegistry()
+
+	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dialbox_http_requests_total",
+		Help: "HTTP requests by operation (A, B, C, admin, sink, metrics, healthz, readyz, openapi.yaml, other) and result code (public API: 1 for success, else the error code; other routes: the HTTP status).",
+	}, []string{"op", "code"})
+	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "dialbox_http_request_duration_seconds",
+		Help:    "Time from a request's arrival to the end of its response, by operation and result code.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"op", "code"})
+	contactsImported = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dialbox_contacts_imported_total",
+		Help: "Contacts added by operations A and C and the import command.",
+	})
+	contactsSkipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dialbox_contacts_skipped_total",
+		Help: "Contacts of import requests that were not added (invalid, duplicate).",
+	})
+	commitBatchJobs = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "dialbox_sqlite_commit_batch_jobs",
+		Help:    "Write jobs sharing one SQLite transaction (group commit).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
+	})
+	commitDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "dialbox_sqlite_commit_duration_seconds",
+		Help:    "Time to run a batch of write jobs and durably commit it.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	})
+	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dialbox_build_info",
+		Help: "Always 1; the version label is the running build.",
+	}, []string{"version"})
+)
+
+func init() {
+	processRegistry.MustRegister(requestsTotal, requestDuration, contactsImported, contactsSkipped,
+		commitBatchJobs, commitDuration, buildInfo,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfo.WithLabelValues(versionString()).Set(1)
+}
+
+func observeRequest(op, code string, d time.Duration) {
+	requestsTotal.WithLabelValues(op, code).Inc()
+	requestDuration.WithLabelValues(op, code).Observe(d.Seconds())
+}
+
+func observeCommit(jobs int, d time.Duration) {
+	commitBatchJobs.Observe(float64(jobs))
+	commitDuration.Observe(d.Seconds())
+}
+
+func observeImport(added, skipped int) {
+	contactsImported.Add(float64(added))
+	contactsSkipped.Add(float64(skipped))
+}
+
+// metricsHandler serves the process-wide metrics and this Main's database
+// gauges. A failing database query leaves its metrics out rather than
+// failing the whole scrape.
+func metricsHandler(db *sql.DB, log *slog.Logger) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&dbCollector{db: db, log: log})
+	return promhttp.HandlerFor(prometheus.Gatherers{processRegistry, reg},
+		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+}
+
+// dbCollector reads on every scrape the values kept in SQLite, so they are
+// right after a restart and whichever component changed them.
+type dbCollector struct {
+	db  *sql.DB
+	log *slog.Logger
+}
+
+var (
+	descQueueDepth = prometheus.NewDesc("dialbox_queue_depth",
+		"Contacts queued (waiting for their next attempt) per scenario.", []string{"tenant", "scenario"}, nil)
+	descCallsInProgress = prometheus.NewDesc("dialbox_calls_in_progress",
+		"Calls being dialled or talking now.", []string{"tenant"}, nil)
+	descCallsTotal = prometheus.NewDesc("dialbox_calls_total",
+		"Ended call attempts by outcome (ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER, CANCELED).", []string{"outcome"}, nil)
+	descWalletBalance = prometheus.NewDesc("dialbox_wallet_balance_vnd",
+		"Wallet balance per tenant in VND (prepaid=\"false\": postpaid, not checked).", []string{"tenant", "prepaid"}, nil)
+	descWebhookDeliveries = prometheus.NewDesc("dialbox_webhook_deliveries_total",
+		"Webhook delivery attempts by result: success (2xx), http_error (other status), network_error (no response).", []string{"result"}, nil)
+	descWebhookLatency = prometheus.NewDesc("dialbox_webhook_delivery_duration_seconds",
+		"Time of webhook delivery attempts, from sending to the response or the error.", nil, nil)
+	descOutboxBacklog = prometheus.NewDesc("dialbox_webhook_outbox_backlog",
+		"Webhook messages waiting for delivery (pending).", nil, nil)
+	descOutboxOldest = prometheus.NewDesc("dialbox_webhook_outbox_oldest_age_seconds",
+		"Age of the oldest pending webhook message (0 when none is pending).", nil, nil)
+	descScrapeErrors = prometheus.NewDesc("dialbox_metrics_db_errors",
+		"Database queries of this scrape that failed (their metrics are left out).", nil, nil)
+)
+
+// webhookLatencyBuckets are in seconds; the query below counts attempts
+// at or under each.
+var webhookLatencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15}
+
+func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
+	prometheus.DescribeByCollect(c, ch)
+}
+
+func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	failed := 0
+	run := func(name, query string, row func(*sql.Rows) error) {
+		rows, err := c.db.QueryContext(ctx, query)
+		if err == nil {
+			for rows.Next() && err == nil {
+				err = row(rows)
+			}
+			if err == nil {
+				err = rows.Err()
+			}
+			rows.Close()
+		}
+		if err != nil {
+			failed++
+			c.log.Warn("metrics query failed", "metric", name, "err", err)
+		}
+	}
+	run("queue_depth", `SELECT a.api_key, s.id,
+		(SELECT count(*) FROM contacts c WHERE c.app_id = s.app_id AND c.scenario_id = s.id AND c.state = 'queued')
+		FROM scenarios s JOIN applications a ON a.id = s.app_id`, func(r *sql.Rows) error {
+		var tenant, scenario string
+		var n float64
+		if err := r.Scan(&tenant, &scenario, &n); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descQueueDepth, prometheus.GaugeValue, n, tenant, scenario)
+		return nil
+	})
+	run("calls_in_progress", `SELECT a.api_key,
+		(SELECT count(*) FROM calls c WHERE c.app_id = a.id AND c.state = 'dialing') FROM applications a`, func(r *sql.Rows) error {
+		var tenant string
+		var n float64
+		if err := r.Scan(&tenant, &n); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descCallsInProgress, prometheus.GaugeValue, n, tenant)
+		return nil
+	})
+	run("calls_total", `SELECT outcome, count(*) FROM calls WHERE state = 'ended' AND outcome IS NOT NULL GROUP BY outcome`, func(r *sql.Rows) error {
+		var outcome string
+		var n float64
+		if err := r.Scan(&outcome, &n); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descCallsTotal, prometheus.CounterValue, n, outcome)
+		return nil
+	})
+	run("wallet_balance", `SELECT a.api_key, w.prepaid, w.balance FROM wallets w JOIN applications a ON a.id = w.app_id`, func(r *sql.Rows) error {
+		var tenant string
+		var prepaid bool
+		var balance float64
+		if err := r.Scan(&tenant, &prepaid, &balance); err != nil {
+			return err
+		}
+		p := "false"
+		if prepaid {
+			p = "true"
+		}
+		ch <- prometheus.MustNewConstMetric(descWalletBalance, prometheus.GaugeValue, balance, tenant, p)
+		return nil
+	})
+	run("webhook_deliveries", `SELECT CASE WHEN status_code BETWEEN 200 AND 299 THEN 'success'
+			WHEN status_code IS NOT NULL THEN 'http_error' ELSE 'network_error' END, count(*)
+		FROM webhook_attempts GROUP BY 1`, func(r *sql.Rows) error {
+		var result string
+		var n float64
+		if err := r.Scan(&result, &n); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descWebhookDeliveries, prometheus.CounterValue, n, result)
+		return nil
+	})
+	run("webhook_latency", webhookLatencyQuery(), func(r *sql.Rows) error {
+		counts := make([]uint64, len(webhookLatencyBuckets))
+		var count uint64
+		var sumMS float64
+		dest := []any{&count, &sumMS}
+		for i := range counts {
+			dest = append(dest, &counts[i])
+		}
+		if err := r.Scan(dest...); err != nil {
+			return err
+		}
+		buckets := make(map[float64]uint64, len(counts))
+		for i, le := range webhookLatencyBuckets {
+			buckets[le] = counts[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(descWebhookLatency, count, sumMS/1000, buckets)
+		return nil
+	})
+	run("outbox", `SELECT count(*), coalesce(min(created_at), 0) FROM webhook_messages WHERE state = 'pending'`, func(r *sql.Rows) error {
+		var n float64
+		var oldest int64
+		if err := r.Scan(&n, &oldest); err != nil {
+			return err
+		}
+		age := 0.0
+		if oldest > 0 {
+			age = max(0, time.Since(fromMS(oldest)).Seconds())
+		}
+		ch <- prometheus.MustNewConstMetric(descOutboxBacklog, prometheus.GaugeValue, n)
+		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, age)
+		return nil
+	})
+	ch <- prometheus.MustNewConstMetric(descScrapeErrors, prometheus.GaugeValue, float64(failed))
+}
+
+func webhookLatencyQuery() string {
+	q := `SELECT count(*), coalesce(sum(latency_ms), 0)`
+	for _, le := range webhookLatencyBuckets {
+		q += `, coalesce(sum(latency_ms <= ` + strconv.FormatFloat(le*1000, 'f', -1, 64) + `), 0)`
+	}
+	return q + ` FROM webhook_attempts`
+}

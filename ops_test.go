@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// opsServer starts a Main on a fresh database with the demo tenant, its
+// log written as JSON into logs, and returns it with a demo ACCESS_TOKEN.
+func startOpsServer(t *testing.T, logs io.Writer, env ...string) (*Main, string) {
+	t.Helper()
+	m := NewMain(io.Discard)
+	m.Log = slog.New(slog.NewJSONHandler(logs, nil))
+	env = append([]string{"DIALBOX_ENGINE_ENABLED=false"}, env...)
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--database", t.TempDir() + "/ops.db"}, env); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	app, err := m.store.DemoApp(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := MintToken(app, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, token
+}
+
+func opsDo(t *testing.T, method, url, token, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// scrape reads /metrics into name -> samples.
+func scrape(t *testing.T, url string) map[string][]*model.Sample {
+	t.Helper()
+	resp, body := opsDo(t, "GET", url, "", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, mapValues(families)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]*model.Sample{}
+	for _, s := range vec {
+		name := string(s.Metric[model.MetricNameLabel])
+		out[name] = append(out[name], s)
+	}
+	return out
+}
+
+func mapValues[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// sample is the value of the sample of name with all the given labels
+// (name=value pairs); ok is false when there is none.
+func sample(samples map[string][]*model.Sample, name string, labels ...string) (float64, bool) {
+next:
+	for _, s := range samples[name] {
+		for i := 0; i+1 < len(labels); i += 2 {
+			if string(s.Metric[model.LabelName(labels[i])]) != labels[i+1] {
+				continue next
+			}
+		}
+		return float64(s.Value), true
+	}
+	return 0, false
+}
+
+func TestMetrics(t *testing.T) {
+	m, token := startOpsServer(t, io.Discard)
+	base := m.URL()
+	before := scrape(t, base+"/metrics")
+	imported0, _ := sample(before, "dialbox_contacts_imported_total")
+	skipped0, _ := sample(before, "dialbox_contacts_skipped_total")
+
+	resp, body := opsDo(t, "POST", base+"/api/v1/public-api/scenarios/"+demoScenarioID+"/calls", token,
+		`{"contacts":[{"phone_number":"0912345678"},{"phone_number":"not a phone"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("operation A: %d %s", resp.StatusCode, body)
+	}
+	opsDo(t, "GET", base+"/api/v1/public-api/scenarios?limit=99", token, "")
+	opsDo(t, "POST", base+"/api/v1/public-api/campaign", "", `{}`)
+
+	after := scrape(t, base+"/metrics")
+	for _, c := range []struct{ op, code string }{{"A", "1"}, {"B", "400"}, {"C", "401"}, {"metrics", "200"}} {
+		if n, ok := sample(after, "dialbox_http_requests_total", "op", c.op, "code", c.code); !ok || n < 1 {
+			t.Errorf("dialbox_http_requests_total{op=%q,code=%q} = %v, %v; want >= 1", c.op, c.code, n, ok)
+		}
+		if n, ok := sample(after, "dialbox_http_request_duration_seconds_count", "op", c.op, "code", c.code); !ok || n < 1 {
+			t.Errorf("latency histogram of op=%q code=%q: count %v, %v", c.op, c.code, n, ok)
+		}
+	}
+	if n, _ := sample(after, "dialbox_contacts_imported_total"); n-imported0 < 1 {
+		t.Errorf("contacts imported went from %v to %v", imported0, n)
+	}
+	if n, _ := sample(after, "dialbox_contacts_skipped_total"); n-skipped0 < 1 {
+		t.Errorf("contacts skipped went from %v to %v", skipped0, n)
+	}
+	if n, ok := sample(after, "dialbox_queue_depth", "scenario", demoScenarioID); !ok || n != 1 {
+		t.Errorf("queue depth of %s = %v, %v; want 1", demoScenarioID, n, ok)
+	}
+	if n, ok := sample(after, "dialbox_sqlite_commit_batch_jobs_count"); !ok || n < 1 {
+		t.Errorf("no commit batch observed: %v %v", n, ok)
+	}
+	for _, name := range []string{"dialbox_calls_in_progress", "dialbox_wallet_balance_vnd", "dialbox_webhook_outbox_backlog",
+		"dialbox_webhook_outbox_oldest_age_seconds", "dialbox_webhook_delivery_duration_seconds_count",
+		"dialbox_sqlite_commit_duration_seconds_count", "dialbox_build_info", "go_goroutines"} {
+		if _, ok := sample(after, name); !ok {
+			t.Errorf("%s missing", name)
+		}
+	}
+	if n, _ := sample(after, "dialbox_metrics_db_errors"); n != 0 {
+		t.Errorf("%v metrics queries failed", n)
+	}
+}
+
+func TestMetricsSeparateListener(t *testing.T) {
+	m, _ := startOpsServer(t, io.Discard, "DIALBOX_METRICS_LISTEN=127.0.0.1:0")
+	if resp, _ := opsDo(t, "GET", m.URL()+"/metrics", "", ""); resp.StatusCode != 404 {
+		t.Errorf("/metrics on the main listener: %d, want 404", resp.StatusCode)
+	}
+	if _, ok := sample(scrape(t, "http://"+m.ops.metricsAddr+"/metrics"), "dialbox_build_info"); !ok {
+		t.Error("separate listener serves no dialbox metrics")
+	}
+}
+
+// lockedBuffer is a log sink the server's goroutines write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestAccessLogAndRequestID(t *testing.T) {
+	var logs lockedBuffer
+	m, token := startOpsServer(t, &logs)
+	url := m.URL() + "/api/v1/public-api/scenarios"
+
+	resp, _ := opsDo(t, "GET", url, token, "", "X-Request-Id", "trace-42.a_b:c")
+	if got := resp.Header.Get("X-Request-Id"); got != "trace-42.a_b:c" {
+		t.Errorf("sane incoming request id not kept: %q", got)
+	}
+	resp, _ = opsDo(t, "GET", url, token, "", "X-Request-Id", "evil\tid")
+	generated := resp.Header.Get("X-Request-Id")
+	if generated == "" || strings.Contains(generated, "evil") {
+		t.Errorf("insane request id not replaced: %q", generated)
+	}
+
+	app, _ := m.store.DemoApp(context.Background())
+	// The access log line is written after the response; Close waits for
+	// the handlers to return.
+	m.Close()
+	var found int
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, token) || strings.Contains(line, app.APISecret) {
+			t.Errorf("log line holds a secret: %s", line)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON log line: %s", line)
+		}
+		if rec["msg"] != "request" {
+			continue
+		}
+		if rec["request_id"] == "trace-42.a_b:c" || rec["request_id"] == generated {
+			found++
+			if rec["op"] != "B" || rec["tenant"] != app.APIKey || rec["code"] != "1" || rec["latency"] == nil {
+				t.Errorf("access log line lacks op, tenant, code or latency: %s", line)
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("%d access log lines of the 2 requests:\n%s", found, logs.String())
+	}
+}
+
+func TestHealth(t *testing.T) {
+	m, _ := startOpsServer(t, io.Discard)
+	if resp, body := opsDo(t, "GET", m.URL()+"/healthz", "", ""); resp.StatusCode != 200 || !strings.Contains(string(body), `"alive"`) {
+		t.Errorf("healthz: %d %s", resp.StatusCode, body)
+	}
+	resp, body := opsDo(t, "GET", m.URL()+"/readyz", "", "")
+	var ready struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal(body, &ready); err != nil || resp.StatusCode != 200 || ready.Status != "ready" ||
+		ready.Checks["database"] != "ok" || ready.Checks["migrations"] != "ok" || ready.Checks["webhook_delivery"] != "ok" {
+		t.Errorf("readyz on a healthy server: %d %s", resp.StatusCode, body)
+	}
+	if _, ok := ready.Checks["engine"]; ok {
+		t.Errorf("engine checked although engine.enabled is false: %s", body)
+	}
+
+	m.store.Close() // what a failed database looks like to the writer
+	resp, body = opsDo(t, "GET", m.URL()+"/readyz", "", "")
+	if err := json.Unmarshal(body, &ready); err != nil || resp.StatusCode != 503 || ready.Status != "not ready" ||
+		!strings.Contains(ready.Checks["database"], "not writable") {
+		t.Errorf("readyz with the store closed: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := opsDo(t, "GET", m.URL()+"/healthz", "", ""); resp.StatusCode != 200 {
+		t.Errorf("healthz must stay 200 while not ready: %d", resp.StatusCode)
+	}
+}
