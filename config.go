@@ -178,7 +178,13 @@ func decodeTOMLFile(path string, v any, after func(toml.MetaData) error) ([]byte
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &ConfigError{File: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+			// Line from the byte offset: Position.Line counts an error found at
+			// a newline on the next line.
+			line := pe.Position.Line
+			if at := pe.Position.Start; at > 0 && at <= len(data) {
+				line = strings.Count(string(data[:at]), "\n") + 1
+			}
+			return nil, &ConfigError{File: path, Line: line, Key: pe.LastKey, Msg: pe.Message}
 		}
 		// Type mismatches read "toml: line N (last key "k"): ...".
 		ce := &ConfigError{File: path, Msg: err.Error()}
@@ -393,6 +399,9 @@ func parentKey(k string) string {
 }
 
 func findKeyLine(data []byte, key string) int {
+	// Keys from the TOML library (unknown keys) carry no [i]: they match
+	// the first element of an array of tables that has them.
+	same := func(p string) bool { return p == key || !strings.Contains(key, "[") && stripIndexes(p) == key }
 	counts := map[string]int{} // array-of-tables path -> elements seen
 	arrays := map[string]bool{}
 	table := ""
@@ -423,15 +432,32 @@ func findKeyLine(data []byte, key string) int {
 			if table != "" {
 				full = table + "." + full
 			}
-			if full == key {
+			if same(full) {
 				return i + 1
 			}
 		}
-		if table == key {
+		if same(table) {
 			return i + 1
 		}
 	}
 	return 0
+}
+
+// stripIndexes turns "a[0].b[1].c" into "a.b.c".
+func stripIndexes(p string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range p {
+		switch {
+		case r == '[':
+			depth++
+		case r == ']':
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // indexedPath turns a table name into its indexed form using the current
