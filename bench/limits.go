@@ -1,0 +1,130 @@
+package main
+
+// The machine's limits: a bare net/http server (run as a child process of
+// the harness, like every server under test) and raw SQLite batch inserts
+// into dialbox's own contacts table.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	_ "modernc.org/sqlite"
+)
+
+// smallJSON is what the bare handler answers: about the size of an error
+// body of the public API.
+var smallJSON = []byte(`{"status":1,"result":{"scenarios":[],"total_count":0}}`)
+
+// serveBare is the `bench bare-server ADDR` subcommand: GET /small answers
+// smallJSON; POST /decode reads a body of contacts, decodes it as dialbox
+// does (encoding/json, numbers kept), and answers how many it held.
+func serveBare(addr string) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /small", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(smallJSON)))
+		w.Write(smallJSON)
+	})
+	mux.HandleFunc("POST /decode", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var v struct {
+			Contacts []any `json:"contacts"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out := []byte(`{"status":1,"count":` + strconv.Itoa(len(v.Contacts)) + `}`)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		w.Write(out)
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stdout, "listening", ln.Addr())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return srv.Serve(ln)
+}
+
+// RawInsertResult is one raw SQLite insert run.
+type RawInsertResult struct {
+	Batch   int
+	Rows    int64
+	Elapsed time.Duration
+}
+
+func (r RawInsertResult) RowsPerSec() float64 { return float64(r.Rows) / r.Elapsed.Seconds() }
+
+// sqliteDSN opens a file the way dialbox does: WAL, synchronous=FULL,
+// foreign keys on.
+func sqliteDSN(path string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
+}
+
+// rawInserts inserts contact rows into a copy of an empty dialbox database
+// (same schema, indexes and pragmas) from one goroutine with one prepared
+// statement, batch rows per durable commit, for at most dur or maxRows rows.
+// The values are what dialbox writes for a contact: a UUIDv7, an import id,
+// an E.164 phone and the echoed fields as JSON.
+func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur time.Duration, maxRows int64) (RawInsertResult, error) {
+	db, err := sql.Open("sqlite", sqliteDSN(dbPath))
+	if err != nil {
+		return RawInsertResult{}, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	stmt, err := db.Prepare(`INSERT INTO contacts
+		(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return RawInsertResult{}, fmt.Errorf("raw insert: %w", err)
+	}
+	defer stmt.Close()
+	ctx := context.Background()
+	var rows int64
+	start := time.Now()
+	deadline := start.Add(dur)
+	for rows < maxRows && time.Now().Before(deadline) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return RawInsertResult{}, err
+		}
+		st := tx.Stmt(stmt)
+		importID := uuid.NewString()
+		at := time.Now().UnixMilli()
+		for i := 0; i < batch; i++ {
+			id, _ := uuid.NewV7()
+			phone := "+8491" + strconv.Itoa(1000000+int((rows+int64(i))%9000000))
+			fields := `{"danh_xung":"Anh","ho_ten":"Nguyen Van A","so_dien_thoai":"` + phone + `"}`
+			if _, err := st.Exec(id.String(), appID, scenarioID, nil, importID, phone, fields, 0, at, at, at); err != nil {
+				tx.Rollback()
+				return RawInsertResult{}, fmt.Errorf("raw insert: %w", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return RawInsertResult{}, err
+		}
+		rows += int64(batch)
+	}
+	return RawInsertResult{Batch: batch, Rows: rows, Elapsed: time.Since(start)}, nil
+}

@@ -1,0 +1,703 @@
+// Command bench measures dialbox against the machine's limits and against
+// the mock servers QA teams use today, in one run, and writes the table to
+// BENCHMARKS.md at the repository root.
+//
+//	go run ./bench            # full run (well under 15 minutes on 2 cores)
+//	go run ./bench -quick     # smoke run: seconds per step, small sizes, no peers
+//
+// Everything runs on 127.0.0.1; every load is bounded in time and count;
+// every process the harness starts is stopped when it ends, fails or is
+// interrupted.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ackedCounter counts the contacts operation A acknowledged since the
+// current dialbox started.
+var ackedCounter atomic.Int64
+
+type options struct {
+	quick      bool
+	dur        time.Duration
+	warmup     time.Duration
+	maxReqs    int64
+	fill1      int64
+	fill2      int64
+	fillMode   string
+	peers      bool
+	npmDir     string
+	scratch    string
+	keep       bool
+	out        string
+	cpuprofile string
+	rev        string
+	hookEvents int
+	concs      []int
+}
+
+func main() {
+	if len(os.Args) > 2 && os.Args[1] == "bare-server" {
+		if err := serveBare(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "bare-server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.BoolVar(&o.quick, "quick", false, "smoke run: 1 s steps, 200k/500k fills, no peers unless -peers is given")
+	fs.DurationVar(&o.dur, "dur", 5*time.Second, "length of each measured step")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "warm-up before each measured step")
+	fs.Int64Var(&o.maxReqs, "max-requests", 5_000_000, "most requests one step may send")
+	fs.Int64Var(&o.fill1, "fill1", 1_000_000, "first growth size: contacts stored before operation A is measured again")
+	fs.Int64Var(&o.fill2, "fill2", 5_000_000, "second growth size")
+	fs.StringVar(&o.fillMode, "fill", "sql", `how to pre-fill: "sql" (copy an API-made contact row with SQL, server stopped) or "api" (1000-contact requests of operation A)`)
+	fs.BoolVar(&o.peers, "peers", true, "install and measure the peers (WireMock, Prism, Mockoon) with npm")
+	fs.StringVar(&o.npmDir, "npm-dir", "", "folder npm installs the peers into (default: <scratch>/npm)")
+	fs.StringVar(&o.scratch, "scratch", "", "scratch folder (default: a new temporary folder, removed at the end)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the scratch folder (databases, logs, peer configs)")
+	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "file the table is written to, relative to the repository root (\"-\": none)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU profiles of dialbox during operation B @64, A 1x64 and A 100x64 (builds a profiling copy of dialbox)")
+	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
+	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
+	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
+	fs.Parse(os.Args[1:])
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		if !set["fill1"] {
+			o.fill1 = 200_000
+		}
+		if !set["fill2"] {
+			o.fill2 = 500_000
+		}
+		if !set["dur"] {
+			o.dur = time.Second
+		}
+		if !set["warmup"] {
+			o.warmup = 300 * time.Millisecond
+		}
+		if !set["peers"] {
+			o.peers = false
+		}
+		if !set["webhook-contacts"] {
+			o.hookEvents = 1000
+		}
+	}
+	for _, s := range strings.Split(*concList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1024 {
+			fmt.Fprintln(os.Stderr, "bench: -clients must be a list of numbers from 1 to 1024")
+			os.Exit(2)
+		}
+		o.concs = append(o.concs, n)
+	}
+	if o.fillMode != "sql" && o.fillMode != "api" {
+		fmt.Fprintln(os.Stderr, `bench: -fill must be "sql" or "api"`)
+		os.Exit(2)
+	}
+
+	// Stop every child on an interrupt.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	h := &Harness{o: o, points: map[string]*Point{}}
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "\nbench: %v: stopping every process started\n", s)
+		StopAll()
+		h.cleanup()
+		os.Exit(130)
+	}()
+	err := h.Run()
+	StopAll()
+	h.cleanup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Harness is one benchmark run.
+type Harness struct {
+	o        options
+	repo     string
+	scratch  string
+	tempDir  bool
+	bin      string // dialbox under test
+	self     string // this program, for the bare server
+	started  time.Time
+	points   map[string]*Point
+	order    []string
+	notes    []string
+	peerSkip map[string]string
+	peerVer  []string
+
+	peakRSS      float64 // MB, highest VmHWM seen
+	peakRSSWhere string
+	acked        int64 // contacts acknowledged by operation A in the main phase
+	sizes        []sizeRow
+	webhook      *WebhookResult
+	webhookSkip  string
+	profiles     []string
+}
+
+type sizeRow struct {
+	where    string
+	contacts int64
+	bytes    int64
+}
+
+// Point is one measured figure.
+type Point struct {
+	Key     string
+	Label   string
+	Conc    int
+	Req     float64 // requests/s
+	Units   float64 // contacts/s (operation A, decode) or rows/s (raw inserts)
+	P50     time.Duration
+	P99     time.Duration
+	Errors  int64
+	ErrMsg  string
+	Skipped string
+}
+
+func (h *Harness) add(p *Point) {
+	if _, ok := h.points[p.Key]; !ok {
+		h.order = append(h.order, p.Key)
+	}
+	h.points[p.Key] = p
+	h.logPoint(p)
+}
+
+func (h *Harness) logPoint(p *Point) {
+	if p.Skipped != "" {
+		logf("  %-34s skipped: %s", p.Label, p.Skipped)
+		return
+	}
+	extra := ""
+	if p.Units > 0 && p.Req > 0 {
+		extra = fmt.Sprintf(" %12s units/s", num(p.Units))
+	} else if p.Units > 0 {
+		extra = fmt.Sprintf(" %12s rows/s", num(p.Units))
+	}
+	errs := ""
+	if p.Errors > 0 {
+		errs = fmt.Sprintf("  (%d errors: %.120s)", p.Errors, p.ErrMsg)
+	}
+	logf("  %-34s %10s req/s%s  p50 %s  p99 %s%s", p.Label, num(p.Req), extra, lat(p.P50), lat(p.P99), errs)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func (h *Harness) cleanup() {
+	if h.tempDir && !h.o.keep && h.scratch != "" {
+		os.RemoveAll(h.scratch)
+	}
+}
+
+// findRepo walks up from the working directory to the dialbox module.
+func findRepo() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module dialbox")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the harness inside the dialbox repository (go run ./bench)")
+		}
+		dir = parent
+	}
+}
+
+func (h *Harness) Run() error {
+	h.started = time.Now().UTC()
+	var err error
+	if h.repo, err = findRepo(); err != nil {
+		return err
+	}
+	if h.o.scratch != "" {
+		h.scratch = h.o.scratch
+		if err := os.MkdirAll(h.scratch, 0o755); err != nil {
+			return err
+		}
+	} else {
+		if h.scratch, err = os.MkdirTemp("", "dialbox-bench-"); err != nil {
+			return err
+		}
+		h.tempDir = true
+	}
+	if h.o.keep {
+		logf("scratch folder: %s", h.scratch)
+	}
+	if h.self, err = os.Executable(); err != nil {
+		return err
+	}
+	logf("building dialbox from %s", h.repo)
+	if h.bin, err = buildDialbox(h.repo, h.scratch, h.o.rev, h.o.cpuprofile != ""); err != nil {
+		return err
+	}
+	if h.o.cpuprofile != "" {
+		if h.o.cpuprofile, err = filepath.Abs(h.o.cpuprofile); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(h.o.cpuprofile, 0o755); err != nil {
+			return err
+		}
+	}
+	fixtures := filepath.Join(h.scratch, "fixtures.toml")
+	if err := os.WriteFile(fixtures, []byte(fixturesTOML("", 2, 2)), 0o644); err != nil {
+		return err
+	}
+
+	if err := h.limits(fixtures); err != nil {
+		return err
+	}
+	opBBody, opABody, err := h.mainPhase(fixtures)
+	if err != nil {
+		return err
+	}
+	if h.o.peers {
+		h.peerPhase(opBBody, opABody)
+	} else {
+		h.peerSkip = map[string]string{}
+		for _, p := range peers {
+			h.peerSkip[p.Name] = "not run (-peers=false or -quick)"
+		}
+	}
+	if err := h.growth(fixtures); err != nil {
+		return err
+	}
+	h.webhookPhase()
+	return h.report()
+}
+
+// step runs one measured load step, with a warm-up first.
+func (h *Harness) step(key, label string, t Target, conc int, during func() func()) *Point {
+	if h.o.warmup > 0 {
+		Run(t, conc, h.o.warmup, h.o.maxReqs)
+	}
+	var after func()
+	if during != nil {
+		after = during()
+	}
+	r, err := Run(t, conc, h.o.dur, h.o.maxReqs)
+	if after != nil {
+		after()
+	}
+	p := &Point{Key: key, Label: label, Conc: conc}
+	if err != nil {
+		p.Skipped = err.Error()
+	} else {
+		p.Req, p.P50, p.P99, p.Errors, p.ErrMsg = r.ReqPerSec(), r.P50, r.P99, r.Errors, r.ErrMsg
+		if t.Check != nil {
+			p.Units = r.UnitPerSec()
+		}
+	}
+	h.add(p)
+	return p
+}
+
+// limits measures the bare net/http server and raw SQLite inserts.
+func (h *Harness) limits(fixtures string) error {
+	logf("limits: bare net/http")
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	bare, err := StartProc("bare-server", filepath.Join(h.scratch, "bare-server.log"), nil, h.self, "bare-server", addr)
+	if err != nil {
+		return err
+	}
+	small := buildRequest("GET", addr, "/small", "", nil)
+	if err := bare.WaitReady(30*time.Second, func() error { return probeHTTP(addr, small, 200) }); err != nil {
+		bare.Stop(5 * time.Second)
+		return err
+	}
+	decodeBodies := contactBodies(100, 8)
+	decodeReqs := make([][]byte, len(decodeBodies))
+	for i, b := range decodeBodies {
+		decodeReqs[i] = buildRequest("POST", addr, "/decode", "", b)
+	}
+	countDecoded := func(status int, body []byte) (int, bool) {
+		if status != 200 {
+			return 0, false
+		}
+		n, err := strconv.Atoi(string(bytes.TrimSuffix(bytes.TrimPrefix(body, []byte(`{"status":1,"count":`)), []byte("}"))))
+		return n, err == nil
+	}
+	for _, c := range h.o.concs {
+		p := h.step(fmt.Sprintf("bare@%d", c), fmt.Sprintf("bare net/http, small JSON @%d", c),
+			Target{Addr: addr, Reqs: [][]byte{small}, Check: func(s int, _ []byte) (int, bool) { return 0, s == 200 }}, c, nil)
+		p.Units = 0
+	}
+	for _, c := range h.o.concs {
+		h.step(fmt.Sprintf("decode@%d", c), fmt.Sprintf("bare net/http, decode 100 contacts @%d", c),
+			Target{Addr: addr, Reqs: decodeReqs, Check: countDecoded}, c, nil)
+	}
+	bare.Stop(5 * time.Second)
+
+	logf("limits: raw SQLite inserts into dialbox's schema")
+	rawDB := filepath.Join(h.scratch, "raw.db")
+	d, err := StartDialbox(h.bin, "dialbox-schema", h.scratch, rawDB, fixtures, "", "")
+	if err != nil {
+		return fmt.Errorf("starting dialbox to make an empty database: %w", err)
+	}
+	d.Stop(15 * time.Second)
+	appID, err := appIDOf(rawDB)
+	if err != nil {
+		return err
+	}
+	for _, batch := range []int{100, 1000} {
+		key := fmt.Sprintf("raw%d", batch)
+		label := fmt.Sprintf("raw SQLite inserts, %d rows/commit", batch)
+		r, err := rawInserts(rawDB, appID, benchScenarioID, batch, h.o.dur, h.o.maxReqs*100)
+		p := &Point{Key: key, Label: label, Conc: 1}
+		if err != nil {
+			p.Skipped = err.Error()
+		} else {
+			p.Units = r.RowsPerSec()
+		}
+		h.add(p)
+	}
+	return nil
+}
+
+func appIDOf(dbPath string) (int64, error) {
+	db, err := openDB(dbPath)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var id int64
+	err = db.QueryRow(`SELECT id FROM applications WHERE api_key = ?`, benchAPIKey).Scan(&id)
+	return id, err
+}
+
+// fetch sends one request and returns a copy of the response body.
+func fetch(addr string, req []byte) (int, []byte, error) {
+	c, err := dialClient(addr)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer c.Close()
+	status, body, _, err := c.Do(req)
+	return status, bytes.Clone(body), err
+}
+
+// mainPhase measures operations B and A on a fresh database. It returns
+// dialbox's own answers to operation B and to a one-contact operation A,
+// which the peers are configured to answer.
+func (h *Harness) mainPhase(fixtures string) (opB, opA []byte, err error) {
+	logf("dialbox: operations B and A on a fresh database")
+	db := filepath.Join(h.scratch, "main.db")
+	d, err := h.startDialbox("dialbox", db, fixtures, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.Stop(30 * time.Second)
+	status, opB, err := fetch(d.Addr, d.opB())
+	if err != nil || status != 200 {
+		return nil, nil, fmt.Errorf("operation B: HTTP %d %s %v", status, opB, err)
+	}
+	a1 := d.opA(1)
+	status, opA, err = fetch(d.Addr, a1[0])
+	if err != nil || status != 200 {
+		return nil, nil, fmt.Errorf("operation A: HTTP %d %s %v", status, opA, err)
+	}
+	h.acked++
+
+	tB := Target{Addr: d.Addr, Reqs: [][]byte{d.opB()}, Check: checkOK}
+	for _, c := range h.o.concs {
+		h.step(fmt.Sprintf("B@%d", c), fmt.Sprintf("op B, list scenarios @%d", c), tB, c, h.profileAt(d, c, "opB"))
+		h.points[fmt.Sprintf("B@%d", c)].Units = 0
+	}
+	for _, n := range []int{1, 100, 1000} {
+		t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: h.countAcked(checkImport)}
+		for _, c := range h.o.concs {
+			var prof func() func()
+			if n <= 100 {
+				prof = h.profileAt(d, c, fmt.Sprintf("opA%d", n))
+			}
+			h.step(fmt.Sprintf("A%d@%d", n, c), fmt.Sprintf("op A, %d contact(s)/request @%d", n, c), t, c, prof)
+		}
+	}
+	h.acked += ackedCounter.Load()
+	h.notePeak(d, "operation A and B steps on a fresh database")
+	if err := d.Stop(30 * time.Second); err != nil {
+		h.notes = append(h.notes, "dialbox did not stop cleanly after the main phase: "+err.Error())
+	}
+	stored, err := countContacts(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	if stored < h.acked {
+		h.notes = append(h.notes, fmt.Sprintf("DURABILITY: %s contacts were acknowledged but only %s are stored", num(float64(h.acked)), num(float64(stored))))
+	} else {
+		h.notes = append(h.notes, fmt.Sprintf("Durability check: every one of the %s contacts acknowledged by operation A is in the database after the server stopped (%s stored).", num(float64(h.acked)), num(float64(stored))))
+	}
+	h.sizes = append(h.sizes, sizeRow{"after the operation A steps", stored, dbFilesSize(db)})
+	return opB, opA, nil
+}
+
+// countAcked wraps a check so every contact acknowledged is counted for the
+// durability check (warm-ups included).
+func (h *Harness) countAcked(check func(int, []byte) (int, bool)) func(int, []byte) (int, bool) {
+	return func(status int, body []byte) (int, bool) {
+		n, ok := check(status, body)
+		if ok {
+			ackedCounter.Add(int64(n))
+		}
+		return n, ok
+	}
+}
+
+func (h *Harness) startDialbox(name, db, fixtures, config string) (*Dialbox, error) {
+	bin, profDir := h.bin, ""
+	if h.o.cpuprofile != "" {
+		profDir = filepath.Join(h.scratch, "prof-signal")
+		if err := os.MkdirAll(profDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	d, err := StartDialbox(bin, name, h.scratch, db, fixtures, config, profDir)
+	if err != nil {
+		return nil, err
+	}
+	ackedCounter.Store(0)
+	return d, nil
+}
+
+// profileAt returns, for the 64-client step when profiling, a hook that
+// profiles the measured part of the step.
+func (h *Harness) profileAt(d *Dialbox, conc int, name string) func() func() {
+	if h.o.cpuprofile == "" || conc != h.o.concs[len(h.o.concs)-1] {
+		return nil
+	}
+	return func() func() {
+		file := filepath.Join(h.o.cpuprofile, fmt.Sprintf("dialbox-%s-%d.pprof", name, conc))
+		if err := d.StartProfile(file); err != nil {
+			logf("profile %s: %v", file, err)
+			return nil
+		}
+		return func() {
+			if err := d.StopProfile(); err != nil {
+				logf("profile %s: %v", file, err)
+				return
+			}
+			h.profiles = append(h.profiles, file)
+			logf("  CPU profile written: %s", file)
+		}
+	}
+}
+
+func (h *Harness) notePeak(d *Dialbox, where string) {
+	mb := d.PeakRSSMB()
+	logf("  dialbox peak resident memory (VmHWM): %.1f MB", mb)
+	if mb > h.peakRSS {
+		h.peakRSS, h.peakRSSWhere = mb, where
+	}
+}
+
+// peerPhase installs and measures the peers.
+func (h *Harness) peerPhase(opB, opA []byte) {
+	npmDir := h.o.npmDir
+	if npmDir == "" {
+		npmDir = filepath.Join(h.scratch, "npm")
+	}
+	if err := os.MkdirAll(npmDir, 0o755); err != nil {
+		h.peerSkip = map[string]string{}
+		for _, p := range peers {
+			h.peerSkip[p.Name] = err.Error()
+		}
+		return
+	}
+	logf("peers: npm install into %s", npmDir)
+	h.peerSkip = installPeers(npmDir)
+	token, _ := benchToken()
+	for _, p := range peers {
+		h.peerVer = append(h.peerVer, p.Package)
+		if why := h.peerSkip[p.Name]; why != "" {
+			logf("peer %s skipped: %s", p.Name, why)
+			continue
+		}
+		logf("peer %s", p.Name)
+		proc, addr, err := StartPeer(p, npmDir, h.scratch, token, opB, opA)
+		if err != nil {
+			h.peerSkip[p.Name] = "cannot be started: " + firstLine(err.Error())
+			logf("peer %s skipped: %v", p.Name, err)
+			continue
+		}
+		tB := Target{Addr: addr, Reqs: [][]byte{buildRequest("GET", addr, pathB, token, nil)}, Check: checkOK}
+		a1 := contactBodies(1, 8)
+		reqsA := make([][]byte, len(a1))
+		for i, b := range a1 {
+			reqsA[i] = buildRequest("POST", addr, pathA, token, b)
+		}
+		tA := Target{Addr: addr, Reqs: reqsA, Check: checkImport}
+		// The JVM and V8 need a longer warm-up than one step's.
+		Run(tB, 16, 3*h.o.warmup, h.o.maxReqs)
+		Run(tA, 16, 3*h.o.warmup, h.o.maxReqs)
+		for _, c := range h.o.concs {
+			p := h.step(fmt.Sprintf("peer:%s:B@%d", p.Name, c), fmt.Sprintf("%s, op B @%d", p.Name, c), tB, c, nil)
+			p.Units = 0
+		}
+		for _, c := range h.o.concs {
+			p := h.step(fmt.Sprintf("peer:%s:A1@%d", p.Name, c), fmt.Sprintf("%s, op A 1 contact @%d", p.Name, c), tA, c, nil)
+			p.Units = 0 // a peer stores nothing
+		}
+		if err := proc.Stop(15 * time.Second); err != nil {
+			logf("peer %s: %v", p.Name, err)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// growth measures operation A on a fresh database of its own, then fills
+// it to each growth size and measures the same steps again.
+func (h *Harness) growth(fixtures string) error {
+	db := filepath.Join(h.scratch, "growth.db")
+	top := h.o.concs[len(h.o.concs)-1]
+	filled := int64(0)
+	for i, size := range []int64{0, h.o.fill1, h.o.fill2} {
+		if i > 0 && size <= 0 {
+			continue
+		}
+		tag := fmt.Sprintf("g%d", i)
+		label := "fresh database"
+		if i > 0 {
+			label = short(size) + " stored"
+			stored, err := countContacts(db)
+			if err != nil {
+				return err
+			}
+			if size > stored {
+				logf("growth: filling to %s contacts (%s mode)", num(float64(size)), h.o.fillMode)
+				var took time.Duration
+				if h.o.fillMode == "sql" {
+					took, err = sqlFill(db, filled, size-stored)
+					filled += size - stored
+				} else {
+					took, err = h.apiFill(db, fixtures, size-stored)
+				}
+				if err != nil {
+					return err
+				}
+				rate := float64(size-stored) / took.Seconds()
+				logf("  filled in %s (%s contacts/s)", took.Round(time.Millisecond), num(rate))
+				h.notes = append(h.notes, fmt.Sprintf("Growth fill from %s to %s contacts (%s mode) took %s (%s contacts/s).",
+					num(float64(stored)), num(float64(size)), h.o.fillMode, took.Round(time.Second), num(rate)))
+			}
+		} else {
+			logf("growth: operation A on a fresh database")
+		}
+		d, err := h.startDialbox("dialbox-growth-"+tag, db, fixtures, "")
+		if err != nil {
+			return err
+		}
+		for _, n := range []int{1, 100, 1000} {
+			t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: checkImport}
+			h.step(fmt.Sprintf("%s:A%d@%d", tag, n, top), fmt.Sprintf("op A, %d/request @%d, %s", n, top, label), t, top, nil)
+		}
+		h.notePeak(d, "operation A with "+label)
+		d.Stop(60 * time.Second)
+		if i > 0 {
+			stored, err := countContacts(db)
+			if err != nil {
+				return err
+			}
+			h.sizes = append(h.sizes, sizeRow{"growth database, " + label, stored, dbFilesSize(db)})
+		}
+	}
+	return nil
+}
+
+// apiFill adds n contacts through operation A, 1000 per request, 16 at a
+// time.
+func (h *Harness) apiFill(db, fixtures string, n int64) (time.Duration, error) {
+	d, err := h.startDialbox("dialbox-fill", db, fixtures, "")
+	if err != nil {
+		return 0, err
+	}
+	defer d.Stop(60 * time.Second)
+	start := time.Now()
+	t := Target{Addr: d.Addr, Reqs: d.opA(1000), Check: checkImport}
+	var added int64
+	for added < n {
+		r, err := Run(t, 16, time.Hour, (n-added+999)/1000)
+		if err != nil {
+			return 0, err
+		}
+		if r.Units == 0 {
+			return 0, fmt.Errorf("fill through the API: nothing stored: %s", r.ErrMsg)
+		}
+		added += r.Units
+	}
+	return time.Since(start), nil
+}
+
+func short(n int64) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.FormatInt(n/1_000_000, 10) + "M"
+	case n >= 1000 && n%1000 == 0:
+		return strconv.FormatInt(n/1000, 10) + "k"
+	}
+	return num(float64(n))
+}
+
+func gitDescribe(repo, build string) string {
+	ref := "HEAD"
+	if build != "" {
+		ref = build
+	}
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "--short", ref).Output()
+	if err != nil {
+		return "unknown"
+	}
+	rev := strings.TrimSpace(string(out))
+	if build != "" {
+		return rev
+	}
+	st, _ := exec.Command("git", "-C", repo, "status", "--porcelain", "--", ".", ":(exclude)bench", ":(exclude)BENCHMARKS.md").Output()
+	if len(bytes.TrimSpace(st)) > 0 {
+		rev += " + uncommitted changes"
+	}
+	return rev
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "model name"); ok {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+		}
+	}
+	return runtime.GOARCH
+}

@@ -1,0 +1,342 @@
+package main
+
+// The report: one markdown table, every figure beside its ratio to the
+// matching limit or peer, then the targets of issue 5 as PASS/MISS lines.
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func num(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func lat(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	case d < 100*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+}
+
+func pct(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*a/b)
+}
+
+func times(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	r := a / b
+	if r >= 10 {
+		return fmt.Sprintf("%.0fx", r)
+	}
+	return fmt.Sprintf("%.1fx", r)
+}
+
+// got returns a measured point, or nil when it was not measured.
+func (h *Harness) got(key string) *Point {
+	p := h.points[key]
+	if p == nil || p.Skipped != "" || p.Req == 0 && p.Units == 0 {
+		return nil
+	}
+	return p
+}
+
+// rawLimit is the raw insert rate operation A is compared with: the best
+// of the batch sizes measured.
+func (h *Harness) rawLimit() (*Point, string) {
+	var best *Point
+	for _, k := range []string{"raw100", "raw1000"} {
+		if p := h.got(k); p != nil && (best == nil || p.Units > best.Units) {
+			best = p
+		}
+	}
+	if best == nil {
+		return nil, ""
+	}
+	return best, fmt.Sprintf("raw inserts (%d/commit)", map[string]int{"raw100": 100, "raw1000": 1000}[best.Key])
+}
+
+// peerRatios compares v with every measured peer's rate of the same step.
+func (h *Harness) peerRatios(v float64, step string, conc int) string {
+	var parts []string
+	for _, p := range peers {
+		if q := h.got(fmt.Sprintf("peer:%s:%s@%d", p.Name, step, conc)); q != nil {
+			parts = append(parts, times(v, q.Req)+" "+p.Name)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fastestPeer is the best peer rate of a step.
+func (h *Harness) fastestPeer(step string, conc int) (float64, string) {
+	best, name := 0.0, ""
+	for _, p := range peers {
+		if q := h.got(fmt.Sprintf("peer:%s:%s@%d", p.Name, step, conc)); q != nil && q.Req > best {
+			best, name = q.Req, p.Name
+		}
+	}
+	return best, name
+}
+
+// compare is the "compared with" cell of a point.
+func (h *Harness) compare(p *Point) string {
+	if p.Skipped != "" {
+		return "skipped: " + p.Skipped
+	}
+	var parts []string
+	add := func(s string) {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	bare := h.got(fmt.Sprintf("bare@%d", p.Conc))
+	raw, rawName := h.rawLimit()
+	k := p.Key
+	switch {
+	case strings.HasPrefix(k, "bare@"):
+		add("limit for op B (req/s)")
+	case strings.HasPrefix(k, "decode@"):
+		add("limit for op A bodies (contacts/s)")
+		if bare != nil {
+			add(pct(p.Req, bare.Req) + " of bare small JSON (req/s)")
+		}
+	case strings.HasPrefix(k, "raw"):
+		if r, _ := h.rawLimit(); r == p {
+			add("limit for op A (contacts/s)")
+		}
+	case strings.HasPrefix(k, "B@"):
+		if bare != nil {
+			add(pct(p.Req, bare.Req) + " of bare net/http")
+		}
+		add(h.peerRatios(p.Req, "B", p.Conc))
+	case strings.HasPrefix(k, "A") && strings.Contains(k, "@"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(k[:strings.Index(k, "@")], "A"))
+		if n == 1 {
+			if bare != nil {
+				add(pct(p.Req, bare.Req) + " of bare net/http (req/s)")
+			}
+			add(h.peerRatios(p.Req, "A1", p.Conc))
+		} else if dec := h.got(fmt.Sprintf("decode@%d", p.Conc)); dec != nil {
+			add(pct(p.Units, dec.Units) + " of bare decode")
+		}
+		if raw != nil {
+			add(pct(p.Units, raw.Units) + " of " + rawName)
+		}
+	case strings.HasPrefix(k, "g"):
+		tag, step, _ := strings.Cut(k, ":")
+		if base := h.got("g0:" + step); base != nil && tag != "g0" {
+			add(pct(p.Units, base.Units) + " of the fresh database")
+		}
+		if raw != nil {
+			add(pct(p.Units, raw.Units) + " of " + rawName)
+		}
+	case strings.HasPrefix(k, "peer:"):
+		if bare != nil {
+			add(pct(p.Req, bare.Req) + " of bare net/http")
+		}
+	}
+	if p.Errors > 0 {
+		add(fmt.Sprintf("**%d errors**: %.100s", p.Errors, strings.ReplaceAll(p.ErrMsg, "|", "/")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (h *Harness) report() error {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# dialbox benchmarks\n\n")
+	if h.o.quick {
+		w("> **Quick run** (`-quick`): short steps and small sizes, a smoke test of the harness; not figures to compare.\n\n")
+	}
+	w("Written by `go run ./bench` (the harness in `bench/`) on %s, in %s.\n\n", h.started.Format("2006-01-02 15:04 MST"),
+		time.Since(h.started).Round(time.Second))
+	w("- Machine: %d cores (%s), %s; dialbox commit %s.\n", runtime.NumCPU(), cpuModel(), runtime.Version(), gitDescribe(h.repo, h.o.rev))
+	w("- Each step: %s of load after %s of warm-up, a closed loop of N keep-alive connections from the harness's own Go load generator (raw HTTP/1.1, prebuilt requests), all on 127.0.0.1; p50/p99 are per-request latencies.\n",
+		h.o.dur, h.o.warmup)
+	w("- dialbox runs as its own process (`dialbox serve`, default config, WAL + synchronous=FULL), with a postpaid tenant, an ACTIVE scenario with `allow_duplicate_phone = true` and ten scenarios in all (operation B answers a page of ten). Operation A counts only contacts whose `contact_id` came back, i.e. durably committed.\n")
+	w("- Growth sizes: %s and %s contacts stored (fill: %s).\n", num(float64(h.o.fill1)), num(float64(h.o.fill2)), fillDescription(h.o.fillMode))
+	if len(h.peerVer) > 0 {
+		w("- Peers (npm): %s; configured with the same two operations, answering the bytes dialbox answered.\n", strings.Join(h.peerVer, ", "))
+	}
+	if h.o.cpuprofile != "" {
+		w("- dialbox was the profiling build (CPU profiles in %s); figures are a few percent lower than a plain build's.\n", h.o.cpuprofile)
+	}
+	w("- The machine is shared and noisy; compare the ratios within one run rather than absolute figures across runs.\n\n")
+
+	w("| Step | Clients | Requests/s | Contacts/s | p50 | p99 | Compared with |\n")
+	w("|---|---:|---:|---:|---:|---:|---|\n")
+	for _, k := range h.order {
+		p := h.points[k]
+		req, units := "-", "-"
+		if p.Req > 0 {
+			req = num(p.Req)
+		}
+		if p.Units > 0 {
+			units = num(p.Units)
+			if strings.HasPrefix(k, "raw") {
+				units += " rows/s"
+			}
+		}
+		w("| %s | %d | %s | %s | %s | %s | %s |\n", p.Label, p.Conc, req, units, lat(p.P50), lat(p.P99), h.compare(p))
+	}
+	for _, p := range peers {
+		if why := h.peerSkip[p.Name]; why != "" {
+			w("| %s | - | - | - | - | - | skipped: %s |\n", p.Name, strings.ReplaceAll(why, "|", "/"))
+		}
+	}
+	if wh := h.webhook; wh != nil {
+		w("| webhooks, live: %s contacts called | - | %s deliveries/s | - | %s | %s | latency from a call's end (data.ended_at) to its arrival at the receiver; %s of the 5,000/s target |\n",
+			num(float64(wh.Contacts)), num(wh.LiveRate), lat(wh.P50), lat(wh.P99), pct(wh.LiveRate, 5000))
+		w("| webhooks, drain of %s queued messages | - | %s deliveries/s | - | - | - | delivery alone; %s of the 5,000/s target%s |\n",
+			num(float64(wh.Drained)), num(wh.DrainRate), pct(wh.DrainRate, 5000), dupNote(wh.Duplicates))
+	} else {
+		w("| webhook deliveries | - | - | - | - | - | %s |\n", h.webhookSkip)
+	}
+	w("| dialbox peak resident memory | - | - | - | - | - | %.1f MB (VmHWM), during %s |\n", h.peakRSS, h.peakRSSWhere)
+	for _, s := range h.sizes {
+		if s.contacts > 0 {
+			w("| database size, %s | - | - | - | - | - | %s contacts in %.1f MB: %.0f bytes per stored contact |\n",
+				s.where, num(float64(s.contacts)), float64(s.bytes)/1e6, float64(s.bytes)/float64(s.contacts))
+		}
+	}
+
+	w("\n## Targets (issue 5)\n\n")
+	for _, t := range h.targets() {
+		w("- %s\n", t)
+	}
+	if len(h.notes) > 0 || len(h.profiles) > 0 {
+		w("\n## Notes\n\n")
+		for _, n := range h.notes {
+			w("- %s\n", n)
+		}
+		for _, f := range h.profiles {
+			w("- CPU profile: `%s` (`go tool pprof -top %s`).\n", filepath.Base(f), filepath.Base(f))
+		}
+	}
+	out := b.String()
+	fmt.Println(out)
+	if h.o.out != "-" {
+		path := h.o.out
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(h.repo, path)
+		}
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s", path)
+	}
+	return nil
+}
+
+func fillDescription(mode string) string {
+	if mode == "api" {
+		return "through operation A, 1000 contacts per request, 16 clients"
+	}
+	return "direct SQL on the stopped server's database, copying a contact row and its import row that dialbox stored through operation A, with only id, phone and import id varied, so every column and index is what the API writes"
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "**PASS**"
+	}
+	return "**MISS**"
+}
+
+// targets are the goals of issue 5, each judged on this run's figures.
+func (h *Harness) targets() []string {
+	top := h.o.concs[len(h.o.concs)-1]
+	var out []string
+	missing := func(what, why string) { out = append(out, fmt.Sprintf("**NOT MEASURED** %s: %s", what, why)) }
+
+	what := fmt.Sprintf("op A, 100 contacts/request @%d >= 50%% of raw SQLite inserts", top)
+	a100 := h.got(fmt.Sprintf("A100@%d", top))
+	raw, rawName := h.rawLimit()
+	if a100 != nil && raw != nil {
+		out = append(out, fmt.Sprintf("%s %s: %s contacts/s = %s of %s (%s rows/s), durable", verdict(a100.Units >= 0.5*raw.Units),
+			what, num(a100.Units), pct(a100.Units, raw.Units), rawName, num(raw.Units)))
+	} else {
+		missing(what, "a step is missing")
+	}
+
+	bB := h.got(fmt.Sprintf("B@%d", top))
+	bare := h.got(fmt.Sprintf("bare@%d", top))
+	what = fmt.Sprintf("op B @%d >= 40%% of bare net/http", top)
+	if bB != nil && bare != nil {
+		out = append(out, fmt.Sprintf("%s %s: %s req/s = %s of %s req/s", verdict(bB.Req >= 0.4*bare.Req), what, num(bB.Req), pct(bB.Req, bare.Req), num(bare.Req)))
+	} else {
+		missing(what, "a step is missing")
+	}
+	what = fmt.Sprintf("op B @%d >= 3x the fastest peer", top)
+	if fp, name := h.fastestPeer("B", top); bB != nil && fp > 0 {
+		out = append(out, fmt.Sprintf("%s %s: %s req/s = %s %s (%s req/s)", verdict(bB.Req >= 3*fp), what, num(bB.Req), times(bB.Req, fp), name, num(fp)))
+	} else {
+		missing(what, "no peer was measured")
+	}
+	what = fmt.Sprintf("op A, 1 contact/request @%d (durable) >= the fastest peer's rate", top)
+	a1 := h.got(fmt.Sprintf("A1@%d", top))
+	if fp, name := h.fastestPeer("A1", top); a1 != nil && fp > 0 {
+		out = append(out, fmt.Sprintf("%s %s: %s req/s = %s %s (%s req/s, stores nothing)", verdict(a1.Req >= fp), what, num(a1.Req), times(a1.Req, fp), name, num(fp)))
+	} else {
+		missing(what, "no peer was measured")
+	}
+	what = fmt.Sprintf("op A with %s contacts stored >= 80%% of the fresh database's rate (100/request @%d)", short(h.o.fill2), top)
+	g0 := h.got(fmt.Sprintf("g0:A100@%d", top))
+	if g := h.got(fmt.Sprintf("g2:A100@%d", top)); g != nil && g0 != nil {
+		out = append(out, fmt.Sprintf("%s %s: %s contacts/s = %s of %s", verdict(g.Units >= 0.8*g0.Units), what, num(g.Units), pct(g.Units, g0.Units), num(g0.Units)))
+	} else {
+		missing(what, "a step is missing")
+	}
+	what = "webhook delivery >= 5,000 deliveries/s"
+	if wh := h.webhook; wh != nil && wh.Drained > 0 {
+		out = append(out, fmt.Sprintf("%s %s: %s deliveries/s draining a backlog (%s/s live, while the engine makes the calls)",
+			verdict(wh.DrainRate >= 5000), what, num(wh.DrainRate), num(wh.LiveRate)))
+	} else {
+		missing(what, h.webhookSkip)
+	}
+	what = "peak resident memory < 150 MB"
+	if h.peakRSS > 0 {
+		out = append(out, fmt.Sprintf("%s %s: %.1f MB during %s", verdict(h.peakRSS < 150), what, h.peakRSS, h.peakRSSWhere))
+	} else {
+		missing(what, "not read")
+	}
+	return out
+}
+
+func dupNote(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d duplicate deliveries (same webhook-id)", n)
+}

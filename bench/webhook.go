@@ -1,0 +1,267 @@
+package main
+
+// Webhook delivery: deliveries/s to a receiver on loopback and the latency
+// from a call's end to its delivery.
+//
+// Two measurements on one dialbox with a webhook endpoint pointing at the
+// harness's receiver (in-process net/http on 127.0.0.1, answering 204):
+//   - live: contacts are imported through operation A; the simulated dialer
+//     (time_scale 1000, every call answered, 1 s ring + 1 s talk in
+//     simulated time) ends their calls within milliseconds, and every
+//     call.completed is timed from its data.ended_at to its arrival;
+//   - drain: dialbox is stopped, every message of the outbox is set pending
+//     again (what a bulk redelivery does), dialbox is started again and the
+//     backlog is delivered as fast as dialbox can: the delivery rate alone,
+//     without the engine in front of it.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// WebhookResult is the webhook measurement.
+type WebhookResult struct {
+	Contacts   int
+	Live       int64         // unique deliveries while calls ran
+	LiveRate   float64       // deliveries/s, first to last
+	P50, P99   time.Duration // call end -> delivery (call.completed)
+	Drained    int64
+	DrainRate  float64 // deliveries/s of the backlog
+	Duplicates int64
+}
+
+// receiver counts webhook deliveries.
+type receiver struct {
+	mu          sync.Mutex
+	seen        map[string]bool
+	first, last time.Time
+	unique      int64
+	dups        int64
+	lats        []time.Duration
+	bad         string
+}
+
+func (rc *receiver) reset() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.seen, rc.unique, rc.dups, rc.lats = map[string]bool{}, 0, 0, nil
+	rc.first, rc.last = time.Time{}, time.Time{}
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			EndedAt string `json:"ended_at"`
+		} `json:"data"`
+	}
+	perr := json.Unmarshal(body, &ev)
+	id := r.Header.Get("webhook-id")
+	rc.mu.Lock()
+	if perr != nil && rc.bad == "" {
+		rc.bad = "a delivery was not JSON: " + perr.Error()
+	}
+	if id == "" && rc.bad == "" {
+		rc.bad = "a delivery had no webhook-id header"
+	}
+	if rc.seen[id] {
+		rc.dups++
+	} else {
+		rc.seen[id] = true
+		rc.unique++
+		if rc.first.IsZero() {
+			rc.first = now
+		}
+		rc.last = now
+		if ev.Type == "call.completed" {
+			if t, err := time.Parse(time.RFC3339Nano, ev.Data.EndedAt); err == nil {
+				rc.lats = append(rc.lats, now.Sub(t))
+			}
+		}
+	}
+	rc.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (rc *receiver) count() int64 {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.unique
+}
+
+// waitFor waits until the receiver holds want unique deliveries, or no new
+// one came for idle, or limit passed.
+func (rc *receiver) waitFor(want int64, idle, limit time.Duration) int64 {
+	deadline := time.Now().Add(limit)
+	last, lastChange := rc.count(), time.Now()
+	for time.Now().Before(deadline) {
+		n := rc.count()
+		if n >= want {
+			return n
+		}
+		if n != last {
+			last, lastChange = n, time.Now()
+		} else if time.Since(lastChange) > idle {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return rc.count()
+}
+
+func (rc *receiver) rate() float64 {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	d := rc.last.Sub(rc.first)
+	if rc.unique < 2 || d <= 0 {
+		return 0
+	}
+	return float64(rc.unique-1) / d.Seconds()
+}
+
+// webhookConfig makes every simulated call short and answered.
+func webhookConfig() string {
+	var b strings.Builder
+	b.WriteString("[simulator]\ntime_scale = 1000.0\n")
+	for d := 0; d <= 9; d++ {
+		fmt.Fprintf(&b, "[[simulator.rules]]\nsuffix = \"%d\"\noutcome = \"ANSWERED\"\nring_time = \"1s\"\ntalk_time = \"1s\"\n", d)
+	}
+	return b.String()
+}
+
+func (h *Harness) webhookPhase() {
+	if err := h.webhooks(); err != nil {
+		h.webhookSkip = "not measured: " + strings.ReplaceAll(firstLine(err.Error()), "|", "/")
+		logf("webhooks: %v", err)
+	}
+}
+
+func (h *Harness) webhooks() error {
+	logf("webhooks: live delivery, then draining a backlog")
+	rc := &receiver{}
+	rc.reset()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+	url := "http://" + ln.Addr().String() + "/hook"
+
+	fixtures := filepath.Join(h.scratch, "fixtures-webhooks.toml")
+	config := filepath.Join(h.scratch, "config-webhooks.toml")
+	if err := os.WriteFile(fixtures, []byte(fixturesTOML(url, 200, 200)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(config, []byte(webhookConfig()), 0o644); err != nil {
+		return err
+	}
+	db := filepath.Join(h.scratch, "webhooks.db")
+	d, err := h.startDialbox("dialbox-webhooks", db, fixtures, config)
+	if err != nil {
+		return err
+	}
+	defer d.Stop(30 * time.Second)
+
+	n := h.o.hookEvents
+	per := min(1000, n)
+	t := Target{Addr: d.Addr, Reqs: d.opA(per), Check: checkImport}
+	r, err := Run(t, 4, 2*time.Minute, int64((n+per-1)/per))
+	if err != nil {
+		return err
+	}
+	if r.Units == 0 {
+		return fmt.Errorf("operation A stored nothing: %s", r.ErrMsg)
+	}
+	want := 2 * r.Units // call.completed and contact.completed per contact
+	got := rc.waitFor(want, 20*time.Second, 3*time.Minute)
+	if got == 0 {
+		return fmt.Errorf("no delivery arrived within 20 s of importing %d contacts (is the engine in this build?)", r.Units)
+	}
+	res := &WebhookResult{Contacts: int(r.Units), Live: got, LiveRate: rc.rate()}
+	rc.mu.Lock()
+	slices.Sort(rc.lats)
+	if len(rc.lats) > 0 {
+		res.P50 = rc.lats[len(rc.lats)/2]
+		res.P99 = rc.lats[min(len(rc.lats)-1, len(rc.lats)*99/100)]
+	}
+	res.Duplicates = rc.dups
+	bad := rc.bad
+	rc.mu.Unlock()
+	logf("  live: %s of %s deliveries, %s/s, call end -> delivery p50 %s p99 %s",
+		num(float64(got)), num(float64(want)), num(res.LiveRate), lat(res.P50), lat(res.P99))
+	h.notePeak(d, "webhook delivery")
+	if got < want {
+		h.notes = append(h.notes, fmt.Sprintf("Webhooks: only %d of %d deliveries arrived in the live measurement.", got, want))
+	}
+	if bad != "" {
+		h.notes = append(h.notes, "Webhooks: "+bad)
+	}
+
+	// Drain: every message pending again, then a restart.
+	if err := d.Stop(30 * time.Second); err != nil {
+		return fmt.Errorf("stopping dialbox: %w", err)
+	}
+	queued, err := requeueMessages(db)
+	if err != nil {
+		return fmt.Errorf("requeueing the outbox: %w", err)
+	}
+	rc.reset()
+	d2, err := h.startDialbox("dialbox-webhooks-drain", db, fixtures, config)
+	if err != nil {
+		return err
+	}
+	defer d2.Stop(30 * time.Second)
+	drained := rc.waitFor(queued, 20*time.Second, 3*time.Minute)
+	res.Drained, res.DrainRate = drained, rc.rate()
+	rc.mu.Lock()
+	res.Duplicates += rc.dups
+	rc.mu.Unlock()
+	logf("  drain: %s of %s deliveries, %s/s", num(float64(drained)), num(float64(queued)), num(res.DrainRate))
+	h.notePeak(d2, "webhook delivery")
+	if drained < queued {
+		h.notes = append(h.notes, fmt.Sprintf("Webhooks: only %d of %d backlog deliveries arrived.", drained, queued))
+	}
+	h.webhook = res
+	return nil
+}
+
+// requeueMessages sets every message of the outbox pending and due now,
+// its tries reset, as a bulk redelivery would; it returns how many.
+func requeueMessages(dbPath string) (int64, error) {
+	db, err := openDB(dbPath)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	cols, err := tableColumns(db, "webhook_messages")
+	if err != nil {
+		return 0, err
+	}
+	set := "state = 'pending', next_try_at = 0"
+	if slices.Contains(cols, "tries") {
+		set += ", tries = 0"
+	}
+	res, err := db.Exec(`UPDATE webhook_messages SET ` + set)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
