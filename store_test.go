@@ -299,7 +299,7 @@ func TestGroupCommit(t *testing.T) {
 // waitFor polls cond until it holds; the timeout only bounds a hung test.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

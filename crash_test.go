@@ -1,0 +1,241 @@
+package main
+
+// Nothing acknowledged is lost on a crash (DESIGN §4 durability, §8): the
+// real binary is killed with SIGKILL in the middle of concurrent imports,
+// restarted, and every contact_id it answered must be in the database.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("needs SIGKILL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dialbox")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	db, fx := filepath.Join(dir, "dialbox.db"), filepath.Join(dir, "fixtures.toml")
+	if err := os.WriteFile(fx, []byte(testFixtures), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	first := startBinary(ctx, t, bin, db, fx)
+	token := bearer(t, "qa-key", "qa-secret")
+	var (
+		mu       sync.Mutex
+		acked    = map[string]string{} // contact_id -> phone
+		inFlight atomic.Int64
+		stop     atomic.Bool
+		seq      atomic.Int64
+		wg       sync.WaitGroup
+	)
+	client := &http.Client{Timeout: time.Minute}
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && ctx.Err() == nil {
+				var b strings.Builder
+				b.WriteString(`{"contacts":[`)
+				for i := 0; i < 50; i++ {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `{"phone_number":"097%07d","ho_ten":"crash"}`, seq.Add(1))
+				}
+				b.WriteString(`]}`)
+				req, _ := http.NewRequestWithContext(ctx, "POST", first.url+opA("sc-load"), strings.NewReader(b.String()))
+				req.Header.Set("Authorization", token)
+				inFlight.Add(1)
+				resp, err := client.Do(req)
+				if err != nil {
+					inFlight.Add(-1)
+					return // the server is gone
+				}
+				var out struct {
+					Status int
+					Result []map[string]string
+				}
+				err = json.NewDecoder(resp.Body).Decode(&out)
+				resp.Body.Close()
+				inFlight.Add(-1)
+				// Only a whole success body is an acknowledgement.
+				if err != nil || resp.StatusCode != 200 || out.Status != 1 {
+					continue
+				}
+				mu.Lock()
+				for _, r := range out.Result {
+					acked[r["contact_id"]] = r["so_dien_thoai"]
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	waitFor(t, "2000 acknowledged contacts", func() bool { return count() >= 2000 || ctx.Err() != nil })
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGKILL with %d contacts acknowledged and %d requests in flight", count(), inFlight.Load())
+	<-first.exited
+	stop.Store(true)
+	wg.Wait()
+
+	// Restart on the same database and fixtures: it must come up, and its
+	// graceful stop must close the database cleanly.
+	second := startBinary(ctx, t, bin, db, fx)
+	status, body := second.do(t, "GET", pathB+"?fields=id&limit=1", token, "")
+	if status != 200 {
+		t.Fatalf("after restart: HTTP %d %s", status, body)
+	}
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-second.exited
+	if second.waitErr != nil {
+		t.Fatalf("graceful stop: %v\n%s", second.waitErr, second.out.String())
+	}
+
+	s, err := OpenStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stored := map[string]string{}
+	rows, err := s.read.Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, phone string
+		if err := rows.Scan(&id, &phone); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = phone
+	}
+	rows.Close()
+	lost := 0
+	for id, phone := range acked {
+		if stored[id] != phone {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged contact %s (%s) is not in the database", id, phone)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acknowledged contacts lost", lost, len(acked))
+	}
+	t.Logf("%d acknowledged, %d stored (the rest were committed but not yet answered)", len(acked), len(stored))
+	// The restart re-applied the fixtures without duplicating anything.
+	if n := queryInt(t, s, `SELECT count(*) FROM applications`); n != 6 {
+		t.Errorf("%d applications after restart, want 6", n)
+	}
+}
+
+type binaryServer struct {
+	testServer
+	cmd     *exec.Cmd
+	out     *lockedWriter
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+}
+
+// startBinary runs `dialbox serve` on a free port and waits until it answers.
+func startBinary(ctx context.Context, t *testing.T, bin, db, fixtures string) *binaryServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", addr, "--database", db, "--fixtures", fixtures)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DIALBOX_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LIMITS_RATE_PER_SECOND=0")
+	out := &lockedWriter{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b := &binaryServer{testServer: testServer{url: "http://" + addr, db: db}, cmd: cmd, out: out, exited: make(chan struct{})}
+	go func() {
+		b.waitErr = cmd.Wait()
+		close(b.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-b.exited
+		if t.Failed() {
+			t.Logf("dialbox output:\n%s", out.String())
+		}
+	})
+	waitFor(t, "dialbox to answer on "+addr, func() bool {
+		select {
+		case <-b.exited:
+			t.Fatalf("dialbox exited at start:\n%s", out.String())
+		default:
+		}
+		resp, err := http.Get(b.url + pathB)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	return b
+}
+
+// lockedWriter lets the process's stdout and stderr share one buffer.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
