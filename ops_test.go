@@ -43,9 +43,18 @@ func startOpsServer(t *testing.T, logs io.Writer, env ...string) (*Main, string)
 
 func opsDo(t *testing.T, method, url, token, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	resp, b, err := opsRequest(method, url, token, body, header...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// opsRequest sends one request; usable from any goroutine.
+func opsRequest(method, url, token, body string, header ...string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -55,14 +64,11 @@ func opsDo(t *testing.T, method, url, token, body string, header ...string) (*ht
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return resp, b, err
 }
 
 // scrape reads /metrics into name -> samples.

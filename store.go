@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -36,6 +37,7 @@ type Store struct {
 	done   chan struct{}
 
 	insertContactChunk *sql.Stmt
+	lock               *os.File // shared lock that keeps restore away (dblock_unix.go)
 }
 
 type writeJob struct {
@@ -57,6 +59,20 @@ func OpenStore(path string) (*Store, error) {
 // openStoreAt migrates only up to version; tests use it to make a database
 // as an older dialbox would have left it.
 func openStoreAt(path string, version int) (*Store, error) {
+	lock, err := lockDatabase(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openLockedStore(path, version)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+func openLockedStore(path string, version int) (*Store, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
@@ -105,7 +121,11 @@ func (s *Store) closeDBs() error {
 	if s.insertContactChunk != nil {
 		s.insertContactChunk.Close()
 	}
-	return errors.Join(s.read.Close(), s.write.Close())
+	err := errors.Join(s.read.Close(), s.write.Close())
+	if s.lock != nil {
+		err = errors.Join(err, s.lock.Close())
+	}
+	return err
 }
 
 var migrationHeader = regexp.MustCompile(`(?m)^-- migration (\d+):.*$`)

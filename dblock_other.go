@@ -1,0 +1,11 @@
+//go:build !unix
+
+package main
+
+import "os"
+
+// Without flock the database is not guarded against restore while in use:
+// stop dialbox before `dialbox restore` (README, Operations).
+func lockDatabase(string) (*os.File, error) { return nil, nil }
+
+func lockDatabaseExclusive(string) (*os.File, error) { return nil, nil }
