@@ -155,7 +155,7 @@ api_key = "poor-key"
 api_secret = "poor-secret"
   [applications.wallet]
   prepaid = true
-  balance = 2500             # two calls at 1000
+  balance = 2000             # exactly two calls at 1000
   expires_at = 2099-01-01T00:00:00Z
   price_per_call = 1000
   [[applications.hotline_pools]]
@@ -236,6 +236,8 @@ type testServer struct {
 	m   *Main
 	url string
 	db  string
+	// lastContentType is the Content-Type of the last answer to do.
+	lastContentType string
 }
 
 // startServer writes the fixtures to a temp dir and starts dialbox with
@@ -319,6 +321,7 @@ func (s *testServer) do(t testing.TB, method, path, auth, body string) (int, []b
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.lastContentType = resp.Header.Get("Content-Type")
 	return resp.StatusCode, b
 }
 
@@ -388,6 +391,9 @@ func (c apiCase) run(t *testing.T, s *testServer, tokens map[string]string, alwa
 	}
 	if status != wantStatus {
 		t.Errorf("HTTP status %d, want %d; body %s", status, wantStatus, body)
+	}
+	if ct := s.lastContentType; !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type %q, want JSON (spec 4)", ct)
 	}
 	if c.invalid != nil {
 		checkValidationFailed(t, body, c.invalid...)
@@ -1155,5 +1161,40 @@ func TestConcurrentImports(t *testing.T) {
 		if stored[id] != phone {
 			t.Errorf("contact %s: stored phone %q, acknowledged %q", id, stored[id], phone)
 		}
+	}
+}
+
+// TestConcurrentDuplicates: 32 requests add the same phone to a scenario
+// that forbids duplicates at the same moment; exactly one adds it, the
+// others find it queued (1403), and one row is stored.
+func TestConcurrentDuplicates(t *testing.T) {
+	s := startServer(t, testFixtures)
+	qa := bearer(t, "qa-key", "qa-secret")
+	const clients = 32
+	statuses := make([]int, clients)
+	bodies := make([][]byte, clients)
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[c], bodies[c] = s.do(t, "POST", opA("sc-remind"), qa, `{"contacts":[{"phone_number":"0960000001"}]}`)
+		}()
+	}
+	wg.Wait()
+	added := 0
+	for c := range statuses {
+		switch {
+		case statuses[c] == 200:
+			added++
+		case statuses[c] != 422 || string(bodies[c]) != body1403:
+			t.Errorf("HTTP %d %s, want 200 or 1403", statuses[c], bodies[c])
+		}
+	}
+	if added != 1 {
+		t.Errorf("%d requests added the phone, want 1", added)
+	}
+	if n := queryInt(t, s.m.store, `SELECT count(*) FROM contacts WHERE phone = '+84960000001'`); n != 1 {
+		t.Errorf("%d rows for the phone, want 1", n)
 	}
 }
