@@ -53,10 +53,13 @@ type EngineConfig struct {
 }
 
 type SimulatorConfig struct {
-	Seed      int64              `toml:"seed"`
-	TimeScale float64            `toml:"time_scale"`
-	Weights   map[string]float64 `toml:"weights"`
-	Rules     []SimulatorRule    `toml:"rules"`
+	Seed      int64   `toml:"seed"`
+	TimeScale float64 `toml:"time_scale"`
+	// Weights of the outcomes of numbers no rule matches; empty means
+	// defaultWeights (not in DefaultConfig: TOML merges maps, and a file
+	// listing only ANSWERED must mean only ANSWERED).
+	Weights map[string]float64 `toml:"weights"`
+	Rules   []SimulatorRule    `toml:"rules"`
 }
 
 // SimulatorRule decides the outcome of calls to matching numbers.
@@ -275,6 +278,40 @@ func (c *Config) validate() error {
 		return bad("sink.secret", checkWebhookSecret(c.Sink.Secret).Error())
 	case c.Sink.MaxMessages < 1:
 		return bad("sink.max_messages", "must be at least 1")
+	}
+	for _, d := range c.Webhooks.RetrySchedule {
+		if d.Duration < 0 {
+			return bad("webhooks.retry_schedule", "delays must not be negative")
+		}
+	}
+	return c.Simulator.validate()
+}
+
+func (s *SimulatorConfig) validate() error {
+	bad := func(key, msg string) error { return &ConfigError{Key: key, Msg: msg} }
+	total := 0.0
+	for o, w := range s.Weights {
+		if !isDialableOutcome(o) {
+			return bad("simulator.weights."+o, "is not an outcome: ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL or INVALID_NUMBER")
+		}
+		if w < 0 {
+			return bad("simulator.weights."+o, "must not be negative")
+		}
+		total += w
+	}
+	if len(s.Weights) > 0 && total == 0 {
+		return bad("simulator.weights", "at least one weight must be positive")
+	}
+	for i, r := range s.Rules {
+		key := fmt.Sprintf("simulator.rules[%d]", i)
+		switch {
+		case (r.Suffix == "") == (r.Number == ""):
+			return bad(key, "set exactly one of suffix and number")
+		case !isDialableOutcome(r.Outcome):
+			return bad(key+".outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL or INVALID_NUMBER")
+		case r.TalkTime.Duration < 0 || r.RingTime.Duration < 0:
+			return bad(key, "talk_time and ring_time must not be negative")
+		}
 	}
 	return nil
 }

@@ -90,6 +90,10 @@ type Main struct {
 	store  *Store
 	ln     net.Listener
 	server *http.Server
+
+	dialer   *SimDialer
+	engine   *Engine
+	webhooks *Webhooks
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -174,6 +178,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	defer func() {
 		if err != nil {
+			m.stopCalling()
 			m.store.Close()
 		}
 	}()
@@ -205,6 +210,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
+	m.dialer = NewSimDialer(cfg.Simulator)
+	m.webhooks = NewWebhooks(m.store, m.Log, cfg.Webhooks)
+	m.engine = NewEngine(m.store, m.dialer, m.Log, cfg.Engine.PollInterval.Duration)
+	m.engine.TimeScale, m.engine.Webhooks = m.dialer.TimeScale, m.webhooks
+	api.notify = m.engine.Notify
+	if err := m.startCalling(ctx); err != nil {
+		return err
+	}
 	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
@@ -235,10 +248,34 @@ func (m *Main) Close() error {
 		defer cancel()
 		errs = append(errs, m.server.Shutdown(ctx))
 	}
+	m.stopCalling()
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// startCalling starts webhook delivery and, unless engine.enabled is
+// false, the call engine (which first settles calls a crash left up).
+func (m *Main) startCalling(ctx context.Context) error {
+	if err := m.webhooks.Start(); err != nil {
+		return err
+	}
+	if m.Config.Engine.Enabled {
+		return m.engine.Start(ctx)
+	}
+	return nil
+}
+
+// stopCalling cuts calls in progress (they are settled and queued again)
+// and stops delivery; both can be started again.
+func (m *Main) stopCalling() {
+	if m.engine != nil {
+		m.engine.Stop()
+	}
+	if m.webhooks != nil {
+		m.webhooks.Stop()
+	}
 }
 
 // printDemo prints the demo tenant's credentials and one working curl line

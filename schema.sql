@@ -162,7 +162,8 @@ CREATE TABLE webhook_messages (
     event_type   TEXT    NOT NULL,
     payload      TEXT    NOT NULL,
     state        TEXT    NOT NULL DEFAULT 'pending',  -- pending | delivered | dead
-    attempts     INTEGER NOT NULL DEFAULT 0,
+    attempts     INTEGER NOT NULL DEFAULT 0,          -- every try ever made
+    tries        INTEGER NOT NULL DEFAULT 0,          -- failed tries since (re)queued: index into retry_schedule
     next_try_at  INTEGER NOT NULL,
     created_at   INTEGER NOT NULL,
     updated_at   INTEGER NOT NULL

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Call outcomes (DESIGN §5).
+const (
+	OutcomeAnswered      = "ANSWERED"
+	OutcomeBusy          = "BUSY"
+	OutcomeNoAnswer      = "NO_ANSWER"
+	OutcomeFailed        = "FAILED"
+	OutcomeRejected      = "REJECTED"
+	OutcomeVoiceMail     = "VOICE_MAIL"
+	OutcomeInvalidNumber = "INVALID_NUMBER"
+	OutcomeCanceled      = "CANCELED"
+)
+
+// outcomeCause is the SIP-like cause code recorded with each outcome.
+var outcomeCause = map[string]int{
+	OutcomeAnswered:      200, // OK
+	OutcomeVoiceMail:     200, // answered, by a machine
+	OutcomeBusy:          486, // Busy Here
+	OutcomeNoAnswer:      480, // Temporarily Unavailable (rang out)
+	OutcomeFailed:        503, // Service Unavailable
+	OutcomeRejected:      603, // Decline
+	OutcomeInvalidNumber: 404, // Not Found
+	OutcomeCanceled:      487, // Request Terminated
+}
+
+// dialableOutcomes are those a dialer may decide; CANCELED is dialbox's own.
+var dialableOutcomes = []string{OutcomeAnswered, OutcomeBusy, OutcomeNoAnswer, OutcomeFailed,
+	OutcomeRejected, OutcomeVoiceMail, OutcomeInvalidNumber}
+
+func isDialableOutcome(o string) bool {
+	for _, d := range dialableOutcomes {
+		if d == o {
+			return true
+		}
+	}
+	return false
+}
+
+// Dialer places calls. The simulator is the only one today; a SIP dialer
+// for real trunks comes later behind the same interface.
+type Dialer interface {
+	// Dial places one call and returns when it has ended. A call cancelled
+	// through ctx (dialbox is stopping) ends at once as CANCELED.
+	Dial(ctx context.Context, req DialRequest) DialResult
+}
+
+// DialRequest is one call to place.
+type DialRequest struct {
+	From    string // hotline
+	To      string // E.164
+	Attempt int    // 1 for a contact's first call
+	// Start is when the call starts on the engine's clock; the result's
+	// times are on the same clock.
+	Start time.Time
+	// MaxDuration cuts the talk: a call still up then is hung up by dialbox
+	// and stays ANSWERED with that duration.
+	MaxDuration time.Duration
+	// Outcome, when set, forces the outcome (fault injection).
+	Outcome string
+}
+
+// DialResult is how a call ended. It rang from the request's Start until
+// AnsweredAt (nil when nobody, and no machine, picked up) or EndedAt. Talk
+// is the billed talk time: EndedAt-AnsweredAt on a real line; the
+// simulator's talk in simulated time, so time_scale shortens the wait but
+// not the duration or the price.
+type DialResult struct {
+	Outcome    string
+	Cause      int
+	AnsweredAt *time.Time
+	EndedAt    time.Time
+	Talk       time.Duration
+}
+
+// builtinRules are the simulator's magic test numbers, one per outcome,
+// applied after the configured rules (README: "Test numbers").
+var builtinRules = []SimulatorRule{
+	{Number: "+84900000001", Outcome: OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{30 * time.Second}},
+	{Number: "+84900000002", Outcome: OutcomeBusy, RingTime: Duration{time.Second}},
+	{Number: "+84900000003", Outcome: OutcomeNoAnswer, RingTime: Duration{30 * time.Second}},
+	{Number: "+84900000004", Outcome: OutcomeFailed, RingTime: Duration{time.Second}},
+	{Number: "+84900000005", Outcome: OutcomeRejected, RingTime: Duration{3 * time.Second}},
+	{Number: "+84900000006", Outcome: OutcomeVoiceMail, RingTime: Duration{20 * time.Second}, TalkTime: Duration{15 * time.Second}},
+	{Number: "+84900000007", Outcome: OutcomeInvalidNumber, RingTime: Duration{500 * time.Millisecond}},
+	// Talks for an hour: shows max_duration cutting a call.
+	{Number: "+84900000008", Outcome: OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{time.Hour}},
+}
+
+// defaultWeights are the chances of each outcome for numbers no rule
+// matches, when simulator.weights is not set.
+var defaultWeights = map[string]float64{
+	OutcomeAnswered: 60, OutcomeNoAnswer: 15, OutcomeBusy: 10,
+	OutcomeVoiceMail: 5, OutcomeRejected: 5, OutcomeFailed: 5,
+}
+
+// SimDialer is the simulated dialer. Its outcome for a number comes from
+// the first matching rule, else from chance seeded by (seed, number,
+// attempt), so a run does not depend on the order calls happen to start in.
+type SimDialer struct {
+	seed    uint64
+	rules   []SimulatorRule
+	weights []weightedOutcome
+	total   float64
+	scale   atomic.Uint64 // math.Float64bits of time_scale
+}
+
+type weightedOutcome struct {
+	outcome string
+	weight  float64
+}
+
+func NewSimDialer(cfg SimulatorConfig) *SimDialer {
+	d := &SimDialer{seed: uint64(cfg.Seed), rules: append(append([]SimulatorRule(nil), cfg.Rules...), builtinRules...)}
+	weights := cfg.Weights
+	if len(weights) == 0 {
+		weights = defaultWeights
+	}
+	for o, w := range weights {
+		if w > 0 {
+			d.weights = append(d.weights, weightedOutcome{o, w})
+			d.total += w
+		}
+	}
+	// Map order is random; the seed must give the same outcomes every run.
+	sort.Slice(d.weights, func(i, j int) bool { return d.weights[i].outcome < d.weights[j].outcome })
+	d.SetTimeScale(cfg.TimeScale)
+	return d
+}
+
+// SetTimeScale changes how much faster than real time simulated calls run;
+// calls already up keep the scale of their current phase.
+func (d *SimDialer) SetTimeScale(scale float64) {
+	if scale <= 0 || math.IsNaN(scale) || math.IsInf(scale, 0) {
+		scale = 1
+	}
+	d.scale.Store(math.Float64bits(scale))
+}
+
+// TimeScale is the current time_scale.
+func (d *SimDialer) TimeScale() float64 { return math.Float64frombits(d.scale.Load()) }
+
+// plan is what a simulated call will do, in simulated time.
+type plan struct {
+	outcome    string
+	ring, talk time.Duration
+}
+
+func (d *SimDialer) plan(req DialRequest) plan {
+	h := fnv.New64a()
+	h.Write([]byte(req.To))
+	rng := rand.New(rand.NewPCG(d.seed, h.Sum64()^uint64(req.Attempt)*0x9e3779b97f4a7c15))
+	outcome := req.Outcome
+	var ring, talk time.Duration
+	if outcome == "" {
+		for _, r := range d.rules {
+			if (r.Number != "" && r.Number == req.To) || (r.Suffix != "" && strings.HasSuffix(req.To, r.Suffix)) {
+				outcome, ring, talk = r.Outcome, r.RingTime.Duration, r.TalkTime.Duration
+				break
+			}
+		}
+	}
+	if outcome == "" {
+		outcome = OutcomeAnswered
+		x := rng.Float64() * d.total
+		for _, w := range d.weights {
+			if x < w.weight {
+				outcome = w.outcome
+				break
+			}
+			x -= w.weight
+		}
+	}
+	if ring == 0 {
+		ring = defaultRing(outcome, rng)
+	}
+	if talk == 0 && (outcome == OutcomeAnswered || outcome == OutcomeVoiceMail) {
+		talk = time.Duration(10+rng.IntN(171)) * time.Second // 10 s to 3 min
+	}
+	return plan{outcome, ring, talk}
+}
+
+// defaultRing is how long a call rings before it ends or is picked up,
+// when no rule says: whole seconds, so recorded times stay round.
+func defaultRing(outcome string, rng *rand.Rand) time.Duration {
+	switch outcome {
+	case OutcomeNoAnswer:
+		return 30 * time.Second // the ring timeout
+	case OutcomeVoiceMail:
+		return 20 * time.Second
+	case OutcomeBusy, OutcomeFailed, OutcomeInvalidNumber:
+		return time.Second
+	}
+	return time.Duration(2+rng.IntN(9)) * time.Second
+}
+
+// Dial waits out the call's ring and talk, scaled by time_scale. Times
+// are req.Start plus the real time waited, so a timeline read from them
+// is what really happened.
+func (d *SimDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+	p := d.plan(req)
+	ring, ok := d.sleep(ctx, p.ring)
+	at := req.Start.Add(ring)
+	if !ok {
+		return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at}
+	}
+	res := DialResult{Outcome: p.outcome, Cause: outcomeCause[p.outcome], EndedAt: at}
+	if p.outcome != OutcomeAnswered && p.outcome != OutcomeVoiceMail {
+		return res
+	}
+	talk := p.talk
+	if req.MaxDuration > 0 && talk > req.MaxDuration {
+		talk = req.MaxDuration
+	}
+	waited, ok := d.sleep(ctx, talk)
+	if !ok {
+		return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at.Add(waited)}
+	}
+	res.AnsweredAt, res.EndedAt, res.Talk = &at, at.Add(waited), talk
+	return res
+}
+
+// sleep waits simulated time sim and returns the real time it waited;
+// false when ctx ended first.
+func (d *SimDialer) sleep(ctx context.Context, sim time.Duration) (time.Duration, bool) {
+	real := time.Duration(float64(sim) / d.TimeScale())
+	if real <= 0 {
+		return 0, ctx.Err() == nil
+	}
+	start := time.Now()
+	t := time.NewTimer(real)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return real, true
+	case <-ctx.Done():
+		return time.Since(start), false
+	}
+}

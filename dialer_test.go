@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fastSim is a simulated dialer whose calls take microseconds.
+func fastSim(cfg SimulatorConfig) *SimDialer {
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 1e6
+	}
+	return NewSimDialer(cfg)
+}
+
+func TestSimDialerTestNumbers(t *testing.T) {
+	d := fastSim(SimulatorConfig{Seed: 1})
+	want := map[string]string{
+		"+84900000001": OutcomeAnswered,
+		"+84900000002": OutcomeBusy,
+		"+84900000003": OutcomeNoAnswer,
+		"+84900000004": OutcomeFailed,
+		"+84900000005": OutcomeRejected,
+		"+84900000006": OutcomeVoiceMail,
+		"+84900000007": OutcomeInvalidNumber,
+		"+84900000008": OutcomeAnswered,
+	}
+	start := time.Now()
+	for number, outcome := range want {
+		// Each test number must be one a customer can import.
+		if e164, err := normalizePhone(number[3:], "VN"); err != nil || e164 != number {
+			t.Errorf("test number %s does not normalise to itself: %q, %v", number, e164, err)
+		}
+		for attempt := 1; attempt <= 3; attempt++ {
+			res := d.Dial(context.Background(), DialRequest{From: "02873000001", To: number, Attempt: attempt, Start: start, MaxDuration: 5 * time.Minute})
+			if res.Outcome != outcome || res.Cause != outcomeCause[outcome] {
+				t.Errorf("%s attempt %d: got %s/%d, want %s/%d", number, attempt, res.Outcome, res.Cause, outcome, outcomeCause[outcome])
+			}
+			connected := outcome == OutcomeAnswered || outcome == OutcomeVoiceMail
+			if (res.AnsweredAt != nil) != connected {
+				t.Errorf("%s: answered_at %v for %s", number, res.AnsweredAt, outcome)
+			}
+			if res.EndedAt.Before(start) {
+				t.Errorf("%s: ended %v before it started %v", number, res.EndedAt, start)
+			}
+		}
+	}
+	res := d.Dial(context.Background(), DialRequest{To: "+84900000001", Attempt: 1, Start: start})
+	if res.Talk != 30*time.Second {
+		t.Errorf("+84900000001 talks %v, want 30s", res.Talk)
+	}
+	// The long call is cut at max_duration and stays ANSWERED.
+	res = d.Dial(context.Background(), DialRequest{To: "+84900000008", Attempt: 1, Start: start, MaxDuration: 90 * time.Second})
+	if res.Outcome != OutcomeAnswered || res.Talk != 90*time.Second {
+		t.Errorf("+84900000008 with max_duration 90s: %s after %v", res.Outcome, res.Talk)
+	}
+}
+
+func TestSimDialerRulesFirst(t *testing.T) {
+	d := fastSim(SimulatorConfig{Seed: 1, Rules: []SimulatorRule{
+		{Suffix: "99", Outcome: OutcomeRejected},
+		{Number: "+84900000001", Outcome: OutcomeBusy}, // overrides a test number
+		{Suffix: "9", Outcome: OutcomeAnswered, TalkTime: Duration{61 * time.Second}},
+	}})
+	for to, want := range map[string]string{
+		"+84912345699": OutcomeRejected, "+84900000001": OutcomeBusy, "+84912345619": OutcomeAnswered,
+		"+84900000002": OutcomeBusy,
+	} {
+		if got := d.Dial(context.Background(), DialRequest{To: to, Attempt: 1, Start: time.Now()}); got.Outcome != want {
+			t.Errorf("%s: %s, want %s", to, got.Outcome, want)
+		}
+	}
+	if got := d.Dial(context.Background(), DialRequest{To: "+84912345619", Attempt: 1, Start: time.Now()}); got.Talk != 61*time.Second {
+		t.Errorf("rule talk_time: %v", got.Talk)
+	}
+	// A forced outcome (fault injection) beats every rule.
+	if got := d.Dial(context.Background(), DialRequest{To: "+84912345699", Attempt: 1, Start: time.Now(), Outcome: OutcomeFailed}); got.Outcome != OutcomeFailed {
+		t.Errorf("forced FAILED: got %s", got.Outcome)
+	}
+}
+
+func TestSimDialerSeededChance(t *testing.T) {
+	phones := make([]string, 2000)
+	for i := range phones {
+		phones[i] = fmt.Sprintf("+84912%06d", i)
+	}
+	outcomes := func(seed int64, weights map[string]float64) map[string]int {
+		d := fastSim(SimulatorConfig{Seed: seed, Weights: weights})
+		counts := map[string]int{}
+		for _, p := range phones {
+			counts[d.plan(DialRequest{To: p, Attempt: 1}).outcome]++
+		}
+		return counts
+	}
+	a, b := outcomes(7, nil), outcomes(7, nil)
+	for o, n := range a {
+		if b[o] != n {
+			t.Fatalf("same seed, different outcomes: %v vs %v", a, b)
+		}
+	}
+	// Default weights: 60% answered, give or take.
+	if a[OutcomeAnswered] < 1000 || a[OutcomeAnswered] > 1400 || a[OutcomeInvalidNumber] != 0 {
+		t.Errorf("default weights gave %v", a)
+	}
+	if c := outcomes(7, map[string]float64{OutcomeBusy: 1}); c[OutcomeBusy] != len(phones) {
+		t.Errorf("only BUSY weighted, got %v", c)
+	}
+	// The outcome depends on (seed, number, attempt), not on call order.
+	d := fastSim(SimulatorConfig{Seed: 3})
+	p1 := d.plan(DialRequest{To: phones[5], Attempt: 2})
+	d.plan(DialRequest{To: phones[6], Attempt: 1})
+	if p2 := d.plan(DialRequest{To: phones[5], Attempt: 2}); p1 != p2 {
+		t.Errorf("plan changed between calls: %+v vs %+v", p1, p2)
+	}
+}
+
+func TestSimDialerCancelAndTimeScale(t *testing.T) {
+	d := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan DialResult)
+	go func() { done <- d.Dial(ctx, DialRequest{To: "+84900000003", Attempt: 1, Start: time.Now()}) }()
+	cancel()
+	if res := <-done; res.Outcome != OutcomeCanceled || res.Cause != 487 || res.AnsweredAt != nil {
+		t.Errorf("cancelled call: %+v", res)
+	}
+	// SetTimeScale is safe while calls run.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.SetTimeScale(float64(1000 * (i + 1)))
+			d.Dial(context.Background(), DialRequest{To: "+84900000002", Attempt: 1, Start: time.Now()})
+		}()
+	}
+	wg.Wait()
+	d.SetTimeScale(-1)
+	if d.TimeScale() != 1 {
+		t.Errorf("a bad time scale must fall back to 1, got %v", d.TimeScale())
+	}
+}
+
+func TestSimulatorConfigChecks(t *testing.T) {
+	for name, c := range map[string]SimulatorConfig{
+		"unknown outcome":    {Weights: map[string]float64{"HUNG_UP": 1}},
+		"negative weight":    {Weights: map[string]float64{OutcomeBusy: -1}},
+		"all zero":           {Weights: map[string]float64{OutcomeBusy: 0}},
+		"rule without key":   {Rules: []SimulatorRule{{Outcome: OutcomeBusy}}},
+		"rule with both":     {Rules: []SimulatorRule{{Suffix: "1", Number: "+84900000001", Outcome: OutcomeBusy}}},
+		"rule bad outcome":   {Rules: []SimulatorRule{{Suffix: "1", Outcome: OutcomeCanceled}}},
+		"rule negative ring": {Rules: []SimulatorRule{{Suffix: "1", Outcome: OutcomeBusy, RingTime: Duration{-time.Second}}}},
+	} {
+		if err := c.validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ok := SimulatorConfig{Weights: map[string]float64{OutcomeAnswered: 1}, Rules: []SimulatorRule{{Suffix: "1", Outcome: OutcomeBusy}}}
+	if err := ok.validate(); err != nil {
+		t.Errorf("good config refused: %v", err)
+	}
+}

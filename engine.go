@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Engine dials queued contacts (DESIGN §5). One scheduler goroutine decides
+// what to dial; each call runs in its own goroutine and settles itself in
+// one commit (call record, wallet, contact, webhook events).
+//
+// Limits, all checked by the scheduler before a call starts: the scenario
+// is ACTIVE, its campaign (if any) not paused, now is inside its
+// call_window, fewer than max_concurrent of its calls are up, a hotline of
+// its pool is enabled and free (one call per hotline), and a prepaid wallet
+// can pay the least an answered call costs for this call on top of every
+// call already up.
+type Engine struct {
+	Store  *Store
+	Dialer Dialer
+	Log    *slog.Logger
+	// PollInterval bounds how long the scheduler sleeps when nothing wakes it.
+	PollInterval time.Duration
+	// Now is the engine's clock (call windows, retry times); nil: time.Now.
+	Now func() time.Time
+	// TimeScale shrinks re_call delays like simulated calls; nil: 1.
+	TimeScale func() float64
+	// Webhooks is told when events are queued; nil: they stay queued.
+	Webhooks *Webhooks
+	// BeforeDial, if set (before Start), may force the outcome of a call:
+	// fault injection from the admin API.
+	BeforeDial func(appID int64, phone string) (outcome string, ok bool)
+
+	wake chan struct{}
+
+	mu       sync.Mutex
+	running  bool
+	stop     chan struct{}
+	loopDone chan struct{}
+	cancel   context.CancelFunc
+	calls    sync.WaitGroup
+	active   map[scenarioKey]int // calls up per scenario
+	appCalls map[int64]int       // calls up per application
+	busy     map[hotlineKey]bool
+	cursor   map[poolKey]int
+	windows  map[string]*callWindow
+	paused   map[int64]bool // applications whose wallet cannot pay, for logging once
+	rng      *rand.Rand
+}
+
+type scenarioKey struct {
+	app int64
+	id  string
+}
+
+type hotlineKey struct {
+	app    int64
+	number string
+}
+
+type poolKey struct {
+	app int64
+	key string
+}
+
+func NewEngine(store *Store, dialer Dialer, log *slog.Logger, pollInterval time.Duration) *Engine {
+	return &Engine{Store: store, Dialer: dialer, Log: log, PollInterval: pollInterval, wake: make(chan struct{}, 1)}
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) scale() float64 {
+	if e.TimeScale != nil {
+		if s := e.TimeScale(); s > 0 {
+			return s
+		}
+	}
+	return 1
+}
+
+// Notify wakes the scheduler: contacts were added, a campaign resumed, a
+// wallet topped up. It never blocks, and is harmless while stopped.
+func (e *Engine) Notify(appID int64) {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start settles the calls a previous run left up, then starts dialling.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running {
+		return errors.New("engine already running")
+	}
+	now := e.now()
+	n, err := e.Store.settleInterrupted(ctx, now, e.Webhooks.firstTry(now))
+	if err != nil {
+		return fmt.Errorf("settling interrupted calls: %w", err)
+	}
+	if n > 0 {
+		e.Log.Info("settled calls interrupted by the last stop; their contacts are queued again", "calls", n)
+		e.Webhooks.Notify()
+	}
+	e.running = true
+	e.stop, e.loopDone = make(chan struct{}), make(chan struct{})
+	e.active, e.appCalls = map[scenarioKey]int{}, map[int64]int{}
+	e.busy, e.cursor = map[hotlineKey]bool{}, map[poolKey]int{}
+	e.windows, e.paused = map[string]*callWindow{}, map[int64]bool{}
+	e.rng = rand.New(rand.NewPCG(uint64(now.UnixNano()), 0))
+	callCtx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go e.loop(callCtx, e.stop, e.loopDone)
+	return nil
+}
+
+// Stop ends dialling: calls up are cut (recorded CANCELED and queued
+// again, not charged) and Stop returns once every one is settled.
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	if !e.running {
+		e.mu.Unlock()
+		return
+	}
+	e.running = false
+	close(e.stop)
+	e.cancel()
+	done := e.loopDone
+	e.mu.Unlock()
+	<-done
+	e.calls.Wait()
+}
+
+func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
+	defer close(done)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-e.wake:
+		case <-timer.C:
+		}
+		next := e.tick(ctx)
+		d := min(max(next.Sub(e.now()), time.Millisecond), e.PollInterval)
+		timer.Reset(d)
+	}
+}
+
+// budget is how many more calls a tenant's wallet lets start.
+type budget struct {
+	left      int
+	unlimited bool
+}
+
+// tick starts every call the limits allow now and returns when the
+// scheduler next has something to do (the earliest retry or call window
+// opening it knows of).
+func (e *Engine) tick(ctx context.Context) time.Time {
+	now := e.now()
+	next := now.Add(e.PollInterval)
+	later := func(t time.Time) {
+		if t.Before(next) {
+			next = t
+		}
+	}
+	scenarios, err := e.Store.activeScenarios(ctx)
+	if err != nil {
+		e.Log.Error("engine: listing scenarios", "err", err)
+		return next
+	}
+	budgets := map[int64]*budget{}
+	hotlines := map[poolKey][]string{}
+	var claims []callClaim
+	for _, sc := range scenarios {
+		cc := sc.CallConfig
+		e.mu.Lock()
+		free := cc.MaxConcurrent - e.active[scenarioKey{sc.AppID, sc.ID}]
+		e.mu.Unlock()
+		if free <= 0 {
+			continue
+		}
+		w, err := e.window(cc.CallWindow)
+		if err != nil {
+			e.Log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			continue
+		}
+		if !w.Contains(now) {
+			later(w.Next(now))
+			continue
+		}
+		b, ok := budgets[sc.AppID]
+		if !ok {
+			if b, err = e.budget(ctx, sc.AppID, now); err != nil {
+				e.Log.Error("engine: reading wallet", "app", sc.AppID, "err", err)
+				continue
+			}
+			budgets[sc.AppID] = b
+		}
+		if !b.unlimited {
+			free = min(free, b.left)
+		}
+		pk := poolKey{sc.AppID, cc.PoolHotlineKey}
+		numbers, ok := hotlines[pk]
+		if !ok {
+			if numbers, err = e.Store.enabledHotlines(ctx, sc.AppID, cc.PoolHotlineKey); err != nil {
+				e.Log.Error("engine: reading hotlines", "app", sc.AppID, "err", err)
+				continue
+			}
+			hotlines[pk] = numbers
+		}
+		e.mu.Lock()
+		idle := 0
+		for _, n := range numbers {
+			if !e.busy[hotlineKey{sc.AppID, n}] {
+				idle++
+			}
+		}
+		e.mu.Unlock()
+		free = min(free, idle)
+		if free <= 0 {
+			continue
+		}
+		due, err := e.Store.dueContacts(ctx, sc.AppID, sc.ID, now, free)
+		if err != nil {
+			e.Log.Error("engine: reading due contacts", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			continue
+		}
+		if len(due) < free {
+			if t, ok, err := e.Store.nextDue(ctx, sc.AppID, sc.ID, now); err == nil && ok {
+				later(t)
+			}
+		}
+		e.mu.Lock()
+		for _, c := range due {
+			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c,
+				Hotline: e.pickHotline(pk, numbers, cc.CallRouting), Start: now}
+			e.take(claim)
+			claims = append(claims, claim)
+			if !b.unlimited {
+				b.left--
+			}
+		}
+		e.mu.Unlock()
+	}
+	if len(claims) == 0 {
+		return next
+	}
+	taken, err := e.Store.claimCalls(ctx, claims)
+	if err != nil {
+		e.Log.Error("engine: claiming calls", "err", err)
+		taken = nil
+	}
+	started := map[string]bool{}
+	configs := map[scenarioKey]CallConfig{}
+	for _, sc := range scenarios {
+		configs[scenarioKey{sc.AppID, sc.ID}] = sc.CallConfig
+	}
+	for _, c := range taken {
+		started[c.CallID] = true
+		e.calls.Add(1)
+		go e.runCall(ctx, c, configs[scenarioKey{c.AppID, c.ScenarioID}])
+	}
+	for _, c := range claims {
+		if !started[c.CallID] {
+			e.release(c)
+		}
+	}
+	return next
+}
+
+func (e *Engine) window(cw CallWindow) (*callWindow, error) {
+	key := fmt.Sprint(cw)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if w, ok := e.windows[key]; ok {
+		return w, nil
+	}
+	w, err := parseCallWindow(cw)
+	if err == nil {
+		e.windows[key] = w
+	}
+	return w, err
+}
+
+// budget says how many calls the tenant's wallet lets start now: a prepaid
+// one must hold the least an answered call costs (max of price_per_call and
+// price_per_minute) for each call already up and each new one.
+func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budget, error) {
+	w, err := e.Store.Wallet(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	least := max(w.PricePerCall, w.PricePerMinute)
+	if !w.Prepaid || (least == 0 && !w.Expired(now)) {
+		return &budget{unlimited: true}, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	broke := w.Expired(now) || w.Balance < least
+	if broke && !e.paused[appID] {
+		e.Log.Warn("engine: prepaid wallet cannot pay a call; dialling paused until it is topped up",
+			"app", appID, "balance", w.Balance, "expired", w.Expired(now))
+	} else if !broke && e.paused[appID] {
+		e.Log.Info("engine: wallet can pay again; dialling resumed", "app", appID, "balance", w.Balance)
+	}
+	e.paused[appID] = broke
+	if broke {
+		return &budget{}, nil
+	}
+	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0)}, nil
+}
+
+// pickHotline chooses a free number of the pool; the caller holds e.mu and
+// has checked one is free.
+func (e *Engine) pickHotline(pk poolKey, numbers []string, routing string) string {
+	var free []int
+	for i, n := range numbers {
+		if !e.busy[hotlineKey{pk.app, n}] {
+			free = append(free, i)
+		}
+	}
+	if routing == RoutingRandom {
+		return numbers[free[e.rng.IntN(len(free))]]
+	}
+	// ROUND_ROBIN: the first free number at or after the one after the last used.
+	start := e.cursor[pk] % len(numbers)
+	pick := free[0]
+	for _, i := range free {
+		if i >= start {
+			pick = i
+			break
+		}
+	}
+	e.cursor[pk] = pick + 1
+	return numbers[pick]
+}
+
+// take and release count a call against its limits; the caller of take
+// holds e.mu.
+func (e *Engine) take(c callClaim) {
+	e.active[scenarioKey{c.AppID, c.ScenarioID}]++
+	e.appCalls[c.AppID]++
+	e.busy[hotlineKey{c.AppID, c.Hotline}] = true
+}
+
+func (e *Engine) release(c callClaim) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.active[scenarioKey{c.AppID, c.ScenarioID}]--
+	e.appCalls[c.AppID]--
+	delete(e.busy, hotlineKey{c.AppID, c.Hotline})
+}
+
+// runCall places one claimed call and settles it.
+func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
+	defer e.calls.Done()
+	req := DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
+		MaxDuration: time.Duration(cc.MaxDuration) * time.Second}
+	if e.BeforeDial != nil {
+		if outcome, ok := e.BeforeDial(c.AppID, c.Contact.Phone); ok {
+			req.Outcome = outcome
+		}
+	}
+	res := e.Dialer.Dial(ctx, req)
+	now := e.now()
+	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.Webhooks.firstTry(now),
+		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled}
+	end.RetryAt = now
+	if !end.Interrupted {
+		end.RetryAt = now.Add(time.Duration(float64(cc.ReCall.Delay) * float64(time.Second) / e.scale()))
+	}
+	// Settled even when the engine is stopping (ctx done): the store is
+	// still open until Stop returns.
+	if err := e.Store.endCall(context.Background(), end); err != nil {
+		e.Log.Error("engine: settling call; the next start will", "call", c.CallID, "err", err)
+	}
+	e.release(c)
+	e.Notify(c.AppID)
+	e.Webhooks.Notify()
+}

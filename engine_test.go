@@ -1,0 +1,538 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Engine tests run simulated calls thousands of times faster than real
+// time and wait on conditions (with generous timeouts), never on durations.
+
+const engWaitLimit = 60 * time.Second
+
+func engLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// engTenant is a postpaid tenant with one ACTIVE scenario "sc" dialling
+// from pool "P" of three hotlines, all day, max_concurrent 10, no re_call.
+func engTenant() *FixtureApp {
+	cc := DefaultCallConfig()
+	cc.PoolHotlineKey = "P"
+	cc.MaxConcurrent = 10
+	cc.CallWindow.Start, cc.CallWindow.End = "00:00", "24:00"
+	return &FixtureApp{
+		Name: "engine test", APIKey: "eng-key", APISecret: "eng-secret",
+		HotlinePools: []FixturePool{{Key: "P", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
+		Scenarios: []*FixtureScenario{{ID: "sc", Name: "sc", Status: StatusActive, Content: "hello",
+			PersonalizedFields: []string{"ho_ten"}, CallConfig: cc}},
+	}
+}
+
+// engStore opens a fresh database holding the tenants; it returns their ids.
+func engStore(t testing.TB, apps ...*FixtureApp) (*Store, []int64) {
+	t.Helper()
+	return engStoreAt(t, filepath.Join(t.TempDir(), "engine.db"), apps...)
+}
+
+func engStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*Store, []int64) {
+	t.Helper()
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.ApplyFixtures(context.Background(), apps, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(apps))
+	for i, a := range apps {
+		ids[i] = a.id
+	}
+	return s, ids
+}
+
+// engImport adds contacts as operation A (or C, with a campaign) would.
+func engImport(t testing.TB, s *Store, appID int64, scenario, campaign string, phones ...string) []string {
+	t.Helper()
+	req := ImportRequest{AppID: appID, ScenarioID: scenario, CampaignID: campaign}
+	for i, p := range phones {
+		echo := map[string]string{"ho_ten": fmt.Sprintf("Contact %d", i), "so_dien_thoai": p}
+		fields, _ := json.Marshal(echo)
+		req.Contacts = append(req.Contacts, NewContact{Position: i, Input: map[string]any{"phone_number": p},
+			ID: newV7(), Fields: fields, Phone: p, Echo: echo})
+	}
+	res, err := s.Import(context.Background(), req, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(res.Added))
+	for i, c := range res.Added {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// engPhones makes n distinct numbers that no rule matches.
+func engPhones(n, from int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("+84913%06d", from+i)
+	}
+	return out
+}
+
+// engStart starts an engine on s with a fast simulated dialer (unless
+// dialer is set) and stops it when the test ends.
+func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func(*Engine)) *Engine {
+	t.Helper()
+	scale := 5000.0
+	if dialer == nil {
+		dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: scale})
+	}
+	e := NewEngine(s, dialer, engLog(), 20*time.Millisecond)
+	e.TimeScale = func() float64 { return scale }
+	e.Webhooks = hooks
+	if setup != nil {
+		setup(e)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
+func engWait(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(engWaitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func engCount(t testing.TB, s *Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.read.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func engWaitAllDone(t testing.TB, s *Store, appID int64, n int) {
+	t.Helper()
+	engWait(t, fmt.Sprintf("%d contacts done", n), func() bool {
+		return engCount(t, s, `SELECT count(*) FROM contacts WHERE app_id = ? AND state = 'done'`, appID) == n
+	})
+}
+
+type engCall struct {
+	ID, Hotline, Outcome string
+	Attempt, Cause       int
+	Started, Ended       int64
+	Answered             *int64
+	Duration, Cost       int64
+}
+
+// engCalls returns a contact's calls in attempt order.
+func engCalls(t testing.TB, s *Store, contactID string) []engCall {
+	t.Helper()
+	rows, err := s.read.Query(`SELECT c.id, c.hotline, coalesce(c.outcome, ''), c.attempt, coalesce(c.cause, 0),
+		c.started_at, coalesce(c.ended_at, 0), c.answered_at, c.duration, c.cost
+		FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ? ORDER BY c.attempt`, contactID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []engCall
+	for rows.Next() {
+		var c engCall
+		if err := rows.Scan(&c.ID, &c.Hotline, &c.Outcome, &c.Attempt, &c.Cause, &c.Started, &c.Ended, &c.Answered, &c.Duration, &c.Cost); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func engContact(t testing.TB, s *Store, id string) (state, outcome string, attempts int) {
+	t.Helper()
+	var o *string
+	if err := s.read.QueryRow(`SELECT state, outcome, attempts FROM contacts WHERE id = ?`, id).Scan(&state, &o, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if o != nil {
+		outcome = *o
+	}
+	return
+}
+
+func TestEngineCallsEveryContactAndReportsIt(t *testing.T) {
+	rcv := newWHReceiver(t)
+	app := engTenant()
+	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
+	app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
+	s, ids := engStore(t, app)
+	hooks := whStart(t, s, nil)
+	engStart(t, s, nil, hooks, nil)
+
+	magic := []string{"+84900000001", "+84900000002", "+84900000003", "+84900000004", "+84900000005", "+84900000006", "+84900000007"}
+	contacts := engImport(t, s, ids[0], "sc", "camp", append(magic, engPhones(33, 0)...)...)
+	engWaitAllDone(t, s, ids[0], len(contacts))
+
+	calls := engCount(t, s, `SELECT count(*) FROM calls`)
+	if calls != len(contacts) {
+		t.Errorf("%d calls for %d contacts without re_call", calls, len(contacts))
+	}
+	rcv.waitFor(t, len(contacts)+calls)
+	if bad := rcv.failures(); len(bad) > 0 {
+		t.Fatalf("events that failed Standard Webhooks verification: %v", bad)
+	}
+	byContact := map[string]map[string]whEvent{}
+	for _, ev := range rcv.all() {
+		var d eventData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if byContact[d.ContactID] == nil {
+			byContact[d.ContactID] = map[string]whEvent{}
+		}
+		byContact[d.ContactID][ev.Type] = ev
+	}
+	for i, id := range contacts {
+		_, outcome, _ := engContact(t, s, id)
+		got := byContact[id]
+		for _, typ := range []string{EventCallCompleted, EventContactCompleted} {
+			ev, ok := got[typ]
+			if !ok {
+				t.Fatalf("contact %s: no %s event", id, typ)
+			}
+			var d eventData
+			json.Unmarshal(ev.Data, &d)
+			var fields map[string]string
+			json.Unmarshal(d.Fields, &fields)
+			if d.Outcome != outcome || d.ScenarioID != "sc" || d.CampaignID == nil || *d.CampaignID != "camp" ||
+				d.Attempt != 1 || d.WillRetry || d.Cause != outcomeCause[outcome] || d.Hotline == "" ||
+				fields["ho_ten"] != fmt.Sprintf("Contact %d", i) || fields["so_dien_thoai"] != d.Phone || d.StartedAt == "" || d.EndedAt == "" {
+				t.Errorf("contact %s %s: %s", id, typ, ev.Data)
+			}
+		}
+		if i < len(magic) && outcome != []string{OutcomeAnswered, OutcomeBusy, OutcomeNoAnswer, OutcomeFailed,
+			OutcomeRejected, OutcomeVoiceMail, OutcomeInvalidNumber}[i] {
+			t.Errorf("test number %s ended %s", magic[i], outcome)
+		}
+	}
+}
+
+// limitDialer records how many calls are up at once, per scenario (by
+// the From pools of the test) and per hotline. Each call waits until the
+// expected number are up (or a while passes), so a limit that is reached
+// is seen reached whatever the machine's speed.
+type limitDialer struct {
+	inner  Dialer
+	expect int
+	mu     sync.Mutex
+	cond   *sync.Cond
+	up     int
+	maxUp  int
+	lines  map[string]int
+	double bool
+}
+
+func newLimitDialer(inner Dialer, expect int) *limitDialer {
+	d := &limitDialer{inner: inner, expect: expect, lines: map[string]int{}}
+	d.cond = sync.NewCond(&d.mu)
+	return d
+}
+
+func (d *limitDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+	d.mu.Lock()
+	d.up++
+	d.maxUp = max(d.maxUp, d.up)
+	d.lines[req.From]++
+	if d.lines[req.From] > 1 {
+		d.double = true
+	}
+	d.cond.Broadcast()
+	timeout := time.AfterFunc(2*time.Second, d.cond.Broadcast)
+	deadline := time.Now().Add(2 * time.Second)
+	for d.up < d.expect && time.Now().Before(deadline) {
+		d.cond.Wait()
+	}
+	timeout.Stop()
+	d.mu.Unlock()
+	res := d.inner.Dial(ctx, req)
+	d.mu.Lock()
+	d.up--
+	d.lines[req.From]--
+	d.mu.Unlock()
+	return res
+}
+
+func TestEngineConcurrencyLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		maxConcurrent int
+		hotlines      int
+		routing       string
+	}{
+		{"max_concurrent", 3, 6, RoutingRoundRobin},
+		{"hotlines", 10, 4, RoutingRandom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := engTenant()
+			app.HotlinePools[0].Numbers = nil
+			for i := range tc.hotlines {
+				app.HotlinePools[0].Numbers = append(app.HotlinePools[0].Numbers, fmt.Sprintf("0287300%04d", i))
+			}
+			app.Scenarios[0].CallConfig.MaxConcurrent = tc.maxConcurrent
+			app.Scenarios[0].CallConfig.CallRouting = tc.routing
+			s, ids := engStore(t, app)
+			limit := min(tc.maxConcurrent, tc.hotlines)
+			d := newLimitDialer(NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000}), limit)
+			engStart(t, s, d, nil, nil)
+			n := 4*limit + 1
+			engImport(t, s, ids[0], "sc", "", engPhones(n, 0)...)
+			engWaitAllDone(t, s, ids[0], n)
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if d.maxUp != limit {
+				t.Errorf("at most %d calls were up at once, want exactly %d", d.maxUp, limit)
+			}
+			if d.double {
+				t.Errorf("a hotline carried two calls at once")
+			}
+			used := engCount(t, s, `SELECT count(DISTINCT hotline) FROM calls`)
+			if used != tc.hotlines {
+				t.Errorf("%s routing used %d of %d hotlines", tc.routing, used, tc.hotlines)
+			}
+		})
+	}
+}
+
+func TestEngineReCall(t *testing.T) {
+	app := engTenant()
+	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 2, Delay: 600, IsBusy: true, IsVoiceMail: true}
+	rcv := newWHReceiver(t)
+	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{EventCallCompleted}}}
+	s, ids := engStore(t, app)
+	hooks := whStart(t, s, nil)
+	engStart(t, s, nil, hooks, nil)
+	// BUSY and VOICE_MAIL retry; NO_ANSWER, FAILED, REJECTED do not here;
+	// ANSWERED never does.
+	want := map[string]struct {
+		outcome string
+		calls   int
+	}{
+		"+84900000001": {OutcomeAnswered, 1},
+		"+84900000002": {OutcomeBusy, 3},
+		"+84900000003": {OutcomeNoAnswer, 1},
+		"+84900000004": {OutcomeFailed, 1},
+		"+84900000005": {OutcomeRejected, 1},
+		"+84900000006": {OutcomeVoiceMail, 3},
+	}
+	var phones []string
+	for p := range want {
+		phones = append(phones, p)
+	}
+	contacts := engImport(t, s, ids[0], "sc", "", phones...)
+	engWaitAllDone(t, s, ids[0], len(contacts))
+	totalCalls := 0
+	for i, id := range contacts {
+		w := want[phones[i]]
+		state, outcome, attempts := engContact(t, s, id)
+		calls := engCalls(t, s, id)
+		totalCalls += len(calls)
+		if state != ContactDone || outcome != w.outcome || attempts != w.calls || len(calls) != w.calls {
+			t.Errorf("%s: %s %s after %d attempts (%d calls), want %s after %d", phones[i], state, outcome, attempts, len(calls), w.outcome, w.calls)
+			continue
+		}
+		for k := 1; k < len(calls); k++ {
+			// The scaled delay (600 s / 5000 = 120 ms) separates the attempts.
+			if gap := calls[k].Started - calls[k-1].Ended; gap < 120-1 {
+				t.Errorf("%s: attempt %d started %d ms after attempt %d ended, want >= 120", phones[i], k+1, gap, k)
+			}
+		}
+	}
+	// will_retry is true on every call.completed but the last of a contact.
+	rcv.waitFor(t, totalCalls)
+	retrying := map[string]int{}
+	for _, ev := range rcv.all() {
+		var d eventData
+		json.Unmarshal(ev.Data, &d)
+		if ev.Type != EventCallCompleted {
+			t.Errorf("endpoint subscribed to call.completed only got %s", ev.Type)
+		}
+		if d.WillRetry {
+			retrying[d.Phone]++
+			if d.NextAttemptAt == nil {
+				t.Errorf("will_retry without next_attempt_at: %s", ev.Data)
+			}
+		}
+	}
+	for p, w := range want {
+		if retrying[p] != w.calls-1 {
+			t.Errorf("%s: will_retry on %d events, want %d", p, retrying[p], w.calls-1)
+		}
+	}
+}
+
+// engClock is an engine clock tests move by hand.
+type engClock struct{ ns atomic.Int64 }
+
+func (c *engClock) Now() time.Time  { return time.Unix(0, c.ns.Load()) }
+func (c *engClock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
+
+func TestEngineCallWindow(t *testing.T) {
+	app := engTenant()
+	cc := &app.Scenarios[0].CallConfig
+	cc.CallWindow = CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
+	s, ids := engStore(t, app)
+	hcm, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
+	clock := &engClock{}
+	// Saturday 10:00 in Ho Chi Minh City (after the contacts are imported,
+	// so they are due): inside the hours, not the days.
+	clock.Set(time.Date(2026, 11, 28, 10, 0, 0, 0, hcm))
+	e := engStart(t, s, nil, nil, func(e *Engine) { e.Now = clock.Now })
+	contacts := engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
+	e.Notify(ids[0])
+	hold := func(when string) {
+		// Several scheduler passes (it polls every 20 ms) must leave them queued.
+		for range 5 {
+			e.Notify(ids[0])
+			time.Sleep(30 * time.Millisecond)
+		}
+		if n := engCount(t, s, `SELECT count(*) FROM calls`); n != 0 {
+			t.Fatalf("%s: %d calls placed outside the call window", when, n)
+		}
+	}
+	hold("Saturday")
+	clock.Set(time.Date(2026, 11, 30, 7, 59, 0, 0, hcm)) // Monday, before the window
+	hold("Monday 07:59")
+	clock.Set(time.Date(2026, 11, 30, 20, 0, 0, 0, hcm)) // Monday, the window just closed
+	hold("Monday 20:00")
+	clock.Set(time.Date(2026, 11, 30, 8, 0, 0, 0, hcm)) // Monday, open
+	e.Notify(ids[0])
+	engWaitAllDone(t, s, ids[0], len(contacts))
+	for _, id := range contacts {
+		if calls := engCalls(t, s, id); len(calls) != 1 || fromMS(calls[0].Started).In(hcm).Hour() != 8 {
+			t.Errorf("contact %s calls %+v", id, calls)
+		}
+	}
+}
+
+func TestEngineWalletChargesAndPauses(t *testing.T) {
+	app := engTenant()
+	prepaid := true
+	// Room for exactly three answered 30 s calls at 1000 each.
+	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 3000, PricePerCall: 1000, PricePerMinute: 800}
+	app.Scenarios[0].CallConfig.MaxConcurrent = 1
+	rcv := newWHReceiver(t)
+	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
+	s, ids := engStore(t, app)
+	appID := ids[0]
+	hooks := whStart(t, s, nil)
+	sim := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
+		{Suffix: "1", Outcome: OutcomeAnswered, TalkTime: Duration{30 * time.Second}},  // 1 started minute: 800 -> 1000 minimum
+		{Suffix: "2", Outcome: OutcomeAnswered, TalkTime: Duration{150 * time.Second}}, // 3 started minutes: 2400
+		{Suffix: "3", Outcome: OutcomeBusy},                                            // free
+		{Suffix: "4", Outcome: OutcomeVoiceMail, TalkTime: Duration{61 * time.Second}}, // connected: 2 minutes, 1600
+	}})
+	e := engStart(t, s, sim, hooks, nil)
+	balance := func() int64 {
+		w, err := s.Wallet(context.Background(), appID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.Balance
+	}
+	// Import checks 1000 per contact, so three fit.
+	first := engImport(t, s, appID, "sc", "", "+84913000001", "+84913000011", "+84913000003")
+	engWaitAllDone(t, s, appID, 3)
+	if b := balance(); b != 1000 {
+		t.Fatalf("balance after two 1-minute calls and a busy one: %d, want 1000", b)
+	}
+	for i, want := range []int64{1000, 1000, 0} {
+		if c := engCalls(t, s, first[i]); c[0].Cost != want {
+			t.Errorf("call %d cost %d, want %d", i, c[0].Cost, want)
+		}
+	}
+
+	// The 150 s call costs 2400 and takes the balance below zero: a call up
+	// is never cut for money. Nothing starts after it.
+	long := engImport(t, s, appID, "sc", "", "+84913000002")
+	engWaitAllDone(t, s, appID, 4)
+	if b := balance(); b != -1400 {
+		t.Fatalf("balance after a 2400 call: %d, want -1400", b)
+	}
+	if c := engCalls(t, s, long[0]); c[0].Cost != 2400 || c[0].Duration != 150 {
+		t.Errorf("150 s call: %+v", c[0])
+	}
+	// New contacts cannot be imported (1105), but ones queued before the
+	// money ran out wait: put one in through the store as if imported then.
+	if _, err := s.Import(context.Background(), ImportRequest{AppID: appID, ScenarioID: "sc",
+		Contacts: []NewContact{{ID: newV7(), Fields: []byte(`{}`), Phone: "+84913000004"}}}, time.Now()); err != errWalletEmpty {
+		t.Fatalf("import with a negative balance: %v, want errWalletEmpty", err)
+	}
+	waiting := newV7()
+	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+			VALUES (?, ?, 'sc', 'test', '+84913000004', '{}', 0, 0, 0, 0)`, waiting, appID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		e.Notify(appID)
+		time.Sleep(30 * time.Millisecond)
+	}
+	if state, _, _ := engContact(t, s, waiting); state != ContactQueued {
+		t.Fatalf("contact dialled with an empty wallet: %s", state)
+	}
+	// Top up to just under the least a call can cost: still paused.
+	topUp := func(v int64) {
+		if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+			_, err := tx.Exec(`UPDATE wallets SET balance = ? WHERE app_id = ?`, v, appID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.Notify(appID)
+	}
+	topUp(999)
+	for range 5 {
+		e.Notify(appID)
+		time.Sleep(30 * time.Millisecond)
+	}
+	if state, _, _ := engContact(t, s, waiting); state != ContactQueued {
+		t.Fatalf("contact dialled with 999 left of a 1000 minimum: %s", state)
+	}
+	topUp(5000)
+	engWaitAllDone(t, s, appID, 5)
+	if b := balance(); b != 5000-1600 {
+		t.Errorf("balance after a 61 s voice mail: %d, want %d", b, 5000-1600)
+	}
+	rcv.waitFor(t, 10)
+	var total int64
+	for _, ev := range rcv.all() {
+		var d eventData
+		json.Unmarshal(ev.Data, &d)
+		if ev.Type == EventContactCompleted {
+			total += *d.TotalCost
+		}
+	}
+	if total != 1000+1000+2400+1600 {
+		t.Errorf("contact.completed total_cost adds up to %d", total)
+	}
+}

@@ -1,0 +1,417 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ---- what the scheduler reads ----
+
+// activeScenarios are the scenarios the engine dials, oldest first.
+func (s *Store) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+		WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Scenario
+	for rows.Next() {
+		sc, err := scanScenario(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, rows.Err()
+}
+
+// dueContact is a queued contact whose next attempt is due.
+type dueContact struct {
+	Seq   int64
+	Phone string
+}
+
+// dueContacts returns up to limit contacts of a scenario due at now, the
+// earliest due first, leaving out those of paused campaigns.
+func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone FROM contacts c
+		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
+			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+		ORDER BY c.next_attempt_at, c.seq LIMIT ?`, appID, scenarioID, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []dueContact
+	for rows.Next() {
+		var c dueContact
+		if err := rows.Scan(&c.Seq, &c.Phone); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// nextDue is the earliest time after now at which a queued contact of the
+// scenario falls due; ok is false when none is waiting.
+func (s *Store) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
+	var v sql.NullInt64
+	err = s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM contacts
+		WHERE app_id = ? AND scenario_id = ? AND state = 'queued' AND next_attempt_at > ?`,
+		appID, scenarioID, ms(now)).Scan(&v)
+	if err != nil || !v.Valid {
+		return time.Time{}, false, err
+	}
+	return fromMS(v.Int64), true, nil
+}
+
+// enabledHotlines lists a pool's enabled numbers in a stable order, so
+// ROUND_ROBIN goes round the same way every time.
+func (s *Store) enabledHotlines(ctx context.Context, appID int64, poolKey string) ([]string, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT number FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1 ORDER BY number`, appID, poolKey)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// ---- what the scheduler writes ----
+
+// callClaim is a call about to be placed.
+type callClaim struct {
+	CallID     string
+	AppID      int64
+	ScenarioID string
+	Contact    dueContact
+	Hotline    string
+	Start      time.Time
+	Attempt    int // set by claimCalls
+}
+
+// claimCalls moves the contacts to dialing and records a call for each, in
+// one commit, before any is dialled: a crash after it leaves calls that the
+// next start settles. It returns the claims that took (a contact that is no
+// longer queued is left out).
+func (s *Store) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+	var out []callClaim
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		for _, c := range claims {
+			err := tx.QueryRow(`UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?
+				WHERE seq = ? AND state = 'queued' RETURNING attempts`, ms(c.Start), c.Contact.Seq).Scan(&c.Attempt)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at)
+				VALUES (?, ?, ?, ?, ?, ?)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start)); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// callEnd is how a call ended and what the engine decided about it.
+type callEnd struct {
+	CallID string
+	Result DialResult
+	// Interrupted calls (dialbox stopped or crashed while they were up) are
+	// never charged, do not use up a re_call, and are tried again at once.
+	Interrupted bool
+	ReCall      ReCall
+	RetryAt     time.Time // when the contact is called again, if it is
+	Now         time.Time
+	// FirstTry is when new webhook messages are first due.
+	FirstTry time.Time
+}
+
+// endCall settles one call: the call record, the wallet charge, the
+// contact's next state and the webhook events, all in one commit so none
+// can be seen (or survive a crash) without the others.
+func (s *Store) endCall(ctx context.Context, e callEnd) error {
+	return s.Write(ctx, func(tx *sql.Tx) error { return endCallTx(tx, e) })
+}
+
+// settleInterrupted ends every call a previous run left up (a crash or a
+// kill): recorded CANCELED, not charged, the contact queued again. It
+// returns how many it settled.
+func (s *Store) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+	n := 0
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		n = 0
+		rows, err := tx.Query(`SELECT id FROM calls WHERE state = 'dialing'`)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
+			if err := endCallTx(tx, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// callCost is what a call costs: connected calls (ANSWERED, VOICE_MAIL)
+// price_per_minute per started minute of talk, at least price_per_call;
+// calls nobody picked up are free.
+func callCost(w Wallet, res DialResult, talkSeconds int64) int64 {
+	if res.AnsweredAt == nil {
+		return 0
+	}
+	return max(w.PricePerCall, (talkSeconds+59)/60*w.PricePerMinute)
+}
+
+// retries reports whether re_call asks for another try after outcome.
+func retries(rc ReCall, outcome string) bool {
+	switch outcome {
+	case OutcomeBusy:
+		return rc.IsBusy
+	case OutcomeNoAnswer:
+		return rc.IsNoAnswer
+	case OutcomeFailed:
+		return rc.IsFailed
+	case OutcomeVoiceMail:
+		return rc.IsVoiceMail
+	}
+	return false
+}
+
+func endCallTx(tx *sql.Tx, e callEnd) error {
+	var (
+		contactSeq, appID, startedMS int64
+		attempt                      int
+		hotline                      string
+	)
+	err := tx.QueryRow(`SELECT contact_seq, app_id, attempt, hotline, started_at FROM calls
+		WHERE id = ? AND state = 'dialing'`, e.CallID).Scan(&contactSeq, &appID, &attempt, &hotline, &startedMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // already settled: never charge or report a call twice
+	}
+	if err != nil {
+		return err
+	}
+	res := e.Result
+	if e.Interrupted {
+		res.AnsweredAt, res.Talk = nil, 0
+	}
+	talk := int64((res.Talk + time.Second - 1) / time.Second) // started seconds
+	w, err := scanWallet(tx.QueryRow(walletQuery, appID))
+	if err != nil {
+		return err
+	}
+	cost := callCost(w, res, talk)
+	now := ms(e.Now)
+	if _, err := tx.Exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
+		duration = ?, cost = ? WHERE id = ?`,
+		res.Outcome, res.Cause, nullMS(res.AnsweredAt), ms(res.EndedAt), talk, cost, e.CallID); err != nil {
+		return err
+	}
+	if w.Prepaid && cost > 0 {
+		// A call up is never cut for money, so its full price is taken even
+		// when that goes below zero; the scheduler starts no call the
+		// balance cannot cover.
+		if _, err := tx.Exec(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
+			cost, now, appID); err != nil {
+			return err
+		}
+	}
+
+	willRetry := e.Interrupted
+	if !willRetry && retries(e.ReCall, res.Outcome) {
+		var counted int
+		if err := tx.QueryRow(`SELECT count(*) FROM calls WHERE contact_seq = ? AND state = 'ended'
+			AND outcome <> 'CANCELED'`, contactSeq).Scan(&counted); err != nil {
+			return err
+		}
+		willRetry = counted <= e.ReCall.Times
+	}
+
+	var c struct {
+		id, scenarioID, phone, fields string
+		campaignID                    sql.NullString
+	}
+	var q string
+	var args []any
+	if willRetry {
+		q, args = `UPDATE contacts SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE seq = ?`,
+			[]any{ms(e.RetryAt), now, contactSeq}
+	} else {
+		q, args = `UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
+			[]any{res.Outcome, now, contactSeq}
+	}
+	if err := tx.QueryRow(q+` RETURNING id, scenario_id, campaign_id, phone, fields`, args...).
+		Scan(&c.id, &c.scenarioID, &c.campaignID, &c.phone, &c.fields); err != nil {
+		return err
+	}
+
+	data := eventData{
+		ContactID: c.id, Fields: json.RawMessage(c.fields), Phone: c.phone, ScenarioID: c.scenarioID,
+		CallID: e.CallID, Attempt: attempt, Hotline: hotline, Outcome: res.Outcome, Cause: res.Cause,
+		StartedAt: eventTime(fromMS(startedMS)), EndedAt: eventTime(res.EndedAt),
+		Duration: talk, Cost: cost, WillRetry: willRetry,
+	}
+	if c.campaignID.Valid {
+		data.CampaignID = &c.campaignID.String
+	}
+	if res.AnsweredAt != nil {
+		t := eventTime(*res.AnsweredAt)
+		data.AnsweredAt = &t
+	}
+	if willRetry {
+		t := eventTime(e.RetryAt)
+		data.NextAttemptAt = &t
+	}
+	if err := enqueueEvent(tx, appID, EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+		return err
+	}
+	if willRetry {
+		return nil
+	}
+	var total int64
+	if err := tx.QueryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
+		Scan(&data.Attempts, &total); err != nil {
+		return err
+	}
+	data.TotalCost = &total
+	return enqueueEvent(tx, appID, EventContactCompleted, data, e.Now, e.FirstTry)
+}
+
+// eventData is the data of call.completed (one per attempt) and
+// contact.completed (once, with the final attempt and the totals).
+type eventData struct {
+	ContactID     string          `json:"contact_id"`
+	Fields        json.RawMessage `json:"fields"` // the contact's echo fields, as operation A/C returned them
+	Phone         string          `json:"phone"`
+	ScenarioID    string          `json:"scenario_id"`
+	CampaignID    *string         `json:"campaign_id"`
+	CallID        string          `json:"call_id"`
+	Attempt       int             `json:"attempt"`
+	Hotline       string          `json:"hotline"`
+	Outcome       string          `json:"outcome"`
+	Cause         int             `json:"cause"`
+	StartedAt     string          `json:"started_at"`
+	AnsweredAt    *string         `json:"answered_at"`
+	EndedAt       string          `json:"ended_at"`
+	Duration      int64           `json:"duration"` // talk seconds
+	Cost          int64           `json:"cost"`
+	WillRetry     bool            `json:"will_retry"`
+	NextAttemptAt *string         `json:"next_attempt_at,omitempty"`
+	Attempts      int             `json:"attempts,omitempty"`   // contact.completed only
+	TotalCost     *int64          `json:"total_cost,omitempty"` // contact.completed only
+}
+
+func eventTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// event is the JSON body of every webhook message.
+type event struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	Timestamp string `json:"timestamp"`
+	Data      any    `json:"data"`
+}
+
+// enqueueEvent writes one outbox message per enabled endpoint of the
+// application subscribed to the event (an empty events list means all).
+// The event id is shared by the copies; each copy has its own message id,
+// which is its webhook-id.
+func enqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
+	rows, err := tx.Query(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, appID)
+	if err != nil {
+		return err
+	}
+	var endpoints []string
+	for rows.Next() {
+		var id, events string
+		if err := rows.Scan(&id, &events); err != nil {
+			rows.Close()
+			return err
+		}
+		var list []string
+		if err := json.Unmarshal([]byte(events), &list); err != nil {
+			rows.Close()
+			return fmt.Errorf("webhook endpoint %s events: %w", id, err)
+		}
+		if subscribed(list, eventType) {
+			endpoints = append(endpoints, id)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if len(endpoints) == 0 {
+		return nil
+	}
+	payload, err := json.Marshal(event{Type: eventType, ID: "evt_" + newV7(), Timestamp: eventTime(now), Data: data})
+	if err != nil {
+		return err
+	}
+	for _, ep := range endpoints {
+		if _, err := tx.Exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+newV7(), ep, appID, eventType, string(payload),
+			ms(firstTry), ms(now), ms(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func subscribed(events []string, eventType string) bool {
+	if len(events) == 0 {
+		return true
+	}
+	for _, e := range events {
+		if e == eventType {
+			return true
+		}
+	}
+	return false
+}
+
+// newV7 is a time-ordered UUID, cheap to index.
+func newV7() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// Webhook message states (webhook_messages.state):
+//
+//	pending   -> delivered  a 2xx answer
+//	pending   -> pending    any other answer or none: tries+1, next_try_at
+//	                        from retry_schedule[tries] (or Retry-After)
+//	pending   -> dead       after the last entry of retry_schedule, or 410
+//	                        (which also disables the endpoint)
+//	dead      -> pending    redelivery (admin API): set state = 'pending',
+//	                        tries = 0, next_try_at = now, then call Notify
+//
+// Pending messages of a disabled endpoint wait until it is enabled again.
+// attempts counts every try ever made (webhook_attempts.attempt); tries
+// only those since the message was last queued.
+const (
+	msgPending   = "pending"
+	msgDelivered = "delivered"
+	msgDead      = "dead"
+)
+
+// webhookIdle bounds how long the dispatcher sleeps with nothing due, so
+// changes made without Notify (an endpoint enabled again) are seen.
+const webhookIdle = time.Second
+
+// maxRetryAfter caps a receiver's Retry-After so one answer cannot park a
+// message for ever.
+const maxRetryAfter = 24 * time.Hour
+
+// Webhooks delivers the outbox: a dispatcher hands due messages to a pool
+// of workers, each of which sends, signs per Standard Webhooks, and records
+// the attempt. Delivery is at least once: a message is marked delivered
+// only after its 2xx, so a crash in between sends it again, with the same
+// webhook-id.
+type Webhooks struct {
+	Store    *Store
+	Log      *slog.Logger
+	Workers  int
+	Timeout  time.Duration
+	Schedule []time.Duration
+	Client   *http.Client
+	// BeforeSend, if set (before Start), may answer for the receiver: fault
+	// injection from the admin API. Nothing is sent when ok.
+	BeforeSend func(endpointID string) (status int, ok bool)
+
+	wake chan struct{}
+
+	mu       sync.Mutex
+	running  bool
+	stop     chan struct{}
+	done     chan struct{}
+	cancel   context.CancelFunc
+	inflight map[int64]bool
+}
+
+func NewWebhooks(store *Store, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
+	schedule := make([]time.Duration, len(cfg.RetrySchedule))
+	for i, d := range cfg.RetrySchedule {
+		schedule[i] = d.Duration
+	}
+	return &Webhooks{
+		Store: store, Log: log, Workers: cfg.Workers, Timeout: cfg.Timeout.Duration, Schedule: schedule,
+		Client: &http.Client{
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				MaxIdleConnsPerHost: cfg.Workers,
+				IdleConnTimeout:     90 * time.Second,
+			},
+			// A redirect is not a delivery: the receiver must answer 2xx itself.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// Notify wakes the dispatcher: messages were queued. Safe on a nil
+// *Webhooks and while stopped.
+func (w *Webhooks) Notify() {
+	if w == nil {
+		return
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// firstTry is when a message queued at now is first due.
+func (w *Webhooks) firstTry(now time.Time) time.Time {
+	if w == nil || len(w.Schedule) == 0 {
+		return now
+	}
+	return now.Add(w.Schedule[0])
+}
+
+// Start begins delivering pending messages, those left by an earlier run
+// included.
+func (w *Webhooks) Start() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running {
+		return errors.New("webhooks already running")
+	}
+	w.running = true
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	w.inflight = map[int64]bool{}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go w.loop(ctx, w.stop, w.done)
+	return nil
+}
+
+// Stop ends delivery; requests in flight are abandoned unrecorded, so their
+// messages are sent again after the next Start.
+func (w *Webhooks) Stop() {
+	w.mu.Lock()
+	if !w.running {
+		w.mu.Unlock()
+		return
+	}
+	w.running = false
+	close(w.stop)
+	w.cancel()
+	done := w.done
+	w.mu.Unlock()
+	<-done
+}
+
+func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
+	jobs := make(chan outMessage)
+	var workers sync.WaitGroup
+	for range w.Workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for m := range jobs {
+				w.deliver(ctx, m)
+			}
+		}()
+	}
+	defer func() {
+		close(jobs)
+		workers.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+		now := time.Now()
+		w.mu.Lock()
+		busy := len(w.inflight)
+		w.mu.Unlock()
+		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers)
+		if err != nil && ctx.Err() == nil {
+			w.Log.Error("webhooks: reading the outbox", "err", err)
+		}
+		for _, m := range msgs {
+			w.mu.Lock()
+			skip := w.inflight[m.Seq]
+			w.inflight[m.Seq] = true
+			w.mu.Unlock()
+			if skip {
+				continue
+			}
+			select {
+			case jobs <- m:
+			case <-stop:
+				return
+			}
+		}
+		wait := webhookIdle
+		if t, ok, err := w.Store.nextMessageDue(ctx, now); err == nil && ok {
+			wait = min(wait, max(time.Until(t), time.Millisecond))
+		}
+		timer.Reset(wait)
+	}
+}
+
+// deliver makes one attempt at m and records it.
+func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
+	defer func() {
+		w.mu.Lock()
+		delete(w.inflight, m.Seq)
+		w.mu.Unlock()
+		w.Notify()
+	}()
+	start := time.Now()
+	status, retryAfter, err := 0, time.Duration(0), error(nil)
+	forced := false
+	if w.BeforeSend != nil {
+		status, forced = w.BeforeSend(m.EndpointID)
+	}
+	if !forced {
+		status, retryAfter, err = w.send(ctx, m, start)
+		if ctx.Err() != nil {
+			return // stopping: not the receiver's fault, try again after the next Start
+		}
+	}
+	now := time.Now()
+	a := deliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
+		State: msgPending, Tries: m.Tries + 1, NextTryAt: now}
+	switch {
+	case err != nil:
+		a.Error = err.Error()
+	case status >= 200 && status < 300:
+		a.State, a.Tries = msgDelivered, m.Tries
+	case status == http.StatusGone:
+		a.State, a.DisableEndpoint = msgDead, true
+		a.Error = "410 Gone: endpoint disabled"
+	default:
+		a.Error = "HTTP " + strconv.Itoa(status)
+	}
+	if a.State == msgPending {
+		if a.Tries >= len(w.Schedule) {
+			a.State = msgDead
+		} else if retryAfter > 0 {
+			a.NextTryAt = now.Add(min(retryAfter, maxRetryAfter))
+		} else {
+			d := w.Schedule[a.Tries]
+			a.NextTryAt = now.Add(d + rand.N(d/10+1)) // up to 10% jitter so retries spread out
+		}
+	}
+	if err := w.Store.recordAttempt(context.Background(), a); err != nil {
+		w.Log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
+	}
+}
+
+// send posts m once, signed, and returns the status and any Retry-After of
+// a 429 or 503.
+func (w *Webhooks) send(ctx context.Context, m outMessage, at time.Time) (int, time.Duration, error) {
+	signer, err := standardwebhooks.NewWebhook(m.Secret)
+	if err != nil {
+		return 0, 0, fmt.Errorf("endpoint secret: %w", err)
+	}
+	sig, err := signer.Sign(m.ID, at, m.Payload)
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL, bytes.NewReader(m.Payload))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "dialbox/"+versionString())
+	req.Header.Set(standardwebhooks.HeaderWebhookID, m.ID)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	resp, err := w.Client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	var retryAfter time.Duration
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return resp.StatusCode, retryAfter, nil
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or bad.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// whSecret is the Standard Webhooks example secret.
+const whSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// whEvent is one verified delivery.
+type whEvent struct {
+	WebhookID string
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Timestamp string          `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// whReceiver is a webhook endpoint that checks every request with the
+// Standard Webhooks library and answers what status says (204 when nil).
+type whReceiver struct {
+	srv    *httptest.Server
+	status atomic.Pointer[func(r *http.Request) (int, http.Header)]
+
+	mu     sync.Mutex
+	events map[string]whEvent // by webhook-id: a redelivery is not a new event
+	seen   map[string]int     // requests per webhook-id
+	bad    []string
+}
+
+func newWHReceiver(t testing.TB) *whReceiver {
+	r := &whReceiver{events: map[string]whEvent{}, seen: map[string]int{}}
+	verifier, err := standardwebhooks.NewWebhook(whSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if f := r.status.Load(); f != nil {
+			if code, h := (*f)(req); code != 0 {
+				for k, v := range h {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(code)
+				return
+			}
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		id := req.Header.Get("webhook-id")
+		r.seen[id]++
+		if err := verifier.Verify(body, req.Header); err != nil {
+			r.bad = append(r.bad, id+": "+err.Error())
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var ev whEvent
+		if err := json.Unmarshal(body, &ev); err != nil || ev.Type == "" || ev.ID == "" || ev.Timestamp == "" || len(ev.Data) == 0 {
+			r.bad = append(r.bad, id+": bad payload "+string(body))
+		}
+		ev.WebhookID = id
+		r.events[id] = ev
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *whReceiver) URL() string { return r.srv.URL + "/hook" }
+
+func (r *whReceiver) answer(f func(*http.Request) (int, http.Header)) { r.status.Store(&f) }
+
+func (r *whReceiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
+func (r *whReceiver) all() []whEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]whEvent, 0, len(r.events))
+	for _, e := range r.events {
+		out = append(out, e)
+	}
+	return out
+}
+
+func (r *whReceiver) failures() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.bad...)
+}
+
+// waitFor waits until n distinct messages arrived, and checks no more do.
+func (r *whReceiver) waitFor(t testing.TB, n int) {
+	t.Helper()
+	engWait(t, "webhook deliveries", func() bool { return r.count() >= n })
+	if got := r.count(); got != n {
+		t.Errorf("receiver got %d distinct messages, want %d", got, n)
+	}
+}
+
+// whStart starts delivery on s with a fast retry schedule (unless
+// schedule is set).
+func whStart(t testing.TB, s *Store, setup func(*Webhooks)) *Webhooks {
+	t.Helper()
+	cfg := DefaultConfig().Webhooks
+	cfg.Workers = 4
+	cfg.Timeout = Duration{5 * time.Second}
+	cfg.RetrySchedule = durations("0s", "10ms", "20ms", "50ms", "100ms")
+	w := NewWebhooks(s, engLog(), cfg)
+	if setup != nil {
+		setup(w)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// whEnqueue queues one event for the tenant's endpoints, as a call's end would.
+func whEnqueue(t testing.TB, s *Store, appID int64, n int) {
+	t.Helper()
+	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+		for i := range n {
+			if err := enqueueEvent(tx, appID, EventCallCompleted, map[string]int{"n": i}, time.Now(), time.Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type whMessage struct {
+	State           string
+	Attempts, Tries int
+}
+
+func whMessages(t testing.TB, s *Store) map[string]whMessage {
+	t.Helper()
+	rows, err := s.read.Query(`SELECT id, state, attempts, tries FROM webhook_messages`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]whMessage{}
+	for rows.Next() {
+		var id string
+		var m whMessage
+		if err := rows.Scan(&id, &m.State, &m.Attempts, &m.Tries); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = m
+	}
+	return out
+}
+
+func whTenant(urls ...string) *FixtureApp {
+	app := engTenant()
+	for _, u := range urls {
+		app.Webhooks = append(app.Webhooks, FixtureWebhook{URL: u, Secret: whSecret})
+	}
+	return app
+}
+
+func TestWebhooksReceiverDownThenUp(t *testing.T) {
+	rcv := newWHReceiver(t)
+	var down atomic.Bool
+	down.Store(true)
+	var refused atomic.Int64
+	rcv.answer(func(*http.Request) (int, http.Header) {
+		if down.Load() {
+			refused.Add(1)
+			return http.StatusBadGateway, nil
+		}
+		return 0, nil
+	})
+	s, ids := engStore(t, whTenant(rcv.URL()))
+	// Enough tries that none dies while the receiver is down.
+	whStart(t, s, func(w *Webhooks) {
+		w.Schedule = make([]time.Duration, 200)
+		for i := range w.Schedule[1:] {
+			w.Schedule[i+1] = 5 * time.Millisecond
+		}
+	})
+	whEnqueue(t, s, ids[0], 20)
+	engWait(t, "every message tried at least three times", func() bool {
+		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE attempts >= 3`) == 20
+	})
+	down.Store(false)
+	rcv.waitFor(t, 20)
+	engWait(t, "all delivered", func() bool {
+		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) == 20
+	})
+	for id, m := range whMessages(t, s) {
+		if m.Attempts < 4 {
+			t.Errorf("message %s: %d attempts, want at least 4 (three refused, then delivered)", id, m.Attempts)
+		}
+		if got := engCount(t, s, `SELECT count(*) FROM webhook_attempts a JOIN webhook_messages m ON m.seq = a.message_seq
+			WHERE m.id = ?`, id); got != m.Attempts {
+			t.Errorf("message %s: %d attempts recorded, %d counted", id, got, m.Attempts)
+		}
+	}
+	if bad := rcv.failures(); len(bad) > 0 {
+		t.Errorf("verification failures: %v", bad)
+	}
+}
+
+func TestWebhooksDeadGoneAndRetryAfter(t *testing.T) {
+	failing, gone, slow := newWHReceiver(t), newWHReceiver(t), newWHReceiver(t)
+	failing.answer(func(*http.Request) (int, http.Header) { return 500, nil })
+	gone.answer(func(*http.Request) (int, http.Header) { return 410, nil })
+	var throttled atomic.Bool
+	slow.answer(func(*http.Request) (int, http.Header) {
+		if throttled.CompareAndSwap(false, true) {
+			return 429, http.Header{"Retry-After": {"1"}}
+		}
+		return 0, nil
+	})
+	s, ids := engStore(t, whTenant(failing.URL(), gone.URL(), slow.URL()))
+	w := whStart(t, s, nil)
+	whEnqueue(t, s, ids[0], 1)
+	engWait(t, "messages settled", func() bool {
+		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'pending'`) == 3
+	})
+	rows := map[string]struct {
+		state    string
+		attempts int
+		enabled  bool
+	}{}
+	r, err := s.read.Query(`SELECT e.url, m.state, m.attempts, e.enabled FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		var url, state string
+		var attempts int
+		var enabled bool
+		r.Scan(&url, &state, &attempts, &enabled)
+		rows[url] = struct {
+			state    string
+			attempts int
+			enabled  bool
+		}{state, attempts, enabled}
+	}
+	r.Close()
+	if got := rows[failing.URL()]; got.state != msgDead || got.attempts != len(w.Schedule) || !got.enabled {
+		t.Errorf("always 500: %+v, want dead after %d attempts", got, len(w.Schedule))
+	}
+	if got := rows[gone.URL()]; got.state != msgDead || got.attempts != 1 || got.enabled {
+		t.Errorf("410: %+v, want dead after 1 attempt and the endpoint disabled", got)
+	}
+	if got := rows[slow.URL()]; got.state != msgDelivered || got.attempts != 2 {
+		t.Errorf("429 then 204: %+v, want delivered on the second attempt", got)
+	}
+	// The retry after the 429 waited the second Retry-After asked for, not
+	// the 10 ms the schedule says.
+	var first, second int64
+	if err := s.read.QueryRow(`SELECT min(a.at), max(a.at) FROM webhook_attempts a
+		JOIN webhook_messages m ON m.seq = a.message_seq JOIN webhook_endpoints e ON e.id = m.endpoint_id
+		WHERE e.url = ?`, slow.URL()).Scan(&first, &second); err != nil {
+		t.Fatal(err)
+	}
+	if second-first < 1000 {
+		t.Errorf("retry %d ms after a 429 with Retry-After: 1", second-first)
+	}
+	var status int
+	var errText string
+	if err := s.read.QueryRow(`SELECT a.status_code, a.error FROM webhook_attempts a
+		JOIN webhook_messages m ON m.seq = a.message_seq JOIN webhook_endpoints e ON e.id = m.endpoint_id
+		WHERE e.url = ? AND a.attempt = 1`, failing.URL()).Scan(&status, &errText); err != nil || status != 500 || errText == "" {
+		t.Errorf("first attempt of the failing endpoint recorded as %d %q (%v)", status, errText, err)
+	}
+	// A disabled endpoint gets no new messages.
+	whEnqueue(t, s, ids[0], 1)
+	if n := engCount(t, s, `SELECT count(*) FROM webhook_messages`); n != 5 {
+		t.Errorf("%d messages after a second event, want 5 (none for the disabled endpoint)", n)
+	}
+}
+
+func TestWebhooksBeforeSendAndSameIDOnRetry(t *testing.T) {
+	rcv := newWHReceiver(t)
+	s, ids := engStore(t, whTenant(rcv.URL()))
+	var forced atomic.Int64
+	whStart(t, s, func(w *Webhooks) {
+		w.BeforeSend = func(string) (int, bool) {
+			// The first two tries of each message fail as if the receiver said 503.
+			if forced.Add(1) <= 10 {
+				return 503, true
+			}
+			return 0, false
+		}
+	})
+	whEnqueue(t, s, ids[0], 5)
+	rcv.waitFor(t, 5)
+	engWait(t, "all delivered", func() bool {
+		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) == 5
+	})
+	msgs := whMessages(t, s)
+	for _, ev := range rcv.all() {
+		if _, ok := msgs[ev.WebhookID]; !ok {
+			t.Errorf("webhook-id %s is not a stored message id", ev.WebhookID)
+		}
+	}
+	if n := engCount(t, s, `SELECT count(*) FROM webhook_attempts WHERE status_code = 503`); n != 10 {
+		t.Errorf("%d forced 503 attempts recorded, want 10", n)
+	}
+}
+
+func TestWebhooksResumeAfterRestart(t *testing.T) {
+	rcv := newWHReceiver(t)
+	s, ids := engStore(t, whTenant(rcv.URL()))
+	// Messages queued while nothing delivers (a crash before delivery) go
+	// out when delivery starts, each once.
+	whEnqueue(t, s, ids[0], 30)
+	w := whStart(t, s, nil)
+	rcv.waitFor(t, 30)
+	w.Stop()
+	whEnqueue(t, s, ids[0], 10)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rcv.waitFor(t, 40)
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for id, n := range rcv.seen {
+		if n != 1 {
+			t.Errorf("%s delivered %d times with a healthy receiver", id, n)
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"": 0, "7": 7 * time.Second, "-1": 0, "soon": 0,
+		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
+		now.Add(-time.Hour).Format(http.TimeFormat):       0,
+	} {
+		if got := parseRetryAfter(in, now); got != want {
+			t.Errorf("Retry-After %q: %v, want %v", in, got, want)
+		}
+	}
+}
