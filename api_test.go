@@ -1198,3 +1198,18 @@ func TestConcurrentDuplicates(t *testing.T) {
 		t.Errorf("%d rows for the phone, want 1", n)
 	}
 }
+
+// TestDisabledHotlines: a pool is available only while one of its numbers
+// is enabled (DESIGN §4, 2301); hotlines are switched at run time.
+func TestDisabledHotlines(t *testing.T) {
+	s := startServer(t, testFixtures)
+	tokens := testTokens(t)
+	seen := map[string]bool{}
+	pool := `(SELECT id FROM applications WHERE api_key = 'qa-key') AND pool_key = 'POOL_SYSTEM'`
+	s.exec(t, `UPDATE hotlines SET enabled = 0 WHERE app_id = `+pool)
+	apiCase{name: "every number disabled", path: opA("sc-remind"), body: `{"contacts":[{"phone_number":"0970000001"}]}`,
+		status: 503, want: body2301}.run(t, s, tokens, false, seen)
+	s.exec(t, `UPDATE hotlines SET enabled = 1 WHERE number = '02873000002' AND app_id = `+pool)
+	apiCase{name: "one number enabled again", path: opA("sc-remind"), body: `{"contacts":[{"phone_number":"0970000001"}]}`,
+		status: 200, want: `{"status":1,"result":[{"contact_id":"<id>","danh_xung":"","ho_ten":"","so_dien_thoai":"+84970000001"}]}`}.run(t, s, tokens, false, seen)
+}
