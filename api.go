@@ -36,6 +36,10 @@ type API struct {
 	now    func() time.Time
 	log    *slog.Logger
 	notify func(appID int64) // told after contacts are added, so dialling starts at once
+
+	// journal and faults are the admin API's sandbox hooks; nil: off.
+	journal *Journal
+	faults  *Faults
 }
 
 func (a *API) routes(r *httprouter.Router) {
@@ -52,6 +56,9 @@ type apiHandler func(r *http.Request, ps httprouter.Params, app *Application) (a
 // a panic becomes the operation's own internal-error body.
 func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		// Deferred before the recover below, so a panic's answer is journaled too.
+		w, journaled := a.journal.begin(w, r, op.name)
+		defer journaled()
 		defer func() {
 			if v := recover(); v != nil {
 				a.log.Error("panic serving request", "op", op.name, "path", r.URL.Path, "panic", v)
@@ -59,6 +66,10 @@ func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
 			}
 		}()
 		app, apiErr, err := authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
+		if err == nil && apiErr == nil {
+			journalTenant(w, app)
+			apiErr = a.faults.apply(w, r, ps, op, app)
+		}
 		if err == nil && apiErr == nil {
 			var result any
 			result, apiErr, err = h(r, ps, app)

@@ -49,7 +49,7 @@ const usage = `usage:
   dialbox [serve] [--config FILE] [--listen ADDR] [--database FILE] [--fixtures FILE]
   dialbox token --app API_KEY [--config FILE] [--database FILE]
   dialbox version
-`
+` + cliUsage
 
 func run(ctx context.Context, args []string, stdout io.Writer, env []string) error {
 	cmd := "serve"
@@ -70,6 +70,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return m.Close()
 	case "token":
 		return runToken(ctx, args, stdout, env)
+	case "app", "scenario", "contacts":
+		return runCLI(ctx, cmd, args, stdout, env)
 	case "version":
 		fmt.Fprintln(stdout, "dialbox", versionString())
 		return nil
@@ -178,10 +180,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	defer func() {
 		if err != nil {
+			if m.ln != nil {
+				m.ln.Close()
+			}
 			m.stopCalling()
 			m.store.Close()
 		}
 	}()
+	// Listening first gives the demo tenant's webhook the sink's real address.
+	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
 	now := time.Now()
 	if fixtures != nil {
 		if err := m.store.ApplyFixtures(ctx, fixtures.Applications, now); err != nil {
@@ -190,7 +199,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	} else if n, err := m.store.CountApps(ctx); err != nil {
 		return err
 	} else if n == 0 {
-		if err := m.store.ApplyFixtures(ctx, []*FixtureApp{demoFixture(now)}, now); err != nil {
+		if err := m.store.ApplyFixtures(ctx, []*FixtureApp{m.demoTenant(ctx, now)}, now); err != nil {
 			return fmt.Errorf("demo tenant: %w", err)
 		}
 	}
@@ -215,11 +224,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.engine = NewEngine(m.store, m.dialer, m.Log, cfg.Engine.PollInterval.Duration)
 	m.engine.TimeScale, m.engine.Webhooks = m.dialer.TimeScale, m.webhooks
 	api.notify = m.engine.Notify
-	if err := m.startCalling(ctx); err != nil {
+	if err := m.mountAdmin(ctx, router, api); err != nil {
 		return err
 	}
-	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	if err := m.startCalling(ctx); err != nil {
+		return err
 	}
 	go func() {
 		if err := m.server.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The CLI's common tasks work on the database directly (the server may be
+// running on it too: SQLite's WAL lets both in), with the same --config and
+// --database flags as `dialbox token`.
+
+const cliUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret SECRET]
+  dialbox app list
+  dialbox scenario list --app API_KEY [--status STATUS]
+  dialbox contacts list --app API_KEY [--scenario ID] [--campaign ID] [--state STATE]
+                        [--outcome OUTCOME] [--phone PHONE] [--limit N] [--cursor C]
+  (each also takes --config FILE and --database FILE)
+`
+
+// runCLI runs `dialbox app|scenario|contacts SUBCOMMAND ...`.
+func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%s: which subcommand?\n%s", cmd, cliUsage)
+	}
+	sub := cmd + " " + args[0]
+	fs, f := newFlagSet(sub)
+	var run func(context.Context, *Store, Config) error
+	switch sub {
+	case "app create":
+		name := fs.String("name", "", "name of the application")
+		key := fs.String("api-key", "", "API key (default: generated)")
+		secret := fs.String("api-secret", "", "API secret (default: generated)")
+		run = func(ctx context.Context, s *Store, cfg Config) error {
+			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
+		}
+	case "app list":
+		run = func(ctx context.Context, s *Store, cfg Config) error { return cliAppList(ctx, s, stdout) }
+	case "scenario list":
+		app := fs.String("app", "", "API key of the application")
+		status := fs.String("status", "", "DRAFT, ACTIVE, REVIEWING or REJECT")
+		run = func(ctx context.Context, s *Store, cfg Config) error {
+			return cliScenarioList(ctx, s, stdout, *app, *status)
+		}
+	case "contacts list":
+		app := fs.String("app", "", "API key of the application")
+		var cf ContactFilter
+		fs.StringVar(&cf.ScenarioID, "scenario", "", "scenario id")
+		fs.StringVar(&cf.CampaignID, "campaign", "", "campaign id")
+		fs.StringVar(&cf.State, "state", "", "queued, dialing or done")
+		fs.StringVar(&cf.Outcome, "outcome", "", "final outcome, e.g. ANSWERED")
+		fs.StringVar(&cf.Phone, "phone", "", "phone number")
+		fs.IntVar(&cf.Limit, "limit", 50, "contacts per page")
+		fs.Int64Var(&cf.Cursor, "cursor", 0, "next cursor printed by the previous page")
+		run = func(ctx context.Context, s *Store, cfg Config) error {
+			return cliContactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
+		}
+	default:
+		return fmt.Errorf("unknown command %q\n%s", sub, cliUsage)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", sub, fs.Arg(0))
+	}
+	cfg, err := f.load(fs, env)
+	if err != nil {
+		return err
+	}
+	store, err := OpenStore(cfg.Database)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return run(ctx, store, cfg)
+}
+
+func cliAppCreate(ctx context.Context, s *Store, out io.Writer, name, key, secret string) error {
+	if key == "" {
+		key = randomHex(16)
+	}
+	if secret == "" {
+		secret = randomHex(24)
+	}
+	if name == "" {
+		name = key
+	}
+	app, err := s.CreateApp(ctx, name, key, secret, time.Now())
+	if errors.Is(err, errConflict) {
+		return fmt.Errorf("app create: an application with API key %q already exists", key)
+	}
+	if err != nil {
+		return err
+	}
+	token, err := MintToken(app, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "name:         %s\napi_key:      %s\napi_secret:   %s\naccess_token: %s\n", app.Name, app.APIKey, secret, token)
+	return nil
+}
+
+func cliAppList(ctx context.Context, s *Store, out io.Writer) error {
+	apps, err := s.ListApps(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAPI KEY\tNAME\tDISABLED\tDEMO\tCREATED")
+	for _, a := range apps {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%t\t%t\t%s\n", a.ID, a.APIKey, a.Name, a.Disabled, a.IsDemo, a.CreatedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func cliApp(ctx context.Context, s *Store, apiKey string) (*Application, error) {
+	if apiKey == "" {
+		return nil, fmt.Errorf("--app API_KEY is required")
+	}
+	app, err := s.AppByKey(ctx, apiKey)
+	if errors.Is(err, errNotFound) {
+		return nil, fmt.Errorf("no application has API key %q", apiKey)
+	}
+	return app, err
+}
+
+func cliScenarioList(ctx context.Context, s *Store, out io.Writer, apiKey, status string) error {
+	app, err := cliApp(ctx, s, apiKey)
+	if err != nil {
+		return err
+	}
+	if status != "" && !validScenarioStatus(status) {
+		return fmt.Errorf("--status must be DRAFT, ACTIVE, REVIEWING or REJECT")
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tNAME\tPOOL\tUPDATED")
+	for offset := 0; ; offset += 500 {
+		list, total, err := s.ListScenarios(ctx, app.ID, status, 500, offset)
+		if err != nil {
+			return err
+		}
+		for _, sc := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sc.ID, sc.Status, sc.Name, sc.CallConfig.PoolHotlineKey, sc.UpdatedAt.Format(time.RFC3339))
+		}
+		if offset+len(list) >= total || len(list) == 0 {
+			break
+		}
+	}
+	return tw.Flush()
+}
+
+func cliContactList(ctx context.Context, s *Store, out io.Writer, apiKey string, f ContactFilter, region string) error {
+	app, err := cliApp(ctx, s, apiKey)
+	if err != nil {
+		return err
+	}
+	if f.Limit < 1 {
+		return fmt.Errorf("--limit must be at least 1")
+	}
+	if f.Phone != "" {
+		if f.Phone, err = normalizePhone(f.Phone, region); err != nil {
+			return fmt.Errorf("--phone: %w", err)
+		}
+	}
+	list, next, err := s.Contacts(ctx, app.ID, f)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTACT ID\tPHONE\tSCENARIO\tCAMPAIGN\tSTATE\tATTEMPTS\tOUTCOME\tCREATED")
+	for _, c := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", c.ID, c.Phone, c.ScenarioID, dash(c.CampaignID), c.State,
+			c.Attempts, dash(c.Outcome), c.CreatedAt.Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(out, "more: --cursor %s\n", next)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+)
+
+// Faults holds the sandbox's fault rules: error answers and latency for the
+// public operations, outcomes forced on the simulated dialer, and HTTP
+// statuses forced on webhook deliveries. Rules live in memory and are
+// dropped by a reset.
+type Faults struct {
+	store  *Store
+	region string
+
+	mu    sync.Mutex
+	rules []*FaultRule // in creation order; the first matching error rule answers
+}
+
+// Fault kinds.
+const (
+	FaultError   = "error"   // answer an operation with an error code
+	FaultLatency = "latency" // delay an operation's answer
+	FaultDial    = "dial"    // force the outcome of simulated calls
+	FaultWebhook = "webhook" // fail webhook deliveries with an HTTP status
+)
+
+// FaultRule is one rule. Filters left empty match everything.
+type FaultRule struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+
+	Operation  string `json:"operation,omitempty"`   // error, latency: A, B or C
+	APIKey     string `json:"api_key,omitempty"`     // error, latency, dial: one tenant
+	ScenarioID string `json:"scenario_id,omitempty"` // error, latency: A's scenario, or C's campaign's
+
+	Code    int    `json:"code,omitempty"`    // error: a code of the spec's tables (or an extension)
+	Message string `json:"message,omitempty"` // error: default is the spec's message for the code
+
+	DelayMS    int `json:"delay_ms,omitempty"`     // latency: fixed delay,
+	DelayMaxMS int `json:"delay_max_ms,omitempty"` // or random in [delay_ms, delay_max_ms]
+
+	Phone   string `json:"phone,omitempty"`   // dial: one number (E.164 after reading)
+	Outcome string `json:"outcome,omitempty"` // dial: the outcome to produce
+
+	EndpointID string `json:"endpoint_id,omitempty"` // webhook: one endpoint
+	Status     int    `json:"status,omitempty"`      // webhook: HTTP status the delivery gets
+
+	Times       int       `json:"times,omitempty"` // fire this many times, then the rule is removed; 0: until removed
+	Probability float64   `json:"probability"`     // chance of firing on a match
+	Remaining   int       `json:"remaining,omitempty"`
+	Hits        int64     `json:"hits"`
+	CreatedAt   time.Time `json:"created_at"`
+
+	appID int64 // dial rules match the engine's application id
+}
+
+func NewFaults(store *Store, region string) *Faults {
+	return &Faults{store: store, region: region}
+}
+
+// fire reports whether a matching rule fires now, and counts it. Callers
+// hold f.mu.
+func (f *Faults) fire(rule *FaultRule) bool {
+	if rule.Times > 0 && rule.Remaining <= 0 {
+		return false // used up by a concurrent request
+	}
+	if rule.Probability < 1 && rand.Float64() >= rule.Probability {
+		return false
+	}
+	rule.Hits++
+	if rule.Times > 0 {
+		rule.Remaining--
+		if rule.Remaining == 0 {
+			f.removeLocked(rule.ID)
+		}
+	}
+	return true
+}
+
+func (f *Faults) removeLocked(id string) bool {
+	for i, r := range f.rules {
+		if r.ID == id {
+			f.rules = append(f.rules[:i:i], f.rules[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// apply runs the latency and error rules matching a request of op by app:
+// it sleeps for every latency rule that fires, then returns the error of
+// the first error rule that fires (nil: serve the request normally).
+func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, app *Application) *APIError {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	if len(f.rules) == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	candidates := make([]*FaultRule, 0, len(f.rules))
+	needScenario := false
+	for _, rule := range f.rules {
+		if (rule.Kind == FaultError || rule.Kind == FaultLatency) &&
+			(rule.Operation == "" || rule.Operation == op.name) && (rule.APIKey == "" || rule.APIKey == app.APIKey) {
+			candidates = append(candidates, rule)
+			needScenario = needScenario || rule.ScenarioID != ""
+		}
+	}
+	f.mu.Unlock()
+	if len(candidates) == 0 {
+		return nil
+	}
+	scenario := ""
+	if needScenario {
+		scenario = f.scenarioOf(r, ps, op, app)
+	}
+
+	var delay time.Duration
+	var answer *APIError
+	f.mu.Lock()
+	for _, rule := range candidates {
+		if rule.ScenarioID != "" && rule.ScenarioID != scenario {
+			continue
+		}
+		switch {
+		case rule.Kind == FaultLatency && f.fire(rule):
+			d := rule.DelayMS
+			if rule.DelayMaxMS > rule.DelayMS {
+				d += rand.IntN(rule.DelayMaxMS - rule.DelayMS + 1)
+			}
+			delay += time.Duration(d) * time.Millisecond
+			journalFault(w, rule.ID)
+		case rule.Kind == FaultError && answer == nil && f.fire(rule):
+			answer = faultError(op, rule.Code, rule.Message)
+			journalFault(w, rule.ID)
+		}
+	}
+	f.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	return answer
+}
+
+// scenarioOf is the scenario a request of A or C is for: A names it in the
+// path; C names a campaign in its body, which is read and put back.
+func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op operation, app *Application) string {
+	switch op.name {
+	case opAddToScenario.name:
+		return ps.ByName("scenario_id")
+	case opAddToCampaign.name:
+		body, err := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		var b struct {
+			CampaignID string `json:"campaign_id"`
+		}
+		if json.Unmarshal(body, &b) != nil || b.CampaignID == "" {
+			return ""
+		}
+		if c, err := f.store.Campaign(r.Context(), app.ID, b.CampaignID); err == nil {
+			return c.ScenarioID
+		}
+	}
+	return ""
+}
+
+// errReader hands a read error of the original body on to the handler.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
+}
+
+// faultCodes are the codes an error rule may answer: every code of the
+// spec's tables and dialbox's extensions, with their messages. 9999 and 500
+// take the operation's own internal-error message.
+var faultCodes = map[int]*APIError{
+	400: validationError(), 401: errUnauthorized, 404: errCampaignNotFound, 413: errTooManyContacts,
+	429: errRateLimited, 1104: errWalletExpired, 1105: errWalletEmpty, 1201: errAppNotFound,
+	1208: errContentEmpty, 1402: errImportFailed, 1403: errAllInvalid, 2301: errPoolUnavailable,
+	3001: errScenarioNotFound, 9999: errUnknownA, 500: errSystemC,
+}
+
+func faultError(op operation, code int, message string) *APIError {
+	e := faultCodes[code]
+	if code == op.internal.Code {
+		e = op.internal
+	}
+	if message != "" {
+		return &APIError{Code: code, Message: message}
+	}
+	return e
+}
+
+// BeforeDial is the engine's hook: the outcome a dial rule forces on a call
+// of appID to phone, if one fires.
+func (f *Faults) BeforeDial(appID int64, phone string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rule := range f.rules {
+		if rule.Kind == FaultDial && (rule.appID == 0 || rule.appID == appID) &&
+			(rule.Phone == "" || rule.Phone == phone) && f.fire(rule) {
+			return rule.Outcome, true
+		}
+	}
+	return "", false
+}
+
+// BeforeSend is the webhook deliverer's hook: the HTTP status a webhook rule
+// forces on a delivery to endpointID, if one fires.
+func (f *Faults) BeforeSend(endpointID string) (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rule := range f.rules {
+		if rule.Kind == FaultWebhook && (rule.EndpointID == "" || rule.EndpointID == endpointID) && f.fire(rule) {
+			return rule.Status, true
+		}
+	}
+	return 0, false
+}
+
+// List returns a copy of every rule.
+func (f *Faults) List() []FaultRule {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]FaultRule, len(f.rules))
+	for i, r := range f.rules {
+		out[i] = *r
+	}
+	return out
+}
+
+func (f *Faults) Remove(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.removeLocked(id)
+}
+
+func (f *Faults) Clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = nil
+}
+
+// ---- admin routes ----
+
+// dialOutcomes are the call outcomes of DESIGN §5.
+var dialOutcomes = map[string]bool{"ANSWERED": true, "BUSY": true, "NO_ANSWER": true, "FAILED": true,
+	"REJECTED": true, "VOICE_MAIL": true, "INVALID_NUMBER": true, "CANCELED": true}
+
+type faultBody struct {
+	FaultRule
+	Probability *float64 `json:"probability"`
+}
+
+// check validates a new rule and fills in what it derives.
+func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
+	rule := b.FaultRule
+	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
+	rule.Probability = 1
+	if b.Probability != nil {
+		if *b.Probability <= 0 || *b.Probability > 1 {
+			return nil, invalid("probability", "must be more than 0 and at most 1")
+		}
+		rule.Probability = *b.Probability
+	}
+	if rule.Times < 0 {
+		return nil, invalid("times", "must not be negative (0: until removed)")
+	}
+	if rule.Operation != "" && rule.Operation != "A" && rule.Operation != "B" && rule.Operation != "C" {
+		return nil, invalid("operation", "must be A, B or C (or absent for all three)")
+	}
+	if rule.APIKey != "" {
+		app, err := a.store.AppByKey(r.Context(), rule.APIKey)
+		if errors.Is(err, errNotFound) {
+			return nil, invalid("api_key", fmt.Sprintf("%q is not an application", rule.APIKey))
+		}
+		if err != nil {
+			return nil, err
+		}
+		rule.appID = app.ID
+	}
+	// Each kind takes its own fields only, so a typo'd rule fails loudly.
+	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
+		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
+		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
+		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0}
+	allowed := map[string][]string{
+		FaultError:   {"operation", "scenario_id", "code", "message"},
+		FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
+		FaultDial:    {"phone", "outcome"},
+		FaultWebhook: {"endpoint_id", "status"},
+	}[rule.Kind]
+	if allowed == nil {
+		return nil, invalid("kind", "must be error, latency, dial or webhook")
+	}
+	for _, k := range allowed {
+		delete(used, k)
+	}
+	for k, set := range used {
+		if set {
+			return nil, invalid(k, "does not apply to a "+rule.Kind+" rule")
+		}
+	}
+	switch rule.Kind {
+	case FaultError:
+		if faultCodes[rule.Code] == nil {
+			return nil, invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
+		}
+	case FaultLatency:
+		if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
+			return nil, invalid("delay_ms", "is required: a positive number of milliseconds")
+		}
+		if rule.DelayMaxMS != 0 && rule.DelayMaxMS < rule.DelayMS {
+			return nil, invalid("delay_max_ms", "must not be less than delay_ms")
+		}
+	case FaultDial:
+		if !dialOutcomes[rule.Outcome] {
+			return nil, invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
+		}
+		if rule.Phone != "" {
+			phone, err := normalizePhone(rule.Phone, a.region)
+			if err != nil {
+				return nil, invalid("phone", err.Error())
+			}
+			rule.Phone = phone
+		}
+	case FaultWebhook:
+		if rule.Status < 100 || rule.Status > 599 {
+			return nil, invalid("status", "is required: an HTTP status from 100 to 599")
+		}
+	}
+	return &rule, nil
+}
+
+func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
+	var b faultBody
+	if err := decode(r, &b); err != nil {
+		return nil, err
+	}
+	rule, err := a.checkFault(r, &b)
+	if err != nil {
+		return nil, err
+	}
+	a.faults.mu.Lock()
+	a.faults.rules = append(a.faults.rules, rule)
+	a.faults.mu.Unlock()
+	return rule, nil
+}
+
+func (a *Admin) listFaults(*http.Request, httprouter.Params) (any, error) {
+	return map[string]any{"faults": a.faults.List()}, nil
+}
+
+func (a *Admin) removeFault(_ *http.Request, ps httprouter.Params) (any, error) {
+	if !a.faults.Remove(ps.ByName("fault")) {
+		return nil, notFound("Fault rule")
+	}
+	return map[string]string{"deleted": ps.ByName("fault")}, nil
+}
+
+func (a *Admin) clearFaults(*http.Request, httprouter.Params) (any, error) {
+	a.faults.Clear()
+	return map[string]bool{"cleared": true}, nil
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Journal keeps the latest public API requests with their responses, for
+// tests to verify what a client sent (like WireMock's /__admin/requests).
+// It lives in memory, bounded by count and age: it is a test aid, not an
+// audit log, and a restart empties it.
+type Journal struct {
+	maxAge  time.Duration
+	bodyMax int
+
+	mu    sync.Mutex
+	seq   int64
+	ring  []*JournalEntry // oldest at start, len(ring) slots
+	start int
+	n     int
+}
+
+// JournalEntry is one public API request and the answer it got.
+type JournalEntry struct {
+	ID                int64     `json:"id"`
+	At                time.Time `json:"at"`
+	Method            string    `json:"method"`
+	Path              string    `json:"path"`
+	Query             string    `json:"query,omitempty"`
+	Operation         string    `json:"operation"`
+	Tenant            string    `json:"tenant,omitempty"` // API key, once authenticated
+	Status            int       `json:"status"`           // HTTP status
+	Code              int       `json:"code"`             // 1 for a success body, else its error code
+	LatencyMS         float64   `json:"latency_ms"`
+	Fault             string    `json:"fault,omitempty"` // id of the fault rule that shaped the answer
+	RequestBody       string    `json:"request_body"`
+	RequestTruncated  bool      `json:"request_truncated,omitempty"`
+	ResponseBody      string    `json:"response_body"`
+	ResponseTruncated bool      `json:"response_truncated,omitempty"`
+}
+
+// NewJournal returns nil (no journal) when cfg keeps no entries.
+func NewJournal(cfg JournalConfig) *Journal {
+	if cfg.MaxEntries == 0 {
+		return nil
+	}
+	return &Journal{maxAge: cfg.MaxAge.Duration, bodyMax: cfg.MaxBodyBytes, ring: make([]*JournalEntry, cfg.MaxEntries)}
+}
+
+// begin starts recording a request; the returned writer and request must be
+// used to serve it, and done called once the answer is written.
+func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http.ResponseWriter, func()) {
+	if j == nil {
+		return w, func() {}
+	}
+	start := time.Now()
+	rec := &journalWriter{ResponseWriter: w, body: limitedBuffer{max: max(j.bodyMax, codePrefixLen)},
+		entry: &JournalEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Operation: op}}
+	req := &requestCapture{ReadCloser: r.Body, buf: limitedBuffer{max: j.bodyMax}}
+	r.Body = req
+	return rec, func() {
+		e := rec.entry
+		e.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+		e.Status = rec.status
+		e.Code = bodyCode(rec.body.b.Bytes())
+		e.RequestBody, e.RequestTruncated = req.buf.String(j.bodyMax)
+		e.ResponseBody, e.ResponseTruncated = rec.body.String(j.bodyMax)
+		j.add(e)
+	}
+}
+
+// journalTenant notes the authenticated application on the request's entry.
+func journalTenant(w http.ResponseWriter, app *Application) {
+	if rec, ok := w.(*journalWriter); ok {
+		rec.entry.Tenant = app.APIKey
+	}
+}
+
+// journalFault notes the fault rule that shaped the request's answer.
+func journalFault(w http.ResponseWriter, ruleID string) {
+	if rec, ok := w.(*journalWriter); ok {
+		rec.entry.Fault = ruleID
+	}
+}
+
+type journalWriter struct {
+	http.ResponseWriter
+	status int
+	body   limitedBuffer
+	entry  *JournalEntry
+}
+
+func (w *journalWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *journalWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+type requestCapture struct {
+	io.ReadCloser
+	buf limitedBuffer
+}
+
+func (c *requestCapture) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.buf.Write(p[:n])
+	return n, err
+}
+
+// limitedBuffer keeps the first max bytes written to it and counts the rest.
+type limitedBuffer struct {
+	max   int
+	b     bytes.Buffer
+	total int
+}
+
+func (l *limitedBuffer) Write(p []byte) {
+	l.total += len(p)
+	if room := l.max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(room, len(p))])
+	}
+}
+
+// String is the first n bytes kept, and whether more was written.
+func (l *limitedBuffer) String(n int) (string, bool) {
+	b := l.b.Bytes()
+	return string(b[:min(n, len(b))]), l.total > n
+}
+
+// codePrefixLen is enough of a body to read its code: every body of the
+// public API starts {"status":0,"code":N or {"status":1.
+const codePrefixLen = 32
+
+func bodyCode(b []byte) int {
+	if bytes.HasPrefix(b, []byte(`{"status":1`)) {
+		return 1
+	}
+	rest, ok := bytes.CutPrefix(b, []byte(`{"status":0,"code":`))
+	if !ok {
+		return 0
+	}
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return 0
+	}
+	code, _ := strconv.Atoi(string(rest[:end]))
+	return code
+}
+
+func (j *Journal) add(e *JournalEntry) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.seq++
+	e.ID = j.seq
+	if j.n == len(j.ring) {
+		j.ring[j.start] = nil
+		j.start = (j.start + 1) % len(j.ring)
+		j.n--
+	}
+	j.ring[(j.start+j.n)%len(j.ring)] = e
+	j.n++
+	j.dropOld(e.At)
+}
+
+// dropOld forgets entries older than maxAge at now.
+func (j *Journal) dropOld(now time.Time) {
+	for j.n > 0 && now.Sub(j.ring[j.start].At) > j.maxAge {
+		j.ring[j.start] = nil
+		j.start = (j.start + 1) % len(j.ring)
+		j.n--
+	}
+}
+
+// JournalFilter selects entries; zero fields match all.
+type JournalFilter struct {
+	Method, Path, Operation, Tenant, Fault string
+	Status, Code                           int
+	Since, Until                           time.Time
+}
+
+func (f JournalFilter) match(e *JournalEntry) bool {
+	return (f.Method == "" || f.Method == e.Method) && (f.Path == "" || f.Path == e.Path) &&
+		(f.Operation == "" || f.Operation == e.Operation) && (f.Tenant == "" || f.Tenant == e.Tenant) &&
+		(f.Fault == "" || f.Fault == e.Fault) && (f.Status == 0 || f.Status == e.Status) &&
+		(f.Code == 0 || f.Code == e.Code) && (f.Since.IsZero() || !e.At.Before(f.Since)) &&
+		(f.Until.IsZero() || e.At.Before(f.Until))
+}
+
+// Find returns up to limit matching entries, newest first, and how many
+// match in all.
+func (j *Journal) Find(f JournalFilter, limit int) ([]*JournalEntry, int) {
+	out := []*JournalEntry{}
+	if j == nil {
+		return out, 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.dropOld(time.Now())
+	total := 0
+	for i := j.n - 1; i >= 0; i-- {
+		e := j.ring[(j.start+i)%len(j.ring)]
+		if f.match(e) {
+			total++
+			if len(out) < limit {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, total
+}
+
+// Clear forgets every entry.
+func (j *Journal) Clear() {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	clear(j.ring)
+	j.start, j.n = 0, 0
+}
+
+// ---- admin routes ----
+
+func journalFilter(q url.Values) (JournalFilter, error) {
+	f := JournalFilter{Method: q.Get("method"), Path: q.Get("path"), Operation: q.Get("operation"),
+		Tenant: q.Get("tenant"), Fault: q.Get("fault")}
+	var ok bool
+	if f.Status, ok = intParam(q.Get("status"), 0, 100, 599); !ok {
+		return f, invalid("status", "must be an HTTP status from 100 to 599")
+	}
+	if f.Code, ok = intParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
+		return f, invalid("code", "must be an integer")
+	}
+	var err error
+	if f.Since, err = timeParam(q, "since"); err != nil {
+		return f, err
+	}
+	f.Until, err = timeParam(q, "until")
+	return f, err
+}
+
+func (a *Admin) listJournal(r *http.Request, _ httprouter.Params) (any, error) {
+	q := r.URL.Query()
+	f, err := journalFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	limit, ok := intParam(q.Get("limit"), 100, 1, 10000)
+	if !ok {
+		return nil, invalid("limit", "must be an integer from 1 to 10000")
+	}
+	list, total := a.journal.Find(f, limit)
+	return map[string]any{"requests": list, "total": total}, nil
+}
+
+func (a *Admin) countJournal(r *http.Request, _ httprouter.Params) (any, error) {
+	f, err := journalFilter(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	_, total := a.journal.Find(f, 0)
+	return map[string]int{"count": total}, nil
+}
+
+func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
+	a.journal.Clear()
+	return map[string]bool{"cleared": true}, nil
+}

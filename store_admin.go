@@ -1,0 +1,804 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The admin API's reads and writes. Every write goes through Store.Write
+// like the public API's, so admin changes share the group commit.
+
+// errConflict is the store's answer for a row that already exists.
+var errConflict = errors.New("already exists")
+
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) &&
+		(se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+// changed turns "no row was updated" into errNotFound.
+func changed(r sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return errNotFound
+	}
+	return nil
+}
+
+// ---- admin settings ----
+
+// AdminSetting returns a value of admin_settings, or "" when unset.
+func (s *Store) AdminSetting(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.read.QueryRowContext(ctx, `SELECT value FROM admin_settings WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+func (s *Store) SetAdminSetting(ctx context.Context, key, value string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO admin_settings (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+		return err
+	})
+}
+
+// ---- applications ----
+
+// ListApps returns every application, oldest first.
+func (s *Store) ListApps(ctx context.Context) ([]*Application, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+appColumns+` FROM applications ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Application{}
+	for rows.Next() {
+		a, err := scanApp(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// CreateApp adds an application with a postpaid wallet; errConflict when the
+// API key is taken.
+func (s *Store) CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error) {
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.Exec(`INSERT INTO applications (name, api_key, api_secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+			name, apiKey, apiSecret, ms(now), ms(now))
+		if isUniqueViolation(err) {
+			return errConflict
+		}
+		if err != nil {
+			return err
+		}
+		id, err := r.LastInsertId()
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(`INSERT INTO wallets (app_id, prepaid, updated_at) VALUES (?, 0, ?)`, id, ms(now))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.AppByKey(ctx, apiKey)
+}
+
+// AppPatch holds the application fields an update sets; nil leaves one as is.
+type AppPatch struct {
+	Name      *string
+	APISecret *string
+	Disabled  *bool
+}
+
+func (s *Store) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error) {
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`UPDATE applications SET name = coalesce(?, name), api_secret = coalesce(?, api_secret),
+			disabled = coalesce(?, disabled), updated_at = ? WHERE api_key = ?`,
+			p.Name, p.APISecret, p.Disabled, ms(now), apiKey))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.AppByKey(ctx, apiKey)
+}
+
+// DeleteApp removes an application and everything it owns.
+func (s *Store) DeleteApp(ctx context.Context, apiKey string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`DELETE FROM applications WHERE api_key = ?`, apiKey))
+	})
+}
+
+// ---- wallets ----
+
+// SetWallet stores an application's whole wallet.
+func (s *Store) SetWallet(ctx context.Context, appID int64, w Wallet, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, expires_at, price_per_call, price_per_minute, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (app_id) DO UPDATE SET prepaid = excluded.prepaid, balance = excluded.balance,
+				expires_at = excluded.expires_at, price_per_call = excluded.price_per_call,
+				price_per_minute = excluded.price_per_minute, updated_at = excluded.updated_at`,
+			appID, boolInt(w.Prepaid), w.Balance, nullMS(w.ExpiresAt), w.PricePerCall, w.PricePerMinute, ms(now))
+		return err
+	})
+}
+
+// TopUp adds amount to the balance in one statement, so a call charged at
+// the same moment is not lost.
+func (s *Store) TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, updated_at) VALUES (?, 0, ?, ?)
+			ON CONFLICT (app_id) DO UPDATE SET balance = balance + excluded.balance, updated_at = excluded.updated_at`,
+			appID, amount, ms(now))
+		return err
+	})
+}
+
+// ---- hotline pools ----
+
+type Pool struct {
+	Key       string    `json:"key"`
+	Numbers   []Hotline `json:"numbers"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type Hotline struct {
+	Number  string `json:"number"`
+	Enabled bool   `json:"enabled"`
+}
+
+// Pools returns the application's pools with their numbers; key "" means all.
+func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT p.key, p.created_at, h.number, h.enabled
+		FROM hotline_pools p LEFT JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key
+		WHERE p.app_id = ? AND (? = '' OR p.key = ?)
+		ORDER BY p.key, h.number`, appID, key, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Pool{}
+	for rows.Next() {
+		var k string
+		var created int64
+		var number sql.NullString
+		var enabled sql.NullBool
+		if err := rows.Scan(&k, &created, &number, &enabled); err != nil {
+			return nil, err
+		}
+		if len(out) == 0 || out[len(out)-1].Key != k {
+			out = append(out, &Pool{Key: k, Numbers: []Hotline{}, CreatedAt: fromMS(created)})
+		}
+		if number.Valid {
+			p := out[len(out)-1]
+			p.Numbers = append(p.Numbers, Hotline{Number: number.String, Enabled: enabled.Bool})
+		}
+	}
+	return out, rows.Err()
+}
+
+// CreatePool adds a pool with its numbers; errConflict when the key is taken.
+func (s *Store) CreatePool(ctx context.Context, appID int64, key string, numbers []string, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, created_at) VALUES (?, ?, ?)`, appID, key, ms(now))
+		if isUniqueViolation(err) {
+			return errConflict
+		}
+		if err != nil {
+			return err
+		}
+		return insertHotlines(tx, appID, key, numbers)
+	})
+}
+
+func insertHotlines(tx *sql.Tx, appID int64, pool string, numbers []string) error {
+	for _, n := range numbers {
+		if _, err := tx.Exec(`INSERT INTO hotlines (app_id, pool_key, number) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+			appID, pool, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) DeletePool(ctx context.Context, appID int64, key string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`DELETE FROM hotline_pools WHERE app_id = ? AND key = ?`, appID, key))
+	})
+}
+
+// AddHotlines adds numbers (enabled) to an existing pool; numbers already
+// there are left as they are.
+func (s *Store) AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		var ok bool
+		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM hotline_pools WHERE app_id = ? AND key = ?)`, appID, pool).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return errNotFound
+		}
+		return insertHotlines(tx, appID, pool, numbers)
+	})
+}
+
+func (s *Store) RemoveHotline(ctx context.Context, appID int64, pool, number string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`DELETE FROM hotlines WHERE app_id = ? AND pool_key = ? AND number = ?`, appID, pool, number))
+	})
+}
+
+func (s *Store) SetHotlineEnabled(ctx context.Context, appID int64, pool, number string, enabled bool) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`UPDATE hotlines SET enabled = ? WHERE app_id = ? AND pool_key = ? AND number = ?`,
+			boolInt(enabled), appID, pool, number))
+	})
+}
+
+// ---- scenarios ----
+
+// CreateScenario adds a scenario; errConflict when the id is taken.
+func (s *Store) CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+	fields, config, err := scenarioJSONColumns(sc)
+	if err != nil {
+		return err
+	}
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO scenarios (app_id, id, name, description, status, content, personalized_fields, call_config, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sc.AppID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, fields, config, ms(now), ms(now))
+		if isUniqueViolation(err) {
+			return errConflict
+		}
+		return err
+	})
+}
+
+// UpdateScenario stores a scenario's editable fields (not its status).
+func (s *Store) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+	fields, config, err := scenarioJSONColumns(sc)
+	if err != nil {
+		return err
+	}
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`UPDATE scenarios SET name = ?, description = ?, content = ?, personalized_fields = ?,
+			call_config = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
+			sc.Name, sc.Description, sc.Content, fields, config, ms(now), sc.AppID, sc.ID))
+	})
+}
+
+func scenarioJSONColumns(sc *Scenario) (string, string, error) {
+	fields, err := json.Marshal(sc.PersonalizedFields)
+	if err != nil {
+		return "", "", err
+	}
+	config, err := json.Marshal(sc.CallConfig)
+	return string(fields), string(config), err
+}
+
+// DeleteScenario removes a scenario with its campaigns and contacts.
+func (s *Store) DeleteScenario(ctx context.Context, appID int64, id string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`DELETE FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
+	})
+}
+
+// errBadTransition carries the status a scenario was in when a transition
+// from it was refused.
+type errBadTransition struct{ status string }
+
+func (e errBadTransition) Error() string { return "scenario is " + e.status }
+
+// TransitionScenario moves a scenario to status to if it is in one of from.
+func (s *Store) TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		args := []any{to, ms(now), appID, id}
+		for _, f := range from {
+			args = append(args, f)
+		}
+		r, err := tx.Exec(`UPDATE scenarios SET status = ?, updated_at = ?
+			WHERE app_id = ? AND id = ? AND status IN (?`+strings.Repeat(", ?", len(from)-1)+`)`, args...)
+		if err := changed(r, err); !errors.Is(err, errNotFound) {
+			return err
+		}
+		var current string
+		err = tx.QueryRow(`SELECT status FROM scenarios WHERE app_id = ? AND id = ?`, appID, id).Scan(&current)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return errBadTransition{current}
+	})
+}
+
+// ---- campaigns ----
+
+func (s *Store) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+campaignColumns+` FROM campaigns
+		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at, id`, appID, scenarioID, scenarioID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Campaign{}
+	for rows.Next() {
+		c, err := scanCampaign(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CreateCampaign adds a campaign of an existing scenario; errConflict when
+// the id is taken.
+func (s *Store) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			c.AppID, c.ID, c.Name, c.ScenarioID, ms(now), ms(now))
+		if isUniqueViolation(err) {
+			return errConflict
+		}
+		return err
+	})
+}
+
+func (s *Store) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`UPDATE campaigns SET paused = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
+			boolInt(paused), ms(now), appID, id))
+	})
+}
+
+// ---- webhook endpoints ----
+
+type WebhookEndpoint struct {
+	ID        string    `json:"id"`
+	URL       string    `json:"url"`
+	Secret    string    `json:"secret,omitempty"` // shown on create and rotate only
+	Events    []string  `json:"events"`
+	Enabled   bool      `json:"enabled"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+const endpointColumns = `id, url, secret, events, enabled, created_at, updated_at`
+
+func scanEndpoint(row interface{ Scan(...any) error }) (*WebhookEndpoint, error) {
+	var e WebhookEndpoint
+	var events string
+	var created, updated int64
+	err := row.Scan(&e.ID, &e.URL, &e.Secret, &events, &e.Enabled, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(events), &e.Events); err != nil {
+		return nil, fmt.Errorf("webhook endpoint %s events: %w", e.ID, err)
+	}
+	e.CreatedAt, e.UpdatedAt = fromMS(created), fromMS(updated)
+	return &e, nil
+}
+
+func (s *Store) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE app_id = ? ORDER BY created_at, id`, appID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*WebhookEndpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
+	return scanEndpoint(s.read.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE app_id = ? AND id = ?`, appID, id))
+}
+
+// SaveEndpoint inserts or replaces an endpoint of appID.
+func (s *Store) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
+	events, err := json.Marshal(e.Events)
+	if err != nil {
+		return err
+	}
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET url = excluded.url, secret = excluded.secret, events = excluded.events,
+				enabled = excluded.enabled, updated_at = excluded.updated_at
+			WHERE webhook_endpoints.app_id = excluded.app_id`,
+			e.ID, appID, e.URL, e.Secret, string(events), boolInt(e.Enabled), ms(now), ms(now))
+		return err
+	})
+}
+
+func (s *Store) DeleteEndpoint(ctx context.Context, appID int64, id string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`DELETE FROM webhook_endpoints WHERE app_id = ? AND id = ?`, appID, id))
+	})
+}
+
+// ---- contacts, calls, imports ----
+
+type ContactRecord struct {
+	ID            string            `json:"id"`
+	ScenarioID    string            `json:"scenario_id"`
+	CampaignID    string            `json:"campaign_id,omitempty"`
+	ImportID      string            `json:"import_id"`
+	Phone         string            `json:"phone"`
+	Fields        map[string]string `json:"fields"`
+	State         string            `json:"state"`
+	Attempts      int               `json:"attempts"`
+	NextAttemptAt time.Time         `json:"next_attempt_at"`
+	Outcome       string            `json:"outcome,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+
+	seq int64
+}
+
+type CallRecord struct {
+	ID         string     `json:"id"`
+	Attempt    int        `json:"attempt"`
+	Hotline    string     `json:"hotline"`
+	State      string     `json:"state"`
+	Outcome    string     `json:"outcome,omitempty"`
+	Cause      *int64     `json:"cause"`
+	StartedAt  time.Time  `json:"started_at"`
+	AnsweredAt *time.Time `json:"answered_at"`
+	EndedAt    *time.Time `json:"ended_at"`
+	Duration   int64      `json:"duration"`
+	Cost       int64      `json:"cost"`
+}
+
+// ContactFilter selects contacts of one application; zero fields match all.
+// Cursor is the seq of the last contact of the previous page.
+type ContactFilter struct {
+	ScenarioID, CampaignID, State, Outcome, Phone string
+	From, To                                      time.Time
+	Cursor                                        int64
+	Limit                                         int
+}
+
+const contactColumns = `seq, id, scenario_id, coalesce(campaign_id, ''), import_id, phone, fields, state, attempts,
+	next_attempt_at, coalesce(outcome, ''), created_at, updated_at`
+
+func scanContact(row interface{ Scan(...any) error }) (*ContactRecord, error) {
+	var c ContactRecord
+	var fields string
+	var next, created, updated int64
+	err := row.Scan(&c.seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
+		&next, &c.Outcome, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {
+		return nil, fmt.Errorf("contact %s fields: %w", c.ID, err)
+	}
+	c.NextAttemptAt, c.CreatedAt, c.UpdatedAt = fromMS(next), fromMS(created), fromMS(updated)
+	return &c, nil
+}
+
+// optMS is 0 for the zero time, so "? = 0 OR ..." skips an unset bound.
+func optMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return ms(t)
+}
+
+// Contacts returns one page of contacts, newest first, and the cursor of the
+// next page ("" on the last one).
+func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+contactColumns+` FROM contacts
+		WHERE app_id = ? AND (? = 0 OR seq < ?)
+			AND (? = '' OR scenario_id = ?) AND (? = '' OR campaign_id = ?)
+			AND (? = '' OR state = ?) AND (? = '' OR outcome = ?) AND (? = '' OR phone = ?)
+			AND (? = 0 OR created_at >= ?) AND (? = 0 OR created_at < ?)
+		ORDER BY seq DESC LIMIT ?`,
+		appID, f.Cursor, f.Cursor, f.ScenarioID, f.ScenarioID, f.CampaignID, f.CampaignID,
+		f.State, f.State, f.Outcome, f.Outcome, f.Phone, f.Phone,
+		optMS(f.From), optMS(f.From), optMS(f.To), optMS(f.To), f.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	out := []*ContactRecord{}
+	for rows.Next() {
+		c, err := scanContact(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, c)
+	}
+	next := ""
+	if len(out) == f.Limit {
+		next = strconv.FormatInt(out[len(out)-1].seq, 10)
+	}
+	return out, next, rows.Err()
+}
+
+// Contact returns one contact of appID with every call attempt made to it.
+func (s *Store) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
+	c, err := scanContact(s.read.QueryRowContext(ctx, `SELECT `+contactColumns+` FROM contacts WHERE app_id = ? AND id = ?`, appID, id))
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT id, attempt, hotline, state, coalesce(outcome, ''), cause,
+		started_at, answered_at, ended_at, duration, cost FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	calls := []CallRecord{}
+	for rows.Next() {
+		var k CallRecord
+		var cause, answered, ended sql.NullInt64
+		var started int64
+		if err := rows.Scan(&k.ID, &k.Attempt, &k.Hotline, &k.State, &k.Outcome, &cause, &started, &answered, &ended,
+			&k.Duration, &k.Cost); err != nil {
+			return nil, nil, err
+		}
+		k.StartedAt = fromMS(started)
+		k.Cause, k.AnsweredAt, k.EndedAt = nullInt(cause), nullTime(answered), nullTime(ended)
+		calls = append(calls, k)
+	}
+	return c, calls, rows.Err()
+}
+
+func nullInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
+}
+
+func nullTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+type ImportRecord struct {
+	ID         string    `json:"id"`
+	ScenarioID string    `json:"scenario_id"`
+	CampaignID string    `json:"campaign_id,omitempty"`
+	Requested  int       `json:"requested"`
+	Added      int       `json:"added"`
+	Skipped    int       `json:"skipped"`
+	Code       int       `json:"code"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+const importColumns = `id, scenario_id, coalesce(campaign_id, ''), requested, added, skipped, code, created_at`
+
+func scanImport(row interface{ Scan(...any) error }) (*ImportRecord, error) {
+	var im ImportRecord
+	var created int64
+	err := row.Scan(&im.ID, &im.ScenarioID, &im.CampaignID, &im.Requested, &im.Added, &im.Skipped, &im.Code, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	im.CreatedAt = fromMS(created)
+	return &im, err
+}
+
+// Imports returns the application's most recent imports, newest first.
+func (s *Store) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+importColumns+` FROM imports
+		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at DESC, rowid DESC LIMIT ?`,
+		appID, scenarioID, scenarioID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*ImportRecord{}
+	for rows.Next() {
+		im, err := scanImport(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, im)
+	}
+	return out, rows.Err()
+}
+
+// ImportByID returns one import of appID.
+func (s *Store) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
+	return scanImport(s.read.QueryRowContext(ctx, `SELECT `+importColumns+` FROM imports WHERE app_id = ? AND id = ?`, appID, id))
+}
+
+// ---- webhook messages ----
+
+type WebhookMessage struct {
+	ID         string          `json:"id"`
+	EndpointID string          `json:"endpoint_id"`
+	EventType  string          `json:"event_type"`
+	Payload    json.RawMessage `json:"payload"`
+	State      string          `json:"state"`
+	Attempts   int             `json:"attempts"`
+	NextTryAt  time.Time       `json:"next_try_at"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+
+	seq int64
+}
+
+type WebhookAttempt struct {
+	Attempt    int       `json:"attempt"`
+	StatusCode *int64    `json:"status_code"`
+	Error      string    `json:"error,omitempty"`
+	LatencyMS  int64     `json:"latency_ms"`
+	At         time.Time `json:"at"`
+}
+
+// MessageFilter selects webhook messages of one application.
+type MessageFilter struct {
+	EndpointID, State, EventType string
+	From, To                     time.Time
+	Cursor                       int64
+	Limit                        int
+}
+
+const messageColumns = `seq, id, endpoint_id, event_type, payload, state, attempts, next_try_at, created_at, updated_at`
+
+func scanMessage(row interface{ Scan(...any) error }) (*WebhookMessage, error) {
+	var m WebhookMessage
+	var payload string
+	var next, created, updated int64
+	err := row.Scan(&m.seq, &m.ID, &m.EndpointID, &m.EventType, &payload, &m.State, &m.Attempts, &next, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.Payload = json.RawMessage(payload)
+	m.NextTryAt, m.CreatedAt, m.UpdatedAt = fromMS(next), fromMS(created), fromMS(updated)
+	return &m, nil
+}
+
+// Messages returns one page of webhook messages, newest first, and the
+// cursor of the next page.
+func (s *Store) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM webhook_messages
+		WHERE app_id = ? AND (? = 0 OR seq < ?) AND (? = '' OR endpoint_id = ?)
+			AND (? = '' OR state = ?) AND (? = '' OR event_type = ?)
+			AND (? = 0 OR created_at >= ?) AND (? = 0 OR created_at < ?)
+		ORDER BY seq DESC LIMIT ?`,
+		appID, f.Cursor, f.Cursor, f.EndpointID, f.EndpointID, f.State, f.State, f.EventType, f.EventType,
+		optMS(f.From), optMS(f.From), optMS(f.To), optMS(f.To), f.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	out := []*WebhookMessage{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, m)
+	}
+	next := ""
+	if len(out) == f.Limit {
+		next = strconv.FormatInt(out[len(out)-1].seq, 10)
+	}
+	return out, next, rows.Err()
+}
+
+// Message returns one webhook message of appID with every delivery attempt.
+func (s *Store) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
+	m, err := scanMessage(s.read.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM webhook_messages
+		WHERE app_id = ? AND id = ?`, appID, id))
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT attempt, status_code, coalesce(error, ''), latency_ms, at
+		FROM webhook_attempts WHERE message_seq = ? ORDER BY attempt`, m.seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	attempts := []WebhookAttempt{}
+	for rows.Next() {
+		var a WebhookAttempt
+		var status sql.NullInt64
+		var at int64
+		if err := rows.Scan(&a.Attempt, &status, &a.Error, &a.LatencyMS, &at); err != nil {
+			return nil, nil, err
+		}
+		a.StatusCode, a.At = nullInt(status), fromMS(at)
+		attempts = append(attempts, a)
+	}
+	return m, attempts, rows.Err()
+}
+
+// Redeliver puts a message back in the outbox, due now, whatever its state.
+func (s *Store) Redeliver(ctx context.Context, appID int64, id string, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`UPDATE webhook_messages SET state = 'pending', tries = 0, next_try_at = ?, updated_at = ?
+			WHERE app_id = ? AND id = ?`, ms(now), ms(now), appID, id))
+	})
+}
+
+// RecoverFailed puts every dead message of an endpoint created since then
+// back in the outbox, due now, and says how many.
+func (s *Store) RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error) {
+	var n int64
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.Exec(`UPDATE webhook_messages SET state = 'pending', tries = 0, next_try_at = ?, updated_at = ?
+			WHERE app_id = ? AND endpoint_id = ? AND state = 'dead' AND created_at >= ?`,
+			ms(now), ms(now), appID, endpointID, ms(since))
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// ---- reset ----
+
+// resetTables lists every table of tenant data, children first; the admin
+// settings survive a reset.
+var resetTables = []string{
+	"webhook_attempts", "webhook_messages", "webhook_endpoints", "calls", "contacts", "skipped_contacts",
+	"imports", "campaigns", "scenarios", "hotlines", "hotline_pools", "wallets", "applications",
+}
+
+// Reset wipes every tenant and applies apps, in one transaction.
+func (s *Store) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		for _, t := range resetTables {
+			if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {
+				return fmt.Errorf("reset %s: %w", t, err)
+			}
+		}
+		for _, fa := range apps {
+			if err := applyFixtureApp(tx, fa, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
