@@ -263,10 +263,15 @@ func (a *Admin) app(r *http.Request, ps httprouter.Params) (*Application, error)
 // resetState returns everything to the start: tenants as the fixtures (or
 // the demo tenant) make them, no fault rules, an empty journal and sink.
 func (a *Admin) resetState(r *http.Request, _ httprouter.Params) (any, error) {
-	a.faults.Clear()
-	if err := a.reset(r.Context()); err != nil {
+	err := a.reset(r.Context())
+	var bad *ConfigError
+	if errors.As(err, &bad) {
+		return nil, adminError(422, "Nothing was reset: %v", bad)
+	}
+	if err != nil {
 		return nil, err
 	}
+	a.faults.Clear()
 	a.journal.Clear()
 	a.sink.Clear("")
 	return a.listApps(r, nil)

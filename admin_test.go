@@ -657,6 +657,17 @@ func TestAdminReset(t *testing.T) {
 		t.Errorf("after reset: %+v", e)
 	}
 	s.adminFail(t, "GET", "/apps/temp-key", "", 404)
+
+	// A fixtures file broken since the start stops the reset before it wipes.
+	if err := os.WriteFile(s.m.Config.Fixtures, []byte("[[applications]]\napi_key = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e := s.adminFail(t, "POST", "/reset", "", 422); !strings.Contains(e.Message, "fixtures.toml") {
+		t.Errorf("broken fixtures: %q does not name the file", e.Message)
+	}
+	if st, e := qaImport(t, s, oneContact); st != 200 {
+		t.Errorf("after a failed reset: %+v", e)
+	}
 }
 
 func TestAdminResetDemo(t *testing.T) {

@@ -167,8 +167,14 @@ func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op operation,
 	case opAddToScenario.name:
 		return ps.ByName("scenario_id")
 	case opAddToCampaign.name:
-		body, err := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		// Only the start of a body is looked at, so a huge one costs no more
+		// here than it will in the handler (which still applies its limits).
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxPeek))
+		rest := io.Reader(r.Body)
+		if err != nil {
+			rest = errReader{err}
+		}
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), rest), r.Body}
 		var b struct {
 			CampaignID string `json:"campaign_id"`
 		}
@@ -182,15 +188,18 @@ func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op operation,
 	return ""
 }
 
+// maxPeek bounds how much of operation C's body a scenario rule reads.
+const maxPeek = 1 << 20
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
 // errReader hands a read error of the original body on to the handler.
 type errReader struct{ err error }
 
-func (e errReader) Read([]byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	return 0, io.EOF
-}
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // faultCodes are the codes an error rule may answer: every code of the
 // spec's tables and dialbox's extensions, with their messages. 9999 and 500
