@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -71,8 +72,8 @@ func opsRequest(method, url, token, body string, header ...string) (*http.Respon
 	return resp, b, err
 }
 
-// scrape reads /metrics into name -> samples.
-func scrape(t *testing.T, url string) map[string][]*model.Sample {
+// scrapeMetrics reads /metrics into name -> samples.
+func scrapeMetrics(t *testing.T, url string) map[string][]*model.Sample {
 	t.Helper()
 	resp, body := opsDo(t, "GET", url, "", "")
 	if resp.StatusCode != 200 {
@@ -83,7 +84,11 @@ func scrape(t *testing.T, url string) map[string][]*model.Sample {
 	if err != nil {
 		t.Fatalf("metrics do not parse: %v", err)
 	}
-	vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, mapValues(families)...)
+	list := make([]*dto.MetricFamily, 0, len(families))
+	for _, f := range families {
+		list = append(list, f)
+	}
+	vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, list...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,17 +100,9 @@ func scrape(t *testing.T, url string) map[string][]*model.Sample {
 	return out
 }
 
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
-
-// sample is the value of the sample of name with all the given labels
+// metricValue is the value of the sample of name with all the given labels
 // (name=value pairs); ok is false when there is none.
-func sample(samples map[string][]*model.Sample, name string, labels ...string) (float64, bool) {
+func metricValue(samples map[string][]*model.Sample, name string, labels ...string) (float64, bool) {
 next:
 	for _, s := range samples[name] {
 		for i := 0; i+1 < len(labels); i += 2 {
@@ -121,9 +118,9 @@ next:
 func TestMetrics(t *testing.T) {
 	m, token := startOpsServer(t, io.Discard)
 	base := m.URL()
-	before := scrape(t, base+"/metrics")
-	imported0, _ := sample(before, "dialbox_contacts_imported_total")
-	skipped0, _ := sample(before, "dialbox_contacts_skipped_total")
+	before := scrapeMetrics(t, base+"/metrics")
+	imported0, _ := metricValue(before, "dialbox_contacts_imported_total")
+	skipped0, _ := metricValue(before, "dialbox_contacts_skipped_total")
 
 	resp, body := opsDo(t, "POST", base+"/api/v1/public-api/scenarios/"+demoScenarioID+"/calls", token,
 		`{"contacts":[{"phone_number":"0912345678"},{"phone_number":"not a phone"}]}`)
@@ -133,35 +130,35 @@ func TestMetrics(t *testing.T) {
 	opsDo(t, "GET", base+"/api/v1/public-api/scenarios?limit=99", token, "")
 	opsDo(t, "POST", base+"/api/v1/public-api/campaign", "", `{}`)
 
-	after := scrape(t, base+"/metrics")
+	after := scrapeMetrics(t, base+"/metrics")
 	for _, c := range []struct{ op, code string }{{"A", "1"}, {"B", "400"}, {"C", "401"}, {"metrics", "200"}} {
-		if n, ok := sample(after, "dialbox_http_requests_total", "op", c.op, "code", c.code); !ok || n < 1 {
+		if n, ok := metricValue(after, "dialbox_http_requests_total", "op", c.op, "code", c.code); !ok || n < 1 {
 			t.Errorf("dialbox_http_requests_total{op=%q,code=%q} = %v, %v; want >= 1", c.op, c.code, n, ok)
 		}
-		if n, ok := sample(after, "dialbox_http_request_duration_seconds_count", "op", c.op, "code", c.code); !ok || n < 1 {
+		if n, ok := metricValue(after, "dialbox_http_request_duration_seconds_count", "op", c.op, "code", c.code); !ok || n < 1 {
 			t.Errorf("latency histogram of op=%q code=%q: count %v, %v", c.op, c.code, n, ok)
 		}
 	}
-	if n, _ := sample(after, "dialbox_contacts_imported_total"); n-imported0 < 1 {
+	if n, _ := metricValue(after, "dialbox_contacts_imported_total"); n-imported0 < 1 {
 		t.Errorf("contacts imported went from %v to %v", imported0, n)
 	}
-	if n, _ := sample(after, "dialbox_contacts_skipped_total"); n-skipped0 < 1 {
+	if n, _ := metricValue(after, "dialbox_contacts_skipped_total"); n-skipped0 < 1 {
 		t.Errorf("contacts skipped went from %v to %v", skipped0, n)
 	}
-	if n, ok := sample(after, "dialbox_queue_depth", "scenario", demoScenarioID); !ok || n != 1 {
+	if n, ok := metricValue(after, "dialbox_queue_depth", "scenario", demoScenarioID); !ok || n != 1 {
 		t.Errorf("queue depth of %s = %v, %v; want 1", demoScenarioID, n, ok)
 	}
-	if n, ok := sample(after, "dialbox_sqlite_commit_batch_jobs_count"); !ok || n < 1 {
+	if n, ok := metricValue(after, "dialbox_sqlite_commit_batch_jobs_count"); !ok || n < 1 {
 		t.Errorf("no commit batch observed: %v %v", n, ok)
 	}
 	for _, name := range []string{"dialbox_calls_in_progress", "dialbox_wallet_balance_vnd", "dialbox_webhook_outbox_backlog",
 		"dialbox_webhook_outbox_oldest_age_seconds", "dialbox_webhook_delivery_duration_seconds_count",
 		"dialbox_sqlite_commit_duration_seconds_count", "dialbox_build_info", "go_goroutines"} {
-		if _, ok := sample(after, name); !ok {
+		if _, ok := metricValue(after, name); !ok {
 			t.Errorf("%s missing", name)
 		}
 	}
-	if n, _ := sample(after, "dialbox_metrics_db_errors"); n != 0 {
+	if n, _ := metricValue(after, "dialbox_metrics_db_errors"); n != 0 {
 		t.Errorf("%v metrics queries failed", n)
 	}
 }
@@ -171,7 +168,7 @@ func TestMetricsSeparateListener(t *testing.T) {
 	if resp, _ := opsDo(t, "GET", m.URL()+"/metrics", "", ""); resp.StatusCode != 404 {
 		t.Errorf("/metrics on the main listener: %d, want 404", resp.StatusCode)
 	}
-	if _, ok := sample(scrape(t, "http://"+m.ops.metricsAddr+"/metrics"), "dialbox_build_info"); !ok {
+	if _, ok := metricValue(scrapeMetrics(t, "http://"+m.ops.metricsAddr+"/metrics"), "dialbox_build_info"); !ok {
 		t.Error("separate listener serves no dialbox metrics")
 	}
 }

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// runImport loads contacts from a CSV file straight into the database, in
+// chunks, through the checks of operation A: canImport (1208, 1104, 2301),
+// validateContacts, then Store.Import (duplicates, 1105), so a file and an
+// API call accept and refuse the same contacts. It works with the server
+// running (SQLite serialises the two writers; the engine finds the new
+// contacts on its next poll) or stopped.
+func runImport(ctx context.Context, args []string, stdout io.Writer, env []string) error {
+	fs, f := newFlagSet("import")
+	appKey := fs.String("app", "", "API key of the application (may be left out when the database has only one)")
+	scenarioID := fs.String("scenario", "", "scenario to add the contacts to")
+	campaignID := fs.String("campaign", "", "campaign to add the contacts to (its scenario is used)")
+	chunk := fs.Int("chunk", 1000, "contacts per transaction")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("import: give one contacts.csv file\n%s", usage)
+	}
+	if *scenarioID == "" && *campaignID == "" {
+		return errors.New("import: --scenario ID or --campaign ID is required")
+	}
+	if *chunk < 1 || *chunk > 10000 {
+		return errors.New("import: --chunk must be from 1 to 10000")
+	}
+	cfg, err := f.load(fs, env)
+	if err != nil {
+		return err
+	}
+	path := pos[0]
+	in, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer in.Close()
+	stat, err := in.Stat()
+	if err != nil {
+		return err
+	}
+
+	store, err := OpenStore(cfg.Database)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	app, err := importApp(ctx, store, *appKey)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	imp := &csvImport{
+		api:         &API{cfg: cfg, store: store, now: time.Now, log: slog.New(slog.DiscardHandler)},
+		app:         app,
+		chunk:       *chunk,
+		skippedPath: strings.TrimSuffix(path, filepath.Ext(path)) + ".skipped.csv",
+	}
+	if err := imp.target(ctx, *scenarioID, *campaignID); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+
+	var src io.Reader = in
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		bar := progressbar.NewOptions64(stat.Size(),
+			progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("importing"),
+			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+		imp.onChunk = func() { bar.Describe(fmt.Sprintf("added %d, skipped %d", imp.added, imp.skipped)) }
+		reader := progressbar.NewReader(in, bar)
+		src = &reader
+		defer bar.Finish()
+	}
+	err = imp.run(ctx, src)
+	fmt.Fprintf(stdout, "%s: %d rows read, %d contacts added, %d skipped\n", path, imp.rows, imp.added, imp.skipped)
+	if imp.skipped > 0 {
+		fmt.Fprintf(stdout, "reasons for the skipped rows: %s\n", imp.skippedPath)
+	}
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+// importApp finds the application to import for; with no key given, the
+// only application of the database.
+func importApp(ctx context.Context, store *Store, key string) (*Application, error) {
+	if key != "" {
+		app, err := store.AppByKey(ctx, key)
+		if errors.Is(err, errNotFound) {
+			return nil, fmt.Errorf("no application has API key %q", key)
+		}
+		return app, err
+	}
+	apps, err := store.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(apps) != 1 {
+		return nil, fmt.Errorf("the database has %d applications: name one with --app API_KEY", len(apps))
+	}
+	return apps[0], nil
+}
+
+// csvImport is one file's import: chunks of rows go through the checks of
+// operation A; skipped rows are written, with their reason, to skippedPath.
+type csvImport struct {
+	api         *API
+	app         *Application
+	sc          *Scenario
+	campaignID  string
+	chunk       int
+	skippedPath string
+	onChunk     func() // after each chunk, for progress
+
+	rows, added, skipped int
+	out                  *os.File // skipped rows, made at the first one
+	skippedCSV           *csv.Writer
+}
+
+// target looks up the scenario (and campaign) as operations A and C do.
+func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string) error {
+	store, appID := imp.api.store, imp.app.ID
+	if campaignID != "" {
+		camp, err := store.Campaign(ctx, appID, campaignID)
+		if errors.Is(err, errNotFound) {
+			return fmt.Errorf("%w: %q", errCampaignNotFound, campaignID)
+		}
+		if err != nil {
+			return err
+		}
+		if scenarioID != "" && scenarioID != camp.ScenarioID {
+			return fmt.Errorf("campaign %q belongs to scenario %q, not %q", campaignID, camp.ScenarioID, scenarioID)
+		}
+		scenarioID, imp.campaignID = camp.ScenarioID, camp.ID
+	}
+	sc, err := store.Scenario(ctx, appID, scenarioID)
+	if errors.Is(err, errNotFound) {
+		return fmt.Errorf("%w: %q", errScenarioNotFound, scenarioID)
+	}
+	imp.sc = sc
+	return err
+}
+
+// run reads the CSV a chunk at a time, so memory stays the same whatever
+// the size of the file.
+func (imp *csvImport) run(ctx context.Context, r io.Reader) error {
+	err := imp.read(ctx, r)
+	return errors.Join(err, imp.closeSkipped())
+}
+
+func (imp *csvImport) read(ctx context.Context, r io.Reader) error {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1 // short rows are judged per row, not fatal
+	header, err := cr.Read()
+	if err == io.EOF {
+		return errors.New("the file is empty: its first row must name the columns, phone_number among them")
+	}
+	if err != nil {
+		return err
+	}
+	header[0] = strings.TrimPrefix(header[0], "\ufeff") // spreadsheet programs write a BOM
+	phoneCol := -1
+	for i, h := range header {
+		header[i] = strings.TrimSpace(h)
+		if header[i] == "phone_number" {
+			phoneCol = i
+		}
+	}
+	if phoneCol < 0 {
+		return fmt.Errorf("the header row %q has no phone_number column", strings.Join(header, ","))
+	}
+	records := make([][]string, 0, imp.chunk)
+	for {
+		rec, err := cr.Read()
+		if err != nil && err != io.EOF {
+			var pe *csv.ParseError
+			if !errors.As(err, &pe) {
+				return err
+			}
+			return fmt.Errorf("line %d: %w (%d rows before it were imported)", pe.Line, err, imp.rows)
+		}
+		if rec != nil {
+			records = append(records, rec)
+		}
+		if len(records) == imp.chunk || (err == io.EOF && len(records) > 0) {
+			if err := imp.importChunk(ctx, header, records); err != nil {
+				return err
+			}
+			records = records[:0]
+			if imp.onChunk != nil {
+				imp.onChunk()
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// importChunk sends rows through the checks of operation A. Rows are
+// counted from the first after the header, as spreadsheets number them
+// (header is row 1).
+func (imp *csvImport) importChunk(ctx context.Context, header []string, records [][]string) error {
+	first := imp.rows + 2
+	imp.rows += len(records)
+	now := imp.api.now()
+	apiErr, err := imp.api.canImport(ctx, imp.app, imp.sc, now)
+	if err != nil {
+		return err
+	}
+	if apiErr != nil {
+		return fmt.Errorf("%d %s: rows from %d on were not imported", apiErr.Code, apiErr.Message, first)
+	}
+	items := make([]any, len(records))
+	for i, rec := range records {
+		contact := make(map[string]any, len(header))
+		for j, v := range rec {
+			if j < len(header) && header[j] != "" {
+				contact[header[j]] = v
+			}
+		}
+		items[i] = contact
+	}
+	req := ImportRequest{AppID: imp.app.ID, ScenarioID: imp.sc.ID, CampaignID: imp.campaignID,
+		UniquePhone: !imp.sc.CallConfig.AllowDuplicatePhone}
+	req.Contacts, req.Skipped = validateContacts(items, imp.sc, imp.api.cfg.Phone.DefaultRegion)
+	res, err := imp.api.store.Import(ctx, req, now)
+	if errors.As(err, &apiErr) && apiErr != errAllInvalid {
+		return fmt.Errorf("%d %s: rows from %d on were not imported", apiErr.Code, apiErr.Message, first)
+	}
+	if err != nil && !errors.Is(err, errAllInvalid) {
+		return fmt.Errorf("%s (rows from %d on were not imported)", err, first)
+	}
+	imp.added += len(res.Added)
+	imp.skipped += len(res.Skipped)
+	for _, sk := range res.Skipped {
+		if err := imp.writeSkipped(header, first+sk.Position, records[sk.Position], sk.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSkipped adds a row to the skipped-rows file: its row number, the
+// reason, then the row as read, so it can be fixed and imported again.
+func (imp *csvImport) writeSkipped(header []string, row int, rec []string, reason string) error {
+	if imp.skippedCSV == nil {
+		f, err := os.Create(imp.skippedPath)
+		if err != nil {
+			return err
+		}
+		imp.out, imp.skippedCSV = f, csv.NewWriter(f)
+		imp.skippedCSV.Write(append([]string{"row", "reason"}, header...))
+	}
+	return imp.skippedCSV.Write(append([]string{strconv.Itoa(row), reason}, rec...))
+}
+
+func (imp *csvImport) closeSkipped() error {
+	if imp.skippedCSV == nil {
+		return nil
+	}
+	imp.skippedCSV.Flush()
+	return errors.Join(imp.skippedCSV.Error(), imp.out.Close())
+}
