@@ -63,10 +63,10 @@ func TestFaultEveryErrorCode(t *testing.T) {
 		if status, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body); status != 200 {
 			t.Errorf("%s %d: the rule fired twice: %d %s", c.op, c.code, status, b)
 		}
-		var count struct{ Count int }
-		s.admin(t, "GET", "/journal/count?fault="+rule.ID+"&code="+fmt.Sprint(c.code), "", &count)
-		if count.Count != 1 {
-			t.Errorf("%s %d: %d journal entries name the rule", c.op, c.code, count.Count)
+		var j struct{ Requests []JournalEntry }
+		s.admin(t, "GET", "/journal?fault="+rule.ID+"&code="+fmt.Sprint(c.code), "", &j)
+		if len(j.Requests) != 1 || j.Requests[0].RequestBody != body {
+			t.Errorf("%s %d: journal entries naming the rule: %+v", c.op, c.code, j.Requests)
 		}
 	}
 	var list struct{ Faults []FaultRule }

@@ -70,6 +70,11 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 		e.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 		e.Status = rec.status
 		e.Code = bodyCode(rec.body.b.Bytes())
+		// A fault (or an early error) may answer before the body is read:
+		// read what the journal keeps anyway, as the client did send it.
+		if missing := j.bodyMax + 1 - req.buf.total; missing > 0 && !req.done {
+			io.CopyN(io.Discard, req, int64(missing))
+		}
 		e.RequestBody, e.RequestTruncated = req.buf.String(j.bodyMax)
 		e.ResponseBody, e.ResponseTruncated = rec.body.String(j.bodyMax)
 		j.add(e)
@@ -114,12 +119,14 @@ func (w *journalWriter) Write(b []byte) (int, error) {
 
 type requestCapture struct {
 	io.ReadCloser
-	buf limitedBuffer
+	buf  limitedBuffer
+	done bool // the body ended or failed
 }
 
 func (c *requestCapture) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.buf.Write(p[:n])
+	c.done = c.done || err != nil
 	return n, err
 }
 
