@@ -192,8 +192,8 @@ func (a *Admin) authorized(r *http.Request) bool {
 
 // Admin errors: the public envelope, with the HTTP status equal to the code.
 var (
-	errAdminInternal = &APIError{Code: 500, Message: "Internal error"}
-	errAppNotFoundA  = &APIError{Code: 404, Message: "Application is not found"}
+	errAdminInternal    = &APIError{Code: 500, Message: "Internal error"}
+	errAdminAppNotFound = &APIError{Code: 404, Message: "Application is not found"}
 )
 
 func adminError(code int, format string, args ...any) *APIError {
@@ -253,7 +253,7 @@ func jsonKind(goType string) string {
 func (a *Admin) app(r *http.Request, ps httprouter.Params) (*Application, error) {
 	app, err := a.store.AppByKey(r.Context(), ps.ByName("app"))
 	if errors.Is(err, errNotFound) {
-		return nil, errAppNotFoundA
+		return nil, errAdminAppNotFound
 	}
 	return app, err
 }
@@ -372,7 +372,7 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p AppPatch) (any, error) {
 	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
 	if errors.Is(err, errNotFound) {
-		return nil, errAppNotFoundA
+		return nil, errAdminAppNotFound
 	}
 	return app, err
 }
@@ -386,7 +386,7 @@ func (a *Admin) setAppDisabled(disabled bool) adminHandler {
 func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
 	err := a.store.DeleteApp(r.Context(), ps.ByName("app"))
 	if errors.Is(err, errNotFound) {
-		return nil, errAppNotFoundA
+		return nil, errAdminAppNotFound
 	}
 	return map[string]string{"deleted": ps.ByName("app")}, err
 }
@@ -1291,7 +1291,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, api *A
 	}
 	region := m.Config.Phone.DefaultRegion
 	admin := &Admin{store: m.store, region: region, now: time.Now, log: m.Log, tokenHash: hash,
-		journal: NewJournal(m.Config.Journal), faults: NewFaults(m.store, region), sink: sink, clock: m.dialer,
+		journal: NewJournal(m.Config.Journal), faults: NewFaults(m.store), sink: sink, clock: m.dialer,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	api.journal, api.faults = admin.journal, admin.faults
 	m.engine.BeforeDial, m.webhooks.BeforeSend = admin.faults.BeforeDial, admin.faults.BeforeSend

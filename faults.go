@@ -20,8 +20,7 @@ import (
 // statuses forced on webhook deliveries. Rules live in memory and are
 // dropped by a reset.
 type Faults struct {
-	store  *Store
-	region string
+	store *Store // to find the scenario of operation C's campaign
 
 	mu    sync.Mutex
 	rules []*FaultRule // in creation order; the first matching error rule answers
@@ -65,8 +64,8 @@ type FaultRule struct {
 	appID int64 // dial rules match the engine's application id
 }
 
-func NewFaults(store *Store, region string) *Faults {
-	return &Faults{store: store, region: region}
+func NewFaults(store *Store) *Faults {
+	return &Faults{store: store}
 }
 
 // fire reports whether a matching rule fires now, and counts it. Callers

@@ -323,7 +323,7 @@ func TestFaultDialAndWebhook(t *testing.T) {
 
 // TestFaultHooks checks the hooks the engine and deliverer call, directly.
 func TestFaultHooks(t *testing.T) {
-	f := NewFaults(nil, "VN")
+	f := NewFaults(nil)
 	f.rules = []*FaultRule{
 		{ID: "1", Kind: FaultDial, appID: 7, Phone: "+84912000001", Outcome: "NO_ANSWER", Probability: 1},
 		{ID: "2", Kind: FaultWebhook, EndpointID: "ep", Status: http.StatusGone, Probability: 1, Times: 1, Remaining: 1},
