@@ -1,17 +1,27 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Engine tests run simulated calls thousands of times faster than real
@@ -535,4 +545,466 @@ func TestEngineWalletChargesAndPauses(t *testing.T) {
 	if total != 1000+1000+2400+1600 {
 		t.Errorf("contact.completed total_cost adds up to %d", total)
 	}
+}
+
+func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
+	rcv := newWHReceiver(t)
+	app := engTenant()
+	prepaid := true
+	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 100000, PricePerCall: 1000, PricePerMinute: 800}
+	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 1, IsBusy: true}
+	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
+	path := filepath.Join(t.TempDir(), "crash.db")
+
+	// The run that crashes: calls claimed (contacts dialing, calls up) and
+	// an event queued, then the process dies without settling anything.
+	s1, ids := engStoreAt(t, path, app)
+	appID := ids[0]
+	phones := []string{"+84900000001", "+84900000002", "+84900000003"}
+	contacts := engImport(t, s1, appID, "sc", "", phones...)
+	due, err := s1.dueContacts(context.Background(), appID, "sc", time.Now(), 10)
+	if err != nil || len(due) != 3 {
+		t.Fatalf("due: %v %v", due, err)
+	}
+	var claims []callClaim
+	for i, c := range due {
+		claims = append(claims, callClaim{CallID: newV7(), AppID: appID, ScenarioID: "sc", Contact: c,
+			Hotline: app.HotlinePools[0].Numbers[i], Start: time.Now()})
+	}
+	if taken, err := s1.claimCalls(context.Background(), claims); err != nil || len(taken) != 3 {
+		t.Fatalf("claim: %d %v", len(taken), err)
+	}
+	whEnqueue(t, s1, appID, 1)
+	s1.Close()
+
+	s2, _ := engStoreAt(t, path, app)
+	hooks := whStart(t, s2, nil)
+	engStart(t, s2, nil, hooks, nil)
+	engWaitAllDone(t, s2, appID, 3)
+	if n := engCount(t, s2, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
+		t.Fatalf("%d calls still dialing", n)
+	}
+	var wantCost int64
+	for i, id := range contacts {
+		calls := engCalls(t, s2, id)
+		if len(calls) < 2 || calls[0].Outcome != OutcomeCanceled || calls[0].Cause != 487 || calls[0].Cost != 0 {
+			t.Fatalf("%s: the interrupted call was not settled as CANCELED: %+v", phones[i], calls)
+		}
+		// The interrupted call does not use up the re_call: BUSY still gets
+		// its one retry.
+		want := map[string]int{"+84900000001": 2, "+84900000002": 3, "+84900000003": 2}[phones[i]]
+		if len(calls) != want {
+			t.Errorf("%s: %d calls, want %d: %+v", phones[i], len(calls), want, calls)
+		}
+		for _, c := range calls {
+			wantCost += c.Cost
+		}
+	}
+	if w, _ := s2.Wallet(context.Background(), appID); w.Balance != 100000-wantCost || wantCost != 1000 {
+		t.Errorf("balance %d after calls costing %d; want one 30 s answered call (1000) charged once", w.Balance, wantCost)
+	}
+	// Every event, the one queued before the crash and the CANCELED calls'
+	// included, is delivered: 1 + 7 call.completed + 3 contact.completed.
+	rcv.waitFor(t, 11)
+	canceled := 0
+	for _, ev := range rcv.all() {
+		var d eventData
+		json.Unmarshal(ev.Data, &d)
+		if d.Outcome == OutcomeCanceled {
+			canceled++
+			if !d.WillRetry || ev.Type != EventCallCompleted {
+				t.Errorf("interrupted call event: %s %s", ev.Type, ev.Data)
+			}
+		}
+	}
+	if canceled != 3 {
+		t.Errorf("%d CANCELED events, want 3", canceled)
+	}
+}
+
+func TestEngineSettlesACallOnce(t *testing.T) {
+	app := engTenant()
+	prepaid := true
+	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 10000, PricePerCall: 1000}
+	s, ids := engStore(t, app)
+	engImport(t, s, ids[0], "sc", "", "+84900000001")
+	due, _ := s.dueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
+	claim := callClaim{CallID: newV7(), AppID: ids[0], ScenarioID: "sc", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
+	if _, err := s.claimCalls(context.Background(), []callClaim{claim}); err != nil {
+		t.Fatal(err)
+	}
+	answered := time.Now()
+	end := callEnd{CallID: claim.CallID, Now: time.Now(), RetryAt: time.Now(), FirstTry: time.Now(),
+		Result: DialResult{Outcome: OutcomeAnswered, Cause: 200, AnsweredAt: &answered, EndedAt: answered, Talk: 10 * time.Second}}
+	for range 2 {
+		if err := s.endCall(context.Background(), end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.settleInterrupted(context.Background(), time.Now(), time.Now()); err != nil || n != 0 {
+		t.Fatalf("settled %d ended calls (%v)", n, err)
+	}
+	if w, _ := s.Wallet(context.Background(), ids[0]); w.Balance != 9000 {
+		t.Errorf("balance %d, want 9000: one call charged once", w.Balance)
+	}
+}
+
+// slowDialer holds every call until its context ends.
+type slowDialer struct{ up atomic.Int64 }
+
+func (d *slowDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+	d.up.Add(1)
+	<-ctx.Done()
+	return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: time.Now()}
+}
+
+func TestEngineStopAndStartAgain(t *testing.T) {
+	app := engTenant()
+	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 0}
+	s, ids := engStore(t, app)
+	slow := &slowDialer{}
+	e := engStart(t, s, slow, nil, nil)
+	contacts := engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
+	engWait(t, "three calls up", func() bool { return slow.up.Load() == 3 })
+	e.Stop()
+	// Stopping cut the calls: settled, not charged, contacts queued again.
+	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing' OR outcome <> 'CANCELED'`); n != 0 {
+		t.Fatalf("%d calls not settled as CANCELED by Stop", n)
+	}
+	if n := engCount(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued'`); n != 5 {
+		t.Fatalf("%d contacts queued after Stop, want 5", n)
+	}
+	e.Dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000})
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	engWaitAllDone(t, s, ids[0], len(contacts))
+	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE outcome <> 'CANCELED'`); n != 5 {
+		t.Errorf("%d real calls for 5 contacts with no re_call, want 5", n)
+	}
+}
+
+func TestEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T) {
+	app := engTenant()
+	app.Scenarios[0].Status = StatusReviewing
+	second := *app.Scenarios[0]
+	second.ID, second.Status = "sc2", StatusActive
+	app.Scenarios = append(app.Scenarios, &second)
+	app.Campaigns = []FixtureCampaign{{ID: "camp", ScenarioID: "sc2"}}
+	s, ids := engStore(t, app)
+	appID := ids[0]
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if err := s.Write(context.Background(), func(tx *sql.Tx) error { _, err := tx.Exec(q, args...); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`UPDATE campaigns SET paused = 1 WHERE id = 'camp'`)
+	e := engStart(t, s, nil, nil, nil)
+	engImport(t, s, appID, "sc", "", engPhones(3, 0)...)
+	engImport(t, s, appID, "sc2", "camp", engPhones(3, 100)...)
+	direct := engImport(t, s, appID, "sc2", "", engPhones(2, 200)...)
+	engWaitAllDone(t, s, appID, len(direct))
+	for range 5 {
+		e.Notify(appID)
+		time.Sleep(30 * time.Millisecond)
+	}
+	if n := engCount(t, s, `SELECT count(*) FROM calls`); n != 2 {
+		t.Fatalf("%d calls: only the 2 contacts outside the paused campaign of the ACTIVE scenario may be dialled", n)
+	}
+	exec(`UPDATE campaigns SET paused = 0 WHERE id = 'camp'`)
+	e.Notify(appID)
+	engWaitAllDone(t, s, appID, 5)
+	exec(`UPDATE scenarios SET status = 'ACTIVE' WHERE id = 'sc'`)
+	e.Notify(appID)
+	engWaitAllDone(t, s, appID, 8)
+}
+
+func TestEngineMaxDurationBeforeDialAndPostpaid(t *testing.T) {
+	app := engTenant()
+	prepaid := false
+	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 0, PricePerCall: 500, PricePerMinute: 800}
+	app.Scenarios[0].CallConfig.MaxDuration = 45
+	s, ids := engStore(t, app)
+	engStart(t, s, nil, nil, func(e *Engine) {
+		e.BeforeDial = func(appID int64, phone string) (string, bool) {
+			return OutcomeFailed, phone == "+84900000001"
+		}
+	})
+	// +84900000008 would talk an hour; +84900000001 would answer.
+	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
+	engWaitAllDone(t, s, ids[0], 2)
+	long := engCalls(t, s, contacts[0])[0]
+	if long.Outcome != OutcomeAnswered || long.Duration != 45 || long.Cost != 800 {
+		t.Errorf("call cut at max_duration 45: %+v, want ANSWERED, 45 s, cost 800 (one started minute)", long)
+	}
+	if forced := engCalls(t, s, contacts[1])[0]; forced.Outcome != OutcomeFailed || forced.Cost != 0 {
+		t.Errorf("BeforeDial forcing FAILED: %+v", forced)
+	}
+	if w, _ := s.Wallet(context.Background(), ids[0]); w.Balance != 0 {
+		t.Errorf("a postpaid balance moved to %d", w.Balance)
+	}
+}
+
+// engProc is the real binary, started by a test.
+type engProc struct {
+	cmd    *exec.Cmd
+	out    *bytes.Buffer
+	mu     *sync.Mutex
+	exited chan struct{}
+}
+
+type engSyncWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w engSyncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func engRunBinary(t *testing.T, bin, config, url string) *engProc {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--config", config)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DIALBOX_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	p := &engProc{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = engSyncWriter{p.mu, p.out}, engSyncWriter{p.mu, p.out}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("dialbox output:\n%s", p.out.String())
+			p.mu.Unlock()
+		}
+	})
+	engWait(t, "dialbox to serve", func() bool {
+		select {
+		case <-p.exited:
+			t.Fatalf("dialbox exited: %s", p.out.String())
+		default:
+		}
+		resp, err := http.Get(url + "/api/v1/public-api/scenarios")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	return p
+}
+
+// TestEngineSurvivesSIGKILL kills the real binary in the middle of a busy
+// run: after a restart every contact finishes, no call is charged twice,
+// and every event reaches the receiver at least once, correctly signed.
+func TestEngineSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("needs SIGKILL")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dialbox")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rcv := newWHReceiver(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	db := filepath.Join(dir, "dialbox.db")
+	var hotlines []string
+	for i := range 10 {
+		hotlines = append(hotlines, fmt.Sprintf(`"028730000%02d"`, i))
+	}
+	const balance = 100_000_000
+	fixtures := fmt.Sprintf(`
+[[applications]]
+name = "kill"
+api_key = "kill-key"
+api_secret = "kill-secret"
+  [applications.wallet]
+  prepaid = true
+  balance = %d
+  expires_at = 2099-01-01T00:00:00Z
+  price_per_call = 1000
+  price_per_minute = 800
+  [[applications.hotline_pools]]
+  key = "POOL"
+  numbers = [%s]
+  [[applications.scenarios]]
+  id = "sc"
+  status = "ACTIVE"
+  content = "hello"
+  personalized_fields = ["ho_ten"]
+    [applications.scenarios.call_config]
+    pool_hotline_key = "POOL"
+    max_concurrent = 10
+    [applications.scenarios.call_config.re_call]
+    times = 1
+    delay = 60
+    is_busy = true
+    is_no_answer = true
+    [applications.scenarios.call_config.call_window]
+    start = "00:00"
+    end = "24:00"
+    timezone = "Asia/Ho_Chi_Minh"
+  [[applications.webhooks]]
+  url = %q
+  secret = %q
+`, balance, strings.Join(hotlines, ", "), rcv.URL(), whSecret)
+	config := fmt.Sprintf(`
+listen = %q
+database = %q
+fixtures = %q
+[engine]
+poll_interval = "20ms"
+[simulator]
+time_scale = 300.0
+[webhooks]
+workers = 4
+retry_schedule = ["0s", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s"]
+`, addr, db, filepath.Join(dir, "fixtures.toml"))
+	for name, body := range map[string]string{"fixtures.toml": fixtures, "dialbox.toml": config} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := "http://" + addr
+	first := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"apiKey": "kill-key"}).SignedString([]byte("kill-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 150
+	for batch := range 3 {
+		var contacts []string
+		for i := range n / 3 {
+			contacts = append(contacts, fmt.Sprintf(`{"phone_number":"09140%05d","ho_ten":"K %d"}`, batch*1000+i, i))
+		}
+		req, _ := http.NewRequest("POST", url+"/api/v1/public-api/scenarios/sc/calls",
+			strings.NewReader(`{"contacts":[`+strings.Join(contacts, ",")+`]}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":1`) {
+			t.Fatalf("import: %d %s", resp.StatusCode, body)
+		}
+	}
+	engWait(t, "40 events delivered before the kill", func() bool { return rcv.count() >= 40 })
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.exited
+
+	s, err := OpenStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	up := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`)
+	done := engCount(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`)
+	t.Logf("killed with %d calls up, %d of %d contacts done, %d events received", up, done, n, rcv.count())
+	if up == 0 || done == n {
+		t.Fatalf("the kill did not land mid-run (%d calls up, %d done)", up, done)
+	}
+
+	second := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+	engWait(t, "every contact done and every message delivered", func() bool {
+		return engCount(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) == n &&
+			engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
+	})
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-second.exited
+
+	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
+		t.Errorf("%d calls left dialing", n)
+	}
+	if got := engCount(t, s, `SELECT count(*) FROM calls WHERE outcome = 'CANCELED'`); got < up {
+		t.Errorf("%d calls settled as CANCELED, want at least the %d the kill interrupted", got, up)
+	}
+	var spent int64
+	if err := s.read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
+		t.Fatal(err)
+	}
+	app, err := s.AppByKey(context.Background(), "kill-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := s.Wallet(context.Background(), app.ID); w.Balance != balance-spent {
+		t.Errorf("balance %d, want %d - %d charged for the recorded calls", w.Balance, balance, spent)
+	}
+	rows, err := s.read.Query(`SELECT id FROM webhook_messages`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	messages := 0
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		messages++
+		if _, ok := rcv.events[id]; !ok {
+			t.Errorf("message %s never reached the receiver", id)
+		}
+	}
+	calls := engCount(t, s, `SELECT count(*) FROM calls`)
+	if messages != calls+n {
+		t.Errorf("%d messages for %d calls and %d contacts", messages, calls, n)
+	}
+	if len(rcv.bad) > 0 {
+		t.Errorf("deliveries that failed verification: %v", rcv.bad)
+	}
+	t.Logf("%d calls, %d messages, every one delivered", calls, messages)
+}
+
+// BenchmarkEngineCalls measures simulated calls per second through the
+// scheduler (claim, dial, settle with its outbox row) with an unlimited
+// pool, next to a bare net/http request loop on the same machine.
+func BenchmarkEngineCalls(b *testing.B) {
+	app := engTenant()
+	app.HotlinePools[0].Numbers = nil
+	for i := range 1000 {
+		app.HotlinePools[0].Numbers = append(app.HotlinePools[0].Numbers, fmt.Sprintf("0287%07d", i))
+	}
+	app.Scenarios[0].CallConfig.MaxConcurrent = 1000
+	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
+	s, ids := engStore(b, app)
+	for start := 0; start < b.N; start += 5000 {
+		engImport(b, s, ids[0], "sc", "", engPhones(min(5000, b.N-start), start)...)
+	}
+	b.ResetTimer()
+	begin := time.Now()
+	engStart(b, s, NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, nil)
+	// Polled slowly: the count scans the table and must not steal the
+	// engine's CPU.
+	for engCount(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {
+		time.Sleep(20 * time.Millisecond)
+	}
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(whBareHTTP(b, max(b.N, 2000), 8, []byte(`{}`)), "bare_http_req/s")
 }

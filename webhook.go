@@ -66,7 +66,8 @@ type Webhooks struct {
 	stop     chan struct{}
 	done     chan struct{}
 	cancel   context.CancelFunc
-	inflight map[int64]bool
+	inflight map[int64]bool // sent or being sent, attempt not yet recorded
+	records  sync.WaitGroup
 }
 
 func NewWebhooks(store *Store, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
@@ -157,6 +158,7 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 	defer func() {
 		close(jobs)
 		workers.Wait()
+		w.records.Wait()
 		close(done)
 	}()
 	timer := time.NewTimer(0)
@@ -172,6 +174,10 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		w.mu.Lock()
 		busy := len(w.inflight)
 		w.mu.Unlock()
+		if busy >= maxUnrecorded*w.Workers {
+			timer.Reset(webhookIdle) // a recorded attempt wakes us sooner
+			continue
+		}
 		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers)
 		if err != nil && ctx.Err() == nil {
 			w.Log.Error("webhooks: reading the outbox", "err", err)
@@ -198,14 +204,20 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 	}
 }
 
-// deliver makes one attempt at m and records it.
+// maxUnrecorded bounds, per worker, the messages sent whose attempt is
+// still being recorded.
+const maxUnrecorded = 4
+
+// deliver makes one attempt at m and has it recorded. The worker does not
+// wait for the record's commit: attempts of many workers then share one,
+// and a crash before it only means the message is sent again.
 func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
-	defer func() {
+	done := func() {
 		w.mu.Lock()
 		delete(w.inflight, m.Seq)
 		w.mu.Unlock()
 		w.Notify()
-	}()
+	}
 	start := time.Now()
 	status, retryAfter, err := 0, time.Duration(0), error(nil)
 	forced := false
@@ -215,6 +227,7 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 	if !forced {
 		status, retryAfter, err = w.send(ctx, m, start)
 		if ctx.Err() != nil {
+			done()
 			return // stopping: not the receiver's fault, try again after the next Start
 		}
 	}
@@ -242,9 +255,14 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 			a.NextTryAt = now.Add(d + rand.N(d/10+1)) // up to 10% jitter so retries spread out
 		}
 	}
-	if err := w.Store.recordAttempt(context.Background(), a); err != nil {
-		w.Log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
-	}
+	w.records.Add(1)
+	go func() {
+		defer w.records.Done()
+		if err := w.Store.recordAttempt(context.Background(), a); err != nil {
+			w.Log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
+		}
+		done()
+	}()
 }
 
 // send posts m once, signed, and returns the status and any Retry-After of

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -356,4 +357,76 @@ func TestParseRetryAfter(t *testing.T) {
 			t.Errorf("Retry-After %q: %v, want %v", in, got, want)
 		}
 	}
+}
+
+// whBareHTTP is the machine's own limit: n POSTs of body from workers
+// goroutines to a local net/http server that answers 204, per second.
+func whBareHTTP(b *testing.B, n, workers int, body []byte) float64 {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	defer client.CloseIdleConnections()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				resp, err := client.Post(srv.URL, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkWebhookDeliveries measures signed deliveries per second from
+// the outbox (read, sign, POST, record the attempt) to a local receiver
+// that answers 204, next to a bare net/http loop with as many workers and
+// the same body.
+func BenchmarkWebhookDeliveries(b *testing.B) {
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	s, ids := engStore(b, whTenant(srv.URL))
+	data := eventData{ContactID: newV7(), Fields: json.RawMessage(`{"ho_ten":"Nguyen Van A","so_dien_thoai":"+84912345678"}`),
+		Phone: "+84912345678", ScenarioID: "sc", Attempt: 1, Hotline: "02873000001", Outcome: OutcomeAnswered, Cause: 200}
+	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+		for range b.N {
+			if err := enqueueEvent(tx, ids[0], EventCallCompleted, data, time.Now(), time.Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var body []byte
+	s.read.QueryRow(`SELECT payload FROM webhook_messages LIMIT 1`).Scan(&body)
+	workers := DefaultConfig().Webhooks.Workers
+	b.ResetTimer()
+	begin := time.Now()
+	whStart(b, s, func(w *Webhooks) { w.Workers = workers })
+	for got.Load() < int64(b.N) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(whBareHTTP(b, max(b.N, 2000), workers, body), "bare_http_req/s")
 }
