@@ -427,36 +427,38 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 	if err := decode(r, &b); err != nil {
 		return nil, err
 	}
-	w, err := a.store.Wallet(r.Context(), app.ID)
-	if err != nil {
-		return nil, err
-	}
-	if b.Prepaid != nil {
-		w.Prepaid = *b.Prepaid
-	}
-	for _, f := range []struct {
-		name string
-		from *int64
-		to   *int64
-	}{{"balance", b.Balance, &w.Balance}, {"price_per_call", b.PricePerCall, &w.PricePerCall}, {"price_per_minute", b.PricePerMinute, &w.PricePerMinute}} {
-		if f.from == nil {
-			continue
+	for name, v := range map[string]*int64{"balance": b.Balance, "price_per_call": b.PricePerCall, "price_per_minute": b.PricePerMinute} {
+		if v != nil && *v < 0 {
+			return nil, invalid(name, "must not be negative")
 		}
-		if *f.from < 0 {
-			return nil, invalid(f.name, "must not be negative")
-		}
-		*f.to = *f.from
 	}
+	var expires *time.Time
 	if len(b.ExpiresAt) > 0 {
-		if w.ExpiresAt, err = optionalTime(b.ExpiresAt); err != nil {
+		if expires, err = optionalTime(b.ExpiresAt); err != nil {
 			return nil, invalid("expires_at", "must be an RFC 3339 time like \"2030-01-01T00:00:00Z\", or null")
 		}
 	}
-	if err := a.store.SetWallet(r.Context(), app.ID, w, a.now()); err != nil {
+	w, err := a.store.UpdateWallet(r.Context(), app.ID, func(w *Wallet) {
+		setIf(&w.Prepaid, b.Prepaid)
+		setIf(&w.Balance, b.Balance)
+		setIf(&w.PricePerCall, b.PricePerCall)
+		setIf(&w.PricePerMinute, b.PricePerMinute)
+		if len(b.ExpiresAt) > 0 {
+			w.ExpiresAt = expires
+		}
+	}, a.now())
+	if err != nil {
 		return nil, err
 	}
 	a.wake(app.ID)
 	return w, nil
+}
+
+// setIf sets *dst to *v when v is given.
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 func optionalTime(raw json.RawMessage) (*time.Time, error) {

@@ -130,10 +130,17 @@ func (s *Store) DeleteApp(ctx context.Context, apiKey string) error {
 
 // ---- wallets ----
 
-// SetWallet stores an application's whole wallet.
-func (s *Store) SetWallet(ctx context.Context, appID int64, w Wallet, now time.Time) error {
-	return s.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, expires_at, price_per_call, price_per_minute, updated_at)
+// UpdateWallet changes an application's wallet in one transaction, so a
+// call charged meanwhile is not overwritten, and returns the result.
+func (s *Store) UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error) {
+	var w Wallet
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if w, err = scanWallet(tx.QueryRow(walletQuery, appID)); err != nil {
+			return err
+		}
+		change(&w)
+		_, err = tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, expires_at, price_per_call, price_per_minute, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (app_id) DO UPDATE SET prepaid = excluded.prepaid, balance = excluded.balance,
 				expires_at = excluded.expires_at, price_per_call = excluded.price_per_call,
@@ -141,6 +148,7 @@ func (s *Store) SetWallet(ctx context.Context, appID int64, w Wallet, now time.T
 			appID, boolInt(w.Prepaid), w.Balance, nullMS(w.ExpiresAt), w.PricePerCall, w.PricePerMinute, ms(now))
 		return err
 	})
+	return w, err
 }
 
 // TopUp adds amount to the balance in one statement, so a call charged at
