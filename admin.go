@@ -1219,7 +1219,7 @@ type importWithSkipped struct {
 
 // ---- webhook messages ----
 
-var messageStates = map[string]bool{"": true, "pending": true, "delivered": true, "dead": true}
+var messageStates = map[string]bool{"": true, msgPending: true, msgDelivered: true, msgDead: true}
 
 func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error) {
 	app, err := a.app(r, ps)

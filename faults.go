@@ -274,8 +274,8 @@ func (f *Faults) Clear() {
 // ---- admin routes ----
 
 // dialOutcomes are the call outcomes of DESIGN §5.
-var dialOutcomes = map[string]bool{"ANSWERED": true, "BUSY": true, "NO_ANSWER": true, "FAILED": true,
-	"REJECTED": true, "VOICE_MAIL": true, "INVALID_NUMBER": true, "CANCELED": true}
+var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
+	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
 
 type faultBody struct {
 	FaultRule
