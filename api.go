@@ -36,6 +36,7 @@ type API struct {
 	now    func() time.Time
 	log    *slog.Logger
 	notify func(appID int64) // told after contacts are added, so dialling starts at once
+	limits *rateLimits
 
 	// journal and faults are the admin API's sandbox hooks; nil: off.
 	journal *Journal
@@ -66,11 +67,17 @@ func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
 			}
 		}()
 		app, apiErr, err := authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
+		noteRequest(r.Context(), op.name, app)
 		if err == nil && apiErr == nil {
 			journalTenant(w, app)
 			apiErr = a.faults.apply(w, r, ps, op, app)
 		}
 		if err == nil && apiErr == nil {
+			if ok, wait := a.limits.allow(app.ID, a.now()); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+				a.writeError(w, errRateLimited)
+				return
+			}
 			var result any
 			result, apiErr, err = h(r, ps, app)
 			if err == nil && apiErr == nil {
@@ -234,27 +241,36 @@ func jsonTypeName(goType string) string {
 	return "of type " + goType
 }
 
+// canImport runs the checks DESIGN §4 orders before the contacts are
+// looked at: content, wallet expiry, hotline pool (the import command too).
+func (a *API) canImport(ctx context.Context, app *Application, sc *Scenario, now time.Time) (*APIError, error) {
+	if strings.TrimSpace(sc.Content) == "" {
+		return errContentEmpty, nil
+	}
+	wallet, err := a.store.Wallet(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	if wallet.Expired(now) {
+		return errWalletExpired, nil
+	}
+	ok, err := a.store.PoolAvailable(ctx, app.ID, sc.CallConfig.PoolHotlineKey)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return errPoolUnavailable, nil
+	}
+	return nil, nil
+}
+
 // importContacts runs the checks DESIGN §4 orders after the body: content,
 // wallet expiry, hotline pool, contact validation, then the store (which
 // checks duplicates against queued contacts and the balance).
 func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any) (any, *APIError, error) {
-	if strings.TrimSpace(sc.Content) == "" {
-		return nil, errContentEmpty, nil
-	}
 	now := a.now()
-	wallet, err := a.store.Wallet(ctx, app.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if wallet.Expired(now) {
-		return nil, errWalletExpired, nil
-	}
-	ok, err := a.store.PoolAvailable(ctx, app.ID, sc.CallConfig.PoolHotlineKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !ok {
-		return nil, errPoolUnavailable, nil
+	if apiErr, err := a.canImport(ctx, app, sc, now); apiErr != nil || err != nil {
+		return nil, apiErr, err
 	}
 	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
 		UniquePhone: !sc.CallConfig.AllowDuplicatePhone}

@@ -28,6 +28,8 @@ type Config struct {
 	Admin     AdminConfig     `toml:"admin"`
 	Journal   JournalConfig   `toml:"journal"`
 	Sink      SinkConfig      `toml:"sink"`
+	Log       LogConfig       `toml:"log"`
+	Metrics   MetricsConfig   `toml:"metrics"`
 }
 
 type APIConfig struct {
@@ -38,6 +40,10 @@ type APIConfig struct {
 type LimitsConfig struct {
 	MaxContactsPerRequest int   `toml:"max_contacts_per_request"`
 	MaxBodyBytes          int64 `toml:"max_body_bytes"`
+	// RatePerSecond is each application's sustained request rate on the
+	// public API (0: unlimited); Burst is how many it may send at once.
+	RatePerSecond float64 `toml:"rate_per_second"`
+	Burst         int     `toml:"burst"`
 }
 
 type PhoneConfig struct {
@@ -99,6 +105,17 @@ type SinkConfig struct {
 	MaxMessages int `toml:"max_messages"`
 }
 
+type LogConfig struct {
+	// Format is "text" or "json"; Level is "debug", "info", "warn" or "error".
+	Format string `toml:"format"`
+	Level  string `toml:"level"`
+}
+
+type MetricsConfig struct {
+	// Listen is where GET /metrics is served; empty: on the main listener.
+	Listen string `toml:"listen"`
+}
+
 // defaultSinkSecret is the sandbox's well-known sink secret; the demo
 // tenant's webhook is signed with it.
 const defaultSinkSecret = "whsec_ZGlhbGJveC1zYW5kYm94LXNpbmstc2VjcmV0"
@@ -132,7 +149,7 @@ func DefaultConfig() Config {
 		Listen:   "127.0.0.1:8080",
 		Database: "dialbox.db",
 		API:      APIConfig{ErrorHTTPStatus: StatusModeSemantic},
-		Limits:   LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20},
+		Limits:   LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100},
 		Phone:    PhoneConfig{DefaultRegion: "VN"},
 		Engine:   EngineConfig{Enabled: true, PollInterval: Duration{time.Second}},
 		Simulator: SimulatorConfig{
@@ -146,6 +163,7 @@ func DefaultConfig() Config {
 		},
 		Journal: JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
 		Sink:    SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
+		Log:     LogConfig{Format: "text", Level: "info"},
 	}
 }
 
@@ -254,6 +272,10 @@ func (c *Config) validate() error {
 		return bad("limits.max_contacts_per_request", "must be at least 1")
 	case c.Limits.MaxBodyBytes < 1:
 		return bad("limits.max_body_bytes", "must be at least 1")
+	case c.Limits.RatePerSecond < 0:
+		return bad("limits.rate_per_second", "must not be negative (0: unlimited)")
+	case c.Limits.Burst < 1:
+		return bad("limits.burst", "must be at least 1")
 	case !supportedRegion(c.Phone.DefaultRegion):
 		return bad("phone.default_region", fmt.Sprintf("%q is not a known region code like \"VN\"", c.Phone.DefaultRegion))
 	case c.Engine.PollInterval.Duration <= 0:
@@ -278,6 +300,10 @@ func (c *Config) validate() error {
 		return bad("sink.secret", checkWebhookSecret(c.Sink.Secret).Error())
 	case c.Sink.MaxMessages < 1:
 		return bad("sink.max_messages", "must be at least 1")
+	case c.Log.Format != "text" && c.Log.Format != "json":
+		return bad("log.format", `must be "text" or "json"`)
+	case !validLogLevel(c.Log.Level):
+		return bad("log.level", `must be "debug", "info", "warn" or "error"`)
 	}
 	for _, d := range c.Webhooks.RetrySchedule {
 		if d.Duration < 0 {

@@ -48,6 +48,9 @@ func main() {
 const usage = `usage:
   dialbox [serve] [--config FILE] [--listen ADDR] [--database FILE] [--fixtures FILE]
   dialbox token --app API_KEY [--config FILE] [--database FILE]
+  dialbox backup PATH [--config FILE] [--database FILE]
+  dialbox restore BACKUP [--config FILE] [--database FILE]
+  dialbox import (--scenario ID | --campaign ID) [--app API_KEY] [--chunk N] [--config FILE] [--database FILE] contacts.csv
   dialbox version
 ` + cliUsage
 
@@ -62,6 +65,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		if err := m.ParseFlags(args, env); err != nil {
 			return err
 		}
+		m.Log = newLogger(m.Config.Log, os.Stderr)
 		if err := m.Run(ctx); err != nil {
 			return err
 		}
@@ -72,6 +76,12 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return runToken(ctx, args, stdout, env)
 	case "app", "scenario", "contacts":
 		return runCLI(ctx, cmd, args, stdout, env)
+	case "backup":
+		return runBackup(ctx, args, stdout, env)
+	case "restore":
+		return runRestore(ctx, args, stdout, env)
+	case "import":
+		return runImport(ctx, args, stdout, env)
 	case "version":
 		fmt.Fprintln(stdout, "dialbox", versionString())
 		return nil
@@ -92,6 +102,7 @@ type Main struct {
 	store  *Store
 	ln     net.Listener
 	server *http.Server
+	ops    *opsServer
 
 	dialer   *SimDialer
 	engine   *Engine
@@ -204,7 +215,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 
-	api := &API{cfg: cfg, store: m.store, now: time.Now, log: m.Log}
+	api := &API{cfg: cfg, store: m.store, now: time.Now, log: m.Log,
+		limits: newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst)}
 	router := httprouter.New()
 	api.routes(router)
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -213,8 +225,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
 	})
+	handler, err := m.startOps(router)
+	if err != nil {
+		return err
+	}
 	m.server = &http.Server{
-		Handler:           router,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
@@ -257,6 +273,7 @@ func (m *Main) Close() error {
 		defer cancel()
 		errs = append(errs, m.server.Shutdown(ctx))
 	}
+	errs = append(errs, m.ops.close())
 	m.stopCalling()
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
