@@ -1072,7 +1072,7 @@ func TestInternalErrors(t *testing.T) {
 }
 
 // TestHTTPStatusMapping covers the semantic mode's mapping for every code,
-// including 429, which no request can produce yet.
+// including 429 (TestRateLimit produces it for real).
 func TestHTTPStatusMapping(t *testing.T) {
 	for code, want := range map[int]int{
 		400: 400, 401: 401, 1201: 401, 1104: 402, 1105: 402, 3001: 404, 404: 404, 413: 413,
