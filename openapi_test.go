@@ -260,3 +260,58 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Errorf("GET /openapi.yaml: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
 }
+
+// TestOpenAPIAdmin checks that every admin operation of the document is a
+// route of the server (it answers 401 without the admin token, where an
+// unknown route answers 404), and validates some real admin answers.
+func TestOpenAPIAdmin(t *testing.T) {
+	const adminToken = "contract-admin-token-0123456789"
+	s := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken)
+	c := newContract(t, s.url, map[string]bool{})
+	doc := loadContract(t)
+	values := strings.NewReplacer("{app}", "qa-key", "{transition}", "submit", "{pool}", "POOL_SYSTEM",
+		"{scenario}", "sc-remind", "{campaign}", "camp-1")
+	operations := 0
+	for path, item := range doc.Paths.Map() {
+		if !strings.HasPrefix(path, "/admin/") {
+			continue
+		}
+		for method := range item.Operations() {
+			operations++
+			p := values.Replace(path)
+			for strings.Contains(p, "{") { // ids of things that need not exist
+				i, j := strings.Index(p, "{"), strings.Index(p, "}")
+				p = p[:i] + "x" + p[j+1:]
+			}
+			if status, _ := c.do("admin", method, p, "", `{}`); status != 401 {
+				t.Errorf("%s %s without the admin token: %d, want 401 (is it a route?)", method, p, status)
+			}
+		}
+	}
+	if operations < 50 {
+		t.Errorf("only %d admin operations in the document", operations)
+	}
+
+	auth := "Bearer " + adminToken
+	for _, r := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/admin/v1/apps", 200},
+		{"GET", "/admin/v1/apps/qa-key", 200},
+		{"GET", "/admin/v1/apps/nope", 404},
+		{"GET", "/admin/v1/apps/qa-key/wallet", 200},
+		{"GET", "/admin/v1/apps/post-key/wallet", 200},
+		{"POST", "/admin/v1/apps/qa-key/token", 200},
+		{"GET", "/admin/v1/clock", 200},
+		{"GET", "/admin/v1/apps/qa-key/pools/POOL_SYSTEM", 200},
+		{"GET", "/admin/v1/apps/qa-key/scenarios/sc-remind", 200},
+		{"GET", "/admin/v1/apps/qa-key/campaigns/camp-1", 200},
+		{"GET", "/admin/v1/apps/qa-key/webhooks", 200},
+		{"GET", "/admin/v1/apps/qa-key/contacts", 200},
+	} {
+		if status, _ := c.do("admin", r.method, r.path, auth, ""); status != r.status {
+			t.Errorf("%s %s: %d, want %d", r.method, r.path, status, r.status)
+		}
+	}
+}
