@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -222,14 +223,14 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			hotlines[pk] = numbers
 		}
 		e.mu.Lock()
-		idle := 0
-		for _, n := range numbers {
+		var idle []int // indexes of the free numbers, ascending
+		for i, n := range numbers {
 			if !e.busy[hotlineKey{sc.AppID, n}] {
-				idle++
+				idle = append(idle, i)
 			}
 		}
 		e.mu.Unlock()
-		free = min(free, idle)
+		free = min(free, len(idle))
 		if free <= 0 {
 			continue
 		}
@@ -245,8 +246,8 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		}
 		e.mu.Lock()
 		for _, c := range due {
-			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c,
-				Hotline: e.pickHotline(pk, numbers, cc.CallRouting), Start: now}
+			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now}
+			claim.Hotline, idle = e.pickHotline(pk, numbers, idle, cc.CallRouting)
 			e.take(claim)
 			claims = append(claims, claim)
 			if !b.unlimited {
@@ -323,29 +324,20 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0)}, nil
 }
 
-// pickHotline chooses a free number of the pool; the caller holds e.mu and
-// has checked one is free.
-func (e *Engine) pickHotline(pk poolKey, numbers []string, routing string) string {
-	var free []int
-	for i, n := range numbers {
-		if !e.busy[hotlineKey{pk.app, n}] {
-			free = append(free, i)
-		}
-	}
+// pickHotline chooses one of the idle numbers of the pool and returns it
+// with the rest still idle; the caller holds e.mu.
+func (e *Engine) pickHotline(pk poolKey, numbers []string, idle []int, routing string) (string, []int) {
+	k := 0
 	if routing == RoutingRandom {
-		return numbers[free[e.rng.IntN(len(free))]]
+		k = e.rng.IntN(len(idle))
+	} else {
+		// ROUND_ROBIN: the first idle number at or after the one after the
+		// last used, going round.
+		k, _ = slices.BinarySearch(idle, e.cursor[pk]%len(numbers))
+		k %= len(idle)
+		e.cursor[pk] = idle[k] + 1
 	}
-	// ROUND_ROBIN: the first free number at or after the one after the last used.
-	start := e.cursor[pk] % len(numbers)
-	pick := free[0]
-	for _, i := range free {
-		if i >= start {
-			pick = i
-			break
-		}
-	}
-	e.cursor[pk] = pick + 1
-	return numbers[pick]
+	return numbers[idle[k]], slices.Delete(idle, k, k+1)
 }
 
 // take and release count a call against its limits; the caller of take

@@ -301,7 +301,11 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		t := eventTime(e.RetryAt)
 		data.NextAttemptAt = &t
 	}
-	if err := enqueueEvent(tx, appID, EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+	endpoints, err := subscribedEndpoints(tx, appID)
+	if err != nil {
+		return err
+	}
+	if err := enqueue(tx, endpoints, appID, EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
 	if willRetry {
@@ -313,7 +317,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		return err
 	}
 	data.TotalCost = &total
-	return enqueueEvent(tx, appID, EventContactCompleted, data, e.Now, e.FirstTry)
+	return enqueue(tx, endpoints, appID, EventContactCompleted, data, e.Now, e.FirstTry)
 }
 
 // eventData is the data of call.completed (one per attempt) and
@@ -352,40 +356,52 @@ type event struct {
 
 // enqueueEvent writes one outbox message per enabled endpoint of the
 // application subscribed to the event (an empty events list means all).
-// The event id is shared by the copies; each copy has its own message id,
-// which is its webhook-id.
 func enqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
-	rows, err := tx.Query(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, appID)
+	endpoints, err := subscribedEndpoints(tx, appID)
 	if err != nil {
 		return err
 	}
-	var endpoints []string
+	return enqueue(tx, endpoints, appID, eventType, data, now, firstTry)
+}
+
+// subscribedEndpoints lists the application's enabled endpoints with the
+// events each wants.
+func subscribedEndpoints(tx *sql.Tx, appID int64) (map[string][]string, error) {
+	rows, err := tx.Query(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, appID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
 	for rows.Next() {
 		var id, events string
 		if err := rows.Scan(&id, &events); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		var list []string
 		if err := json.Unmarshal([]byte(events), &list); err != nil {
-			rows.Close()
-			return fmt.Errorf("webhook endpoint %s events: %w", id, err)
+			return nil, fmt.Errorf("webhook endpoint %s events: %w", id, err)
 		}
-		if subscribed(list, eventType) {
-			endpoints = append(endpoints, id)
+		out[id] = list
+	}
+	return out, rows.Err()
+}
+
+// enqueue writes the event once per endpoint subscribed to it. The event id
+// is shared by the copies; each copy has its own message id, which is its
+// webhook-id.
+func enqueue(tx *sql.Tx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
+	var payload []byte
+	for ep, events := range endpoints {
+		if !subscribed(events, eventType) {
+			continue
 		}
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	if len(endpoints) == 0 {
-		return nil
-	}
-	payload, err := json.Marshal(event{Type: eventType, ID: "evt_" + newV7(), Timestamp: eventTime(now), Data: data})
-	if err != nil {
-		return err
-	}
-	for _, ep := range endpoints {
+		if payload == nil {
+			var err error
+			if payload, err = json.Marshal(event{Type: eventType, ID: "evt_" + newV7(), Timestamp: eventTime(now), Data: data}); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+newV7(), ep, appID, eventType, string(payload),
 			ms(firstTry), ms(now), ms(now)); err != nil {
