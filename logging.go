@@ -101,7 +101,7 @@ func observed(log *slog.Logger, next http.Handler) http.Handler {
 		log.LogAttrs(r.Context(), level, "request",
 			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.String("op", op), slog.String("tenant", info.tenant), slog.String("code", code),
-			slog.Int("http_status", rec.status()), slog.Duration("latency", elapsed))
+			slog.Int("http_status", rec.status()), slog.Float64("latency_ms", float64(elapsed.Microseconds())/1000))
 	})
 }
 

@@ -224,7 +224,7 @@ func TestAccessLogAndRequestID(t *testing.T) {
 		}
 		if rec["request_id"] == "trace-42.a_b:c" || rec["request_id"] == generated {
 			found++
-			if rec["op"] != "B" || rec["tenant"] != app.APIKey || rec["code"] != "1" || rec["latency"] == nil {
+			if rec["op"] != "B" || rec["tenant"] != app.APIKey || rec["code"] != "1" || rec["latency_ms"] == nil {
 				t.Errorf("access log line lacks op, tenant, code or latency: %s", line)
 			}
 		}
