@@ -337,7 +337,8 @@ func (e *Engine) pickHotline(pk poolKey, numbers []string, idle []int, routing s
 		k %= len(idle)
 		e.cursor[pk] = idle[k] + 1
 	}
-	return numbers[idle[k]], slices.Delete(idle, k, k+1)
+	pick := numbers[idle[k]]
+	return pick, slices.Delete(idle, k, k+1)
 }
 
 // take and release count a call against its limits; the caller of take
