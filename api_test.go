@@ -673,6 +673,8 @@ var operationBCases = func() []apiCase {
 			status: 200, want: `{"status":1,"result":{"scenarios":[{"id":"m-01","status":"ACTIVE"},{"id":"m-02","status":"REVIEWING"}],"total_count":55}}`},
 		{name: "fields=id returns only id", auth: "many", method: "GET", path: b("fields=id&limit=1"),
 			status: 200, want: `{"status":1,"result":{"scenarios":[{"id":"m-00"}],"total_count":55}}`},
+		{name: "fields with spaces and a repeat", auth: "many", method: "GET", path: b("fields=name,%20description,name&limit=1"),
+			status: 200, want: `{"status":1,"result":{"scenarios":[{"id":"m-00","name":"Scenario 00","description":"d00"}],"total_count":55}}`},
 		{name: "a tenant sees only its own scenarios", auth: "other", method: "GET", path: b("fields=name"),
 			status: 200, want: `{"status":1,"result":{"scenarios":[{"id":"sc-other","name":"Other's scenario"},{"id":"sc-remind","name":"Other's reminder"}],"total_count":2}}`},
 		{name: "a tenant without scenarios gets an empty list", auth: "Bearer " + mustSign(jwt.MapClaims{"apiKey": "disabled-key"}, "disabled-secret"),
@@ -851,6 +853,11 @@ func TestScenarioObject(t *testing.T) {
 	// sc-remind, sc-dup, sc-empty, sc-nopool, sc-missingpool, sc-load are ACTIVE.
 	if resp.Status != 1 || resp.Result.TotalCount != 6 || len(resp.Result.Scenarios) != 6 {
 		t.Fatalf("body %s: want status 1 and 6 ACTIVE scenarios", body)
+	}
+	// An empty fields parameter is the default: all fields.
+	status, all := s.do(t, "GET", pathB+"?status=ACTIVE&limit=50&fields=", bearer(t, "qa-key", "qa-secret"), "")
+	if status != 200 || !bytes.Equal(all, body) {
+		t.Errorf("fields= answered HTTP %d %s, want the same as no fields", status, all)
 	}
 	var remind json.RawMessage
 	for _, raw := range resp.Result.Scenarios {

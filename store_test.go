@@ -647,6 +647,7 @@ default_region = "GB"
 	}{
 		{"file only", []string{"--config", path}, nil, func(c *Config) {}},
 		{"DIALBOX_CONFIG names the file", nil, []string{"DIALBOX_CONFIG=" + path}, func(c *Config) {}},
+		{"--config over DIALBOX_CONFIG", []string{"--config", path}, []string{"DIALBOX_CONFIG=/nonexistent/dialbox.toml"}, func(c *Config) {}},
 		{"environment over file", []string{"--config", path},
 			[]string{"DIALBOX_LISTEN=127.0.0.1:2002", "DIALBOX_DATABASE=env.db", "DIALBOX_API_ERROR_HTTP_STATUS=semantic", "DIALBOX_PHONE_DEFAULT_REGION=US", "OTHER_LISTEN=127.0.0.1:9"},
 			func(c *Config) {
