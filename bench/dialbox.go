@@ -162,14 +162,16 @@ func copyRootPackage(repo, dst string) error {
 }
 
 // profileHook is added to the profiling copy of dialbox: SIGUSR1 starts a
-// CPU profile into the file named in $BENCH_PROFILE_DIR/next, SIGUSR2 stops
-// it and writes $BENCH_PROFILE_DIR/done.
+// CPU profile into the file named in $BENCH_PROFILE_DIR/next (and block and
+// mutex profiling), SIGUSR2 stops it, writes the block and mutex profiles
+// beside it and then $BENCH_PROFILE_DIR/done.
 const profileHook = `package main
 
 import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -184,25 +186,50 @@ func init() {
 	signal.Notify(ch, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {
 		var f *os.File
+		var name string
 		for s := range ch {
 			switch {
 			case s == syscall.SIGUSR1 && f == nil:
-				name, err := os.ReadFile(filepath.Join(dir, "next"))
+				b, err := os.ReadFile(filepath.Join(dir, "next"))
 				if err != nil {
 					continue
 				}
-				if f, err = os.Create(strings.TrimSpace(string(name))); err != nil {
+				name = strings.TrimSpace(string(b))
+				if f, err = os.Create(name); err != nil {
 					f = nil
 					continue
 				}
 				if err := pprof.StartCPUProfile(f); err != nil {
 					f.Close()
 					f = nil
+					continue
 				}
+				// Where goroutines wait (channels, locks, the connection
+				// pool) and which locks are contended, from now on; the
+				// profiles are cumulative, so a snapshot now is the base
+				// (go tool pprof -base X.block-base.pprof X.block.pprof).
+				base := strings.TrimSuffix(name, ".pprof")
+				for _, p := range []string{"block", "mutex"} {
+					if out, err := os.Create(base + "." + p + "-base.pprof"); err == nil {
+						pprof.Lookup(p).WriteTo(out, 0)
+						out.Close()
+					}
+				}
+				runtime.SetBlockProfileRate(10000)
+				runtime.SetMutexProfileFraction(5)
 			case s == syscall.SIGUSR2 && f != nil:
 				pprof.StopCPUProfile()
 				f.Close()
 				f = nil
+				base := strings.TrimSuffix(name, ".pprof")
+				for _, p := range []string{"block", "mutex"} {
+					if out, err := os.Create(base + "." + p + ".pprof"); err == nil {
+						pprof.Lookup(p).WriteTo(out, 0)
+						out.Close()
+					}
+				}
+				runtime.SetBlockProfileRate(0)
+				runtime.SetMutexProfileFraction(0)
 				os.WriteFile(filepath.Join(dir, "done"), []byte("ok"), 0o644)
 			}
 		}

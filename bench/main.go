@@ -123,7 +123,16 @@ func main() {
 		h.cleanup()
 		os.Exit(130)
 	}()
-	err := h.Run()
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+				StopAll()
+				panic(r)
+			}
+		}()
+		return h.Run()
+	}()
 	StopAll()
 	h.cleanup()
 	if err != nil {

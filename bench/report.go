@@ -217,10 +217,10 @@ func (h *Harness) report() error {
 		}
 	}
 	if wh := h.webhook; wh != nil {
-		w("| webhooks, live: %s contacts called | - | %s deliveries/s | - | %s | %s | latency from a call's end (data.ended_at) to its arrival at the receiver; %s of the 5,000/s target |\n",
-			num(float64(wh.Contacts)), num(wh.LiveRate), lat(wh.P50), lat(wh.P99), pct(wh.LiveRate, 5000))
+		w("| webhooks, live: %s contacts called | - | %s deliveries/s | - | %s | %s | latency from a call's end (data.ended_at) to its arrival at the receiver; %s of the 5,000/s target%s |\n",
+			num(float64(wh.Contacts)), num(wh.LiveRate), lat(wh.P50), lat(wh.P99), pct(wh.LiveRate, 5000), dupNote(wh.LiveDups))
 		w("| webhooks, drain of %s queued messages | - | %s deliveries/s | - | - | - | delivery alone; %s of the 5,000/s target%s |\n",
-			num(float64(wh.Drained)), num(wh.DrainRate), pct(wh.DrainRate, 5000), dupNote(wh.Duplicates))
+			num(float64(wh.Drained)), num(wh.DrainRate), pct(wh.DrainRate, 5000), dupNote(wh.DrainDups))
 	} else {
 		w("| webhook deliveries | - | - | - | - | - | %s |\n", h.webhookSkip)
 	}

@@ -37,7 +37,8 @@ type WebhookResult struct {
 	P50, P99   time.Duration // call end -> delivery (call.completed)
 	Drained    int64
 	DrainRate  float64 // deliveries/s of the backlog
-	Duplicates int64
+	LiveDups   int64 // deliveries of a webhook-id already received
+	DrainDups  int64
 }
 
 // receiver counts webhook deliveries.
@@ -153,6 +154,9 @@ func (h *Harness) webhookPhase() {
 }
 
 func (h *Harness) webhooks() error {
+	if h.o.hookEvents <= 0 {
+		return fmt.Errorf("-webhook-contacts is 0")
+	}
 	logf("webhooks: live delivery, then draining a backlog")
 	rc := &receiver{}
 	rc.reset()
@@ -181,6 +185,9 @@ func (h *Harness) webhooks() error {
 	defer d.Stop(30 * time.Second)
 
 	n := h.o.hookEvents
+	if n <= 0 {
+		return fmt.Errorf("-webhook-contacts is 0")
+	}
 	per := min(1000, n)
 	t := Target{Addr: d.Addr, Reqs: d.opA(per), Check: checkImport}
 	r, err := Run(t, 4, 2*time.Minute, int64((n+per-1)/per))
@@ -202,7 +209,7 @@ func (h *Harness) webhooks() error {
 		res.P50 = rc.lats[len(rc.lats)/2]
 		res.P99 = rc.lats[min(len(rc.lats)-1, len(rc.lats)*99/100)]
 	}
-	res.Duplicates = rc.dups
+	res.LiveDups = rc.dups
 	bad := rc.bad
 	rc.mu.Unlock()
 	logf("  live: %s of %s deliveries, %s/s, call end -> delivery p50 %s p99 %s",
@@ -232,7 +239,7 @@ func (h *Harness) webhooks() error {
 	drained := rc.waitFor(queued, 20*time.Second, 3*time.Minute)
 	res.Drained, res.DrainRate = drained, rc.rate()
 	rc.mu.Lock()
-	res.Duplicates += rc.dups
+	res.DrainDups = rc.dups
 	rc.mu.Unlock()
 	logf("  drain: %s of %s deliveries, %s/s", num(float64(drained)), num(float64(queued)), num(res.DrainRate))
 	h.notePeak(d2, "webhook delivery")
