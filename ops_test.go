@@ -262,3 +262,28 @@ func TestHealth(t *testing.T) {
 		t.Errorf("healthz must stay 200 while not ready: %d", resp.StatusCode)
 	}
 }
+
+func TestOpsConfig(t *testing.T) {
+	for _, c := range []struct{ env, key string }{
+		{"DIALBOX_LOG_FORMAT=xml", "log.format"},
+		{"DIALBOX_LOG_LEVEL=verbose", "log.level"},
+	} {
+		_, err := LoadConfig("", []string{c.env})
+		if err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s: %v, want an error naming %s", c.env, err, c.key)
+		}
+	}
+	cfg, err := LoadConfig("", []string{"DIALBOX_LOG_FORMAT=json", "DIALBOX_LOG_LEVEL=warn", "DIALBOX_METRICS_LISTEN=127.0.0.1:9090"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Log.Format != "json" || cfg.Log.Level != "warn" || cfg.Metrics.Listen != "127.0.0.1:9090" {
+		t.Errorf("environment not applied: %+v %+v", cfg.Log, cfg.Metrics)
+	}
+	var buf lockedBuffer
+	newLogger(cfg.Log, &buf).Info("dropped")
+	newLogger(cfg.Log, &buf).Warn("kept")
+	if got := buf.String(); strings.Contains(got, "dropped") || !strings.HasPrefix(got, `{"time"`) {
+		t.Errorf("json logger at warn wrote %q", got)
+	}
+}
