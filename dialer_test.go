@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +163,24 @@ func TestSimulatorConfigChecks(t *testing.T) {
 	ok := SimulatorConfig{Weights: map[string]float64{OutcomeAnswered: 1}, Rules: []SimulatorRule{{Suffix: "1", Outcome: OutcomeBusy}}}
 	if err := ok.validate(); err != nil {
 		t.Errorf("good config refused: %v", err)
+	}
+}
+
+func TestSimulatorConfigErrorNamesTheLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dialbox.toml")
+	os.WriteFile(path, []byte("[simulator]\nseed = 2\n[simulator.weights]\nANSWERED = 1\nHUNG_UP = 2\n"), 0o600)
+	_, err := LoadConfig(path, nil)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Line != 5 || ce.Key != "simulator.weights.HUNG_UP" {
+		t.Fatalf("got %v, want an error naming line 5 and simulator.weights.HUNG_UP", err)
+	}
+	os.WriteFile(path, []byte("[simulator]\n[[simulator.rules]]\nsuffix = \"1\"\noutcome = \"ANSWERED\"\n[[simulator.rules]]\noutcome = \"BUSY\"\n"), 0o600)
+	if _, err := LoadConfig(path, nil); !errors.As(err, &ce) || ce.Line != 5 || ce.Key != "simulator.rules[1]" {
+		t.Fatalf("got %v, want an error naming line 5 and simulator.rules[1]", err)
+	}
+	os.WriteFile(path, []byte("[simulator.weights]\nBUSY = 1\n"), 0o600)
+	cfg, err := LoadConfig(path, nil)
+	if err != nil || len(cfg.Simulator.Weights) != 1 {
+		t.Fatalf("a weights table must replace the defaults whole: %v %v", cfg.Simulator.Weights, err)
 	}
 }
