@@ -22,7 +22,7 @@ var (
 
 	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dialbox_http_requests_total",
-		Help: "HTTP requests by operation (A, B, C, admin, sink, metrics, healthz, readyz, openapi.yaml, other) and result code (public API: 1 for success, else the error code; other routes: the HTTP status).",
+		Help: "HTTP requests by operation (A, B, C, admin, sink, metrics, healthz, readyz, openapi.yaml, other) and result code (bodies in the API envelope: 1 for success, else the error code; other responses: the HTTP status).",
 	}, []string{"op", "code"})
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "dialbox_http_request_duration_seconds",
