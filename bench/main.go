@@ -46,6 +46,8 @@ type options struct {
 	out        string
 	cpuprofile string
 	rev        string
+	phases     map[string]bool
+	serve      bool
 	hookEvents int
 	concs      []int
 }
@@ -76,6 +78,8 @@ func main() {
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
+	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks", "phases to run (peers needs main)")
+	fs.BoolVar(&o.serve, "serve", false, "only start dialbox with the bench tenant, print its address, token and request files, and wait (to drive it with another load generator)")
 	fs.Parse(os.Args[1:])
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -107,6 +111,16 @@ func main() {
 		}
 		o.concs = append(o.concs, n)
 	}
+	o.phases = map[string]bool{}
+	for _, ph := range strings.Split(*phaseList, ",") {
+		switch ph = strings.TrimSpace(ph); ph {
+		case "limits", "main", "peers", "growth", "webhooks":
+			o.phases[ph] = true
+		default:
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks)\n", ph)
+			os.Exit(2)
+		}
+	}
 	if o.fillMode != "sql" && o.fillMode != "api" {
 		fmt.Fprintln(os.Stderr, `bench: -fill must be "sql" or "api"`)
 		os.Exit(2)
@@ -117,6 +131,9 @@ func main() {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	h := &Harness{o: o, points: map[string]*Point{}}
 	go func() {
+		if o.serve {
+			return // serveOnly handles the interrupt and stops dialbox itself
+		}
 		s := <-sig
 		fmt.Fprintf(os.Stderr, "\nbench: %v: stopping every process started\n", s)
 		StopAll()
@@ -280,26 +297,80 @@ func (h *Harness) Run() error {
 		return err
 	}
 
-	if err := h.limits(fixtures); err != nil {
-		return err
+	if h.o.serve {
+		return h.serveOnly(fixtures)
 	}
-	opBBody, opABody, err := h.mainPhase(fixtures)
+	if h.o.phases["limits"] {
+		if err := h.limits(fixtures); err != nil {
+			return err
+		}
+	}
+	var opBBody, opABody []byte
+	if h.o.phases["main"] {
+		if opBBody, opABody, err = h.mainPhase(fixtures); err != nil {
+			return err
+		}
+	}
+	h.peerSkip = map[string]string{}
+	switch {
+	case h.o.peers && h.o.phases["peers"] && opBBody != nil:
+		h.peerPhase(opBBody, opABody)
+	default:
+		why := "not run (-peers=false or -quick)"
+		if h.o.peers && h.o.phases["peers"] {
+			why = "not run: the peers answer what dialbox answered in the main phase, which was not run"
+		} else if !h.o.phases["peers"] {
+			why = "not run (-phases)"
+		}
+		for _, p := range peers {
+			h.peerSkip[p.Name] = why
+		}
+	}
+	if h.o.phases["growth"] {
+		if err := h.growth(fixtures); err != nil {
+			return err
+		}
+	}
+	if h.o.phases["webhooks"] {
+		h.webhookPhase()
+	} else {
+		h.webhookSkip = "not run (-phases)"
+	}
+	return h.report()
+}
+
+// serveOnly starts dialbox with the bench tenant and waits, so the same
+// server can be loaded by another load generator.
+func (h *Harness) serveOnly(fixtures string) error {
+	h.o.keep = true
+	d, err := h.startDialbox("dialbox", filepath.Join(h.scratch, "serve.db"), fixtures, "")
 	if err != nil {
 		return err
 	}
-	if h.o.peers {
-		h.peerPhase(opBBody, opABody)
-	} else {
-		h.peerSkip = map[string]string{}
-		for _, p := range peers {
-			h.peerSkip[p.Name] = "not run (-peers=false or -quick)"
+	defer d.Stop(30 * time.Second)
+	for _, n := range []int{1, 100, 1000} {
+		if err := os.WriteFile(filepath.Join(h.scratch, fmt.Sprintf("op-a-%d.json", n)), contactBodies(n, 1)[0], 0o644); err != nil {
+			return err
 		}
 	}
-	if err := h.growth(fixtures); err != nil {
-		return err
+	fmt.Printf(`dialbox (bench tenant) is serving on http://%s
+ACCESS_TOKEN: %s
+Request bodies of operation A: %s/op-a-{1,100,1000}.json
+Operation B:
+  curl -s http://%s%s -H 'Authorization: Bearer %s'
+Operation A:
+  curl -s -X POST http://%s%s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' --data-binary @%s/op-a-100.json
+Log: %s
+Stop with Ctrl-C.
+`, d.Addr, d.Token, h.scratch, d.Addr, pathB, d.Token, d.Addr, pathA, d.Token, h.scratch, d.Log)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case <-sig:
+	case <-d.done:
+		return fmt.Errorf("dialbox exited: %v", d.waitErr)
 	}
-	h.webhookPhase()
-	return h.report()
+	return nil
 }
 
 // step runs one measured load step, with a warm-up first.
