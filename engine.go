@@ -357,6 +357,9 @@ func (e *Engine) release(c callClaim) {
 	delete(e.busy, hotlineKey{c.AppID, c.Hotline})
 }
 
+// settleTries is how often a call's settling commit is tried.
+const settleTries = 5
+
 // runCall places one claimed call and settles it.
 func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
 	defer e.calls.Done()
@@ -376,9 +379,19 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
 		end.RetryAt = now.Add(time.Duration(float64(cc.ReCall.Delay) * float64(time.Second) / e.scale()))
 	}
 	// Settled even when the engine is stopping (ctx done): the store is
-	// still open until Stop returns.
-	if err := e.Store.endCall(context.Background(), end); err != nil {
-		e.Log.Error("engine: settling call; the next start will", "call", c.CallID, "err", err)
+	// still open until Stop returns. A failed commit is tried again, as the
+	// contact stays dialing (not dialled again) until it is settled.
+	for try := 1; ; try++ {
+		err := e.Store.endCall(context.Background(), end)
+		if err == nil {
+			break
+		}
+		if try == settleTries || errors.Is(err, errStoreClosed) {
+			e.Log.Error("engine: settling call failed; the next start settles it", "call", c.CallID, "err", err)
+			break
+		}
+		e.Log.Warn("engine: settling call failed; trying again", "call", c.CallID, "err", err)
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 	e.release(c)
 	e.Notify(c.AppID)
