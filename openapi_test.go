@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -313,5 +314,64 @@ func TestOpenAPIAdmin(t *testing.T) {
 		if status, _ := c.do("admin", r.method, r.path, auth, ""); status != r.status {
 			t.Errorf("%s %s: %d, want %d", r.method, r.path, status, r.status)
 		}
+	}
+}
+
+// TestOpenAPIWebhookEvents lets the engine call the demo tenant's contacts
+// and checks every event it queues for the webhook against the document's
+// webhooks section.
+func TestOpenAPIWebhookEvents(t *testing.T) {
+	doc := loadContract(t)
+	m, token := startOpsServer(t, io.Discard, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000",
+		"DIALBOX_ENGINE_POLL_INTERVAL=10ms")
+	var phones []string
+	for i := 0; i < 12; i++ { // enough for several outcomes, retries and final results
+		phones = append(phones, fmt.Sprintf("09120001%02d", i))
+	}
+	resp, body := opsDo(t, "POST", m.URL()+"/api/v1/public-api/scenarios/"+demoScenarioID+"/calls", token,
+		`{"contacts":`+contacts(phones...)+`}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("operation A: %d %s", resp.StatusCode, body)
+	}
+	count := func() (done int) {
+		m.store.read.QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
+		return done
+	}
+	deadline := time.Now().Add(time.Minute) // a bound for a stuck engine, not a pace
+	for count() < len(phones) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d contacts completed", count(), len(phones))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	rows, err := m.store.read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := map[string]int{}
+	for rows.Next() {
+		var typ, payload string
+		if err := rows.Scan(&typ, &payload); err != nil {
+			t.Fatal(err)
+		}
+		item := doc.Webhooks[typ]
+		if item == nil || item.Post == nil {
+			t.Fatalf("event %s is not in the document's webhooks", typ)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(payload), &v); err != nil {
+			t.Fatal(err)
+		}
+		schema := item.Post.RequestBody.Value.Content.Get("application/json").Schema.Value
+		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
+		}
+		seen[typ]++
+	}
+	t.Logf("events checked: %v", seen)
+	if seen["call.completed"] < len(phones) || seen["contact.completed"] != len(phones) {
+		t.Errorf("events checked: %v", seen)
 	}
 }
