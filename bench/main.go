@@ -161,6 +161,7 @@ func main() {
 // Harness is one benchmark run.
 type Harness struct {
 	o        options
+	server   int // process group of the server under test, for its CPU use
 	repo     string
 	scratch  string
 	tempDir  bool
@@ -197,6 +198,7 @@ type Point struct {
 	Units   float64 // contacts/s (operation A, decode) or rows/s (raw inserts)
 	P50     time.Duration
 	P99     time.Duration
+	Cores   float64 // CPU the server used during the step, in cores
 	Errors  int64
 	ErrMsg  string
 	Skipped string
@@ -225,7 +227,7 @@ func (h *Harness) logPoint(p *Point) {
 	if p.Errors > 0 {
 		errs = fmt.Sprintf("  (%d errors: %.120s)", p.Errors, p.ErrMsg)
 	}
-	logf("  %-34s %10s req/s%s  p50 %s  p99 %s%s", p.Label, num(p.Req), extra, lat(p.P50), lat(p.P99), errs)
+	logf("  %-34s %10s req/s%s  p50 %s  p99 %s  server CPU %.2f cores%s", p.Label, num(p.Req), extra, lat(p.P50), lat(p.P99), p.Cores, errs)
 }
 
 func logf(format string, args ...any) {
@@ -382,7 +384,9 @@ func (h *Harness) step(key, label string, t Target, conc int, during func() func
 	if during != nil {
 		after = during()
 	}
+	cpu0 := groupCPU(h.server)
 	r, err := Run(t, conc, h.o.dur, h.o.maxReqs)
+	cpu := groupCPU(h.server) - cpu0
 	if after != nil {
 		after()
 	}
@@ -391,6 +395,9 @@ func (h *Harness) step(key, label string, t Target, conc int, during func() func
 		p.Skipped = err.Error()
 	} else {
 		p.Req, p.P50, p.P99, p.Errors, p.ErrMsg = r.ReqPerSec(), r.P50, r.P99, r.Errors, r.ErrMsg
+		if h.server > 0 {
+			p.Cores = cpu.Seconds() / r.Elapsed.Seconds()
+		}
 		if t.Check != nil {
 			p.Units = r.UnitPerSec()
 		}
@@ -411,6 +418,7 @@ func (h *Harness) limits(fixtures string) error {
 	if err != nil {
 		return err
 	}
+	h.server = bare.Cmd.Process.Pid
 	small := buildRequest("GET", addr, "/small", "", nil)
 	if err := bare.WaitReady(30*time.Second, func() error { return probeHTTP(addr, small, 200) }); err != nil {
 		bare.Stop(5 * time.Second)
@@ -451,6 +459,7 @@ func (h *Harness) limits(fixtures string) error {
 		return err
 	}
 	for _, batch := range []int{100, 1000} {
+		h.server = 0
 		key := fmt.Sprintf("raw%d", batch)
 		label := fmt.Sprintf("raw SQLite inserts, %d rows/commit", batch)
 		r, err := rawInserts(rawDB, appID, benchScenarioID, batch, h.o.dur, h.o.maxReqs*100)
@@ -566,6 +575,7 @@ func (h *Harness) startDialbox(name, db, fixtures, config string) (*Dialbox, err
 	if err != nil {
 		return nil, err
 	}
+	h.server = d.Cmd.Process.Pid
 	ackedCounter.Store(0)
 	return d, nil
 }
@@ -630,6 +640,7 @@ func (h *Harness) peerPhase(opB, opA []byte) {
 			logf("peer %s skipped: %v", p.Name, err)
 			continue
 		}
+		h.server = proc.Cmd.Process.Pid
 		tB := Target{Addr: addr, Reqs: [][]byte{buildRequest("GET", addr, pathB, token, nil)}, Check: checkOK}
 		a1 := contactBodies(1, 8)
 		reqsA := make([][]byte, len(a1))

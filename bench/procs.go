@@ -191,3 +191,44 @@ func procStatusKB(pid int, field string) (int64, error) {
 	}
 	return 0, fmt.Errorf("%s not in /proc/%d/status", field, pid)
 }
+
+// groupCPU is the CPU time (user + system) used so far by every process of
+// process group pgid, read from /proc; a process that already ended is not
+// counted (the servers under test run until the end of their steps).
+func groupCPU(pgid int) time.Duration {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks int64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ... ; comm may hold spaces.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 13 {
+			continue
+		}
+		if pg, _ := strconv.Atoi(f[2]); pg != pgid && pid != pgid {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += ut + st
+	}
+	return time.Duration(ticks) * (time.Second / clockTicks)
+}
+
+// clockTicks is USER_HZ, 100 on Linux.
+const clockTicks = 100

@@ -185,6 +185,7 @@ func (h *Harness) report() error {
 	w("- Machine: %d cores (%s), %s; dialbox commit %s.\n", runtime.NumCPU(), cpuModel(), runtime.Version(), gitDescribe(h.repo, h.o.rev))
 	w("- Each step: %s of load after %s of warm-up, a closed loop of N keep-alive connections from the harness's own Go load generator (raw HTTP/1.1, prebuilt requests), all on 127.0.0.1; p50/p99 are per-request latencies.\n",
 		h.o.dur, h.o.warmup)
+	w("- Server CPU: cores the server's processes used during the step (from /proc); the machine has %d, and the load generator and the other tenants of the machine use the rest. A server below its share is waiting, not computing.\n", runtime.NumCPU())
 	w("- dialbox runs as its own process (`dialbox serve`, default config, WAL + synchronous=FULL), with a postpaid tenant, an ACTIVE scenario with `allow_duplicate_phone = true` and ten scenarios in all (operation B answers a page of ten). Operation A counts only contacts whose `contact_id` came back, i.e. durably committed.\n")
 	w("- Growth sizes: %s and %s contacts stored (fill: %s).\n", num(float64(h.o.fill1)), num(float64(h.o.fill2)), fillDescription(h.o.fillMode))
 	if len(h.peerVer) > 0 {
@@ -195,8 +196,8 @@ func (h *Harness) report() error {
 	}
 	w("- The machine is shared and noisy; compare the ratios within one run rather than absolute figures across runs.\n\n")
 
-	w("| Step | Clients | Requests/s | Contacts/s | p50 | p99 | Compared with |\n")
-	w("|---|---:|---:|---:|---:|---:|---|\n")
+	w("| Step | Clients | Requests/s | Contacts/s | p50 | p99 | Server CPU | Compared with |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, k := range h.order {
 		p := h.points[k]
 		req, units := "-", "-"
@@ -209,25 +210,29 @@ func (h *Harness) report() error {
 				units += " rows/s"
 			}
 		}
-		w("| %s | %d | %s | %s | %s | %s | %s |\n", p.Label, p.Conc, req, units, lat(p.P50), lat(p.P99), h.compare(p))
+		cores := "-"
+		if p.Cores > 0 {
+			cores = fmt.Sprintf("%.2f", p.Cores)
+		}
+		w("| %s | %d | %s | %s | %s | %s | %s | %s |\n", p.Label, p.Conc, req, units, lat(p.P50), lat(p.P99), cores, h.compare(p))
 	}
 	for _, p := range peers {
 		if why := h.peerSkip[p.Name]; why != "" {
-			w("| %s | - | - | - | - | - | skipped: %s |\n", p.Name, strings.ReplaceAll(why, "|", "/"))
+			w("| %s | - | - | - | - | - | - | skipped: %s |\n", p.Name, strings.ReplaceAll(why, "|", "/"))
 		}
 	}
 	if wh := h.webhook; wh != nil {
-		w("| webhooks, live: %s contacts called | - | %s deliveries/s | - | %s | %s | latency from a call's end (data.ended_at) to its arrival at the receiver; %s of the 5,000/s target%s |\n",
+		w("| webhooks, live: %s contacts called | - | %s deliveries/s | - | %s | %s | - | latency from a call's end (data.ended_at) to its arrival at the receiver; %s of the 5,000/s target%s |\n",
 			num(float64(wh.Contacts)), num(wh.LiveRate), lat(wh.P50), lat(wh.P99), pct(wh.LiveRate, 5000), dupNote(wh.LiveDups))
-		w("| webhooks, drain of %s queued messages | - | %s deliveries/s | - | - | - | delivery alone; %s of the 5,000/s target%s |\n",
+		w("| webhooks, drain of %s queued messages | - | %s deliveries/s | - | - | - | - | delivery alone; %s of the 5,000/s target%s |\n",
 			num(float64(wh.Drained)), num(wh.DrainRate), pct(wh.DrainRate, 5000), dupNote(wh.DrainDups))
 	} else {
-		w("| webhook deliveries | - | - | - | - | - | %s |\n", h.webhookSkip)
+		w("| webhook deliveries | - | - | - | - | - | - | %s |\n", h.webhookSkip)
 	}
-	w("| dialbox peak resident memory | - | - | - | - | - | %.1f MB (VmHWM), during %s |\n", h.peakRSS, h.peakRSSWhere)
+	w("| dialbox peak resident memory | - | - | - | - | - | - | %.1f MB (VmHWM), during %s |\n", h.peakRSS, h.peakRSSWhere)
 	for _, s := range h.sizes {
 		if s.contacts > 0 {
-			w("| database size, %s | - | - | - | - | - | %s contacts in %.1f MB: %.0f bytes per stored contact |\n",
+			w("| database size, %s | - | - | - | - | - | - | %s contacts in %.1f MB: %.0f bytes per stored contact |\n",
 				s.where, num(float64(s.contacts)), float64(s.bytes)/1e6, float64(s.bytes)/float64(s.contacts))
 		}
 	}
