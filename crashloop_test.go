@@ -1,0 +1,260 @@
+package main
+
+// The crash loop: the real binary, with concurrent imports and the engine
+// and webhook delivery busy, is killed with SIGKILL at random moments many
+// times. At the end every acknowledged contact exists, no call is charged
+// twice, every contact reaches a final state and every event is delivered.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func TestCrashLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and kills it many times")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("needs SIGKILL")
+	}
+	const kills = 20
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("kill moments seeded with %d", seed)
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dialbox")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rcv := newWHReceiver(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	db := filepath.Join(dir, "dialbox.db")
+	var hotlines []string
+	for i := range 40 {
+		hotlines = append(hotlines, fmt.Sprintf(`"028731000%02d"`, i))
+	}
+	const balance = 1_000_000_000
+	fixtures := fmt.Sprintf(`
+[[applications]]
+name = "loop"
+api_key = "loop-key"
+api_secret = "loop-secret"
+  [applications.wallet]
+  prepaid = true
+  balance = %d
+  expires_at = 2099-01-01T00:00:00Z
+  price_per_call = 1000
+  price_per_minute = 800
+  [[applications.hotline_pools]]
+  key = "POOL"
+  numbers = [%s]
+  [[applications.scenarios]]
+  id = "sc"
+  status = "ACTIVE"
+  content = "hello"
+  personalized_fields = ["ho_ten"]
+    [applications.scenarios.call_config]
+    pool_hotline_key = "POOL"
+    max_concurrent = 40
+    [applications.scenarios.call_config.re_call]
+    times = 1
+    delay = 30
+    is_busy = true
+    is_no_answer = true
+    [applications.scenarios.call_config.call_window]
+    start = "00:00"
+    end = "24:00"
+    timezone = "Asia/Ho_Chi_Minh"
+  [[applications.webhooks]]
+  url = %q
+  secret = %q
+`, balance, strings.Join(hotlines, ", "), rcv.URL(), whSecret)
+	config := fmt.Sprintf(`
+listen = %q
+database = %q
+fixtures = %q
+[engine]
+poll_interval = "20ms"
+[simulator]
+time_scale = 1000.0
+[webhooks]
+workers = 4
+retry_schedule = ["0s", "20ms", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s", "1s", "1s", "1s"]
+`, addr, db, filepath.Join(dir, "fixtures.toml"))
+	for name, body := range map[string]string{"fixtures.toml": fixtures, "dialbox.toml": config} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := "http://" + addr
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"apiKey": "loop-key"}).SignedString([]byte("loop-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu    sync.Mutex
+		acked = map[string]bool{}
+		seq   atomic.Int64
+	)
+	client := &http.Client{Timeout: 30 * time.Second}
+	// At most 4 x 5 requests of 10 contacts a round keeps the final drain
+	// (every call, retry and event) bounded however fast imports run.
+	importUntil := func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					if ctx.Err() != nil {
+						return
+					}
+					var contacts []string
+					for range 10 {
+						contacts = append(contacts, fmt.Sprintf(`{"phone_number":"0914%06d","ho_ten":"loop"}`, seq.Add(1)))
+					}
+					req, _ := http.NewRequestWithContext(ctx, "POST", url+"/api/v1/public-api/scenarios/sc/calls",
+						strings.NewReader(`{"contacts":[`+strings.Join(contacts, ",")+`]}`))
+					req.Header.Set("Authorization", "Bearer "+token)
+					resp, err := client.Do(req)
+					if err != nil {
+						return // killed under us
+					}
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					var out struct {
+						Status int
+						Result []map[string]string
+					}
+					if resp.StatusCode != 200 || json.Unmarshal(body, &out) != nil || out.Status != 1 {
+						continue // not an acknowledgement
+					}
+					mu.Lock()
+					for _, c := range out.Result {
+						acked[c["contact_id"]] = true
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+
+	for round := range kills {
+		p := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { importUntil(ctx); close(done) }()
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+		cancel()
+		<-done
+		if round == 0 || round == kills-1 {
+			mu.Lock()
+			t.Logf("kill %d: %d contacts acknowledged, %d events received", round+1, len(acked), rcv.count())
+			mu.Unlock()
+		}
+	}
+
+	s, err := OpenStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	last := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+	engWait(t, "every contact done and every message delivered", func() bool {
+		return engCount(t, s, `SELECT count(*) FROM contacts WHERE state <> 'done'`) == 0 &&
+			engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
+	})
+	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-last.exited
+
+	app, err := s.AppByKey(context.Background(), "loop-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.ContactIDs(context.Background(), app.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for id := range acked {
+		if !stored[id] {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Errorf("%d of %d acknowledged contacts lost", lost, len(acked))
+	}
+	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
+		t.Errorf("%d calls left dialing", n)
+	}
+	var spent int64
+	if err := s.read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := s.Wallet(context.Background(), app.ID); w.Balance != balance-spent {
+		t.Errorf("balance %d, want %d - %d charged for the recorded calls: some call was charged twice or not at all",
+			w.Balance, balance, spent)
+	}
+	calls := engCount(t, s, `SELECT count(*) FROM calls`)
+	contacts := engCount(t, s, `SELECT count(*) FROM contacts`)
+	messages := engCount(t, s, `SELECT count(*) FROM webhook_messages`)
+	if messages != calls+contacts {
+		t.Errorf("%d messages for %d calls and %d contacts, want one per call and one per contact", messages, calls, contacts)
+	}
+	rows, err := s.read.Query(`SELECT id FROM webhook_messages`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	missing := 0
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rcv.events[id]; !ok {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d messages never reached the receiver", missing, messages)
+	}
+	if len(rcv.bad) > 0 {
+		t.Errorf("deliveries that failed verification: %v", rcv.bad[:min(5, len(rcv.bad))])
+	}
+	t.Logf("%d kills: %d contacts acknowledged (%d stored), %d calls, %d messages, all delivered",
+		kills, len(acked), len(stored), calls, messages)
+}
