@@ -377,6 +377,12 @@ Stop with Ctrl-C.
 
 // step runs one measured load step, with a warm-up first.
 func (h *Harness) step(key, label string, t Target, conc int, during func() func()) *Point {
+	return h.stepFor(h.o.dur, key, label, t, conc, during)
+}
+
+// stepFor is step with its own length: steps of 1000-contact requests run
+// twice as long, so a step holds several rounds of 64 such requests.
+func (h *Harness) stepFor(dur time.Duration, key, label string, t Target, conc int, during func() func()) *Point {
 	if h.o.warmup > 0 {
 		Run(t, conc, h.o.warmup, h.o.maxReqs)
 	}
@@ -385,7 +391,7 @@ func (h *Harness) step(key, label string, t Target, conc int, during func() func
 		after = during()
 	}
 	cpu0 := groupCPU(h.server)
-	r, err := Run(t, conc, h.o.dur, h.o.maxReqs)
+	r, err := Run(t, conc, dur, h.o.maxReqs)
 	cpu := groupCPU(h.server) - cpu0
 	if after != nil {
 		after()
@@ -530,7 +536,7 @@ func (h *Harness) mainPhase(fixtures string) (opB, opA []byte, err error) {
 			if n <= 100 {
 				prof = h.profileAt(d, c, fmt.Sprintf("opA%d", n))
 			}
-			h.step(fmt.Sprintf("A%d@%d", n, c), fmt.Sprintf("op A, %d contact(s)/request @%d", n, c), t, c, prof)
+			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("A%d@%d", n, c), fmt.Sprintf("op A, %d contacts/request @%d", n, c), t, c, prof)
 		}
 	}
 	h.acked += ackedCounter.Load()
@@ -714,7 +720,7 @@ func (h *Harness) growth(fixtures string) error {
 		}
 		for _, n := range []int{1, 100, 1000} {
 			t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: checkImport}
-			h.step(fmt.Sprintf("%s:A%d@%d", tag, n, top), fmt.Sprintf("op A, %d/request @%d, %s", n, top, label), t, top, nil)
+			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("%s:A%d@%d", tag, n, top), fmt.Sprintf("op A, %d/request @%d, %s", n, top, label), t, top, nil)
 		}
 		h.notePeak(d, "operation A with "+label)
 		d.Stop(60 * time.Second)
