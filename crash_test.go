@@ -158,6 +158,10 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 		t.Errorf("%d of %d acknowledged contacts lost", lost, len(acked))
 	}
 	t.Logf("%d acknowledged, %d stored (the rest were committed but not yet answered)", len(acked), len(stored))
+	var check string
+	if err := s.read.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Errorf("integrity_check after the crash: %q, %v", check, err)
+	}
 	// The restart re-applied the fixtures without duplicating anything.
 	if n := queryInt(t, s, `SELECT count(*) FROM applications`); n != 6 {
 		t.Errorf("%d applications after restart, want 6", n)

@@ -710,3 +710,27 @@ func TestExampleConfig(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStoreSettings: the writer runs with WAL, synchronous=FULL and foreign
+// keys on. A SIGKILL test cannot see synchronous (the OS keeps the page
+// cache), so it is checked here: a power loss must not lose an
+// acknowledged contact either.
+func TestStoreSettings(t *testing.T) {
+	s, _ := openTestStore(t)
+	var mode string
+	var sync, fk int
+	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+		if err := tx.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil {
+			return err
+		}
+		return tx.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" || sync != 2 || fk != 1 {
+		t.Errorf("journal_mode %q, synchronous %d, foreign_keys %d; want wal, 2 (FULL), 1", mode, sync, fk)
+	}
+}
