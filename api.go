@@ -37,6 +37,8 @@ type API struct {
 	log    *slog.Logger
 	notify func(appID int64) // told after contacts are added, so dialling starts at once
 	limits *rateLimits
+	// imports holds a token per import in progress (limits.max_concurrent_imports).
+	imports chan struct{}
 
 	// journal and faults are the admin API's sandbox hooks; nil: off.
 	journal *Journal
@@ -109,6 +111,9 @@ func (a *API) writeError(w http.ResponseWriter, e *APIError) {
 	status := http.StatusOK
 	if a.cfg.API.ErrorHTTPStatus != StatusModeAlways {
 		status = httpStatusFor(e.Code)
+	}
+	if e.Code == errRateLimited.Code && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1") // every 429 says when to come back
 	}
 	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
 }
@@ -268,6 +273,12 @@ func (a *API) canImport(ctx context.Context, app *Application, sc *Scenario, now
 // wallet expiry, hotline pool, contact validation, then the store (which
 // checks duplicates against queued contacts and the balance).
 func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any) (any, *APIError, error) {
+	select {
+	case a.imports <- struct{}{}:
+		defer func() { <-a.imports }()
+	default:
+		return nil, errOverloaded, nil
+	}
 	now := a.now()
 	if apiErr, err := a.canImport(ctx, app, sc, now); apiErr != nil || err != nil {
 		return nil, apiErr, err

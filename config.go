@@ -19,6 +19,7 @@ type Config struct {
 	Listen    string          `toml:"listen"`
 	Database  string          `toml:"database"`
 	Fixtures  string          `toml:"fixtures"`
+	HTTP      HTTPConfig      `toml:"http"`
 	API       APIConfig       `toml:"api"`
 	Limits    LimitsConfig    `toml:"limits"`
 	Phone     PhoneConfig     `toml:"phone"`
@@ -30,6 +31,16 @@ type Config struct {
 	Sink      SinkConfig      `toml:"sink"`
 	Log       LogConfig       `toml:"log"`
 	Metrics   MetricsConfig   `toml:"metrics"`
+}
+
+// HTTPConfig bounds how long a client may hold a connection, so slow or
+// stuck clients cannot pile up, and how long a stop waits for requests.
+type HTTPConfig struct {
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
+	ReadTimeout       Duration `toml:"read_timeout"`
+	WriteTimeout      Duration `toml:"write_timeout"`
+	IdleTimeout       Duration `toml:"idle_timeout"`
+	ShutdownTimeout   Duration `toml:"shutdown_timeout"`
 }
 
 type APIConfig struct {
@@ -44,6 +55,9 @@ type LimitsConfig struct {
 	// public API (0: unlimited); Burst is how many it may send at once.
 	RatePerSecond float64 `toml:"rate_per_second"`
 	Burst         int     `toml:"burst"`
+	// MaxConcurrentImports bounds operations A and C in progress at once;
+	// one more is shed with 429 instead of queueing without bound.
+	MaxConcurrentImports int `toml:"max_concurrent_imports"`
 }
 
 type PhoneConfig struct {
@@ -149,9 +163,12 @@ func DefaultConfig() Config {
 		Listen:   "127.0.0.1:8080",
 		Database: "dialbox.db",
 		API:      APIConfig{ErrorHTTPStatus: StatusModeSemantic},
-		Limits:   LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100},
-		Phone:    PhoneConfig{DefaultRegion: "VN"},
-		Engine:   EngineConfig{Enabled: true, PollInterval: Duration{time.Second}},
+		Limits: LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100,
+			MaxConcurrentImports: 256},
+		HTTP: HTTPConfig{ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
+			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second}},
+		Phone:  PhoneConfig{DefaultRegion: "VN"},
+		Engine: EngineConfig{Enabled: true, PollInterval: Duration{time.Second}},
 		Simulator: SimulatorConfig{
 			Seed:      1,
 			TimeScale: 1,
@@ -276,6 +293,18 @@ func (c *Config) validate() error {
 		return bad("limits.rate_per_second", "must not be negative (0: unlimited)")
 	case c.Limits.Burst < 1:
 		return bad("limits.burst", "must be at least 1")
+	case c.Limits.MaxConcurrentImports < 1:
+		return bad("limits.max_concurrent_imports", "must be at least 1")
+	case c.HTTP.ReadHeaderTimeout.Duration <= 0:
+		return bad("http.read_header_timeout", "must be positive")
+	case c.HTTP.ReadTimeout.Duration <= 0:
+		return bad("http.read_timeout", "must be positive")
+	case c.HTTP.WriteTimeout.Duration <= 0:
+		return bad("http.write_timeout", "must be positive")
+	case c.HTTP.IdleTimeout.Duration <= 0:
+		return bad("http.idle_timeout", "must be positive")
+	case c.HTTP.ShutdownTimeout.Duration <= 0:
+		return bad("http.shutdown_timeout", "must be positive")
 	case !supportedRegion(c.Phone.DefaultRegion):
 		return bad("phone.default_region", fmt.Sprintf("%q is not a known region code like \"VN\"", c.Phone.DefaultRegion))
 	case c.Engine.PollInterval.Duration <= 0:

@@ -39,3 +39,21 @@ func flockFile(path string, how int, busy string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// lockServing is held by `dialbox serve` for its whole run: a second server
+// on the same database would dial every contact twice, so it must not start.
+func lockServing(path string) (*os.File, error) {
+	name := path + ".serve.lock"
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("database %s is already served by another dialbox (it holds %s); stop it or use another --database", path, name)
+		}
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	return f, nil
+}

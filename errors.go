@@ -40,6 +40,9 @@ var (
 	errCampaignNotFound = &APIError{Code: 404, Message: "Campaign is not found"}
 	errTooManyContacts  = &APIError{Code: 413, Message: "Too many contacts"}
 	errRateLimited      = &APIError{Code: 429, Message: "Too many requests"}
+	// errOverloaded sheds an import over limits.max_concurrent_imports.
+	errOverloaded = &APIError{Code: 429, Message: "Too many requests",
+		Details: []FieldError{{Field: "contacts", Reason: "too many imports in progress; retry shortly"}}}
 )
 
 // validationError is 400 Validation Failed naming the offending fields.

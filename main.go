@@ -99,10 +99,12 @@ type Main struct {
 	Stdout io.Writer
 	Log    *slog.Logger
 
-	store  *Store
-	ln     net.Listener
-	server *http.Server
-	ops    *opsServer
+	store     *Store
+	serveLock *os.File // held while serving: one server per database
+	api       *API
+	ln        net.Listener
+	server    *http.Server
+	ops       *opsServer
 
 	dialer   *SimDialer
 	engine   *Engine
@@ -186,11 +188,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if m.serveLock, err = lockServing(cfg.Database); err != nil {
+		return err
+	}
 	if m.store, err = OpenStore(cfg.Database); err != nil {
+		m.serveLock.Close()
 		return err
 	}
 	defer func() {
 		if err != nil {
+			defer m.serveLock.Close()
 			if m.ln != nil {
 				m.ln.Close()
 			}
@@ -216,7 +223,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 
 	api := &API{cfg: cfg, store: m.store, now: time.Now, log: m.Log,
-		limits: newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst)}
+		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
+		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports)}
+	m.api = api
 	router := httprouter.New()
 	api.routes(router)
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -231,8 +240,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.server = &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Duration,
+		ReadTimeout:       cfg.HTTP.ReadTimeout.Duration,
+		WriteTimeout:      cfg.HTTP.WriteTimeout.Duration,
+		IdleTimeout:       cfg.HTTP.IdleTimeout.Duration,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
 	m.dialer = NewSimDialer(cfg.Simulator)
@@ -269,7 +280,7 @@ func (m *Main) URL() string {
 func (m *Main) Close() error {
 	var errs []error
 	if m.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.HTTP.ShutdownTimeout.Duration)
 		defer cancel()
 		errs = append(errs, m.server.Shutdown(ctx))
 	}
@@ -277,6 +288,9 @@ func (m *Main) Close() error {
 	m.stopCalling()
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
+	}
+	if m.serveLock != nil {
+		m.serveLock.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,22 @@ func TestRateLimit(t *testing.T) {
 	}
 	if status, body := s.do(t, http.MethodGet, pathB, other, ""); status != http.StatusOK {
 		t.Errorf("another tenant is limited too: %d %s", status, body)
+	}
+}
+
+// TestImportsShedOverLimit: with every import slot taken, one more import is
+// answered 429 with Retry-After at once instead of queueing.
+func TestImportsShedOverLimit(t *testing.T) {
+	s := startServer(t, testFixtures, "DIALBOX_LIMITS_MAX_CONCURRENT_IMPORTS=1")
+	api := "Bearer " + mintFor(t, s, "qa-key")
+	slots := s.m.api.imports
+	slots <- struct{}{} // an import in progress holds the only slot
+	status, body := s.do(t, http.MethodPost, opA("sc-remind"), api, `{"contacts":[{"phone_number":"0912000001"}]}`)
+	if status != http.StatusTooManyRequests || !strings.Contains(string(body), `"code":429`) {
+		t.Fatalf("import over the limit: %d %s, want 429", status, body)
+	}
+	<-slots
+	if status, body := s.do(t, http.MethodPost, opA("sc-remind"), api, `{"contacts":[{"phone_number":"0912000001"}]}`); status != http.StatusOK {
+		t.Fatalf("import once the slot is free: %d %s", status, body)
 	}
 }

@@ -73,6 +73,12 @@ func openStoreAt(path string, version int) (*Store, error) {
 }
 
 func openLockedStore(path string, version int) (*Store, error) {
+	// SQLite would create the file with the umask's mode (often world-
+	// readable); it holds phone numbers and secrets. Its -wal and -shm
+	// files take the same mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
