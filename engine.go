@@ -106,7 +106,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine already running")
 	}
 	now := e.now()
-	n, err := e.Store.settleInterrupted(ctx, now, e.Webhooks.firstTry(now))
+	n, err := e.Store.settleInterrupted(ctx, now, e.Webhooks.firstTry(time.Now()))
 	if err != nil {
 		return fmt.Errorf("settling interrupted calls: %w", err)
 	}
@@ -372,7 +372,7 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
 	}
 	res := e.Dialer.Dial(ctx, req)
 	now := e.now()
-	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.Webhooks.firstTry(now),
+	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.Webhooks.firstTry(time.Now()),
 		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled}
 	end.RetryAt = now
 	if !end.Interrupted {

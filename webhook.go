@@ -102,7 +102,8 @@ func (w *Webhooks) Notify() {
 	}
 }
 
-// firstTry is when a message queued at now is first due.
+// firstTry is when a message queued at now is first due; now is the
+// deliverer's clock (the real one), whatever clock the engine runs on.
 func (w *Webhooks) firstTry(now time.Time) time.Time {
 	if w == nil || len(w.Schedule) == 0 {
 		return now
