@@ -177,9 +177,14 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			next = t
 		}
 	}
+	logErr := func(msg string, args ...any) {
+		if ctx.Err() == nil { // not worth a line: Stop cancelled the read
+			e.Log.Error(msg, args...)
+		}
+	}
 	scenarios, err := e.Store.activeScenarios(ctx)
 	if err != nil {
-		e.Log.Error("engine: listing scenarios", "err", err)
+		logErr("engine: listing scenarios", "err", err)
 		return next
 	}
 	budgets := map[int64]*budget{}
@@ -205,7 +210,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		b, ok := budgets[sc.AppID]
 		if !ok {
 			if b, err = e.budget(ctx, sc.AppID, now); err != nil {
-				e.Log.Error("engine: reading wallet", "app", sc.AppID, "err", err)
+				logErr("engine: reading wallet", "app", sc.AppID, "err", err)
 				continue
 			}
 			budgets[sc.AppID] = b
@@ -217,7 +222,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		numbers, ok := hotlines[pk]
 		if !ok {
 			if numbers, err = e.Store.enabledHotlines(ctx, sc.AppID, cc.PoolHotlineKey); err != nil {
-				e.Log.Error("engine: reading hotlines", "app", sc.AppID, "err", err)
+				logErr("engine: reading hotlines", "app", sc.AppID, "err", err)
 				continue
 			}
 			hotlines[pk] = numbers
@@ -236,7 +241,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		}
 		due, err := e.Store.dueContacts(ctx, sc.AppID, sc.ID, now, free)
 		if err != nil {
-			e.Log.Error("engine: reading due contacts", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			logErr("engine: reading due contacts", "app", sc.AppID, "scenario", sc.ID, "err", err)
 			continue
 		}
 		if len(due) < free {
@@ -261,7 +266,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	}
 	taken, err := e.Store.claimCalls(ctx, claims)
 	if err != nil {
-		e.Log.Error("engine: claiming calls", "err", err)
+		logErr("engine: claiming calls", "err", err)
 		taken = nil
 	}
 	started := map[string]bool{}
