@@ -815,7 +815,11 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "dialbox")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p, err := exec.LookPath("go"); err == nil {
+		gobin = p
+	}
+	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	rcv := newWHReceiver(t)
