@@ -275,17 +275,29 @@ func (m *Main) URL() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// Close stops accepting requests, lets in-flight ones finish, and closes the
+// Close stops accepting requests and taking webhook messages, cuts calls
+// in progress (they are settled and queued again), lets in-flight requests
+// and webhook attempts finish within http.shutdown_timeout, and closes the
 // database.
 func (m *Main) Close() error {
 	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), m.Config.HTTP.ShutdownTimeout.Duration)
+	defer cancel()
+	if m.engine != nil {
+		m.engine.Stop() // first, so no call starts during the grace period
+	}
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		if m.webhooks != nil {
+			m.webhooks.Shutdown(ctx)
+		}
+	}()
 	if m.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), m.Config.HTTP.ShutdownTimeout.Duration)
-		defer cancel()
 		errs = append(errs, m.server.Shutdown(ctx))
 	}
 	errs = append(errs, m.ops.close())
-	m.stopCalling()
+	<-delivered
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
 	}

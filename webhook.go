@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -67,7 +68,9 @@ type Webhooks struct {
 	done     chan struct{}
 	cancel   context.CancelFunc
 	inflight map[int64]bool // sent or being sent, attempt not yet recorded
-	records  sync.WaitGroup
+	// abandoned counts attempts cut by a stop, to be logged once.
+	abandoned atomic.Int64
+	records   sync.WaitGroup
 }
 
 func NewWebhooks(store *Store, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
@@ -128,9 +131,21 @@ func (w *Webhooks) Start() error {
 	return nil
 }
 
-// Stop ends delivery; requests in flight are abandoned unrecorded, so their
-// messages are sent again after the next Start.
+// Stop ends delivery at once (an admin reset must not wait on a slow
+// receiver); requests in flight are abandoned unrecorded, so their messages
+// are sent again after the next Start.
 func (w *Webhooks) Stop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.Shutdown(ctx)
+}
+
+// Shutdown takes no new message but lets attempts already under way finish
+// and be recorded until ctx is done; those still waiting on their receiver
+// then are abandoned as by Stop. An abandoned attempt is no error (its
+// message stays pending and goes out after the next start), so it is only
+// logged.
+func (w *Webhooks) Shutdown(ctx context.Context) {
 	w.mu.Lock()
 	if !w.running {
 		w.mu.Unlock()
@@ -138,10 +153,17 @@ func (w *Webhooks) Stop() {
 	}
 	w.running = false
 	close(w.stop)
-	w.cancel()
-	done := w.done
+	cancel, done := w.cancel, w.done
 	w.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	cancel()
 	<-done
+	if n := w.abandoned.Swap(0); n > 0 {
+		w.Log.Info("webhooks: attempts abandoned on stop; their messages go out after the next start", "attempts", n)
+	}
 }
 
 func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
@@ -152,7 +174,14 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		go func() {
 			defer workers.Done()
 			for m := range jobs {
-				w.deliver(ctx, m)
+				select {
+				case <-stop: // handed over as Stop came: not under way yet
+					w.mu.Lock()
+					delete(w.inflight, m.Seq)
+					w.mu.Unlock()
+				default:
+					w.deliver(ctx, m)
+				}
 			}
 		}()
 	}
@@ -227,7 +256,8 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 	}
 	if !forced {
 		status, retryAfter, err = w.send(ctx, m, start)
-		if ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil {
+			w.abandoned.Add(1)
 			done()
 			return // stopping: not the receiver's fault, try again after the next Start
 		}

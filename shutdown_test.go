@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// slowReceiver answers 204, but each request first tells arrived its
+// webhook-id and waits for release (or for the test's end).
+type slowReceiver struct {
+	srv     *httptest.Server
+	arrived chan string
+	release chan struct{}
+	once    sync.Once
+}
+
+func newSlowReceiver(t *testing.T) *slowReceiver {
+	r := &slowReceiver{arrived: make(chan string, 16), release: make(chan struct{})}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		io.Copy(io.Discard, req.Body)
+		r.arrived <- req.Header.Get("webhook-id")
+		select {
+		case <-r.release:
+		case <-req.Context().Done():
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.srv.Close)
+	t.Cleanup(r.letGo) // before Close, which waits for handlers
+	return r
+}
+
+func (r *slowReceiver) letGo() { r.once.Do(func() { close(r.release) }) }
+
+// shutdownServer starts dialbox (engine off) on db with one tenant whose
+// webhook is url; the test closes it itself.
+func shutdownServer(t *testing.T, db, url, grace string) (*Main, int64) {
+	t.Helper()
+	fx := filepath.Join(filepath.Dir(db), "fixtures.toml")
+	if err := os.WriteFile(fx, []byte(fmt.Sprintf(`
+[[applications]]
+name = "shutdown"
+api_key = "sd-key"
+api_secret = "sd-secret"
+  [[applications.webhooks]]
+  url = %q
+  secret = %q
+`, url, whSecret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMain(io.Discard)
+	m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	env := []string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_HTTP_SHUTDOWN_TIMEOUT=" + grace}
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--database", db, "--fixtures", fx}, env); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var app int64
+	if err := m.store.read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
+		t.Fatal(err)
+	}
+	return m, app
+}
+
+// shutdownMessages reads the outbox of a closed server's database.
+func shutdownMessages(t *testing.T, db string) map[string]whMessage {
+	t.Helper()
+	s, err := OpenStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return whMessages(t, s)
+}
+
+// An attempt under way when the server closes finishes within the grace
+// period and is recorded; a message queued after the close began is not sent.
+func TestShutdownFinishesWebhookAttempts(t *testing.T) {
+	rcv := newSlowReceiver(t)
+	db := filepath.Join(t.TempDir(), "dialbox.db")
+	m, app := shutdownServer(t, db, rcv.srv.URL+"/hook", "2m")
+	whEnqueue(t, m.store, app, 1)
+	m.webhooks.Notify()
+	first := <-rcv.arrived
+
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	engWait(t, "delivery to stop taking messages", func() bool {
+		m.webhooks.mu.Lock()
+		defer m.webhooks.mu.Unlock()
+		return !m.webhooks.running
+	})
+	whEnqueue(t, m.store, app, 1)
+	m.webhooks.Notify()
+	rcv.letGo()
+	if err := <-closed; err != nil {
+		t.Errorf("close: %v", err)
+	}
+	select {
+	case id := <-rcv.arrived:
+		t.Errorf("message %s sent after the close began", id)
+	default:
+	}
+
+	msgs := shutdownMessages(t, db)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2", len(msgs))
+	}
+	for id, msg := range msgs {
+		want := whMessage{State: msgPending}
+		if id == first {
+			want = whMessage{State: msgDelivered, Attempts: 1}
+		}
+		if msg != want {
+			t.Errorf("message %s: %+v, want %+v", id, msg, want)
+		}
+	}
+}
+
+// An attempt slower than the grace period is cut, left pending unrecorded,
+// and delivered after the next start.
+func TestShutdownAbandonsSlowWebhookAttempts(t *testing.T) {
+	rcv := newSlowReceiver(t)
+	db := filepath.Join(t.TempDir(), "dialbox.db")
+	m, app := shutdownServer(t, db, rcv.srv.URL+"/hook", "1s")
+	whEnqueue(t, m.store, app, 1)
+	m.webhooks.Notify()
+	id := <-rcv.arrived
+	if err := m.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if got, want := shutdownMessages(t, db)[id], (whMessage{State: msgPending}); got != want {
+		t.Errorf("after the close: %+v, want %+v", got, want)
+	}
+
+	rcv.letGo() // from now on it answers at once
+	m, _ = shutdownServer(t, db, rcv.srv.URL+"/hook", "1s")
+	if again := <-rcv.arrived; again != id {
+		t.Errorf("after restart message %s was sent, want %s", again, id)
+	}
+	engWait(t, "the delivery recorded", func() bool {
+		return engCount(t, m.store, `SELECT count(*) FROM webhook_messages WHERE id = ? AND state = 'delivered'`, id) == 1
+	})
+	if err := m.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
