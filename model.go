@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -61,6 +62,14 @@ type Scenario struct {
 	CallConfig         CallConfig
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+}
+
+// clone is a deep copy, so a cached scenario never changes under its readers.
+func (sc *Scenario) clone() *Scenario {
+	c := *sc
+	c.PersonalizedFields = slices.Clone(sc.PersonalizedFields)
+	c.CallConfig.CallWindow.Days = slices.Clone(sc.CallConfig.CallWindow.Days)
+	return &c
 }
 
 // CallConfig is how a scenario's contacts are dialled. Its JSON form is the

@@ -38,11 +38,16 @@ type Store struct {
 
 	insertContactChunk *sql.Stmt
 	lock               *os.File // shared lock that keeps restore away (dblock_unix.go)
+
+	catalog catalogCache
 }
 
 type writeJob struct {
 	fn     func(*sql.Tx) error
 	result chan error
+	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
+	// never the tenants' configuration, so they leave the catalog cache valid.
+	dataOnly bool
 }
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
@@ -196,7 +201,17 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // savepoint: if fn fails, only its own changes are undone. It returns once
 // the transaction holding fn's changes is durably committed (or failed).
 func (s *Store) Write(ctx context.Context, fn func(*sql.Tx) error) error {
-	job := writeJob{fn: fn, result: make(chan error, 1)}
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1)})
+}
+
+// WriteData is Write for jobs that change no configuration (applications,
+// wallets' settings, hotlines, scenarios, campaigns): imports, calls and
+// deliveries. They keep cached configuration reads valid.
+func (s *Store) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
+}
+
+func (s *Store) write1(ctx context.Context, job writeJob) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -262,6 +277,12 @@ func (s *Store) commit(batch []writeJob) {
 		}
 		return tx.Commit()
 	}()
+	for _, job := range batch {
+		if !job.dataOnly {
+			s.catalog.invalidate() // after the commit: a read from now on sees it
+			break
+		}
+	}
 	for i, job := range batch {
 		if err != nil {
 			job.result <- fmt.Errorf("commit: %w", err)
@@ -327,7 +348,14 @@ func scanApp(row interface{ Scan(...any) error }) (*Application, error) {
 
 // AppByKey finds an application by its API key, disabled ones included.
 func (s *Store) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
-	return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
+	app, err := cached(&s.catalog, "app\x00"+apiKey, func() (*Application, error) {
+		return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
+	})
+	if err != nil {
+		return nil, err
+	}
+	clone := *app // callers may change what they get; the cached value must not
+	return &clone, nil
 }
 
 // DemoApp is the demo tenant made on a first run, if there is one.
@@ -401,13 +429,38 @@ func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 
 // Scenario returns the tenant's scenario id, or errNotFound.
 func (s *Store) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
-	return scanScenario(s.read.QueryRowContext(ctx,
-		`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
+	sc, err := cached(&s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
+		return scanScenario(s.read.QueryRowContext(ctx,
+			`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc.clone(), nil
 }
 
 // ListScenarios returns one page of the tenant's scenarios, newest first,
 // and how many match in all. status "" matches every status.
 func (s *Store) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+	type page struct {
+		scenarios []*Scenario
+		total     int
+	}
+	p, err := cached(&s.catalog, fmt.Sprintf("scenarios\x00%d\x00%s\x00%d\x00%d", appID, status, limit, offset), func() (page, error) {
+		scenarios, total, err := s.listScenarios(ctx, appID, status, limit, offset)
+		return page{scenarios, total}, err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*Scenario, len(p.scenarios))
+	for i, sc := range p.scenarios {
+		out[i] = sc.clone()
+	}
+	return out, p.total, nil
+}
+
+func (s *Store) listScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
 	var total int
 	if err := s.read.QueryRowContext(ctx,
 		`SELECT count(*) FROM scenarios WHERE app_id = ? AND (? = '' OR status = ?)`, appID, status, status,
@@ -450,8 +503,15 @@ func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
 
 // Campaign returns the tenant's campaign id, or errNotFound.
 func (s *Store) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
-	return scanCampaign(s.read.QueryRowContext(ctx,
-		`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
+	c, err := cached(&s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
+		return scanCampaign(s.read.QueryRowContext(ctx,
+			`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
+	})
+	if err != nil {
+		return nil, err
+	}
+	clone := *c
+	return &clone, nil
 }
 
 // ---- imports ----
@@ -472,7 +532,7 @@ type ImportResult struct {
 func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
 		allInvalid = false
 		if _, err := tx.Exec(`SAVEPOINT contacts`); err != nil {

@@ -113,7 +113,7 @@ type callClaim struct {
 // longer queued is left out).
 func (s *Store) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
 	var out []callClaim
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
 		for _, c := range claims {
 			err := tx.QueryRow(`UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?
@@ -153,7 +153,7 @@ type callEnd struct {
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *Store) endCall(ctx context.Context, e callEnd) error {
-	return s.Write(ctx, func(tx *sql.Tx) error { return endCallTx(tx, e) })
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(tx, e) })
 }
 
 // settleInterrupted ends every call a previous run left up (a crash or a
@@ -161,7 +161,7 @@ func (s *Store) endCall(ctx context.Context, e callEnd) error {
 // returns how many it settled.
 func (s *Store) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	n := 0
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		n = 0
 		rows, err := tx.Query(`SELECT id FROM calls WHERE state = 'dialing'`)
 		if err != nil {

@@ -69,7 +69,7 @@ type deliveryAttempt struct {
 
 // recordAttempt stores a try and moves the message on, in one commit.
 func (s *Store) recordAttempt(ctx context.Context, a deliveryAttempt) error {
-	return s.Write(ctx, func(tx *sql.Tx) error {
+	return s.WriteData(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRow(`UPDATE webhook_messages SET state = ?, attempts = attempts + 1, tries = ?,
 			next_try_at = ?, updated_at = ? WHERE seq = ? RETURNING attempts`,

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// catalogCache keeps reads of the tenants' configuration (applications,
+// scenarios, campaigns) in memory between writes. Every public request reads
+// some of it and it changes rarely; any commit that may change it
+// invalidates the whole cache (Store.commit), so a read never sees a value
+// older than the last committed change.
+type catalogCache struct {
+	version atomic.Uint64 // bumped after every commit that may change configuration
+
+	mu      sync.Mutex
+	at      uint64 // version the entries were read at
+	entries map[string]cachedRead
+}
+
+type cachedRead struct {
+	value any
+	err   error // errNotFound is remembered too: unknown ids are asked for again and again
+}
+
+// maxCachedReads bounds the memory a flood of distinct ids can take.
+const maxCachedReads = 10_000
+
+func (c *catalogCache) invalidate() { c.version.Add(1) }
+
+// cached returns the remembered result of load under key, or runs load and
+// remembers it. Errors other than errNotFound are never remembered.
+func cached[T any](c *catalogCache, key string, load func() (T, error)) (T, error) {
+	v := c.version.Load()
+	c.mu.Lock()
+	if c.at != v || c.entries == nil || len(c.entries) >= maxCachedReads {
+		c.entries, c.at = map[string]cachedRead{}, v
+	}
+	if e, ok := c.entries[key]; ok {
+		c.mu.Unlock()
+		return e.value.(T), e.err
+	}
+	c.mu.Unlock()
+	value, err := load()
+	if err == nil || errors.Is(err, errNotFound) {
+		c.mu.Lock()
+		// A write committed during load bumped the version: what load read
+		// may be stale, so it is not kept.
+		if c.at == v && c.version.Load() == v {
+			c.entries[key] = cachedRead{value, err}
+		}
+		c.mu.Unlock()
+	}
+	return value, err
+}
