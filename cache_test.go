@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestCatalogCache: cached configuration reads see every committed change,
+// survive imports, and cannot be corrupted by a caller editing its copy.
+func TestCatalogCache(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fa := &FixtureApp{Name: "before", APIKey: "k", APISecret: "s",
+		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001"}}},
+		Scenarios: []*FixtureScenario{{ID: "sc", Status: StatusActive, Content: "x",
+			PersonalizedFields: []string{"ho_ten"}, CallConfig: DefaultCallConfig()}}}
+	if err := s.ApplyFixtures(ctx, []*FixtureApp{fa}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := s.AppByKey(ctx, "k")
+	sc, _ := s.Scenario(ctx, app.ID, "sc")
+	if _, total, _ := s.ListScenarios(ctx, app.ID, "", 10, 0); total != 1 {
+		t.Fatalf("total %d", total)
+	}
+
+	// Editing what a read returned changes nothing for the next reader.
+	app.Name = "edited"
+	sc.PersonalizedFields[0] = "edited"
+	sc.CallConfig.CallWindow.Days[0] = "edited"
+	again, _ := s.Scenario(ctx, app.ID, "sc")
+	if a, _ := s.AppByKey(ctx, "k"); a.Name != "before" || again.PersonalizedFields[0] != "ho_ten" ||
+		again.CallConfig.CallWindow.Days[0] != "MON" {
+		t.Errorf("a caller's edit reached the cache: %q %v %v", a.Name, again.PersonalizedFields, again.CallConfig.CallWindow.Days)
+	}
+
+	// An import keeps the cache; a configuration write is seen at once.
+	version := s.catalog.version.Load()
+	req := ImportRequest{AppID: app.ID, ScenarioID: "sc", Contacts: []NewContact{{ID: "c1", Phone: "+84912345678", Fields: []byte("{}")}}}
+	if _, err := s.Import(ctx, req, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if s.catalog.version.Load() != version {
+		t.Error("an import invalidated the configuration cache")
+	}
+	if err := s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE applications SET name = 'after'; INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc2', 0, 0)`, app.ID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.AppByKey(ctx, "k"); a.Name != "after" {
+		t.Errorf("application read after a committed change: %q", a.Name)
+	}
+	if _, total, _ := s.ListScenarios(ctx, app.ID, "", 10, 0); total != 2 {
+		t.Errorf("scenario page after a committed insert: total %d, want 2", total)
+	}
+	// A miss is remembered as a miss until a write may have made it exist.
+	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != errNotFound {
+		t.Fatalf("missing scenario: %v", err)
+	}
+	s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc3', 0, 0)`, app.ID)
+		return err
+	})
+	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != nil {
+		t.Errorf("scenario created after a cached miss: %v", err)
+	}
+}
