@@ -363,8 +363,14 @@ Operation B, list scenarios:
 Operation C, add contacts to a campaign:
   curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"+84 987 654 321","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
 
+The demo contacts are called by the simulated dialer (+84900000001..7 give
+each outcome; see the README) and every result is posted, signed, to the
+built-in webhook sink. Read it with the admin token (printed on the first
+start, or admin.token):
+  curl -s %s/admin/v1/sink -H 'Authorization: Bearer ADMIN_TOKEN'
+
 `, versionString(), base, app.APIKey, app.APISecret, token,
-		base, demoScenarioID, auth, base, auth, base, auth, demoCampaignID)
+		base, demoScenarioID, auth, base, auth, base, auth, demoCampaignID, base)
 	return nil
 }
 
