@@ -9,12 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,23 +22,10 @@ import (
 )
 
 func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills the binary")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("needs SIGKILL")
-	}
+	bin := dialboxBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dialbox")
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	db, fx := filepath.Join(dir, "dialbox.db"), filepath.Join(dir, "fixtures.toml")
 	if err := os.WriteFile(fx, []byte(testFixtures), 0o600); err != nil {
 		t.Fatal(err)
@@ -179,12 +164,7 @@ type binaryServer struct {
 // startBinary runs `dialbox serve` on a free port and waits until it answers.
 func startBinary(ctx context.Context, t *testing.T, bin, db, fixtures string) *binaryServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", addr, "--database", db, "--fixtures", fixtures)
 	var env []string
 	for _, kv := range os.Environ() {

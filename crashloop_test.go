@@ -11,12 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,88 +23,16 @@ import (
 )
 
 func TestCrashLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and kills it many times")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("needs SIGKILL")
-	}
 	const kills = 20
+	bin := dialboxBinary(t)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed))
 	t.Logf("kill moments seeded with %d", seed)
-
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "dialbox")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	rcv := newWHReceiver(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	db := filepath.Join(dir, "dialbox.db")
-	var hotlines []string
-	for i := range 40 {
-		hotlines = append(hotlines, fmt.Sprintf(`"028731000%02d"`, i))
-	}
 	const balance = 1_000_000_000
-	fixtures := fmt.Sprintf(`
-[[applications]]
-name = "loop"
-api_key = "loop-key"
-api_secret = "loop-secret"
-  [applications.wallet]
-  prepaid = true
-  balance = %d
-  expires_at = 2099-01-01T00:00:00Z
-  price_per_call = 1000
-  price_per_minute = 800
-  [[applications.hotline_pools]]
-  key = "POOL"
-  numbers = [%s]
-  [[applications.scenarios]]
-  id = "sc"
-  status = "ACTIVE"
-  content = "hello"
-  personalized_fields = ["ho_ten"]
-    [applications.scenarios.call_config]
-    pool_hotline_key = "POOL"
-    max_concurrent = 40
-    [applications.scenarios.call_config.re_call]
-    times = 1
-    delay = 30
-    is_busy = true
-    is_no_answer = true
-    [applications.scenarios.call_config.call_window]
-    start = "00:00"
-    end = "24:00"
-    timezone = "Asia/Ho_Chi_Minh"
-  [[applications.webhooks]]
-  url = %q
-  secret = %q
-`, balance, strings.Join(hotlines, ", "), rcv.URL(), whSecret)
-	config := fmt.Sprintf(`
-listen = %q
-database = %q
-fixtures = %q
-[engine]
-poll_interval = "20ms"
-[simulator]
-time_scale = 1000.0
-[webhooks]
-workers = 4
-retry_schedule = ["0s", "20ms", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s", "1s", "1s", "1s"]
-`, addr, db, filepath.Join(dir, "fixtures.toml"))
-	for name, body := range map[string]string{"fixtures.toml": fixtures, "dialbox.toml": config} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	url := "http://" + addr
+	config, url, db := busyTenant{apiKey: "loop-key", apiSecret: "loop-secret", balance: balance, hotlines: 40,
+		reCallDelay: 30, webhook: rcv.URL(), timeScale: 1000,
+		retrySchedule: `["0s", "20ms", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s", "1s", "1s", "1s"]`}.write(t, t.TempDir())
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"apiKey": "loop-key"}).SignedString([]byte("loop-secret"))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +88,7 @@ retry_schedule = ["0s", "20ms", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "
 	}
 
 	for round := range kills {
-		p := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+		p := engRunBinary(t, bin, config, url)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { importUntil(ctx); close(done) }()
@@ -188,7 +111,7 @@ retry_schedule = ["0s", "20ms", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "
 		t.Fatal(err)
 	}
 	defer s.Close()
-	last := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+	last := engRunBinary(t, bin, config, url)
 	engWait(t, "every contact done and every message delivered", func() bool {
 		return engCount(t, s, `SELECT count(*) FROM contacts WHERE state <> 'done'`) == 0 &&
 			engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -807,88 +805,14 @@ func engRunBinary(t *testing.T, bin, config, url string) *engProc {
 // run: after a restart every contact finishes, no call is charged twice,
 // and every event reaches the receiver at least once, correctly signed.
 func TestEngineSurvivesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills the binary")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("needs SIGKILL")
-	}
+	bin := dialboxBinary(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dialbox")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if p, err := exec.LookPath("go"); err == nil {
-		gobin = p
-	}
-	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	rcv := newWHReceiver(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	db := filepath.Join(dir, "dialbox.db")
-	var hotlines []string
-	for i := range 10 {
-		hotlines = append(hotlines, fmt.Sprintf(`"028730000%02d"`, i))
-	}
 	const balance = 100_000_000
-	fixtures := fmt.Sprintf(`
-[[applications]]
-name = "kill"
-api_key = "kill-key"
-api_secret = "kill-secret"
-  [applications.wallet]
-  prepaid = true
-  balance = %d
-  expires_at = 2099-01-01T00:00:00Z
-  price_per_call = 1000
-  price_per_minute = 800
-  [[applications.hotline_pools]]
-  key = "POOL"
-  numbers = [%s]
-  [[applications.scenarios]]
-  id = "sc"
-  status = "ACTIVE"
-  content = "hello"
-  personalized_fields = ["ho_ten"]
-    [applications.scenarios.call_config]
-    pool_hotline_key = "POOL"
-    max_concurrent = 10
-    [applications.scenarios.call_config.re_call]
-    times = 1
-    delay = 60
-    is_busy = true
-    is_no_answer = true
-    [applications.scenarios.call_config.call_window]
-    start = "00:00"
-    end = "24:00"
-    timezone = "Asia/Ho_Chi_Minh"
-  [[applications.webhooks]]
-  url = %q
-  secret = %q
-`, balance, strings.Join(hotlines, ", "), rcv.URL(), whSecret)
-	config := fmt.Sprintf(`
-listen = %q
-database = %q
-fixtures = %q
-[engine]
-poll_interval = "20ms"
-[simulator]
-time_scale = 300.0
-[webhooks]
-workers = 4
-retry_schedule = ["0s", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s"]
-`, addr, db, filepath.Join(dir, "fixtures.toml"))
-	for name, body := range map[string]string{"fixtures.toml": fixtures, "dialbox.toml": config} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	url := "http://" + addr
-	first := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+	config, url, db := busyTenant{apiKey: "kill-key", apiSecret: "kill-secret", balance: balance, hotlines: 10,
+		reCallDelay: 60, webhook: rcv.URL(), timeScale: 300,
+		retrySchedule: `["0s", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s"]`}.write(t, dir)
+	first := engRunBinary(t, bin, config, url)
 
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"apiKey": "kill-key"}).SignedString([]byte("kill-secret"))
 	if err != nil {
@@ -931,7 +855,7 @@ retry_schedule = ["0s", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s"]
 		t.Fatalf("the kill did not land mid-run (%d calls up, %d done)", up, done)
 	}
 
-	second := engRunBinary(t, bin, filepath.Join(dir, "dialbox.toml"), url)
+	second := engRunBinary(t, bin, config, url)
 	engWait(t, "every contact done and every message delivered", func() bool {
 		return engCount(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) == n &&
 			engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
