@@ -284,7 +284,7 @@ func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario
 		return nil, apiErr, err
 	}
 	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
-		UniquePhone: !sc.CallConfig.AllowDuplicatePhone}
+		UniquePhone: !sc.CallConfig.AllowDuplicatePhone, MaxQueued: a.cfg.Limits.MaxQueuedContacts}
 	req.Contacts, req.Skipped = validateContacts(items, sc, a.cfg.Phone.DefaultRegion)
 	// The store records skipped contacts even when none is left (1403), and
 	// checks duplicates against queued contacts and the balance (1105).

@@ -58,6 +58,9 @@ type LimitsConfig struct {
 	// MaxConcurrentImports bounds operations A and C in progress at once;
 	// one more is shed with 429 instead of queueing without bound.
 	MaxConcurrentImports int `toml:"max_concurrent_imports"`
+	// MaxQueuedContacts bounds each application's contacts not yet
+	// finished; an import over it is shed with 429. 0: unlimited.
+	MaxQueuedContacts int64 `toml:"max_queued_contacts"`
 }
 
 type PhoneConfig struct {
@@ -164,7 +167,7 @@ func DefaultConfig() Config {
 		Database: "dialbox.db",
 		API:      APIConfig{ErrorHTTPStatus: StatusModeSemantic},
 		Limits: LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100,
-			MaxConcurrentImports: 256},
+			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000},
 		HTTP: HTTPConfig{ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
 			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second}},
 		Phone:  PhoneConfig{DefaultRegion: "VN"},
@@ -295,6 +298,8 @@ func (c *Config) validate() error {
 		return bad("limits.burst", "must be at least 1")
 	case c.Limits.MaxConcurrentImports < 1:
 		return bad("limits.max_concurrent_imports", "must be at least 1")
+	case c.Limits.MaxQueuedContacts < 0:
+		return bad("limits.max_queued_contacts", "must not be negative (0: unlimited)")
 	case c.HTTP.ReadHeaderTimeout.Duration <= 0:
 		return bad("http.read_header_timeout", "must be positive")
 	case c.HTTP.ReadTimeout.Duration <= 0:

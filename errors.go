@@ -45,6 +45,13 @@ var (
 		Details: []FieldError{{Field: "contacts", Reason: "too many imports in progress; retry shortly"}}}
 )
 
+// errQueueFull sheds an import that would leave an application with more
+// than limits.max_queued_contacts contacts waiting to be called.
+func errQueueFull(queued, max int64, adding int) *APIError {
+	return &APIError{Code: 429, Message: "Too many requests", Details: []FieldError{{Field: "contacts",
+		Reason: fmt.Sprintf("%d contacts are queued, at most %d may be (limits.max_queued_contacts); these %d must wait until calls finish some", queued, max, adding)}}}
+}
+
 // validationError is 400 Validation Failed naming the offending fields.
 func validationError(details ...FieldError) *APIError {
 	return &APIError{Code: 400, Message: "Validation Failed", Details: details}

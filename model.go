@@ -167,8 +167,11 @@ type ImportRequest struct {
 	CampaignID string // empty for operation A
 	// UniquePhone is false when the scenario allows duplicate phones.
 	UniquePhone bool
-	Contacts    []NewContact
-	Skipped     []SkippedContact
+	// MaxQueued refuses the import when it would leave the application with
+	// more unfinished contacts (limits.max_queued_contacts); 0: no bound.
+	MaxQueued int64
+	Contacts  []NewContact
+	Skipped   []SkippedContact
 }
 
 // AddedContact is a stored contact as operation A and C echo it.

@@ -187,3 +187,28 @@ CREATE TABLE admin_settings (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- migration 4: a count of each application's unfinished contacts
+-- limits.max_queued_contacts reads it instead of counting millions of rows.
+-- Triggers keep it exact inside whatever transaction changes contacts
+-- (imports, call ends, cascading deletes, the bench's SQL fill), so no code
+-- path can forget it and a crash cannot split it from the rows it counts.
+CREATE TABLE queued_contacts (
+    app_id INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
+    n      INTEGER NOT NULL   -- contacts in state queued or dialing
+);
+INSERT INTO queued_contacts (app_id, n)
+    SELECT id, (SELECT count(*) FROM contacts c WHERE c.app_id = a.id AND c.state <> 'done') FROM applications a;
+CREATE TRIGGER queued_contacts_app AFTER INSERT ON applications BEGIN
+    INSERT INTO queued_contacts (app_id, n) VALUES (NEW.id, 0);
+END;
+CREATE TRIGGER queued_contacts_insert AFTER INSERT ON contacts WHEN NEW.state <> 'done' BEGIN
+    UPDATE queued_contacts SET n = n + 1 WHERE app_id = NEW.app_id;
+END;
+CREATE TRIGGER queued_contacts_state AFTER UPDATE OF state ON contacts
+    WHEN (OLD.state = 'done') <> (NEW.state = 'done') BEGIN
+    UPDATE queued_contacts SET n = n + CASE NEW.state WHEN 'done' THEN -1 ELSE 1 END WHERE app_id = NEW.app_id;
+END;
+CREATE TRIGGER queued_contacts_delete AFTER DELETE ON contacts WHEN OLD.state <> 'done' BEGIN
+    UPDATE queued_contacts SET n = n - 1 WHERE app_id = OLD.app_id;
+END;

@@ -527,8 +527,10 @@ type ImportResult struct {
 // returns them with their new contact_ids. Contacts whose phone is already
 // pending for the scenario (when duplicates are not allowed) are skipped.
 // It fails with errAllInvalid when nothing is left to add (the import and
-// its reasons are still recorded) and errWalletEmpty when a prepaid wallet
-// cannot pay one call per added contact (nothing is recorded).
+// its reasons are still recorded), errQueueFull when the application would
+// have more than req.MaxQueued unfinished contacts, and errWalletEmpty when
+// a prepaid wallet cannot pay one call per added contact (for these two
+// nothing is recorded).
 func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
@@ -547,6 +549,9 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 				return err
 			}
 			return recordImport(tx, req, res, errAllInvalid.Code, now)
+		}
+		if err := checkQueued(tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
+			return err
 		}
 		if err := checkBalance(tx, req.AppID, len(res.Added)); err != nil {
 			return err
@@ -626,6 +631,24 @@ func insertContactsSQL(n int) string {
 	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
 	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
 	ON CONFLICT DO NOTHING RETURNING id`
+}
+
+// checkQueued fails with errQueueFull when the added contacts took the
+// application over max unfinished contacts. The count, kept by triggers
+// (schema.sql migration 4), already includes them; read in the writer's
+// transaction, it is exact even under concurrent imports.
+func checkQueued(tx *sql.Tx, appID, max int64, added int) error {
+	if max <= 0 {
+		return nil
+	}
+	var n int64
+	if err := tx.QueryRow(`SELECT n FROM queued_contacts WHERE app_id = ?`, appID).Scan(&n); err != nil {
+		return err
+	}
+	if n > max {
+		return errQueueFull(n-int64(added), max, added)
+	}
+	return nil
 }
 
 // checkBalance fails with errWalletEmpty when a prepaid wallet cannot pay
