@@ -688,17 +688,27 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	return map[string]any{"scenarios": out, "total_count": total}, nil
 }
 
-// pageParams reads limit (1..500, default 50) and offset (default 0).
+// pageParams reads limit (see limitParam) and offset (default 0).
 func pageParams(q url.Values) (int, int, error) {
-	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
-	if !ok {
-		return 0, 0, invalid("limit", "must be an integer from 1 to 500")
+	limit, err := limitParam(q)
+	if err != nil {
+		return 0, 0, err
 	}
 	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
 	if !ok {
 		return 0, 0, invalid("offset", "must be an integer of 0 or more")
 	}
 	return limit, offset, nil
+}
+
+// limitParam reads limit, the page size of the admin API's paged lists
+// (the journal has its own): 1 to 500, default 50.
+func limitParam(q url.Values) (int, error) {
+	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
+	if !ok {
+		return 0, invalid("limit", "must be an integer from 1 to 500")
+	}
+	return limit, nil
 }
 
 type scenarioBody struct {
@@ -1115,20 +1125,26 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 	return t, nil
 }
 
-// cursorParams reads cursor (a next_cursor of an earlier page) and limit.
-func cursorParams(q url.Values) (int64, int, error) {
-	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
-	if !ok {
-		return 0, 0, invalid("limit", "must be an integer from 1 to 500")
+// cursorPageParams reads from, to, limit and cursor (a next_cursor of an
+// earlier page), and complains of the first bad one in that order.
+func cursorPageParams(q url.Values) (CursorPage, error) {
+	var p CursorPage
+	var err error
+	if p.From, err = timeParam(q, "from"); err != nil {
+		return p, err
 	}
-	if q.Get("cursor") == "" {
-		return 0, limit, nil
+	if p.To, err = timeParam(q, "to"); err != nil {
+		return p, err
 	}
-	cursor, err := strconv.ParseInt(q.Get("cursor"), 10, 64)
-	if err != nil || cursor <= 0 {
-		return 0, 0, invalid("cursor", "must be the next_cursor of an earlier page")
+	if p.Limit, err = limitParam(q); err != nil {
+		return p, err
 	}
-	return cursor, limit, nil
+	if c := q.Get("cursor"); c != "" {
+		if p.Cursor, err = strconv.ParseInt(c, 10, 64); err != nil || p.Cursor <= 0 {
+			return p, invalid("cursor", "must be the next_cursor of an earlier page")
+		}
+	}
+	return p, nil
 }
 
 var contactStates = map[string]bool{"": true, ContactQueued: true, ContactDialing: true, ContactDone: true}
@@ -1149,13 +1165,7 @@ func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error)
 			return nil, invalid("phone", err.Error())
 		}
 	}
-	if f.From, err = timeParam(q, "from"); err != nil {
-		return nil, err
-	}
-	if f.To, err = timeParam(q, "to"); err != nil {
-		return nil, err
-	}
-	if f.Cursor, f.Limit, err = cursorParams(q); err != nil {
+	if f.CursorPage, err = cursorPageParams(q); err != nil {
 		return nil, err
 	}
 	list, next, err := a.store.Contacts(r.Context(), app.ID, f)
@@ -1185,9 +1195,9 @@ func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) 
 		return nil, err
 	}
 	q := r.URL.Query()
-	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
-	if !ok {
-		return nil, invalid("limit", "must be an integer from 1 to 500")
+	limit, err := limitParam(q)
+	if err != nil {
+		return nil, err
 	}
 	list, err := a.store.Imports(r.Context(), app.ID, q.Get("scenario_id"), limit)
 	return map[string]any{"imports": list}, err
@@ -1231,13 +1241,7 @@ func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error)
 	if !messageStates[f.State] {
 		return nil, invalid("state", "must be pending, delivered or dead")
 	}
-	if f.From, err = timeParam(q, "from"); err != nil {
-		return nil, err
-	}
-	if f.To, err = timeParam(q, "to"); err != nil {
-		return nil, err
-	}
-	if f.Cursor, f.Limit, err = cursorParams(q); err != nil {
+	if f.CursorPage, err = cursorPageParams(q); err != nil {
 		return nil, err
 	}
 	list, next, err := a.store.Messages(r.Context(), app.ID, f)

@@ -492,13 +492,19 @@ type CallRecord struct {
 	Cost       int64      `json:"cost"`
 }
 
+// CursorPage is how the contact and webhook-message lists page: Limit rows
+// created in [From, To) (zero times: unbounded), newest first, after Cursor,
+// the seq of the last row of the previous page (0: the first page).
+type CursorPage struct {
+	From, To time.Time
+	Cursor   int64
+	Limit    int
+}
+
 // ContactFilter selects contacts of one application; zero fields match all.
-// Cursor is the seq of the last contact of the previous page.
 type ContactFilter struct {
 	ScenarioID, CampaignID, State, Outcome, Phone string
-	From, To                                      time.Time
-	Cursor                                        int64
-	Limit                                         int
+	CursorPage
 }
 
 const contactColumns = `seq, id, scenario_id, coalesce(campaign_id, ''), import_id, phone, fields, state, attempts,
@@ -681,9 +687,7 @@ type WebhookAttempt struct {
 // MessageFilter selects webhook messages of one application.
 type MessageFilter struct {
 	EndpointID, State, EventType string
-	From, To                     time.Time
-	Cursor                       int64
-	Limit                        int
+	CursorPage
 }
 
 const messageColumns = `seq, id, endpoint_id, event_type, payload, state, attempts, next_try_at, created_at, updated_at`
