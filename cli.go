@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -68,16 +69,53 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%s: unexpected argument %q", sub, fs.Arg(0))
 	}
-	cfg, err := f.load(fs, env)
-	if err != nil {
-		return err
-	}
-	store, err := OpenStore(cfg.Database)
+	store, cfg, err := f.openStore(fs, env)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	return run(ctx, store, cfg)
+}
+
+// openStore reads the configuration as load does and opens its database,
+// for the commands that work on it directly; the caller closes the store.
+func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (*Store, Config, error) {
+	cfg, err := f.load(fs, env)
+	if err != nil {
+		return nil, cfg, err
+	}
+	store, err := OpenStore(cfg.Database)
+	return store, cfg, err
+}
+
+// runToken prints a fresh ACCESS_TOKEN for an application.
+func runToken(ctx context.Context, args []string, stdout io.Writer, env []string) error {
+	fs, f := newFlagSet("token")
+	appKey := fs.String("app", "", "API key of the application")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *appKey == "" {
+		return fmt.Errorf("token: --app API_KEY is required")
+	}
+	store, cfg, err := f.openStore(fs, env)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	app, err := store.AppByKey(ctx, *appKey)
+	if errors.Is(err, errNotFound) {
+		return fmt.Errorf("token: no application has API key %q in %s", *appKey, cfg.Database)
+	}
+	if err != nil {
+		return err
+	}
+	token, err := MintToken(app, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, token)
+	return nil
 }
 
 func cliAppCreate(ctx context.Context, s *Store, out io.Writer, name, key, secret string) error {

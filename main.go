@@ -373,37 +373,3 @@ start, or admin.token):
 		base, demoScenarioID, auth, base, auth, base, auth, demoCampaignID, base)
 	return nil
 }
-
-// runToken prints a fresh ACCESS_TOKEN for an application.
-func runToken(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("token")
-	appKey := fs.String("app", "", "API key of the application")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *appKey == "" {
-		return fmt.Errorf("token: --app API_KEY is required")
-	}
-	cfg, err := f.load(fs, env)
-	if err != nil {
-		return err
-	}
-	store, err := OpenStore(cfg.Database)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	app, err := store.AppByKey(ctx, *appKey)
-	if errors.Is(err, errNotFound) {
-		return fmt.Errorf("token: no application has API key %q in %s", *appKey, cfg.Database)
-	}
-	if err != nil {
-		return err
-	}
-	token, err := MintToken(app, time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, token)
-	return nil
-}
