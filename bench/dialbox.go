@@ -163,8 +163,9 @@ func copyRootPackage(repo, dst string) error {
 
 // profileHook is added to the profiling copy of dialbox: SIGUSR1 starts a
 // CPU profile into the file named in $BENCH_PROFILE_DIR/next (and block and
-// mutex profiling), SIGUSR2 stops it, writes the block and mutex profiles
-// beside it and then $BENCH_PROFILE_DIR/done.
+// mutex profiling), SIGUSR2 stops it, writes the block, mutex and heap
+// (live at the last GC, under load) profiles beside it and then
+// $BENCH_PROFILE_DIR/done.
 const profileHook = `package main
 
 import (
@@ -222,7 +223,7 @@ func init() {
 				f.Close()
 				f = nil
 				base := strings.TrimSuffix(name, ".pprof")
-				for _, p := range []string{"block", "mutex"} {
+				for _, p := range []string{"block", "mutex", "heap"} {
 					if out, err := os.Create(base + "." + p + ".pprof"); err == nil {
 						pprof.Lookup(p).WriteTo(out, 0)
 						out.Close()

@@ -74,7 +74,7 @@ func main() {
 	fs.StringVar(&o.scratch, "scratch", "", "scratch folder (default: a new temporary folder, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch folder (databases, logs, peer configs)")
 	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "file the table is written to, relative to the repository root (\"-\": none)")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU profiles of dialbox during operation B @64, A 1x64 and A 100x64 (builds a profiling copy of dialbox)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients (builds a profiling copy of dialbox)")
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
@@ -532,10 +532,7 @@ func (h *Harness) mainPhase(fixtures string) (opB, opA []byte, err error) {
 	for _, n := range []int{1, 100, 1000} {
 		t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: h.countAcked(checkImport)}
 		for _, c := range h.o.concs {
-			var prof func() func()
-			if n <= 100 {
-				prof = h.profileAt(d, c, fmt.Sprintf("opA%d", n))
-			}
+			prof := h.profileAt(d, c, fmt.Sprintf("opA%d", n))
 			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("A%d@%d", n, c), fmt.Sprintf("op A, %d contacts/request @%d", n, c), t, c, prof)
 		}
 	}
