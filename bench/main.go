@@ -178,6 +178,7 @@ type Harness struct {
 	peakRSSWhere string
 	acked        int64 // contacts acknowledged by operation A in the main phase
 	sizes        []sizeRow
+	rawSize      *sizeRow
 	webhook      *WebhookResult
 	webhookSkip  string
 	profiles     []string
@@ -467,15 +468,22 @@ func (h *Harness) limits(fixtures string) error {
 	for _, batch := range []int{100, 1000} {
 		h.server = 0
 		key := fmt.Sprintf("raw%d", batch)
-		label := fmt.Sprintf("raw SQLite inserts, %d rows/commit", batch)
-		r, err := rawInserts(rawDB, appID, benchScenarioID, batch, h.o.dur, h.o.maxReqs*100)
+		label := fmt.Sprintf("raw SQLite inserts, %d rows/commit (best of 2)", batch)
+		// The best of two runs: a moment of load from elsewhere on the
+		// machine must not lower the limit dialbox is compared with.
 		p := &Point{Key: key, Label: label, Conc: 1}
-		if err != nil {
-			p.Skipped = err.Error()
-		} else {
-			p.Units = r.RowsPerSec()
+		for try := 0; try < 2; try++ {
+			r, err := rawInserts(rawDB, appID, benchScenarioID, batch, h.o.dur, h.o.maxReqs*100)
+			if err != nil {
+				p.Skipped = err.Error()
+				break
+			}
+			p.Units = max(p.Units, r.RowsPerSec())
 		}
 		h.add(p)
+	}
+	if rows, err := countContacts(rawDB); err == nil && rows > 0 {
+		h.rawSize = &sizeRow{"raw inserts", rows, dbFilesSize(rawDB)}
 	}
 	return nil
 }
@@ -533,7 +541,7 @@ func (h *Harness) mainPhase(fixtures string) (opB, opA []byte, err error) {
 		t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: h.countAcked(checkImport)}
 		for _, c := range h.o.concs {
 			prof := h.profileAt(d, c, fmt.Sprintf("opA%d", n))
-			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("A%d@%d", n, c), fmt.Sprintf("op A, %d contacts/request @%d", n, c), t, c, prof)
+			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("A%d@%d", n, c), fmt.Sprintf("op A, %s/request @%d", contactsWord(n), c), t, c, prof)
 		}
 	}
 	h.acked += ackedCounter.Load()
@@ -717,7 +725,7 @@ func (h *Harness) growth(fixtures string) error {
 		}
 		for _, n := range []int{1, 100, 1000} {
 			t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: checkImport}
-			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("%s:A%d@%d", tag, n, top), fmt.Sprintf("op A, %d/request @%d, %s", n, top, label), t, top, nil)
+			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("%s:A%d@%d", tag, n, top), fmt.Sprintf("op A, %s/request @%d, %s", contactsWord(n), top, label), t, top, nil)
 		}
 		h.notePeak(d, "operation A with "+label)
 		d.Stop(60 * time.Second)
@@ -754,6 +762,13 @@ func (h *Harness) apiFill(db, fixtures string, n int64) (time.Duration, error) {
 		added += r.Units
 	}
 	return time.Since(start), nil
+}
+
+func contactsWord(n int) string {
+	if n == 1 {
+		return "1 contact"
+	}
+	return strconv.Itoa(n) + " contacts"
 }
 
 func short(n int64) string {

@@ -135,6 +135,8 @@ func (h *Harness) compare(p *Point) string {
 	case strings.HasPrefix(k, "raw"):
 		if r, _ := h.rawLimit(); r == p {
 			add("limit for op A (contacts/s)")
+		} else if r != nil {
+			add(pct(p.Units, r.Units) + " of the limit")
 		}
 	case strings.HasPrefix(k, "B@"):
 		if bare != nil {
@@ -231,11 +233,20 @@ func (h *Harness) report() error {
 	} else {
 		w("| webhook deliveries | - | - | - | - | - | - | %s |\n", h.webhookSkip)
 	}
-	w("| dialbox peak resident memory | - | - | - | - | - | - | %.1f MB (VmHWM), during %s |\n", h.peakRSS, h.peakRSSWhere)
+	w("| dialbox peak resident memory | - | - | - | - | - | - | %.1f MB (VmHWM), during %s; %s of the 150 MB target |\n", h.peakRSS, h.peakRSSWhere, pct(h.peakRSS, 150))
+	perRow := func(s sizeRow) float64 { return float64(s.bytes) / float64(s.contacts) }
+	if r := h.rawSize; r != nil {
+		w("| database size, raw inserts (limit) | - | - | - | - | - | - | %s rows in %.1f MB: %.0f bytes per row, same schema and indexes |\n",
+			num(float64(r.contacts)), float64(r.bytes)/1e6, perRow(*r))
+	}
 	for _, s := range h.sizes {
 		if s.contacts > 0 {
-			w("| database size, %s | - | - | - | - | - | - | %s contacts in %.1f MB: %.0f bytes per stored contact |\n",
-				s.where, num(float64(s.contacts)), float64(s.bytes)/1e6, float64(s.bytes)/float64(s.contacts))
+			cmp := ""
+			if r := h.rawSize; r != nil {
+				cmp = "; " + times(perRow(s), perRow(*r)) + " the raw rows' size"
+			}
+			w("| database size, %s | - | - | - | - | - | - | %s contacts in %.1f MB: %.0f bytes per stored contact%s |\n",
+				s.where, num(float64(s.contacts)), float64(s.bytes)/1e6, perRow(s), cmp)
 		}
 	}
 

@@ -35,15 +35,15 @@ import (
 
 // WebhookResult is the webhook measurement.
 type WebhookResult struct {
-	PacedRate  float64 // deliveries/s offered in the latency measurement
-	Contacts   int
-	Live       int64         // unique deliveries while calls ran
-	LiveRate   float64       // deliveries/s, first to last
-	P50, P99   time.Duration // call end -> delivery (call.completed)
-	Drained    int64
-	DrainRate  float64 // deliveries/s of the backlog
-	LiveDups   int64 // deliveries of a webhook-id already received
-	DrainDups  int64
+	PacedRate float64 // deliveries/s offered in the latency measurement
+	Contacts  int
+	Live      int64         // unique deliveries while calls ran
+	LiveRate  float64       // deliveries/s, first to last
+	P50, P99  time.Duration // call end -> delivery (call.completed)
+	Drained   int64
+	DrainRate float64 // deliveries/s of the backlog
+	LiveDups  int64   // deliveries of a webhook-id already received
+	DrainDups int64
 }
 
 // receiver counts webhook deliveries.
