@@ -191,7 +191,7 @@ func (h *Harness) report() error {
 	w("- dialbox runs as its own process (`dialbox serve`, default config, WAL + synchronous=FULL), with a postpaid tenant, an ACTIVE scenario with `allow_duplicate_phone = true` and ten scenarios in all (operation B answers a page of ten). Operation A counts only contacts whose `contact_id` came back, i.e. durably committed.\n")
 	w("- Growth sizes: %s and %s contacts stored (fill: %s).\n", num(float64(h.o.fill1)), num(float64(h.o.fill2)), fillDescription(h.o.fillMode))
 	if len(h.peerVer) > 0 {
-		w("- Peers (npm): %s; configured with the same two operations, answering the bytes dialbox answered.\n", strings.Join(h.peerVer, ", "))
+		w("- Peers (npm): %s; configured with the same two operations, answering the bytes dialbox answered, each at its fastest documented settings: WireMock with `--no-request-journal --disable-request-logging`, Prism with `-v warn` (it still validates every request against the OpenAPI document), Mockoon with templating off. They store nothing.\n", strings.Join(h.peerVer, ", "))
 	}
 	if h.o.cpuprofile != "" {
 		w("- dialbox was the profiling build (CPU profiles in %s); figures are a few percent lower than a plain build's.\n", h.o.cpuprofile)
