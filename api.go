@@ -252,11 +252,11 @@ func (a *API) canImport(ctx context.Context, app *Application, sc *Scenario, now
 	if strings.TrimSpace(sc.Content) == "" {
 		return errContentEmpty, nil
 	}
-	wallet, err := a.store.Wallet(ctx, app.ID)
+	expired, err := a.store.WalletExpired(ctx, app.ID, now)
 	if err != nil {
 		return nil, err
 	}
-	if wallet.Expired(now) {
+	if expired {
 		return errWalletExpired, nil
 	}
 	ok, err := a.store.PoolAvailable(ctx, app.ID, sc.CallConfig.PoolHotlineKey)

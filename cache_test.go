@@ -61,6 +61,26 @@ func TestCatalogCache(t *testing.T) {
 	if _, total, _ := s.ListScenarios(ctx, app.ID, "", 10, 0); total != 2 {
 		t.Errorf("scenario page after a committed insert: total %d, want 2", total)
 	}
+	// Wallet expiry and hotline pools are configuration too.
+	if expired, _ := s.WalletExpired(ctx, app.ID, time.Now()); expired {
+		t.Fatal("a postpaid wallet expired")
+	}
+	if ok, _ := s.PoolAvailable(ctx, app.ID, "POOL_SYSTEM"); !ok {
+		t.Fatal("pool with an enabled hotline unavailable")
+	}
+	if err := s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE wallets SET prepaid = 1, expires_at = 1; UPDATE hotlines SET enabled = 0`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if expired, _ := s.WalletExpired(ctx, app.ID, time.Now()); !expired {
+		t.Error("wallet expiry committed but not seen")
+	}
+	if ok, _ := s.PoolAvailable(ctx, app.ID, "POOL_SYSTEM"); ok {
+		t.Error("disabled hotline committed but the pool still available")
+	}
+
 	// A miss is remembered as a miss until a write may have made it exist.
 	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != errNotFound {
 		t.Fatalf("missing scenario: %v", err)

@@ -392,13 +392,26 @@ func scanWallet(row *sql.Row) (Wallet, error) {
 	return w, err
 }
 
+// WalletExpired reports whether the application's wallet is prepaid and
+// past its expiry at now. Prepaid and expiry change only with configuration
+// (the balance, which calls change, is not cached), so it is cached.
+func (s *Store) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
+	w, err := cached(&s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
+		w, err := s.Wallet(ctx, appID)
+		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
+	})
+	return w.Expired(now), err
+}
+
 // PoolAvailable reports whether the pool has at least one enabled hotline.
 func (s *Store) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
-	var ok bool
-	err := s.read.QueryRowContext(ctx,
-		`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1)`,
-		appID, poolKey).Scan(&ok)
-	return ok, err
+	return cached(&s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
+		var ok bool
+		err := s.read.QueryRowContext(ctx,
+			`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1)`,
+			appID, poolKey).Scan(&ok)
+		return ok, err
+	})
 }
 
 // ---- scenarios and campaigns ----
