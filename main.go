@@ -298,6 +298,7 @@ func (m *Main) Close() error {
 	}
 	errs = append(errs, m.ops.close())
 	<-delivered
+	m.stopCalling() // an admin reset answered during the grace may have started calling again
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
 	}
