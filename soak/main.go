@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -156,13 +157,17 @@ func run(o options) (bool, error) {
 
 // build compiles the dialbox binary of the module this program is part of.
 func build(scratch string) (string, error) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go") // the toolchain of go run, when go is not on PATH
+	if p, err := exec.LookPath("go"); err == nil {
+		gobin = p
+	}
+	gomod, err := exec.Command(gobin, "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	bin := filepath.Join(scratch, "dialbox")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := exec.Command(gobin, "build", "-o", bin, ".")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
 	logf("building dialbox in %s", root)
 	if err := cmd.Run(); err != nil {
