@@ -36,8 +36,8 @@ type Store struct {
 	jobs   chan writeJob
 	done   chan struct{}
 
-	insertContactChunk *sql.Stmt
-	lock               *os.File // shared lock that keeps restore away (dblock_unix.go)
+	stmts writeStmts // the writer's hot statements, prepared once
+	lock  *os.File   // shared lock that keeps restore away (dblock_unix.go)
 
 	catalog catalogCache
 }
@@ -104,11 +104,9 @@ func openLockedStore(path string, version int) (*Store, error) {
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
 	s := &Store{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
-	if version == len(migrations()) {
-		if s.insertContactChunk, err = write.Prepare(insertContactsSQL(contactChunk)); err != nil {
-			s.closeDBs()
-			return nil, err
-		}
+	if err := s.stmts.prepare(write, version >= 1); err != nil {
+		s.closeDBs()
+		return nil, err
 	}
 	go s.writer()
 	return s, nil
@@ -129,9 +127,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeDBs() error {
-	if s.insertContactChunk != nil {
-		s.insertContactChunk.Close()
-	}
+	s.stmts.close()
 	err := errors.Join(s.read.Close(), s.write.Close())
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close())
@@ -259,18 +255,18 @@ func (s *Store) commit(batch []writeJob) {
 			return err
 		}
 		for i, job := range batch {
-			if _, err := tx.Exec(`SAVEPOINT job`); err != nil {
+			if _, err := tx.Stmt(s.stmts.savepoint).Exec(); err != nil {
 				tx.Rollback()
 				return err
 			}
 			results[i] = runJob(job.fn, tx)
 			if results[i] != nil {
-				if _, err := tx.Exec(`ROLLBACK TO job`); err != nil {
+				if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
 					tx.Rollback()
 					return err
 				}
 			}
-			if _, err := tx.Exec(`RELEASE job`); err != nil {
+			if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
 				tx.Rollback()
 				return err
 			}
@@ -550,29 +546,23 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
 		allInvalid = false
-		if _, err := tx.Exec(`SAVEPOINT contacts`); err != nil {
-			return err
-		}
 		if err := insertContacts(tx, s, req, res, now); err != nil {
 			return err
 		}
 		if len(res.Added) == 0 {
+			// Nothing was inserted; the import and its reasons are still
+			// recorded for the admin API.
 			allInvalid = true
-			if _, err := tx.Exec(`ROLLBACK TO contacts`); err != nil {
-				return err
-			}
-			return recordImport(tx, req, res, errAllInvalid.Code, now)
+			return s.recordImport(tx, req, res, errAllInvalid.Code, now)
 		}
 		if err := checkQueued(tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
 			return err
 		}
+		// A failure here undoes the inserts with the rest of the job.
 		if err := checkBalance(tx, req.AppID, len(res.Added)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`RELEASE contacts`); err != nil {
-			return err
-		}
-		return recordImport(tx, req, res, 1, now)
+		return s.recordImport(tx, req, res, 1, now)
 	})
 	if err != nil {
 		return nil, err
@@ -593,16 +583,7 @@ func insertContacts(tx *sql.Tx, s *Store, req ImportRequest, res *ImportResult, 
 	inserted := map[string]bool{}
 	for start := 0; start < len(req.Contacts); start += contactChunk {
 		chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
-		stmt := s.insertContactChunk
-		if len(chunk) < contactChunk {
-			var err error
-			if stmt, err = tx.Prepare(insertContactsSQL(len(chunk))); err != nil {
-				return err
-			}
-			defer stmt.Close()
-		} else {
-			stmt = tx.Stmt(stmt)
-		}
+		stmt := tx.Stmt(s.stmts.contacts[len(chunk)])
 		args := make([]any, 0, len(chunk)*11)
 		for _, c := range chunk {
 			args = append(args, c.ID, req.AppID, req.ScenarioID, camp, res.ImportID, c.Phone, c.Fields, unique, at, at, at)
@@ -633,6 +614,50 @@ func insertContacts(tx *sql.Tx, s *Store, req ImportRequest, res *ImportResult, 
 		res.Added = append(res.Added, AddedContact{ID: c.ID, Echo: c.Echo})
 	}
 	return nil
+}
+
+// writeStmts are prepared on the writer's only connection when the store
+// opens (a statement cannot be prepared through the pool while the writer's
+// transaction holds that connection) and bound to each transaction with
+// tx.Stmt, so the hot path never parses SQL.
+type writeStmts struct {
+	savepoint, release, rollback *sql.Stmt
+	// contacts[n] inserts n contacts; imports need every chunk size.
+	contacts              [contactChunk + 1]*sql.Stmt
+	importRow, skippedRow *sql.Stmt
+}
+
+// prepare prepares the statements; withTables is false for an empty
+// database left without the tables they name (migration tests).
+func (w *writeStmts) prepare(db *sql.DB, withTables bool) error {
+	var err error
+	prep := func(query string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = db.Prepare(query)
+		return st
+	}
+	w.savepoint, w.release, w.rollback = prep(`SAVEPOINT job`), prep(`RELEASE job`), prep(`ROLLBACK TO job`)
+	if !withTables {
+		return err
+	}
+	for n := 1; n <= contactChunk; n++ {
+		w.contacts[n] = prep(insertContactsSQL(n))
+	}
+	w.importRow = prep(`INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	w.skippedRow = prep(`INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`)
+	return err
+}
+
+func (w *writeStmts) close() {
+	for _, st := range append([]*sql.Stmt{w.savepoint, w.release, w.rollback, w.importRow, w.skippedRow}, w.contacts[:]...) {
+		if st != nil {
+			st.Close()
+		}
+	}
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,
@@ -677,16 +702,14 @@ func checkBalance(tx *sql.Tx, appID int64, n int) error {
 	return nil
 }
 
-func recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
+func (s *Store) recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
-	if _, err := tx.Exec(`INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID), requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
+	if _, err := tx.Stmt(s.stmts.importRow).Exec(res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID), requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
 		return err
 	}
+	skipped := tx.Stmt(s.stmts.skippedRow)
 	for _, sk := range res.Skipped {
-		if _, err := tx.Exec(`INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`,
-			res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {
+		if _, err := skipped.Exec(res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {
 			return err
 		}
 	}
