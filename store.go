@@ -104,7 +104,7 @@ func openLockedStore(path string, version int) (*Store, error) {
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
 	s := &Store{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
-	if err := s.stmts.prepare(write, version >= 1); err != nil {
+	if err := s.stmts.prepare(write, version); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -555,11 +555,11 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 			allInvalid = true
 			return s.recordImport(tx, req, res, errAllInvalid.Code, now)
 		}
-		if err := checkQueued(tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
+		if err := s.checkQueued(tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
 			return err
 		}
 		// A failure here undoes the inserts with the rest of the job.
-		if err := checkBalance(tx, req.AppID, len(res.Added)); err != nil {
+		if err := s.checkBalance(tx, req.AppID, len(res.Added)); err != nil {
 			return err
 		}
 		return s.recordImport(tx, req, res, 1, now)
@@ -625,11 +625,12 @@ type writeStmts struct {
 	// contacts[n] inserts n contacts; imports need every chunk size.
 	contacts              [contactChunk + 1]*sql.Stmt
 	importRow, skippedRow *sql.Stmt
+	wallet, queued        *sql.Stmt
 }
 
-// prepare prepares the statements; withTables is false for an empty
-// database left without the tables they name (migration tests).
-func (w *writeStmts) prepare(db *sql.DB, withTables bool) error {
+// prepare prepares the statements whose tables exist at the schema version
+// (older versions are opened by migration tests).
+func (w *writeStmts) prepare(db *sql.DB, version int) error {
 	var err error
 	prep := func(query string) *sql.Stmt {
 		if err != nil {
@@ -640,7 +641,7 @@ func (w *writeStmts) prepare(db *sql.DB, withTables bool) error {
 		return st
 	}
 	w.savepoint, w.release, w.rollback = prep(`SAVEPOINT job`), prep(`RELEASE job`), prep(`ROLLBACK TO job`)
-	if !withTables {
+	if version < 1 {
 		return err
 	}
 	for n := 1; n <= contactChunk; n++ {
@@ -649,11 +650,15 @@ func (w *writeStmts) prepare(db *sql.DB, withTables bool) error {
 	w.importRow = prep(`INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	w.skippedRow = prep(`INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`)
+	w.wallet = prep(walletQuery)
+	if version >= 4 { // queued_contacts
+		w.queued = prep(`SELECT n FROM queued_contacts WHERE app_id = ?`)
+	}
 	return err
 }
 
 func (w *writeStmts) close() {
-	for _, st := range append([]*sql.Stmt{w.savepoint, w.release, w.rollback, w.importRow, w.skippedRow}, w.contacts[:]...) {
+	for _, st := range append([]*sql.Stmt{w.savepoint, w.release, w.rollback, w.importRow, w.skippedRow, w.wallet, w.queued}, w.contacts[:]...) {
 		if st != nil {
 			st.Close()
 		}
@@ -675,12 +680,12 @@ func insertContactsSQL(n int) string {
 // application over max unfinished contacts. The count, kept by triggers
 // (schema.sql migration 4), already includes them; read in the writer's
 // transaction, it is exact even under concurrent imports.
-func checkQueued(tx *sql.Tx, appID, max int64, added int) error {
+func (s *Store) checkQueued(tx *sql.Tx, appID, max int64, added int) error {
 	if max <= 0 {
 		return nil
 	}
 	var n int64
-	if err := tx.QueryRow(`SELECT n FROM queued_contacts WHERE app_id = ?`, appID).Scan(&n); err != nil {
+	if err := tx.Stmt(s.stmts.queued).QueryRow(appID).Scan(&n); err != nil {
 		return err
 	}
 	if n > max {
@@ -691,8 +696,8 @@ func checkQueued(tx *sql.Tx, appID, max int64, added int) error {
 
 // checkBalance fails with errWalletEmpty when a prepaid wallet cannot pay
 // the minimum charge of n calls.
-func checkBalance(tx *sql.Tx, appID int64, n int) error {
-	w, err := scanWallet(tx.QueryRow(walletQuery, appID))
+func (s *Store) checkBalance(tx *sql.Tx, appID int64, n int) error {
+	w, err := scanWallet(tx.Stmt(s.stmts.wallet).QueryRow(appID))
 	if err != nil {
 		return err
 	}
