@@ -61,6 +61,9 @@ type LimitsConfig struct {
 	// MaxQueuedContacts bounds each application's contacts not yet
 	// finished; an import over it is shed with 429. 0: unlimited.
 	MaxQueuedContacts int64 `toml:"max_queued_contacts"`
+	// MemoryMiB is a soft limit on the process's memory: the garbage
+	// collector works harder as it nears it (0: no limit; GOMEMLIMIT wins).
+	MemoryMiB int64 `toml:"memory_mib"`
 }
 
 type PhoneConfig struct {
@@ -167,7 +170,7 @@ func DefaultConfig() Config {
 		Database: "dialbox.db",
 		API:      APIConfig{ErrorHTTPStatus: StatusModeSemantic},
 		Limits: LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100,
-			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000},
+			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000, MemoryMiB: 128},
 		HTTP: HTTPConfig{ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
 			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second}},
 		Phone:  PhoneConfig{DefaultRegion: "VN"},
@@ -300,6 +303,8 @@ func (c *Config) validate() error {
 		return bad("limits.max_concurrent_imports", "must be at least 1")
 	case c.Limits.MaxQueuedContacts < 0:
 		return bad("limits.max_queued_contacts", "must not be negative (0: unlimited)")
+	case c.Limits.MemoryMiB < 0:
+		return bad("limits.memory_mib", "must not be negative (0: no limit)")
 	case c.HTTP.ReadHeaderTimeout.Duration <= 0:
 		return bad("http.read_header_timeout", "must be positive")
 	case c.HTTP.ReadTimeout.Duration <= 0:

@@ -182,6 +182,9 @@ func (m *Main) ParseFlags(args, env []string) error {
 // empty database), and starts serving. It returns once the server listens.
 func (m *Main) Run(ctx context.Context) (err error) {
 	cfg := m.Config
+	if cfg.Limits.MemoryMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(cfg.Limits.MemoryMiB << 20)
+	}
 	var fixtures *FixtureFile
 	if cfg.Fixtures != "" {
 		if fixtures, err = LoadFixtures(cfg.Fixtures); err != nil {
