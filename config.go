@@ -170,7 +170,7 @@ func DefaultConfig() Config {
 		Database: "dialbox.db",
 		API:      APIConfig{ErrorHTTPStatus: StatusModeSemantic},
 		Limits: LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100,
-			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000, MemoryMiB: 128},
+			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000, MemoryMiB: 100},
 		HTTP: HTTPConfig{ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
 			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second}},
 		Phone:  PhoneConfig{DefaultRegion: "VN"},
