@@ -735,7 +735,14 @@ func (h *Harness) growth(fixtures string) error {
 		}
 		for _, n := range []int{1, 100, 1000} {
 			t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: checkImport}
-			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("%s:A%d@%d", tag, n, top), fmt.Sprintf("op A, %s/request @%d, %s", contactsWord(n), top, label), t, top, nil)
+			// Best of two: the growth ratios compare steps run minutes
+			// apart on a shared machine.
+			key := fmt.Sprintf("%s:A%d@%d", tag, n, top)
+			label := fmt.Sprintf("op A, %s/request @%d, %s (best of 2)", contactsWord(n), top, label)
+			first := h.stepFor(h.o.dur*time.Duration(1+n/1000), key, label, t, top, nil)
+			if second := h.stepFor(h.o.dur*time.Duration(1+n/1000), key, label, t, top, nil); second.Units < first.Units {
+				h.points[key] = first
+			}
 		}
 		h.notePeak(d, "operation A with "+label)
 		d.Stop(60 * time.Second)
