@@ -161,6 +161,7 @@ func main() {
 // Harness is one benchmark run.
 type Harness struct {
 	o        options
+	commit   string // what is measured, as the report names it
 	server   int // process group of the server under test, for its CPU use
 	repo     string
 	scratch  string
@@ -283,7 +284,16 @@ func (h *Harness) Run() error {
 	if h.self, err = os.Executable(); err != nil {
 		return err
 	}
-	logf("building dialbox from %s", h.repo)
+	// What is measured, fixed now: HEAD may move while the run goes on.
+	if h.o.rev != "" {
+		out, err := exec.Command("git", "-C", h.repo, "rev-parse", "--verify", h.o.rev+"^{commit}").Output()
+		if err != nil {
+			return fmt.Errorf("-rev %s: not a commit of %s", h.o.rev, h.repo)
+		}
+		h.o.rev = strings.TrimSpace(string(out))
+	}
+	h.commit = gitDescribe(h.repo, h.o.rev)
+	logf("building dialbox %s from %s", h.commit, h.repo)
 	if h.bin, err = buildDialbox(h.repo, h.scratch, h.o.rev, h.o.cpuprofile != ""); err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func (h *Harness) report() error {
 	}
 	w("Written by `go run ./bench` (the harness in `bench/`) on %s, in %s.\n\n", h.started.Format("2006-01-02 15:04 MST"),
 		time.Since(h.started).Round(time.Second))
-	w("- Machine: %d cores (%s), %s; dialbox commit %s.\n", runtime.NumCPU(), cpuModel(), runtime.Version(), gitDescribe(h.repo, h.o.rev))
+	w("- Machine: %d cores (%s), %s; dialbox commit %s.\n", runtime.NumCPU(), cpuModel(), runtime.Version(), h.commit)
 	w("- Each step: %s of load (twice that with 1000-contact requests) after %s of warm-up, a closed loop of N keep-alive connections from the harness's own Go load generator (raw HTTP/1.1, prebuilt requests), all on 127.0.0.1; p50/p99 are per-request latencies.\n",
 		h.o.dur, h.o.warmup)
 	w("- Server CPU: cores the server's processes used during the step (from /proc); the machine has %d, and the load generator and the other tenants of the machine use the rest. A server below its share is waiting, not computing.\n", runtime.NumCPU())
