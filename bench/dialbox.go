@@ -174,6 +174,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"syscall"
 )
@@ -186,7 +187,7 @@ func init() {
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {
-		var f *os.File
+		var f, tf *os.File
 		var name string
 		for s := range ch {
 			switch {
@@ -218,7 +219,20 @@ func init() {
 				}
 				runtime.SetBlockProfileRate(10000)
 				runtime.SetMutexProfileFraction(5)
+				if os.Getenv("BENCH_TRACE") != "" {
+					if tf, err = os.Create(base + ".trace"); err == nil {
+						if trace.Start(tf) != nil {
+							tf.Close()
+							tf = nil
+						}
+					}
+				}
 			case s == syscall.SIGUSR2 && f != nil:
+				if tf != nil {
+					trace.Stop()
+					tf.Close()
+					tf = nil
+				}
 				pprof.StopCPUProfile()
 				f.Close()
 				f = nil
@@ -237,6 +251,9 @@ func init() {
 	}()
 }
 `
+
+// traceOn adds execution traces to the profiles (-trace).
+var traceOn bool
 
 // Dialbox is one running dialbox.
 type Dialbox struct {
@@ -274,6 +291,9 @@ func StartDialbox(bin, name, scratch, db, fixtures, config, profileDir string) (
 	env := hermeticEnv()
 	if profileDir != "" {
 		env = append(env, "BENCH_PROFILE_DIR="+profileDir)
+		if traceOn {
+			env = append(env, "BENCH_TRACE=1")
+		}
 	}
 	p, err := StartProc(name, filepath.Join(scratch, name+".log"), env, bin, args...)
 	if err != nil {

@@ -75,6 +75,7 @@ func main() {
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch folder (databases, logs, peer configs)")
 	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "file the table is written to, relative to the repository root (\"-\": none)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients (builds a profiling copy of dialbox)")
+	fs.BoolVar(&traceOn, "trace", false, "with -cpuprofile, also write execution traces (go tool trace; -pprof=syscall shows the time in fsync)")
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
