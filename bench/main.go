@@ -163,7 +163,7 @@ func main() {
 type Harness struct {
 	o        options
 	commit   string // what is measured, as the report names it
-	server   int // process group of the server under test, for its CPU use
+	server   int    // process group of the server under test, for its CPU use
 	repo     string
 	scratch  string
 	tempDir  bool
