@@ -62,12 +62,16 @@ type Webhooks struct {
 
 	wake chan struct{}
 
-	mu       sync.Mutex
-	running  bool
-	stop     chan struct{}
-	done     chan struct{}
-	cancel   context.CancelFunc
-	inflight map[int64]bool // sent or being sent, attempt not yet recorded
+	mu      sync.Mutex
+	running bool
+	stop    chan struct{}
+	done    chan struct{}
+	cancel  context.CancelFunc
+	// inflight holds messages sent or being sent whose attempt is not yet
+	// recorded (true), and those recorded since the dispatcher's last outbox
+	// read began (false): that read may predate the record and still show
+	// them due, which would send them twice.
+	inflight map[int64]bool
 	// abandoned counts attempts cut by a stop, to be logged once.
 	abandoned atomic.Int64
 	records   sync.WaitGroup
@@ -202,7 +206,14 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		}
 		now := time.Now()
 		w.mu.Lock()
-		busy := len(w.inflight)
+		busy := 0
+		for seq, sending := range w.inflight {
+			if !sending {
+				delete(w.inflight, seq) // recorded before this read: it sees the record
+			} else {
+				busy++
+			}
+		}
 		w.mu.Unlock()
 		if busy >= maxUnrecorded*w.Workers {
 			timer.Reset(webhookIdle) // a recorded attempt wakes us sooner
@@ -214,8 +225,10 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		}
 		for _, m := range msgs {
 			w.mu.Lock()
-			skip := w.inflight[m.Seq]
-			w.inflight[m.Seq] = true
+			_, skip := w.inflight[m.Seq]
+			if !skip {
+				w.inflight[m.Seq] = true
+			}
 			w.mu.Unlock()
 			if skip {
 				continue
@@ -244,7 +257,7 @@ const maxUnrecorded = 4
 func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 	done := func() {
 		w.mu.Lock()
-		delete(w.inflight, m.Seq)
+		w.inflight[m.Seq] = false
 		w.mu.Unlock()
 		w.Notify()
 	}
