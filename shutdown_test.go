@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // slowReceiver answers 204, but each request first tells arrived its
@@ -154,5 +159,62 @@ func TestShutdownAbandonsSlowWebhookAttempts(t *testing.T) {
 	})
 	if err := m.Close(); err != nil {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// The real binary on SIGTERM: it stops accepting connections, yet webhook
+// attempts under way finish, are recorded, and the process exits cleanly.
+func TestSIGTERMFinishesWebhookAttempts(t *testing.T) {
+	bin := dialboxBinary(t)
+	rcv := newSlowReceiver(t)
+	config, url, db := busyTenant{apiKey: "term-key", apiSecret: "term-secret", balance: 100_000_000, hotlines: 2,
+		reCallDelay: 60, webhook: rcv.srv.URL + "/hook", timeScale: 1000, retrySchedule: `["0s", "1s"]`}.write(t, t.TempDir())
+	p := engRunBinary(t, bin, config, url)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"apiKey": "term-key"}).SignedString([]byte("term-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", url+"/api/v1/public-api/scenarios/sc/calls",
+		strings.NewReader(`{"contacts":[{"phone_number":"0914000001","ho_ten":"T"}]}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("import: HTTP %d", resp.StatusCode)
+	}
+	sent := []string{<-rcv.arrived} // the call's event, held by the receiver
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(url, "http://")
+	engWait(t, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	rcv.letGo()
+	<-p.exited
+	if !p.cmd.ProcessState.Success() {
+		t.Errorf("exit after SIGTERM: %v", p.cmd.ProcessState)
+	}
+	for more := true; more; {
+		select {
+		case id := <-rcv.arrived:
+			sent = append(sent, id)
+		default:
+			more = false
+		}
+	}
+	msgs := shutdownMessages(t, db)
+	for _, id := range sent {
+		if m := msgs[id]; m.State != msgDelivered || m.Attempts != 1 {
+			t.Errorf("message %s, sent before the stop: %+v, want delivered at the first attempt", id, m)
+		}
 	}
 }
