@@ -266,7 +266,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", cfg.Database)
-	return m.printDemo(ctx)
+	// Already serving: a stop signal from now on is for Close, not a failed start.
+	return m.printDemo(context.WithoutCancel(ctx))
 }
 
 // URL is the base URL clients use to reach this server.
