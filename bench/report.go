@@ -198,6 +198,8 @@ func (h *Harness) report() error {
 	}
 	w("- The machine is shared and noisy; compare the ratios within one run rather than absolute figures across runs.\n\n")
 
+	h.headline(w)
+	w("\n## All steps\n\n")
 	w("| Step | Clients | Requests/s | Contacts/s | p50 | p99 | Server CPU | Compared with |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, k := range h.order {
@@ -357,4 +359,65 @@ func dupNote(n int64) string {
 		return ""
 	}
 	return fmt.Sprintf("; **%d duplicate deliveries** (a webhook-id received twice)", n)
+}
+
+// headline is the short table: dialbox's main figures beside the limit and
+// the fastest peer of the same step.
+func (h *Harness) headline(w func(string, ...any)) {
+	top := h.o.concs[len(h.o.concs)-1]
+	w("## Headline\n\n")
+	w("| At %d clients | dialbox | Limit on this machine | Fastest peer |\n|---|---:|---|---|\n", top)
+	peer := func(step string, v float64) string {
+		fp, name := h.fastestPeer(step, top)
+		if fp == 0 {
+			return "not measured"
+		}
+		return fmt.Sprintf("%s %s req/s (dialbox %s)", name, num(fp), times(v, fp))
+	}
+	bare := h.got(fmt.Sprintf("bare@%d", top))
+	raw, rawName := h.rawLimit()
+	if b := h.got(fmt.Sprintf("B@%d", top)); b != nil {
+		lim := "-"
+		if bare != nil {
+			lim = fmt.Sprintf("bare net/http %s req/s (dialbox %s)", num(bare.Req), pct(b.Req, bare.Req))
+		}
+		w("| op B, list scenarios | %s req/s, p99 %s | %s | %s |\n", num(b.Req), lat(b.P99), lim, peer("B", b.Req))
+	}
+	if a := h.got(fmt.Sprintf("A1@%d", top)); a != nil {
+		lim := "-"
+		if bare != nil {
+			lim = fmt.Sprintf("bare net/http %s req/s (dialbox %s)", num(bare.Req), pct(a.Req, bare.Req))
+		}
+		w("| op A, 1 contact/request, durable | %s req/s, p99 %s | %s | %s |\n", num(a.Req), lat(a.P99), lim, peer("A1", a.Req))
+	}
+	for _, n := range []int{100, 1000} {
+		if a := h.got(fmt.Sprintf("A%d@%d", n, top)); a != nil {
+			lim := "-"
+			if raw != nil {
+				lim = fmt.Sprintf("%s %s rows/s (dialbox %s)", rawName, num(raw.Units), pct(a.Units, raw.Units))
+			}
+			w("| op A, %d contacts/request, durable | %s contacts/s, p99 %s | %s | stores nothing |\n", n, num(a.Units), lat(a.P99), lim)
+		}
+	}
+	if g := h.got(fmt.Sprintf("g2:A100@%d", top)); g != nil {
+		if g0 := h.got(fmt.Sprintf("g0:A100@%d", top)); g0 != nil {
+			w("| op A, 100 contacts/request, %s contacts stored | %s contacts/s | %s of the same step on a fresh database | - |\n",
+				short(h.o.fill2), num(g.Units), pct(g.Units, g0.Units))
+		}
+	}
+	if wh := h.webhook; wh != nil {
+		w("| webhook deliveries | %s/s draining a backlog, %s/s in a burst | target 5,000/s | - |\n", num(wh.DrainRate), num(wh.LiveRate))
+		w("| webhook latency, call end to delivery | p50 %s, p99 %s at %s deliveries/s | - | - |\n", lat(wh.P50), lat(wh.P99), num(wh.PacedRate))
+	}
+	if h.peakRSS > 0 {
+		w("| peak resident memory | %.0f MB | target 150 MB | - |\n", h.peakRSS)
+	}
+	if n := len(h.sizes); n > 0 && h.sizes[n-1].contacts > 0 {
+		last := h.sizes[n-1]
+		lim := "-"
+		if r := h.rawSize; r != nil {
+			lim = fmt.Sprintf("raw rows %.0f bytes", float64(r.bytes)/float64(r.contacts))
+		}
+		w("| database size per stored contact | %.0f bytes (%s contacts) | %s | - |\n", float64(last.bytes)/float64(last.contacts), short(last.contacts), lim)
+	}
 }
