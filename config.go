@@ -34,7 +34,8 @@ type Config struct {
 }
 
 // HTTPConfig bounds how long a client may hold a connection, so slow or
-// stuck clients cannot pile up, and how long a stop waits for requests.
+// stuck clients cannot pile up, and how long a stop waits for requests and
+// webhook attempts in flight.
 type HTTPConfig struct {
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
 	ReadTimeout       Duration `toml:"read_timeout"`
