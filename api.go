@@ -283,9 +283,7 @@ func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario
 	if apiErr, err := a.canImport(ctx, app, sc, now); apiErr != nil || err != nil {
 		return nil, apiErr, err
 	}
-	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
-		UniquePhone: !sc.CallConfig.AllowDuplicatePhone, MaxQueued: a.cfg.Limits.MaxQueuedContacts}
-	req.Contacts, req.Skipped = validateContacts(items, sc, a.cfg.Phone.DefaultRegion)
+	req := a.importRequest(app, sc, campaignID, items)
 	// The store records skipped contacts even when none is left (1403), and
 	// checks duplicates against queued contacts and the balance (1105).
 	res, err := a.store.Import(ctx, req, now)
@@ -301,6 +299,15 @@ func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario
 		a.notify(app.ID)
 	}
 	return res.Added, nil, nil
+}
+
+// importRequest validates the contacts of one import (operation A or C, or
+// a chunk of `dialbox import`) for the store.
+func (a *API) importRequest(app *Application, sc *Scenario, campaignID string, items []any) ImportRequest {
+	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
+		UniquePhone: !sc.CallConfig.AllowDuplicatePhone, MaxQueued: a.cfg.Limits.MaxQueuedContacts}
+	req.Contacts, req.Skipped = validateContacts(items, sc, a.cfg.Phone.DefaultRegion)
+	return req
 }
 
 // validateContacts splits the request's contacts into those to add, with

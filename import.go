@@ -238,9 +238,7 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 		}
 		items[i] = contact
 	}
-	req := ImportRequest{AppID: imp.app.ID, ScenarioID: imp.sc.ID, CampaignID: imp.campaignID,
-		UniquePhone: !imp.sc.CallConfig.AllowDuplicatePhone}
-	req.Contacts, req.Skipped = validateContacts(items, imp.sc, imp.api.cfg.Phone.DefaultRegion)
+	req := imp.api.importRequest(imp.app, imp.sc, imp.campaignID, items)
 	res, err := imp.api.store.Import(ctx, req, now)
 	if errors.As(err, &apiErr) && apiErr != errAllInvalid {
 		return fmt.Errorf("%d %s: rows from %d on were not imported", apiErr.Code, apiErr.Message, first)
