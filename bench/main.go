@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -496,6 +497,9 @@ func (h *Harness) limits(fixtures string) error {
 	if rows, err := countContacts(rawDB); err == nil && rows > 0 {
 		h.rawSize = &sizeRow{"raw inserts", rows, dbFilesSize(rawDB)}
 	}
+	if !h.o.keep {
+		removeDB(rawDB)
+	}
 	return nil
 }
 
@@ -570,6 +574,9 @@ func (h *Harness) mainPhase(fixtures string) (opB, opA []byte, err error) {
 		h.notes = append(h.notes, fmt.Sprintf("Durability check: every one of the %s contacts acknowledged by operation A is in the database after the server stopped (%s stored).", num(float64(h.acked)), num(float64(stored))))
 	}
 	h.sizes = append(h.sizes, sizeRow{"after the operation A steps", stored, dbFilesSize(db)})
+	if !h.o.keep {
+		removeDB(db)
+	}
 	return opB, opA, nil
 }
 
@@ -692,80 +699,140 @@ func firstLine(s string) string {
 	return l
 }
 
-// growth measures operation A on a fresh database of its own, then fills
-// it to each growth size and measures the same steps again.
+// growth measures operation A on a fresh database, then on a database
+// filled to each growth size. The filled database itself is never
+// measured: each size is measured on a copy, so the contacts the steps add
+// (a million or more at full speed) do not change the sizes.
 func (h *Harness) growth(fixtures string) error {
-	db := filepath.Join(h.scratch, "growth.db")
 	top := h.o.concs[len(h.o.concs)-1]
-	filled := int64(0)
 	// dialbox bounds a tenant's queued contacts (limits.max_queued_contacts,
 	// 10 million by default); growth sizes near it run without the bound.
-	growthConfig := ""
+	config := ""
 	if max(h.o.fill1, h.o.fill2) > 8_000_000 {
-		growthConfig = filepath.Join(h.scratch, "config-growth.toml")
-		if err := os.WriteFile(growthConfig, []byte("[limits]\nmax_queued_contacts = 0\n"), 0o644); err != nil {
+		config = filepath.Join(h.scratch, "config-growth.toml")
+		if err := os.WriteFile(config, []byte("[limits]\nmax_queued_contacts = 0\n"), 0o644); err != nil {
 			return err
 		}
 		h.notes = append(h.notes, "The growth steps ran with limits.max_queued_contacts = 0 (no bound): the sizes asked for come near its default of 10 million.")
 	}
-	for i, size := range []int64{0, h.o.fill1, h.o.fill2} {
-		if i > 0 && size <= 0 {
+
+	logf("growth: operation A on a fresh database")
+	fresh := filepath.Join(h.scratch, "growth-fresh.db")
+	if err := h.growthSteps("g0", "fresh database", fresh, fixtures, config, top); err != nil {
+		return err
+	}
+	removeDB(fresh)
+
+	// The base: dialbox's schema and tenant, and one contact stored through
+	// operation A for the SQL fill to copy.
+	base := filepath.Join(h.scratch, "growth.db")
+	d, err := h.startDialbox("dialbox-growth-base", base, fixtures, config)
+	if err != nil {
+		return err
+	}
+	if status, body, err := fetch(d.Addr, d.opA(1)[0]); err != nil || status != 200 {
+		d.Stop(30 * time.Second)
+		return fmt.Errorf("growth: operation A: HTTP %d %.200s %v", status, body, err)
+	}
+	d.Stop(30 * time.Second)
+	filled := int64(0)
+	for i, size := range []int64{h.o.fill1, h.o.fill2} {
+		if size <= 0 {
 			continue
 		}
-		tag := fmt.Sprintf("g%d", i)
-		label := "fresh database"
-		if i > 0 {
-			label = short(size) + " stored"
-			stored, err := countContacts(db)
-			if err != nil {
-				return err
-			}
-			if size > stored {
-				logf("growth: filling to %s contacts (%s mode)", num(float64(size)), h.o.fillMode)
-				var took time.Duration
-				if h.o.fillMode == "sql" {
-					took, err = sqlFill(db, filled, size-stored)
-					filled += size - stored
-				} else {
-					took, err = h.apiFill(db, fixtures, size-stored)
-				}
-				if err != nil {
-					return err
-				}
-				rate := float64(size-stored) / took.Seconds()
-				logf("  filled in %s (%s contacts/s)", took.Round(time.Millisecond), num(rate))
-				h.notes = append(h.notes, fmt.Sprintf("Growth fill from %s to %s contacts (%s mode) took %s (%s contacts/s).",
-					num(float64(stored)), num(float64(size)), h.o.fillMode, took.Round(time.Second), num(rate)))
-			}
-		} else {
-			logf("growth: operation A on a fresh database")
-		}
-		d, err := h.startDialbox("dialbox-growth-"+tag, db, fixtures, growthConfig)
+		stored, err := countContacts(base)
 		if err != nil {
 			return err
 		}
-		for _, n := range []int{1, 100, 1000} {
-			t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: checkImport}
-			// Best of two: the growth ratios compare steps run minutes
-			// apart on a shared machine.
-			key := fmt.Sprintf("%s:A%d@%d", tag, n, top)
-			label := fmt.Sprintf("op A, %s/request @%d, %s (best of 2)", contactsWord(n), top, label)
-			first := h.stepFor(h.o.dur*time.Duration(1+n/1000), key, label, t, top, nil)
-			if second := h.stepFor(h.o.dur*time.Duration(1+n/1000), key, label, t, top, nil); second.Units < first.Units {
-				h.points[key] = first
+		if size > stored {
+			logf("growth: filling to %s contacts (%s mode)", num(float64(size)), h.o.fillMode)
+			var took time.Duration
+			if h.o.fillMode == "sql" {
+				took, err = sqlFill(base, filled, size-stored)
+				filled += size - stored
+			} else {
+				took, err = h.apiFill(base, fixtures, size-stored)
 			}
-		}
-		h.notePeak(d, "operation A with "+label)
-		d.Stop(60 * time.Second)
-		if i > 0 {
-			stored, err := countContacts(db)
 			if err != nil {
 				return err
 			}
-			h.sizes = append(h.sizes, sizeRow{"growth database, " + label, stored, dbFilesSize(db)})
+			rate := float64(size-stored) / took.Seconds()
+			logf("  filled in %s (%s contacts/s)", took.Round(time.Millisecond), num(rate))
+			h.notes = append(h.notes, fmt.Sprintf("Growth fill from %s to %s contacts (%s mode) took %s (%s contacts/s).",
+				num(float64(stored)), num(float64(size)), h.o.fillMode, took.Round(time.Second), num(rate)))
+			if stored, err = countContacts(base); err != nil {
+				return err
+			}
+		}
+		h.sizes = append(h.sizes, sizeRow{"growth database", stored, dbFilesSize(base)})
+		work := filepath.Join(h.scratch, "growth-work.db")
+		if err := copyDB(base, work); err != nil {
+			return err
+		}
+		err = h.growthSteps(fmt.Sprintf("g%d", i+1), short(stored)+" stored", work, fixtures, config, top)
+		removeDB(work)
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// growthSteps measures operation A with 1, 100 and 1000 contacts per
+// request at top clients on db, each step the best of two: the growth
+// ratios compare steps run minutes apart on a shared machine.
+func (h *Harness) growthSteps(tag, label, db, fixtures, config string, top int) error {
+	d, err := h.startDialbox("dialbox-growth-"+tag, db, fixtures, config)
+	if err != nil {
+		return err
+	}
+	defer d.Stop(60 * time.Second)
+	for _, n := range []int{1, 100, 1000} {
+		t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: checkImport}
+		key := fmt.Sprintf("%s:A%d@%d", tag, n, top)
+		name := fmt.Sprintf("op A, %s/request @%d, %s (best of 2)", contactsWord(n), top, label)
+		dur := h.o.dur * time.Duration(1+n/1000)
+		first := h.stepFor(dur, key, name, t, top, nil)
+		if second := h.stepFor(dur, key, name, t, top, nil); second.Units < first.Units {
+			h.points[key] = first
+		}
+	}
+	h.notePeak(d, "operation A with "+label)
+	return nil
+}
+
+// copyDB copies a stopped server's database (and WAL, if any).
+func copyDB(src, dst string) error {
+	removeDB(dst)
+	for _, suffix := range []string{"", "-wal"} {
+		in, err := os.Open(src + suffix)
+		if errors.Is(err, os.ErrNotExist) && suffix != "" {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		out, err := os.Create(dst + suffix)
+		if err != nil {
+			in.Close()
+			return err
+		}
+		_, err = io.Copy(out, in)
+		in.Close()
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func removeDB(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
 }
 
 // apiFill adds n contacts through operation A, 1000 per request, 16 at a

@@ -189,7 +189,7 @@ func (h *Harness) report() error {
 		h.o.dur, h.o.warmup)
 	w("- Server CPU: cores the server's processes used during the step (from /proc); the machine has %d, and the load generator and the other tenants of the machine use the rest. A server below its share is waiting, not computing.\n", runtime.NumCPU())
 	w("- dialbox runs as its own process (`dialbox serve`, default config, WAL + synchronous=FULL), with a postpaid tenant, an ACTIVE scenario with `allow_duplicate_phone = true` and ten scenarios in all (operation B answers a page of ten). Operation A counts only contacts whose `contact_id` came back, i.e. durably committed.\n")
-	w("- Growth sizes: %s and %s contacts stored (fill: %s).\n", num(float64(h.o.fill1)), num(float64(h.o.fill2)), fillDescription(h.o.fillMode))
+	w("- Growth sizes: %s and %s contacts stored (fill: %s). Each size is measured on a copy of the filled database, so the contacts the steps themselves add do not change the sizes; the fresh database is another file.\n", num(float64(h.o.fill1)), num(float64(h.o.fill2)), fillDescription(h.o.fillMode))
 	if len(h.peerVer) > 0 {
 		w("- Peers (npm): %s; configured with the same two operations, answering the bytes dialbox answered, each at its fastest documented settings: WireMock with `--no-request-journal --disable-request-logging`, Prism with `-v warn` (it still validates every request against the OpenAPI document), Mockoon with templating off. They store nothing.\n", strings.Join(h.peerVer, ", "))
 	}
