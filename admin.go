@@ -176,7 +176,7 @@ func (a *Admin) handle(h adminHandler) httprouter.Handle {
 			a.log.Error("admin request failed", "path", r.URL.Path, "err", err)
 			writeAdminError(w, errAdminInternal)
 		default:
-			writeJSON(w, http.StatusOK, successBody{Status: 1, Result: result})
+			writeSuccess(w, result)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -83,7 +84,7 @@ func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
 			var result any
 			result, apiErr, err = h(r, ps, app)
 			if err == nil && apiErr == nil {
-				writeJSON(w, http.StatusOK, successBody{Status: 1, Result: result})
+				writeSuccess(w, result)
 				return
 			}
 		}
@@ -95,9 +96,21 @@ func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
 	}
 }
 
-type successBody struct {
-	Status int `json:"status"`
-	Result any `json:"result"`
+// writeSuccess writes {"status":1,"result":...}. A result already in JSON
+// (a cached page) is written as it is, not parsed and compacted again.
+func writeSuccess(w http.ResponseWriter, result any) {
+	raw, ok := result.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(result); err != nil { // results are plain data: not expected
+			writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
+			return
+		}
+	}
+	b := make([]byte, 0, len(raw)+len(`{"status":1,"result":}`))
+	b = append(b, `{"status":1,"result":`...)
+	b = append(append(b, raw...), '}')
+	writeBody(w, http.StatusOK, b)
 }
 
 type errorBody struct {
@@ -124,6 +137,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
 		status = http.StatusInternalServerError
 	}
+	writeBody(w, status, b)
+}
+
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
@@ -399,17 +416,42 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *Applicati
 	if len(bad) > 0 {
 		return nil, validationError(bad...), nil
 	}
-	scenarios, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
+	// The page is configuration only, so its JSON is kept with the rest of
+	// the store's configuration cache until a configuration write.
+	key := fmt.Sprintf("page\x00%d\x00%s\x00%d\x00%d\x00%s", app.ID, status, limit, offset, fieldsKey(fields))
+	page, err := cached(&a.store.catalog, key, func() (json.RawMessage, error) {
+		scenarios, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]json.RawMessage, len(scenarios))
+		for i, sc := range scenarios {
+			if out[i], err = scenarioJSON(sc, fields); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(scenarioList{Scenarios: out, TotalCount: total})
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]json.RawMessage, len(scenarios))
-	for i, sc := range scenarios {
-		if out[i], err = scenarioJSON(sc, fields); err != nil {
-			return nil, nil, err
+	return page, nil, nil
+}
+
+// fieldsKey names a field selection the same way whatever order or
+// repetition the fields parameter used.
+func fieldsKey(sel map[string]bool) string {
+	if sel == nil {
+		return "*"
+	}
+	var b strings.Builder
+	for _, f := range scenarioFields {
+		if sel[f] {
+			b.WriteString(f)
+			b.WriteByte(',')
 		}
 	}
-	return scenarioList{Scenarios: out, TotalCount: total}, nil, nil
+	return b.String()
 }
 
 type scenarioList struct {

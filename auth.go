@@ -9,39 +9,52 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// tokenParser accepts HS256 only: "none" and every other algorithm fail
-// signature checking. exp and nbf are enforced when present.
-var tokenParser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}))
+// tokenParser parses, verifies and checks exp/nbf in one pass; the
+// algorithm is checked in the key function, after the application lookup,
+// so that an unknown application is 1201 whatever the token's algorithm.
+var tokenParser = jwt.NewParser()
+
+// authFailure carries what the key function found out to authenticate.
+type authFailure struct {
+	apiErr *APIError
+	err    error // an internal error (the store failed)
+}
+
+func (f *authFailure) Error() string { return "authentication failed" }
 
 // authenticate checks an Authorization header in the order DESIGN §2 fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
-// algorithm or expiry -> 401.
+// algorithm other than HS256 (none included) or expiry -> 401.
 func authenticate(ctx context.Context, store *Store, header string) (*Application, *APIError, error) {
 	raw, ok := strings.CutPrefix(header, "Bearer ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
 		return nil, errUnauthorized, nil
 	}
-	claims := jwt.MapClaims{}
-	if _, _, err := tokenParser.ParseUnverified(raw, claims); err != nil {
-		return nil, errUnauthorized, nil
-	}
-	apiKey, ok := claims["apiKey"].(string)
-	if !ok {
-		return nil, errUnauthorized, nil
-	}
-	app, err := store.AppByKey(ctx, apiKey)
-	if errors.Is(err, errNotFound) {
-		return nil, errAppNotFound, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if app.Disabled {
-		return nil, errAppNotFound, nil
-	}
-	_, err = tokenParser.Parse(raw, func(*jwt.Token) (any, error) { return []byte(app.APISecret), nil })
-	if err != nil {
+	var app *Application
+	_, err := tokenParser.Parse(raw, func(t *jwt.Token) (any, error) {
+		claims, _ := t.Claims.(jwt.MapClaims)
+		apiKey, ok := claims["apiKey"].(string)
+		if !ok {
+			return nil, &authFailure{apiErr: errUnauthorized}
+		}
+		var err error
+		app, err = store.AppByKey(ctx, apiKey)
+		switch {
+		case errors.Is(err, errNotFound) || (err == nil && app.Disabled):
+			return nil, &authFailure{apiErr: errAppNotFound}
+		case err != nil:
+			return nil, &authFailure{err: err}
+		case t.Method != jwt.SigningMethodHS256:
+			return nil, &authFailure{apiErr: errUnauthorized}
+		}
+		return []byte(app.APISecret), nil
+	})
+	var failure *authFailure
+	switch {
+	case errors.As(err, &failure):
+		return nil, failure.apiErr, failure.err
+	case err != nil: // malformed, bad signature, expired
 		return nil, errUnauthorized, nil
 	}
 	return app, nil, nil

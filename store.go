@@ -451,25 +451,6 @@ func (s *Store) Scenario(ctx context.Context, appID int64, id string) (*Scenario
 // ListScenarios returns one page of the tenant's scenarios, newest first,
 // and how many match in all. status "" matches every status.
 func (s *Store) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
-	type page struct {
-		scenarios []*Scenario
-		total     int
-	}
-	p, err := cached(&s.catalog, fmt.Sprintf("scenarios\x00%d\x00%s\x00%d\x00%d", appID, status, limit, offset), func() (page, error) {
-		scenarios, total, err := s.listScenarios(ctx, appID, status, limit, offset)
-		return page{scenarios, total}, err
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]*Scenario, len(p.scenarios))
-	for i, sc := range p.scenarios {
-		out[i] = sc.clone()
-	}
-	return out, p.total, nil
-}
-
-func (s *Store) listScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
 	var total int
 	if err := s.read.QueryRowContext(ctx,
 		`SELECT count(*) FROM scenarios WHERE app_id = ? AND (? = '' OR status = ?)`, appID, status, status,
