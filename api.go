@@ -97,20 +97,33 @@ func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
 }
 
 // writeSuccess writes {"status":1,"result":...}. A result already in JSON
-// (a cached page) is written as it is, not parsed and compacted again.
+// (a cached page) is written as it is, not parsed and compacted again, and
+// a whole cached body without even being wrapped.
 func writeSuccess(w http.ResponseWriter, result any) {
-	raw, ok := result.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(result); err != nil { // results are plain data: not expected
-			writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
-			return
-		}
+	switch r := result.(type) {
+	case successBody:
+		writeBody(w, http.StatusOK, r)
+		return
+	case json.RawMessage:
+		writeBody(w, http.StatusOK, wrapSuccess(r))
+		return
 	}
-	b := make([]byte, 0, len(raw)+len(`{"status":1,"result":}`))
+	raw, err := json.Marshal(result)
+	if err != nil { // results are plain data: not expected
+		writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
+		return
+	}
+	writeBody(w, http.StatusOK, wrapSuccess(raw))
+}
+
+// successBody is a whole success body, {"status":1,"result":...}, ready to
+// be written again and again (operation B's cached pages).
+type successBody []byte
+
+func wrapSuccess(result json.RawMessage) successBody {
+	b := make([]byte, 0, len(result)+len(`{"status":1,"result":}`))
 	b = append(b, `{"status":1,"result":`...)
-	b = append(append(b, raw...), '}')
-	writeBody(w, http.StatusOK, b)
+	return append(append(b, result...), '}')
 }
 
 type errorBody struct {
@@ -140,6 +153,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, b)
 }
 
+// writeBody writes a whole body in one Write. b must not change afterwards:
+// the journal keeps it without a copy.
 func writeBody(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
@@ -419,7 +434,7 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *Applicati
 	// The page is configuration only, so its JSON is kept with the rest of
 	// the store's configuration cache until a configuration write.
 	key := fmt.Sprintf("page\x00%d\x00%s\x00%d\x00%d\x00%s", app.ID, status, limit, offset, fieldsKey(fields))
-	page, err := cached(&a.store.catalog, key, func() (json.RawMessage, error) {
+	page, err := cached(&a.store.catalog, key, func() (successBody, error) {
 		scenarios, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
 		if err != nil {
 			return nil, err
@@ -430,7 +445,8 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *Applicati
 				return nil, err
 			}
 		}
-		return json.Marshal(scenarioList{Scenarios: out, TotalCount: total})
+		list, err := json.Marshal(scenarioList{Scenarios: out, TotalCount: total})
+		return wrapSuccess(list), err
 	})
 	if err != nil {
 		return nil, nil, err

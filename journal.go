@@ -44,6 +44,11 @@ type JournalEntry struct {
 	RequestTruncated  bool      `json:"request_truncated,omitempty"`
 	ResponseBody      string    `json:"response_body"`
 	ResponseTruncated bool      `json:"response_truncated,omitempty"`
+
+	// The answer as written, kept without a copy and turned into
+	// ResponseBody only when the entry is read (most never are).
+	response      []byte
+	responseTotal int
 }
 
 // NewJournal returns nil (no journal) when cfg keeps no entries.
@@ -61,7 +66,7 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 		return w, func() {}
 	}
 	start := time.Now()
-	rec := &journalWriter{ResponseWriter: w, body: limitedBuffer{max: max(j.bodyMax, codePrefixLen)},
+	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, codePrefixLen),
 		entry: &JournalEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Operation: op}}
 	if r.Body == nil { // a request made in a test rather than read by the server
 		r.Body = http.NoBody
@@ -72,14 +77,14 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 		e := rec.entry
 		e.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 		e.Status = rec.status
-		e.Code = bodyCode(rec.body.b.Bytes())
+		e.Code = bodyCode(rec.body)
 		// A fault (or an early error) may answer before the body is read:
 		// read what the journal keeps anyway, as the client did send it.
 		if missing := j.bodyMax + 1 - req.buf.total; missing > 0 && !req.done {
 			io.CopyN(io.Discard, req, int64(missing))
 		}
 		e.RequestBody, e.RequestTruncated = req.buf.String(j.bodyMax)
-		e.ResponseBody, e.ResponseTruncated = rec.body.String(j.bodyMax)
+		e.response, e.responseTotal = rec.body[:min(len(rec.body), j.bodyMax)], rec.total
 		j.add(e)
 	}
 }
@@ -101,7 +106,9 @@ func journalFault(w http.ResponseWriter, ruleID string) {
 type journalWriter struct {
 	http.ResponseWriter
 	status int
-	body   limitedBuffer
+	max    int
+	body   []byte // the first max bytes written
+	total  int
 	entry  *JournalEntry
 }
 
@@ -116,7 +123,17 @@ func (w *journalWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	w.body.Write(b)
+	w.total += len(b)
+	if room := w.max - len(w.body); room > 0 {
+		keep := b[:min(room, len(b))]
+		if w.body == nil {
+			// writeBody's bodies never change once written: keep a
+			// reference (capacity cut, so a later append copies).
+			w.body = keep[:len(keep):len(keep)]
+		} else {
+			w.body = append(w.body, keep...)
+		}
+	}
 	return w.ResponseWriter.Write(b)
 }
 
@@ -171,6 +188,15 @@ func bodyCode(b []byte) int {
 	}
 	code, _ := strconv.Atoi(string(rest[:end]))
 	return code
+}
+
+// materialize fills ResponseBody from the kept answer, once; the caller
+// holds the journal's lock.
+func (e *JournalEntry) materialize() {
+	if e.response != nil {
+		e.ResponseBody, e.ResponseTruncated = string(e.response), e.responseTotal > len(e.response)
+		e.response = nil
+	}
 }
 
 func (j *Journal) add(e *JournalEntry) {
@@ -228,6 +254,7 @@ func (j *Journal) Find(f JournalFilter, limit int) ([]*JournalEntry, int) {
 		if f.match(e) {
 			total++
 			if len(out) < limit {
+				e.materialize()
 				out = append(out, e)
 			}
 		}
