@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -31,8 +32,11 @@ func authenticate(ctx context.Context, store *Store, header string) (*Applicatio
 	if !ok || raw == "" {
 		return nil, errUnauthorized, nil
 	}
+	if app, ok, err := store.tokens.lookup(ctx, store, raw, time.Now()); ok || err != nil {
+		return app, nil, err
+	}
 	var app *Application
-	_, err := tokenParser.Parse(raw, func(t *jwt.Token) (any, error) {
+	token, err := tokenParser.Parse(raw, func(t *jwt.Token) (any, error) {
 		claims, _ := t.Claims.(jwt.MapClaims)
 		apiKey, ok := claims["apiKey"].(string)
 		if !ok {
@@ -57,7 +61,62 @@ func authenticate(ctx context.Context, store *Store, header string) (*Applicatio
 	case err != nil: // malformed, bad signature, expired
 		return nil, errUnauthorized, nil
 	}
+	store.tokens.remember(raw, app, token.Claims)
 	return app, nil, nil
+}
+
+// tokenCache remembers tokens already verified: a client sends the same
+// token with every request, and checking its HMAC and decoding its claims
+// is most of what operation B costs otherwise. Only a verified token gets
+// in, keyed by its exact text, and it counts only while its application
+// keeps the secret that verified it and its exp/nbf still allow it.
+type tokenCache struct {
+	mu      sync.Mutex
+	entries map[string]verifiedToken
+}
+
+type verifiedToken struct {
+	apiKey, secret string
+	exp, nbf       time.Time // zero when the token has no such claim
+}
+
+// maxCachedTokens bounds the cache; it starts over when full.
+const maxCachedTokens = 10_000
+
+// lookup authenticates a token verified before; ok is false when the token
+// must be verified (again) the long way.
+func (c *tokenCache) lookup(ctx context.Context, store *Store, raw string, now time.Time) (*Application, bool, error) {
+	c.mu.Lock()
+	v, ok := c.entries[raw]
+	c.mu.Unlock()
+	// The same tests as the parser's validator: exp is exclusive, nbf inclusive.
+	if !ok || (!v.exp.IsZero() && !now.Before(v.exp)) || (!v.nbf.IsZero() && now.Before(v.nbf)) {
+		return nil, false, nil
+	}
+	app, err := store.AppByKey(ctx, v.apiKey)
+	switch {
+	case errors.Is(err, errNotFound) || (err == nil && (app.Disabled || app.APISecret != v.secret)):
+		return nil, false, nil // the long way gives the right answer
+	case err != nil:
+		return nil, false, err
+	}
+	return app, true, nil
+}
+
+func (c *tokenCache) remember(raw string, app *Application, claims jwt.Claims) {
+	v := verifiedToken{apiKey: app.APIKey, secret: app.APISecret}
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		v.exp = exp.Time
+	}
+	if nbf, err := claims.GetNotBefore(); err == nil && nbf != nil {
+		v.nbf = nbf.Time
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= maxCachedTokens {
+		c.entries = map[string]verifiedToken{}
+	}
+	c.entries[raw] = v
 }
 
 // MintToken makes an ACCESS_TOKEN for an application, as a customer would:

@@ -93,3 +93,60 @@ func TestCatalogCache(t *testing.T) {
 		t.Errorf("scenario created after a cached miss: %v", err)
 	}
 }
+
+// TestTokenCache: a token verified once is answered from the cache, but a
+// new secret, a disabled application and the token's own exp/nbf still
+// decide as the long way would.
+func TestTokenCache(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenStore(filepath.Join(t.TempDir(), "tokens.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fa := &FixtureApp{Name: "t", APIKey: "k", APISecret: "s1"}
+	if err := s.ApplyFixtures(ctx, []*FixtureApp{fa}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := s.AppByKey(ctx, "k")
+	token, _ := MintToken(app, time.Now())
+	check := func(step string, wantCode int) {
+		t.Helper()
+		_, apiErr, err := authenticate(ctx, s, "Bearer "+token)
+		code := 0
+		if apiErr != nil {
+			code = apiErr.Code
+		}
+		if err != nil || code != wantCode {
+			t.Errorf("%s: code %d, err %v; want code %d", step, code, err, wantCode)
+		}
+	}
+	check("first use", 0)
+	if _, ok := s.tokens.entries[token]; !ok {
+		t.Fatal("a verified token was not remembered")
+	}
+	check("second use, from the cache", 0)
+
+	if _, err := s.UpdateApp(ctx, "k", AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	check("application disabled", errAppNotFound.Code)
+	if _, err := s.UpdateApp(ctx, "k", AppPatch{Disabled: ptr(false), APISecret: ptr("s2")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	check("secret changed", errUnauthorized.Code)
+
+	// exp is exclusive and nbf inclusive, as the parser's validator has them.
+	now := time.Unix(1_800_000_000, 0)
+	s.tokens.entries["timed"] = verifiedToken{apiKey: "k", secret: "s2", exp: now.Add(time.Hour), nbf: now}
+	for _, c := range []struct {
+		at   time.Time
+		want bool
+	}{{now.Add(-time.Second), false}, {now, true}, {now.Add(time.Hour - time.Second), true}, {now.Add(time.Hour), false}} {
+		if _, ok, _ := s.tokens.lookup(ctx, s, "timed", c.at); ok != c.want {
+			t.Errorf("token valid from %v to %v, at %v: cached %v, want %v", now, now.Add(time.Hour), c.at, ok, c.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

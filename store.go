@@ -40,6 +40,7 @@ type Store struct {
 	lock  *os.File   // shared lock that keeps restore away (dblock_unix.go)
 
 	catalog catalogCache
+	tokens  tokenCache // verified ACCESS_TOKENs (auth.go)
 }
 
 type writeJob struct {
