@@ -130,6 +130,9 @@ type LogConfig struct {
 	// Format is "text" or "json"; Level is "debug", "info", "warn" or "error".
 	Format string `toml:"format"`
 	Level  string `toml:"level"`
+	// FlushInterval is how long access-log lines may wait in memory to be
+	// written together; 0 writes each at once. Other lines never wait.
+	FlushInterval Duration `toml:"flush_interval"`
 }
 
 type MetricsConfig struct {
@@ -187,7 +190,7 @@ func DefaultConfig() Config {
 		},
 		Journal: JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
 		Sink:    SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
-		Log:     LogConfig{Format: "text", Level: "info"},
+		Log:     LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
 	}
 }
 
@@ -344,6 +347,8 @@ func (c *Config) validate() error {
 		return bad("log.format", `must be "text" or "json"`)
 	case !validLogLevel(c.Log.Level):
 		return bad("log.level", `must be "debug", "info", "warn" or "error"`)
+	case c.Log.FlushInterval.Duration < 0:
+		return bad("log.flush_interval", "must not be negative")
 	}
 	for _, d := range c.Webhooks.RetrySchedule {
 		if d.Duration < 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,13 +23,78 @@ func validLogLevel(s string) bool {
 	return ok
 }
 
-// newLogger makes the process logger the log section asks for.
+// newLogger makes a logger of the format and level the log section asks for.
 func newLogger(c LogConfig, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: logLevels[c.Level]}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// logBuffer batches the access log: a write per request line cost a
+// system call each and serialized every request on the handler's lock.
+// Buffered lines go out when the buffer fills, every interval, before any
+// line written through Immediate (so the order of lines is kept), and on
+// Close.
+type logBuffer struct {
+	mu       sync.Mutex
+	buf      *bufio.Writer
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func newLogBuffer(out io.Writer, interval time.Duration) *logBuffer {
+	b := &logBuffer{buf: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go b.flushEvery(interval)
+	return b
+}
+
+func (b *logBuffer) flushEvery(interval time.Duration) {
+	defer close(b.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.mu.Lock()
+			b.buf.Flush()
+			b.mu.Unlock()
+		}
+	}
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Immediate is a writer whose lines go out at once, after what is buffered.
+func (b *logBuffer) Immediate() io.Writer { return immediateWriter{b} }
+
+type immediateWriter struct{ b *logBuffer }
+
+func (w immediateWriter) Write(p []byte) (int, error) {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	n, err := w.b.buf.Write(p)
+	if err == nil {
+		err = w.b.buf.Flush()
+	}
+	return n, err
+}
+
+// Close stops the timer and writes what is left.
+func (b *logBuffer) Close() error {
+	b.stopOnce.Do(func() { close(b.stop) })
+	<-b.done
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Flush()
 }
 
 // requestInfo is what API.handle learns about a request (operation, tenant)

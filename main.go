@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		if err := m.ParseFlags(args, env); err != nil {
 			return err
 		}
-		m.Log = newLogger(m.Config.Log, os.Stderr)
+		m.SetLogOutput(os.Stderr)
 		if err := m.Run(ctx); err != nil {
 			return err
 		}
@@ -98,6 +98,9 @@ type Main struct {
 	Config Config
 	Stdout io.Writer
 	Log    *slog.Logger
+	// AccessLog gets the line per request; nil: Log.
+	AccessLog *slog.Logger
+	logs      *logBuffer // behind both loggers when log.flush_interval > 0
 
 	store     *Store
 	serveLock *os.File // held while serving: one server per database
@@ -117,6 +120,19 @@ func NewMain(stdout io.Writer) *Main {
 		Stdout: stdout,
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
+}
+
+// SetLogOutput points the loggers at out, as the log section asks: the
+// access log batched when log.flush_interval is set, the rest at once.
+func (m *Main) SetLogOutput(out io.Writer) {
+	if iv := m.Config.Log.FlushInterval.Duration; iv > 0 {
+		m.logs = newLogBuffer(out, iv)
+		m.Log = newLogger(m.Config.Log, m.logs.Immediate())
+		m.AccessLog = newLogger(m.Config.Log, m.logs)
+		return
+	}
+	m.Log = newLogger(m.Config.Log, out)
+	m.AccessLog = nil
 }
 
 // commonFlags are the flags every command that opens the database takes;
@@ -308,6 +324,9 @@ func (m *Main) Close() error {
 	}
 	if m.serveLock != nil {
 		m.serveLock.Close()
+	}
+	if m.logs != nil {
+		errs = append(errs, m.logs.Close()) // last: the lines of the stop itself
 	}
 	return errors.Join(errs...)
 }

@@ -45,7 +45,11 @@ func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 		m.ops.metricsAddr = ln.Addr().String()
 		m.Log.Info("metrics serving", "addr", m.ops.metricsAddr)
 	}
-	return observed(m.Log, router), nil
+	access := m.AccessLog
+	if access == nil {
+		access = m.Log
+	}
+	return observed(access, router), nil
 }
 
 // callingChecks report whether webhook delivery and (when enabled) the call

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,11 +22,11 @@ import (
 func startOpsServer(t *testing.T, logs io.Writer, env ...string) (*Main, string) {
 	t.Helper()
 	m := NewMain(io.Discard)
-	m.Log = slog.New(slog.NewJSONHandler(logs, nil))
-	env = append([]string{"DIALBOX_ENGINE_ENABLED=false"}, env...)
+	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LOG_FORMAT=json"}, env...)
 	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--database", t.TempDir() + "/ops.db"}, env); err != nil {
 		t.Fatal(err)
 	}
+	m.SetLogOutput(logs) // as serve does: the access log batched, flushed by Close
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -286,4 +286,27 @@ func TestOpsConfig(t *testing.T) {
 	if got := buf.String(); strings.Contains(got, "dropped") || !strings.HasPrefix(got, `{"time"`) {
 		t.Errorf("json logger at warn wrote %q", got)
 	}
+}
+
+// TestLogBuffer: access-log lines wait in memory, but never behind a line
+// written at once, and Close writes what is left.
+func TestLogBuffer(t *testing.T) {
+	var out lockedBuffer
+	b := newLogBuffer(&out, time.Hour) // no timer flush within the test
+	fmt.Fprintln(b, "request 1")
+	if got := out.String(); got != "" {
+		t.Fatalf("an access-log line was written at once: %q", got)
+	}
+	fmt.Fprintln(b.Immediate(), "error")
+	fmt.Fprintln(b, "request 2")
+	if got := out.String(); got != "request 1\nerror\n" {
+		t.Fatalf("after an immediate line: %q", got)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "request 1\nerror\nrequest 2\n" {
+		t.Fatalf("after Close: %q", got)
+	}
+	b.Close() // a second Close is harmless
 }
