@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -858,4 +859,29 @@ func TestCLI(t *testing.T) {
 // testLogger shows the server's warnings with a failing test.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// TestJournalKeepsAnswersCheaply: an answer a little larger than what the
+// journal keeps is referenced, not copied; a much larger one is copied in
+// part, so the journal never pins big bodies; both read back the same.
+func TestJournalKeepsAnswersCheaply(t *testing.T) {
+	j := NewJournal(JournalConfig{MaxEntries: 10, MaxAge: Duration{time.Hour}, MaxBodyBytes: 100})
+	small, big := bytes.Repeat([]byte("s"), 150), bytes.Repeat([]byte("b"), 10_000)
+	for _, body := range [][]byte{small, big} {
+		w, done := j.begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), "B")
+		w.Write(body)
+		done()
+	}
+	if kept := j.ring[0].response; &kept[0] != &small[0] {
+		t.Error("a 150-byte answer was copied")
+	}
+	if kept := j.ring[1].response; cap(kept) > 200 || &kept[0] == &big[0] {
+		t.Errorf("a 10,000-byte answer is pinned (capacity %d)", cap(kept))
+	}
+	entries, _ := j.Find(JournalFilter{}, 10)
+	for i, want := range []string{strings.Repeat("b", 100), strings.Repeat("s", 100)} {
+		if e := entries[i]; e.ResponseBody != want || !e.ResponseTruncated {
+			t.Errorf("entry %d: %q truncated=%v", i, e.ResponseBody, e.ResponseTruncated)
+		}
+	}
 }

@@ -126,9 +126,10 @@ func (w *journalWriter) Write(b []byte) (int, error) {
 	w.total += len(b)
 	if room := w.max - len(w.body); room > 0 {
 		keep := b[:min(room, len(b))]
-		if w.body == nil {
+		if w.body == nil && cap(b) <= 2*w.max {
 			// writeBody's bodies never change once written: keep a
-			// reference (capacity cut, so a later append copies).
+			// reference (capacity cut, so a later append copies), unless
+			// it would pin a body much larger than what is kept.
 			w.body = keep[:len(keep):len(keep)]
 		} else {
 			w.body = append(w.body, keep...)
