@@ -15,21 +15,32 @@ import (
 
 // activeScenarios are the scenarios the engine dials, oldest first.
 func (s *Store) activeScenarios(ctx context.Context) ([]*Scenario, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
-		WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Scenario
-	for rows.Next() {
-		sc, err := scanScenario(rows)
+	// Read at every scheduler tick; it is configuration, so it is cached.
+	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
+		rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sc)
+		defer rows.Close()
+		var out []*Scenario
+		for rows.Next() {
+			sc, err := scanScenario(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sc)
+		}
+		return out, rows.Err()
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	out := make([]*Scenario, len(list))
+	for i, sc := range list {
+		out[i] = sc.clone()
+	}
+	return out, nil
 }
 
 // dueContact is a queued contact whose next attempt is due.
