@@ -51,6 +51,7 @@ type options struct {
 	serve      bool
 	hookEvents int
 	concs      []int
+	wrk        bool
 }
 
 func main() {
@@ -79,6 +80,7 @@ func main() {
 	fs.BoolVar(&traceOn, "trace", false, "with -cpuprofile, also write execution traces (go tool trace; -pprof=syscall shows the time in fsync)")
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
+	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
 	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks", "phases to run (peers needs main)")
 	fs.BoolVar(&o.serve, "serve", false, "only start dialbox with the bench tenant, print its address, token and request files, and wait (to drive it with another load generator)")
@@ -185,6 +187,8 @@ type Harness struct {
 	webhook      *WebhookResult
 	webhookSkip  string
 	profiles     []string
+	wrkBin       string // wrk for the cross-check, once found
+	wrkSkip      string // why there is no cross-check
 }
 
 type sizeRow struct {
@@ -459,6 +463,7 @@ func (h *Harness) limits(fixtures string) error {
 		p := h.step(fmt.Sprintf("bare@%d", c), fmt.Sprintf("bare net/http, small JSON @%d", c),
 			Target{Addr: addr, Reqs: [][]byte{small}, Check: func(s int, _ []byte) (int, bool) { return 0, s == 200 }}, c, nil)
 		p.Units = 0
+		h.crossCheck(p.Key, p.Label, wrkRequest{addr: addr, method: "GET", path: "/small"}, c)
 	}
 	for _, c := range h.o.concs {
 		h.step(fmt.Sprintf("decode@%d", c), fmt.Sprintf("bare net/http, decode 100 contacts @%d", c),
@@ -551,12 +556,18 @@ func (h *Harness) mainPhase(fixtures string) (opB, opA []byte, err error) {
 	for _, c := range h.o.concs {
 		h.step(fmt.Sprintf("B@%d", c), fmt.Sprintf("op B, list scenarios @%d", c), tB, c, h.profileAt(d, c, "opB"))
 		h.points[fmt.Sprintf("B@%d", c)].Units = 0
+		h.crossCheck(fmt.Sprintf("B@%d", c), fmt.Sprintf("op B, list scenarios @%d", c),
+			wrkRequest{addr: d.Addr, method: "GET", path: pathB, token: d.Token}, c)
 	}
 	for _, n := range []int{1, 100, 1000} {
 		t := Target{Addr: d.Addr, Reqs: d.opA(n), Check: h.countAcked(checkImport)}
 		for _, c := range h.o.concs {
 			prof := h.profileAt(d, c, fmt.Sprintf("opA%d", n))
 			h.stepFor(h.o.dur*time.Duration(1+n/1000), fmt.Sprintf("A%d@%d", n, c), fmt.Sprintf("op A, %s/request @%d", contactsWord(n), c), t, c, prof)
+			if n == 1 {
+				h.crossCheck(fmt.Sprintf("A1@%d", c), fmt.Sprintf("op A, 1 contact/request @%d", c),
+					wrkRequest{addr: d.Addr, method: "POST", path: pathA, token: d.Token, body: contactBodies(1, 1)[0]}, c)
+			}
 		}
 	}
 	h.acked += ackedCounter.Load()
@@ -677,16 +688,19 @@ func (h *Harness) peerPhase(opB, opA []byte) {
 			reqsA[i] = buildRequest("POST", addr, pathA, token, b)
 		}
 		tA := Target{Addr: addr, Reqs: reqsA, Check: checkImport}
-		// The JVM and V8 need a longer warm-up than one step's.
-		Run(tB, 16, 3*h.o.warmup, h.o.maxReqs)
-		Run(tA, 16, 3*h.o.warmup, h.o.maxReqs)
+		// The JVM and V8 need a longer warm-up than one step's: WireMock
+		// still gains half again between 3 and 10 seconds of load.
+		Run(tB, 64, 5*h.o.warmup, h.o.maxReqs)
+		Run(tA, 64, 5*h.o.warmup, h.o.maxReqs)
 		for _, c := range h.o.concs {
-			p := h.step(fmt.Sprintf("peer:%s:B@%d", p.Name, c), fmt.Sprintf("%s, op B @%d", p.Name, c), tB, c, nil)
-			p.Units = 0
+			pt := h.step(fmt.Sprintf("peer:%s:B@%d", p.Name, c), fmt.Sprintf("%s, op B @%d", p.Name, c), tB, c, nil)
+			pt.Units = 0
+			h.crossCheck(pt.Key, pt.Label, wrkRequest{addr: addr, method: "GET", path: pathB, token: token}, c)
 		}
 		for _, c := range h.o.concs {
-			p := h.step(fmt.Sprintf("peer:%s:A1@%d", p.Name, c), fmt.Sprintf("%s, op A 1 contact @%d", p.Name, c), tA, c, nil)
-			p.Units = 0 // a peer stores nothing
+			pt := h.step(fmt.Sprintf("peer:%s:A1@%d", p.Name, c), fmt.Sprintf("%s, op A 1 contact @%d", p.Name, c), tA, c, nil)
+			pt.Units = 0 // a peer stores nothing
+			h.crossCheck(pt.Key, pt.Label, wrkRequest{addr: addr, method: "POST", path: pathA, token: token, body: a1[0]}, c)
 		}
 		if err := proc.Stop(15 * time.Second); err != nil {
 			logf("peer %s: %v", p.Name, err)

@@ -204,6 +204,9 @@ func (h *Harness) report() error {
 	w("|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, k := range h.order {
 		p := h.points[k]
+		if strings.HasPrefix(k, "wrk:") {
+			continue // in the cross-check section
+		}
 		req, units := "-", "-"
 		if p.Req > 0 {
 			req = num(p.Req)
@@ -252,6 +255,7 @@ func (h *Harness) report() error {
 		}
 	}
 
+	h.crossCheckSection(w)
 	w("\n## Targets (issue 5)\n\n")
 	for _, t := range h.targets() {
 		w("- %s\n", t)
@@ -419,5 +423,64 @@ func (h *Harness) headline(w func(string, ...any)) {
 			lim = fmt.Sprintf("raw rows %.0f bytes", float64(r.bytes)/float64(r.contacts))
 		}
 		w("| database size per stored contact | %.0f bytes (%s contacts) | %s | - |\n", float64(last.bytes)/float64(last.contacts), short(last.contacts), lim)
+	}
+}
+
+// crossCheckSection sets the wrk figures next to the harness's own.
+func (h *Harness) crossCheckSection(w func(string, ...any)) {
+	if !h.o.wrk {
+		return
+	}
+	w("\n## Cross-check with wrk\n\n")
+	if h.wrkSkip != "" {
+		w("Not run: %s.\n", h.wrkSkip)
+		return
+	}
+	if h.wrkBin == "" {
+		w("Not run: none of the cross-checked steps was measured.\n")
+		return
+	}
+	w("Right after the harness's own step, the same request at the same concurrency for the same time, sent by %s (`wrk -t2 -c64 --latency`, a Lua script for method, headers and body). Only 2xx answers count.\n\n", wrkVersion(h.wrkBin))
+	w("| Step | Harness req/s | wrk req/s | wrk p50 | wrk p99 | Server CPU | wrk / harness |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, k := range h.order {
+		c := h.points[k]
+		own, ok := strings.CutPrefix(k, "wrk:")
+		if !ok {
+			continue
+		}
+		p := h.points[own]
+		if c.Skipped != "" || p == nil {
+			w("| %s | - | - | - | - | - | skipped: %s |\n", c.Label, strings.ReplaceAll(c.Skipped, "|", "/"))
+			continue
+		}
+		errs := ""
+		if c.Errors > 0 {
+			errs = fmt.Sprintf(" (**%d errors**: %.60s)", c.Errors, c.ErrMsg)
+		}
+		w("| %s | %s | %s | %s | %s | %.2f | %s%s |\n", p.Label, num(p.Req), num(c.Req), lat(c.P50), lat(c.P99), c.Cores, pct(c.Req, p.Req), errs)
+	}
+	top := h.o.concs[len(h.o.concs)-1]
+	bare, b, a1 := h.got(fmt.Sprintf("wrk:bare@%d", top)), h.got(fmt.Sprintf("wrk:B@%d", top)), h.got(fmt.Sprintf("wrk:A1@%d", top))
+	var ratios []string
+	if bare != nil && b != nil {
+		ratios = append(ratios, fmt.Sprintf("op B = %s of bare net/http", pct(b.Req, bare.Req)))
+	}
+	for _, step := range []struct {
+		p    *Point
+		name string
+	}{{b, "B"}, {a1, "A1"}} {
+		best, name := 0.0, ""
+		for _, peer := range peers {
+			if q := h.got(fmt.Sprintf("wrk:peer:%s:%s@%d", peer.Name, step.name, top)); q != nil && q.Req > best {
+				best, name = q.Req, peer.Name
+			}
+		}
+		if step.p != nil && best > 0 {
+			ratios = append(ratios, fmt.Sprintf("op %s = %s %s", strings.TrimSuffix(step.name, "1")+map[string]string{"B": "", "A1": " (1 contact)"}[step.name], times(step.p.Req, best), name))
+		}
+	}
+	if len(ratios) > 0 {
+		w("\nThe headline ratios with wrk's figures at %d clients: %s.\n", top, strings.Join(ratios, "; "))
 	}
 }
