@@ -407,25 +407,29 @@ func (h *Harness) stepFor(dur time.Duration, key, label string, t Target, conc i
 	if during != nil {
 		after = during()
 	}
-	cpu0 := groupCPU(h.server)
-	r, err := Run(t, conc, dur, h.o.maxReqs)
-	cpu := groupCPU(h.server) - cpu0
+	p := h.measure(key, label, conc, func() (Result, error) { return Run(t, conc, dur, h.o.maxReqs) })
 	if after != nil {
 		after()
 	}
+	h.add(p)
+	return p
+}
+
+// measure runs one load and makes its point, with the CPU the server used
+// meanwhile.
+func (h *Harness) measure(key, label string, conc int, load func() (Result, error)) *Point {
+	cpu0 := groupCPU(h.server)
+	r, err := load()
+	cpu := groupCPU(h.server) - cpu0
 	p := &Point{Key: key, Label: label, Conc: conc}
 	if err != nil {
 		p.Skipped = err.Error()
-	} else {
-		p.Req, p.P50, p.P99, p.Errors, p.ErrMsg = r.ReqPerSec(), r.P50, r.P99, r.Errors, r.ErrMsg
-		if h.server > 0 {
-			p.Cores = cpu.Seconds() / r.Elapsed.Seconds()
-		}
-		if t.Check != nil {
-			p.Units = r.UnitPerSec()
-		}
+		return p
 	}
-	h.add(p)
+	p.Req, p.Units, p.P50, p.P99, p.Errors, p.ErrMsg = r.ReqPerSec(), r.UnitPerSec(), r.P50, r.P99, r.Errors, r.ErrMsg
+	if h.server > 0 {
+		p.Cores = cpu.Seconds() / r.Elapsed.Seconds()
+	}
 	return p
 }
 

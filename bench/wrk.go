@@ -158,19 +158,9 @@ func (h *Harness) crossCheck(key, label string, r wrkRequest, conc int) {
 	if h.wrkBin == "" {
 		return
 	}
-	p := &Point{Key: "wrk:" + key, Label: label + " (wrk)", Conc: conc}
-	cpu0 := groupCPU(h.server)
-	res, err := runWrk(h.wrkBin, h.scratch, r, conc, h.o.dur)
-	cpu := groupCPU(h.server) - cpu0
-	if err != nil {
-		p.Skipped = err.Error()
-	} else {
-		p.Req, p.P50, p.P99, p.Errors, p.ErrMsg = res.ReqPerSec(), res.P50, res.P99, res.Errors, res.ErrMsg
-		if h.server > 0 {
-			p.Cores = cpu.Seconds() / res.Elapsed.Seconds()
-		}
-	}
-	h.add(p)
+	h.add(h.measure("wrk:"+key, label+" (wrk)", conc, func() (Result, error) {
+		return runWrk(h.wrkBin, h.scratch, r, conc, h.o.dur)
+	}))
 }
 
 // wrkVersion is the first line wrk prints about itself.
