@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -269,6 +270,7 @@ func (h *Harness) report() error {
 			w("- CPU profile: `%s` (`go tool pprof -top %s`).\n", filepath.Base(f), filepath.Base(f))
 		}
 	}
+	h.profileSection(w)
 	out := b.String()
 	fmt.Println(out)
 	if h.o.out != "-" {
@@ -482,5 +484,43 @@ func (h *Harness) crossCheckSection(w func(string, ...any)) {
 	}
 	if len(ratios) > 0 {
 		w("\nThe headline ratios with wrk's figures at %d clients: %s.\n", top, strings.Join(ratios, "; "))
+	}
+}
+
+// profileShow picks, out of a CPU profile, the frames that say where a
+// request's time goes: dialbox's own functions, net/http's reading and
+// writing, the SQL statements and commit, phone parsing, JSON, the access
+// log, system calls and the garbage collector.
+const profileShow = `^main\.|^net/http\.\(\*conn\)\.(serve|readRequest)$|^net/http\.\(\*response\)\.finishRequest$|` +
+	`^database/sql\.\(\*Tx\)\.Commit$|^modernc.org/sqlite\.\(\*stmt\)\.(query|exec)$|` +
+	`^github.com/nyaruka/phonenumbers\.(Parse|IsValidNumber)$|^github.com/golang-jwt/jwt/v5\.\(\*Parser\)\.Parse$|` +
+	`^encoding/json\.(Unmarshal|Marshal)$|^log/slog\.\(\*Logger\)\.LogAttrs$|^syscall\.(read|write)$|^runtime\.gcBgMarkWorker$`
+
+// profileSection lists, for each CPU profile taken (-cpuprofile), where the
+// time went, as go tool pprof reads it.
+func (h *Harness) profileSection(w func(string, ...any)) {
+	if len(h.profiles) == 0 {
+		return
+	}
+	w("\n## Where the time goes (CPU profiles)\n\n")
+	w("Each list is `go tool pprof -top -cum -nodecount=30 -show=<frames>` of the profile named, taken during the measured part of the step: cumulative time is the time in a frame and everything it calls, in seconds of CPU over the step, all cores together; the frames kept are dialbox's own, net/http's reading and writing, the SQL statements and commit, phone parsing, token checks, JSON, the access log, system calls and the garbage collector.\n")
+	for _, f := range h.profiles {
+		out, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount=30", "-show="+profileShow, f).Output()
+		w("\n### %s\n\n", filepath.Base(f))
+		if err != nil {
+			w("go tool pprof failed: %v\n", err)
+			continue
+		}
+		// From the totals line on: the header before it names temporary files.
+		text := string(out)
+		if i := strings.Index(text, "Duration:"); i >= 0 {
+			text = text[i:]
+		}
+		if i := strings.Index(text, "\nActive filters:"); i >= 0 {
+			if j := strings.Index(text, "\nShowing nodes"); j > i {
+				text = text[:i] + text[j:]
+			}
+		}
+		w("```\n%s```\n", text)
 	}
 }
