@@ -330,7 +330,7 @@ func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario
 	if a.notify != nil {
 		a.notify(app.ID)
 	}
-	return res.Added, nil, nil
+	return addedJSON(res.Added), nil, nil
 }
 
 // importRequest validates the contacts of one import (operation A or C, or

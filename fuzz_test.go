@@ -229,6 +229,33 @@ func FuzzNormalizePhone(f *testing.F) {
 	})
 }
 
+// FuzzAddedJSON: operation A's hand-written result is byte for byte what
+// encoding/json writes for the same contact_id and echoed fields.
+func FuzzAddedJSON(f *testing.F) {
+	for _, seed := range [][3]string{{"0193b0a1-7c2e", "ho_ten", "Nguyễn Văn A"}, {"id", "contact_id", "x"},
+		{"<&>", "\u2028\u2029", "\x00\x1f\b\f\n\r\t\"\\"}, {"\xff\xfe", "\xed\xa0\x80", "\x7f"}} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, id, key, value string) {
+		added := []AddedContact{{ID: id, Echo: map[string]string{key: value, "so_dien_thoai": value + key}}, {ID: value}}
+		want := make([]map[string]string, len(added))
+		for i, c := range added {
+			want[i] = map[string]string{}
+			for k, v := range c.Echo {
+				want[i][k] = v
+			}
+			want[i]["contact_id"] = c.ID
+		}
+		wantJSON, _ := json.Marshal(want)
+		if got := addedJSON(added); !bytes.Equal(got, wantJSON) {
+			t.Fatalf("addedJSON\n got %s\nwant %s", got, wantJSON)
+		}
+		if got, _ := json.Marshal(added); !bytes.Equal(got, wantJSON) {
+			t.Fatalf("json.Marshal through MarshalJSON\n got %s\nwant %s", got, wantJSON)
+		}
+	})
+}
+
 // fuzzLoad writes data to a file and loads it with load; any failure must
 // be a ConfigError naming that file, never a panic.
 func fuzzLoad(t *testing.T, data string, load func(path string) error) {

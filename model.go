@@ -183,10 +183,46 @@ type AddedContact struct {
 // MarshalJSON writes contact_id with the echoed fields, keys in byte order
 // as the spec's sample shows them (contact_id, danh_xung, ho_ten, so_dien_thoai).
 func (c AddedContact) MarshalJSON() ([]byte, error) {
-	m := make(map[string]string, len(c.Echo)+1)
-	for k, v := range c.Echo {
-		m[k] = v
+	return c.appendJSON(nil), nil
+}
+
+// addedJSON is operation A's and C's result, the added contacts, as JSON.
+// Written by hand because encoding/json, through a map per contact, was a
+// tenth of the CPU of 100-contact imports; FuzzAddedJSON holds it to the
+// bytes encoding/json writes.
+func addedJSON(added []AddedContact) json.RawMessage {
+	b := make([]byte, 0, 128*len(added)+2)
+	b = append(b, '[')
+	for i, c := range added {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = c.appendJSON(b)
 	}
-	m["contact_id"] = c.ID
-	return json.Marshal(m)
+	return append(b, ']')
+}
+
+func (c AddedContact) appendJSON(b []byte) []byte {
+	keys := make([]string, 0, len(c.Echo)+1)
+	keys = append(keys, "contact_id")
+	for k := range c.Echo {
+		if k != "contact_id" { // contact_id is ours, as in the map it replaces
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		if k == "contact_id" {
+			b = appendJSONString(b, c.ID)
+		} else {
+			b = appendJSONString(b, c.Echo[k])
+		}
+	}
+	return append(b, '}')
 }
