@@ -71,7 +71,7 @@ func authenticate(ctx context.Context, store *Store, header string) (*Applicatio
 // in, keyed by its exact text, and it counts only while its application
 // keeps the secret that verified it and its exp/nbf still allow it.
 type tokenCache struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	entries map[string]verifiedToken
 }
 
@@ -86,9 +86,9 @@ const maxCachedTokens = 10_000
 // lookup authenticates a token verified before; ok is false when the token
 // must be verified (again) the long way.
 func (c *tokenCache) lookup(ctx context.Context, store *Store, raw string, now time.Time) (*Application, bool, error) {
-	c.mu.Lock()
+	c.mu.RLock()
 	v, ok := c.entries[raw]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	// The same tests as the parser's validator: exp is exclusive, nbf inclusive.
 	if !ok || (!v.exp.IsZero() && !now.Before(v.exp)) || (!v.nbf.IsZero() && now.Before(v.nbf)) {
 		return nil, false, nil

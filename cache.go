@@ -14,8 +14,8 @@ import (
 type catalogCache struct {
 	version atomic.Uint64 // bumped after every commit that may change configuration
 
-	mu      sync.Mutex
-	at      uint64 // version the entries were read at
+	mu      sync.RWMutex // every request reads; only a miss writes
+	at      uint64       // version the entries were read at
 	entries map[string]cachedRead
 }
 
@@ -33,21 +33,22 @@ func (c *catalogCache) invalidate() { c.version.Add(1) }
 // remembers it. Errors other than errNotFound are never remembered.
 func cached[T any](c *catalogCache, key string, load func() (T, error)) (T, error) {
 	v := c.version.Load()
-	c.mu.Lock()
-	if c.at != v || c.entries == nil || len(c.entries) >= maxCachedReads {
-		c.entries, c.at = map[string]cachedRead{}, v
-	}
-	if e, ok := c.entries[key]; ok {
-		c.mu.Unlock()
+	c.mu.RLock()
+	e, ok := c.entries[key]
+	ok = ok && c.at == v
+	c.mu.RUnlock()
+	if ok {
 		return e.value.(T), e.err
 	}
-	c.mu.Unlock()
 	value, err := load()
 	if err == nil || errors.Is(err, errNotFound) {
 		c.mu.Lock()
 		// A write committed during load bumped the version: what load read
 		// may be stale, so it is not kept.
-		if c.at == v && c.version.Load() == v {
+		if c.version.Load() == v {
+			if c.at != v || c.entries == nil || len(c.entries) >= maxCachedReads {
+				c.entries, c.at = map[string]cachedRead{}, v
+			}
 			c.entries[key] = cachedRead{value, err}
 		}
 		c.mu.Unlock()
