@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -559,16 +560,24 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 // insertContacts adds the contacts in multi-row statements; RETURNING tells
 // which rows the pending-phone index let in, the others are duplicates.
 func insertContacts(tx *sql.Tx, s *Store, req ImportRequest, res *ImportResult, now time.Time) error {
-	at := ms(now)
-	unique := boolInt(req.UniquePhone)
-	camp := nullString(req.CampaignID)
-	inserted := map[string]bool{}
+	// The values every row shares are boxed once: this loop runs in the
+	// writer, which every import waits for.
+	var (
+		at       any = ms(now)
+		unique   any = boolInt(req.UniquePhone)
+		camp         = nullString(req.CampaignID)
+		appID    any = req.AppID
+		scenario any = req.ScenarioID
+		importID any = res.ImportID
+	)
+	inserted := make(map[string]bool, len(req.Contacts))
+	args := make([]any, 0, min(len(req.Contacts), contactChunk)*11)
 	for start := 0; start < len(req.Contacts); start += contactChunk {
 		chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
 		stmt := tx.Stmt(s.stmts.contacts[len(chunk)])
-		args := make([]any, 0, len(chunk)*11)
+		args = args[:0]
 		for _, c := range chunk {
-			args = append(args, c.ID, req.AppID, req.ScenarioID, camp, res.ImportID, c.Phone, c.Fields, unique, at, at, at)
+			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
 		}
 		rows, err := stmt.Query(args...)
 		if err != nil {
@@ -586,6 +595,7 @@ func insertContacts(tx *sql.Tx, s *Store, req ImportRequest, res *ImportResult, 
 			return err
 		}
 	}
+	res.Added = slices.Grow(res.Added, len(inserted))
 	for _, c := range req.Contacts {
 		if !inserted[c.ID] {
 			input, _ := json.Marshal(c.Input)
