@@ -229,8 +229,8 @@ func FuzzNormalizePhone(f *testing.F) {
 	})
 }
 
-// FuzzAddedJSON: operation A's hand-written result is byte for byte what
-// encoding/json writes for the same contact_id and echoed fields.
+// FuzzAddedJSON: operation A's hand-written result, and the fields stored
+// with each contact, are byte for byte what encoding/json writes.
 func FuzzAddedJSON(f *testing.F) {
 	for _, seed := range [][3]string{{"0193b0a1-7c2e", "ho_ten", "Nguyễn Văn A"}, {"id", "contact_id", "x"},
 		{"<&>", "\u2028\u2029", "\x00\x1f\b\f\n\r\t\"\\"}, {"\xff\xfe", "\xed\xa0\x80", "\x7f"}} {
@@ -252,6 +252,12 @@ func FuzzAddedJSON(f *testing.F) {
 		}
 		if got, _ := json.Marshal(added); !bytes.Equal(got, wantJSON) {
 			t.Fatalf("json.Marshal through MarshalJSON\n got %s\nwant %s", got, wantJSON)
+		}
+		// The stored fields: the echo alone, whatever its keys.
+		echo := map[string]string{key: value, id: key}
+		wantFields, _ := json.Marshal(echo)
+		if got := appendStringMap(nil, echo, "", ""); !bytes.Equal(got, wantFields) {
+			t.Fatalf("fields\n got %s\nwant %s", got, wantFields)
 		}
 	})
 }

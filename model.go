@@ -203,10 +203,19 @@ func addedJSON(added []AddedContact) json.RawMessage {
 }
 
 func (c AddedContact) appendJSON(b []byte) []byte {
-	keys := make([]string, 0, len(c.Echo)+1)
-	keys = append(keys, "contact_id")
-	for k := range c.Echo {
-		if k != "contact_id" { // contact_id is ours, as in the map it replaces
+	return appendStringMap(b, c.Echo, "contact_id", c.ID)
+}
+
+// appendStringMap appends m as encoding/json writes a map[string]string
+// (keys in byte order), with the pair idKey: id in it when idKey is set,
+// in place of any such key of m.
+func appendStringMap(b []byte, m map[string]string, idKey, id string) []byte {
+	keys := make([]string, 0, len(m)+1)
+	if idKey != "" {
+		keys = append(keys, idKey)
+	}
+	for k := range m {
+		if idKey == "" || k != idKey {
 			keys = append(keys, k)
 		}
 	}
@@ -218,10 +227,10 @@ func (c AddedContact) appendJSON(b []byte) []byte {
 		}
 		b = appendJSONString(b, k)
 		b = append(b, ':')
-		if k == "contact_id" {
-			b = appendJSONString(b, c.ID)
+		if idKey != "" && k == idKey {
+			b = appendJSONString(b, id)
 		} else {
-			b = appendJSONString(b, c.Echo[k])
+			b = appendJSONString(b, m[k])
 		}
 	}
 	return append(b, '}')
