@@ -398,7 +398,7 @@ next:
 			seen[phone] = true
 		}
 		id, _ := uuid.NewV7()
-		fields := appendStringMap(nil, echo, "", "")
+		fields := stringMapJSON(echo)
 		valid = append(valid, NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
 	}
 	return valid, skipped
