@@ -352,6 +352,7 @@ func validateContacts(items []any, sc *Scenario, region string) ([]NewContact, [
 		input, _ := json.Marshal(item)
 		skipped = append(skipped, SkippedContact{Position: i, Input: input, Reason: reason})
 	}
+	phones := normalizePhones(items, region)
 next:
 	for i, item := range items {
 		obj, ok := item.(map[string]any)
@@ -359,12 +360,11 @@ next:
 			skip(i, item, "contact is not a JSON object")
 			continue
 		}
-		raw, ok := obj["phone_number"].(string)
-		if !ok {
+		if _, ok := obj["phone_number"].(string); !ok {
 			skip(i, item, "phone_number is required and must be a string")
 			continue
 		}
-		phone, err := normalizePhone(raw, region)
+		phone, err := phones[i].e164, phones[i].err
 		if err != nil {
 			skip(i, item, err.Error())
 			continue

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"runtime"
 	"testing"
 	"time"
 
@@ -1219,4 +1220,34 @@ func TestDisabledHotlines(t *testing.T) {
 	s.exec(t, `UPDATE hotlines SET enabled = 1 WHERE number = '02873000002' AND app_id = `+pool)
 	apiCase{name: "one number enabled again", path: opA("sc-remind"), body: `{"contacts":[{"phone_number":"0970000001"}]}`,
 		status: 200, want: `{"status":1,"result":[{"contact_id":"<id>","danh_xung":"","ho_ten":"","so_dien_thoai":"+84970000001"}]}`}.run(t, s, tokens, false, seen)
+}
+
+// TestNormalizePhonesInParallel: a large request's numbers, parsed on
+// every core, come out as parsing them one by one does.
+func TestNormalizePhonesInParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	raws := []any{"0912345678", "+84 912 345 678", "12", "abc", 84912345678.0, nil, "0283 7300 001", "+1 650 253 0000"}
+	items := make([]any, 1000)
+	for i := range items {
+		switch raw := raws[i%len(raws)]; {
+		case i%97 == 0:
+			items[i] = "not an object"
+		case raw == nil:
+			items[i] = map[string]any{"ho_ten": "x"}
+		default:
+			items[i] = map[string]any{"phone_number": raw}
+		}
+	}
+	got := normalizePhones(items, "VN")
+	for i, item := range items {
+		var want normalizedPhone
+		if obj, ok := item.(map[string]any); ok {
+			if raw, ok := obj["phone_number"].(string); ok {
+				want.e164, want.err = normalizePhone(raw, "VN")
+			}
+		}
+		if got[i] != want {
+			t.Fatalf("item %d (%v): %+v, one by one %+v", i, item, got[i], want)
+		}
+	}
 }
