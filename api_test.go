@@ -16,10 +16,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"runtime"
 	"testing"
 	"time"
 
