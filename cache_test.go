@@ -126,6 +126,12 @@ func TestTokenCache(t *testing.T) {
 		t.Fatal("a verified token was not remembered")
 	}
 	check("second use, from the cache", 0)
+	// A remembered token is answered without the parser: this one could
+	// not be parsed at all.
+	s.tokens.entries["remembered, not a JWT"] = verifiedToken{apiKey: "k", secret: "s1"}
+	if app, apiErr, err := authenticate(ctx, s, "Bearer remembered, not a JWT"); app == nil || apiErr != nil || err != nil {
+		t.Errorf("a remembered token was not answered from the cache: %v %v", apiErr, err)
+	}
 
 	if _, err := s.UpdateApp(ctx, "k", AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
 		t.Fatal(err)
