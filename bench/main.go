@@ -1,6 +1,7 @@
 // Command bench measures dialbox against the machine's limits and against
-// the mock servers QA teams use today, in one run, and writes the table to
-// BENCHMARKS.md at the repository root.
+// the mock servers QA teams use today, in one run, and writes the tables
+// into docs/benchmarks.md, between its marker comments (a -cpuprofile run
+// writes its own part, where the time goes).
 //
 //	go run ./bench            # full run (well under 15 minutes on 2 cores)
 //	go run ./bench -quick     # smoke run: seconds per step, small sizes, no peers
@@ -75,7 +76,7 @@ func main() {
 	fs.StringVar(&o.npmDir, "npm-dir", "", "folder npm installs the peers into (default: <scratch>/npm)")
 	fs.StringVar(&o.scratch, "scratch", "", "scratch folder (default: a new temporary folder, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch folder (databases, logs, peer configs)")
-	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "file the table is written to, relative to the repository root (\"-\": none)")
+	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "page the report is written into, between its <!-- bench:begin/end --> markers (<!-- bench:profiles:begin/end --> with -cpuprofile), relative to the repository root (\"-\": none)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients (builds a profiling copy of dialbox)")
 	fs.BoolVar(&traceOn, "trace", false, "with -cpuprofile, also write execution traces (go tool trace; -pprof=syscall shows the time in fsync)")
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
@@ -907,7 +908,7 @@ func gitDescribe(repo, build string) string {
 	if build != "" {
 		return rev
 	}
-	st, _ := exec.Command("git", "-C", repo, "status", "--porcelain", "--", ".", ":(exclude)bench", ":(exclude)BENCHMARKS.md").Output()
+	st, _ := exec.Command("git", "-C", repo, "status", "--porcelain", "--", ".", ":(exclude)bench", ":(exclude)docs").Output()
 	if len(bytes.TrimSpace(st)) > 0 {
 		rev += " + uncommitted changes"
 	}

@@ -1,9 +1,11 @@
 package main
 
 // The report: one markdown table, every figure beside its ratio to the
-// matching limit or peer, then the targets of issue 5 as PASS/MISS lines.
+// matching limit or peer, then the targets of issue 5 as PASS/MISS lines,
+// written between the markers of docs/benchmarks.md (see writeBetween).
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -176,10 +178,74 @@ func (h *Harness) compare(p *Point) string {
 	return strings.Join(parts, "; ")
 }
 
+// The report is written into a page of the docs between marker comments,
+// so the hand-written analysis around it stays. A plain run rewrites the
+// figures; a -cpuprofile run (a profiling build, often of some phases only)
+// rewrites the part that says where the time goes, and leaves the figures.
+const (
+	figuresBegin  = "<!-- bench:begin -->"
+	figuresEnd    = "<!-- bench:end -->"
+	profilesBegin = "<!-- bench:profiles:begin -->"
+	profilesEnd   = "<!-- bench:profiles:end -->"
+)
+
 func (h *Harness) report() error {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("# dialbox benchmarks\n\n")
+	profiling := h.o.cpuprofile != ""
+	h.runHeader(w)
+	if !profiling {
+		h.headline(w)
+	}
+	h.steps(w)
+	h.crossCheckSection(w)
+	if !profiling {
+		w("\n### Targets (issue 5)\n\n")
+		for _, t := range h.targets() {
+			w("- %s\n", t)
+		}
+	}
+	if len(h.notes) > 0 || len(h.profiles) > 0 {
+		w("\n### %s\n\n", h.section("Notes"))
+		for _, n := range h.notes {
+			w("- %s\n", n)
+		}
+		for _, f := range h.profiles {
+			w("- CPU profile: `%s` (`go tool pprof -top %s`).\n", filepath.Base(f), filepath.Base(f))
+		}
+	}
+	h.profileSection(w)
+	out := b.String()
+	fmt.Println(out)
+	if h.o.out == "-" {
+		return nil
+	}
+	path := h.o.out
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(h.repo, path)
+	}
+	begin, end := figuresBegin, figuresEnd
+	if profiling {
+		begin, end = profilesBegin, profilesEnd
+	}
+	if err := writeBetween(path, begin, end, out); err != nil {
+		return err
+	}
+	logf("wrote %s (between %s and %s)", path, begin, end)
+	return nil
+}
+
+// section names a generated heading; a profiling run's headings say so, as
+// they share the page with the figures of the full run.
+func (h *Harness) section(name string) string {
+	if h.o.cpuprofile != "" {
+		return name + " (profiling run)"
+	}
+	return name
+}
+
+// runHeader says when, on what and how the figures were taken.
+func (h *Harness) runHeader(w func(string, ...any)) {
 	if h.o.quick {
 		w("> **Quick run** (`-quick`): short steps and small sizes, a smoke test of the harness; not figures to compare.\n\n")
 	}
@@ -197,10 +263,12 @@ func (h *Harness) report() error {
 	if h.o.cpuprofile != "" {
 		w("- dialbox was the profiling build (CPU profiles in %s); figures are a few percent lower than a plain build's.\n", h.o.cpuprofile)
 	}
-	w("- The machine is shared and noisy; compare the ratios within one run rather than absolute figures across runs.\n\n")
+	w("- The machine is shared and noisy; compare the ratios within one run rather than absolute figures across runs.\n")
+}
 
-	h.headline(w)
-	w("\n## All steps\n\n")
+// steps is the table of every measured step.
+func (h *Harness) steps(w func(string, ...any)) {
+	w("\n### %s\n\n", h.section("All steps"))
 	w("| Step | Clients | Requests/s | Contacts/s | p50 | p99 | Server CPU | Compared with |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, k := range h.order {
@@ -255,35 +323,6 @@ func (h *Harness) report() error {
 				s.where, num(float64(s.contacts)), float64(s.bytes)/1e6, perRow(s), cmp)
 		}
 	}
-
-	h.crossCheckSection(w)
-	w("\n## Targets (issue 5)\n\n")
-	for _, t := range h.targets() {
-		w("- %s\n", t)
-	}
-	if len(h.notes) > 0 || len(h.profiles) > 0 {
-		w("\n## Notes\n\n")
-		for _, n := range h.notes {
-			w("- %s\n", n)
-		}
-		for _, f := range h.profiles {
-			w("- CPU profile: `%s` (`go tool pprof -top %s`).\n", filepath.Base(f), filepath.Base(f))
-		}
-	}
-	h.profileSection(w)
-	out := b.String()
-	fmt.Println(out)
-	if h.o.out != "-" {
-		path := h.o.out
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(h.repo, path)
-		}
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-			return err
-		}
-		logf("wrote %s", path)
-	}
-	return nil
 }
 
 func fillDescription(mode string) string {
@@ -371,7 +410,7 @@ func dupNote(n int64) string {
 // the fastest peer of the same step.
 func (h *Harness) headline(w func(string, ...any)) {
 	top := h.o.concs[len(h.o.concs)-1]
-	w("## Headline\n\n")
+	w("\n### Headline\n\n")
 	w("| At %d clients | dialbox | Limit on this machine | Fastest peer |\n|---|---:|---|---|\n", top)
 	peer := func(step string, v float64) string {
 		fp, name := h.fastestPeer(step, top)
@@ -433,7 +472,7 @@ func (h *Harness) crossCheckSection(w func(string, ...any)) {
 	if !h.o.wrk {
 		return
 	}
-	w("\n## Cross-check with wrk\n\n")
+	w("\n### %s\n\n", h.section("Cross-check with wrk"))
 	if h.wrkSkip != "" {
 		w("Not run: %s.\n", h.wrkSkip)
 		return
@@ -502,11 +541,11 @@ func (h *Harness) profileSection(w func(string, ...any)) {
 	if len(h.profiles) == 0 {
 		return
 	}
-	w("\n## Where the time goes (CPU profiles)\n\n")
+	w("\n### Where the CPU went\n\n")
 	w("Each list is `go tool pprof -top -cum -nodecount=30 -show=<frames>` of the profile named, taken during the measured part of the step: cumulative time is the time in a frame and everything it calls, in seconds of CPU over the step, all cores together; the frames kept are dialbox's own, net/http's reading and writing, the SQL statements and commit, phone parsing, token checks, JSON, the access log, system calls and the garbage collector.\n")
 	for _, f := range h.profiles {
 		out, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount=30", "-show="+profileShow, f).Output()
-		w("\n### %s\n\n", filepath.Base(f))
+		w("\n#### %s\n\n", filepath.Base(f))
 		if err != nil {
 			w("go tool pprof failed: %v\n", err)
 			continue
@@ -523,4 +562,39 @@ func (h *Harness) profileSection(w func(string, ...any)) {
 		}
 		w("```\n%s```\n", text)
 	}
+}
+
+// writeBetween puts body between the begin and end markers of the file at
+// path, keeping everything outside them; a missing file is created with
+// just the markers and body.
+func writeBetween(path, begin, end, body string) error {
+	doc, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		doc, err = []byte("# dialbox benchmarks\n\n"+begin+"\n"+end+"\n"), nil
+	}
+	if err != nil {
+		return err
+	}
+	out, err := replaceBetween(string(doc), begin, end, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// replaceBetween returns doc with what lies between the begin and end
+// markers replaced by body. Each marker must be there exactly once, begin
+// first, so a hand edit that lost one is reported rather than guessed at.
+func replaceBetween(doc, begin, end, body string) (string, error) {
+	if n := strings.Count(doc, begin); n != 1 {
+		return "", fmt.Errorf("want the marker %s once, found it %d times", begin, n)
+	}
+	if n := strings.Count(doc, end); n != 1 {
+		return "", fmt.Errorf("want the marker %s once, found it %d times", end, n)
+	}
+	i, j := strings.Index(doc, begin)+len(begin), strings.Index(doc, end)
+	if j < i {
+		return "", fmt.Errorf("the marker %s comes before %s", end, begin)
+	}
+	return doc[:i] + "\n" + strings.Trim(body, "\n") + "\n" + doc[j:], nil
 }
