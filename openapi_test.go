@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -224,6 +225,11 @@ func TestOpenAPIContract(t *testing.T) {
 	lc.do("A", "POST", a("sc-remind"), qa, `{"contacts":`+contacts("0912000050")+`}`)
 	lc.do("B", "GET", contractB, qa, "")
 	lc.do("C", "POST", contractC, qa, camp("camp-1", contacts("0912000051")))
+	// 404 from /metrics when metrics.listen serves them elsewhere.
+	apart := startServer(t, testFixtures, "DIALBOX_METRICS_LISTEN=127.0.0.1:0")
+	if status, _ := newContract(t, apart.url, seen).do("ops", "GET", "/metrics", "", ""); status != 404 {
+		t.Errorf("metrics with metrics.listen set: %d, want 404", status)
+	}
 	// 503 from /readyz once the database is gone.
 	limited.m.store.Close()
 	if status, _ := lc.do("ops", "GET", "/readyz", "", ""); status != 503 {
@@ -234,7 +240,7 @@ func TestOpenAPIContract(t *testing.T) {
 		"A":   {"1", "400", "401", "1201", "1104", "1105", "3001", "413", "1208", "1403", "2301", "1402", "9999", "429"},
 		"B":   {"1", "400", "401", "1201", "9999", "429"},
 		"C":   {"1", "400", "401", "1201", "1104", "1105", "404", "413", "1208", "1403", "2301", "1402", "500", "429"},
-		"ops": {"200", "503"},
+		"ops": {"200", "404", "503"},
 	}
 	var missing []string
 	for op, codes := range want {
@@ -251,8 +257,9 @@ func TestOpenAPIContract(t *testing.T) {
 }
 
 // TestOpenAPIContractIsStrict makes sure the document would catch drift
-// (bodies a careless change could produce are refused) and accepts the
-// answers TestOpenAPIContract cannot bring about on demand.
+// (bodies a careless change could produce, such as an admin answer that
+// leaks a secret, are refused) and accepts the answers TestOpenAPIContract
+// cannot bring about on demand.
 func TestOpenAPIContractIsStrict(t *testing.T) {
 	c := newContract(t, "http://127.0.0.1:1", map[string]bool{})
 	header := http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Request-Id": {"abc"}}
@@ -283,6 +290,44 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 			t.Errorf("too many imports in progress (%s): refused: %v", path, err)
 		}
 	}
+	// The admin API: a leaked secret or any unknown property is refused.
+	app := `{"id":1,"name":"QA","api_key":"qa-key","disabled":false,"is_demo":false,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"`
+	hook := `{"id":"h","url":"https://example.com/h","events":[],"enabled":true,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"`
+	for _, r := range []struct {
+		name, method, path string
+		status             int
+		body               string
+	}{
+		{"api_secret in the application list", "GET", "/admin/v1/apps", 200, `{"status":1,"result":{"applications":[` + app + `,"api_secret":"s"}]}}`},
+		{"api_secret on one application", "GET", "/admin/v1/apps/qa-key", 200, `{"status":1,"result":` + app + `,"api_secret":"s"}}`},
+		{"api_secret after disabling", "POST", "/admin/v1/apps/qa-key/disable", 200, `{"status":1,"result":` + app + `,"api_secret":"s"}}`},
+		{"an unknown application property", "GET", "/admin/v1/apps/qa-key", 200, `{"status":1,"result":` + app + `,"owner":"x"}}`},
+		{"an unknown envelope property", "GET", "/admin/v1/apps/qa-key", 200, `{"status":1,"result":` + app + `},"debug":true}`},
+		{"the created application without its token", "POST", "/admin/v1/apps", 200, `{"status":1,"result":` + app + `,"api_secret":"s"}}`},
+		{"the secret in the webhook list", "GET", "/admin/v1/apps/qa-key/webhooks", 200, `{"status":1,"result":{"webhooks":[` + hook + `,"secret":"whsec_x"}]}}`},
+		{"the secret on an updated webhook", "PATCH", "/admin/v1/apps/qa-key/webhooks/h", 200, `{"status":1,"result":` + hook + `,"secret":"whsec_x"}}`},
+		{"a rotated webhook without its secret", "POST", "/admin/v1/apps/qa-key/webhooks/h/rotate-secret", 200, `{"status":1,"result":` + hook + `}}`},
+		{"a bare result", "GET", "/admin/v1/apps/qa-key/contacts", 200, `{"status":1,"result":{}}`},
+		{"a status the route does not answer", "GET", "/admin/v1/clock", 404, `{"status":0,"code":404,"message":"Not found"}`},
+		{"an admin 404 with another code", "GET", "/admin/v1/apps/x", 404, `{"status":0,"code":400,"message":"Application is not found"}`},
+		{"an admin 400 without details", "PUT", "/admin/v1/clock", 400, `{"status":0,"code":400,"message":"Validation Failed"}`},
+	} {
+		if err := c.validate(r.method, r.path, r.status, header, []byte(r.body)); err == nil {
+			t.Errorf("%s: accepted %d %s", r.name, r.status, r.body)
+		}
+	}
+	// The same bodies without the fault pass: what is refused above is the fault.
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/admin/v1/apps", `{"status":1,"result":{"applications":[` + app + `}]}}`},
+		{"GET", "/admin/v1/apps/qa-key", `{"status":1,"result":` + app + `}}`},
+		{"POST", "/admin/v1/apps", `{"status":1,"result":` + app + `,"api_secret":"s","access_token":"t"}}`},
+		{"GET", "/admin/v1/apps/qa-key/webhooks", `{"status":1,"result":{"webhooks":[` + hook + `}]}}`},
+		{"POST", "/admin/v1/apps/qa-key/webhooks/h/rotate-secret", `{"status":1,"result":` + hook + `,"secret":"whsec_x"}}`},
+	} {
+		if err := c.validate(r.method, r.path, 200, header, []byte(r.body)); err != nil {
+			t.Errorf("%s %s: refused %s: %v", r.method, r.path, r.body, err)
+		}
+	}
 	noID := http.Header{"Content-Type": {"application/json"}}
 	if err := c.validate("GET", contractB, 200, noID, []byte(`{"status":1,"result":{"scenarios":[],"total_count":0}}`)); err == nil {
 		t.Error("accepted a response without X-Request-Id")
@@ -298,58 +343,344 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 }
 
-// TestOpenAPIAdmin checks that every admin operation of the document is a
-// route of the server (it answers 401 without the admin token, where an
-// unknown route answers 404), and validates some real admin answers.
+// adminContract drives the admin API and the sink, checks every answer
+// against openapi.yaml, and records which statuses each operation answered.
+type adminContract struct {
+	t    *testing.T
+	url  string
+	auth string
+	seen map[string]bool // "operationId status", answered and valid
+}
+
+// send makes one request and validates the answer; it returns the status
+// and the body.
+func (c *adminContract) send(method, path, auth, body string) (int, []byte) {
+	t := c.t
+	t.Helper()
+	req, err := http.NewRequest(method, c.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router, err := contractRouter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, _, err := router.FindRoute(req)
+	if err != nil {
+		t.Fatalf("%s %s: no operation in the document: %v", method, path, err)
+	}
+	if validateContract(method, c.url+path, resp.StatusCode, resp.Header, got) == nil {
+		c.seen[fmt.Sprintf("%s %d", route.Operation.OperationID, resp.StatusCode)] = true
+	} else {
+		checkContract(t, method, c.url+path, resp.StatusCode, resp.Header, got)
+	}
+	return resp.StatusCode, got
+}
+
+// do sends a request with the admin token and fails the test unless it gets
+// the status wanted; it returns the answer's result.
+func (c *adminContract) do(method, path, body string, want int) json.RawMessage {
+	c.t.Helper()
+	status, got := c.send(method, path, c.auth, body)
+	if status != want {
+		c.t.Errorf("%s %s %s: %d %.500s, want %d", method, path, body, status, got, want)
+	}
+	var answer struct{ Result json.RawMessage }
+	json.Unmarshal(got, &answer)
+	return answer.Result
+}
+
+// adminPath fills an admin path template with things that exist in
+// testFixtures (or "x" for ids that need not exist).
+func adminPath(template, app string) string {
+	p := strings.NewReplacer("{app}", app, "{transition}", "submit", "{pool}", "POOL_SYSTEM", "{number}", "02873000001",
+		"{scenario}", "sc-remind", "{campaign}", "camp-1").Replace(template)
+	for strings.Contains(p, "{") {
+		i, j := strings.Index(p, "{"), strings.Index(p, "}")
+		p = p[:i] + "x" + p[j+1:]
+	}
+	return p
+}
+
+// adminOperations are the document's admin and sink operations, by method
+// and path template.
+func adminOperations(t *testing.T) map[[2]string]*openapi3.Operation {
+	ops := map[[2]string]*openapi3.Operation{}
+	for path, item := range loadContract(t).Paths.Map() {
+		if strings.HasPrefix(path, "/admin/") || strings.HasPrefix(path, "/sink/") {
+			for method, op := range item.Operations() {
+				ops[[2]string{method, path}] = op
+			}
+		}
+	}
+	return ops
+}
+
+// TestOpenAPIAdmin drives every admin operation (and the sink) to its
+// success and to each error status the document declares for it, with the
+// engine calling and webhooks delivering so lists hold real calls, attempts
+// and received messages, and checks every answer against openapi.yaml.
+// Every status the document declares must have been answered: the document
+// lists no status the server does not give.
 func TestOpenAPIAdmin(t *testing.T) {
 	const adminToken = "contract-admin-token-0123456789"
-	s := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken)
-	c := newContract(t, s.url, map[string]bool{})
-	doc := loadContract(t)
-	values := strings.NewReplacer("{app}", "qa-key", "{transition}", "submit", "{pool}", "POOL_SYSTEM",
-		"{scenario}", "sc-remind", "{campaign}", "camp-1")
-	operations := 0
-	for path, item := range doc.Paths.Map() {
+	s := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken, "DIALBOX_ENGINE_ENABLED=true",
+		"DIALBOX_SIMULATOR_TIME_SCALE=1000", "DIALBOX_ENGINE_POLL_INTERVAL=10ms")
+	c := &adminContract{t: t, url: s.url, auth: "Bearer " + adminToken, seen: map[string]bool{}}
+	ops := adminOperations(t)
+	if len(ops) < 55 {
+		t.Errorf("only %d admin operations in the document", len(ops))
+	}
+
+	// Every admin operation is a route (an unknown route answers 404) that
+	// wants the admin token; each with an {app} knows no application "nope".
+	for key := range ops {
+		method, path := key[0], key[1]
 		if !strings.HasPrefix(path, "/admin/") {
 			continue
 		}
-		for method := range item.Operations() {
-			operations++
-			p := values.Replace(path)
-			for strings.Contains(p, "{") { // ids of things that need not exist
-				i, j := strings.Index(p, "{"), strings.Index(p, "}")
-				p = p[:i] + "x" + p[j+1:]
-			}
-			if status, _ := c.do("admin", method, p, "", `{}`); status != 401 {
-				t.Errorf("%s %s without the admin token: %d, want 401 (is it a route?)", method, p, status)
+		for _, auth := range []string{"", "Bearer wrong-token", bearer(t, "qa-key", "qa-secret")} {
+			if status, _ := c.send(method, adminPath(path, "qa-key"), auth, `{}`); status != 401 {
+				t.Errorf("%s %s with token %q: %d, want 401", method, path, auth, status)
 			}
 		}
-	}
-	if operations < 50 {
-		t.Errorf("only %d admin operations in the document", operations)
+		if strings.Contains(path, "{app}") {
+			c.do(method, adminPath(path, "nope"), `{}`, 404)
+		}
 	}
 
-	auth := "Bearer " + adminToken
-	for _, r := range []struct {
-		method, path string
-		status       int
-	}{
-		{"GET", "/admin/v1/apps", 200},
-		{"GET", "/admin/v1/apps/qa-key", 200},
-		{"GET", "/admin/v1/apps/nope", 404},
-		{"GET", "/admin/v1/apps/qa-key/wallet", 200},
-		{"GET", "/admin/v1/apps/post-key/wallet", 200},
-		{"POST", "/admin/v1/apps/qa-key/token", 200},
-		{"GET", "/admin/v1/clock", 200},
-		{"GET", "/admin/v1/apps/qa-key/pools/POOL_SYSTEM", 200},
-		{"GET", "/admin/v1/apps/qa-key/scenarios/sc-remind", 200},
-		{"GET", "/admin/v1/apps/qa-key/campaigns/camp-1", 200},
-		{"GET", "/admin/v1/apps/qa-key/webhooks", 200},
-		{"GET", "/admin/v1/apps/qa-key/contacts", 200},
+	const apps, qa = "/admin/v1/apps", "/admin/v1/apps/qa-key"
+	// Clock and applications.
+	c.do("GET", "/admin/v1/clock", "", 200)
+	c.do("PUT", "/admin/v1/clock", `{"time_scale":1000}`, 200)
+	c.do("PUT", "/admin/v1/clock", `{"time_scale":0}`, 400)
+	c.do("GET", apps, "", 200)
+	var created struct {
+		APIKey string `json:"api_key"`
+	}
+	json.Unmarshal(c.do("POST", apps, `{"name":"Console"}`, 200), &created)
+	c.do("POST", apps, `{"api_key":"qa-key"}`, 409)
+	c.do("POST", apps, `{"disabled":true}`, 400)
+	c.do("GET", qa, "", 200)
+	app := apps + "/" + created.APIKey
+	c.do("PATCH", app, `{"name":"Renamed","api_secret":"new-secret"}`, 200)
+	c.do("PATCH", app, `{"api_key":"other"}`, 400)
+	c.do("POST", app+"/disable", "", 200)
+	c.do("POST", app+"/enable", "", 200)
+	c.do("POST", qa+"/token", "", 200)
+	c.do("DELETE", app, "", 200)
+	c.do("GET", app, "", 404)
+
+	// Wallets.
+	c.do("GET", qa+"/wallet", "", 200)
+	c.do("GET", "/admin/v1/apps/post-key/wallet", "", 200) // postpaid, expires_at null
+	c.do("PATCH", qa+"/wallet", `{"balance":2000000,"expires_at":null}`, 200)
+	c.do("PATCH", qa+"/wallet", `{"balance":-1}`, 400)
+	c.do("POST", qa+"/wallet/topup", `{"amount":1000}`, 200)
+	c.do("POST", qa+"/wallet/topup", `{}`, 400)
+
+	// Hotline pools.
+	c.do("GET", qa+"/pools", "", 200)
+	c.do("POST", qa+"/pools", `{"key":"POOL_NEW","numbers":["02873000009"]}`, 200)
+	c.do("POST", qa+"/pools", `{"key":"POOL_SYSTEM"}`, 409)
+	c.do("POST", qa+"/pools", `{}`, 400)
+	c.do("GET", qa+"/pools/POOL_EMPTY", "", 200)
+	c.do("GET", qa+"/pools/POOL_NONE", "", 404)
+	c.do("POST", qa+"/pools/POOL_NEW/numbers", `{"numbers":["02873000010"]}`, 200)
+	c.do("POST", qa+"/pools/POOL_NEW/numbers", `{"numbers":[]}`, 400)
+	c.do("POST", qa+"/pools/POOL_NEW/numbers/02873000010/disable", "", 200)
+	c.do("POST", qa+"/pools/POOL_NEW/numbers/02873000010/enable", "", 200)
+	c.do("DELETE", qa+"/pools/POOL_NEW/numbers/02873000010", "", 200)
+	c.do("DELETE", qa+"/pools/POOL_NEW/numbers/02873000010", "", 404)
+	c.do("DELETE", qa+"/pools/POOL_NEW", "", 200)
+
+	// Scenarios through every transition.
+	c.do("GET", qa+"/scenarios", "", 200)
+	c.do("GET", qa+"/scenarios?limit=0", "", 400)
+	c.do("POST", qa+"/scenarios", `{"id":"sc-new","name":"New","content":"Xin chào"}`, 200)
+	c.do("POST", qa+"/scenarios", `{"id":"sc-new"}`, 409)
+	c.do("POST", qa+"/scenarios", `{"status":"LIVE"}`, 400)
+	c.do("GET", qa+"/scenarios/sc-new", "", 200)
+	c.do("PATCH", qa+"/scenarios/sc-new", `{"description":"d","call_config":{"re_call":{"times":1}}}`, 200)
+	c.do("PATCH", qa+"/scenarios/sc-new", `{"status":"ACTIVE"}`, 400)
+	for _, step := range []struct {
+		transition string
+		status     int
+	}{{"submit", 200}, {"reject", 200}, {"edit", 200}, {"submit", 200}, {"approve", 200}, {"approve", 409}} {
+		c.do("POST", qa+"/scenarios/sc-new/"+step.transition, "", step.status)
+	}
+	c.do("DELETE", qa+"/scenarios/sc-new", "", 200)
+	c.do("GET", qa+"/scenarios/sc-new", "", 404)
+	// Calls may start at any hour of any day (days null: every day).
+	c.do("PATCH", qa+"/scenarios/sc-remind", `{"call_config":{"call_window":{"start":"00:00","end":"24:00","days":null}}}`, 200)
+
+	// Campaigns.
+	c.do("GET", qa+"/campaigns", "", 200)
+	c.do("POST", qa+"/campaigns", `{"id":"camp-new","scenario_id":"sc-remind"}`, 200)
+	c.do("POST", qa+"/campaigns", `{"id":"camp-new","scenario_id":"sc-remind"}`, 409)
+	c.do("POST", qa+"/campaigns", `{}`, 400)
+	c.do("GET", qa+"/campaigns/camp-new", "", 200)
+	c.do("POST", qa+"/campaigns/camp-new/pause", "", 200)
+	c.do("POST", qa+"/campaigns/camp-new/resume", "", 200)
+	c.do("GET", qa+"/campaigns/camp-none", "", 404)
+
+	// Webhook endpoints; one delivers to the sink.
+	c.do("GET", qa+"/webhooks", "", 200)
+	var hook struct{ ID string }
+	json.Unmarshal(c.do("POST", qa+"/webhooks", `{"url":"`+s.url+`/sink/contract"}`, 200), &hook)
+	c.do("POST", qa+"/webhooks", `{"url":"ftp://example.com/hook"}`, 400)
+	var spare struct{ ID string }
+	json.Unmarshal(c.do("POST", qa+"/webhooks", `{"url":"https://example.com/hook","events":["contact.completed"]}`, 200), &spare)
+	c.do("GET", qa+"/webhooks/"+spare.ID, "", 200)
+	c.do("PATCH", qa+"/webhooks/"+spare.ID, `{"enabled":false,"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`, 200)
+	c.do("PATCH", qa+"/webhooks/"+spare.ID, `{"url":"nope"}`, 400)
+	c.do("POST", qa+"/webhooks/"+spare.ID+"/rotate-secret", "", 200)
+	c.do("POST", qa+"/webhooks/"+spare.ID+"/recover", `{"since":"2020-01-01T00:00:00Z"}`, 200)
+	c.do("POST", qa+"/webhooks/"+spare.ID+"/recover", `{}`, 400)
+	c.do("DELETE", qa+"/webhooks/"+spare.ID, "", 200)
+	c.do("GET", qa+"/webhooks/"+spare.ID, "", 404)
+
+	// Fault rules, two of which shape the calls below.
+	c.do("GET", "/admin/v1/faults", "", 200)
+	c.do("POST", "/admin/v1/faults", `{"kind":"dial","phone":"0912000001","outcome":"ANSWERED"}`, 200)
+	c.do("POST", "/admin/v1/faults", `{"kind":"dial","phone":"0912000002","outcome":"BUSY","times":1,"api_key":"qa-key"}`, 200)
+	var rule struct{ ID string }
+	json.Unmarshal(c.do("POST", "/admin/v1/faults", `{"kind":"latency","operation":"B","delay_ms":1,"probability":0.5}`, 200), &rule)
+	c.do("POST", "/admin/v1/faults", `{"kind":"dial","outcome":"LOUD"}`, 400)
+	c.do("GET", "/admin/v1/faults", "", 200)
+	c.do("DELETE", "/admin/v1/faults/"+rule.ID, "", 200)
+	c.do("DELETE", "/admin/v1/faults/"+rule.ID, "", 404)
+
+	// Contacts (one invalid, one of a campaign) that the engine calls and
+	// whose results go to both endpoints.
+	qaToken := strings.TrimPrefix(bearer(t, "qa-key", "qa-secret"), "Bearer ")
+	for _, r := range [][2]string{
+		{fmt.Sprintf(contractA, "sc-remind"), `{"contacts":` + contacts("0912000001", "0912000002", "0912000003", "bad") + `}`},
+		{contractC, `{"campaign_id":"camp-1","contacts":` + contacts("0912000004") + `}`},
 	} {
-		if status, _ := c.do("admin", r.method, r.path, auth, ""); status != r.status {
-			t.Errorf("%s %s: %d, want %d", r.method, r.path, status, r.status)
+		if resp, body := opsDo(t, "POST", s.url+r[0], qaToken, r[1]); resp.StatusCode != 200 {
+			t.Fatalf("POST %s: %d %s", r[0], resp.StatusCode, body)
 		}
+	}
+	count := func(query string) (n int) {
+		s.m.store.read.QueryRow(query).Scan(&n)
+		return n
+	}
+	received := func() int {
+		var sink struct{ Count int }
+		json.Unmarshal(c.do("GET", "/admin/v1/sink", "", 200), &sink)
+		return sink.Count
+	}
+	deadline := time.Now().Add(time.Minute) // a bound for a stuck engine, not a pace
+	for count(`SELECT count(*) FROM contacts WHERE state = 'done'`) < 4 ||
+		count(`SELECT count(*) FROM webhook_attempts`) == 0 || received() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("contacts not all called, or no webhook delivered, within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	var contactList struct {
+		Contacts []struct{ ID string }
+	}
+	json.Unmarshal(c.do("GET", qa+"/contacts?limit=10", "", 200), &contactList)
+	for _, k := range contactList.Contacts {
+		c.do("GET", qa+"/contacts/"+k.ID, "", 200)
+	}
+	c.do("GET", qa+"/contacts?state=ringing", "", 400)
+	c.do("GET", qa+"/contacts/nope", "", 404)
+	var importList struct {
+		Imports []struct{ ID string }
+	}
+	json.Unmarshal(c.do("GET", qa+"/imports", "", 200), &importList)
+	for _, im := range importList.Imports {
+		c.do("GET", qa+"/imports/"+im.ID, "", 200)
+	}
+	c.do("GET", qa+"/imports?limit=501", "", 400)
+	c.do("GET", qa+"/imports/nope", "", 404)
+	var messageList struct {
+		Messages []struct{ ID string }
+	}
+	json.Unmarshal(c.do("GET", qa+"/webhook-messages?limit=500", "", 200), &messageList)
+	for _, m := range messageList.Messages {
+		c.do("GET", qa+"/webhook-messages/"+m.ID, "", 200)
+	}
+	if len(messageList.Messages) > 0 {
+		c.do("POST", qa+"/webhook-messages/"+messageList.Messages[0].ID+"/redeliver", "", 200)
+	}
+	c.do("GET", qa+"/webhook-messages?state=lost", "", 400)
+	c.do("GET", qa+"/webhook-messages/nope", "", 404)
+	c.do("POST", qa+"/webhooks/"+hook.ID+"/recover", `{"since":"2020-01-01T00:00:00Z"}`, 200)
+
+	// The journal and the sink.
+	c.do("GET", "/admin/v1/journal", "", 200)
+	c.do("GET", "/admin/v1/journal?limit=0", "", 400)
+	c.do("GET", "/admin/v1/journal/count?operation=A", "", 200)
+	c.do("GET", "/admin/v1/journal/count?status=1", "", 400)
+	c.do("DELETE", "/admin/v1/journal", "", 200)
+	c.do("GET", "/admin/v1/sink?name=contract", "", 200)
+	c.do("GET", "/admin/v1/sink?verified=maybe", "", 400)
+	if status, _ := c.send("POST", "/sink/contract", "", `{"type":"call.completed"}`); status != 204 {
+		t.Errorf("POST /sink/contract: %d, want 204", status)
+	}
+	if status, _ := c.send("POST", "/sink/contract", "", strings.Repeat(" ", maxSinkBody+1)); status != 413 {
+		t.Errorf("POST /sink/contract over 1 MiB: %d, want 413", status)
+	}
+	c.do("DELETE", "/admin/v1/sink", "", 200)
+	c.do("DELETE", "/admin/v1/faults", "", 200)
+
+	// Reset: refused while the fixtures file does not load, then done.
+	fixtures := s.m.Config.Fixtures
+	if err := os.WriteFile(fixtures, []byte("[[applications]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.do("POST", "/admin/v1/reset", "", 422)
+	if err := os.WriteFile(fixtures, []byte(testFixtures), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.do("POST", "/admin/v1/reset", "", 200)
+
+	// With the database gone, every operation that declares a 500 gives it
+	// (an application key never looked up, so no cache answers for it).
+	s.m.store.Close()
+	bodies := map[string]string{"adminCreateApp": `{"api_key":"k500"}`,
+		"adminAddFault": `{"kind":"dial","outcome":"BUSY","api_key":"never-seen"}`}
+	for key, op := range ops {
+		if op.Responses.Status(500) != nil {
+			body, ok := bodies[op.OperationID]
+			if !ok {
+				body = `{}`
+			}
+			c.do(key[0], adminPath(key[1], "never-seen"), body, 500)
+		}
+	}
+
+	var missing []string
+	for key, op := range ops {
+		for code := range op.Responses.Map() {
+			if !c.seen[op.OperationID+" "+code] {
+				missing = append(missing, fmt.Sprintf("%s %s %s (%s)", key[0], key[1], code, op.OperationID))
+			}
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("declared answers not produced (or not valid):\n%s", strings.Join(missing, "\n"))
 	}
 }
 
