@@ -1,6 +1,7 @@
 package tts
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"dialbox/internal/audio"
 )
@@ -91,7 +93,12 @@ func (h *HTTP) Synthesize(ctx context.Context, text, voice string) (audio.Buffer
 	b, err := phoneAudio(body)
 	if err != nil {
 		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		return audio.Buffer{}, fmt.Errorf("tts http: GET %s: answer of type %q is not usable audio (%w): %s", where, ct, err, excerpt(body))
+		err = fmt.Errorf("tts http: GET %s: answer of type %q is not usable audio: %w", where, ct, err)
+		if !bytes.HasPrefix(body, []byte("RIFF")) {
+			// Not audio at all: probably a message saying why.
+			err = fmt.Errorf("%w: %s", err, excerpt(body))
+		}
+		return audio.Buffer{}, err
 	}
 	return b, nil
 }
@@ -105,17 +112,17 @@ func escape(s string) string {
 // excerpt is the start of a body, printable, for an error message.
 func excerpt(body []byte) string {
 	const n = 200
-	s := string(body)
+	s := strings.TrimSpace(string(body))
 	if len(s) > n {
 		s = s[:n] + "..."
 	}
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
+		if unicode.IsPrint(r) && r != utf8.RuneError {
 			return r
 		}
 		return '.'
 	}, s)
-	if strings.TrimSpace(s) == "" {
+	if s == "" {
 		return "(empty body)"
 	}
 	return s
