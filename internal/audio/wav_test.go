@@ -211,3 +211,27 @@ func TestWAVLyingSizeDoesNotAllocate(t *testing.T) {
 		t.Errorf("decoding allocated %d bytes", n)
 	}
 }
+
+// Whatever the bytes, DecodeWAV answers samples or an error, never a panic,
+// and what it answers writes back as a WAV that decodes to the same.
+func FuzzDecodeWAV(f *testing.F) {
+	f.Add(wav(tagPCM, 1, 8000, 16, le(int16(1), int16(-2))))
+	f.Add(wav(tagPCM, 2, 44100, 8, []byte{1, 2, 3}))
+	f.Add(wav(tagFloat, 1, 22050, 32, le(float32(0.5))))
+	f.Add(append(header(tagPCM, 1, 22050, 16, 0x7FFFF000), 1, 2, 3))
+	f.Add([]byte("RIFF\x00\x00\x00\x00WAVELIST\x01\x00\x00\x00a\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := DecodeWAV(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := EncodeWAV(&out, b); err != nil {
+			t.Fatalf("decoded %d samples at %d Hz that do not encode: %v", len(b.Samples), b.Rate, err)
+		}
+		back, err := DecodeWAV(&out)
+		if err != nil || back.Rate != b.Rate || len(back.Samples) != len(b.Samples) {
+			t.Fatalf("re-encoded WAV decodes to %d samples at %d Hz (%v), want %d at %d", len(back.Samples), back.Rate, err, len(b.Samples), b.Rate)
+		}
+	})
+}

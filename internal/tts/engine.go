@@ -56,7 +56,7 @@ func runWAV(ctx context.Context, argv []string, stdin string) (audio.Buffer, err
 		return audio.Buffer{}, fmt.Errorf("%s: wrote more than %d bytes", argv[0], MaxWAV)
 	}
 	msg := strings.TrimSpace(stderr.String())
-	if err == nil && stdout.Len() == 0 {
+	if err == nil && stdout.buf.Len() == 0 {
 		err = errors.New("wrote no audio to stdout")
 	}
 	if err != nil && msg != "" {
@@ -65,7 +65,7 @@ func runWAV(ctx context.Context, argv []string, stdin string) (audio.Buffer, err
 	if err != nil {
 		return audio.Buffer{}, fmt.Errorf("%s: %w", argv[0], err)
 	}
-	b, err := phoneAudio(stdout.Bytes())
+	b, err := phoneAudio(stdout.buf.Bytes())
 	if err != nil {
 		return audio.Buffer{}, fmt.Errorf("%s: output: %w", argv[0], err)
 	}
@@ -73,19 +73,21 @@ func runWAV(ctx context.Context, argv []string, stdin string) (audio.Buffer, err
 }
 
 // capped is a buffer that stops growing at max bytes; a write past it fails,
-// which makes the command's next write fail (EPIPE) and the command stop.
+// which closes the pipe, so the command's next write fails and it stops. It
+// holds its bytes.Buffer in a field, not embedded: an embedded one's ReadFrom
+// would let exec's copy bypass Write and the cap.
 type capped struct {
-	bytes.Buffer
+	buf  bytes.Buffer
 	max  int
 	over bool
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if c.Len()+len(p) > c.max {
+	if c.buf.Len()+len(p) > c.max {
 		c.over = true
 		return 0, errors.New("output too large")
 	}
-	return c.Buffer.Write(p)
+	return c.buf.Write(p)
 }
 
 // tail keeps the last KB written: enough of a tool's stderr to say why it

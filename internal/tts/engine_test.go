@@ -1,6 +1,7 @@
 package tts
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,7 @@ import (
 // The command engine's tests run this test binary as the TTS command: with
 // helperEnv set, TestMain acts as the program instead of running tests.
 const (
-	helperEnv     = "DIALBOX_TTS_TEST_HELPER" // what to do: wav, fail, garbage, silent, hang
+	helperEnv     = "DIALBOX_TTS_TEST_HELPER" // what to do: wav, fail, garbage, flood, silent, hang
 	helperArgsEnv = "DIALBOX_TTS_TEST_ARGS"   // where to write the arguments it got, as JSON
 )
 
@@ -48,6 +49,17 @@ func helperMain(mode string) int {
 		return 3
 	case "garbage":
 		fmt.Print("<html>nope</html>")
+	case "flood": // a streamed WAV that never ends
+		var hdr bytes.Buffer
+		audio.EncodeWAV(&hdr, audio.Buffer{Rate: 8000})
+		copy(hdr.Bytes()[40:], "\x00\xf0\xff\x7f") // espeak-ng's placeholder data size
+		os.Stdout.Write(hdr.Bytes())
+		chunk := make([]byte, 1<<20)
+		for {
+			if _, err := os.Stdout.Write(chunk); err != nil {
+				return 0
+			}
+		}
 	case "silent":
 	case "hang":
 		select {}
@@ -123,6 +135,7 @@ func TestCommandErrors(t *testing.T) {
 		{"fail", `exit status 3: synthesiser exploded: no voice "xx"`},
 		{"garbage", "not a WAV file"},
 		{"silent", "wrote no audio to stdout"},
+		{"flood", "wrote more than 67108864 bytes"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			e, _ := helperCommand(t, c.mode, "{text}")
