@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"dialbox/internal/audio"
@@ -14,6 +15,7 @@ import (
 // counting is an engine that says how often it was asked.
 type counting struct {
 	name  string
+	mu    sync.Mutex
 	calls int
 	fail  error
 }
@@ -21,7 +23,9 @@ type counting struct {
 func (c *counting) Name() string { return c.name }
 
 func (c *counting) Synthesize(_ context.Context, text, voice string) (audio.Buffer, error) {
+	c.mu.Lock()
 	c.calls++
+	c.mu.Unlock()
 	if c.fail != nil {
 		return audio.Buffer{}, c.fail
 	}
@@ -173,5 +177,38 @@ func TestCacheWithCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(argsFile); !errors.Is(err, os.ErrNotExist) {
 		t.Error("the command ran again for a cached text")
+	}
+}
+
+// Calls run at once share the cache: each gets its own text's rendering and
+// every entry on disk is whole.
+func TestCacheConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := NewCache(dir, &counting{name: "fake"})
+	texts := []string{"một", "hai", "ba hai", "bốn bốn"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			text := texts[i%len(texts)]
+			b, err := c.Synthesize(context.Background(), text, "vi")
+			if err == nil && b.Samples[0] != int16(len(text)) {
+				err = errors.New("got another text's rendering")
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if st, _ := c.Stats(); st.Entries != len(texts) || st.Hits+st.Misses != 64 {
+		t.Errorf("stats %+v, want %d entries and 64 calls", st, len(texts))
+	}
+	if files := cacheFiles(t, dir); len(files) != len(texts) {
+		t.Errorf("files %v", files)
 	}
 }
