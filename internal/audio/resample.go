@@ -8,7 +8,7 @@ import (
 // The low-pass keeps 0 to 85% of the lower rate's Nyquist frequency (3.4 kHz,
 // the telephone band, when one side is 8 kHz) and stops from 100% of it on,
 // where aliasing would start, by stopbandDB. A Kaiser-windowed sinc meets
-// that with about 67 taps per sample of the lower rate.
+// that spanning about 67 samples of the lower rate (8 ms at 8 kHz).
 const (
 	passEdge   = 0.85
 	stopEdge   = 1.0

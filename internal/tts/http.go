@@ -51,12 +51,15 @@ func NewHTTP(urlTemplate string, timeout time.Duration) (*HTTP, error) {
 	return &HTTP{template: urlTemplate, timeout: timeout, client: &http.Client{}}, nil
 }
 
-// Name is "http" and the URL template.
+// Name is "http" and the URL template; mind a key in the template before
+// logging it.
 func (h *HTTP) Name() string { return "http " + h.template }
 
-// Synthesize fetches the rendering of text in voice. A non-2xx status or a
-// body that is not a WAV file is an error quoting the start of the body,
-// which is where services put their reason.
+// Synthesize fetches the rendering of text in voice. The body's bytes, not
+// its Content-Type (audio/wav, audio/x-wav or whatever a service says),
+// decide whether it is a WAV. A non-2xx status or a body that is not a WAV
+// at all is an error quoting the start of the body, which is where services
+// put their reason; errors never show the query, which holds the text.
 func (h *HTTP) Synthesize(ctx context.Context, text, voice string) (audio.Buffer, error) {
 	u := strings.NewReplacer("{text}", escape(text), "{voice}", escape(voice)).Replace(h.template)
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
