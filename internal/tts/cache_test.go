@@ -1,0 +1,214 @@
+package tts
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"dialbox/internal/audio"
+)
+
+// counting is an engine that says how often it was asked.
+type counting struct {
+	name  string
+	mu    sync.Mutex
+	calls int
+	fail  error
+}
+
+func (c *counting) Name() string { return c.name }
+
+func (c *counting) Synthesize(_ context.Context, text, voice string) (audio.Buffer, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	if c.fail != nil {
+		return audio.Buffer{}, c.fail
+	}
+	b := toneBuffer(audio.PhoneRate, 0.25)
+	b.Samples[0] = int16(len(text)) // renderings of different texts differ
+	return b, nil
+}
+
+func cacheFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestCacheReusesRenderings(t *testing.T) {
+	dir := t.TempDir()
+	eng := &counting{name: "fake"}
+	c, err := NewCache(dir, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := c.Synthesize(ctx, "Xin chào anh An", "vi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Synthesize(ctx, "Xin chào anh An", "vi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eng.calls != 1 {
+		t.Fatalf("the engine ran %d times for one text", eng.calls)
+	}
+	if again.Rate != first.Rate || len(again.Samples) != len(first.Samples) || again.Samples[0] != first.Samples[0] || again.Samples[100] != first.Samples[100] {
+		t.Fatal("the cached rendering differs from the engine's")
+	}
+
+	// Another text, another voice, another engine: each its own rendering.
+	c.Synthesize(ctx, "Xin chào chị Bình", "vi")
+	c.Synthesize(ctx, "Xin chào anh An", "vi+f2")
+	other, _ := NewCache(dir, &counting{name: "other"})
+	other.Synthesize(ctx, "Xin chào anh An", "vi")
+	if eng.calls != 3 {
+		t.Errorf("engine ran %d times, want 3", eng.calls)
+	}
+
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(44 + 2*len(first.Samples))
+	if st != (CacheStats{Entries: 4, Bytes: 4 * size, Hits: 1, Misses: 3}) {
+		t.Errorf("stats %+v, want 4 entries of %d bytes, 1 hit, 3 misses", st, size)
+	}
+	for _, name := range cacheFiles(t, dir) {
+		if !strings.HasSuffix(name, ".wav") {
+			t.Errorf("%s left in the cache", name)
+		}
+	}
+
+	// After a restart the renderings are still there.
+	eng2 := &counting{name: "fake"}
+	restarted, _ := NewCache(dir, eng2)
+	if _, err := restarted.Synthesize(ctx, "Xin chào anh An", "vi"); err != nil || eng2.calls != 0 {
+		t.Errorf("after a restart: %v, engine ran %d times", err, eng2.calls)
+	}
+}
+
+func TestCacheRerendersCorruptEntries(t *testing.T) {
+	dir := t.TempDir()
+	eng := &counting{name: "fake"}
+	c, _ := NewCache(dir, eng)
+	ctx := context.Background()
+	want, _ := c.Synthesize(ctx, "xin chào", "vi")
+	path := filepath.Join(dir, cacheFiles(t, dir)[0])
+	full, _ := os.ReadFile(path)
+
+	for _, damage := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"garbage", []byte("not a wav at all")},
+		{"cut short", full[:len(full)/2]},
+		{"wrong rate", wavBytes(t, toneBuffer(16000, 0.1))},
+	} {
+		if err := os.WriteFile(path, damage.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		calls := eng.calls
+		got, err := c.Synthesize(ctx, "xin chào", "vi")
+		if err != nil || eng.calls != calls+1 {
+			t.Fatalf("%s entry: %v, engine ran %d times", damage.name, err, eng.calls-calls)
+		}
+		if got.Rate != audio.PhoneRate || len(got.Samples) != len(want.Samples) {
+			t.Fatalf("%s entry: answered %d samples at %d Hz", damage.name, len(got.Samples), got.Rate)
+		}
+		if repaired, _ := os.ReadFile(path); string(repaired) != string(full) {
+			t.Fatalf("%s entry was not replaced", damage.name)
+		}
+	}
+}
+
+func TestCacheErrors(t *testing.T) {
+	dir := t.TempDir()
+	boom := errors.New("engine down")
+	c, _ := NewCache(dir, &counting{name: "fake", fail: boom})
+	if _, err := c.Synthesize(context.Background(), "x", "vi"); !errors.Is(err, boom) {
+		t.Fatalf("error %v, want the engine's", err)
+	}
+	if files := cacheFiles(t, dir); len(files) != 0 {
+		t.Fatalf("a failure left %v", files)
+	}
+
+	// A cache directory that vanished is an error, not a silent re-render.
+	gone := filepath.Join(t.TempDir(), "cache")
+	c, _ = NewCache(gone, &counting{name: "fake"})
+	os.RemoveAll(gone)
+	if _, err := c.Synthesize(context.Background(), "x", "vi"); err == nil || !strings.Contains(err.Error(), "tts cache") {
+		t.Errorf("error %v, want the cache's", err)
+	}
+	if _, err := c.Stats(); err == nil {
+		t.Error("Stats of a missing directory: no error")
+	}
+	if _, err := NewCache(filepath.Join(dir, "\x00"), &counting{}); err == nil {
+		t.Error("NewCache accepted an impossible directory")
+	}
+}
+
+// The real engines behind a cache: the command runs once for a text.
+func TestCacheWithCommand(t *testing.T) {
+	cmd, argsFile := helperCommand(t, "wav", "{text}")
+	c, _ := NewCache(t.TempDir(), cmd)
+	if _, err := c.Synthesize(context.Background(), "một", "vi"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(argsFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Synthesize(context.Background(), "một", "vi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(argsFile); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the command ran again for a cached text")
+	}
+}
+
+// Calls run at once share the cache: each gets its own text's rendering and
+// every entry on disk is whole.
+func TestCacheConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := NewCache(dir, &counting{name: "fake"})
+	texts := []string{"một", "hai", "ba hai", "bốn bốn"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			text := texts[i%len(texts)]
+			b, err := c.Synthesize(context.Background(), text, "vi")
+			if err == nil && b.Samples[0] != int16(len(text)) {
+				err = errors.New("got another text's rendering")
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if st, _ := c.Stats(); st.Entries != len(texts) || st.Hits+st.Misses != 64 {
+		t.Errorf("stats %+v, want %d entries and 64 calls", st, len(texts))
+	}
+	if files := cacheFiles(t, dir); len(files) != len(texts) {
+		t.Errorf("files %v", files)
+	}
+}
