@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -269,126 +266,4 @@ func (f *Faults) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rules = nil
-}
-
-// ---- admin routes ----
-
-// dialOutcomes are the call outcomes of DESIGN §5.
-var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
-	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
-
-type faultBody struct {
-	FaultRule
-	Probability *float64 `json:"probability"`
-}
-
-// check validates a new rule and fills in what it derives.
-func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
-	rule := b.FaultRule
-	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
-	rule.Probability = 1
-	if b.Probability != nil {
-		if *b.Probability <= 0 || *b.Probability > 1 {
-			return nil, invalid("probability", "must be more than 0 and at most 1")
-		}
-		rule.Probability = *b.Probability
-	}
-	if rule.Times < 0 {
-		return nil, invalid("times", "must not be negative (0: until removed)")
-	}
-	if rule.Operation != "" && rule.Operation != "A" && rule.Operation != "B" && rule.Operation != "C" {
-		return nil, invalid("operation", "must be A, B or C (or absent for all three)")
-	}
-	if rule.APIKey != "" {
-		app, err := a.store.AppByKey(r.Context(), rule.APIKey)
-		if errors.Is(err, errNotFound) {
-			return nil, invalid("api_key", fmt.Sprintf("%q is not an application", rule.APIKey))
-		}
-		if err != nil {
-			return nil, err
-		}
-		rule.appID = app.ID
-	}
-	// Each kind takes its own fields only, so a typo'd rule fails loudly.
-	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
-		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
-		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
-		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0}
-	allowed := map[string][]string{
-		FaultError:   {"operation", "scenario_id", "code", "message"},
-		FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
-		FaultDial:    {"phone", "outcome"},
-		FaultWebhook: {"endpoint_id", "status"},
-	}[rule.Kind]
-	if allowed == nil {
-		return nil, invalid("kind", "must be error, latency, dial or webhook")
-	}
-	for _, k := range allowed {
-		delete(used, k)
-	}
-	for k, set := range used {
-		if set {
-			return nil, invalid(k, "does not apply to a "+rule.Kind+" rule")
-		}
-	}
-	switch rule.Kind {
-	case FaultError:
-		if faultCodes[rule.Code] == nil {
-			return nil, invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
-		}
-	case FaultLatency:
-		if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
-			return nil, invalid("delay_ms", "is required: a positive number of milliseconds")
-		}
-		if rule.DelayMaxMS != 0 && rule.DelayMaxMS < rule.DelayMS {
-			return nil, invalid("delay_max_ms", "must not be less than delay_ms")
-		}
-	case FaultDial:
-		if !dialOutcomes[rule.Outcome] {
-			return nil, invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
-		}
-		if rule.Phone != "" {
-			phone, err := normalizePhone(rule.Phone, a.region)
-			if err != nil {
-				return nil, invalid("phone", err.Error())
-			}
-			rule.Phone = phone
-		}
-	case FaultWebhook:
-		if rule.Status < 100 || rule.Status > 599 {
-			return nil, invalid("status", "is required: an HTTP status from 100 to 599")
-		}
-	}
-	return &rule, nil
-}
-
-func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
-	var b faultBody
-	if err := decode(r, &b); err != nil {
-		return nil, err
-	}
-	rule, err := a.checkFault(r, &b)
-	if err != nil {
-		return nil, err
-	}
-	a.faults.mu.Lock()
-	a.faults.rules = append(a.faults.rules, rule)
-	a.faults.mu.Unlock()
-	return rule, nil
-}
-
-func (a *Admin) listFaults(*http.Request, httprouter.Params) (any, error) {
-	return map[string]any{"faults": a.faults.List()}, nil
-}
-
-func (a *Admin) removeFault(_ *http.Request, ps httprouter.Params) (any, error) {
-	if !a.faults.Remove(ps.ByName("fault")) {
-		return nil, notFound("Fault rule")
-	}
-	return map[string]string{"deleted": ps.ByName("fault")}, nil
-}
-
-func (a *Admin) clearFaults(*http.Request, httprouter.Params) (any, error) {
-	a.faults.Clear()
-	return map[string]bool{"cleared": true}, nil
 }

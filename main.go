@@ -354,46 +354,48 @@ func (m *Main) stopCalling() {
 	}
 }
 
-// printDemo prints the demo tenant's credentials and one working curl line
-// per operation, if the database has a demo tenant.
-func (m *Main) printDemo(ctx context.Context) error {
-	app, err := m.store.DemoApp(ctx)
-	if errors.Is(err, errNotFound) {
-		return nil
-	}
+// mountAdmin adds the admin API and the sink to router, and hooks the
+// sandbox (journal, fault rules) into api, the engine and webhook delivery.
+// It must run before calling starts (the hooks are read at Start).
+func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, api *API) error {
+	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
 		return err
 	}
-	token, err := MintToken(app, time.Now())
+	sink, err := NewSink(m.Config.Sink)
 	if err != nil {
 		return err
 	}
-	base := m.URL()
-	auth := "-H 'Authorization: Bearer " + token + "'"
-	fmt.Fprintf(m.Stdout, `
-dialbox %s is serving on %s
-
-Demo tenant
-  API key:      %s
-  API secret:   %s
-  ACCESS_TOKEN: %s
-
-Operation A, add contacts to a scenario:
-  curl -s -X POST %s/api/v1/public-api/scenarios/%s/calls %s -H 'Content-Type: application/json' -d '{"contacts":[{"phone_number":"0912345678","danh_xung":"Anh","ho_ten":"Nguyen Van A"}]}'
-
-Operation B, list scenarios:
-  curl -s '%s/api/v1/public-api/scenarios?limit=10&offset=0' %s
-
-Operation C, add contacts to a campaign:
-  curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"+84 987 654 321","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
-
-The demo contacts are called by the simulated dialer (+84900000001..7 give
-each outcome; see the README) and every result is posted, signed, to the
-built-in webhook sink. Read it with the admin token (printed on the first
-start, or admin.token):
-  curl -s %s/admin/v1/sink -H 'Authorization: Bearer ADMIN_TOKEN'
-
-`, versionString(), base, app.APIKey, app.APISecret, token,
-		base, demoScenarioID, auth, base, auth, base, auth, demoCampaignID, base)
+	region := m.Config.Phone.DefaultRegion
+	admin := &Admin{store: m.store, region: region, now: time.Now, log: m.Log, tokenHash: hash,
+		journal: NewJournal(m.Config.Journal), faults: NewFaults(m.store), sink: sink, clock: m.dialer,
+		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
+	api.journal, api.faults = admin.journal, admin.faults
+	m.engine.BeforeDial, m.webhooks.BeforeSend = admin.faults.BeforeDial, admin.faults.BeforeSend
+	admin.routes(router)
+	router.POST("/sink/:name", sink.receive)
+	if generated != "" {
+		fmt.Fprintf(m.Stdout, "\nAdmin API token (shown this once; only its hash is stored, set admin.token to choose one):\n  %s\n", generated)
+	}
 	return nil
+}
+
+// resetTenants stops calling, replaces every tenant by the fixtures (or the
+// demo tenant) in one transaction, and starts calling again.
+func (m *Main) resetTenants(ctx context.Context) error {
+	m.stopCalling()
+	ctx = context.WithoutCancel(ctx) // calling must restart even if the client goes away
+	now := time.Now()
+	apps := []*FixtureApp{m.demoTenant(ctx, now)}
+	var err error
+	if m.Config.Fixtures != "" {
+		var ff *FixtureFile
+		if ff, err = LoadFixtures(m.Config.Fixtures); err == nil {
+			apps = ff.Applications
+		}
+	}
+	if err == nil {
+		err = m.store.Reset(ctx, apps, now)
+	}
+	return errors.Join(err, m.startCalling(ctx))
 }
