@@ -5,10 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -152,11 +149,9 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.DELETE(p+"/sink", a.handle(a.clearSink))
 }
 
-// adminHandler returns the result to answer, or an error: an *APIError is
-// answered as it is, anything else is logged and answered 500.
-type adminHandler func(r *http.Request, ps httprouter.Params) (any, error)
-
-func (a *Admin) handle(h adminHandler) httprouter.Handle {
+// handle serves h to a request bearing the admin token; an error, or a
+// panic, is answered with the admin API's body for it.
+func (a *Admin) handle(h handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -169,16 +164,15 @@ func (a *Admin) handle(h adminHandler) httprouter.Handle {
 			return
 		}
 		result, err := h(r, ps)
-		var apiErr *APIError
-		switch {
-		case errors.As(err, &apiErr):
-			writeAdminError(w, apiErr)
-		case err != nil:
-			a.log.Error("admin request failed", "path", r.URL.Path, "err", err)
-			writeAdminError(w, errAdminInternal)
-		default:
+		if err == nil {
 			writeSuccess(w, result)
+			return
 		}
+		body, known := adminError(err)
+		if !known {
+			a.log.Error("admin request failed", "path", r.URL.Path, "err", err)
+		}
+		writeAdminError(w, body)
 	}
 }
 
@@ -191,70 +185,11 @@ func (a *Admin) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(h[:], a.tokenHash[:]) == 1
 }
 
-// Admin errors: the public envelope, with the HTTP status equal to the code.
-var (
-	errAdminInternal    = &APIError{Code: 500, Message: "Internal error"}
-	errAdminAppNotFound = &APIError{Code: 404, Message: "Application is not found"}
-)
-
-func adminError(code int, format string, args ...any) *APIError {
-	return &APIError{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-func notFound(what string) *APIError { return adminError(404, "%s is not found", what) }
-
-func invalid(field, reason string) *APIError {
-	return validationError(FieldError{Field: field, Reason: reason})
-}
-
-func writeAdminError(w http.ResponseWriter, e *APIError) {
-	status := e.Code
-	if status < 400 || status > 599 {
-		status = http.StatusInternalServerError
-	}
-	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
-}
-
-// decode reads a JSON object body into v, refusing unknown fields; every
-// problem is a 400 naming the field.
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type.String()))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
-		case errors.Is(err, io.EOF):
-			return invalid("body", "must be a JSON object")
-		}
-		return invalid("body", "must be a JSON object: "+err.Error())
-	}
-	return nil
-}
-
-func jsonKind(goType string) string {
-	switch strings.TrimPrefix(goType, "*") {
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "int", "int64", "float64":
-		return "a number"
-	}
-	if strings.HasPrefix(goType, "[]") {
-		return "an array"
-	}
-	return "of type " + goType
-}
-
 // app resolves the :app path parameter (an API key).
 func (a *Admin) app(r *http.Request, ps httprouter.Params) (*Application, error) {
 	app, err := a.store.AppByKey(r.Context(), ps.ByName("app"))
 	if errors.Is(err, errNotFound) {
-		return nil, errAdminAppNotFound
+		return nil, notFound("Application")
 	}
 	return app, err
 }

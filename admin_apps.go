@@ -33,7 +33,7 @@ type createdApp struct {
 
 func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	var b appBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	if b.Disabled != nil {
@@ -48,7 +48,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	}
 	app, err := a.store.CreateApp(r.Context(), deref(b.Name, key), key, secret, a.now())
 	if errors.Is(err, errConflict) {
-		return nil, adminError(409, "An application with api_key %q already exists", key)
+		return nil, conflict("An application with api_key %q already exists", key)
 	}
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func deref(p *string, def string) string {
 
 func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 	var b appBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	switch {
@@ -81,12 +81,12 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p AppPatch) (any, error) {
 	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
 	if errors.Is(err, errNotFound) {
-		return nil, errAdminAppNotFound
+		return nil, notFound("Application")
 	}
 	return app, err
 }
 
-func (a *Admin) setAppDisabled(disabled bool) adminHandler {
+func (a *Admin) setAppDisabled(disabled bool) handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		return a.patchApp(r, ps, AppPatch{Disabled: &disabled})
 	}
@@ -95,7 +95,7 @@ func (a *Admin) setAppDisabled(disabled bool) adminHandler {
 func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
 	err := a.store.DeleteApp(r.Context(), ps.ByName("app"))
 	if errors.Is(err, errNotFound) {
-		return nil, errAdminAppNotFound
+		return nil, notFound("Application")
 	}
 	return map[string]string{"deleted": ps.ByName("app")}, err
 }

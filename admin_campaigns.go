@@ -40,7 +40,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		Name       string  `json:"name"`
 		ScenarioID string  `json:"scenario_id"`
 	}
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	c := &Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
@@ -51,14 +51,14 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, invalid("scenario_id", "is required")
 	}
 	if _, err := a.scenario(r, app.ID, c.ScenarioID); err != nil {
-		if isNotFound(err) {
+		if errors.Is(err, errNotFound) {
 			return nil, invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
 		}
 		return nil, err
 	}
 	err = a.store.CreateCampaign(r.Context(), c, a.now())
 	if errors.Is(err, errConflict) {
-		return nil, adminError(409, "Campaign %q already exists", c.ID)
+		return nil, conflict("Campaign %q already exists", c.ID)
 	}
 	if err != nil {
 		return nil, err
@@ -67,12 +67,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 	return a.getCampaign(r, ps)
 }
 
-func isNotFound(err error) bool {
-	var e *APIError
-	return errors.As(err, &e) && e.Code == 404
-}
-
-func (a *Admin) setCampaignPaused(paused bool) adminHandler {
+func (a *Admin) setCampaignPaused(paused bool) handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

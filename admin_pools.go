@@ -43,7 +43,7 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	var b poolBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(b.Key) == "" {
@@ -55,7 +55,7 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 	}
 	err = a.store.CreatePool(r.Context(), app.ID, b.Key, numbers, a.now())
 	if errors.Is(err, errConflict) {
-		return nil, adminError(409, "Hotline pool %q already exists", b.Key)
+		return nil, conflict("Hotline pool %q already exists", b.Key)
 	}
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
 	var b struct {
 		Numbers []string `json:"numbers"`
 	}
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	numbers, ok := cleanNumbers(b.Numbers)
@@ -127,7 +127,7 @@ func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error)
 	return a.getPool(r, ps)
 }
 
-func (a *Admin) setNumberEnabled(enabled bool) adminHandler {
+func (a *Admin) setNumberEnabled(enabled bool) handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

@@ -18,7 +18,7 @@ func (a *Admin) resetState(r *http.Request, _ httprouter.Params) (any, error) {
 	err := a.reset(r.Context())
 	var bad *ConfigError
 	if errors.As(err, &bad) {
-		return nil, adminError(422, "Nothing was reset: %v", bad)
+		return nil, &Error{Code: EBADCONFIG, Message: fmt.Sprintf("Nothing was reset: %v", bad)}
 	}
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (a *Admin) getClock(*http.Request, httprouter.Params) (any, error) {
 
 func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
 	var b clockBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	if b.TimeScale == nil || *b.TimeScale <= 0 {
@@ -190,7 +190,7 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 
 func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
 	var b faultBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	rule, err := a.checkFault(r, &b)

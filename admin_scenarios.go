@@ -106,7 +106,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	var b scenarioBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	sc := &Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, StatusDraft),
@@ -116,7 +116,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 	}
 	err = a.store.CreateScenario(r.Context(), sc, a.now())
 	if errors.Is(err, errConflict) {
-		return nil, adminError(409, "Scenario %q already exists", sc.ID)
+		return nil, conflict("Scenario %q already exists", sc.ID)
 	}
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	var b scenarioBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	switch {
@@ -198,7 +198,7 @@ var scenarioTransitions = []scenarioTransition{
 	{"edit", []string{StatusActive, StatusReject}, StatusDraft},
 }
 
-func (a *Admin) transition(t scenarioTransition) adminHandler {
+func (a *Admin) transition(t scenarioTransition) handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {
@@ -211,7 +211,7 @@ func (a *Admin) transition(t scenarioTransition) adminHandler {
 		case errors.Is(err, errNotFound):
 			return nil, notFound("Scenario")
 		case errors.As(err, &bad):
-			return nil, adminError(409, "Cannot %s a scenario in status %s (only from %s)", t.name, bad.status, strings.Join(t.from, " or "))
+			return nil, conflict("Cannot %s a scenario in status %s (only from %s)", t.name, bad.status, strings.Join(t.from, " or "))
 		case err != nil:
 			return nil, err
 		}

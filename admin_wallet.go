@@ -30,7 +30,7 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	var b walletBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	for name, v := range map[string]*int64{"balance": b.Balance, "price_per_call": b.PricePerCall, "price_per_minute": b.PricePerMinute} {
@@ -88,7 +88,7 @@ func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
 	var b struct {
 		Amount *int64 `json:"amount"`
 	}
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	if b.Amount == nil || *b.Amount <= 0 {

@@ -95,7 +95,7 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	var b endpointBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	e := &WebhookEndpoint{ID: uuid.NewString(), Secret: newWebhookSecret(), Events: []string{}, Enabled: true}
@@ -110,7 +110,7 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 
 func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
 	var b endpointBody
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	app, e, err := a.endpoint(r, ps)
@@ -158,7 +158,7 @@ func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error
 	var b struct {
 		Since string `json:"since"`
 	}
-	if err := decode(r, &b); err != nil {
+	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
 	since, err := time.Parse(time.RFC3339, b.Since)

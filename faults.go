@@ -201,10 +201,11 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // spec's tables and dialbox's extensions, with their messages. 9999 and 500
 // take the operation's own internal-error message.
 var faultCodes = map[int]*APIError{
-	400: validationError(), 401: errUnauthorized, 404: errCampaignNotFound, 413: errTooManyContacts,
-	429: errRateLimited, 1104: errWalletExpired, 1105: errWalletEmpty, 1201: errAppNotFound,
-	1208: errContentEmpty, 1402: errImportFailed, 1403: errAllInvalid, 2301: errPoolUnavailable,
-	3001: errScenarioNotFound, 9999: errUnknownA, 500: errSystemC,
+	400: {Code: 400, Message: "Validation Failed"}, 401: errUnauthorized, 404: publicNotFound["Campaign"],
+	413: publicBodies[ETOOLARGE], 429: errRateLimited, 1104: publicBodies[EWALLETEXPIRED],
+	1105: publicBodies[EWALLETEMPTY], 1201: errAppNotFound, 1208: publicBodies[ECONTENTEMPTY],
+	1402: publicBodies[EIMPORTFAILED], 1403: publicBodies[EALLINVALID], 2301: publicBodies[EPOOLUNAVAILABLE],
+	3001: publicNotFound["Scenario"], 9999: errUnknownA, 500: errSystemC,
 }
 
 func faultError(op operation, code int, message string) *APIError {

@@ -140,7 +140,7 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 	if campaignID != "" {
 		camp, err := store.Campaign(ctx, appID, campaignID)
 		if errors.Is(err, errNotFound) {
-			return fmt.Errorf("%w: %q", errCampaignNotFound, campaignID)
+			return fmt.Errorf("%v: %q", publicNotFound["Campaign"], campaignID)
 		}
 		if err != nil {
 			return err
@@ -152,7 +152,7 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 	}
 	sc, err := store.Scenario(ctx, appID, scenarioID)
 	if errors.Is(err, errNotFound) {
-		return fmt.Errorf("%w: %q", errScenarioNotFound, scenarioID)
+		return fmt.Errorf("%v: %q", publicNotFound["Scenario"], scenarioID)
 	}
 	imp.sc = sc
 	return err
@@ -221,12 +221,8 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 	first := imp.rows + 2
 	imp.rows += len(records)
 	now := imp.api.now()
-	apiErr, err := imp.api.canImport(ctx, imp.app, imp.sc, now)
-	if err != nil {
-		return err
-	}
-	if apiErr != nil {
-		return fmt.Errorf("%d %s: rows from %d on were not imported", apiErr.Code, apiErr.Message, first)
+	if err := imp.api.canImport(ctx, imp.app, imp.sc, now); err != nil {
+		return imp.refused(err, first)
 	}
 	items := make([]any, len(records))
 	for i, rec := range records {
@@ -240,11 +236,11 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 	}
 	req := imp.api.importRequest(imp.app, imp.sc, imp.campaignID, items)
 	res, err := imp.api.store.Import(ctx, req, now)
-	if errors.As(err, &apiErr) && apiErr != errAllInvalid {
-		return fmt.Errorf("%d %s: rows from %d on were not imported", apiErr.Code, apiErr.Message, first)
+	if errorCode(err) == EINTERNAL {
+		return fmt.Errorf("%s (rows from %d on were not imported)", err, first)
 	}
 	if err != nil && !errors.Is(err, errAllInvalid) {
-		return fmt.Errorf("%s (rows from %d on were not imported)", err, first)
+		return imp.refused(err, first)
 	}
 	imp.added += len(res.Added)
 	imp.skipped += len(res.Skipped)
@@ -254,6 +250,16 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 		}
 	}
 	return nil
+}
+
+// refused says why a chunk was not imported: with operation A's code for a
+// refusal, so the file and the API explain themselves alike.
+func (imp *csvImport) refused(err error, first int) error {
+	body, known := publicError(opAddToScenario, err)
+	if !known {
+		return err
+	}
+	return fmt.Errorf("%d %s: rows from %d on were not imported", body.Code, body.Message, first)
 }
 
 // writeSkipped adds a row to the skipped-rows file: its row number, the

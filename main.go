@@ -242,6 +242,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 
 	api := &API{cfg: cfg, store: m.store, now: time.Now, log: m.Log,
+		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
 		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
 		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports)}
 	m.api = api

@@ -251,7 +251,7 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 			// Nothing was inserted; the import and its reasons are still
 			// recorded for the admin API.
 			allInvalid = true
-			return s.recordImport(tx, req, res, errAllInvalid.Code, now)
+			return s.recordImport(tx, req, res, importAllInvalid, now)
 		}
 		if err := s.checkQueued(tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
 			return err
@@ -260,7 +260,7 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 		if err := s.checkBalance(tx, req.AppID, len(res.Added)); err != nil {
 			return err
 		}
-		return s.recordImport(tx, req, res, 1, now)
+		return s.recordImport(tx, req, res, importAdded, now)
 	})
 	if err != nil {
 		return nil, err
@@ -413,6 +413,13 @@ func (s *Store) checkBalance(tx *sql.Tx, appID int64, n int) error {
 	}
 	return nil
 }
+
+// The code an import row records: 1 when contacts were added, else the
+// public API's code for "all contacts invalid", as the admin API shows it.
+const (
+	importAdded      = 1
+	importAllInvalid = 1403
+)
 
 func (s *Store) recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
