@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -31,13 +30,13 @@ var (
 
 // API serves the public operations of the spec.
 type API struct {
-	cfg    Config
-	store  *Store
-	now    func() time.Time
-	log    *slog.Logger
-	notify func(appID int64) // told after contacts are added, so dialling starts at once
-	limits *rateLimits
-	body   bodyRules // how operations A and C read their bodies
+	cfg      Config
+	store    *Store
+	now      func() time.Time
+	log      *slog.Logger
+	importer *Importer
+	limits   *rateLimits
+	body     bodyRules // how operations A and C read their bodies
 	// imports holds a token per import in progress (limits.max_concurrent_imports).
 	imports chan struct{}
 
@@ -205,32 +204,8 @@ func (a *API) checkContacts(contacts []any) error {
 	return nil
 }
 
-// canImport runs the checks DESIGN §4 orders before the contacts are
-// looked at: content, wallet expiry, hotline pool (the import command too).
-func (a *API) canImport(ctx context.Context, app *Application, sc *Scenario, now time.Time) error {
-	if strings.TrimSpace(sc.Content) == "" {
-		return errContentEmpty
-	}
-	expired, err := a.store.WalletExpired(ctx, app.ID, now)
-	if err != nil {
-		return err
-	}
-	if expired {
-		return errWalletExpired
-	}
-	ok, err := a.store.PoolAvailable(ctx, app.ID, sc.CallConfig.PoolHotlineKey)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return errPoolUnavailable
-	}
-	return nil
-}
-
-// importContacts runs the checks DESIGN §4 orders after the body: content,
-// wallet expiry, hotline pool, contact validation, then the store (which
-// checks duplicates against queued contacts and the balance).
+// importContacts hands the contacts to the importer, unless too many
+// imports are in progress already.
 func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any) (any, error) {
 	select {
 	case a.imports <- struct{}{}:
@@ -238,97 +213,11 @@ func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario
 	default:
 		return nil, errOverloaded
 	}
-	now := a.now()
-	if err := a.canImport(ctx, app, sc, now); err != nil {
+	res, err := a.importer.Import(ctx, app, sc, campaignID, items, a.now())
+	if err != nil {
 		return nil, err
-	}
-	req := a.importRequest(app, sc, campaignID, items)
-	// The store records skipped contacts even when none is left (1403), and
-	// checks duplicates against queued contacts and the balance (1105).
-	res, err := a.store.Import(ctx, req, now)
-	switch code := errorCode(err); {
-	case err == nil:
-	case code == EINTERNAL:
-		a.log.Error("import failed", "app", app.APIKey, "scenario", sc.ID, "err", err)
-		return nil, &Error{Code: EIMPORTFAILED, Message: "Import contacts failed", Err: err}
-	default:
-		return nil, err
-	}
-	if a.notify != nil {
-		a.notify(app.ID)
 	}
 	return addedJSON(res.Added), nil
-}
-
-// importRequest validates the contacts of one import (operation A or C, or
-// a chunk of `dialbox import`) for the store.
-func (a *API) importRequest(app *Application, sc *Scenario, campaignID string, items []any) ImportRequest {
-	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
-		UniquePhone: !sc.CallConfig.AllowDuplicatePhone, MaxQueued: a.cfg.Limits.MaxQueuedContacts}
-	req.Contacts, req.Skipped = validateContacts(items, sc, a.cfg.Phone.DefaultRegion)
-	return req
-}
-
-// validateContacts splits the request's contacts into those to add, with
-// their normalized phone and echo fields, and those skipped with a reason.
-func validateContacts(items []any, sc *Scenario, region string) ([]NewContact, []SkippedContact) {
-	valid := make([]NewContact, 0, len(items))
-	var skipped []SkippedContact
-	seen := map[string]bool{}
-	skip := func(i int, item any, reason string) {
-		input, _ := json.Marshal(item)
-		skipped = append(skipped, SkippedContact{Position: i, Input: input, Reason: reason})
-	}
-	phones := normalizePhones(items, region)
-next:
-	for i, item := range items {
-		obj, ok := item.(map[string]any)
-		if !ok {
-			skip(i, item, "contact is not a JSON object")
-			continue
-		}
-		if _, ok := obj["phone_number"].(string); !ok {
-			skip(i, item, "phone_number is required and must be a string")
-			continue
-		}
-		phone, err := phones[i].e164, phones[i].err
-		if err != nil {
-			skip(i, item, err.Error())
-			continue
-		}
-		echo := make(map[string]string, len(sc.PersonalizedFields)+len(obj))
-		for _, f := range sc.PersonalizedFields {
-			echo[f] = ""
-		}
-		for k, v := range obj {
-			if k == "phone_number" {
-				continue
-			}
-			switch v := v.(type) {
-			case string:
-				echo[k] = v
-			case json.Number:
-				echo[k] = v.String()
-			case nil:
-				echo[k] = ""
-			default:
-				skip(i, item, k+" must be a string or a number")
-				continue next
-			}
-		}
-		echo["so_dien_thoai"] = phone
-		if !sc.CallConfig.AllowDuplicatePhone {
-			if seen[phone] {
-				skip(i, item, "phone_number repeats an earlier contact of this request")
-				continue
-			}
-			seen[phone] = true
-		}
-		id, _ := uuid.NewV7()
-		fields := stringMapJSON(echo)
-		valid = append(valid, NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
-	}
-	return valid, skipped
 }
 
 // ---- operation B ----

@@ -270,7 +270,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.webhooks = NewWebhooks(m.store, m.Log, cfg.Webhooks)
 	m.engine = NewEngine(m.store, m.dialer, m.Log, cfg.Engine.PollInterval.Duration)
 	m.engine.TimeScale, m.engine.Webhooks = m.dialer.TimeScale, m.webhooks
-	api.notify = m.engine.Notify
+	api.importer = NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	if err := m.mountAdmin(ctx, router, api); err != nil {
 		return err
 	}
