@@ -35,7 +35,7 @@ type Admin struct {
 	sink      *Sink
 	clock     Clock
 
-	// Set by Main: reset wipes and re-applies the tenants with calling
+	// Given by Main: reset wipes and re-applies the tenants with calling
 	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.
 	reset        func(ctx context.Context) error
 	wake         func(appID int64)

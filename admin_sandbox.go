@@ -197,9 +197,7 @@ func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.faults.mu.Lock()
-	a.faults.rules = append(a.faults.rules, rule)
-	a.faults.mu.Unlock()
+	a.faults.Add(rule)
 	return rule, nil
 }
 

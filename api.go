@@ -40,9 +40,18 @@ type API struct {
 	// imports holds a token per import in progress (limits.max_concurrent_imports).
 	imports chan struct{}
 
-	// journal and faults are the admin API's sandbox hooks; nil: off.
+	// journal and faults are the admin API's sandbox (admin_sandbox.go);
+	// nil: off.
 	journal *Journal
 	faults  *Faults
+}
+
+func NewAPI(cfg Config, store *Store, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
+	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
+		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
+		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
+		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports),
+		journal: journal, faults: faults}
 }
 
 func (a *API) routes(r *httprouter.Router) {

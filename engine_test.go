@@ -105,9 +105,8 @@ func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func
 	if dialer == nil {
 		dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
-	e := NewEngine(s, dialer, engLog(), 20*time.Millisecond)
-	e.TimeScale = func() float64 { return scale }
-	e.Webhooks = hooks
+	e := NewEngine(s, dialer, hooks, nil, engLog(), EngineConfig{PollInterval: Duration{20 * time.Millisecond}},
+		func() float64 { return scale })
 	if setup != nil {
 		setup(e)
 	}
@@ -724,11 +723,9 @@ func TestEngineMaxDurationBeforeDialAndPostpaid(t *testing.T) {
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 0, PricePerCall: 500, PricePerMinute: 800}
 	app.Scenarios[0].CallConfig.MaxDuration = 45
 	s, ids := engStore(t, app)
-	engStart(t, s, nil, nil, func(e *Engine) {
-		e.BeforeDial = func(appID int64, phone string) (string, bool) {
-			return OutcomeFailed, phone == "+84900000001"
-		}
-	})
+	faults := NewFaults(s)
+	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: OutcomeFailed, Probability: 1})
+	engStart(t, s, nil, nil, func(e *Engine) { e.faults = faults })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
 	engWaitAllDone(t, s, ids[0], 2)
@@ -737,7 +734,7 @@ func TestEngineMaxDurationBeforeDialAndPostpaid(t *testing.T) {
 		t.Errorf("call cut at max_duration 45: %+v, want ANSWERED, 45 s, cost 800 (one started minute)", long)
 	}
 	if forced := engCalls(t, s, contacts[1])[0]; forced.Outcome != OutcomeFailed || forced.Cost != 0 {
-		t.Errorf("BeforeDial forcing FAILED: %+v", forced)
+		t.Errorf("a dial rule forcing FAILED: %+v", forced)
 	}
 	if w, _ := s.Wallet(context.Background(), ids[0]); w.Balance != 0 {
 		t.Errorf("a postpaid balance moved to %d", w.Balance)

@@ -220,8 +220,11 @@ func faultError(op operation, code int, message string) *APIError {
 }
 
 // BeforeDial is the engine's hook: the outcome a dial rule forces on a call
-// of appID to phone, if one fires.
+// of appID to phone, if one fires. Safe on a nil *Faults.
 func (f *Faults) BeforeDial(appID int64, phone string) (string, bool) {
+	if f == nil {
+		return "", false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rule := range f.rules {
@@ -234,8 +237,11 @@ func (f *Faults) BeforeDial(appID int64, phone string) (string, bool) {
 }
 
 // BeforeSend is the webhook deliverer's hook: the HTTP status a webhook rule
-// forces on a delivery to endpointID, if one fires.
+// forces on a delivery to endpointID, if one fires. Safe on a nil *Faults.
 func (f *Faults) BeforeSend(endpointID string) (int, bool) {
+	if f == nil {
+		return 0, false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rule := range f.rules {
@@ -244,6 +250,13 @@ func (f *Faults) BeforeSend(endpointID string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Add appends a rule; it is matched after those already there.
+func (f *Faults) Add(rule *FaultRule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = append(f.rules, rule)
 }
 
 // List returns a copy of every rule.

@@ -241,21 +241,29 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 
-	api := &API{cfg: cfg, store: m.store, now: time.Now, log: m.Log,
-		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
-		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
-		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports)}
-	m.api = api
+	// The parts, in dependency order, each complete before it is handed on
+	// (faults and the journal are nil-safe; the admin API mounts them).
+	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
+	faults := NewFaults(m.store)
+	m.dialer = NewSimDialer(cfg.Simulator)
+	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
+	m.engine = NewEngine(m.store, m.dialer, m.webhooks, faults, m.Log, cfg.Engine, m.dialer.TimeScale)
+	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
+	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
+
 	router := httprouter.New()
-	api.routes(router)
+	m.api.routes(router)
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		api.writeError(w, &APIError{Code: 404, Message: "Not found"})
+		m.api.writeError(w, &APIError{Code: 404, Message: "Not found"})
 	})
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
 	})
 	handler, err := m.startOps(router)
 	if err != nil {
+		return err
+	}
+	if err := m.mountAdmin(ctx, router, journal, faults); err != nil {
 		return err
 	}
 	m.server = &http.Server{
@@ -265,14 +273,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		WriteTimeout:      cfg.HTTP.WriteTimeout.Duration,
 		IdleTimeout:       cfg.HTTP.IdleTimeout.Duration,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
-	}
-	m.dialer = NewSimDialer(cfg.Simulator)
-	m.webhooks = NewWebhooks(m.store, m.Log, cfg.Webhooks)
-	m.engine = NewEngine(m.store, m.dialer, m.Log, cfg.Engine.PollInterval.Duration)
-	m.engine.TimeScale, m.engine.Webhooks = m.dialer.TimeScale, m.webhooks
-	api.importer = NewImporter(m.store, cfg, m.Log, m.engine.Notify)
-	if err := m.mountAdmin(ctx, router, api); err != nil {
-		return err
 	}
 	if err := m.startCalling(ctx); err != nil {
 		return err
@@ -355,10 +355,9 @@ func (m *Main) stopCalling() {
 	}
 }
 
-// mountAdmin adds the admin API and the sink to router, and hooks the
-// sandbox (journal, fault rules) into api, the engine and webhook delivery.
-// It must run before calling starts (the hooks are read at Start).
-func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, api *API) error {
+// mountAdmin adds the admin API, with the sandbox parts it shares with the
+// public API, the engine and webhook delivery, and the sink to router.
+func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *Journal, faults *Faults) error {
 	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
 		return err
@@ -367,12 +366,9 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, api *A
 	if err != nil {
 		return err
 	}
-	region := m.Config.Phone.DefaultRegion
-	admin := &Admin{store: m.store, region: region, now: time.Now, log: m.Log, tokenHash: hash,
-		journal: NewJournal(m.Config.Journal), faults: NewFaults(m.store), sink: sink, clock: m.dialer,
+	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
+		journal: journal, faults: faults, sink: sink, clock: m.dialer,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
-	api.journal, api.faults = admin.journal, admin.faults
-	m.engine.BeforeDial, m.webhooks.BeforeSend = admin.faults.BeforeDial, admin.faults.BeforeSend
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)
 	if generated != "" {

@@ -121,7 +121,7 @@ func whStart(t testing.TB, s *Store, setup func(*Webhooks)) *Webhooks {
 	cfg.Workers = 4
 	cfg.Timeout = Duration{5 * time.Second}
 	cfg.RetrySchedule = durations("0s", "10ms", "20ms", "50ms", "100ms")
-	w := NewWebhooks(s, engLog(), cfg)
+	w := NewWebhooks(s, nil, engLog(), cfg)
 	if setup != nil {
 		setup(w)
 	}
@@ -297,16 +297,10 @@ func TestWebhooksDeadGoneAndRetryAfter(t *testing.T) {
 func TestWebhooksBeforeSendAndSameIDOnRetry(t *testing.T) {
 	rcv := newWHReceiver(t)
 	s, ids := engStore(t, whTenant(rcv.URL()))
-	var forced atomic.Int64
-	whStart(t, s, func(w *Webhooks) {
-		w.BeforeSend = func(string) (int, bool) {
-			// The first two tries of each message fail as if the receiver said 503.
-			if forced.Add(1) <= 10 {
-				return 503, true
-			}
-			return 0, false
-		}
-	})
+	// The first ten tries fail as if the receiver said 503.
+	faults := NewFaults(s)
+	faults.Add(&FaultRule{Kind: FaultWebhook, Status: 503, Times: 10, Remaining: 10, Probability: 1})
+	whStart(t, s, func(w *Webhooks) { w.faults = faults })
 	whEnqueue(t, s, ids[0], 5)
 	rcv.waitFor(t, 5)
 	engWait(t, "all delivered", func() bool {
