@@ -10,12 +10,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// Importer holds the rules of adding contacts, in the order DESIGN §4
-// fixes: can the scenario take any (content, wallet expiry, hotline pool),
-// which contacts are valid, then the store (duplicates against queued
-// contacts, the queue bound, the balance). Operations A and C and
-// `dialbox import` all go through it, so a file and an API call accept
-// and refuse the same contacts.
+// Importer holds the rules of adding contacts: can the scenario take any
+// (content, wallet expiry, hotline pool), which contacts are valid, then
+// the store (duplicates against queued contacts, the queue bound, the
+// balance). Operations A and C and `dialbox import` all go through it, so
+// a file and an API call accept and refuse the same contacts.
 type Importer struct {
 	store     *Store
 	region    string // phone.default_region, to read phone numbers
@@ -29,10 +28,14 @@ func NewImporter(store *Store, cfg Config, log *slog.Logger, notify func(appID i
 		log: log, notify: notify}
 }
 
-// Import adds items (decoded JSON contacts) to sc, and to campaignID if
-// set, for app at now. Refusals are domain errors; EALLINVALID comes with
-// the result, whose skipped contacts are recorded. A failure of the store
-// is EIMPORTFAILED, wrapping it.
+// Import runs the checks DESIGN §4 orders after the body: content,
+// wallet expiry, hotline pool, contact validation, then the store (which
+// checks duplicates against queued contacts and the balance).
+//
+// It adds items (decoded JSON contacts) to sc, and to campaignID if set,
+// for app at now. Refusals are domain errors; EALLINVALID comes with the
+// result, whose skipped contacts are recorded. A failure of the store is
+// EIMPORTFAILED, wrapping it.
 func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any, now time.Time) (*ImportResult, error) {
 	if err := im.check(ctx, app, sc, now); err != nil {
 		return nil, err
@@ -52,7 +55,7 @@ func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, 
 }
 
 // check runs the checks DESIGN §4 orders before the contacts are
-// looked at: content, wallet expiry, hotline pool.
+// looked at: content, wallet expiry, hotline pool (the import command too).
 func (im *Importer) check(ctx context.Context, app *Application, sc *Scenario, now time.Time) error {
 	if strings.TrimSpace(sc.Content) == "" {
 		return errContentEmpty
