@@ -116,19 +116,6 @@ func appFrom(ctx context.Context) *Application {
 	return app
 }
 
-// writeError writes a public error body with the HTTP status
-// api.error_http_status asks for.
-func (a *API) writeError(w http.ResponseWriter, e *APIError) {
-	status := http.StatusOK
-	if a.cfg.API.ErrorHTTPStatus != StatusModeAlways {
-		status = httpStatusFor(e.Code)
-	}
-	if e.Code == errRateLimited.Code && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1") // every 429 says when to come back
-	}
-	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
-}
-
 // ---- operation A ----
 
 type addToScenarioBody struct {
