@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -207,15 +206,7 @@ func TestAdminGeneratedToken(t *testing.T) {
 func startDemoMain(t testing.TB, db string, env ...string) (*Main, string) {
 	t.Helper()
 	var out bytes.Buffer
-	m := NewMain(&out)
-	m.Log = testLogger(t)
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--database", db},
-		append([]string{"DIALBOX_ENGINE_ENABLED=false"}, env...)); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	m := startMain(t, &out, []string{"--database", db}, append([]string{"DIALBOX_ENGINE_ENABLED=false"}, env...), nil)
 	return m, out.String()
 }
 
@@ -854,11 +845,6 @@ func TestCLI(t *testing.T) {
 		!strings.Contains(err.Error(), "already exists") {
 		t.Errorf("duplicate app create: %v", err)
 	}
-}
-
-// testLogger shows the server's warnings with a failing test.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // TestJournalKeepsAnswersCheaply: an answer a little larger than what the

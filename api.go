@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -32,18 +30,28 @@ var (
 
 // API serves the public operations of the spec.
 type API struct {
-	cfg    Config
-	store  *Store
-	now    func() time.Time
-	log    *slog.Logger
-	notify func(appID int64) // told after contacts are added, so dialling starts at once
-	limits *rateLimits
+	cfg      Config
+	store    *Store
+	now      func() time.Time
+	log      *slog.Logger
+	importer *Importer
+	limits   *rateLimits
+	body     bodyRules // how operations A and C read their bodies
 	// imports holds a token per import in progress (limits.max_concurrent_imports).
 	imports chan struct{}
 
-	// journal and faults are the admin API's sandbox hooks; nil: off.
+	// journal and faults are the admin API's sandbox (admin_sandbox.go);
+	// nil: off.
 	journal *Journal
 	faults  *Faults
+}
+
+func NewAPI(cfg Config, store *Store, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
+	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
+		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
+		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
+		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports),
+		journal: journal, faults: faults}
 }
 
 func (a *API) routes(r *httprouter.Router) {
@@ -52,13 +60,9 @@ func (a *API) routes(r *httprouter.Router) {
 	r.POST("/api/v1/public-api/campaign", a.handle(opAddToCampaign, a.addToCampaign))
 }
 
-// apiHandler serves one operation for an authenticated application. It
-// returns the success result, or the error body to answer.
-type apiHandler func(r *http.Request, ps httprouter.Params, app *Application) (any, *APIError, error)
-
-// handle authenticates, runs h, and writes its answer; an internal error or
-// a panic becomes the operation's own internal-error body.
-func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
+// handle serves op with h for an authenticated application (appFrom gives
+// it); an error, or a panic, is answered with the body of op's table.
+func (a *API) handle(op operation, h handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		// Deferred before the recover below, so a panic's answer is journaled too.
 		w, journaled := a.journal.begin(w, r, op.name)
@@ -69,97 +73,47 @@ func (a *API) handle(op operation, h apiHandler) httprouter.Handle {
 				a.writeError(w, op.internal)
 			}
 		}()
-		app, apiErr, err := authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
-		noteRequest(r.Context(), op.name, app)
-		if err == nil && apiErr == nil {
-			journalTenant(w, app)
-			apiErr = a.faults.apply(w, r, ps, op, app)
+		result, err := a.serve(w, r, ps, op, h)
+		if err == nil {
+			writeSuccess(w, result)
+			return
 		}
-		if err == nil && apiErr == nil {
-			if ok, wait := a.limits.allow(app.ID, a.now()); !ok {
-				w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
-				a.writeError(w, errRateLimited)
-				return
-			}
-			var result any
-			result, apiErr, err = h(r, ps, app)
-			if err == nil && apiErr == nil {
-				writeSuccess(w, result)
-				return
-			}
-		}
-		if err != nil {
+		body, known := publicError(op, err)
+		if !known {
 			a.log.Error("internal error", "op", op.name, "path", r.URL.Path, "err", err)
-			apiErr = op.internal
 		}
-		a.writeError(w, apiErr)
+		a.writeError(w, body)
 	}
 }
 
-// writeSuccess writes {"status":1,"result":...}. A result already in JSON
-// (a cached page) is written as it is, not parsed and compacted again, and
-// a whole cached body without even being wrapped.
-func writeSuccess(w http.ResponseWriter, result any) {
-	switch r := result.(type) {
-	case successBody:
-		writeBody(w, http.StatusOK, r)
-		return
-	case json.RawMessage:
-		writeBody(w, http.StatusOK, wrapSuccess(r))
-		return
+// serve authenticates, applies the fault rules and the rate limit, then
+// runs h.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, h handler) (any, error) {
+	app, apiErr, err := authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
+	noteRequest(r.Context(), op.name, app)
+	switch {
+	case err != nil:
+		return nil, err
+	case apiErr != nil:
+		return nil, apiErr
 	}
-	raw, err := json.Marshal(result)
-	if err != nil { // results are plain data: not expected
-		writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
-		return
+	journalTenant(w, app)
+	if apiErr := a.faults.apply(w, r, ps, op, app); apiErr != nil {
+		return nil, apiErr
 	}
-	writeBody(w, http.StatusOK, wrapSuccess(raw))
+	if ok, wait := a.limits.allow(app.ID, a.now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+		return nil, errRateLimited
+	}
+	return h(r.WithContext(context.WithValue(r.Context(), appKey{}, app)), ps)
 }
 
-// successBody is a whole success body, {"status":1,"result":...}, ready to
-// be written again and again (operation B's cached pages).
-type successBody []byte
+type appKey struct{}
 
-func wrapSuccess(result json.RawMessage) successBody {
-	b := make([]byte, 0, len(result)+len(`{"status":1,"result":}`))
-	b = append(b, `{"status":1,"result":`...)
-	return append(append(b, result...), '}')
-}
-
-type errorBody struct {
-	Status  int          `json:"status"`
-	Code    int          `json:"code"`
-	Message string       `json:"message"`
-	Details []FieldError `json:"details,omitempty"`
-}
-
-func (a *API) writeError(w http.ResponseWriter, e *APIError) {
-	status := http.StatusOK
-	if a.cfg.API.ErrorHTTPStatus != StatusModeAlways {
-		status = httpStatusFor(e.Code)
-	}
-	if e.Code == errRateLimited.Code && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1") // every 429 says when to come back
-	}
-	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
-		status = http.StatusInternalServerError
-	}
-	writeBody(w, status, b)
-}
-
-// writeBody writes a whole body in one Write. b must not change afterwards:
-// the journal keeps it without a copy.
-func writeBody(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
+// appFrom is the application a public request was authenticated as.
+func appFrom(ctx context.Context) *Application {
+	app, _ := ctx.Value(appKey{}).(*Application)
+	return app
 }
 
 // ---- operation A ----
@@ -168,17 +122,21 @@ type addToScenarioBody struct {
 	Contacts []any `json:"contacts"`
 }
 
-func (a *API) addToScenario(r *http.Request, ps httprouter.Params, app *Application) (any, *APIError, error) {
+func (a *API) addToScenario(r *http.Request, ps httprouter.Params) (any, error) {
+	app := appFrom(r.Context())
 	sc, err := a.store.Scenario(r.Context(), app.ID, ps.ByName("scenario_id"))
 	if errors.Is(err, errNotFound) {
-		return nil, errScenarioNotFound, nil
+		return nil, notFound("Scenario")
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var body addToScenarioBody
-	if apiErr := a.decodeBody(r, &body); apiErr != nil {
-		return nil, apiErr, nil
+	if err := decodeJSON(r, &body, a.body); err != nil {
+		return nil, err
+	}
+	if err := a.checkContacts(body.Contacts); err != nil {
+		return nil, err
 	}
 	return a.importContacts(r.Context(), app, sc, "", body.Contacts)
 }
@@ -191,217 +149,71 @@ type addToCampaignBody struct {
 	Contacts json.RawMessage `json:"contacts"`
 }
 
-func (a *API) addToCampaign(r *http.Request, _ httprouter.Params, app *Application) (any, *APIError, error) {
+func (a *API) addToCampaign(r *http.Request, _ httprouter.Params) (any, error) {
+	app := appFrom(r.Context())
 	// The campaign id travels in the body, so the body is read first.
 	var body addToCampaignBody
-	if apiErr := a.decodeBody(r, &body); apiErr != nil {
-		return nil, apiErr, nil
+	if err := decodeJSON(r, &body, a.body); err != nil {
+		return nil, err
 	}
 	if body.CampaignID == nil || *body.CampaignID == "" {
-		return nil, validationError(FieldError{Field: "campaign_id", Reason: "is required and must be a string"}), nil
+		return nil, invalid("campaign_id", "is required and must be a string")
 	}
 	camp, err := a.store.Campaign(r.Context(), app.ID, *body.CampaignID)
 	if errors.Is(err, errNotFound) {
-		return nil, errCampaignNotFound, nil
+		return nil, notFound("Campaign")
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var contacts []any
 	if len(body.Contacts) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(body.Contacts))
 		dec.UseNumber()
 		if err := dec.Decode(&contacts); err != nil {
-			return nil, validationError(FieldError{Field: "contacts", Reason: "must be an array"}), nil
+			return nil, invalid("contacts", "must be an array")
 		}
 	}
-	if apiErr := a.checkContacts(contacts); apiErr != nil {
-		return nil, apiErr, nil
+	if err := a.checkContacts(contacts); err != nil {
+		return nil, err
 	}
 	sc, err := a.store.Scenario(r.Context(), app.ID, camp.ScenarioID)
 	if err != nil {
-		return nil, nil, err // a campaign's scenario always exists (foreign key)
+		// A campaign's scenario always exists (foreign key): not finding it
+		// is internal, not the public "not found".
+		return nil, fmt.Errorf("scenario %q of campaign %q: %v", camp.ScenarioID, camp.ID, err)
 	}
 	return a.importContacts(r.Context(), app, sc, camp.ID, contacts)
 }
 
-// decodeBody reads a JSON object body into v (numbers kept as json.Number)
-// and checks the contacts array; every problem is 400, or 413 over the limits.
-func (a *API) decodeBody(r *http.Request, v any) *APIError {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, a.cfg.Limits.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return errTooManyContacts
-	}
-	if err != nil {
-		return validationError(FieldError{Field: "body", Reason: "could not be read"})
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return validationError(FieldError{Field: typeErr.Field, Reason: "must be " + jsonTypeName(typeErr.Type.String())})
-		}
-		return validationError(FieldError{Field: "body", Reason: "must be a JSON object"})
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return validationError(FieldError{Field: "body", Reason: "must hold one JSON object and nothing after it"})
-	}
-	if b, ok := v.(*addToScenarioBody); ok {
-		return a.checkContacts(b.Contacts)
-	}
-	return nil
-}
-
 // checkContacts checks the contacts array itself: present, not empty, not
 // over the limit.
-func (a *API) checkContacts(contacts []any) *APIError {
+func (a *API) checkContacts(contacts []any) error {
 	switch {
 	case contacts == nil:
-		return validationError(FieldError{Field: "contacts", Reason: "is required and must be an array"})
+		return invalid("contacts", "is required and must be an array")
 	case len(contacts) == 0:
-		return validationError(FieldError{Field: "contacts", Reason: "must hold at least one contact"})
+		return invalid("contacts", "must hold at least one contact")
 	case len(contacts) > a.cfg.Limits.MaxContactsPerRequest:
-		return errTooManyContacts
+		return errTooLarge
 	}
 	return nil
 }
 
-func jsonTypeName(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "[]"):
-		return "an array"
-	case goType == "string", goType == "*string":
-		return "a string"
-	}
-	return "of type " + goType
-}
-
-// canImport runs the checks DESIGN §4 orders before the contacts are
-// looked at: content, wallet expiry, hotline pool (the import command too).
-func (a *API) canImport(ctx context.Context, app *Application, sc *Scenario, now time.Time) (*APIError, error) {
-	if strings.TrimSpace(sc.Content) == "" {
-		return errContentEmpty, nil
-	}
-	expired, err := a.store.WalletExpired(ctx, app.ID, now)
-	if err != nil {
-		return nil, err
-	}
-	if expired {
-		return errWalletExpired, nil
-	}
-	ok, err := a.store.PoolAvailable(ctx, app.ID, sc.CallConfig.PoolHotlineKey)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return errPoolUnavailable, nil
-	}
-	return nil, nil
-}
-
-// importContacts runs the checks DESIGN §4 orders after the body: content,
-// wallet expiry, hotline pool, contact validation, then the store (which
-// checks duplicates against queued contacts and the balance).
-func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any) (any, *APIError, error) {
+// importContacts hands the contacts to the importer, unless too many
+// imports are in progress already.
+func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any) (any, error) {
 	select {
 	case a.imports <- struct{}{}:
 		defer func() { <-a.imports }()
 	default:
-		return nil, errOverloaded, nil
+		return nil, errOverloaded
 	}
-	now := a.now()
-	if apiErr, err := a.canImport(ctx, app, sc, now); apiErr != nil || err != nil {
-		return nil, apiErr, err
+	res, err := a.importer.Import(ctx, app, sc, campaignID, items, a.now())
+	if err != nil {
+		return nil, err
 	}
-	req := a.importRequest(app, sc, campaignID, items)
-	// The store records skipped contacts even when none is left (1403), and
-	// checks duplicates against queued contacts and the balance (1105).
-	res, err := a.store.Import(ctx, req, now)
-	var apiErr *APIError
-	switch {
-	case errors.As(err, &apiErr):
-		return nil, apiErr, nil
-	case err != nil:
-		a.log.Error("import failed", "app", app.APIKey, "scenario", sc.ID, "err", err)
-		return nil, errImportFailed, nil
-	}
-	if a.notify != nil {
-		a.notify(app.ID)
-	}
-	return addedJSON(res.Added), nil, nil
-}
-
-// importRequest validates the contacts of one import (operation A or C, or
-// a chunk of `dialbox import`) for the store.
-func (a *API) importRequest(app *Application, sc *Scenario, campaignID string, items []any) ImportRequest {
-	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
-		UniquePhone: !sc.CallConfig.AllowDuplicatePhone, MaxQueued: a.cfg.Limits.MaxQueuedContacts}
-	req.Contacts, req.Skipped = validateContacts(items, sc, a.cfg.Phone.DefaultRegion)
-	return req
-}
-
-// validateContacts splits the request's contacts into those to add, with
-// their normalized phone and echo fields, and those skipped with a reason.
-func validateContacts(items []any, sc *Scenario, region string) ([]NewContact, []SkippedContact) {
-	valid := make([]NewContact, 0, len(items))
-	var skipped []SkippedContact
-	seen := map[string]bool{}
-	skip := func(i int, item any, reason string) {
-		input, _ := json.Marshal(item)
-		skipped = append(skipped, SkippedContact{Position: i, Input: input, Reason: reason})
-	}
-	phones := normalizePhones(items, region)
-next:
-	for i, item := range items {
-		obj, ok := item.(map[string]any)
-		if !ok {
-			skip(i, item, "contact is not a JSON object")
-			continue
-		}
-		if _, ok := obj["phone_number"].(string); !ok {
-			skip(i, item, "phone_number is required and must be a string")
-			continue
-		}
-		phone, err := phones[i].e164, phones[i].err
-		if err != nil {
-			skip(i, item, err.Error())
-			continue
-		}
-		echo := make(map[string]string, len(sc.PersonalizedFields)+len(obj))
-		for _, f := range sc.PersonalizedFields {
-			echo[f] = ""
-		}
-		for k, v := range obj {
-			if k == "phone_number" {
-				continue
-			}
-			switch v := v.(type) {
-			case string:
-				echo[k] = v
-			case json.Number:
-				echo[k] = v.String()
-			case nil:
-				echo[k] = ""
-			default:
-				skip(i, item, k+" must be a string or a number")
-				continue next
-			}
-		}
-		echo["so_dien_thoai"] = phone
-		if !sc.CallConfig.AllowDuplicatePhone {
-			if seen[phone] {
-				skip(i, item, "phone_number repeats an earlier contact of this request")
-				continue
-			}
-			seen[phone] = true
-		}
-		id, _ := uuid.NewV7()
-		fields := stringMapJSON(echo)
-		valid = append(valid, NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
-	}
-	return valid, skipped
+	return addedJSON(res.Added), nil
 }
 
 // ---- operation B ----
@@ -409,7 +221,8 @@ next:
 // scenarioFields are the fields of a scenario object, in the order written.
 var scenarioFields = []string{"id", "name", "description", "status", "personalized_fields", "call_config", "created_at", "updated_at"}
 
-func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *Application) (any, *APIError, error) {
+func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
+	app := appFrom(r.Context())
 	q := r.URL.Query()
 	var bad []FieldError
 	status := q.Get("status")
@@ -429,7 +242,7 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *Applicati
 		bad = append(bad, FieldError{Field: "fields", Reason: unknown + " is not a scenario field"})
 	}
 	if len(bad) > 0 {
-		return nil, validationError(bad...), nil
+		return nil, validationError(bad...)
 	}
 	// The page is configuration only, so its JSON is kept with the rest of
 	// the store's configuration cache until a configuration write.
@@ -449,9 +262,9 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *Applicati
 		return wrapSuccess(list), err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return page, nil, nil
+	return page, nil
 }
 
 // fieldsKey names a field selection the same way whatever order or
@@ -473,18 +286,6 @@ func fieldsKey(sel map[string]bool) string {
 type scenarioList struct {
 	Scenarios  []json.RawMessage `json:"scenarios"`
 	TotalCount int               `json:"total_count"`
-}
-
-// intParam parses an optional integer query parameter within [min, max].
-func intParam(s string, def, min, max int) (int, bool) {
-	if s == "" {
-		return def, true
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < min || n > max {
-		return 0, false
-	}
-	return n, true
 }
 
 // selectFields turns the fields parameter into the set of fields to write

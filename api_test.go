@@ -6,12 +6,8 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -230,118 +226,6 @@ func manyScenarios() string {
 			i, i, i, statuses[i%4])
 	}
 	return b.String()
-}
-
-// testServer is a dialbox started by Main exactly as `dialbox serve` starts.
-type testServer struct {
-	m   *Main
-	url string
-	db  string
-	// lastContentType is the Content-Type of the last answer to do.
-	lastContentType string
-}
-
-// startServer writes the fixtures to a temp dir and starts dialbox with
-// serve's own flags.
-func startServer(t testing.TB, fixtures string, env ...string) *testServer {
-	t.Helper()
-	dir := t.TempDir()
-	fx := filepath.Join(dir, "fixtures.toml")
-	if err := os.WriteFile(fx, []byte(fixtures), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return startServerAt(t, filepath.Join(dir, "dialbox.db"), fx, env...)
-}
-
-func startServerAt(t testing.TB, db, fixtures string, env ...string) *testServer {
-	t.Helper()
-	m := NewMain(io.Discard)
-	m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// No engine (contacts stay queued, which the duplicate rules rely on) and
-	// no rate limit (the tables send many requests with one token).
-	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LIMITS_RATE_PER_SECOND=0"}, env...)
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--database", db, "--fixtures", fixtures}, env); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return &testServer{m: m, url: m.URL(), db: db}
-}
-
-// testLogWriter shows the server's warnings and errors with a failing test.
-type testLogWriter struct{ t testing.TB }
-
-func (w testLogWriter) Write(p []byte) (int, error) {
-	w.t.Logf("server: %s", bytes.TrimSpace(p))
-	return len(p), nil
-}
-
-// exec runs SQL through the store's own writer, for what the public API
-// cannot do (disable an application, break a row on purpose).
-func (s *testServer) exec(t testing.TB, query string, args ...any) {
-	t.Helper()
-	if err := s.m.store.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(query, args...)
-		return err
-	}); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-}
-
-var httpClient = &http.Client{Timeout: 2 * time.Minute}
-
-// do sends one request; auth is the whole Authorization header ("" sends none).
-func (s *testServer) do(t testing.TB, method, path, auth, body string) (int, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, s.url+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.lastContentType = resp.Header.Get("Content-Type")
-	return resp.StatusCode, b
-}
-
-// sign makes an ACCESS_TOKEN the way a customer does (DESIGN §2).
-func sign(t testing.TB, method jwt.SigningMethod, secret string, claims jwt.MapClaims) string {
-	t.Helper()
-	var key any = []byte(secret)
-	if method == jwt.SigningMethodNone {
-		key = jwt.UnsafeAllowNoneSignatureType
-	}
-	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func bearer(t testing.TB, apiKey, secret string) string {
-	return "Bearer " + sign(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"apiKey": apiKey})
 }
 
 const (
@@ -699,15 +583,6 @@ var operationBCases = func() []apiCase {
 	}
 }()
 
-// mustSign signs an HS256 token outside a test (for table literals).
-func mustSign(claims jwt.MapClaims, secret string) string {
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
 // TestOperations runs the tables of operations A, B and C in both HTTP
 // status modes (DESIGN §3): "semantic" maps each code to its HTTP status,
 // "always_200" answers every body with 200; the bodies are the same.
@@ -802,18 +677,6 @@ func TestAuthentication(t *testing.T) {
 			})
 		}
 	}
-}
-
-func mintFor(t testing.TB, s *testServer, apiKey string) string {
-	app, err := s.m.store.AppByKey(context.Background(), apiKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := MintToken(app, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
 }
 
 // TestDefaultRegion: numbers without a country code are read in

@@ -112,9 +112,9 @@ func TestCrashLoop(t *testing.T) {
 	}
 	defer s.Close()
 	last := engRunBinary(t, bin, config, url)
-	engWait(t, "every contact done and every message delivered", func() bool {
-		return engCount(t, s, `SELECT count(*) FROM contacts WHERE state <> 'done'`) == 0 &&
-			engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
+	waitFor(t, "every contact done and every message delivered", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE state <> 'done'`) == 0 &&
+			queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
 	})
 	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestCrashLoop(t *testing.T) {
 	if lost > 0 || len(acked) == 0 {
 		t.Errorf("%d of %d acknowledged contacts lost", lost, len(acked))
 	}
-	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
+	if n := queryInt(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
 		t.Errorf("%d calls left dialing", n)
 	}
 	var spent int64
@@ -149,9 +149,9 @@ func TestCrashLoop(t *testing.T) {
 		t.Errorf("balance %d, want %d - %d charged for the recorded calls: some call was charged twice or not at all",
 			w.Balance, balance, spent)
 	}
-	calls := engCount(t, s, `SELECT count(*) FROM calls`)
-	contacts := engCount(t, s, `SELECT count(*) FROM contacts`)
-	messages := engCount(t, s, `SELECT count(*) FROM webhook_messages`)
+	calls := queryInt(t, s, `SELECT count(*) FROM calls`)
+	contacts := queryInt(t, s, `SELECT count(*) FROM contacts`)
+	messages := queryInt(t, s, `SELECT count(*) FROM webhook_messages`)
 	if messages != calls+contacts {
 		t.Errorf("%d messages for %d calls and %d contacts, want one per call and one per contact", messages, calls, contacts)
 	}

@@ -29,13 +29,14 @@ type Engine struct {
 	PollInterval time.Duration
 	// Now is the engine's clock (call windows, retry times); nil: time.Now.
 	Now func() time.Time
-	// TimeScale shrinks re_call delays like simulated calls; nil: 1.
-	TimeScale func() float64
-	// Webhooks is told when events are queued; nil: they stay queued.
-	Webhooks *Webhooks
-	// BeforeDial, if set (before Start), may force the outcome of a call:
-	// fault injection from the admin API.
-	BeforeDial func(appID int64, phone string) (outcome string, ok bool)
+
+	// timeScale shrinks re_call delays like simulated calls; nil: 1.
+	timeScale func() float64
+	// webhooks is told when events are queued; nil: they stay queued.
+	webhooks *Webhooks
+	// faults may force the outcome of a call (the admin API's dial rules);
+	// nil: none.
+	faults *Faults
 
 	wake chan struct{}
 
@@ -69,8 +70,13 @@ type poolKey struct {
 	key string
 }
 
-func NewEngine(store *Store, dialer Dialer, log *slog.Logger, pollInterval time.Duration) *Engine {
-	return &Engine{Store: store, Dialer: dialer, Log: log, PollInterval: pollInterval, wake: make(chan struct{}, 1)}
+// NewEngine makes an engine that dials through dialer, tells webhooks of
+// the events it queues, and lets faults force outcomes. timeScale is the
+// dialer's clock speed, which re_call delays follow; webhooks, faults and
+// timeScale may be nil.
+func NewEngine(store *Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig, timeScale func() float64) *Engine {
+	return &Engine{Store: store, Dialer: dialer, Log: log, PollInterval: cfg.PollInterval.Duration,
+		timeScale: timeScale, webhooks: webhooks, faults: faults, wake: make(chan struct{}, 1)}
 }
 
 func (e *Engine) now() time.Time {
@@ -81,8 +87,8 @@ func (e *Engine) now() time.Time {
 }
 
 func (e *Engine) scale() float64 {
-	if e.TimeScale != nil {
-		if s := e.TimeScale(); s > 0 {
+	if e.timeScale != nil {
+		if s := e.timeScale(); s > 0 {
 			return s
 		}
 	}
@@ -106,13 +112,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine already running")
 	}
 	now := e.now()
-	n, err := e.Store.settleInterrupted(ctx, now, e.Webhooks.firstTry(time.Now()))
+	n, err := e.Store.settleInterrupted(ctx, now, e.webhooks.firstTry(time.Now()))
 	if err != nil {
 		return fmt.Errorf("settling interrupted calls: %w", err)
 	}
 	if n > 0 {
 		e.Log.Info("settled calls interrupted by the last stop; their contacts are queued again", "calls", n)
-		e.Webhooks.Notify()
+		e.webhooks.Notify()
 	}
 	e.running = true
 	e.stop, e.loopDone = make(chan struct{}), make(chan struct{})
@@ -385,14 +391,12 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
 	defer e.calls.Done()
 	req := DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
 		MaxDuration: time.Duration(cc.MaxDuration) * time.Second}
-	if e.BeforeDial != nil {
-		if outcome, ok := e.BeforeDial(c.AppID, c.Contact.Phone); ok {
-			req.Outcome = outcome
-		}
+	if outcome, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
+		req.Outcome = outcome
 	}
 	res := e.Dialer.Dial(ctx, req)
 	now := e.now()
-	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.Webhooks.firstTry(time.Now()),
+	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
 		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled}
 	end.RetryAt = now
 	if !end.Interrupted {
@@ -415,5 +419,5 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
 	}
 	e.release(c)
 	e.Notify(c.AppID)
-	e.Webhooks.Notify()
+	e.webhooks.Notify()
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,10 +24,6 @@ import (
 // Engine tests run simulated calls thousands of times faster than real
 // time and wait on conditions (with generous timeouts), never on durations.
 
-const engWaitLimit = 60 * time.Second
-
-func engLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // engTenant is a postpaid tenant with one ACTIVE scenario "sc" dialling
 // from pool "P" of three hotlines, all day, max_concurrent 10, no re_call.
 func engTenant() *FixtureApp {
@@ -42,29 +37,6 @@ func engTenant() *FixtureApp {
 		Scenarios: []*FixtureScenario{{ID: "sc", Name: "sc", Status: StatusActive, Content: "hello",
 			PersonalizedFields: []string{"ho_ten"}, CallConfig: cc}},
 	}
-}
-
-// engStore opens a fresh database holding the tenants; it returns their ids.
-func engStore(t testing.TB, apps ...*FixtureApp) (*Store, []int64) {
-	t.Helper()
-	return engStoreAt(t, filepath.Join(t.TempDir(), "engine.db"), apps...)
-}
-
-func engStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*Store, []int64) {
-	t.Helper()
-	s, err := OpenStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.ApplyFixtures(context.Background(), apps, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]int64, len(apps))
-	for i, a := range apps {
-		ids[i] = a.id
-	}
-	return s, ids
 }
 
 // engImport adds contacts as operation A (or C, with a campaign) would.
@@ -105,9 +77,8 @@ func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func
 	if dialer == nil {
 		dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
-	e := NewEngine(s, dialer, engLog(), 20*time.Millisecond)
-	e.TimeScale = func() float64 { return scale }
-	e.Webhooks = hooks
+	e := NewEngine(s, dialer, hooks, nil, discardLog(), EngineConfig{PollInterval: Duration{20 * time.Millisecond}},
+		func() float64 { return scale })
 	if setup != nil {
 		setup(e)
 	}
@@ -118,30 +89,10 @@ func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func
 	return e
 }
 
-func engWait(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(engWaitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func engCount(t testing.TB, s *Store, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := s.read.QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func engWaitAllDone(t testing.TB, s *Store, appID int64, n int) {
 	t.Helper()
-	engWait(t, fmt.Sprintf("%d contacts done", n), func() bool {
-		return engCount(t, s, `SELECT count(*) FROM contacts WHERE app_id = ? AND state = 'done'`, appID) == n
+	waitFor(t, fmt.Sprintf("%d contacts done", n), func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE app_id = ? AND state = 'done'`, appID) == n
 	})
 }
 
@@ -191,7 +142,7 @@ func TestEngineCallsEveryContactAndReportsIt(t *testing.T) {
 	app := engTenant()
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
 	app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
-	s, ids := engStore(t, app)
+	s, ids := fixtureStore(t, app)
 	hooks := whStart(t, s, nil)
 	engStart(t, s, nil, hooks, nil)
 
@@ -199,7 +150,7 @@ func TestEngineCallsEveryContactAndReportsIt(t *testing.T) {
 	contacts := engImport(t, s, ids[0], "sc", "camp", append(magic, engPhones(33, 0)...)...)
 	engWaitAllDone(t, s, ids[0], len(contacts))
 
-	calls := engCount(t, s, `SELECT count(*) FROM calls`)
+	calls := queryInt(t, s, `SELECT count(*) FROM calls`)
 	if calls != len(contacts) {
 		t.Errorf("%d calls for %d contacts without re_call", calls, len(contacts))
 	}
@@ -306,7 +257,7 @@ func TestEngineConcurrencyLimits(t *testing.T) {
 			}
 			app.Scenarios[0].CallConfig.MaxConcurrent = tc.maxConcurrent
 			app.Scenarios[0].CallConfig.CallRouting = tc.routing
-			s, ids := engStore(t, app)
+			s, ids := fixtureStore(t, app)
 			limit := min(tc.maxConcurrent, tc.hotlines)
 			d := newLimitDialer(NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000}), limit)
 			engStart(t, s, d, nil, nil)
@@ -321,7 +272,7 @@ func TestEngineConcurrencyLimits(t *testing.T) {
 			if d.double {
 				t.Errorf("a hotline carried two calls at once")
 			}
-			used := engCount(t, s, `SELECT count(DISTINCT hotline) FROM calls`)
+			used := queryInt(t, s, `SELECT count(DISTINCT hotline) FROM calls`)
 			if used != tc.hotlines {
 				t.Errorf("%s routing used %d of %d hotlines", tc.routing, used, tc.hotlines)
 			}
@@ -334,7 +285,7 @@ func TestEngineReCall(t *testing.T) {
 	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 2, Delay: 600, IsBusy: true, IsVoiceMail: true}
 	rcv := newWHReceiver(t)
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{EventCallCompleted}}}
-	s, ids := engStore(t, app)
+	s, ids := fixtureStore(t, app)
 	hooks := whStart(t, s, nil)
 	engStart(t, s, nil, hooks, nil)
 	// BUSY and VOICE_MAIL retry; NO_ANSWER, FAILED, REJECTED do not here;
@@ -406,7 +357,7 @@ func TestEngineCallWindow(t *testing.T) {
 	app := engTenant()
 	cc := &app.Scenarios[0].CallConfig
 	cc.CallWindow = CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
-	s, ids := engStore(t, app)
+	s, ids := fixtureStore(t, app)
 	hcm, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
 	clock := &engClock{}
 	// Saturday 10:00 in Ho Chi Minh City (after the contacts are imported,
@@ -421,7 +372,7 @@ func TestEngineCallWindow(t *testing.T) {
 			e.Notify(ids[0])
 			time.Sleep(30 * time.Millisecond)
 		}
-		if n := engCount(t, s, `SELECT count(*) FROM calls`); n != 0 {
+		if n := queryInt(t, s, `SELECT count(*) FROM calls`); n != 0 {
 			t.Fatalf("%s: %d calls placed outside the call window", when, n)
 		}
 	}
@@ -448,7 +399,7 @@ func TestEngineWalletChargesAndPauses(t *testing.T) {
 	app.Scenarios[0].CallConfig.MaxConcurrent = 1
 	rcv := newWHReceiver(t)
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
-	s, ids := engStore(t, app)
+	s, ids := fixtureStore(t, app)
 	appID := ids[0]
 	hooks := whStart(t, s, nil)
 	sim := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
@@ -556,7 +507,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 
 	// The run that crashes: calls claimed (contacts dialing, calls up) and
 	// an event queued, then the process dies without settling anything.
-	s1, ids := engStoreAt(t, path, app)
+	s1, ids := fixtureStoreAt(t, path, app)
 	appID := ids[0]
 	phones := []string{"+84900000001", "+84900000002", "+84900000003"}
 	contacts := engImport(t, s1, appID, "sc", "", phones...)
@@ -575,11 +526,11 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	whEnqueue(t, s1, appID, 1)
 	s1.Close()
 
-	s2, _ := engStoreAt(t, path, app)
+	s2, _ := fixtureStoreAt(t, path, app)
 	hooks := whStart(t, s2, nil)
 	engStart(t, s2, nil, hooks, nil)
 	engWaitAllDone(t, s2, appID, 3)
-	if n := engCount(t, s2, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
+	if n := queryInt(t, s2, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
 		t.Fatalf("%d calls still dialing", n)
 	}
 	var wantCost int64
@@ -624,7 +575,7 @@ func TestEngineSettlesACallOnce(t *testing.T) {
 	app := engTenant()
 	prepaid := true
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 10000, PricePerCall: 1000}
-	s, ids := engStore(t, app)
+	s, ids := fixtureStore(t, app)
 	engImport(t, s, ids[0], "sc", "", "+84900000001")
 	due, _ := s.dueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
 	claim := callClaim{CallID: newV7(), AppID: ids[0], ScenarioID: "sc", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
@@ -659,17 +610,17 @@ func (d *slowDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 func TestEngineStopAndStartAgain(t *testing.T) {
 	app := engTenant()
 	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 0}
-	s, ids := engStore(t, app)
+	s, ids := fixtureStore(t, app)
 	slow := &slowDialer{}
 	e := engStart(t, s, slow, nil, nil)
 	contacts := engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
-	engWait(t, "three calls up", func() bool { return slow.up.Load() == 3 })
+	waitFor(t, "three calls up", func() bool { return slow.up.Load() == 3 })
 	e.Stop()
 	// Stopping cut the calls: settled, not charged, contacts queued again.
-	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing' OR outcome <> 'CANCELED'`); n != 0 {
+	if n := queryInt(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing' OR outcome <> 'CANCELED'`); n != 0 {
 		t.Fatalf("%d calls not settled as CANCELED by Stop", n)
 	}
-	if n := engCount(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued'`); n != 5 {
+	if n := queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued'`); n != 5 {
 		t.Fatalf("%d contacts queued after Stop, want 5", n)
 	}
 	e.Dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000})
@@ -677,7 +628,7 @@ func TestEngineStopAndStartAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	engWaitAllDone(t, s, ids[0], len(contacts))
-	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE outcome <> 'CANCELED'`); n != 5 {
+	if n := queryInt(t, s, `SELECT count(*) FROM calls WHERE outcome <> 'CANCELED'`); n != 5 {
 		t.Errorf("%d real calls for 5 contacts with no re_call, want 5", n)
 	}
 }
@@ -689,7 +640,7 @@ func TestEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T) {
 	second.ID, second.Status = "sc2", StatusActive
 	app.Scenarios = append(app.Scenarios, &second)
 	app.Campaigns = []FixtureCampaign{{ID: "camp", ScenarioID: "sc2"}}
-	s, ids := engStore(t, app)
+	s, ids := fixtureStore(t, app)
 	appID := ids[0]
 	exec := func(q string, args ...any) {
 		t.Helper()
@@ -707,7 +658,7 @@ func TestEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T) {
 		e.Notify(appID)
 		time.Sleep(30 * time.Millisecond)
 	}
-	if n := engCount(t, s, `SELECT count(*) FROM calls`); n != 2 {
+	if n := queryInt(t, s, `SELECT count(*) FROM calls`); n != 2 {
 		t.Fatalf("%d calls: only the 2 contacts outside the paused campaign of the ACTIVE scenario may be dialled", n)
 	}
 	exec(`UPDATE campaigns SET paused = 0 WHERE id = 'camp'`)
@@ -723,12 +674,10 @@ func TestEngineMaxDurationBeforeDialAndPostpaid(t *testing.T) {
 	prepaid := false
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 0, PricePerCall: 500, PricePerMinute: 800}
 	app.Scenarios[0].CallConfig.MaxDuration = 45
-	s, ids := engStore(t, app)
-	engStart(t, s, nil, nil, func(e *Engine) {
-		e.BeforeDial = func(appID int64, phone string) (string, bool) {
-			return OutcomeFailed, phone == "+84900000001"
-		}
-	})
+	s, ids := fixtureStore(t, app)
+	faults := NewFaults(s)
+	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: OutcomeFailed, Probability: 1})
+	engStart(t, s, nil, nil, func(e *Engine) { e.faults = faults })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
 	engWaitAllDone(t, s, ids[0], 2)
@@ -737,7 +686,7 @@ func TestEngineMaxDurationBeforeDialAndPostpaid(t *testing.T) {
 		t.Errorf("call cut at max_duration 45: %+v, want ANSWERED, 45 s, cost 800 (one started minute)", long)
 	}
 	if forced := engCalls(t, s, contacts[1])[0]; forced.Outcome != OutcomeFailed || forced.Cost != 0 {
-		t.Errorf("BeforeDial forcing FAILED: %+v", forced)
+		t.Errorf("a dial rule forcing FAILED: %+v", forced)
 	}
 	if w, _ := s.Wallet(context.Background(), ids[0]); w.Balance != 0 {
 		t.Errorf("a postpaid balance moved to %d", w.Balance)
@@ -786,7 +735,7 @@ func engRunBinary(t *testing.T, bin, config, url string) *engProc {
 			p.mu.Unlock()
 		}
 	})
-	engWait(t, "dialbox to serve", func() bool {
+	waitFor(t, "dialbox to serve", func() bool {
 		select {
 		case <-p.exited:
 			t.Fatalf("dialbox exited: %s", p.out.String())
@@ -837,7 +786,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("import: %d %s", resp.StatusCode, body)
 		}
 	}
-	engWait(t, "40 events delivered before the kill", func() bool { return rcv.count() >= 40 })
+	waitFor(t, "40 events delivered before the kill", func() bool { return rcv.count() >= 40 })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -848,27 +797,27 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	up := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`)
-	done := engCount(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`)
+	up := queryInt(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`)
+	done := queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`)
 	t.Logf("killed with %d calls up, %d of %d contacts done, %d events received", up, done, n, rcv.count())
 	if up == 0 || done == n {
 		t.Fatalf("the kill did not land mid-run (%d calls up, %d done)", up, done)
 	}
 
 	second := engRunBinary(t, bin, config, url)
-	engWait(t, "every contact done and every message delivered", func() bool {
-		return engCount(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) == n &&
-			engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
+	waitFor(t, "every contact done and every message delivered", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) == n &&
+			queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
 	})
 	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	<-second.exited
 
-	if n := engCount(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
+	if n := queryInt(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {
 		t.Errorf("%d calls left dialing", n)
 	}
-	if got := engCount(t, s, `SELECT count(*) FROM calls WHERE outcome = 'CANCELED'`); got < up {
+	if got := queryInt(t, s, `SELECT count(*) FROM calls WHERE outcome = 'CANCELED'`); got < up {
 		t.Errorf("%d calls settled as CANCELED, want at least the %d the kill interrupted", got, up)
 	}
 	var spent int64
@@ -898,7 +847,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("message %s never reached the receiver", id)
 		}
 	}
-	calls := engCount(t, s, `SELECT count(*) FROM calls`)
+	calls := queryInt(t, s, `SELECT count(*) FROM calls`)
 	if messages != calls+n {
 		t.Errorf("%d messages for %d calls and %d contacts", messages, calls, n)
 	}
@@ -919,7 +868,7 @@ func BenchmarkEngineCalls(b *testing.B) {
 	}
 	app.Scenarios[0].CallConfig.MaxConcurrent = 1000
 	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
-	s, ids := engStore(b, app)
+	s, ids := fixtureStore(b, app)
 	for start := 0; start < b.N; start += 5000 {
 		engImport(b, s, ids[0], "sc", "", engPhones(min(5000, b.N-start), start)...)
 	}
@@ -928,7 +877,7 @@ func BenchmarkEngineCalls(b *testing.B) {
 	engStart(b, s, NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, nil)
 	// Polled slowly: the count scans the table and must not steal the
 	// engine's CPU.
-	for engCount(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {
+	for queryInt(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {
 		time.Sleep(20 * time.Millisecond)
 	}
 	elapsed := time.Since(begin)

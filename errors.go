@@ -3,14 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
-// APIError is an error body of the public API: {"status":0,"code":N,"message":"..."}.
-type APIError struct {
-	Code    int          `json:"code"`
-	Message string       `json:"message"`
-	Details []FieldError `json:"details,omitempty"`
+// Error is a domain error: what went wrong, in dialbox's own terms. The
+// store, the importer and the handlers return it; the HTTP edge (http.go)
+// alone turns it into an API's code, message and status. Any other error is
+// internal: logged, and answered with the API's internal-error body.
+type Error struct {
+	Code    string       // one of the E* kinds below
+	Message string       // for people: the admin API answers it as it is
+	Details []FieldError // EINVALID: the wrong fields; EQUEUEFULL: why to wait
+	// Entity is what ENOTFOUND did not find ("Scenario", "Campaign"): the
+	// public API answers a code of its own for each.
+	Entity string
+	Err    error // EIMPORTFAILED: the cause
 }
 
 // FieldError says which input field was wrong and why (extension of the
@@ -20,74 +26,88 @@ type FieldError struct {
 	Reason string `json:"reason"`
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
-
-// The codes and messages of the spec's error tables, spelled as the spec does,
-// plus dialbox's documented extensions (3001, 404, 413, 429).
-var (
-	errUnauthorized     = &APIError{Code: 401, Message: "Unauthorized"}
-	errWalletExpired    = &APIError{Code: 1104, Message: "Portal wallet is expired"}
-	errWalletEmpty      = &APIError{Code: 1105, Message: "Portal wallet is out of money"}
-	errAppNotFound      = &APIError{Code: 1201, Message: "Application is not found"}
-	errContentEmpty     = &APIError{Code: 1208, Message: "Scenario content is empty"}
-	errImportFailed     = &APIError{Code: 1402, Message: "Import contacts failed"}
-	errAllInvalid       = &APIError{Code: 1403, Message: "All contacts is invalid"}
-	errPoolUnavailable  = &APIError{Code: 2301, Message: "Pool hotline is not available"}
-	errUnknownA         = &APIError{Code: 9999, Message: "Unknown error"}
-	errUnknownB         = &APIError{Code: 9999, Message: "Uknown error"}
-	errSystemC          = &APIError{Code: 500, Message: "Lỗi hệ thống"}
-	errScenarioNotFound = &APIError{Code: 3001, Message: "Scenario is not found"}
-	errCampaignNotFound = &APIError{Code: 404, Message: "Campaign is not found"}
-	errTooManyContacts  = &APIError{Code: 413, Message: "Too many contacts"}
-	errRateLimited      = &APIError{Code: 429, Message: "Too many requests"}
-	// errOverloaded sheds an import over limits.max_concurrent_imports.
-	errOverloaded = &APIError{Code: 429, Message: "Too many requests",
-		Details: []FieldError{{Field: "contacts", Reason: "too many imports in progress; retry shortly"}}}
-)
-
-// errQueueFull sheds an import that would leave an application with more
-// than limits.max_queued_contacts contacts waiting to be called.
-func errQueueFull(queued, max int64, adding int) *APIError {
-	return &APIError{Code: 429, Message: "Too many requests", Details: []FieldError{{Field: "contacts",
-		Reason: fmt.Sprintf("%d contacts are queued, at most %d may be (limits.max_queued_contacts); these %d must wait until calls finish some", queued, max, adding)}}}
-}
-
-// validationError is 400 Validation Failed naming the offending fields.
-func validationError(details ...FieldError) *APIError {
-	return &APIError{Code: 400, Message: "Validation Failed", Details: details}
-}
-
-// errNotFound is the store's answer for a row that does not exist for the
-// tenant asking.
-var errNotFound = errors.New("not found")
-
-// Error-to-HTTP-status modes (config api.error_http_status).
+// Domain error kinds.
 const (
-	StatusModeSemantic = "semantic"
-	StatusModeAlways   = "always_200"
+	EINTERNAL        = "internal"
+	EINVALID         = "invalid"          // bad input; Details name the fields
+	ETOOLARGE        = "too_large"        // a body or a contact list over the limits
+	ENOTFOUND        = "not_found"        // Entity says what
+	ECONFLICT        = "conflict"         // already exists, or not in a state that allows it
+	EBADCONFIG       = "bad_config"       // the fixtures file cannot be applied
+	ECONTENTEMPTY    = "content_empty"    // the scenario has nothing to say
+	EWALLETEXPIRED   = "wallet_expired"   // a prepaid wallet past its expiry
+	EWALLETEMPTY     = "wallet_empty"     // a prepaid wallet cannot pay the calls
+	EPOOLUNAVAILABLE = "pool_unavailable" // no enabled hotline in the scenario's pool
+	EALLINVALID      = "all_invalid"      // no contact of an import was left to add
+	EQUEUEFULL       = "queue_full"       // limits.max_queued_contacts
+	EIMPORTFAILED    = "import_failed"    // storing an import failed (the cause is wrapped)
 )
 
-// httpStatusFor maps an error code to the HTTP status of its body in the
-// "semantic" mode (DESIGN §3).
-func httpStatusFor(code int) int {
-	switch code {
-	case 400:
-		return http.StatusBadRequest
-	case 401, 1201:
-		return http.StatusUnauthorized
-	case 1104, 1105:
-		return http.StatusPaymentRequired
-	case 3001, 404:
-		return http.StatusNotFound
-	case 413:
-		return http.StatusRequestEntityTooLarge
-	case 1208, 1403:
-		return http.StatusUnprocessableEntity
-	case 429:
-		return http.StatusTooManyRequests
-	case 2301:
-		return http.StatusServiceUnavailable
-	default: // 1402, 500, 9999 and anything unforeseen
-		return http.StatusInternalServerError
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
 	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes every error of a kind match that kind's sentinel below, so
+// errors.Is(notFound("Scenario"), errNotFound) holds.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// errorCode is err's kind: EINTERNAL for an error that is not an *Error,
+// "" for nil.
+func errorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// The kinds' sentinels: returned as they are where nothing more need be
+// said, and matched with errors.Is.
+var (
+	errNotFound        = &Error{Code: ENOTFOUND, Message: "not found"}
+	errConflict        = &Error{Code: ECONFLICT, Message: "already exists"}
+	errTooLarge        = &Error{Code: ETOOLARGE, Message: "too many contacts"}
+	errContentEmpty    = &Error{Code: ECONTENTEMPTY, Message: "scenario content is empty"}
+	errWalletExpired   = &Error{Code: EWALLETEXPIRED, Message: "wallet is expired"}
+	errWalletEmpty     = &Error{Code: EWALLETEMPTY, Message: "wallet is out of money"}
+	errPoolUnavailable = &Error{Code: EPOOLUNAVAILABLE, Message: "hotline pool is not available"}
+	errAllInvalid      = &Error{Code: EALLINVALID, Message: "all contacts are invalid"}
+)
+
+// notFound is ENOTFOUND for an entity; its message is the admin API's.
+func notFound(entity string) *Error {
+	return &Error{Code: ENOTFOUND, Entity: entity, Message: entity + " is not found"}
+}
+
+// conflict is ECONFLICT with the admin API's message.
+func conflict(format string, args ...any) *Error {
+	return &Error{Code: ECONFLICT, Message: fmt.Sprintf(format, args...)}
+}
+
+// invalid is EINVALID for one field.
+func invalid(field, reason string) *Error {
+	return validationError(FieldError{Field: field, Reason: reason})
+}
+
+// validationError is EINVALID naming the offending fields.
+func validationError(details ...FieldError) *Error {
+	return &Error{Code: EINVALID, Message: "Validation Failed", Details: details}
+}
+
+// errQueueFull refuses an import that would leave an application with more
+// than limits.max_queued_contacts contacts waiting to be called.
+func errQueueFull(queued, max int64, adding int) *Error {
+	return &Error{Code: EQUEUEFULL, Message: "too many contacts queued", Details: []FieldError{{Field: "contacts",
+		Reason: fmt.Sprintf("%d contacts are queued, at most %d may be (limits.max_queued_contacts); these %d must wait until calls finish some", queued, max, adding)}}}
 }

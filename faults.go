@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -204,10 +201,11 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // spec's tables and dialbox's extensions, with their messages. 9999 and 500
 // take the operation's own internal-error message.
 var faultCodes = map[int]*APIError{
-	400: validationError(), 401: errUnauthorized, 404: errCampaignNotFound, 413: errTooManyContacts,
-	429: errRateLimited, 1104: errWalletExpired, 1105: errWalletEmpty, 1201: errAppNotFound,
-	1208: errContentEmpty, 1402: errImportFailed, 1403: errAllInvalid, 2301: errPoolUnavailable,
-	3001: errScenarioNotFound, 9999: errUnknownA, 500: errSystemC,
+	400: {Code: 400, Message: "Validation Failed"}, 401: errUnauthorized, 404: publicNotFound["Campaign"],
+	413: publicBodies[ETOOLARGE], 429: errRateLimited, 1104: publicBodies[EWALLETEXPIRED],
+	1105: publicBodies[EWALLETEMPTY], 1201: errAppNotFound, 1208: publicBodies[ECONTENTEMPTY],
+	1402: publicBodies[EIMPORTFAILED], 1403: publicBodies[EALLINVALID], 2301: publicBodies[EPOOLUNAVAILABLE],
+	3001: publicNotFound["Scenario"], 9999: errUnknownA, 500: errSystemC,
 }
 
 func faultError(op operation, code int, message string) *APIError {
@@ -222,8 +220,11 @@ func faultError(op operation, code int, message string) *APIError {
 }
 
 // BeforeDial is the engine's hook: the outcome a dial rule forces on a call
-// of appID to phone, if one fires.
+// of appID to phone, if one fires. Safe on a nil *Faults.
 func (f *Faults) BeforeDial(appID int64, phone string) (string, bool) {
+	if f == nil {
+		return "", false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rule := range f.rules {
@@ -236,8 +237,11 @@ func (f *Faults) BeforeDial(appID int64, phone string) (string, bool) {
 }
 
 // BeforeSend is the webhook deliverer's hook: the HTTP status a webhook rule
-// forces on a delivery to endpointID, if one fires.
+// forces on a delivery to endpointID, if one fires. Safe on a nil *Faults.
 func (f *Faults) BeforeSend(endpointID string) (int, bool) {
+	if f == nil {
+		return 0, false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rule := range f.rules {
@@ -246,6 +250,13 @@ func (f *Faults) BeforeSend(endpointID string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Add appends a rule; it is matched after those already there.
+func (f *Faults) Add(rule *FaultRule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = append(f.rules, rule)
 }
 
 // List returns a copy of every rule.
@@ -269,126 +280,4 @@ func (f *Faults) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rules = nil
-}
-
-// ---- admin routes ----
-
-// dialOutcomes are the call outcomes of DESIGN §5.
-var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
-	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
-
-type faultBody struct {
-	FaultRule
-	Probability *float64 `json:"probability"`
-}
-
-// check validates a new rule and fills in what it derives.
-func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
-	rule := b.FaultRule
-	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
-	rule.Probability = 1
-	if b.Probability != nil {
-		if *b.Probability <= 0 || *b.Probability > 1 {
-			return nil, invalid("probability", "must be more than 0 and at most 1")
-		}
-		rule.Probability = *b.Probability
-	}
-	if rule.Times < 0 {
-		return nil, invalid("times", "must not be negative (0: until removed)")
-	}
-	if rule.Operation != "" && rule.Operation != "A" && rule.Operation != "B" && rule.Operation != "C" {
-		return nil, invalid("operation", "must be A, B or C (or absent for all three)")
-	}
-	if rule.APIKey != "" {
-		app, err := a.store.AppByKey(r.Context(), rule.APIKey)
-		if errors.Is(err, errNotFound) {
-			return nil, invalid("api_key", fmt.Sprintf("%q is not an application", rule.APIKey))
-		}
-		if err != nil {
-			return nil, err
-		}
-		rule.appID = app.ID
-	}
-	// Each kind takes its own fields only, so a typo'd rule fails loudly.
-	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
-		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
-		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
-		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0}
-	allowed := map[string][]string{
-		FaultError:   {"operation", "scenario_id", "code", "message"},
-		FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
-		FaultDial:    {"phone", "outcome"},
-		FaultWebhook: {"endpoint_id", "status"},
-	}[rule.Kind]
-	if allowed == nil {
-		return nil, invalid("kind", "must be error, latency, dial or webhook")
-	}
-	for _, k := range allowed {
-		delete(used, k)
-	}
-	for k, set := range used {
-		if set {
-			return nil, invalid(k, "does not apply to a "+rule.Kind+" rule")
-		}
-	}
-	switch rule.Kind {
-	case FaultError:
-		if faultCodes[rule.Code] == nil {
-			return nil, invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
-		}
-	case FaultLatency:
-		if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
-			return nil, invalid("delay_ms", "is required: a positive number of milliseconds")
-		}
-		if rule.DelayMaxMS != 0 && rule.DelayMaxMS < rule.DelayMS {
-			return nil, invalid("delay_max_ms", "must not be less than delay_ms")
-		}
-	case FaultDial:
-		if !dialOutcomes[rule.Outcome] {
-			return nil, invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
-		}
-		if rule.Phone != "" {
-			phone, err := normalizePhone(rule.Phone, a.region)
-			if err != nil {
-				return nil, invalid("phone", err.Error())
-			}
-			rule.Phone = phone
-		}
-	case FaultWebhook:
-		if rule.Status < 100 || rule.Status > 599 {
-			return nil, invalid("status", "is required: an HTTP status from 100 to 599")
-		}
-	}
-	return &rule, nil
-}
-
-func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
-	var b faultBody
-	if err := decode(r, &b); err != nil {
-		return nil, err
-	}
-	rule, err := a.checkFault(r, &b)
-	if err != nil {
-		return nil, err
-	}
-	a.faults.mu.Lock()
-	a.faults.rules = append(a.faults.rules, rule)
-	a.faults.mu.Unlock()
-	return rule, nil
-}
-
-func (a *Admin) listFaults(*http.Request, httprouter.Params) (any, error) {
-	return map[string]any{"faults": a.faults.List()}, nil
-}
-
-func (a *Admin) removeFault(_ *http.Request, ps httprouter.Params) (any, error) {
-	if !a.faults.Remove(ps.ByName("fault")) {
-		return nil, notFound("Fault rule")
-	}
-	return map[string]string{"deleted": ps.ByName("fault")}, nil
-}
-
-func (a *Admin) clearFaults(*http.Request, httprouter.Params) (any, error) {
-	a.faults.Clear()
-	return map[string]bool{"cleared": true}, nil
 }

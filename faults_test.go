@@ -202,19 +202,6 @@ func TestFaultLatency(t *testing.T) {
 	}
 }
 
-// eventually polls cond until it holds, failing after a generous deadline:
-// the engine and the deliverer run on their own goroutines.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestFaultDialAndWebhook runs the engine and the deliverer: a dial rule
 // forces a call's outcome, webhook rules fail deliveries, and the admin
 // API's redeliver and recover bring the messages to the sink.
@@ -232,7 +219,7 @@ func TestFaultDialAndWebhook(t *testing.T) {
 	}
 	type page struct{ Contacts []ContactRecord }
 	var p page
-	eventually(t, "the call to end", func() bool {
+	waitFor(t, "the call to end", func() bool {
 		s.admin(t, "GET", "/apps/qa-key/contacts?phone=0912000001&state=done", "", &p)
 		return len(p.Contacts) == 1
 	})
@@ -247,7 +234,7 @@ func TestFaultDialAndWebhook(t *testing.T) {
 		Count    int
 	}
 	var sl sinkList
-	eventually(t, "both events at the sink", func() bool {
+	waitFor(t, "both events at the sink", func() bool {
 		s.admin(t, "GET", "/sink?name=qa", "", &sl)
 		return sl.Count == 2
 	})
@@ -288,7 +275,7 @@ func TestFaultDialAndWebhook(t *testing.T) {
 	// Redeliver: the same webhook-id arrives a second time.
 	id := delivered.Messages[0].ID
 	s.admin(t, "POST", "/apps/qa-key/webhook-messages/"+id+"/redeliver", "", nil)
-	eventually(t, "the redelivery", func() bool {
+	waitFor(t, "the redelivery", func() bool {
 		s.admin(t, "GET", "/sink?webhook_id="+id, "", &sl)
 		return sl.Count == 2
 	})
@@ -300,7 +287,7 @@ func TestFaultDialAndWebhook(t *testing.T) {
 	down := addFault(t, s, `{"kind":"webhook","status":500}`)
 	qaImport(t, s, `{"contacts":[{"phone_number":"0912000002"}]}`)
 	var dead msgPage
-	eventually(t, "the messages to die", func() bool {
+	waitFor(t, "the messages to die", func() bool {
 		s.admin(t, "GET", "/apps/qa-key/webhook-messages?state=dead", "", &dead)
 		return len(dead.Messages) == 2
 	})
@@ -311,7 +298,7 @@ func TestFaultDialAndWebhook(t *testing.T) {
 		t.Errorf("recovered %d, want 2", rec.Recovered)
 	}
 	for _, m := range dead.Messages {
-		eventually(t, "a recovered message at the sink", func() bool {
+		waitFor(t, "a recovered message at the sink", func() bool {
 			s.admin(t, "GET", "/sink?webhook_id="+m.ID, "", &sl)
 			return sl.Count == 1
 		})

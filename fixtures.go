@@ -74,12 +74,6 @@ type FixtureWebhook struct {
 	Enabled *bool    `toml:"enabled"` // default true
 }
 
-// Webhook event types.
-const (
-	EventCallCompleted    = "call.completed"
-	EventContactCompleted = "contact.completed"
-)
-
 func (fa *FixtureApp) walletOrDefault() Wallet {
 	if fa.Wallet == nil {
 		return Wallet{Prepaid: false} // no wallet section: postpaid, nothing checked

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,30 +44,15 @@ api_secret = "fuzz-secret"
 // fuzzServer starts dialbox in-process (engine off, so the fuzzer measures
 // the request path only) and returns its handler and a valid token.
 func fuzzServer(f *testing.F) (http.Handler, string) {
-	dir := f.TempDir()
-	fixtures := filepath.Join(dir, "fixtures.toml")
-	if err := os.WriteFile(fixtures, []byte(fuzzFixtures), 0o600); err != nil {
-		f.Fatal(err)
-	}
-	m := NewMain(io.Discard)
-	m.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	m.Config.Listen = "127.0.0.1:0"
-	m.Config.Database = filepath.Join(dir, "fuzz.db")
-	m.Config.Fixtures = fixtures
-	m.Config.Engine.Enabled = false
-	if err := m.Run(f.Context()); err != nil {
-		f.Fatal(err)
-	}
+	fixtures := writeFile(f, "fixtures.toml", fuzzFixtures)
+	m := startMain(f, io.Discard, []string{"--database", filepath.Join(filepath.Dir(fixtures), "fuzz.db"), "--fixtures", fixtures},
+		[]string{"DIALBOX_ENGINE_ENABLED=false"}, func(m *Main) { m.Log = discardLog() })
 	f.Cleanup(func() { m.Close() })
 	app, err := m.store.AppByKey(f.Context(), "fuzz-key")
 	if err != nil {
 		f.Fatal(err)
 	}
-	token, err := MintToken(app, time.Now())
-	if err != nil {
-		f.Fatal(err)
-	}
-	return m.server.Handler, token
+	return m.server.Handler, mintToken(f, app)
 }
 
 // checkEnvelope fails unless the response is the API's JSON envelope: a

@@ -18,9 +18,9 @@ import (
 )
 
 // runImport loads contacts from a CSV file straight into the database, in
-// chunks, through the checks of operation A: canImport (1208, 1104, 2301),
-// validateContacts, then Store.Import (duplicates, 1105), so a file and an
-// API call accept and refuse the same contacts. It works with the server
+// chunks, through the Importer operation A uses (1208, 1104, 2301, contact
+// validation, duplicates, 1105), so a file and an API call accept and
+// refuse the same contacts. It works with the server
 // running (SQLite serialises the two writers; the engine finds the new
 // contacts on its next poll) or stopped.
 func runImport(ctx context.Context, args []string, stdout io.Writer, env []string) error {
@@ -67,7 +67,8 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return fmt.Errorf("import: %w", err)
 	}
 	imp := &csvImport{
-		api:         &API{cfg: cfg, store: store, now: time.Now, log: slog.New(slog.DiscardHandler)},
+		importer:    NewImporter(store, cfg, slog.New(slog.DiscardHandler), nil),
+		store:       store,
 		app:         app,
 		chunk:       *chunk,
 		skippedPath: strings.TrimSuffix(path, filepath.Ext(path)) + ".skipped.csv",
@@ -121,7 +122,8 @@ func importApp(ctx context.Context, store *Store, key string) (*Application, err
 // csvImport is one file's import: chunks of rows go through the checks of
 // operation A; skipped rows are written, with their reason, to skippedPath.
 type csvImport struct {
-	api         *API
+	importer    *Importer
+	store       *Store
 	app         *Application
 	sc          *Scenario
 	campaignID  string
@@ -136,11 +138,11 @@ type csvImport struct {
 
 // target looks up the scenario (and campaign) as operations A and C do.
 func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string) error {
-	store, appID := imp.api.store, imp.app.ID
+	store, appID := imp.store, imp.app.ID
 	if campaignID != "" {
 		camp, err := store.Campaign(ctx, appID, campaignID)
 		if errors.Is(err, errNotFound) {
-			return fmt.Errorf("%w: %q", errCampaignNotFound, campaignID)
+			return fmt.Errorf("%v: %q", publicNotFound["Campaign"], campaignID)
 		}
 		if err != nil {
 			return err
@@ -152,7 +154,7 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 	}
 	sc, err := store.Scenario(ctx, appID, scenarioID)
 	if errors.Is(err, errNotFound) {
-		return fmt.Errorf("%w: %q", errScenarioNotFound, scenarioID)
+		return fmt.Errorf("%v: %q", publicNotFound["Scenario"], scenarioID)
 	}
 	imp.sc = sc
 	return err
@@ -220,14 +222,6 @@ func (imp *csvImport) read(ctx context.Context, r io.Reader) error {
 func (imp *csvImport) importChunk(ctx context.Context, header []string, records [][]string) error {
 	first := imp.rows + 2
 	imp.rows += len(records)
-	now := imp.api.now()
-	apiErr, err := imp.api.canImport(ctx, imp.app, imp.sc, now)
-	if err != nil {
-		return err
-	}
-	if apiErr != nil {
-		return fmt.Errorf("%d %s: rows from %d on were not imported", apiErr.Code, apiErr.Message, first)
-	}
 	items := make([]any, len(records))
 	for i, rec := range records {
 		contact := make(map[string]any, len(header))
@@ -238,13 +232,13 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 		}
 		items[i] = contact
 	}
-	req := imp.api.importRequest(imp.app, imp.sc, imp.campaignID, items)
-	res, err := imp.api.store.Import(ctx, req, now)
-	if errors.As(err, &apiErr) && apiErr != errAllInvalid {
-		return fmt.Errorf("%d %s: rows from %d on were not imported", apiErr.Code, apiErr.Message, first)
-	}
-	if err != nil && !errors.Is(err, errAllInvalid) {
-		return fmt.Errorf("%s (rows from %d on were not imported)", err, first)
+	res, err := imp.importer.Import(ctx, imp.app, imp.sc, imp.campaignID, items, time.Now())
+	switch code := errorCode(err); code {
+	case "", EALLINVALID:
+	case EIMPORTFAILED:
+		return fmt.Errorf("%s (rows from %d on were not imported)", errors.Unwrap(err), first)
+	default:
+		return imp.refused(err, first)
 	}
 	imp.added += len(res.Added)
 	imp.skipped += len(res.Skipped)
@@ -254,6 +248,16 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 		}
 	}
 	return nil
+}
+
+// refused says why a chunk was not imported: with operation A's code for a
+// refusal, so the file and the API explain themselves alike.
+func (imp *csvImport) refused(err error, first int) error {
+	body, known := publicError(opAddToScenario, err)
+	if !known {
+		return err
+	}
+	return fmt.Errorf("%d %s: rows from %d on were not imported", body.Code, body.Message, first)
 }
 
 // writeSkipped adds a row to the skipped-rows file: its row number, the

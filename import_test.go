@@ -200,7 +200,7 @@ func TestImportMemoryFlat(t *testing.T) {
 	defer store.Close()
 	app, _ := store.AppByKey(context.Background(), "imp-key")
 	cfg := DefaultConfig()
-	imp := &csvImport{api: &API{cfg: cfg, store: store, now: time.Now, log: slog.New(slog.DiscardHandler)},
+	imp := &csvImport{importer: NewImporter(store, cfg, slog.New(slog.DiscardHandler), nil), store: store,
 		app: app, chunk: 1000, skippedPath: filepath.Join(t.TempDir(), "skipped.csv")}
 	if err := imp.target(context.Background(), "sc-unique", ""); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/julienschmidt/httprouter"
 )
 
 // Journal keeps the latest public API requests with their responses, for
@@ -272,52 +269,4 @@ func (j *Journal) Clear() {
 	defer j.mu.Unlock()
 	clear(j.ring)
 	j.start, j.n = 0, 0
-}
-
-// ---- admin routes ----
-
-func journalFilter(q url.Values) (JournalFilter, error) {
-	f := JournalFilter{Method: q.Get("method"), Path: q.Get("path"), Operation: q.Get("operation"),
-		Tenant: q.Get("tenant"), Fault: q.Get("fault")}
-	var ok bool
-	if f.Status, ok = intParam(q.Get("status"), 0, 100, 599); !ok {
-		return f, invalid("status", "must be an HTTP status from 100 to 599")
-	}
-	if f.Code, ok = intParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
-		return f, invalid("code", "must be an integer")
-	}
-	var err error
-	if f.Since, err = timeParam(q, "since"); err != nil {
-		return f, err
-	}
-	f.Until, err = timeParam(q, "until")
-	return f, err
-}
-
-func (a *Admin) listJournal(r *http.Request, _ httprouter.Params) (any, error) {
-	q := r.URL.Query()
-	f, err := journalFilter(q)
-	if err != nil {
-		return nil, err
-	}
-	limit, ok := intParam(q.Get("limit"), 100, 1, 10000)
-	if !ok {
-		return nil, invalid("limit", "must be an integer from 1 to 10000")
-	}
-	list, total := a.journal.Find(f, limit)
-	return map[string]any{"requests": list, "total": total}, nil
-}
-
-func (a *Admin) countJournal(r *http.Request, _ httprouter.Params) (any, error) {
-	f, err := journalFilter(r.URL.Query())
-	if err != nil {
-		return nil, err
-	}
-	_, total := a.journal.Find(f, 0)
-	return map[string]int{"count": total}, nil
-}
-
-func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
-	a.journal.Clear()
-	return map[string]bool{"cleared": true}, nil
 }

@@ -241,20 +241,29 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 
-	api := &API{cfg: cfg, store: m.store, now: time.Now, log: m.Log,
-		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
-		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports)}
-	m.api = api
+	// The parts, in dependency order, each complete before it is handed on
+	// (faults and the journal are nil-safe; the admin API mounts them).
+	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
+	faults := NewFaults(m.store)
+	m.dialer = NewSimDialer(cfg.Simulator)
+	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
+	m.engine = NewEngine(m.store, m.dialer, m.webhooks, faults, m.Log, cfg.Engine, m.dialer.TimeScale)
+	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
+	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
+
 	router := httprouter.New()
-	api.routes(router)
+	m.api.routes(router)
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		api.writeError(w, &APIError{Code: 404, Message: "Not found"})
+		m.api.writeError(w, &APIError{Code: 404, Message: "Not found"})
 	})
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
 	})
 	handler, err := m.startOps(router)
 	if err != nil {
+		return err
+	}
+	if err := m.mountAdmin(ctx, router, journal, faults); err != nil {
 		return err
 	}
 	m.server = &http.Server{
@@ -264,14 +273,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		WriteTimeout:      cfg.HTTP.WriteTimeout.Duration,
 		IdleTimeout:       cfg.HTTP.IdleTimeout.Duration,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
-	}
-	m.dialer = NewSimDialer(cfg.Simulator)
-	m.webhooks = NewWebhooks(m.store, m.Log, cfg.Webhooks)
-	m.engine = NewEngine(m.store, m.dialer, m.Log, cfg.Engine.PollInterval.Duration)
-	m.engine.TimeScale, m.engine.Webhooks = m.dialer.TimeScale, m.webhooks
-	api.notify = m.engine.Notify
-	if err := m.mountAdmin(ctx, router, api); err != nil {
-		return err
 	}
 	if err := m.startCalling(ctx); err != nil {
 		return err
@@ -354,46 +355,44 @@ func (m *Main) stopCalling() {
 	}
 }
 
-// printDemo prints the demo tenant's credentials and one working curl line
-// per operation, if the database has a demo tenant.
-func (m *Main) printDemo(ctx context.Context) error {
-	app, err := m.store.DemoApp(ctx)
-	if errors.Is(err, errNotFound) {
-		return nil
-	}
+// mountAdmin adds the admin API, with the sandbox parts it shares with the
+// public API, the engine and webhook delivery, and the sink to router.
+func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *Journal, faults *Faults) error {
+	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
 		return err
 	}
-	token, err := MintToken(app, time.Now())
+	sink, err := NewSink(m.Config.Sink)
 	if err != nil {
 		return err
 	}
-	base := m.URL()
-	auth := "-H 'Authorization: Bearer " + token + "'"
-	fmt.Fprintf(m.Stdout, `
-dialbox %s is serving on %s
-
-Demo tenant
-  API key:      %s
-  API secret:   %s
-  ACCESS_TOKEN: %s
-
-Operation A, add contacts to a scenario:
-  curl -s -X POST %s/api/v1/public-api/scenarios/%s/calls %s -H 'Content-Type: application/json' -d '{"contacts":[{"phone_number":"0912345678","danh_xung":"Anh","ho_ten":"Nguyen Van A"}]}'
-
-Operation B, list scenarios:
-  curl -s '%s/api/v1/public-api/scenarios?limit=10&offset=0' %s
-
-Operation C, add contacts to a campaign:
-  curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"+84 987 654 321","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
-
-The demo contacts are called by the simulated dialer (+84900000001..7 give
-each outcome; see the README) and every result is posted, signed, to the
-built-in webhook sink. Read it with the admin token (printed on the first
-start, or admin.token):
-  curl -s %s/admin/v1/sink -H 'Authorization: Bearer ADMIN_TOKEN'
-
-`, versionString(), base, app.APIKey, app.APISecret, token,
-		base, demoScenarioID, auth, base, auth, base, auth, demoCampaignID, base)
+	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
+		journal: journal, faults: faults, sink: sink, clock: m.dialer,
+		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
+	admin.routes(router)
+	router.POST("/sink/:name", sink.receive)
+	if generated != "" {
+		fmt.Fprintf(m.Stdout, "\nAdmin API token (shown this once; only its hash is stored, set admin.token to choose one):\n  %s\n", generated)
+	}
 	return nil
+}
+
+// resetTenants stops calling, replaces every tenant by the fixtures (or the
+// demo tenant) in one transaction, and starts calling again.
+func (m *Main) resetTenants(ctx context.Context) error {
+	m.stopCalling()
+	ctx = context.WithoutCancel(ctx) // calling must restart even if the client goes away
+	now := time.Now()
+	apps := []*FixtureApp{m.demoTenant(ctx, now)}
+	var err error
+	if m.Config.Fixtures != "" {
+		var ff *FixtureFile
+		if ff, err = LoadFixtures(m.Config.Fixtures); err == nil {
+			apps = ff.Applications
+		}
+	}
+	if err == nil {
+		err = m.store.Reset(ctx, apps, now)
+	}
+	return errors.Join(err, m.startCalling(ctx))
 }

@@ -53,8 +53,7 @@ func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 }
 
 // callingChecks report whether webhook delivery and (when enabled) the call
-// engine are running; they are looked up per request as Run makes them
-// after the routes.
+// engine are running.
 func (m *Main) callingChecks() []readinessCheck {
 	checks := []readinessCheck{{"webhook_delivery", func(context.Context) string {
 		if w := m.webhooks; w != nil {

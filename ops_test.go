@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -21,55 +20,15 @@ import (
 // log written as JSON into logs, and returns it with a demo ACCESS_TOKEN.
 func startOpsServer(t *testing.T, logs io.Writer, env ...string) (*Main, string) {
 	t.Helper()
-	m := NewMain(io.Discard)
 	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LOG_FORMAT=json"}, env...)
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--database", t.TempDir() + "/ops.db"}, env); err != nil {
-		t.Fatal(err)
-	}
-	m.SetLogOutput(logs) // as serve does: the access log batched, flushed by Close
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	m := startMain(t, io.Discard, []string{"--database", t.TempDir() + "/ops.db"}, env,
+		func(m *Main) { m.SetLogOutput(logs) }) // as serve does: the access log batched, flushed by Close
 	t.Cleanup(func() { m.Close() })
 	app, err := m.store.DemoApp(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := MintToken(app, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, token
-}
-
-func opsDo(t *testing.T, method, url, token, body string, header ...string) (*http.Response, []byte) {
-	t.Helper()
-	resp, b, err := opsRequest(method, url, token, body, header...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
-}
-
-// opsRequest sends one request; usable from any goroutine.
-func opsRequest(method, url, token, body string, header ...string) (*http.Response, []byte, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return nil, nil, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp, b, err
+	return m, mintToken(t, app)
 }
 
 // scrapeMetrics reads /metrics into name -> samples.

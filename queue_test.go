@@ -66,7 +66,7 @@ func TestMaxQueuedContacts(t *testing.T) {
 		}
 	}
 	queued := func() int {
-		return engCount(t, s.m.store, `SELECT count(*) FROM contacts c JOIN applications a ON a.id = c.app_id
+		return queryInt(t, s.m.store, `SELECT count(*) FROM contacts c JOIN applications a ON a.id = c.app_id
 			WHERE a.api_key = 'qa-key' AND c.state <> 'done'`)
 	}
 
@@ -93,11 +93,11 @@ func TestMaxQueuedContacts(t *testing.T) {
 // queueCountsExact checks the kept counts against counting the rows.
 func queueCountsExact(t *testing.T, s *Store, when string) {
 	t.Helper()
-	if n := engCount(t, s, `SELECT count(*) FROM applications a JOIN queued_contacts q ON q.app_id = a.id
+	if n := queryInt(t, s, `SELECT count(*) FROM applications a JOIN queued_contacts q ON q.app_id = a.id
 		WHERE q.n <> (SELECT count(*) FROM contacts c WHERE c.app_id = a.id AND c.state <> 'done')`); n != 0 {
 		t.Errorf("%s: %d applications with a wrong count of queued contacts", when, n)
 	}
-	if n := engCount(t, s, `SELECT count(*) FROM applications WHERE id NOT IN (SELECT app_id FROM queued_contacts)`); n != 0 {
+	if n := queryInt(t, s, `SELECT count(*) FROM applications WHERE id NOT IN (SELECT app_id FROM queued_contacts)`); n != 0 {
 		t.Errorf("%s: %d applications without a count", when, n)
 	}
 }
@@ -128,7 +128,7 @@ func TestQueuedContactsCount(t *testing.T) {
 
 	other := engTenant()
 	other.APIKey, other.Name = "eng-other", "other"
-	s, ids := engStoreAt(t, path, other)
+	s, ids := fixtureStoreAt(t, path, other)
 	queueCountsExact(t, s, "after the migration")
 
 	engImport(t, s, app, "sc", "", engPhones(20, 100)...)
@@ -141,11 +141,11 @@ func TestQueuedContactsCount(t *testing.T) {
 	engWaitAllDone(t, s, app, 25)
 	engWaitAllDone(t, s, ids[0], 7)
 	e.Stop()
-	if n := engCount(t, s, `SELECT count(*) FROM contacts WHERE attempts = 2`); n == 0 {
+	if n := queryInt(t, s, `SELECT count(*) FROM contacts WHERE attempts = 2`); n == 0 {
 		t.Error("no contact was called again")
 	}
 	queueCountsExact(t, s, "after the calls")
-	if n := engCount(t, s, `SELECT n FROM queued_contacts WHERE app_id = ?`, app); n != 0 {
+	if n := queryInt(t, s, `SELECT n FROM queued_contacts WHERE app_id = ?`, app); n != 0 {
 		t.Errorf("%d queued once every contact is done", n)
 	}
 

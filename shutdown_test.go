@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -62,15 +61,10 @@ api_secret = "sd-secret"
 `, url, whSecret)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m := NewMain(io.Discard)
-	m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	env := []string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_HTTP_SHUTDOWN_TIMEOUT=" + grace}
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--database", db, "--fixtures", fx}, env); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	m := startMain(t, io.Discard, []string{"--database", db, "--fixtures", fx}, env, func(m *Main) {
+		m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
 	var app int64
 	if err := m.store.read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
@@ -101,7 +95,7 @@ func TestShutdownFinishesWebhookAttempts(t *testing.T) {
 
 	closed := make(chan error, 1)
 	go func() { closed <- m.Close() }()
-	engWait(t, "delivery to stop taking messages", func() bool {
+	waitFor(t, "delivery to stop taking messages", func() bool {
 		m.webhooks.mu.Lock()
 		defer m.webhooks.mu.Unlock()
 		return !m.webhooks.running
@@ -154,8 +148,8 @@ func TestShutdownAbandonsSlowWebhookAttempts(t *testing.T) {
 	if again := <-rcv.arrived; again != id {
 		t.Errorf("after restart message %s was sent, want %s", again, id)
 	}
-	engWait(t, "the delivery recorded", func() bool {
-		return engCount(t, m.store, `SELECT count(*) FROM webhook_messages WHERE id = ? AND state = 'delivered'`, id) == 1
+	waitFor(t, "the delivery recorded", func() bool {
+		return queryInt(t, m.store, `SELECT count(*) FROM webhook_messages WHERE id = ? AND state = 'delivered'`, id) == 1
 	})
 	if err := m.Close(); err != nil {
 		t.Errorf("close: %v", err)
@@ -191,7 +185,7 @@ func TestSIGTERMFinishesWebhookAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := strings.TrimPrefix(url, "http://")
-	engWait(t, "the listener to close", func() bool {
+	waitFor(t, "the listener to close", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()

@@ -127,29 +127,3 @@ func (s *Sink) Clear(name string) {
 	clear(s.msgs[len(kept):])
 	s.msgs = kept
 }
-
-// ---- admin routes ----
-
-func (a *Admin) listSink(r *http.Request, _ httprouter.Params) (any, error) {
-	q := r.URL.Query()
-	f := SinkFilter{Name: q.Get("name"), EventType: q.Get("event_type"), WebhookID: q.Get("webhook_id")}
-	switch q.Get("verified") {
-	case "":
-	case "true", "false":
-		v := q.Get("verified") == "true"
-		f.Verified = &v
-	default:
-		return nil, invalid("verified", "must be true or false")
-	}
-	var err error
-	if f.Since, err = timeParam(q, "since"); err != nil {
-		return nil, err
-	}
-	msgs := a.sink.Find(f)
-	return map[string]any{"messages": msgs, "count": len(msgs)}, nil
-}
-
-func (a *Admin) clearSink(r *http.Request, _ httprouter.Params) (any, error) {
-	a.sink.Clear(r.URL.Query().Get("name"))
-	return map[string]bool{"cleared": true}, nil
-}

@@ -17,9 +17,6 @@ import (
 // The admin API's reads and writes. Every write goes through Store.Write
 // like the public API's, so admin changes share the group commit.
 
-// errConflict is the store's answer for a row that already exists.
-var errConflict = errors.New("already exists")
-
 func isUniqueViolation(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) &&

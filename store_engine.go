@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -329,109 +328,6 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	}
 	data.TotalCost = &total
 	return enqueue(tx, endpoints, appID, EventContactCompleted, data, e.Now, e.FirstTry)
-}
-
-// eventData is the data of call.completed (one per attempt) and
-// contact.completed (once, with the final attempt and the totals).
-type eventData struct {
-	ContactID     string          `json:"contact_id"`
-	Fields        json.RawMessage `json:"fields"` // the contact's echo fields, as operation A/C returned them
-	Phone         string          `json:"phone"`
-	ScenarioID    string          `json:"scenario_id"`
-	CampaignID    *string         `json:"campaign_id"`
-	CallID        string          `json:"call_id"`
-	Attempt       int             `json:"attempt"`
-	Hotline       string          `json:"hotline"`
-	Outcome       string          `json:"outcome"`
-	Cause         int             `json:"cause"`
-	StartedAt     string          `json:"started_at"`
-	AnsweredAt    *string         `json:"answered_at"`
-	EndedAt       string          `json:"ended_at"`
-	Duration      int64           `json:"duration"` // talk seconds
-	Cost          int64           `json:"cost"`
-	WillRetry     bool            `json:"will_retry"`
-	NextAttemptAt *string         `json:"next_attempt_at,omitempty"`
-	Attempts      int             `json:"attempts,omitempty"`   // contact.completed only
-	TotalCost     *int64          `json:"total_cost,omitempty"` // contact.completed only
-}
-
-func eventTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-// event is the JSON body of every webhook message.
-type event struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	Timestamp string `json:"timestamp"`
-	Data      any    `json:"data"`
-}
-
-// enqueueEvent writes one outbox message per enabled endpoint of the
-// application subscribed to the event (an empty events list means all).
-func enqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
-	endpoints, err := subscribedEndpoints(tx, appID)
-	if err != nil {
-		return err
-	}
-	return enqueue(tx, endpoints, appID, eventType, data, now, firstTry)
-}
-
-// subscribedEndpoints lists the application's enabled endpoints with the
-// events each wants.
-func subscribedEndpoints(tx *sql.Tx, appID int64) (map[string][]string, error) {
-	rows, err := tx.Query(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, appID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string][]string{}
-	for rows.Next() {
-		var id, events string
-		if err := rows.Scan(&id, &events); err != nil {
-			return nil, err
-		}
-		var list []string
-		if err := json.Unmarshal([]byte(events), &list); err != nil {
-			return nil, fmt.Errorf("webhook endpoint %s events: %w", id, err)
-		}
-		out[id] = list
-	}
-	return out, rows.Err()
-}
-
-// enqueue writes the event once per endpoint subscribed to it. The event id
-// is shared by the copies; each copy has its own message id, which is its
-// webhook-id.
-func enqueue(tx *sql.Tx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
-	var payload []byte
-	for ep, events := range endpoints {
-		if !subscribed(events, eventType) {
-			continue
-		}
-		if payload == nil {
-			var err error
-			if payload, err = json.Marshal(event{Type: eventType, ID: "evt_" + newV7(), Timestamp: eventTime(now), Data: data}); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+newV7(), ep, appID, eventType, string(payload),
-			ms(firstTry), ms(now), ms(now)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func subscribed(events []string, eventType string) bool {
-	if len(events) == 0 {
-		return true
-	}
-	for _, e := range events {
-		if e == eventType {
-			return true
-		}
-	}
-	return false
 }
 
 // newV7 is a time-ordered UUID, cheap to index.

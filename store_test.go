@@ -18,36 +18,6 @@ import (
 	"time"
 )
 
-func openTestStore(t testing.TB) (*Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "dialbox.db")
-	s, err := OpenStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, path
-}
-
-func storeExec(t testing.TB, s *Store, query string, args ...any) {
-	t.Helper()
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(query, args...)
-		return err
-	}); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-}
-
-func queryInt(t testing.TB, s *Store, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := s.read.QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
 // TestMigrations: a database left by an older dialbox (every older schema
 // version) opens in this one with its data kept and its schema brought up
 // to date; a database from a newer dialbox is refused, untouched.
@@ -296,34 +266,6 @@ func TestGroupCommit(t *testing.T) {
 	})
 }
 
-// waitFor polls cond until it holds; the timeout only bounds a hung test.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// applyTestFixtures loads a fixtures text through LoadFixtures, as a start does.
-func applyTestFixtures(t testing.TB, s *Store, text string, now time.Time) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "fixtures.toml")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ff, err := LoadFixtures(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ApplyFixtures(context.Background(), ff.Applications, now); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestImportSkipReasons: every skipped contact is recorded with its
 // position, its input and why, for 1403 too; a 1105 records nothing.
 func TestImportSkipReasons(t *testing.T) {
@@ -500,16 +442,6 @@ func TestFixturesIdempotent(t *testing.T) {
 			t.Errorf("%s changed although its fixture did not: %q -> %q", k, first[k], v)
 		}
 	}
-}
-
-// writeFile writes a test file and returns its path.
-func writeFile(t testing.TB, name, text string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestFixtureErrors: a bad fixtures file stops the start with

@@ -56,9 +56,9 @@ type Webhooks struct {
 	Timeout  time.Duration
 	Schedule []time.Duration
 	Client   *http.Client
-	// BeforeSend, if set (before Start), may answer for the receiver: fault
-	// injection from the admin API. Nothing is sent when ok.
-	BeforeSend func(endpointID string) (status int, ok bool)
+	// faults may answer for the receiver (the admin API's webhook rules),
+	// and then nothing is sent; nil: none.
+	faults *Faults
 
 	wake chan struct{}
 
@@ -77,13 +77,13 @@ type Webhooks struct {
 	records   sync.WaitGroup
 }
 
-func NewWebhooks(store *Store, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
+func NewWebhooks(store *Store, faults *Faults, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
 	schedule := make([]time.Duration, len(cfg.RetrySchedule))
 	for i, d := range cfg.RetrySchedule {
 		schedule[i] = d.Duration
 	}
 	return &Webhooks{
-		Store: store, Log: log, Workers: cfg.Workers, Timeout: cfg.Timeout.Duration, Schedule: schedule,
+		Store: store, faults: faults, Log: log, Workers: cfg.Workers, Timeout: cfg.Timeout.Duration, Schedule: schedule,
 		Client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               http.ProxyFromEnvironment,
@@ -262,11 +262,8 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 		w.Notify()
 	}
 	start := time.Now()
-	status, retryAfter, err := 0, time.Duration(0), error(nil)
-	forced := false
-	if w.BeforeSend != nil {
-		status, forced = w.BeforeSend(m.EndpointID)
-	}
+	retryAfter, err := time.Duration(0), error(nil)
+	status, forced := w.faults.BeforeSend(m.EndpointID)
 	if !forced {
 		status, retryAfter, err = w.send(ctx, m, start)
 		if err != nil && ctx.Err() != nil {

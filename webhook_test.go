@@ -107,7 +107,7 @@ func (r *whReceiver) failures() []string {
 // waitFor waits until n distinct messages arrived, and checks no more do.
 func (r *whReceiver) waitFor(t testing.TB, n int) {
 	t.Helper()
-	engWait(t, "webhook deliveries", func() bool { return r.count() >= n })
+	waitFor(t, "webhook deliveries", func() bool { return r.count() >= n })
 	if got := r.count(); got != n {
 		t.Errorf("receiver got %d distinct messages, want %d", got, n)
 	}
@@ -121,7 +121,7 @@ func whStart(t testing.TB, s *Store, setup func(*Webhooks)) *Webhooks {
 	cfg.Workers = 4
 	cfg.Timeout = Duration{5 * time.Second}
 	cfg.RetrySchedule = durations("0s", "10ms", "20ms", "50ms", "100ms")
-	w := NewWebhooks(s, engLog(), cfg)
+	w := NewWebhooks(s, nil, discardLog(), cfg)
 	if setup != nil {
 		setup(w)
 	}
@@ -191,7 +191,7 @@ func TestWebhooksReceiverDownThenUp(t *testing.T) {
 		}
 		return 0, nil
 	})
-	s, ids := engStore(t, whTenant(rcv.URL()))
+	s, ids := fixtureStore(t, whTenant(rcv.URL()))
 	// Enough tries that none dies while the receiver is down.
 	whStart(t, s, func(w *Webhooks) {
 		w.Schedule = make([]time.Duration, 200)
@@ -200,19 +200,19 @@ func TestWebhooksReceiverDownThenUp(t *testing.T) {
 		}
 	})
 	whEnqueue(t, s, ids[0], 20)
-	engWait(t, "every message tried at least three times", func() bool {
-		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE attempts >= 3`) == 20
+	waitFor(t, "every message tried at least three times", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE attempts >= 3`) == 20
 	})
 	down.Store(false)
 	rcv.waitFor(t, 20)
-	engWait(t, "all delivered", func() bool {
-		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) == 20
+	waitFor(t, "all delivered", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) == 20
 	})
 	for id, m := range whMessages(t, s) {
 		if m.Attempts < 4 {
 			t.Errorf("message %s: %d attempts, want at least 4 (three refused, then delivered)", id, m.Attempts)
 		}
-		if got := engCount(t, s, `SELECT count(*) FROM webhook_attempts a JOIN webhook_messages m ON m.seq = a.message_seq
+		if got := queryInt(t, s, `SELECT count(*) FROM webhook_attempts a JOIN webhook_messages m ON m.seq = a.message_seq
 			WHERE m.id = ?`, id); got != m.Attempts {
 			t.Errorf("message %s: %d attempts recorded, %d counted", id, got, m.Attempts)
 		}
@@ -233,11 +233,11 @@ func TestWebhooksDeadGoneAndRetryAfter(t *testing.T) {
 		}
 		return 0, nil
 	})
-	s, ids := engStore(t, whTenant(failing.URL(), gone.URL(), slow.URL()))
+	s, ids := fixtureStore(t, whTenant(failing.URL(), gone.URL(), slow.URL()))
 	w := whStart(t, s, nil)
 	whEnqueue(t, s, ids[0], 1)
-	engWait(t, "messages settled", func() bool {
-		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'pending'`) == 3
+	waitFor(t, "messages settled", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'pending'`) == 3
 	})
 	rows := map[string]struct {
 		state    string
@@ -289,28 +289,22 @@ func TestWebhooksDeadGoneAndRetryAfter(t *testing.T) {
 	}
 	// A disabled endpoint gets no new messages.
 	whEnqueue(t, s, ids[0], 1)
-	if n := engCount(t, s, `SELECT count(*) FROM webhook_messages`); n != 5 {
+	if n := queryInt(t, s, `SELECT count(*) FROM webhook_messages`); n != 5 {
 		t.Errorf("%d messages after a second event, want 5 (none for the disabled endpoint)", n)
 	}
 }
 
 func TestWebhooksBeforeSendAndSameIDOnRetry(t *testing.T) {
 	rcv := newWHReceiver(t)
-	s, ids := engStore(t, whTenant(rcv.URL()))
-	var forced atomic.Int64
-	whStart(t, s, func(w *Webhooks) {
-		w.BeforeSend = func(string) (int, bool) {
-			// The first two tries of each message fail as if the receiver said 503.
-			if forced.Add(1) <= 10 {
-				return 503, true
-			}
-			return 0, false
-		}
-	})
+	s, ids := fixtureStore(t, whTenant(rcv.URL()))
+	// The first ten tries fail as if the receiver said 503.
+	faults := NewFaults(s)
+	faults.Add(&FaultRule{Kind: FaultWebhook, Status: 503, Times: 10, Remaining: 10, Probability: 1})
+	whStart(t, s, func(w *Webhooks) { w.faults = faults })
 	whEnqueue(t, s, ids[0], 5)
 	rcv.waitFor(t, 5)
-	engWait(t, "all delivered", func() bool {
-		return engCount(t, s, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) == 5
+	waitFor(t, "all delivered", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) == 5
 	})
 	msgs := whMessages(t, s)
 	for _, ev := range rcv.all() {
@@ -318,14 +312,14 @@ func TestWebhooksBeforeSendAndSameIDOnRetry(t *testing.T) {
 			t.Errorf("webhook-id %s is not a stored message id", ev.WebhookID)
 		}
 	}
-	if n := engCount(t, s, `SELECT count(*) FROM webhook_attempts WHERE status_code = 503`); n != 10 {
+	if n := queryInt(t, s, `SELECT count(*) FROM webhook_attempts WHERE status_code = 503`); n != 10 {
 		t.Errorf("%d forced 503 attempts recorded, want 10", n)
 	}
 }
 
 func TestWebhooksResumeAfterRestart(t *testing.T) {
 	rcv := newWHReceiver(t)
-	s, ids := engStore(t, whTenant(rcv.URL()))
+	s, ids := fixtureStore(t, whTenant(rcv.URL()))
 	// Messages queued while nothing delivers (a crash before delivery) go
 	// out when delivery starts, each once.
 	whEnqueue(t, s, ids[0], 30)
@@ -403,7 +397,7 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	s, ids := engStore(b, whTenant(srv.URL))
+	s, ids := fixtureStore(b, whTenant(srv.URL))
 	data := eventData{ContactID: newV7(), Fields: json.RawMessage(`{"ho_ten":"Nguyen Van A","so_dien_thoai":"+84912345678"}`),
 		Phone: "+84912345678", ScenarioID: "sc", Attempt: 1, Hotline: "02873000001", Outcome: OutcomeAnswered, Cause: 200}
 	if err := s.Write(context.Background(), func(tx *sql.Tx) error {

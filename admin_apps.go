@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+func (a *Admin) listApps(r *http.Request, _ httprouter.Params) (any, error) {
+	apps, err := a.store.ListApps(r.Context())
+	return map[string]any{"applications": apps}, err
+}
+
+func (a *Admin) getApp(r *http.Request, ps httprouter.Params) (any, error) {
+	return a.app(r, ps)
+}
+
+type appBody struct {
+	Name      *string `json:"name"`
+	APIKey    *string `json:"api_key"`
+	APISecret *string `json:"api_secret"`
+	Disabled  *bool   `json:"disabled"`
+}
+
+// createdApp is the only answer that shows an application's secret.
+type createdApp struct {
+	*Application
+	APISecret   string `json:"api_secret"`
+	AccessToken string `json:"access_token"`
+}
+
+func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
+	var b appBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	if b.Disabled != nil {
+		return nil, invalid("disabled", "cannot be set on create")
+	}
+	key, secret := deref(b.APIKey, randomHex(16)), deref(b.APISecret, randomHex(24))
+	switch {
+	case strings.TrimSpace(key) == "" || strings.ContainsAny(key, "/?# "):
+		return nil, invalid("api_key", "must be a non-empty string without spaces, /, ? or #")
+	case secret == "":
+		return nil, invalid("api_secret", "must not be empty")
+	}
+	app, err := a.store.CreateApp(r.Context(), deref(b.Name, key), key, secret, a.now())
+	if errors.Is(err, errConflict) {
+		return nil, conflict("An application with api_key %q already exists", key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	token, err := MintToken(app, a.now())
+	return createdApp{app, secret, token}, err
+}
+
+func deref(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
+	var b appBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	switch {
+	case b.APIKey != nil:
+		return nil, invalid("api_key", "cannot be changed; create another application")
+	case b.APISecret != nil && *b.APISecret == "":
+		return nil, invalid("api_secret", "must not be empty")
+	}
+	return a.patchApp(r, ps, AppPatch{Name: b.Name, APISecret: b.APISecret, Disabled: b.Disabled})
+}
+
+func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p AppPatch) (any, error) {
+	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Application")
+	}
+	return app, err
+}
+
+func (a *Admin) setAppDisabled(disabled bool) handler {
+	return func(r *http.Request, ps httprouter.Params) (any, error) {
+		return a.patchApp(r, ps, AppPatch{Disabled: &disabled})
+	}
+}
+
+func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
+	err := a.store.DeleteApp(r.Context(), ps.ByName("app"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Application")
+	}
+	return map[string]string{"deleted": ps.ByName("app")}, err
+}
+
+func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	token, err := MintToken(app, a.now())
+	return map[string]string{"access_token": token}, err
+}

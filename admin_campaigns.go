@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+)
+
+func (a *Admin) listCampaigns(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.store.ListCampaigns(r.Context(), app.ID, r.URL.Query().Get("scenario_id"))
+	return map[string]any{"campaigns": list}, err
+}
+
+func (a *Admin) getCampaign(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.store.Campaign(r.Context(), app.ID, ps.ByName("campaign"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Campaign")
+	}
+	return c, err
+}
+
+func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b struct {
+		ID         *string `json:"id"`
+		Name       string  `json:"name"`
+		ScenarioID string  `json:"scenario_id"`
+	}
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	c := &Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
+	switch {
+	case c.ID == "":
+		return nil, invalid("id", "must not be empty")
+	case c.ScenarioID == "":
+		return nil, invalid("scenario_id", "is required")
+	}
+	if _, err := a.scenario(r, app.ID, c.ScenarioID); err != nil {
+		if errors.Is(err, errNotFound) {
+			return nil, invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
+		}
+		return nil, err
+	}
+	err = a.store.CreateCampaign(r.Context(), c, a.now())
+	if errors.Is(err, errConflict) {
+		return nil, conflict("Campaign %q already exists", c.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ps = append(ps, httprouter.Param{Key: "campaign", Value: c.ID})
+	return a.getCampaign(r, ps)
+}
+
+func (a *Admin) setCampaignPaused(paused bool) handler {
+	return func(r *http.Request, ps httprouter.Params) (any, error) {
+		app, err := a.app(r, ps)
+		if err != nil {
+			return nil, err
+		}
+		err = a.store.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused, a.now())
+		if errors.Is(err, errNotFound) {
+			return nil, notFound("Campaign")
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.wake(app.ID)
+		return a.getCampaign(r, ps)
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+var contactStates = map[string]bool{"": true, ContactQueued: true, ContactDialing: true, ContactDone: true}
+
+func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	f := ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
+		Outcome: q.Get("outcome"), Phone: q.Get("phone")}
+	if !contactStates[f.State] {
+		return nil, invalid("state", "must be queued, dialing or done")
+	}
+	if f.Phone != "" {
+		if f.Phone, err = normalizePhone(f.Phone, a.region); err != nil {
+			return nil, invalid("phone", err.Error())
+		}
+	}
+	if f.CursorPage, err = cursorPageParams(q); err != nil {
+		return nil, err
+	}
+	list, next, err := a.store.Contacts(r.Context(), app.ID, f)
+	return map[string]any{"contacts": list, "next_cursor": next}, err
+}
+
+func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	c, calls, err := a.store.Contact(r.Context(), app.ID, ps.ByName("contact"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Contact")
+	}
+	return contactWithCalls{c, calls}, err
+}
+
+type contactWithCalls struct {
+	*ContactRecord
+	Calls []CallRecord `json:"calls"`
+}
+
+func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	limit, err := limitParam(q)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.store.Imports(r.Context(), app.ID, q.Get("scenario_id"), limit)
+	return map[string]any{"imports": list}, err
+}
+
+func (a *Admin) getImport(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	im, err := a.store.ImportByID(r.Context(), app.ID, ps.ByName("import"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Import")
+	}
+	if err != nil {
+		return nil, err
+	}
+	skipped, err := a.store.SkippedOf(r.Context(), im.ID)
+	if skipped == nil {
+		skipped = []SkippedContact{}
+	}
+	return importWithSkipped{im, skipped}, err
+}
+
+type importWithSkipped struct {
+	*ImportRecord
+	SkippedContacts []SkippedContact `json:"skipped_contacts"`
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+func (a *Admin) listPools(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := a.store.Pools(r.Context(), app.ID, "")
+	return map[string]any{"pools": pools}, err
+}
+
+func (a *Admin) getPool(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := a.store.Pools(r.Context(), app.ID, ps.ByName("pool"))
+	if err != nil {
+		return nil, err
+	}
+	if len(pools) == 0 {
+		return nil, notFound("Hotline pool")
+	}
+	return pools[0], nil
+}
+
+type poolBody struct {
+	Key     string   `json:"key"`
+	Numbers []string `json:"numbers"`
+}
+
+func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b poolBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(b.Key) == "" {
+		return nil, invalid("key", "is required")
+	}
+	numbers, ok := cleanNumbers(b.Numbers)
+	if !ok {
+		return nil, invalid("numbers", "must not hold an empty number")
+	}
+	err = a.store.CreatePool(r.Context(), app.ID, b.Key, numbers, a.now())
+	if errors.Is(err, errConflict) {
+		return nil, conflict("Hotline pool %q already exists", b.Key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ps = append(ps, httprouter.Param{Key: "pool", Value: b.Key})
+	return a.getPool(r, ps)
+}
+
+// cleanNumbers trims hotline numbers; false when one is empty.
+func cleanNumbers(numbers []string) ([]string, bool) {
+	out := make([]string, len(numbers))
+	for i, n := range numbers {
+		if out[i] = strings.TrimSpace(n); out[i] == "" {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func (a *Admin) deletePool(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.DeletePool(r.Context(), app.ID, ps.ByName("pool"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Hotline pool")
+	}
+	return map[string]string{"deleted": ps.ByName("pool")}, err
+}
+
+func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b struct {
+		Numbers []string `json:"numbers"`
+	}
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	numbers, ok := cleanNumbers(b.Numbers)
+	if !ok || len(numbers) == 0 {
+		return nil, invalid("numbers", "is required and must hold non-empty numbers")
+	}
+	err = a.store.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers)
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Hotline pool")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.getPool(r, ps)
+}
+
+func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Hotline number")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.getPool(r, ps)
+}
+
+func (a *Admin) setNumberEnabled(enabled bool) handler {
+	return func(r *http.Request, ps httprouter.Params) (any, error) {
+		app, err := a.app(r, ps)
+		if err != nil {
+			return nil, err
+		}
+		err = a.store.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled)
+		if errors.Is(err, errNotFound) {
+			return nil, notFound("Hotline number")
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.wake(app.ID)
+		return a.getPool(r, ps)
+	}
+}

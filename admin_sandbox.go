@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+)
+
+// ---- reset and clock ----
+
+// resetState returns everything to the start: tenants as the fixtures (or
+// the demo tenant) make them, no fault rules, an empty journal and sink.
+func (a *Admin) resetState(r *http.Request, _ httprouter.Params) (any, error) {
+	err := a.reset(r.Context())
+	var bad *ConfigError
+	if errors.As(err, &bad) {
+		return nil, &Error{Code: EBADCONFIG, Message: fmt.Sprintf("Nothing was reset: %v", bad)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.faults.Clear()
+	a.journal.Clear()
+	a.sink.Clear("")
+	return a.listApps(r, nil)
+}
+
+type clockBody struct {
+	TimeScale *float64 `json:"time_scale"`
+}
+
+func (a *Admin) getClock(*http.Request, httprouter.Params) (any, error) {
+	return map[string]float64{"time_scale": a.clock.TimeScale()}, nil
+}
+
+func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
+	var b clockBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	if b.TimeScale == nil || *b.TimeScale <= 0 {
+		return nil, invalid("time_scale", "is required and must be a positive number")
+	}
+	a.clock.SetTimeScale(*b.TimeScale)
+	return a.getClock(r, ps)
+}
+
+// ---- journal ----
+
+func journalFilter(q url.Values) (JournalFilter, error) {
+	f := JournalFilter{Method: q.Get("method"), Path: q.Get("path"), Operation: q.Get("operation"),
+		Tenant: q.Get("tenant"), Fault: q.Get("fault")}
+	var ok bool
+	if f.Status, ok = intParam(q.Get("status"), 0, 100, 599); !ok {
+		return f, invalid("status", "must be an HTTP status from 100 to 599")
+	}
+	if f.Code, ok = intParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
+		return f, invalid("code", "must be an integer")
+	}
+	var err error
+	if f.Since, err = timeParam(q, "since"); err != nil {
+		return f, err
+	}
+	f.Until, err = timeParam(q, "until")
+	return f, err
+}
+
+func (a *Admin) listJournal(r *http.Request, _ httprouter.Params) (any, error) {
+	q := r.URL.Query()
+	f, err := journalFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	limit, ok := intParam(q.Get("limit"), 100, 1, 10000)
+	if !ok {
+		return nil, invalid("limit", "must be an integer from 1 to 10000")
+	}
+	list, total := a.journal.Find(f, limit)
+	return map[string]any{"requests": list, "total": total}, nil
+}
+
+func (a *Admin) countJournal(r *http.Request, _ httprouter.Params) (any, error) {
+	f, err := journalFilter(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	_, total := a.journal.Find(f, 0)
+	return map[string]int{"count": total}, nil
+}
+
+func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
+	a.journal.Clear()
+	return map[string]bool{"cleared": true}, nil
+}
+
+// ---- fault rules ----
+
+// dialOutcomes are the call outcomes of DESIGN §5.
+var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
+	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
+
+type faultBody struct {
+	FaultRule
+	Probability *float64 `json:"probability"`
+}
+
+// check validates a new rule and fills in what it derives.
+func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
+	rule := b.FaultRule
+	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
+	rule.Probability = 1
+	if b.Probability != nil {
+		if *b.Probability <= 0 || *b.Probability > 1 {
+			return nil, invalid("probability", "must be more than 0 and at most 1")
+		}
+		rule.Probability = *b.Probability
+	}
+	if rule.Times < 0 {
+		return nil, invalid("times", "must not be negative (0: until removed)")
+	}
+	if rule.Operation != "" && rule.Operation != "A" && rule.Operation != "B" && rule.Operation != "C" {
+		return nil, invalid("operation", "must be A, B or C (or absent for all three)")
+	}
+	if rule.APIKey != "" {
+		app, err := a.store.AppByKey(r.Context(), rule.APIKey)
+		if errors.Is(err, errNotFound) {
+			return nil, invalid("api_key", fmt.Sprintf("%q is not an application", rule.APIKey))
+		}
+		if err != nil {
+			return nil, err
+		}
+		rule.appID = app.ID
+	}
+	// Each kind takes its own fields only, so a typo'd rule fails loudly.
+	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
+		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
+		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
+		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0}
+	allowed := map[string][]string{
+		FaultError:   {"operation", "scenario_id", "code", "message"},
+		FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
+		FaultDial:    {"phone", "outcome"},
+		FaultWebhook: {"endpoint_id", "status"},
+	}[rule.Kind]
+	if allowed == nil {
+		return nil, invalid("kind", "must be error, latency, dial or webhook")
+	}
+	for _, k := range allowed {
+		delete(used, k)
+	}
+	for k, set := range used {
+		if set {
+			return nil, invalid(k, "does not apply to a "+rule.Kind+" rule")
+		}
+	}
+	switch rule.Kind {
+	case FaultError:
+		if faultCodes[rule.Code] == nil {
+			return nil, invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
+		}
+	case FaultLatency:
+		if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
+			return nil, invalid("delay_ms", "is required: a positive number of milliseconds")
+		}
+		if rule.DelayMaxMS != 0 && rule.DelayMaxMS < rule.DelayMS {
+			return nil, invalid("delay_max_ms", "must not be less than delay_ms")
+		}
+	case FaultDial:
+		if !dialOutcomes[rule.Outcome] {
+			return nil, invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
+		}
+		if rule.Phone != "" {
+			phone, err := normalizePhone(rule.Phone, a.region)
+			if err != nil {
+				return nil, invalid("phone", err.Error())
+			}
+			rule.Phone = phone
+		}
+	case FaultWebhook:
+		if rule.Status < 100 || rule.Status > 599 {
+			return nil, invalid("status", "is required: an HTTP status from 100 to 599")
+		}
+	}
+	return &rule, nil
+}
+
+func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
+	var b faultBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	rule, err := a.checkFault(r, &b)
+	if err != nil {
+		return nil, err
+	}
+	a.faults.Add(rule)
+	return rule, nil
+}
+
+func (a *Admin) listFaults(*http.Request, httprouter.Params) (any, error) {
+	return map[string]any{"faults": a.faults.List()}, nil
+}
+
+func (a *Admin) removeFault(_ *http.Request, ps httprouter.Params) (any, error) {
+	if !a.faults.Remove(ps.ByName("fault")) {
+		return nil, notFound("Fault rule")
+	}
+	return map[string]string{"deleted": ps.ByName("fault")}, nil
+}
+
+func (a *Admin) clearFaults(*http.Request, httprouter.Params) (any, error) {
+	a.faults.Clear()
+	return map[string]bool{"cleared": true}, nil
+}
+
+// ---- sink ----
+
+func (a *Admin) listSink(r *http.Request, _ httprouter.Params) (any, error) {
+	q := r.URL.Query()
+	f := SinkFilter{Name: q.Get("name"), EventType: q.Get("event_type"), WebhookID: q.Get("webhook_id")}
+	switch q.Get("verified") {
+	case "":
+	case "true", "false":
+		v := q.Get("verified") == "true"
+		f.Verified = &v
+	default:
+		return nil, invalid("verified", "must be true or false")
+	}
+	var err error
+	if f.Since, err = timeParam(q, "since"); err != nil {
+		return nil, err
+	}
+	msgs := a.sink.Find(f)
+	return map[string]any{"messages": msgs, "count": len(msgs)}, nil
+}
+
+func (a *Admin) clearSink(r *http.Request, _ httprouter.Params) (any, error) {
+	a.sink.Clear(r.URL.Query().Get("name"))
+	return map[string]bool{"cleared": true}, nil
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+)
+
+// adminScenario is a scenario as the admin API shows it: the public fields
+// plus its content.
+type adminScenario struct {
+	ID                 string     `json:"id"`
+	Name               string     `json:"name"`
+	Description        string     `json:"description"`
+	Status             string     `json:"status"`
+	Content            string     `json:"content"`
+	PersonalizedFields []string   `json:"personalized_fields"`
+	CallConfig         CallConfig `json:"call_config"`
+	CreatedAt          time.Time  `json:"created_at"`
+	UpdatedAt          time.Time  `json:"updated_at"`
+}
+
+func showScenario(sc *Scenario) adminScenario {
+	return adminScenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.PersonalizedFields,
+		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
+}
+
+func (a *Admin) scenario(r *http.Request, appID int64, id string) (*Scenario, error) {
+	sc, err := a.store.Scenario(r.Context(), appID, id)
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Scenario")
+	}
+	return sc, err
+}
+
+func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	status := q.Get("status")
+	if status != "" && !validScenarioStatus(status) {
+		return nil, invalid("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
+	}
+	limit, offset, err := pageParams(q)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]adminScenario, len(list))
+	for i, sc := range list {
+		out[i] = showScenario(sc)
+	}
+	return map[string]any{"scenarios": out, "total_count": total}, nil
+}
+
+type scenarioBody struct {
+	ID                 *string         `json:"id"`
+	Name               *string         `json:"name"`
+	Description        *string         `json:"description"`
+	Status             *string         `json:"status"`
+	Content            *string         `json:"content"`
+	PersonalizedFields []string        `json:"personalized_fields"`
+	CallConfig         json.RawMessage `json:"call_config"` // merged over the current (or default) one
+}
+
+// apply sets the body's fields on sc and checks the result.
+func (b *scenarioBody) apply(sc *Scenario) error {
+	for _, f := range []struct {
+		from *string
+		to   *string
+	}{{b.Name, &sc.Name}, {b.Description, &sc.Description}, {b.Content, &sc.Content}} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
+	}
+	if b.PersonalizedFields != nil {
+		sc.PersonalizedFields = b.PersonalizedFields
+	}
+	if len(b.CallConfig) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(b.CallConfig))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&sc.CallConfig); err != nil {
+			return invalid("call_config", "must be a call_config object: "+err.Error())
+		}
+	}
+	if fe := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
+		return validationError(*fe)
+	}
+	return nil
+}
+
+func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b scenarioBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	sc := &Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, StatusDraft),
+		PersonalizedFields: []string{}, CallConfig: DefaultCallConfig()}
+	if err := b.apply(sc); err != nil {
+		return nil, err
+	}
+	err = a.store.CreateScenario(r.Context(), sc, a.now())
+	if errors.Is(err, errConflict) {
+		return nil, conflict("Scenario %q already exists", sc.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.showScenario(r, app.ID, sc.ID)
+}
+
+func (a *Admin) showScenario(r *http.Request, appID int64, id string) (any, error) {
+	sc, err := a.scenario(r, appID, id)
+	if err != nil {
+		return nil, err
+	}
+	return showScenario(sc), nil
+}
+
+func (a *Admin) getScenario(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	return a.showScenario(r, app.ID, ps.ByName("scenario"))
+}
+
+func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b scenarioBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	switch {
+	case b.ID != nil:
+		return nil, invalid("id", "cannot be changed")
+	case b.Status != nil:
+		return nil, invalid("status", "changes only through submit, approve, reject and edit")
+	}
+	sc, err := a.scenario(r, app.ID, ps.ByName("scenario"))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.apply(sc); err != nil {
+		return nil, err
+	}
+	err = a.store.UpdateScenario(r.Context(), sc, a.now())
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Scenario")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.showScenario(r, app.ID, sc.ID)
+}
+
+func (a *Admin) deleteScenario(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.DeleteScenario(r.Context(), app.ID, ps.ByName("scenario"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Scenario")
+	}
+	return map[string]string{"deleted": ps.ByName("scenario")}, err
+}
+
+// scenarioTransition is one arrow of DESIGN §5's status diagram.
+type scenarioTransition struct {
+	name string
+	from []string
+	to   string
+}
+
+var scenarioTransitions = []scenarioTransition{
+	{"submit", []string{StatusDraft}, StatusReviewing},
+	{"approve", []string{StatusReviewing}, StatusActive},
+	{"reject", []string{StatusReviewing}, StatusReject},
+	{"edit", []string{StatusActive, StatusReject}, StatusDraft},
+}
+
+func (a *Admin) transition(t scenarioTransition) handler {
+	return func(r *http.Request, ps httprouter.Params) (any, error) {
+		app, err := a.app(r, ps)
+		if err != nil {
+			return nil, err
+		}
+		id := ps.ByName("scenario")
+		err = a.store.TransitionScenario(r.Context(), app.ID, id, t.from, t.to, a.now())
+		var bad errBadTransition
+		switch {
+		case errors.Is(err, errNotFound):
+			return nil, notFound("Scenario")
+		case errors.As(err, &bad):
+			return nil, conflict("Cannot %s a scenario in status %s (only from %s)", t.name, bad.status, strings.Join(t.from, " or "))
+		case err != nil:
+			return nil, err
+		}
+		a.wake(app.ID)
+		return a.showScenario(r, app.ID, id)
+	}
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+)
+
+// ---- webhook endpoints ----
+
+func (a *Admin) listEndpoints(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.store.Endpoints(r.Context(), app.ID)
+	for _, e := range list {
+		e.Secret = ""
+	}
+	return map[string]any{"webhooks": list}, err
+}
+
+func (a *Admin) endpoint(r *http.Request, ps httprouter.Params) (*Application, *WebhookEndpoint, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := a.store.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
+	if errors.Is(err, errNotFound) {
+		return nil, nil, notFound("Webhook endpoint")
+	}
+	return app, e, err
+}
+
+func (a *Admin) getEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
+	_, e, err := a.endpoint(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	e.Secret = ""
+	return e, nil
+}
+
+type endpointBody struct {
+	URL     *string  `json:"url"`
+	Secret  *string  `json:"secret"`
+	Events  []string `json:"events"`
+	Enabled *bool    `json:"enabled"`
+}
+
+// apply sets the body's fields on e and checks the result.
+func (b *endpointBody) apply(e *WebhookEndpoint) error {
+	if b.URL != nil {
+		e.URL = *b.URL
+	}
+	if b.Secret != nil {
+		e.Secret = *b.Secret
+	}
+	if b.Events != nil {
+		e.Events = b.Events
+	}
+	if b.Enabled != nil {
+		e.Enabled = *b.Enabled
+	}
+	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return invalid("url", "must be an http:// or https:// URL")
+	}
+	if err := checkWebhookSecret(e.Secret); err != nil {
+		return invalid("secret", err.Error())
+	}
+	for _, ev := range e.Events {
+		if ev != EventCallCompleted && ev != EventContactCompleted {
+			return invalid("events", fmt.Sprintf("%q is not an event (call.completed, contact.completed)", ev))
+		}
+	}
+	return nil
+}
+
+func newWebhookSecret() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b endpointBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	e := &WebhookEndpoint{ID: uuid.NewString(), Secret: newWebhookSecret(), Events: []string{}, Enabled: true}
+	if err := b.apply(e); err != nil {
+		return nil, err
+	}
+	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+		return nil, err
+	}
+	return a.store.Endpoint(r.Context(), app.ID, e.ID)
+}
+
+func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
+	var b endpointBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	app, e, err := a.endpoint(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.apply(e); err != nil {
+		return nil, err
+	}
+	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+		return nil, err
+	}
+	return a.getEndpoint(r, ps)
+}
+
+func (a *Admin) deleteEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.DeleteEndpoint(r.Context(), app.ID, ps.ByName("endpoint"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Webhook endpoint")
+	}
+	return map[string]string{"deleted": ps.ByName("endpoint")}, err
+}
+
+func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error) {
+	app, e, err := a.endpoint(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	e.Secret = newWebhookSecret()
+	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+		return nil, err
+	}
+	return a.store.Endpoint(r.Context(), app.ID, e.ID)
+}
+
+func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error) {
+	app, e, err := a.endpoint(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b struct {
+		Since string `json:"since"`
+	}
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	since, err := time.Parse(time.RFC3339, b.Since)
+	if err != nil {
+		return nil, invalid("since", "is required and must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
+	}
+	n, err := a.store.RecoverFailed(r.Context(), app.ID, e.ID, since, a.now())
+	if err != nil {
+		return nil, err
+	}
+	a.wakeWebhooks()
+	return map[string]int64{"recovered": n}, nil
+}
+
+// ---- webhook messages ----
+
+var messageStates = map[string]bool{"": true, msgPending: true, msgDelivered: true, msgDead: true}
+
+func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	f := MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state"), EventType: q.Get("event_type")}
+	if !messageStates[f.State] {
+		return nil, invalid("state", "must be pending, delivered or dead")
+	}
+	if f.CursorPage, err = cursorPageParams(q); err != nil {
+		return nil, err
+	}
+	list, next, err := a.store.Messages(r.Context(), app.ID, f)
+	return map[string]any{"messages": list, "next_cursor": next}, err
+}
+
+func (a *Admin) getMessage(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	m, attempts, err := a.store.Message(r.Context(), app.ID, ps.ByName("message"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Webhook message")
+	}
+	return messageWithAttempts{m, attempts}, err
+}
+
+type messageWithAttempts struct {
+	*WebhookMessage
+	AttemptLog []WebhookAttempt `json:"attempt_log"`
+}
+
+func (a *Admin) redeliver(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.Redeliver(r.Context(), app.ID, ps.ByName("message"), a.now())
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Webhook message")
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.wakeWebhooks()
+	return a.getMessage(r, ps)
+}

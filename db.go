@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// Store is dialbox's only access to SQLite. Reads go through a small pool;
+// every write goes through one writer goroutine that runs concurrent jobs in
+// a shared transaction (group commit), so N concurrent imports cost one
+// fsync instead of N while none is acknowledged before its commit.
+type Store struct {
+	read  *sql.DB
+	write *sql.DB
+
+	mu     sync.RWMutex // guards closed against Write racing Close
+	closed bool
+	jobs   chan writeJob
+	done   chan struct{}
+
+	stmts writeStmts // the writer's hot statements, prepared once
+	lock  *os.File   // shared lock that keeps restore away (dblock_unix.go)
+
+	catalog catalogCache
+	tokens  tokenCache // verified ACCESS_TOKENs (auth.go)
+}
+
+type writeJob struct {
+	fn     func(*sql.Tx) error
+	result chan error
+	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
+	// never the tenants' configuration, so they leave the catalog cache valid.
+	dataOnly bool
+}
+
+// maxJobsPerCommit bounds a group commit so one transaction stays short.
+const maxJobsPerCommit = 256
+
+var errStoreClosed = errors.New("store is closed")
+
+// OpenStore opens (creating if needed) the database at path, brings its
+// schema up to date and starts the writer.
+func OpenStore(path string) (*Store, error) {
+	return openStoreAt(path, len(migrations()))
+}
+
+// openStoreAt migrates only up to version; tests use it to make a database
+// as an older dialbox would have left it.
+func openStoreAt(path string, version int) (*Store, error) {
+	lock, err := lockDatabase(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openLockedStore(path, version)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+func openLockedStore(path string, version int) (*Store, error) {
+	// SQLite would create the file with the umask's mode (often world-
+	// readable); it holds phone numbers and secrets. Its -wal and -shm
+	// files take the same mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxLifetime(0)
+	if err := migrate(write, version); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(4)
+	read.SetMaxIdleConns(4)
+	s := &Store{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
+	if err := s.stmts.prepare(write, version); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	go s.writer()
+	return s, nil
+}
+
+// Close finishes queued writes and closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.jobs)
+	s.mu.Unlock()
+	<-s.done
+	return s.closeDBs()
+}
+
+func (s *Store) closeDBs() error {
+	s.stmts.close()
+	err := errors.Join(s.read.Close(), s.write.Close())
+	if s.lock != nil {
+		err = errors.Join(err, s.lock.Close())
+	}
+	return err
+}
+
+var migrationHeader = regexp.MustCompile(`(?m)^-- migration (\d+):.*$`)
+
+// migrations splits schema.sql into its numbered blocks, in order.
+func migrations() []string {
+	locs := migrationHeader.FindAllStringSubmatchIndex(schemaSQL, -1)
+	out := make([]string, 0, len(locs))
+	for i, loc := range locs {
+		n, _ := strconv.Atoi(schemaSQL[loc[2]:loc[3]])
+		if n != i+1 {
+			panic(fmt.Sprintf("schema.sql: migration %d found where %d was expected", n, i+1))
+		}
+		end := len(schemaSQL)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		out = append(out, schemaSQL[loc[0]:end])
+	}
+	return out
+}
+
+// migrate applies every migration after the database's user_version, each
+// in its own transaction, up to version.
+func migrate(db *sql.DB, version int) error {
+	var current int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&current); err != nil {
+		return err
+	}
+	all := migrations()
+	if current > len(all) {
+		return fmt.Errorf("made by a newer dialbox (schema version %d, this one knows %d)", current, len(all))
+	}
+	for v := current + 1; v <= version; v++ {
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(all[v-1]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion is the migration the database is at.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	return v, err
+}
+
+// Write runs fn inside the writer's current transaction, isolated by a
+// savepoint: if fn fails, only its own changes are undone. It returns once
+// the transaction holding fn's changes is durably committed (or failed).
+func (s *Store) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1)})
+}
+
+// WriteData is Write for jobs that change no configuration (applications,
+// wallets' settings, hotlines, scenarios, campaigns): imports, calls and
+// deliveries. They keep cached configuration reads valid.
+func (s *Store) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
+}
+
+func (s *Store) write1(ctx context.Context, job writeJob) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return errStoreClosed
+	}
+	select {
+	case s.jobs <- job:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	// Wait even if ctx ends now: the job may already be committing, and the
+	// caller must not report failure for data that is stored.
+	return <-job.result
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	for job := range s.jobs {
+		batch := []writeJob{job}
+	collect:
+		for len(batch) < maxJobsPerCommit {
+			select {
+			case j, ok := <-s.jobs:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, j)
+			default:
+				break collect
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+func (s *Store) commit(batch []writeJob) {
+	start := time.Now()
+	defer func() { observeCommit(len(batch), time.Since(start)) }()
+	results := make([]error, len(batch))
+	err := func() error {
+		tx, err := s.write.Begin()
+		if err != nil {
+			return err
+		}
+		for i, job := range batch {
+			if _, err := tx.Stmt(s.stmts.savepoint).Exec(); err != nil {
+				tx.Rollback()
+				return err
+			}
+			results[i] = runJob(job.fn, tx)
+			if results[i] != nil {
+				if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
+					tx.Rollback()
+					return err
+				}
+			}
+			if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
+				tx.Rollback()
+				return err
+			}
+		}
+		return tx.Commit()
+	}()
+	for _, job := range batch {
+		if !job.dataOnly {
+			s.catalog.invalidate() // after the commit: a read from now on sees it
+			break
+		}
+	}
+	for i, job := range batch {
+		if err != nil {
+			job.result <- fmt.Errorf("commit: %w", err)
+		} else {
+			job.result <- results[i]
+		}
+	}
+}
+
+// runJob keeps a panicking job from taking the writer (and every other
+// job's acknowledgement) down with it.
+func runJob(fn func(*sql.Tx) error, tx *sql.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("write job panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(tx)
+}

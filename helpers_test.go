@@ -1,0 +1,304 @@
+package main
+
+// Helpers every test file shares: starting a dialbox, sending requests,
+// minting tokens, opening stores, waiting for what runs on its own
+// goroutines. Tests wait on conditions, never on durations; the deadlines
+// only bound a hung test.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ---- a running dialbox ----
+
+// testServer is a dialbox started by Main exactly as `dialbox serve` starts.
+type testServer struct {
+	m   *Main
+	url string
+	db  string
+	// lastContentType is the Content-Type of the last answer to do.
+	lastContentType string
+}
+
+// startServer writes the fixtures to a temp dir and starts dialbox with
+// serve's own flags.
+func startServer(t testing.TB, fixtures string, env ...string) *testServer {
+	t.Helper()
+	fx := writeFile(t, "fixtures.toml", fixtures)
+	return startServerAt(t, filepath.Join(filepath.Dir(fx), "dialbox.db"), fx, env...)
+}
+
+func startServerAt(t testing.TB, db, fixtures string, env ...string) *testServer {
+	t.Helper()
+	// No engine (contacts stay queued, which the duplicate rules rely on) and
+	// no rate limit (the tables send many requests with one token).
+	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LIMITS_RATE_PER_SECOND=0"}, env...)
+	m := startMain(t, io.Discard, []string{"--database", db, "--fixtures", fixtures}, env, nil)
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &testServer{m: m, url: m.URL(), db: db}
+}
+
+// startMain starts a Main on 127.0.0.1:0 exactly as `dialbox serve`
+// does, with serve's flags (args) and environment; setup, if set, runs
+// between reading them and Run. Its log goes to the test's. The caller
+// closes it.
+func startMain(t testing.TB, stdout io.Writer, args, env []string, setup func(*Main)) *Main {
+	t.Helper()
+	m := NewMain(stdout)
+	m.Log = testLogger(t)
+	if err := m.ParseFlags(append([]string{"--listen", "127.0.0.1:0"}, args...), env); err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(m)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// exec runs SQL through the store's own writer, for what the public API
+// cannot do (disable an application, break a row on purpose).
+func (s *testServer) exec(t testing.TB, query string, args ...any) {
+	t.Helper()
+	storeExec(t, s.m.store, query, args...)
+}
+
+// ---- requests ----
+
+var httpClient = &http.Client{Timeout: 2 * time.Minute}
+
+// do sends one request; auth is the whole Authorization header ("" sends none).
+func (s *testServer) do(t testing.TB, method, path, auth, body string) (int, []byte) {
+	t.Helper()
+	resp, b, err := request(method, s.url+path, auth, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	s.lastContentType = resp.Header.Get("Content-Type")
+	return resp.StatusCode, b
+}
+
+// request sends one request and reads the whole answer; auth is the whole
+// Authorization header ("" sends none), header more name, value pairs. It
+// is usable from any goroutine.
+func request(method, url, auth, body string, header ...string) (*http.Response, []byte, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}
+
+func opsDo(t *testing.T, method, url, token, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	resp, b, err := opsRequest(method, url, token, body, header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// opsRequest is request with a bare ACCESS_TOKEN ("" sends none).
+func opsRequest(method, url, token, body string, header ...string) (*http.Response, []byte, error) {
+	if token != "" {
+		token = "Bearer " + token
+	}
+	return request(method, url, token, body, header...)
+}
+
+// ---- tokens ----
+
+// sign makes an ACCESS_TOKEN the way a customer does (DESIGN §2).
+func sign(t testing.TB, method jwt.SigningMethod, secret string, claims jwt.MapClaims) string {
+	t.Helper()
+	var key any = []byte(secret)
+	if method == jwt.SigningMethodNone {
+		key = jwt.UnsafeAllowNoneSignatureType
+	}
+	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func bearer(t testing.TB, apiKey, secret string) string {
+	return "Bearer " + sign(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"apiKey": apiKey})
+}
+
+// mustSign signs an HS256 token outside a test (for table literals).
+func mustSign(claims jwt.MapClaims, secret string) string {
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// mintFor mints an ACCESS_TOKEN for the application of apiKey, as
+// `dialbox token` does.
+func mintFor(t testing.TB, s *testServer, apiKey string) string {
+	t.Helper()
+	app, err := s.m.store.AppByKey(context.Background(), apiKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mintToken(t, app)
+}
+
+// mintToken is MintToken that fails the test instead of returning an error.
+func mintToken(t testing.TB, app *Application) string {
+	t.Helper()
+	tok, err := MintToken(app, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// ---- stores ----
+
+func openTestStore(t testing.TB) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "dialbox.db")
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// fixtureStore opens a fresh database holding the tenants; it returns their ids.
+func fixtureStore(t testing.TB, apps ...*FixtureApp) (*Store, []int64) {
+	t.Helper()
+	return fixtureStoreAt(t, filepath.Join(t.TempDir(), "engine.db"), apps...)
+}
+
+func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*Store, []int64) {
+	t.Helper()
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.ApplyFixtures(context.Background(), apps, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(apps))
+	for i, a := range apps {
+		ids[i] = a.id
+	}
+	return s, ids
+}
+
+func storeExec(t testing.TB, s *Store, query string, args ...any) {
+	t.Helper()
+	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(query, args...)
+		return err
+	}); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func queryInt(t testing.TB, s *Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.read.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// applyTestFixtures loads a fixtures text through LoadFixtures, as a start does.
+func applyTestFixtures(t testing.TB, s *Store, text string, now time.Time) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fixtures.toml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ff, err := LoadFixtures(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyFixtures(context.Background(), ff.Applications, now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeFile writes a test file and returns its path.
+func writeFile(t testing.TB, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ---- waiting and logs ----
+
+// waitFor polls cond until it holds; the timeout only bounds a hung test.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testLogger shows the server's warnings with a failing test.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// testLogWriter shows the server's warnings and errors with a failing test.
+type testLogWriter struct{ t testing.TB }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Logf("server: %s", bytes.TrimSpace(p))
+	return len(p), nil
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// The HTTP edge both APIs share: the handler contract, reading JSON
+// bodies, writing answers, and the one place where domain errors
+// (errors.go) become each API's codes, messages and statuses.
+
+// handler serves one route. It returns the result to answer as
+// {"status":1,"result":...}, or an error for the edge to map: a domain
+// *Error, a wire *APIError decided by an edge check, or anything else,
+// which is internal (logged, and answered with the API's own body).
+type handler func(r *http.Request, ps httprouter.Params) (any, error)
+
+// APIError is an error body of either API: {"status":0,"code":N,"message":"..."}.
+type APIError struct {
+	Code    int          `json:"code"`
+	Message string       `json:"message"`
+	Details []FieldError `json:"details,omitempty"`
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+
+type errorBody struct {
+	Status  int          `json:"status"`
+	Code    int          `json:"code"`
+	Message string       `json:"message"`
+	Details []FieldError `json:"details,omitempty"`
+}
+
+// ---- the public API's error bodies ----
+
+// The bodies edge checks answer (authentication, rate and concurrency
+// limits) and the operations' internal-error bodies, spelled as the spec's
+// tables spell them.
+var (
+	errUnauthorized = &APIError{Code: 401, Message: "Unauthorized"}
+	errAppNotFound  = &APIError{Code: 1201, Message: "Application is not found"}
+	errRateLimited  = &APIError{Code: 429, Message: "Too many requests"}
+	// errOverloaded sheds an import over limits.max_concurrent_imports.
+	errOverloaded = &APIError{Code: 429, Message: "Too many requests",
+		Details: []FieldError{{Field: "contacts", Reason: "too many imports in progress; retry shortly"}}}
+	errUnknownA = &APIError{Code: 9999, Message: "Unknown error"}
+	errUnknownB = &APIError{Code: 9999, Message: "Uknown error"}
+	errSystemC  = &APIError{Code: 500, Message: "Lỗi hệ thống"}
+)
+
+// publicBodies answer the domain errors of the spec's error tables, plus
+// dialbox's documented extensions (3001, 404, 413, 429).
+var publicBodies = map[string]*APIError{
+	ETOOLARGE:        {Code: 413, Message: "Too many contacts"},
+	ECONTENTEMPTY:    {Code: 1208, Message: "Scenario content is empty"},
+	EWALLETEXPIRED:   {Code: 1104, Message: "Portal wallet is expired"},
+	EWALLETEMPTY:     {Code: 1105, Message: "Portal wallet is out of money"},
+	EPOOLUNAVAILABLE: {Code: 2301, Message: "Pool hotline is not available"},
+	EALLINVALID:      {Code: 1403, Message: "All contacts is invalid"},
+	EIMPORTFAILED:    {Code: 1402, Message: "Import contacts failed"},
+}
+
+// publicNotFound answers ENOTFOUND, per entity.
+var publicNotFound = map[string]*APIError{
+	"Scenario": {Code: 3001, Message: "Scenario is not found"},
+	"Campaign": {Code: 404, Message: "Campaign is not found"},
+}
+
+// publicError is the body operation op answers for err. known is false for
+// an internal error (op's own internal-error body), which the caller logs.
+func publicError(op operation, err error) (body *APIError, known bool) {
+	var wire *APIError
+	if errors.As(err, &wire) {
+		return wire, true
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		switch e.Code {
+		case EINVALID:
+			return &APIError{Code: 400, Message: "Validation Failed", Details: e.Details}, true
+		case EQUEUEFULL:
+			return &APIError{Code: 429, Message: "Too many requests", Details: e.Details}, true
+		case ENOTFOUND:
+			if b := publicNotFound[e.Entity]; b != nil {
+				return b, true
+			}
+		default:
+			if b := publicBodies[e.Code]; b != nil {
+				return b, true
+			}
+		}
+	}
+	return op.internal, false
+}
+
+// writeError writes a public error body with the HTTP status
+// api.error_http_status asks for.
+func (a *API) writeError(w http.ResponseWriter, e *APIError) {
+	status := http.StatusOK
+	if a.cfg.API.ErrorHTTPStatus != StatusModeAlways {
+		status = httpStatusFor(e.Code)
+	}
+	if e.Code == errRateLimited.Code && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1") // every 429 says when to come back
+	}
+	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
+}
+
+// Error-to-HTTP-status modes (config api.error_http_status).
+const (
+	StatusModeSemantic = "semantic"
+	StatusModeAlways   = "always_200"
+)
+
+// httpStatusFor maps an error code to the HTTP status of its body in the
+// "semantic" mode (DESIGN §3).
+func httpStatusFor(code int) int {
+	switch code {
+	case 400:
+		return http.StatusBadRequest
+	case 401, 1201:
+		return http.StatusUnauthorized
+	case 1104, 1105:
+		return http.StatusPaymentRequired
+	case 3001, 404:
+		return http.StatusNotFound
+	case 413:
+		return http.StatusRequestEntityTooLarge
+	case 1208, 1403:
+		return http.StatusUnprocessableEntity
+	case 429:
+		return http.StatusTooManyRequests
+	case 2301:
+		return http.StatusServiceUnavailable
+	default: // 1402, 500, 9999 and anything unforeseen
+		return http.StatusInternalServerError
+	}
+}
+
+// ---- the admin API's error bodies ----
+
+// Admin errors: the public envelope, with the HTTP status equal to the code.
+var errAdminInternal = &APIError{Code: 500, Message: "Internal error"}
+
+// adminError is the admin API's body for err; known is false for an
+// internal error, which the caller logs.
+func adminError(err error) (body *APIError, known bool) {
+	var wire *APIError
+	if errors.As(err, &wire) {
+		return wire, true
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		switch e.Code {
+		case EINVALID:
+			return &APIError{Code: 400, Message: "Validation Failed", Details: e.Details}, true
+		case ENOTFOUND:
+			if e.Entity != "" {
+				return &APIError{Code: 404, Message: e.Message}, true
+			}
+		case ECONFLICT:
+			return &APIError{Code: 409, Message: e.Message}, true
+		case EBADCONFIG:
+			return &APIError{Code: 422, Message: e.Message}, true
+		}
+	}
+	return errAdminInternal, false
+}
+
+func writeAdminError(w http.ResponseWriter, e *APIError) {
+	status := e.Code
+	if status < 400 || status > 599 {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
+}
+
+// ---- reading requests ----
+
+// bodyRules are how an API reads a JSON request body.
+type bodyRules struct {
+	max int64 // bytes
+	// whole reads the body before decoding it: over max it is ETOOLARGE,
+	// and it must hold one JSON object and nothing after it (the public
+	// API). Otherwise it is decoded as it streams in, and a body over max
+	// fails as bad JSON (the admin API).
+	whole bool
+	// numbers keeps numbers as json.Number, so contacts echo them as sent.
+	numbers bool
+	// strict refuses unknown fields and quotes the decoder on bad JSON.
+	strict bool
+}
+
+// adminBody is how the admin API reads bodies.
+var adminBody = bodyRules{max: 1 << 20, strict: true}
+
+// decodeJSON reads a JSON object body into v; every problem is EINVALID
+// naming the field (or "body"), or ETOOLARGE.
+func decodeJSON(r *http.Request, v any, rules bodyRules) error {
+	var src io.Reader = http.MaxBytesReader(nil, r.Body, rules.max)
+	if rules.whole {
+		body, err := io.ReadAll(src)
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errTooLarge
+		}
+		if err != nil {
+			return invalid("body", "could not be read")
+		}
+		src = bytes.NewReader(body)
+	}
+	dec := json.NewDecoder(src)
+	if rules.numbers {
+		dec.UseNumber()
+	}
+	if rules.strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			return invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type.String()))
+		case rules.strict && strings.HasPrefix(err.Error(), "json: unknown field "):
+			return invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
+		case !rules.strict || errors.Is(err, io.EOF):
+			return invalid("body", "must be a JSON object")
+		}
+		return invalid("body", "must be a JSON object: "+err.Error())
+	}
+	if rules.whole {
+		if _, err := dec.Token(); err != io.EOF {
+			return invalid("body", "must hold one JSON object and nothing after it")
+		}
+	}
+	return nil
+}
+
+func jsonKind(goType string) string {
+	switch strings.TrimPrefix(goType, "*") {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "int", "int64", "float64":
+		return "a number"
+	}
+	if strings.HasPrefix(goType, "[]") {
+		return "an array"
+	}
+	return "of type " + goType
+}
+
+// intParam parses an optional integer query parameter within [min, max].
+func intParam(s string, def, min, max int) (int, bool) {
+	if s == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min || n > max {
+		return 0, false
+	}
+	return n, true
+}
+
+// ---- writing answers ----
+
+// writeSuccess writes {"status":1,"result":...}. A result already in JSON
+// (a cached page) is written as it is, not parsed and compacted again, and
+// a whole cached body without even being wrapped.
+func writeSuccess(w http.ResponseWriter, result any) {
+	switch r := result.(type) {
+	case successBody:
+		writeBody(w, http.StatusOK, r)
+		return
+	case json.RawMessage:
+		writeBody(w, http.StatusOK, wrapSuccess(r))
+		return
+	}
+	raw, err := json.Marshal(result)
+	if err != nil { // results are plain data: not expected
+		writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
+		return
+	}
+	writeBody(w, http.StatusOK, wrapSuccess(raw))
+}
+
+// successBody is a whole success body, {"status":1,"result":...}, ready to
+// be written again and again (operation B's cached pages).
+type successBody []byte
+
+func wrapSuccess(result json.RawMessage) successBody {
+	b := make([]byte, 0, len(result)+len(`{"status":1,"result":}`))
+	b = append(b, `{"status":1,"result":`...)
+	return append(append(b, result...), '}')
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
+		status = http.StatusInternalServerError
+	}
+	writeBody(w, status, b)
+}
+
+// writeBody writes a whole body in one Write. b must not change afterwards:
+// the journal keeps it without a copy.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
