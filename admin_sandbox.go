@@ -99,7 +99,7 @@ func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
 
 // ---- fault rules ----
 
-// dialOutcomes are the call outcomes of DESIGN §5.
+// dialOutcomes are the call outcomes of docs/design.md#call-outcomes.
 var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
 	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
 

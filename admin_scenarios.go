@@ -184,7 +184,7 @@ func (a *Admin) deleteScenario(r *http.Request, ps httprouter.Params) (any, erro
 	return map[string]string{"deleted": ps.ByName("scenario")}, err
 }
 
-// scenarioTransition is one arrow of DESIGN §5's status diagram.
+// scenarioTransition is one arrow of docs/design.md#scenario-status-transitions.
 type scenarioTransition struct {
 	name string
 	from []string

@@ -413,7 +413,7 @@ func TestAdminScenarios(t *testing.T) {
 	wantField(t, s.adminFail(t, "PATCH", "/apps/qa-key/scenarios/sc-new", `{"id":"y"}`, 400), "id")
 	s.adminFail(t, "PATCH", "/apps/qa-key/scenarios/nope", `{"name":"y"}`, 404)
 
-	// DESIGN §5: DRAFT -submit-> REVIEWING -approve-> ACTIVE | -reject-> REJECT; ACTIVE/REJECT -edit-> DRAFT.
+	// docs/design.md#scenario-status-transitions: DRAFT -submit-> REVIEWING -approve-> ACTIVE | -reject-> REJECT; ACTIVE/REJECT -edit-> DRAFT.
 	steps := []struct {
 		action, want string
 		code         int

@@ -145,7 +145,7 @@ func (a *API) addToScenario(r *http.Request, ps httprouter.Params) (any, error) 
 
 type addToCampaignBody struct {
 	CampaignID *string `json:"campaign_id"`
-	// Contacts is judged only once the campaign is found (DESIGN §4 order).
+	// Contacts is judged only once the campaign is found (docs/design.md#operation-c-finds-the-campaign-first).
 	Contacts json.RawMessage `json:"contacts"`
 }
 

@@ -2,7 +2,7 @@ package main
 
 // The public API driven over HTTP against the real server (Main on
 // 127.0.0.1:0, a temp database, a fixtures file of several tenants in the
-// exact DESIGN §7 format). Cases are tables that read like the spec's.
+// exact docs/design.md#fixtures format). Cases are tables that read like the spec's.
 
 import (
 	"bytes"
@@ -236,7 +236,7 @@ const (
 
 func opA(scenario string) string { return fmt.Sprintf(pathA, scenario) }
 
-// apiCase is one row: a request and the answer the spec and DESIGN fix.
+// apiCase is one row: a request and the answer the spec and docs/design.md fix.
 type apiCase struct {
 	name   string
 	auth   string // Authorization header; "" means the qa tenant's token
@@ -339,7 +339,7 @@ func testTokens(t testing.TB) map[string]string {
 	}
 }
 
-// Error bodies, byte for byte as the spec's tables give them (DESIGN §3).
+// Error bodies, byte for byte as the spec's tables give them (docs/design.md#the-specs-envelope-codes-and-messages-spelling-included).
 const (
 	body401     = `{"status":0,"code":401,"message":"Unauthorized"}`
 	body1104    = `{"status":0,"code":1104,"message":"Portal wallet is expired"}`
@@ -357,7 +357,7 @@ const (
 	body413     = `{"status":0,"code":413,"message":"Too many contacts"}`
 )
 
-// operationACases follow spec 4.1 and 7.1 and DESIGN §4. They share one
+// operationACases follow spec 4.1 and 7.1 and docs/design.md#the-three-operations. They share one
 // server and run in order: phones are distinct per case unless a case is
 // about duplicates.
 var operationACases = []apiCase{
@@ -430,7 +430,7 @@ var operationACases = []apiCase{
 	{name: "7.1 2301 Pool hotline is not available (pool does not exist)", path: opA("sc-missingpool"),
 		body: `{"contacts":[{"phone_number":"0910000058"}]}`, status: 503, want: body2301},
 
-	// DESIGN §3 extensions.
+	// docs/design.md#extensions-to-the-specs-codes
 	{name: "3001 Scenario is not found", path: opA("sc-nope"),
 		body: `{"contacts":[{"phone_number":"0910000059"}]}`, status: 404, want: body3001},
 	{name: "3001 for another tenant's scenario", path: opA("sc-other"),
@@ -444,7 +444,7 @@ var operationACases = []apiCase{
 	{name: "400 contacts not an array", path: opA("sc-remind"), body: `{"contacts":{"phone_number":"0910000061"}}`, status: 400, invalid: []string{"contacts"}},
 	{name: "400 contacts empty", path: opA("sc-remind"), body: `{"contacts":[]}`, status: 400, invalid: []string{"contacts"}},
 
-	// DESIGN §4: the order of checks, each pair showing which comes first.
+	// docs/design.md#order-of-checks-for-operations-a-and-c, each pair showing which comes first.
 	{name: "order: 401 before 3001", auth: "bad", path: opA("sc-nope"), body: `nonsense`, status: 401, want: body401},
 	{name: "order: 3001 before 400", path: opA("sc-nope"), body: `nonsense`, status: 404, want: body3001},
 	{name: "order: 400 before 1208", path: opA("sc-empty"), body: `nonsense`, status: 400, invalid: []string{"body"}},
@@ -460,7 +460,7 @@ var operationACases = []apiCase{
 		body: `{"contacts":[{"phone_number":"1"},{"phone_number":"2"},{"phone_number":"3"}]}`, status: 422, want: body1403},
 }
 
-// operationCCases follow spec 4.3 and 7.3 and DESIGN §4 (the campaign's
+// operationCCases follow spec 4.3 and 7.3 and docs/design.md#operation-c-finds-the-campaign-first (the campaign's
 // scenario checks apply).
 var operationCCases = []apiCase{
 	{name: "4.3: contacts are added to the campaign with a contact_id", path: pathC,
@@ -487,7 +487,7 @@ var operationCCases = []apiCase{
 	{name: "7.3 1403 All contacts is invalid (bad phone_number)", path: pathC,
 		body: `{"campaign_id":"camp-1","contacts":[{"phone_number":"0"},{"ho_ten":"no phone"}]}`, status: 422, want: body1403},
 
-	// The scenario's checks through the campaign (DESIGN §4, operation C).
+	// The scenario's checks through the campaign (docs/design.md#operation-c-finds-the-campaign-first).
 	{name: "1208 through the campaign", path: pathC,
 		body: `{"campaign_id":"camp-empty","contacts":[{"phone_number":"0920000012"}]}`, status: 422, want: body1208},
 	{name: "1104 through the campaign", auth: "expired", path: pathC,
@@ -497,7 +497,7 @@ var operationCCases = []apiCase{
 	{name: "2301 through the campaign", path: pathC,
 		body: `{"campaign_id":"camp-nopool","contacts":[{"phone_number":"0920000017"}]}`, status: 503, want: body2301},
 
-	// DESIGN §3 extensions.
+	// docs/design.md#extensions-to-the-specs-codes
 	{name: "404 Campaign is not found", path: pathC,
 		body: `{"campaign_id":"camp-nope","contacts":[{"phone_number":"0920000018"}]}`, status: 404, want: body404Camp},
 	{name: "404 for another tenant's campaign", path: pathC,
@@ -509,7 +509,7 @@ var operationCCases = []apiCase{
 	{name: "400 contacts not an array", path: pathC, body: `{"campaign_id":"camp-1","contacts":"0920000020"}`, status: 400, invalid: []string{"contacts"}},
 	{name: "400 contacts empty", path: pathC, body: `{"campaign_id":"camp-1","contacts":[]}`, status: 400, invalid: []string{"contacts"}},
 
-	// DESIGN §4 order: the campaign must exist before the contacts are judged.
+	// docs/design.md#operation-c-finds-the-campaign-first: the campaign must exist before the contacts are judged.
 	{name: "order: 401 before 404", auth: "bad", path: pathC, body: `{"campaign_id":"camp-nope"}`, status: 401, want: body401},
 	{name: "order: 404 before invalid contacts (400)", path: pathC, body: `{"campaign_id":"camp-nope","contacts":"x"}`, status: 404, want: body404Camp},
 	{name: "order: 404 before missing contacts (400)", path: pathC, body: `{"campaign_id":"camp-nope"}`, status: 404, want: body404Camp},
@@ -517,7 +517,7 @@ var operationCCases = []apiCase{
 	{name: "order: 2301 before 1403", path: pathC, body: `{"campaign_id":"camp-nopool","contacts":[{"phone_number":"1"}]}`, status: 503, want: body2301},
 }
 
-// operationBCases follow spec 4.2, 7.2 and 8 and DESIGN §4 (operation B),
+// operationBCases follow spec 4.2, 7.2 and 8 and docs/design.md#operation-bs-parameters,
 // against the "many" tenant's 55 scenarios (all created together, so by id).
 var operationBCases = func() []apiCase {
 	page := func(total int, ids ...int) string {
@@ -584,7 +584,7 @@ var operationBCases = func() []apiCase {
 }()
 
 // TestOperations runs the tables of operations A, B and C in both HTTP
-// status modes (DESIGN §3): "semantic" maps each code to its HTTP status,
+// status modes (docs/design.md#http-status-of-error-bodies): "semantic" maps each code to its HTTP status,
 // "always_200" answers every body with 200; the bodies are the same.
 func TestOperations(t *testing.T) {
 	for _, mode := range []string{StatusModeSemantic, StatusModeAlways} {
@@ -609,7 +609,7 @@ func TestOperations(t *testing.T) {
 	}
 }
 
-// TestAuthentication checks DESIGN §2 for each operation: what is 401, what
+// TestAuthentication checks docs/design.md#authentication-checks-in-a-fixed-order for each operation: what is 401, what
 // is 1201, and which tokens are good.
 func TestAuthentication(t *testing.T) {
 	s := startServer(t, testFixtures)
@@ -680,7 +680,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 // TestDefaultRegion: numbers without a country code are read in
-// phone.default_region (DESIGN §4), here set to GB by environment.
+// phone.default_region (docs/design.md#contacts), here set to GB by environment.
 func TestDefaultRegion(t *testing.T) {
 	s := startServer(t, testFixtures, "DIALBOX_PHONE_DEFAULT_REGION=GB")
 	tokens := testTokens(t)
@@ -696,8 +696,8 @@ func TestDefaultRegion(t *testing.T) {
 	}
 }
 
-// TestScenarioObject checks operation B's full scenario object (DESIGN §4):
-// the fields in order, call_config as in DESIGN §5, times in RFC 3339.
+// TestScenarioObject checks operation B's full scenario object (docs/design.md#operation-bs-parameters):
+// the fields in order, call_config as in docs/design.md#call-config, times in RFC 3339.
 func TestScenarioObject(t *testing.T) {
 	s := startServer(t, testFixtures)
 	status, body := s.do(t, "GET", pathB+"?status=ACTIVE&limit=50", bearer(t, "qa-key", "qa-secret"), "")
@@ -871,7 +871,7 @@ func TestTooManyContacts(t *testing.T) {
 	})
 }
 
-// TestTenantIsolation: a token sees only its own tenant (DESIGN §2). qa and
+// TestTenantIsolation: a token sees only its own tenant (docs/design.md#tenants-never-see-each-other). qa and
 // other both have a scenario "sc-remind"; each gets its own.
 func TestTenantIsolation(t *testing.T) {
 	s := startServer(t, testFixtures)
@@ -1071,7 +1071,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 }
 
 // TestDisabledHotlines: a pool is available only while one of its numbers
-// is enabled (DESIGN §4, 2301); hotlines are switched at run time.
+// is enabled (2301, docs/design.md#order-of-checks-for-operations-a-and-c); hotlines are switched at run time.
 func TestDisabledHotlines(t *testing.T) {
 	s := startServer(t, testFixtures)
 	tokens := testTokens(t)

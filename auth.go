@@ -23,7 +23,7 @@ type authFailure struct {
 
 func (f *authFailure) Error() string { return "authentication failed" }
 
-// authenticate checks an Authorization header in the order DESIGN §2 fixes:
+// authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
 // algorithm other than HS256 (none included) or expiry -> 401.
 func authenticate(ctx context.Context, store *Store, header string) (*Application, *APIError, error) {

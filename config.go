@@ -45,7 +45,7 @@ type HTTPConfig struct {
 }
 
 type APIConfig struct {
-	// ErrorHTTPStatus is "semantic" or "always_200" (DESIGN §3).
+	// ErrorHTTPStatus is "semantic" or "always_200" (docs/design.md#http-status-of-error-bodies).
 	ErrorHTTPStatus string `toml:"error_http_status"`
 }
 

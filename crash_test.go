@@ -1,6 +1,6 @@
 package main
 
-// Nothing acknowledged is lost on a crash (DESIGN §4 durability, §8): the
+// Nothing acknowledged is lost on a crash (docs/design.md#nothing-acknowledged-is-lost): the
 // real binary is killed with SIGKILL in the middle of concurrent imports,
 // restarted, and every contact_id it answered must be in the database.
 

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Call outcomes (DESIGN §5).
+// Call outcomes (docs/design.md#call-outcomes).
 const (
 	OutcomeAnswered      = "ANSWERED"
 	OutcomeBusy          = "BUSY"
@@ -85,7 +85,7 @@ type DialResult struct {
 }
 
 // builtinRules are the simulator's magic test numbers, one per outcome,
-// applied after the configured rules (README: "Test numbers").
+// applied after the configured rules (docs/calling.md#outcomes-and-test-numbers).
 var builtinRules = []SimulatorRule{
 	{Number: "+84900000001", Outcome: OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{30 * time.Second}},
 	{Number: "+84900000002", Outcome: OutcomeBusy, RingTime: Duration{time.Second}},

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Engine dials queued contacts (DESIGN §5). One scheduler goroutine decides
+// Engine dials queued contacts (docs/design.md#the-call-engine). One scheduler goroutine decides
 // what to dial; each call runs in its own goroutine and settles itself in
 // one commit (call record, wallet, contact, webhook events).
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// FixtureFile is a declarative set of tenants (DESIGN §7), applied at every
+// FixtureFile is a declarative set of tenants (docs/design.md#fixtures), applied at every
 // start: applications are matched by api_key, scenarios and campaigns by id,
 // hotlines by number, webhooks by url.
 type FixtureFile struct {

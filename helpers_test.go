@@ -145,7 +145,7 @@ func opsRequest(method, url, token, body string, header ...string) (*http.Respon
 
 // ---- tokens ----
 
-// sign makes an ACCESS_TOKEN the way a customer does (DESIGN §2).
+// sign makes an ACCESS_TOKEN the way a customer does (docs/design.md#customers-make-their-own-access-tokens).
 func sign(t testing.TB, method jwt.SigningMethod, secret string, claims jwt.MapClaims) string {
 	t.Helper()
 	var key any = []byte(secret)

@@ -121,7 +121,7 @@ const (
 )
 
 // httpStatusFor maps an error code to the HTTP status of its body in the
-// "semantic" mode (DESIGN §3).
+// "semantic" mode (docs/design.md#http-status-of-error-bodies).
 func httpStatusFor(code int) int {
 	switch code {
 	case 400:

@@ -28,7 +28,7 @@ func NewImporter(store *Store, cfg Config, log *slog.Logger, notify func(appID i
 		log: log, notify: notify}
 }
 
-// Import runs the checks DESIGN §4 orders after the body: content,
+// Import runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders after the body: content,
 // wallet expiry, hotline pool, contact validation, then the store (which
 // checks duplicates against queued contacts and the balance).
 //
@@ -54,7 +54,7 @@ func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, 
 	return res, err
 }
 
-// check runs the checks DESIGN §4 orders before the contacts are
+// check runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders before the contacts are
 // looked at: content, wallet expiry, hotline pool (the import command too).
 func (im *Importer) check(ctx context.Context, app *Application, sc *Scenario, now time.Time) error {
 	if strings.TrimSpace(sc.Content) == "" {

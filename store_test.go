@@ -445,7 +445,7 @@ func TestFixturesIdempotent(t *testing.T) {
 }
 
 // TestFixtureErrors: a bad fixtures file stops the start with
-// "file:line: key: message" (DESIGN §7).
+// "file:line: key: message" (docs/design.md#configuration-file-environment-flags).
 func TestFixtureErrors(t *testing.T) {
 	const app = "[[applications]]\napi_key = \"k\"\napi_secret = \"s\"\n"
 	for _, c := range []struct {
@@ -558,7 +558,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // TestConfigPrecedence: the file, then DIALBOX_* variables, then flags
-// (DESIGN §7); DIALBOX_CONFIG names the file when --config does not.
+// (docs/design.md#configuration-file-environment-flags); DIALBOX_CONFIG names the file when --config does not.
 func TestConfigPrecedence(t *testing.T) {
 	path := writeFile(t, "dialbox.toml", `
 listen = "127.0.0.1:1001"

@@ -78,7 +78,7 @@ func main() {
 	var o options
 	flag.DurationVar(&o.duration, "duration", 10*time.Minute, "how long the load runs")
 	// 150 requests/s is some 400 contacts/s, each called and reported. On
-	// the 2-core machine of BENCHMARKS.md, 400 requests/s already left the
+	// the 2-core machine of docs/benchmarks.md, 400 requests/s already left the
 	// workers all busy at times (p99 124 ms), so 150 keeps well clear of the
 	// limit: a failure then means a leak or a stall, not a machine at its end.
 	flag.Float64Var(&o.rate, "rate", 150, "requests per second, all operations together")
