@@ -199,29 +199,70 @@ func TestCallCloseHangsUp(t *testing.T) {
 	}
 }
 
+// lockedBuffer collects logs written from any goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The far end challenges the first INVITE (401, or 407 as a proxy would)
+// and accepts the one that answers the challenge with the right password.
 func TestCallDigestAuth(t *testing.T) {
 	t.Parallel()
 	const user, password = "dialbox", "s3cret-Pa55"
 	for _, tc := range []struct {
 		name     string
+		proxy    bool
 		password string
-		answered bool
+		status   int
 	}{
-		{"right password", password, true},
-		{"wrong password", "not-the-" + password, false},
+		{"401 right password", false, password, 200},
+		{"401 wrong password", false, "not-the-" + password, 401},
+		{"407 right password", true, password, 200},
+		{"407 wrong password", true, "not-the-" + password, 407},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			auth := diago.NewDigestServer()
+			creds := "Authorization"
+			if tc.proxy {
+				creds = "Proxy-Authorization"
+			}
 			var mu sync.Mutex
 			var withCredentials []bool // whether each INVITE carried credentials
 			fe := newFarEnd(t, false, func(d *diago.DialogServerSession) {
+				req := d.InviteRequest
+				h := req.GetHeader(creds)
 				mu.Lock()
-				withCredentials = append(withCredentials, d.InviteRequest.GetHeader("Authorization") != nil)
+				withCredentials = append(withCredentials, h != nil)
 				mu.Unlock()
-				// diago's AuthorizeDialog sends nothing on bad credentials.
-				res, _ := auth.AuthorizeRequest(d.InviteRequest, diago.DigestAuth{Username: user, Password: password, Realm: "pbx"})
+				// diago checks the Authorization header only.
+				check := req.Clone()
+				if h != nil && tc.proxy {
+					check.AppendHeader(sip.NewHeader("Authorization", h.Value()))
+				}
+				res, _ := auth.AuthorizeRequest(check, diago.DigestAuth{Username: user, Password: password, Realm: "pbx"})
 				if res.StatusCode != sip.StatusOK {
+					if tc.proxy {
+						challenge := res.GetHeader("WWW-Authenticate")
+						res = sip.NewResponseFromRequest(req, sip.StatusProxyAuthRequired, "Proxy Authentication Required", nil)
+						if challenge != nil {
+							res.AppendHeader(sip.NewHeader("Proxy-Authenticate", challenge.Value()))
+						}
+					}
+					// diago's AuthorizeDialog would send nothing on bad credentials.
 					d.WriteResponse(res)
 					return
 				}
@@ -230,21 +271,21 @@ func TestCallDigestAuth(t *testing.T) {
 			})
 			tr := fe.trunk("udp")
 			tr.Username, tr.Password = user, tc.password
-			var logs bytes.Buffer
+			var logs lockedBuffer
 			u := newTestUA(t, tr, func(o *Options) {
 				o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			})
 			res := call(u, testCtx(t), tone(200), nil)
-			if tc.answered {
+			if tc.status == 200 {
 				checkEnd(t, res, true, EndPromptDone, 200, OutcomeAnswered)
 			} else {
-				checkEnd(t, res, false, EndCallee, 401, OutcomeFailed)
+				checkEnd(t, res, false, EndCallee, tc.status, OutcomeFailed)
 			}
 			// The far end noted each INVITE before answering it.
 			mu.Lock()
 			defer mu.Unlock()
 			if fmt.Sprint(withCredentials) != "[false true]" {
-				t.Errorf("INVITEs with credentials: %v; want the second only", withCredentials)
+				t.Errorf("INVITEs with %s: %v; want the second only", creds, withCredentials)
 			}
 			out := fmt.Sprintf("%v %+v %#v %s %v", res, res, tr, tr, res.Err) + logs.String()
 			if strings.Contains(out, tc.password) {
@@ -398,7 +439,7 @@ func TestInboundInviteForbidden(t *testing.T) {
 	t.Parallel()
 	fe := newFarEnd(t, false, nil)
 	u := newTestUA(t, fe.trunk("udp"), nil)
-	ours := sip.Uri{Scheme: "sip", User: "dialbox", Host: "127.0.0.1", Port: u.listenPorts["udp"]}
+	ours := sip.Uri{Scheme: "sip", User: "dialbox", Host: "127.0.0.1", Port: listenPort(t, u.ua, "udp")}
 	_, err := fe.dg.Invite(testCtx(t), ours, diago.InviteOptions{})
 	var refused *sipgo.ErrDialogResponse
 	if !errors.As(err, &refused) || refused.Res.StatusCode != sip.StatusForbidden {

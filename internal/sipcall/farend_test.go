@@ -56,18 +56,30 @@ func newFarEnd(t *testing.T, tcp bool, handle func(d *diago.DialogServerSession)
 	if err := dg.ServeBackground(ctx, handle); err != nil {
 		t.Fatal(err)
 	}
+	if err := waitUDPListener(ua, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
 	f := &farEnd{dg: dg, ports: map[string]int{}}
 	for _, n := range networks {
-		deadline := time.Now().Add(5 * time.Second)
-		for len(ua.TransportLayer().ListenPorts(n)) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("far end %s listener did not start", n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		f.ports[n] = ua.TransportLayer().ListenPorts(n)[0]
+		f.ports[n] = listenPort(t, ua, n)
 	}
 	return f
+}
+
+// listenPort is the port ua listens on for network. sipgo records it just
+// after diago's ServeBackground has returned.
+func listenPort(t *testing.T, ua *sipgo.UserAgent, network string) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if ports := ua.TransportLayer().ListenPorts(network); len(ports) > 0 {
+			return ports[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s listener did not start", network)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (f *farEnd) trunk(network string) Trunk {

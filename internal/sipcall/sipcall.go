@@ -121,12 +121,11 @@ type UserAgent struct {
 	stopServe    context.CancelFunc
 
 	// closing is cancelled by Close: every call in progress hangs up.
-	closing     context.Context
-	closeCalls  context.CancelFunc
-	mu          sync.Mutex
-	closed      bool
-	calls       sync.WaitGroup
-	listenPorts map[string]int
+	closing    context.Context
+	closeCalls context.CancelFunc
+	mu         sync.Mutex
+	closed     bool
+	calls      sync.WaitGroup
 }
 
 // New starts a UserAgent listening on opts.ListenAddr.
@@ -205,7 +204,6 @@ func New(opts Options) (*UserAgent, error) {
 		trunks:       trunks,
 		noRTPTimeout: opts.NoRTPTimeout,
 		log:          log,
-		listenPorts:  map[string]int{},
 	}
 	if u.noRTPTimeout == 0 {
 		u.noRTPTimeout = DefaultNoRTPTimeout
@@ -220,20 +218,35 @@ func New(opts Options) (*UserAgent, error) {
 		ua.Close()
 		return nil, fmt.Errorf("sipcall: listen on %s: %w", opts.ListenAddr, err)
 	}
-	// sipgo records the bound port just after diago's ready signal.
-	for _, network := range transports {
-		deadline := time.Now().Add(2 * time.Second)
-		for len(ua.TransportLayer().ListenPorts(network)) == 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		ports := ua.TransportLayer().ListenPorts(network)
-		if len(ports) == 0 {
-			u.Close()
-			return nil, fmt.Errorf("sipcall: %s listener on %s did not start", network, opts.ListenAddr)
-		}
-		u.listenPorts[network] = ports[0]
+	if err := waitUDPListener(ua, host); err != nil {
+		u.Close()
+		return nil, fmt.Errorf("sipcall: listen on %s: %w", opts.ListenAddr, err)
 	}
 	return u, nil
+}
+
+// waitUDPListener waits for sipgo to register the UDP listener, a moment
+// after diago's ServeBackground has returned. Requests go out from the
+// listener's socket when bound to a specific IP, and a call placed before
+// then fails: sipgo tries to bind the same address again.
+func waitUDPListener(ua *sipgo.UserAgent, host string) error {
+	tp := ua.TransportLayer()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if ports := tp.ListenPorts("udp"); len(ports) > 0 {
+			if net.ParseIP(host).IsUnspecified() {
+				return nil // diago sends from ephemeral sockets then
+			}
+			if c, err := tp.GetConnection("udp", net.JoinHostPort(host, strconv.Itoa(ports[0]))); err == nil {
+				c.Ref(-1) // GetConnection took a reference
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("UDP listener did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func validateTrunk(t Trunk) (trunk, error) {
