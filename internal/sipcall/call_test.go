@@ -480,3 +480,44 @@ func TestCallBadRequest(t *testing.T) {
 		}
 	}
 }
+
+// Behind NAT the far end must see the external address in Contact, Via and
+// the SDP; responses still reach us through Via's received/rport.
+func TestCallExternalIP(t *testing.T) {
+	t.Parallel()
+	const external = "192.0.2.10"
+	invite := make(chan *sip.Request, 1)
+	fe := newFarEnd(t, false, func(d *diago.DialogServerSession) {
+		invite <- d.InviteRequest
+		d.Respond(sip.StatusBusyHere, "Busy Here", nil)
+	})
+	u := newTestUA(t, fe.trunk("udp"), func(o *Options) { o.ExternalIP = external })
+	res := call(u, testCtx(t), nil, nil)
+	checkEnd(t, res, false, EndCallee, 486, OutcomeBusy)
+	req := <-invite
+	if h := req.Contact().Address.Host; h != external {
+		t.Errorf("Contact host %s", h)
+	}
+	if h := req.Via().Host; h != external {
+		t.Errorf("Via host %s", h)
+	}
+	if ip := rtpAddrInSDP(t, req.Body()).IP.String(); ip != external {
+		t.Errorf("SDP address %s", ip)
+	}
+}
+
+// Not parallel: the RTP port range is process-wide (diago's package
+// variables), and parallel tests run only after this one has finished.
+func TestCallRTPPortRange(t *testing.T) {
+	t.Cleanup(func() { media.RTPPortStart, media.RTPPortEnd = 0, 0 })
+	invite := make(chan *sip.Request, 1)
+	fe := newFarEnd(t, false, func(d *diago.DialogServerSession) {
+		invite <- d.InviteRequest
+		d.Respond(sip.StatusBusyHere, "Busy Here", nil)
+	})
+	u := newTestUA(t, fe.trunk("udp"), func(o *Options) { o.RTPPortMin, o.RTPPortMax = 41000, 41200 })
+	checkEnd(t, call(u, testCtx(t), nil, nil), false, EndCallee, 486, OutcomeBusy)
+	if port := rtpAddrInSDP(t, (<-invite).Body()).Port; port < 41000 || port >= 41200 {
+		t.Errorf("RTP port %d outside 41000-41200", port)
+	}
+}
