@@ -68,6 +68,7 @@ func TestCallAnsweredPlaysPrompt(t *testing.T) {
 			}
 
 			h := <-got
+			t.Logf("far end heard %v in %d packets, RMS %.0f; ring %v, talk %v", h.duration(), h.packets, h.rms(), res.RingTime, res.TalkTime)
 			if h.codec != codec.PayloadType {
 				t.Errorf("far end got payload type %d, want %d", h.codec, codec.PayloadType)
 			}
