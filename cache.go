@@ -9,10 +9,12 @@ import (
 // catalogCache keeps reads of the tenants' configuration (applications,
 // scenarios, campaigns) in memory between writes. Every public request reads
 // some of it and it changes rarely; any commit that may change it
-// invalidates the whole cache (Store.commit), so a read never sees a value
+// invalidates the whole cache (Store.commit), and so does any commit made
+// by another connection or process (watch), so a read never sees a value
 // older than the last committed change.
 type catalogCache struct {
 	version atomic.Uint64 // bumped after every commit that may change configuration
+	watch   *commitWatch  // other connections' commits (catalog_watch.go)
 
 	mu      sync.RWMutex // every request reads; only a miss writes
 	at      uint64       // version the entries were read at
@@ -32,6 +34,7 @@ func (c *catalogCache) invalidate() { c.version.Add(1) }
 // cached returns the remembered result of load under key, or runs load and
 // remembers it. Errors other than errNotFound are never remembered.
 func cached[T any](c *catalogCache, key string, load func() (T, error)) (T, error) {
+	c.watch.check(c)
 	v := c.version.Load()
 	c.mu.RLock()
 	e, ok := c.entries[key]

@@ -106,6 +106,10 @@ func openLockedStore(path string, version int) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
+	if s.catalog.watch, err = openCommitWatch(path, write); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
 	go s.writer()
 	return s, nil
 }
@@ -125,6 +129,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeDBs() error {
+	s.catalog.watch.close()
 	s.stmts.close()
 	err := errors.Join(s.read.Close(), s.write.Close())
 	if s.lock != nil {
@@ -247,6 +252,7 @@ func (s *Store) commit(batch []writeJob) {
 	start := time.Now()
 	defer func() { observeCommit(len(batch), time.Since(start)) }()
 	results := make([]error, len(batch))
+	committing := false
 	err := func() error {
 		tx, err := s.write.Begin()
 		if err != nil {
@@ -269,6 +275,8 @@ func (s *Store) commit(batch []writeJob) {
 				return err
 			}
 		}
+		s.catalog.watch.committing()
+		committing = true
 		return tx.Commit()
 	}()
 	for _, job := range batch {
@@ -276,6 +284,9 @@ func (s *Store) commit(batch []writeJob) {
 			s.catalog.invalidate() // after the commit: a read from now on sees it
 			break
 		}
+	}
+	if committing {
+		s.catalog.watch.committed(&s.catalog) // after the invalidation: a read waiting on it sees that too
 	}
 	for i, job := range batch {
 		if err != nil {

@@ -1,0 +1,47 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// walIndex is the start of a database's -shm file mapped read-only: the
+// WAL-index header SQLite updates, in native byte order, at every commit.
+// The mapping stays valid while SQLite runs: it never shrinks the file
+// below its first page while a connection (the store's writer) has it
+// open, and an unlinked file keeps its pages.
+type walIndex struct{ mem []byte }
+
+// walIndexHeader is the size of the WAL-index header; iChange is at byte 8.
+const walIndexHeader = 48
+
+func openWALIndex(path string) (*walIndex, error) {
+	f, err := os.Open(path + "-shm")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the mapping outlives the descriptor
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if fi.Size() < walIndexHeader {
+		return nil, errors.New("the -shm file holds no WAL-index header")
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, walIndexHeader, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	return &walIndex{mem: mem}, nil
+}
+
+// iChange is the header's commit counter; a 32-bit aligned load, so never
+// torn by a concurrent commit.
+func (w *walIndex) iChange() (uint32, bool) {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&w.mem[8]))), true
+}
+
+func (w *walIndex) close() { syscall.Munmap(w.mem) }
