@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -211,7 +210,7 @@ func (a *Admin) transition(t scenarioTransition) handler {
 		case errors.Is(err, errNotFound):
 			return nil, notFound("Scenario")
 		case errors.As(err, &bad):
-			return nil, conflict("Cannot %s a scenario in status %s (only from %s)", t.name, bad.status, strings.Join(t.from, " or "))
+			return nil, conflict("%s", transitionRefused(t, bad.status))
 		case err != nil:
 			return nil, err
 		}

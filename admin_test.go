@@ -841,7 +841,7 @@ func TestCLI(t *testing.T) {
 			t.Errorf("dialbox %v: no error", args)
 		}
 	}
-	if err := run(context.Background(), []string{"app", "create", "--api-key", "cli-key", "--database", s.db}, &bytes.Buffer{}, nil); err == nil ||
+	if err := run(context.Background(), []string{"app", "create", "--name", "Again", "--api-key", "cli-key", "--database", s.db}, &bytes.Buffer{}, nil); err == nil ||
 		!strings.Contains(err.Error(), "already exists") {
 		t.Errorf("duplicate app create: %v", err)
 	}

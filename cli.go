@@ -17,13 +17,17 @@ import (
 
 const cliUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret SECRET]
   dialbox app list
+  dialbox app disable|enable|delete --app API_KEY
+  dialbox wallet show --app API_KEY
+  dialbox wallet top-up --app API_KEY --amount VND
   dialbox scenario list --app API_KEY [--status STATUS]
+  dialbox scenario submit|approve --app API_KEY --scenario ID
   dialbox contacts list --app API_KEY [--scenario ID] [--campaign ID] [--state STATE]
                         [--outcome OUTCOME] [--phone PHONE] [--limit N] [--cursor C]
   (each also takes --config FILE and --database FILE)
 `
 
-// runCLI runs `dialbox app|scenario|contacts SUBCOMMAND ...`.
+// runCLI runs `dialbox app|wallet|scenario|contacts SUBCOMMAND ...`.
 func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("%s: which subcommand?\n%s", cmd, cliUsage)
@@ -31,13 +35,53 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	sub := cmd + " " + args[0]
 	fs, f := newFlagSet(sub)
 	var run func(context.Context, *Store, Config) error
+	var check func() error // usage errors, found before the database is opened
 	switch sub {
 	case "app create":
 		name := fs.String("name", "", "name of the application")
 		key := fs.String("api-key", "", "API key (default: generated)")
 		secret := fs.String("api-secret", "", "API secret (default: generated)")
+		check = func() error { return requireFlag(sub, "--name NAME", *name) }
 		run = func(ctx context.Context, s *Store, cfg Config) error {
 			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
+		}
+	case "app disable", "app enable", "app delete":
+		app := fs.String("app", "", "API key of the application")
+		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
+		run = func(ctx context.Context, s *Store, cfg Config) error {
+			if args[0] == "delete" {
+				return cliAppDelete(ctx, s, stdout, *app)
+			}
+			return cliSetAppDisabled(ctx, s, stdout, *app, args[0] == "disable")
+		}
+	case "wallet show":
+		app := fs.String("app", "", "API key of the application")
+		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
+		run = func(ctx context.Context, s *Store, cfg Config) error { return cliWalletShow(ctx, s, stdout, *app) }
+	case "wallet top-up":
+		app := fs.String("app", "", "API key of the application")
+		amount := fs.Int64("amount", 0, "VND to add to the balance")
+		check = func() error {
+			if err := requireFlag(sub, "--app API_KEY", *app); err != nil {
+				return err
+			}
+			if *amount <= 0 {
+				return fmt.Errorf("%s: --amount is required and must be a positive number of VND", sub)
+			}
+			return nil
+		}
+		run = func(ctx context.Context, s *Store, cfg Config) error { return cliTopUp(ctx, s, stdout, *app, *amount) }
+	case "scenario submit", "scenario approve":
+		app := fs.String("app", "", "API key of the application")
+		scenario := fs.String("scenario", "", "scenario id")
+		check = func() error {
+			if err := requireFlag(sub, "--app API_KEY", *app); err != nil {
+				return err
+			}
+			return requireFlag(sub, "--scenario ID", *scenario)
+		}
+		run = func(ctx context.Context, s *Store, cfg Config) error {
+			return cliTransition(ctx, s, stdout, *app, *scenario, args[0])
 		}
 	case "app list":
 		run = func(ctx context.Context, s *Store, cfg Config) error { return cliAppList(ctx, s, stdout) }
@@ -68,6 +112,11 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%s: unexpected argument %q", sub, fs.Arg(0))
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	store, cfg, err := f.openStore(fs, env)
 	if err != nil {
@@ -124,9 +173,6 @@ func cliAppCreate(ctx context.Context, s *Store, out io.Writer, name, key, secre
 	}
 	if secret == "" {
 		secret = randomHex(24)
-	}
-	if name == "" {
-		name = key
 	}
 	app, err := s.CreateApp(ctx, name, key, secret, time.Now())
 	if errors.Is(err, errConflict) {

@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return m.Close()
 	case "token":
 		return runToken(ctx, args, stdout, env)
-	case "app", "scenario", "contacts":
+	case "app", "wallet", "scenario", "contacts":
 		return runCLI(ctx, cmd, args, stdout, env)
 	case "backup":
 		return runBackup(ctx, args, stdout, env)

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// The CLI counterparts of the admin API's common actions. They change the
+// database directly; a server running on it sees each change at its next
+// request (catalog_watch.go), and its engine at its next poll.
+
+// cliSetAppDisabled disables or enables an application, as
+// POST /admin/v1/apps/:app/disable and /enable do.
+func cliSetAppDisabled(ctx context.Context, s *Store, out io.Writer, apiKey string, disabled bool) error {
+	app, err := s.UpdateApp(ctx, apiKey, AppPatch{Disabled: &disabled}, time.Now())
+	if errors.Is(err, errNotFound) {
+		return fmt.Errorf("no application has API key %q", apiKey)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "api_key:  %s\ndisabled: %t\n", app.APIKey, app.Disabled)
+	return nil
+}
+
+// cliAppDelete removes an application and everything it owns, as
+// DELETE /admin/v1/apps/:app does.
+func cliAppDelete(ctx context.Context, s *Store, out io.Writer, apiKey string) error {
+	err := s.DeleteApp(ctx, apiKey)
+	if errors.Is(err, errNotFound) {
+		return fmt.Errorf("no application has API key %q", apiKey)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "deleted: %s\n", apiKey)
+	return nil
+}
+
+func cliWalletShow(ctx context.Context, s *Store, out io.Writer, apiKey string) error {
+	app, err := cliApp(ctx, s, apiKey)
+	if err != nil {
+		return err
+	}
+	return printWallet(ctx, s, out, app.ID)
+}
+
+// cliTopUp adds amount VND to the balance, as
+// POST /admin/v1/apps/:app/wallet/topup does.
+func cliTopUp(ctx context.Context, s *Store, out io.Writer, apiKey string, amount int64) error {
+	app, err := cliApp(ctx, s, apiKey)
+	if err != nil {
+		return err
+	}
+	if err := s.TopUp(ctx, app.ID, amount, time.Now()); err != nil {
+		return err
+	}
+	return printWallet(ctx, s, out, app.ID)
+}
+
+func printWallet(ctx context.Context, s *Store, out io.Writer, appID int64) error {
+	w, err := s.Wallet(ctx, appID)
+	if err != nil {
+		return err
+	}
+	expires := "never"
+	if w.ExpiresAt != nil {
+		expires = w.ExpiresAt.Format(time.RFC3339)
+	}
+	fmt.Fprintf(out, "prepaid:          %t\nbalance:          %d\nexpires_at:       %s\nprice_per_call:   %d\nprice_per_minute: %d\n",
+		w.Prepaid, w.Balance, expires, w.PricePerCall, w.PricePerMinute)
+	return nil
+}
+
+// cliTransition moves a scenario along the transition named (submit,
+// approve), with the admin API's rules and wording.
+func cliTransition(ctx context.Context, s *Store, out io.Writer, apiKey, scenarioID, name string) error {
+	app, err := cliApp(ctx, s, apiKey)
+	if err != nil {
+		return err
+	}
+	t := transitionNamed(name)
+	err = s.TransitionScenario(ctx, app.ID, scenarioID, t.from, t.to, time.Now())
+	var bad errBadTransition
+	switch {
+	case errors.Is(err, errNotFound):
+		return errors.New(notFound("Scenario").Message)
+	case errors.As(err, &bad):
+		return errors.New(transitionRefused(t, bad.status))
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(out, "id:     %s\nstatus: %s\n", scenarioID, t.to)
+	return nil
+}
+
+func transitionNamed(name string) scenarioTransition {
+	for _, t := range scenarioTransitions {
+		if t.name == name {
+			return t
+		}
+	}
+	panic("no scenario transition " + name)
+}
+
+// transitionRefused says why t cannot leave status; the admin API answers
+// it with 409.
+func transitionRefused(t scenarioTransition, status string) string {
+	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.name, status, strings.Join(t.from, " or "))
+}
+
+// requireFlag is the usage error of sub when flag was not given a value.
+func requireFlag(sub, flag, value string) error {
+	if value == "" {
+		return fmt.Errorf("%s: %s is required\n%s", sub, flag, cliUsage)
+	}
+	return nil
+}
