@@ -3,22 +3,48 @@ package main
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
 )
 
-var errInvalidPhone = errors.New("phone_number is not a valid phone number")
+var (
+	errInvalidPhone = errors.New("phone_number is not a valid phone number")
+	errPhoneLetter  = errors.New("phone_number must not contain letters")
+)
 
 // normalizePhone parses a phone number as written by a person or a CRM
 // ("0912345678", "84912345678", "+84 912 345 678"), reading numbers without
 // a country code as numbers of region, and returns it in E.164.
 func normalizePhone(raw, region string) (string, error) {
+	if hasLetter(raw) {
+		return "", errPhoneLetter
+	}
 	num, err := phonenumbers.Parse(raw, region)
 	if err != nil || !phonenumbers.IsValidNumber(num) {
 		return "", errInvalidPhone
 	}
 	return phonenumbers.Format(num, phonenumbers.E164), nil
+}
+
+// hasLetter reports whether s holds a letter. The phone library reads
+// letters as the keypad's digits ("09123ABC78" would be +84912322278),
+// which no CRM field means; a number with one is refused instead. A byte
+// scan, next to nothing beside parsing.
+func hasLetter(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return strings.IndexFunc(s[i:], unicode.IsLetter) >= 0
+		}
+		if 'a' <= c|0x20 && c|0x20 <= 'z' {
+			return true
+		}
+	}
+	return false
 }
 
 type normalizedPhone struct {
