@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -188,10 +189,9 @@ func writeAdminError(w http.ResponseWriter, e *APIError) {
 // bodyRules are how an API reads a JSON request body.
 type bodyRules struct {
 	max int64 // bytes
-	// whole reads the body before decoding it: over max it is ETOOLARGE,
-	// and it must hold one JSON object and nothing after it (the public
-	// API). Otherwise it is decoded as it streams in, and a body over max
-	// fails as bad JSON (the admin API).
+	// whole: a body over max is ETOOLARGE, and it must hold one JSON
+	// object and nothing after it (the public API). Otherwise a body over
+	// max fails as bad JSON (the admin API).
 	whole bool
 	// numbers keeps numbers as json.Number, so contacts echo them as sent.
 	numbers bool
@@ -205,19 +205,24 @@ var adminBody = bodyRules{max: 1 << 20, strict: true}
 // decodeJSON reads a JSON object body into v; every problem is EINVALID
 // naming the field (or "body"), or ETOOLARGE.
 func decodeJSON(r *http.Request, v any, rules bodyRules) error {
-	var src io.Reader = http.MaxBytesReader(nil, r.Body, rules.max)
-	if rules.whole {
-		body, err := io.ReadAll(src)
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return errTooLarge
-		}
-		if err != nil {
-			return invalid("body", "could not be read")
-		}
-		src = bytes.NewReader(body)
+	// Read whole, so a string that is not UTF-8 is refused naming its field
+	// rather than turned into U+FFFD by the decoder.
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, rules.max))
+	var tooBig *http.MaxBytesError
+	switch {
+	case err != nil && !rules.whole:
+		return invalid("body", "must be a JSON object: "+err.Error())
+	case errors.As(err, &tooBig):
+		return errTooLarge
+	case err != nil:
+		return invalid("body", "could not be read")
 	}
-	dec := json.NewDecoder(src)
+	if !utf8.Valid(body) {
+		if fe := invalidUTF8Field(body); fe != nil {
+			return validationError(*fe)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if rules.numbers {
 		dec.UseNumber()
 	}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"testing"
+)
+
+func TestInvalidUTF8Field(t *testing.T) {
+	for _, c := range []struct{ body, field, reason string }{
+		{"{\"campaign_id\":\"a\xffb\",\"contacts\":[]}", "campaign_id", "must be valid UTF-8"},
+		{"{\"contacts\":[{\"phone_number\":\"0912345678\"},{\"ho_ten\":\"Nguy\xe1n\"}]}", "contacts[1].ho_ten", "must be valid UTF-8"},
+		{"{\"contacts\":[{\"phone_number\":\"09\\\"12,]}\",\"x\":{\"y\":[\"ok\",\"\xc0\"]}}]}", "contacts[0].x.y[1]", "must be valid UTF-8"},
+		{"{\"contacts\":[{\"ho_\xfften\":\"A\"}]}", "contacts[0]", "has a key that is not valid UTF-8"},
+		{"{\"\xff\":1}", "body", "has a key that is not valid UTF-8"},
+		{"{\"a\\u00e9\\\"b\":\"\xed\xa0\x80\"}", "a\u00e9\"b", "must be valid UTF-8"},
+		{"[\"ok\",\"\xff\"]", "body[1]", "must be valid UTF-8"},
+		{"\"\xff\"", "body", "must be valid UTF-8"},
+		{"{\"a\":\"x\",\"b\":\"y\xff", "b", "must be valid UTF-8"},
+	} {
+		fe := invalidUTF8Field([]byte(c.body))
+		if fe == nil || fe.Field != c.field || fe.Reason != c.reason {
+			t.Errorf("%q: %+v, want %s %s", c.body, fe, c.field, c.reason)
+		}
+	}
+	for _, body := range []string{`{"ho_ten":"Nguyễn Văn A"}`, "{\"a\":1}\xff", "{\"a\":\xff}"} {
+		if fe := invalidUTF8Field([]byte(body)); fe != nil {
+			t.Errorf("%q: %+v, want none (bad bytes outside strings are syntax errors)", body, fe)
+		}
+	}
+}
+
+// TestInvalidUTF8Refused: a string that is not UTF-8, in any body the
+// public or admin API reads, is 400 naming the field, and nothing is
+// stored (encoding/json would have stored U+FFFD in its place).
+func TestInvalidUTF8Refused(t *testing.T) {
+	s := startSandbox(t)
+	qa := bearer(t, "qa-key", "qa-secret")
+	for _, c := range []struct{ path, body, field string }{
+		{opA("sc-remind"), `{"contacts":[{"phone_number":"0912345678","ho_ten":"Nguy` + "\xe1" + `n"}]}`, "contacts[0].ho_ten"},
+		{opA("sc-remind"), `{"contacts":[{"phone_number":"0912345678"},{"phone_number":"0912345679","h` + "\xff" + `":"A"}]}`, "contacts[1]"},
+		{pathC, `{"campaign_id":"camp-` + "\xff" + `","contacts":[{"phone_number":"0912345678"}]}`, "campaign_id"},
+		{pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678","danh_xung":"` + "\xc3" + `"}]}`, "contacts[0].danh_xung"},
+	} {
+		status, body := s.do(t, "POST", c.path, qa, c.body)
+		if status != 400 {
+			t.Errorf("%s %q: HTTP %d %s", c.path, c.body, status, body)
+			continue
+		}
+		checkValidationFailed(t, body, c.field)
+	}
+	var contacts struct {
+		Contacts []ContactRecord `json:"contacts"`
+	}
+	s.admin(t, "GET", "/apps/qa-key/contacts", "", &contacts)
+	var imports struct {
+		Imports []ImportRecord `json:"imports"`
+	}
+	s.admin(t, "GET", "/apps/qa-key/imports", "", &imports)
+	if len(contacts.Contacts) != 0 || len(imports.Imports) != 0 {
+		t.Errorf("stored: %d contacts, %d imports", len(contacts.Contacts), len(imports.Imports))
+	}
+
+	wantField(t, s.adminFail(t, "POST", "/apps", `{"name":"CRM `+"\xff"+`","api_key":"utf8-key"}`, 400), "name")
+	s.adminFail(t, "GET", "/apps/utf8-key", "", 404)
+	wantField(t, s.adminFail(t, "PATCH", "/apps/qa-key/webhooks/x", `{"events":["call.completed","`+"\xff"+`"]}`, 400), "events[1]")
+	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-utf8","call_config":{"pool_hotline_key":"`+"\xff"+`"}}`, 400),
+		"call_config.pool_hotline_key")
+	s.adminFail(t, "GET", "/apps/qa-key/scenarios/sc-utf8", "", 404)
+}
