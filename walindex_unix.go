@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -14,8 +15,13 @@ import (
 // WAL-index header SQLite updates, in native byte order, at every commit.
 // The mapping stays valid while SQLite runs: it never shrinks the file
 // below its first page while a connection (the store's writer) has it
-// open, and an unlinked file keeps its pages.
-type walIndex struct{ mem []byte }
+// open, and an unlinked file keeps its pages. Requests still in flight when
+// the store closes may read after close: the lock keeps them off the
+// unmapped page (a read there would crash the process).
+type walIndex struct {
+	mu  sync.RWMutex
+	mem []byte // nil once closed
+}
 
 // walIndexHeader is the size of the WAL-index header; iChange is at byte 8.
 const walIndexHeader = 48
@@ -39,9 +45,22 @@ func openWALIndex(path string) (*walIndex, error) {
 }
 
 // iChange is the header's commit counter; a 32-bit aligned load, so never
-// torn by a concurrent commit.
+// torn by a concurrent commit. False once closed, which the watch takes for
+// a change.
 func (w *walIndex) iChange() (uint32, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.mem == nil {
+		return 0, false
+	}
 	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&w.mem[8]))), true
 }
 
-func (w *walIndex) close() { syscall.Munmap(w.mem) }
+func (w *walIndex) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mem != nil {
+		syscall.Munmap(w.mem)
+		w.mem = nil
+	}
+}
