@@ -258,7 +258,7 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 				return nil, err
 			}
 		}
-		list, err := json.Marshal(scenarioList{Scenarios: out, TotalCount: total})
+		list, err := marshalJSON(scenarioList{Scenarios: out, TotalCount: total})
 		return wrapSuccess(list), err
 	})
 	if err != nil {
@@ -326,7 +326,7 @@ func scenarioJSON(sc *Scenario, sel map[string]bool) (json.RawMessage, error) {
 		if sel != nil && !sel[f] {
 			continue
 		}
-		v, err := json.Marshal(values[f])
+		v, err := marshalJSON(values[f])
 		if err != nil {
 			return nil, err
 		}

@@ -95,7 +95,7 @@ func enqueue(tx *sql.Tx, endpoints map[string][]string, appID int64, eventType s
 		}
 		if payload == nil {
 			var err error
-			if payload, err = json.Marshal(event{Type: eventType, ID: "evt_" + newV7(), Timestamp: eventTime(now), Data: data}); err != nil {
+			if payload, err = marshalJSON(event{Type: eventType, ID: "evt_" + newV7(), Timestamp: eventTime(now), Data: data}); err != nil {
 				return err
 			}
 		}

@@ -290,7 +290,7 @@ func writeSuccess(w http.ResponseWriter, result any) {
 		writeBody(w, http.StatusOK, wrapSuccess(r))
 		return
 	}
-	raw, err := json.Marshal(result)
+	raw, err := marshalJSON(result)
 	if err != nil { // results are plain data: not expected
 		writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
 		return
@@ -309,7 +309,7 @@ func wrapSuccess(result json.RawMessage) successBody {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
 		status = http.StatusInternalServerError

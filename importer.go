@@ -93,7 +93,7 @@ func validateContacts(items []any, sc *Scenario, region string) ([]NewContact, [
 	var skipped []SkippedContact
 	seen := map[string]bool{}
 	skip := func(i int, item any, reason string) {
-		input, _ := json.Marshal(item)
+		input, _ := marshalJSON(item)
 		skipped = append(skipped, SkippedContact{Position: i, Input: input, Reason: reason})
 	}
 	phones := normalizePhones(items, region)

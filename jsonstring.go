@@ -1,17 +1,42 @@
 package main
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
 
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: HTML-safe (<, > and & escaped), control characters escaped,
-// invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped.
+// dialbox writes every JSON it answers, stores or sends (public and admin
+// answers, stored fields, webhook payloads) with one rule: characters as
+// they came, <, > and & included (encoding/json's default escapes them as
+// \u003c, \u003e, \u0026, which the spec's samples and other stacks'
+// encoders do not), except control characters, which JSON requires
+// escaped, and U+2028 and U+2029, written \u2028 and \u2029 as
+// encoding/json always writes them (still the same characters to any JSON
+// parser, and safe to paste into JavaScript). marshalJSON and
+// appendJSONString both follow it, so every path writes the same bytes.
+
+// marshalJSON is json.Marshal without HTML escaping.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// appendJSONString appends s as a JSON string exactly as marshalJSON writes
+// it: control characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028
+// and U+2029 escaped, everything else as it is.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= ' ' && c != '"' && c != '\\' {
 				i++
 				continue
 			}

@@ -186,7 +186,7 @@ func (c AddedContact) MarshalJSON() ([]byte, error) {
 	return c.appendJSON(nil), nil
 }
 
-// stringMapJSON is m as encoding/json writes a map[string]string, in a
+// stringMapJSON is m as marshalJSON writes a map[string]string, in a
 // buffer of the size it will most likely take.
 func stringMapJSON(m map[string]string) []byte {
 	n := 2
@@ -199,7 +199,7 @@ func stringMapJSON(m map[string]string) []byte {
 // addedJSON is operation A's and C's result, the added contacts, as JSON.
 // Written by hand because encoding/json, through a map per contact, was a
 // tenth of the CPU of 100-contact imports; FuzzAddedJSON holds it to the
-// bytes encoding/json writes.
+// bytes marshalJSON writes.
 func addedJSON(added []AddedContact) json.RawMessage {
 	b := make([]byte, 0, 128*len(added)+2)
 	b = append(b, '[')
@@ -216,7 +216,7 @@ func (c AddedContact) appendJSON(b []byte) []byte {
 	return appendStringMap(b, c.Echo, "contact_id", c.ID)
 }
 
-// appendStringMap appends m as encoding/json writes a map[string]string
+// appendStringMap appends m as marshalJSON writes a map[string]string
 // (keys in byte order), with the pair idKey: id in it when idKey is set,
 // in place of any such key of m.
 func appendStringMap(b []byte, m map[string]string, idKey, id string) []byte {

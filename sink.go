@@ -75,7 +75,7 @@ func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		m.EventType = event.Type
 		m.Body = body
 	} else {
-		m.Body, _ = json.Marshal(string(body)) // not JSON: kept as a string
+		m.Body, _ = marshalJSON(string(body)) // not JSON: kept as a string
 	}
 	s.mu.Lock()
 	s.seq++

@@ -313,7 +313,7 @@ func insertContacts(tx *sql.Tx, s *Store, req ImportRequest, res *ImportResult, 
 	res.Added = slices.Grow(res.Added, len(inserted))
 	for _, c := range req.Contacts {
 		if !inserted[c.ID] {
-			input, _ := json.Marshal(c.Input)
+			input, _ := marshalJSON(c.Input)
 			res.Skipped = append(res.Skipped, SkippedContact{Position: c.Position, Input: input,
 				Reason: "phone_number is already queued for this scenario"})
 			continue
@@ -547,11 +547,11 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 }
 
 func upsertScenario(tx *sql.Tx, appID int64, sc *Scenario, at int64) error {
-	fields, err := json.Marshal(sc.PersonalizedFields)
+	fields, err := marshalJSON(sc.PersonalizedFields)
 	if err != nil {
 		return err
 	}
-	config, err := json.Marshal(sc.CallConfig)
+	config, err := marshalJSON(sc.CallConfig)
 	if err != nil {
 		return err
 	}
@@ -570,7 +570,7 @@ func upsertScenario(tx *sql.Tx, appID int64, sc *Scenario, at int64) error {
 }
 
 func upsertFixtureWebhook(tx *sql.Tx, appID int64, wh FixtureWebhook, at int64) error {
-	events, err := json.Marshal(wh.Events)
+	events, err := marshalJSON(wh.Events)
 	if err != nil {
 		return err
 	}

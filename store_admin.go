@@ -293,11 +293,11 @@ func (s *Store) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time)
 }
 
 func scenarioJSONColumns(sc *Scenario) (string, string, error) {
-	fields, err := json.Marshal(sc.PersonalizedFields)
+	fields, err := marshalJSON(sc.PersonalizedFields)
 	if err != nil {
 		return "", "", err
 	}
-	config, err := json.Marshal(sc.CallConfig)
+	config, err := marshalJSON(sc.CallConfig)
 	return string(fields), string(config), err
 }
 
@@ -435,7 +435,7 @@ func (s *Store) Endpoint(ctx context.Context, appID int64, id string) (*WebhookE
 
 // SaveEndpoint inserts or replaces an endpoint of appID.
 func (s *Store) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
-	events, err := json.Marshal(e.Events)
+	events, err := marshalJSON(e.Events)
 	if err != nil {
 		return err
 	}
