@@ -251,7 +251,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
 
-	router := httprouter.New()
+	router := newRouter()
 	m.api.routes(router)
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.api.writeError(w, &APIError{Code: 404, Message: "Not found"})
