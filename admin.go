@@ -48,12 +48,21 @@ type Clock interface {
 	SetTimeScale(float64)
 }
 
-const adminTokenSetting = "admin_token_sha256"
+// The admin token's settings. A token dialbox generated is kept as it is
+// (adminTokenPlainSetting) beside its hash, as the applications' secrets
+// are: the first-run block prints a sink command that works on every
+// start, and whoever can read the database reads every tenant's secret
+// already. A token the operator set is neither stored nor printed (see
+// Main.sinkCommand). Databases of older dialboxes hold only the hash.
+const (
+	adminTokenSetting      = "admin_token_sha256"
+	adminTokenPlainSetting = "admin_token"
+)
 
 // adminTokenHash returns the hash the admin API checks bearer tokens
 // against: the configured token's, else the stored one's. On the first start
-// without a configured token it generates one and returns it, to be printed
-// once (only its hash is kept).
+// without a configured token it generates one, stores it with its hash, and
+// returns it to be announced.
 func adminTokenHash(ctx context.Context, store *Store, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
 		return sha256.Sum256([]byte(configured)), "", nil
@@ -69,6 +78,9 @@ func adminTokenHash(ctx context.Context, store *Store, configured string) ([sha2
 	}
 	token := "dbx_admin_" + randomHex(20)
 	h = sha256.Sum256([]byte(token))
+	if err := store.SetAdminSetting(ctx, adminTokenPlainSetting, token); err != nil {
+		return h, "", err
+	}
 	if err := store.SetAdminSetting(ctx, adminTokenSetting, hex.EncodeToString(h[:])); err != nil {
 		return h, "", err
 	}

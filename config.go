@@ -106,7 +106,7 @@ type WebhooksConfig struct {
 
 type AdminConfig struct {
 	// Token is the admin API's bearer token; empty: one is generated on the
-	// first start, printed once, and only its hash is kept.
+	// first start and kept in the database (the first-run block prints it).
 	Token string `toml:"token"`
 }
 

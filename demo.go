@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -34,6 +36,10 @@ func (m *Main) printDemo(ctx context.Context) error {
 		return err
 	}
 	base := m.URL()
+	sink, err := m.sinkCommand(ctx, base)
+	if err != nil {
+		return err
+	}
 	auth := "-H 'Authorization: Bearer " + token + "'"
 	fmt.Fprintf(m.Stdout, `
 dialbox %s is serving on %s
@@ -44,21 +50,80 @@ Demo tenant
   ACCESS_TOKEN: %s
 
 Operation A, add contacts to a scenario:
-  curl -s -X POST %s/api/v1/public-api/scenarios/%s/calls %s -H 'Content-Type: application/json' -d '{"contacts":[{"phone_number":"0912345678","danh_xung":"Anh","ho_ten":"Nguyen Van A"}]}'
+  curl -s -X POST %s/api/v1/public-api/scenarios/%s/calls %s -H 'Content-Type: application/json' -d '{"contacts":[{"phone_number":"%s","danh_xung":"Anh","ho_ten":"Nguyen Van A"}]}'
 
 Operation B, list scenarios:
   curl -s '%s/api/v1/public-api/scenarios?limit=10&offset=0' %s
 
 Operation C, add contacts to a campaign:
-  curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"+84 987 654 321","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
+  curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"%s","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
 
-The demo contacts are called by the simulated dialer (+84900000001..7 give
-each outcome; see the README) and every result is posted, signed, to the
-built-in webhook sink. Read it with the admin token (printed on the first
-start, or admin.token):
-  curl -s %s/admin/v1/sink -H 'Authorization: Bearer ADMIN_TOKEN'
+The simulated dialer calls the demo contacts: +84900000009 answers after
+1 s and talks 2 s (+84900000001..8 give each outcome; see
+docs/calling.md), and each result is posted, signed, to the built-in
+webhook sink within seconds. %s
 
 `, versionString(), base, app.APIKey, app.APISecret, token,
-		base, demoScenarioID, auth, base, auth, base, auth, demoCampaignID, base)
+		base, demoScenarioID, auth, demoPhoneLocal, base, auth, base, auth, demoCampaignID, demoPhoneSpaced, sink)
 	return nil
+}
+
+// demoPhone is what the first-run block's commands call: the simulator's
+// quick test number (answered after 1 s, 2 s of talk), so a person who runs
+// them sees the results in the sink within seconds. Written as a CRM might,
+// in local form for operation A and spaced for operation C.
+const (
+	demoPhoneLocal  = "0900000009"
+	demoPhoneSpaced = "+84 900 000 009"
+)
+
+// sinkCommand is how the first-run block tells to read the sink, at base:
+// a curl line only when it works as printed. A token dialbox generated is
+// in the database, so it is printed; a token from DIALBOX_ADMIN_TOKEN is
+// referred to by that variable, which the operator's shell has; a token
+// from a config file is not copied to the output (nor is the token of an
+// older dialbox, which kept only its hash), so the block says where it is.
+func (m *Main) sinkCommand(ctx context.Context, base string) (string, error) {
+	url := base + "/admin/v1/sink"
+	switch {
+	case m.Config.Admin.Token != "" && m.adminTokenFromEnv:
+		return "Read it with the admin token:\n  curl -s " + url + ` -H "Authorization: Bearer $DIALBOX_ADMIN_TOKEN"`, nil
+	case m.Config.Admin.Token != "":
+		return "Read it with GET " + url + " and your admin.token as the bearer token.", nil
+	}
+	token, err := m.store.AdminSetting(ctx, adminTokenPlainSetting)
+	if err != nil || token == "" {
+		return "Read it with GET " + url + " and the admin token printed on the first start.", err
+	}
+	return "Read it with the admin token:\n  curl -s " + url + " -H 'Authorization: Bearer " + token + "'", nil
+}
+
+// envValue is the value of key in env (KEY=value entries), "" when unset.
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = val
+		}
+	}
+	return v
+}
+
+// repointDemoSink points the demo tenant's sink webhook at this server's
+// sink. It was made with the address of the first start; a server started
+// later on another --listen would post the demo's results to nobody.
+func (m *Main) repointDemoSink(ctx context.Context, now time.Time) error {
+	app, err := m.store.DemoApp(ctx)
+	if errors.Is(err, errNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	url := sinkURL(m.URL(), "demo")
+	return m.store.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE webhook_endpoints SET url = ?, updated_at = ?
+			WHERE app_id = ? AND url LIKE '%/sink/demo' AND url <> ?`, url, ms(now), app.ID, url)
+		return err
+	})
 }

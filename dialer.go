@@ -96,6 +96,9 @@ var builtinRules = []SimulatorRule{
 	{Number: "+84900000007", Outcome: OutcomeInvalidNumber, RingTime: Duration{500 * time.Millisecond}},
 	// Talks for an hour: shows max_duration cutting a call.
 	{Number: "+84900000008", Outcome: OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{time.Hour}},
+	// The first run's printed commands call it: answered at once and
+	// short, so their results reach the sink within seconds.
+	{Number: "+84900000009", Outcome: OutcomeAnswered, RingTime: Duration{time.Second}, TalkTime: Duration{2 * time.Second}},
 }
 
 // defaultWeights are the chances of each outcome for numbers no rule

@@ -104,10 +104,12 @@ type Main struct {
 
 	store     *Store
 	serveLock *os.File // held while serving: one server per database
-	api       *API
-	ln        net.Listener
-	server    *http.Server
-	ops       *opsServer
+	// adminTokenFromEnv: Config.Admin.Token came from DIALBOX_ADMIN_TOKEN.
+	adminTokenFromEnv bool
+	api               *API
+	ln                net.Listener
+	server            *http.Server
+	ops               *opsServer
 
 	dialer   *SimDialer
 	engine   *Engine
@@ -191,6 +193,7 @@ func (m *Main) ParseFlags(args, env []string) error {
 		return err
 	}
 	m.Config = cfg
+	m.adminTokenFromEnv = cfg.Admin.Token != "" && envValue(env, "DIALBOX_ADMIN_TOKEN") == cfg.Admin.Token
 	return nil
 }
 
@@ -239,6 +242,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err := m.store.ApplyFixtures(ctx, []*FixtureApp{m.demoTenant(ctx, now)}, now); err != nil {
 			return fmt.Errorf("demo tenant: %w", err)
 		}
+	}
+	if err := m.repointDemoSink(ctx, now); err != nil {
+		return fmt.Errorf("demo tenant: %w", err)
 	}
 
 	// The parts, in dependency order, each complete before it is handed on
@@ -372,7 +378,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)
 	if generated != "" {
-		fmt.Fprintf(m.Stdout, "\nAdmin API token (shown this once; only its hash is stored, set admin.token to choose one):\n  %s\n", generated)
+		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}
 	return nil
 }
