@@ -93,6 +93,7 @@ func (b *scenarioBody) apply(sc *Scenario) error {
 			return invalid("call_config", "must be a call_config object: "+err.Error())
 		}
 	}
+	sc.CallConfig.CallWindow.normalizeDays()
 	if fe := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
 		return validationError(*fe)
 	}

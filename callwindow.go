@@ -82,3 +82,11 @@ func (w *callWindow) Next(t time.Time) time.Time {
 	}
 	return t // no day enabled: parseCallWindow refuses that, so unreachable
 }
+
+// normalizeDays writes a call window's days as the contract spells them
+// (MON..SUN): they are read in any case, and stored and echoed upper-case.
+func (cw *CallWindow) normalizeDays() {
+	for i, d := range cw.Days {
+		cw.Days[i] = strings.ToUpper(d)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,34 @@ func TestParseCallWindowErrors(t *testing.T) {
 	}
 	if _, err := parseCallWindow(good); err != nil {
 		t.Errorf("the good window: %v", err)
+	}
+}
+
+// TestCallWindowDaysUpperCased: days are read in any case and stored and
+// echoed as the contract spells them, from the admin API and fixtures alike.
+func TestCallWindowDaysUpperCased(t *testing.T) {
+	s := startSandbox(t)
+	var sc struct {
+		CallConfig CallConfig `json:"call_config"`
+	}
+	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-days","content":"x","call_config":{"call_window":{"start":"08:00","end":"17:00","timezone":"Asia/Ho_Chi_Minh","days":["mon","Tue"]}}}`, &sc)
+	if got := sc.CallConfig.CallWindow.Days; !slices.Equal(got, []string{"MON", "TUE"}) {
+		t.Errorf("admin API echoed days %q; want [MON TUE]", got)
+	}
+	f, err := LoadFixtures(writeFile(t, "days.toml", `
+[[applications]]
+api_key = "days-key"
+api_secret = "days-secret"
+  [[applications.scenarios]]
+  id = "sc-days"
+  content = "x"
+    [applications.scenarios.call_config.call_window]
+    days = ["sat", "Sun"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Applications[0].Scenarios[0].CallConfig.CallWindow.Days; !slices.Equal(got, []string{"SAT", "SUN"}) {
+		t.Errorf("fixtures days %q; want [SAT SUN]", got)
 	}
 }

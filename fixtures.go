@@ -177,6 +177,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 		scenarios := map[string]bool{}
 		for si, sc := range fa.Scenarios {
 			key := fmt.Sprintf("%s.scenarios[%d]", at, si)
+			sc.CallConfig.CallWindow.normalizeDays()
 			if err := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
 				return bad(key+"."+err.Field, "%s", err.Reason)
 			}
