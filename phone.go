@@ -20,7 +20,7 @@ var (
 // ("0912345678", "84912345678", "+84 912 345 678"), reading numbers without
 // a country code as numbers of region, and returns it in E.164.
 func normalizePhone(raw, region string) (string, error) {
-	if hasLetter(raw) {
+	if hasLetter(withoutTelScheme(raw)) {
 		return "", errPhoneLetter
 	}
 	num, err := phonenumbers.Parse(raw, region)
@@ -28,6 +28,16 @@ func normalizePhone(raw, region string) (string, error) {
 		return "", errInvalidPhone
 	}
 	return phonenumbers.Format(num, phonenumbers.E164), nil
+}
+
+// withoutTelScheme drops an RFC 3966 "tel:" in front of a number, the one
+// run of letters a phone field may carry that is not the number itself.
+func withoutTelScheme(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) >= 4 && strings.EqualFold(s[:4], "tel:") {
+		return s[4:]
+	}
+	return s
 }
 
 // hasLetter reports whether s holds a letter. The phone library reads

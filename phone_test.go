@@ -22,9 +22,11 @@ func TestNormalizePhone(t *testing.T) {
 		{" 0912345678 ", "VN", "+84912345678"},    // padding
 		{"02873000001", "VN", "+842873000001"},    // a landline
 		{"028 7300 0001", "VN", "+842873000001"},
-		{"+1 650 253 0000", "VN", "+16502530000"}, // another country, by its code
-		{"6502530000", "US", "+16502530000"},      // phone.default_region decides
-		{"+84912345678", "", "+84912345678"},      // no region: E.164 still reads
+		{"+1 650 253 0000", "VN", "+16502530000"},  // another country, by its code
+		{"tel:+84912345678", "VN", "+84912345678"}, // RFC 3966
+		{"TEL:+84-912-345-678", "VN", "+84912345678"},
+		{"6502530000", "US", "+16502530000"}, // phone.default_region decides
+		{"+84912345678", "", "+84912345678"}, // no region: E.164 still reads
 	} {
 		got, err := normalizePhone(c.raw, c.region)
 		if err != nil || got != c.want {
@@ -35,14 +37,13 @@ func TestNormalizePhone(t *testing.T) {
 		{"", "VN"},
 		{"abc", "VN"},
 		{"1", "VN"},
-		{"091234567", "VN"},        // a digit short
-		{"091234567890", "VN"},     // too long
-		{"0912345678abc", "VN"},    // trailing letters
-		{"0012345678", "VN"},       // no such prefix
-		{"+84000000000", "VN"},     // not an assigned range
-		{"0912345678", "US"},       // a VN number read as a US one
-		{"0912345678", ""},         // national form without a region
-		{"tel:+84912345678", "VN"}, // a letter: see TestPhoneLetters
+		{"091234567", "VN"},     // a digit short
+		{"091234567890", "VN"},  // too long
+		{"0912345678abc", "VN"}, // trailing letters
+		{"0012345678", "VN"},    // no such prefix
+		{"+84000000000", "VN"},  // not an assigned range
+		{"0912345678", "US"},    // a VN number read as a US one
+		{"0912345678", ""},      // national form without a region
 	} {
 		if got, err := normalizePhone(c.raw, c.region); !errors.Is(err, errInvalidPhone) && !errors.Is(err, errPhoneLetter) {
 			t.Errorf("normalizePhone(%q, %q) = %q, %v; want it refused", c.raw, c.region, got, err)
@@ -54,7 +55,7 @@ func TestNormalizePhone(t *testing.T) {
 // phone library may read as keypad digits ("09123ABC78" is not
 // +84912322278); everything else parses as before.
 func TestPhoneLetters(t *testing.T) {
-	for _, raw := range []string{"09123ABC78", "0912345abc", "O912345678", "0912345678 ext. 12", "tel:0912345678",
+	for _, raw := range []string{"09123ABC78", "0912345abc", "O912345678", "0912345678 ext. 12", "tel:0912345678;ext=12", "tel:+84912345abc",
 		"09123đ5678", "+84 912 345 67X"} {
 		if e164, err := normalizePhone(raw, "VN"); err != errPhoneLetter {
 			t.Errorf("%q: %q, %v; want %v", raw, e164, err, errPhoneLetter)
