@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -145,9 +146,9 @@ func (h *Harness) sipStep(key, label string, calls int, rate float64, prompt tim
 	var (
 		mu           sync.Mutex
 		cpu0, cpu    time.Duration = -1, 0
-		done         = make(chan struct{})
-		sampled      = make(chan struct{})
-		sampleTicker = time.NewTicker(100 * time.Millisecond)
+		done                       = make(chan struct{})
+		sampled                    = make(chan struct{})
+		sampleTicker               = time.NewTicker(100 * time.Millisecond)
 	)
 	sample := func() {
 		pid := caller.pid()
@@ -582,12 +583,13 @@ func readCapture(path string, sipPort, echoPort int) (sipWire, error) {
 	return w, nil
 }
 
+// quantile is the nearest-rank q-quantile of d (sorted in place).
 func quantile(d []time.Duration, q float64) time.Duration {
 	if len(d) == 0 {
 		return 0
 	}
 	slices.Sort(d)
-	return d[min(len(d)-1, int(q*float64(len(d))))]
+	return d[max(0, int(math.Ceil(q*float64(len(d))))-1)]
 }
 
 // sipPacket records the moments of a call a SIP message marks: its first
@@ -689,4 +691,102 @@ func eachUDP(b []byte, fn func(at time.Time, src []byte, sport, dport int, paylo
 func commandOutput(bin string, args ...string) string {
 	out, _ := exec.Command(bin, args...).CombinedOutput()
 	return string(out)
+}
+
+// sipSection is the SIP phase's table: each caller's figures, dialbox's
+// beside its ratio to sipp's.
+func (h *Harness) sipSection(w func(string, ...any)) {
+	w("\n### %s\n\n", h.section("SIP calls"))
+	if h.sipSkip != "" {
+		w("Not run: %s.\n", h.sipSkip)
+		return
+	}
+	if len(h.sip) == 0 {
+		return
+	}
+	r0 := h.sip[0]
+	w("Each caller places %d calls, offered at %.0f/s, over UDP on 127.0.0.1 to a fresh sipp callee (%s, `testdata/sipp/uas.xml`: 180, 200 with PCMU/PCMA, its `-rtp_echo` sending every RTP packet back, BYE answered 200). Every call plays a %s prompt as PCMU in 20 ms packets, then hangs up. "+
+		"Calls, setup times, calls held at once and RTP intervals are read from a packet capture of the callee's SIP port and of the RTP sent to it (dumpcap on `lo`, kernel timestamps), the same way for both callers: setup rate is answered calls over the time from the first INVITE to the last 200 OK, so it cannot exceed the offered rate; held is the most calls between their 200 OK and their BYE at once; an RTP interval is the time between consecutive packets of one stream (sequence gaps excluded). "+
+		"CPU and memory are those of the process placing the calls, from /proc: CPU time over the calls offered; resident memory above the process's idle size (before its first call) over the calls held. sipp starts calling as it starts, so its idle size is unknown and its figure is its whole peak over the calls held (an upper bound). "+
+		"sipp's caller ignores the echoed audio; dialbox's reads it (it hangs up a call whose far end goes silent).\n\n", r0.Calls, r0.Rate, h.sipVer, h.o.sipPrompt)
+	w("| Caller | Answered, BYE 200 | Setup rate | Setup p50 / p99 | Held at once | RTP interval p50 / p99 / max | CPU per call | Memory per call | Peak RSS | Compared with |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	lim := h.sipGot("sip:sipp")
+	for _, r := range h.sip {
+		if r.Skipped != "" {
+			w("| %s | - | - | - | - | - | - | - | - | skipped: %s |\n", r.Label, strings.ReplaceAll(firstLine(r.Skipped), "|", "/"))
+			continue
+		}
+		wi := r.Wire
+		kb, upper := r.KBPerCall()
+		mem := fmt.Sprintf("%.0f kB", kb)
+		if upper {
+			mem = "≤ " + mem
+		}
+		var cmp []string
+		if r.Key == "sip:sipp" {
+			cmp = append(cmp, "limit")
+		} else if lim != nil {
+			cmp = append(cmp, pct(wi.SetupRate, lim.Wire.SetupRate)+" of sipp's setup rate",
+				times(r.CPUPerCall().Seconds(), lim.CPUPerCall().Seconds())+" sipp's CPU per call")
+		}
+		if bad := r.Calls - wi.Completed; bad > 0 {
+			cmp = append(cmp, fmt.Sprintf("**%d calls not completed**", bad))
+		}
+		if r.Placed.FirstErr != "" {
+			cmp = append(cmp, "first error: "+strings.ReplaceAll(firstLine(r.Placed.FirstErr), "|", "/"))
+		}
+		if wi.RTPSeqGaps > 0 {
+			cmp = append(cmp, fmt.Sprintf("%d RTP sequence gaps", wi.RTPSeqGaps))
+		}
+		cmp = append(cmp, r.Notes...)
+		w("| %s | %d of %d | %s calls/s | %s / %s | %d | %s / %s / %s | %s | %s | %.1f MB | %s |\n",
+			r.Label, wi.Completed, r.Calls, num(wi.SetupRate), lat(wi.SetupP50), lat(wi.SetupP99), wi.PeakHeld,
+			lat(wi.RTPP50), lat(wi.RTPP99), lat(wi.RTPMax), lat(r.CPUPerCall()), mem, float64(r.PeakKB)/1024, strings.Join(cmp, "; "))
+	}
+	if d := h.sipGot("sip:sipcall"); d != nil && lim != nil && d.Wire.SetupRate >= 0.95*d.Rate && lim.Wire.SetupRate >= 0.95*lim.Rate {
+		w("\nBoth callers kept up with the offered rate: the setup rates are the offer, not a limit (raise `-sip-rate` to find one).\n")
+	}
+}
+
+// sipGot is a SIP step that was measured, or nil.
+func (h *Harness) sipGot(key string) *SIPResult {
+	for _, r := range h.sip {
+		if r.Key == key && r.Skipped == "" {
+			return r
+		}
+	}
+	return nil
+}
+
+// sipTargets judges the SIP goals on this run's figures.
+func (h *Harness) sipTargets() []string {
+	d, lim := h.sipGot("sip:sipcall"), h.sipGot("sip:sipp")
+	why := h.sipSkip
+	if why == "" {
+		why = "a step is missing"
+	}
+	var out []string
+	what := "dialbox's SIP calls set up per second >= 50% of sipp's"
+	if d != nil && lim != nil {
+		out = append(out, fmt.Sprintf("%s %s: %s calls/s = %s of sipp's %s calls/s (offered %.0f/s)", verdict(d.Wire.SetupRate >= 0.5*lim.Wire.SetupRate),
+			what, num(d.Wire.SetupRate), pct(d.Wire.SetupRate, lim.Wire.SetupRate), num(lim.Wire.SetupRate), d.Rate))
+	} else {
+		out = append(out, fmt.Sprintf("**NOT MEASURED** %s: %s", what, why))
+	}
+	what = "dialbox's SIP calls held at once >= 500, every one completed"
+	if d != nil {
+		out = append(out, fmt.Sprintf("%s %s: %d held, %d of %d completed", verdict(d.Wire.PeakHeld >= 500 && d.Wire.Completed == d.Calls),
+			what, d.Wire.PeakHeld, d.Wire.Completed, d.Calls))
+	} else {
+		out = append(out, fmt.Sprintf("**NOT MEASURED** %s: %s", what, why))
+	}
+	what = "RTP send interval p99 < 40 ms (20 ms packets)"
+	if d != nil && d.Wire.RTPIntervals > 0 {
+		out = append(out, fmt.Sprintf("%s %s: p99 %s over %s intervals of %d streams, max %s, on the wire", verdict(d.Wire.RTPP99 < 40*time.Millisecond),
+			what, lat(d.Wire.RTPP99), num(float64(d.Wire.RTPIntervals)), d.Wire.RTPStreams, lat(d.Wire.RTPMax)))
+	} else {
+		out = append(out, fmt.Sprintf("**NOT MEASURED** %s: %s", what, why))
+	}
+	return out
 }
