@@ -104,7 +104,7 @@ func (h *Harness) sipPhase() {
 		logf("sip: skipped: %v", err)
 		return
 	}
-	h.sipVer = firstLine(strings.TrimSpace(commandOutput(sipp, "-v")))
+	h.sipVer = strings.TrimSuffix(firstLine(strings.TrimSpace(commandOutput(sipp, "-v"))), ".")
 	logf("sip: %d calls at %.0f/s, %s prompt each, to a sipp callee (%s)", calls, rate, prompt, h.sipVer)
 	h.sipStep("sip:sipp", "sipp calling sipp (limit)", calls, rate, prompt, sipp, dumpcap, h.sippCaller(sipp))
 	h.sipStep("sip:sipcall", "dialbox's SIP user agent (internal/sipcall) calling sipp", calls, rate, prompt, sipp, dumpcap, h.driverCaller())

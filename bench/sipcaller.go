@@ -34,12 +34,6 @@ type sipPlaced struct {
 	Elapsed  time.Duration  `json:"elapsed"`
 }
 
-// good is how many calls were answered, played their whole prompt and
-// were hung up by the caller without an error.
-func (p sipPlaced) good() int {
-	return p.Outcomes[sipcall.OutcomeAnswered+"/"+string(sipcall.EndPromptDone)]
-}
-
 func runSIPCaller(args []string) error {
 	fs := flag.NewFlagSet("sip-caller", flag.ContinueOnError)
 	trunk := fs.String("trunk", "", "callee host:port (127.0.0.1 only)")
