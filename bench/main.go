@@ -53,9 +53,19 @@ type options struct {
 	hookEvents int
 	concs      []int
 	wrk        bool
+	sipCalls   int
+	sipRate    float64
+	sipPrompt  time.Duration
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sip-caller" {
+		if err := runSIPCaller(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "sip-caller:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 2 && os.Args[1] == "bare-server" {
 		if err := serveBare(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "bare-server:", err)
@@ -83,7 +93,11 @@ func main() {
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
-	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks", "phases to run (peers needs main)")
+	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip", "phases to run (peers needs main)")
+	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, then dialbox's SIP user agent calling sipp")
+	fs.IntVar(&o.sipCalls, "sip-calls", 600, "calls each caller of the SIP phase places")
+	fs.Float64Var(&o.sipRate, "sip-rate", 1500, "calls per second offered in the SIP phase (near what sipp sets up on 2 cores: a higher offer overflows the callee's socket)")
+	fs.DurationVar(&o.sipPrompt, "sip-prompt", 5*time.Second, "prompt every call of the SIP phase plays before hanging up")
 	fs.BoolVar(&o.serve, "serve", false, "only start dialbox with the bench tenant, print its address, token and request files, and wait (to drive it with another load generator)")
 	fs.Parse(os.Args[1:])
 	set := map[string]bool{}
@@ -107,6 +121,19 @@ func main() {
 		if !set["webhook-contacts"] {
 			o.hookEvents = 1000
 		}
+		if !set["sip-calls"] {
+			o.sipCalls = 100
+		}
+		if !set["sip-prompt"] {
+			o.sipPrompt = 2 * time.Second
+		}
+	}
+	if *sipOnly {
+		*phaseList = "sip"
+	}
+	if o.sipCalls < 1 || o.sipCalls > 5000 || o.sipRate <= 0 || o.sipRate > 5000 || o.sipPrompt < 100*time.Millisecond || o.sipPrompt > time.Minute {
+		fmt.Fprintln(os.Stderr, "bench: -sip-calls must be 1 to 5000, -sip-rate above 0 and at most 5000, -sip-prompt 100ms to 1m")
+		os.Exit(2)
 	}
 	for _, s := range strings.Split(*concList, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -119,10 +146,10 @@ func main() {
 	o.phases = map[string]bool{}
 	for _, ph := range strings.Split(*phaseList, ",") {
 		switch ph = strings.TrimSpace(ph); ph {
-		case "limits", "main", "peers", "growth", "webhooks":
+		case "limits", "main", "peers", "growth", "webhooks", "sip":
 			o.phases[ph] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks)\n", ph)
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, sip)\n", ph)
 			os.Exit(2)
 		}
 	}
@@ -190,6 +217,9 @@ type Harness struct {
 	profiles     []string
 	wrkBin       string // wrk for the cross-check, once found
 	wrkSkip      string // why there is no cross-check
+	sip          []*SIPResult
+	sipSkip      string // why the SIP phase did not run
+	sipVer       string
 }
 
 type sizeRow struct {
@@ -300,9 +330,13 @@ func (h *Harness) Run() error {
 		h.o.rev = strings.TrimSpace(string(out))
 	}
 	h.commit = gitDescribe(h.repo, h.o.rev)
-	logf("building dialbox %s from %s", h.commit, h.repo)
-	if h.bin, err = buildDialbox(h.repo, h.scratch, h.o.rev, h.o.cpuprofile != ""); err != nil {
-		return err
+	// The SIP phase drives internal/sipcall, built into this program: it
+	// needs no dialbox binary.
+	if h.o.serve || len(h.o.phases) > 1 || !h.o.phases["sip"] {
+		logf("building dialbox %s from %s", h.commit, h.repo)
+		if h.bin, err = buildDialbox(h.repo, h.scratch, h.o.rev, h.o.cpuprofile != ""); err != nil {
+			return err
+		}
 	}
 	if h.o.cpuprofile != "" {
 		if h.o.cpuprofile, err = filepath.Abs(h.o.cpuprofile); err != nil {
@@ -355,6 +389,11 @@ func (h *Harness) Run() error {
 		h.webhookPhase()
 	} else {
 		h.webhookSkip = "not run (-phases)"
+	}
+	if h.o.phases["sip"] {
+		h.sipPhase()
+	} else {
+		h.sipSkip = "not run (-phases)"
 	}
 	return h.report()
 }

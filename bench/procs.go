@@ -38,6 +38,11 @@ var (
 // StartProc starts name with args, output to logPath, in its own process
 // group.
 func StartProc(name, logPath string, env []string, bin string, args ...string) (*Proc, error) {
+	return startProc("", env, name, logPath, bin, args...)
+}
+
+// startProc is StartProc in the working folder dir ("": the harness's).
+func startProc(dir string, env []string, name, logPath, bin string, args ...string) (*Proc, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -45,6 +50,7 @@ func StartProc(name, logPath string, env []string, bin string, args ...string) (
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -200,8 +200,9 @@ func (h *Harness) report() error {
 	h.steps(w)
 	h.crossCheckSection(w)
 	if !profiling {
+		h.sipSection(w)
 		w("\n### Targets (issue 5)\n\n")
-		for _, t := range h.targets() {
+		for _, t := range append(h.targets(), h.sipTargets()...) {
 			w("- %s\n", t)
 		}
 	}
@@ -456,6 +457,14 @@ func (h *Harness) headline(w func(string, ...any)) {
 	}
 	if h.peakRSS > 0 {
 		w("| peak resident memory | %.0f MB | target 150 MB | - |\n", h.peakRSS)
+	}
+	if d, lim := h.sipGot("sip:sipcall"), h.sipGot("sip:sipp"); d != nil {
+		cmp := "-"
+		if lim != nil {
+			cmp = fmt.Sprintf("sipp calling sipp %s calls/s (dialbox %s)", num(lim.Wire.SetupRate), pct(d.Wire.SetupRate, lim.Wire.SetupRate))
+		}
+		w("| SIP calls with audio, internal/sipcall to sipp (offered %.0f/s) | %s calls/s set up, %d held at once, RTP interval p99 %s | %s | - |\n",
+			d.Rate, num(d.Wire.SetupRate), d.Wire.PeakHeld, lat(d.Wire.RTPP99), cmp)
 	}
 	if n := len(h.sizes); n > 0 && h.sizes[n-1].contacts > 0 {
 		last := h.sizes[n-1]

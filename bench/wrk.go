@@ -28,25 +28,30 @@ type wrkRequest struct {
 
 // findWrk returns the wrk binary, installing the Debian package when it is
 // missing and the harness runs as root; the error says why there is none.
-func findWrk() (string, error) {
-	if p, err := exec.LookPath("wrk"); err == nil {
+func findWrk() (string, error) { return aptTool("wrk", "wrk") }
+
+// aptTool returns the path of the command bin, installing the Debian
+// package pkg when it is missing and the harness runs as root; the error
+// says why there is none.
+func aptTool(bin, pkg string) (string, error) {
+	if p, err := exec.LookPath(bin); err == nil {
 		return p, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", errors.New("wrk is not installed (apt-get install wrk) and the harness is not root")
+		return "", fmt.Errorf("%s is not installed (apt-get install %s) and the harness is not root", bin, pkg)
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "", errors.New("wrk is not installed and there is no apt-get")
+		return "", fmt.Errorf("%s is not installed and there is no apt-get", bin)
 	}
-	logf("cross-check: installing wrk with apt-get")
+	logf("installing %s with apt-get", pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	install := func() error {
-		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "-q", "wrk")
+		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "-q", pkg)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("apt-get install wrk: %v: %s", err, lastLine(string(out)))
+			return fmt.Errorf("apt-get install %s: %v: %s", pkg, err, lastLine(string(out)))
 		}
 		return nil
 	}
@@ -58,7 +63,7 @@ func findWrk() (string, error) {
 			return "", err
 		}
 	}
-	return exec.LookPath("wrk")
+	return exec.LookPath(bin)
 }
 
 var (
