@@ -91,9 +91,8 @@ func newSIPFarEnd(t testing.TB) *sipFarEnd {
 			f.ended[to] = context.Cause(d.Context())
 			f.mu.Unlock()
 		default:
-			if err := d.Answer(); err != nil {
-				t.Error(err)
-				return
+			if d.Answer() != nil {
+				return // the caller gave up; its outcome tells the test
 			}
 			if to[len(to)-1] == '4' {
 				go sipcalltest.SendSilence(d)
