@@ -109,7 +109,6 @@ type Main struct {
 	server    *http.Server
 	ops       *opsServer
 
-	dialer   Dialer
 	sip      *SIPDialer // when dialer.kind is "sip", to hang up its calls at the end
 	clock    Clock      // the simulator's; nil with real calls
 	engine   *Engine
@@ -255,18 +254,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (faults and the journal are nil-safe; the admin API mounts them).
 	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
 	faults := NewFaults(m.store)
+	var dialer Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == DialerSIP {
 		if m.sip, err = NewSIPDialer(cfg, m.Log); err != nil {
 			return err
 		}
-		m.dialer = m.sip
+		dialer = m.sip
 	} else {
 		sim := NewSimDialer(cfg.Simulator)
-		m.dialer, m.clock, timeScale = sim, sim, sim.TimeScale
+		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
 	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
-	m.engine = NewEngine(m.store, m.dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
+	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
 
