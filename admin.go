@@ -33,7 +33,11 @@ type Admin struct {
 	journal   *Journal
 	faults    *Faults
 	sink      *Sink
-	clock     Clock
+	// clock is the simulator's; nil with real calls, whose time is fixed.
+	clock Clock
+	// trunks are the names a pool may give as its trunk; nil: any (the
+	// simulated dialer has no trunks).
+	trunks map[string]bool
 
 	// Given by Main: reset wipes and re-applies the tenants with calling
 	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.

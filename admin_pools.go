@@ -34,6 +34,7 @@ func (a *Admin) getPool(r *http.Request, ps httprouter.Params) (any, error) {
 
 type poolBody struct {
 	Key     string   `json:"key"`
+	Trunk   string   `json:"trunk"`
 	Numbers []string `json:"numbers"`
 }
 
@@ -49,11 +50,14 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 	if strings.TrimSpace(b.Key) == "" {
 		return nil, invalid("key", "is required")
 	}
+	if b.Trunk != "" && a.trunks != nil && !a.trunks[b.Trunk] {
+		return nil, invalid("trunk", "must name one of sip.trunks (or be left out: the first)")
+	}
 	numbers, ok := cleanNumbers(b.Numbers)
 	if !ok {
 		return nil, invalid("numbers", "must not hold an empty number")
 	}
-	err = a.store.CreatePool(r.Context(), app.ID, b.Key, numbers, a.now())
+	err = a.store.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
 	if errors.Is(err, errConflict) {
 		return nil, conflict("Hotline pool %q already exists", b.Key)
 	}

@@ -626,8 +626,8 @@ func TestAdminClock(t *testing.T) {
 		t.Errorf("default time_scale %v", clock.TimeScale)
 	}
 	s.admin(t, "PUT", "/clock", `{"time_scale":120}`, &clock)
-	if clock.TimeScale != 120 || s.m.dialer.TimeScale() != 120 {
-		t.Errorf("time_scale %v, dialer %v", clock.TimeScale, s.m.dialer.TimeScale())
+	if clock.TimeScale != 120 || s.m.clock.TimeScale() != 120 {
+		t.Errorf("time_scale %v, dialer %v", clock.TimeScale, s.m.clock.TimeScale())
 	}
 	wantField(t, s.adminFail(t, "PUT", "/clock", `{"time_scale":0}`, 400), "time_scale")
 	wantField(t, s.adminFail(t, "PUT", "/clock", `{}`, 400), "time_scale")

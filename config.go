@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/sipcall"
+
 	"github.com/BurntSushi/toml"
 	"github.com/nyaruka/phonenumbers"
 )
@@ -25,6 +27,9 @@ type Config struct {
 	Phone     PhoneConfig     `toml:"phone"`
 	Engine    EngineConfig    `toml:"engine"`
 	Simulator SimulatorConfig `toml:"simulator"`
+	Dialer    DialerConfig    `toml:"dialer"`
+	SIP       SIPConfig       `toml:"sip"`
+	TTS       TTSConfig       `toml:"tts"`
 	Webhooks  WebhooksConfig  `toml:"webhooks"`
 	Admin     AdminConfig     `toml:"admin"`
 	Journal   JournalConfig   `toml:"journal"`
@@ -183,6 +188,10 @@ func DefaultConfig() Config {
 			Seed:      1,
 			TimeScale: 1,
 		},
+		Dialer: DialerConfig{Kind: DialerSimulated},
+		SIP: SIPConfig{Listen: "0.0.0.0:5060", RTPPorts: "10000-20000", RingTimeout: Duration{45 * time.Second},
+			NumberFormat: sipcall.NumberE164},
+		TTS: TTSConfig{Engine: TTSEspeak, Voice: "vi"},
 		Webhooks: WebhooksConfig{
 			Workers:       8,
 			Timeout:       Duration{15 * time.Second},
@@ -275,6 +284,8 @@ func LoadConfig(path string, env []string) (Config, error) {
 	if err := applyEnv(&cfg, env); err != nil {
 		return cfg, err
 	}
+	applyTrunkEnv(&cfg.SIP, env)
+	fillTrunkDefaults(&cfg.SIP)
 	if err := cfg.validate(); err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) && ce.File == "" {
@@ -355,7 +366,10 @@ func (c *Config) validate() error {
 			return bad("webhooks.retry_schedule", "delays must not be negative")
 		}
 	}
-	return c.Simulator.validate()
+	if err := c.Simulator.validate(); err != nil {
+		return err
+	}
+	return c.validateCalling()
 }
 
 func (s *SimulatorConfig) validate() error {

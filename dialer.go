@@ -48,13 +48,29 @@ func isDialableOutcome(o string) bool {
 	return false
 }
 
-// Dialer places calls. The simulator is the only one today; a SIP dialer
-// for real trunks comes later behind the same interface.
+// Dialer places calls: SimDialer simulates them, SIPDialer (dialer_sip.go)
+// places real ones through SIP trunks.
 type Dialer interface {
-	// Dial places one call and returns when it has ended. A call cancelled
-	// through ctx (dialbox is stopping) ends at once as CANCELED.
+	// Dial places one call and returns when it has ended. A call stopped
+	// through ctx (dialbox is stopping) ends at once: CANCELED (queued
+	// again, free) unless a person had answered a real call, which stays
+	// ANSWERED with the talk it had.
 	Dial(ctx context.Context, req DialRequest) DialResult
+	// Reserve is the scheduler asking, before it claims contacts, how many
+	// of n calls may start now on trunk ("" is the first trunk). Each start
+	// granted holds one of the trunk's channels until Release(trunk). When
+	// fewer than n are granted, wait is how soon more may be (0: when a
+	// call ends).
+	Reserve(trunk string, n int) (granted int, wait time.Duration)
+	Release(trunk string)
 }
+
+// unlimitedTrunks is the capacity of a dialer without trunks: any number
+// of calls may start at any moment.
+type unlimitedTrunks struct{}
+
+func (unlimitedTrunks) Reserve(_ string, n int) (int, time.Duration) { return n, 0 }
+func (unlimitedTrunks) Release(string)                               {}
 
 // DialRequest is one call to place.
 type DialRequest struct {
@@ -69,6 +85,12 @@ type DialRequest struct {
 	MaxDuration time.Duration
 	// Outcome, when set, forces the outcome (fault injection).
 	Outcome string
+	// Content is the scenario's script and Fields the contact's fields
+	// ({{name}} in Content), spoken to whoever answers a real call.
+	Content string
+	Fields  map[string]string
+	// Trunk is the pool's trunk ("" is the first).
+	Trunk string
 }
 
 // DialResult is how a call ended. It rang from the request's Start until
@@ -112,6 +134,7 @@ var defaultWeights = map[string]float64{
 // the first matching rule, else from chance seeded by (seed, number,
 // attempt), so a run does not depend on the order calls happen to start in.
 type SimDialer struct {
+	unlimitedTrunks
 	seed    uint64
 	rules   []SimulatorRule
 	weights []weightedOutcome

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -133,7 +135,8 @@ func (e *Engine) Start(ctx context.Context) error {
 }
 
 // Stop ends dialling: calls up are cut (recorded CANCELED and queued
-// again, not charged) and Stop returns once every one is settled.
+// again, not charged; a real call already answered stays ANSWERED) and
+// Stop returns once every one is settled.
 func (e *Engine) Stop() {
 	e.mu.Lock()
 	if !e.running {
@@ -209,7 +212,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		return next
 	}
 	budgets := map[int64]*budget{}
-	hotlines := map[poolKey][]string{}
+	hotlines := map[poolKey]poolLines{}
 	var claims []callClaim
 	for _, sc := range scenarios {
 		cc := sc.CallConfig
@@ -240,14 +243,15 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			free = min(free, b.left)
 		}
 		pk := poolKey{sc.AppID, cc.PoolHotlineKey}
-		numbers, ok := hotlines[pk]
+		pool, ok := hotlines[pk]
 		if !ok {
-			if numbers, err = e.Store.enabledHotlines(ctx, sc.AppID, cc.PoolHotlineKey); err != nil {
+			if pool, err = e.Store.enabledHotlines(ctx, sc.AppID, cc.PoolHotlineKey); err != nil {
 				logErr("engine: reading hotlines", "app", sc.AppID, "err", err)
 				continue
 			}
-			hotlines[pk] = numbers
+			hotlines[pk] = pool
 		}
+		numbers := pool.Numbers
 		e.mu.Lock()
 		var idle []int // indexes of the free numbers, ascending
 		for i, n := range numbers {
@@ -270,9 +274,18 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				later(t)
 			}
 		}
+		// Last, the trunk: a contact is claimed only when its call can start
+		// now, within the trunk's channels and calls per second.
+		if len(due) > 0 {
+			granted, wait := e.Dialer.Reserve(pool.Trunk, len(due))
+			if granted < len(due) && wait > 0 {
+				later(now.Add(wait))
+			}
+			due = due[:granted]
+		}
 		e.mu.Lock()
 		for _, c := range due {
-			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now}
+			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now, Trunk: pool.Trunk}
 			claim.Hotline, idle = e.pickHotline(pk, numbers, idle, cc.CallRouting)
 			e.take(claim)
 			claims = append(claims, claim)
@@ -291,14 +304,14 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		taken = nil
 	}
 	started := map[string]bool{}
-	configs := map[scenarioKey]CallConfig{}
+	byKey := map[scenarioKey]*Scenario{}
 	for _, sc := range scenarios {
-		configs[scenarioKey{sc.AppID, sc.ID}] = sc.CallConfig
+		byKey[scenarioKey{sc.AppID, sc.ID}] = sc
 	}
 	for _, c := range taken {
 		started[c.CallID] = true
 		e.calls.Add(1)
-		go e.runCall(ctx, c, configs[scenarioKey{c.AppID, c.ScenarioID}])
+		go e.runCall(ctx, c, byKey[scenarioKey{c.AppID, c.ScenarioID}])
 	}
 	for _, c := range claims {
 		if !started[c.CallID] {
@@ -376,6 +389,7 @@ func (e *Engine) take(c callClaim) {
 }
 
 func (e *Engine) release(c callClaim) {
+	e.Dialer.Release(c.Trunk)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]--
@@ -387,10 +401,14 @@ func (e *Engine) release(c callClaim) {
 const settleTries = 5
 
 // runCall places one claimed call and settles it.
-func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
+func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	defer e.calls.Done()
+	cc := sc.CallConfig
 	req := DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
-		MaxDuration: time.Duration(cc.MaxDuration) * time.Second}
+		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Trunk: c.Trunk}
+	if strings.Contains(sc.Content, "{{") {
+		req.Fields = contactFields(c.Contact.Fields)
+	}
 	if outcome, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
 		req.Outcome = outcome
 	}
@@ -420,4 +438,22 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, cc CallConfig) {
 	e.release(c)
 	e.Notify(c.AppID)
 	e.webhooks.Notify()
+}
+
+// contactFields reads a contact's stored fields as text for the prompt;
+// a value that is not a string (an old row, a number) is its JSON.
+func contactFields(raw string) map[string]string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = string(v)
+		}
+		out[k] = s
+	}
+	return out
 }

@@ -199,6 +199,7 @@ func TestEngineCallsEveryContactAndReportsIt(t *testing.T) {
 // expected number are up (or a while passes), so a limit that is reached
 // is seen reached whatever the machine's speed.
 type limitDialer struct {
+	unlimitedTrunks
 	inner  Dialer
 	expect int
 	mu     sync.Mutex
@@ -599,7 +600,10 @@ func TestEngineSettlesACallOnce(t *testing.T) {
 }
 
 // slowDialer holds every call until its context ends.
-type slowDialer struct{ up atomic.Int64 }
+type slowDialer struct {
+	unlimitedTrunks
+	up atomic.Int64
+}
 
 func (d *slowDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	d.up.Add(1)

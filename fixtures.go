@@ -44,7 +44,9 @@ type FixtureWallet struct {
 }
 
 type FixturePool struct {
-	Key     string   `toml:"key"`
+	Key string `toml:"key"`
+	// Trunk names one of sip.trunks; empty: the first.
+	Trunk   string   `toml:"trunk"`
 	Numbers []string `toml:"numbers"`
 }
 

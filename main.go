@@ -111,7 +111,8 @@ type Main struct {
 	server            *http.Server
 	ops               *opsServer
 
-	dialer   *SimDialer
+	sip      *SIPDialer // when dialer.kind is "sip", to hang up its calls at the end
+	clock    Clock      // the simulator's; nil with real calls
 	engine   *Engine
 	webhooks *Webhooks
 }
@@ -206,7 +207,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	var fixtures *FixtureFile
 	if cfg.Fixtures != "" {
-		if fixtures, err = LoadFixtures(cfg.Fixtures); err != nil {
+		if fixtures, err = m.loadFixtures(); err != nil {
 			return err
 		}
 	}
@@ -224,6 +225,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 				m.ln.Close()
 			}
 			m.stopCalling()
+			if m.sip != nil {
+				m.sip.Close()
+			}
 			m.store.Close()
 		}
 	}()
@@ -246,14 +250,29 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.repointDemoSink(ctx, now); err != nil {
 		return fmt.Errorf("demo tenant: %w", err)
 	}
+	if cfg.Dialer.Kind == DialerSIP {
+		if err := m.checkStoredPoolTrunks(ctx); err != nil {
+			return err
+		}
+	}
 
 	// The parts, in dependency order, each complete before it is handed on
 	// (faults and the journal are nil-safe; the admin API mounts them).
 	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
 	faults := NewFaults(m.store)
-	m.dialer = NewSimDialer(cfg.Simulator)
+	var dialer Dialer
+	var timeScale func() float64 // real calls: re_call delays in real time
+	if cfg.Dialer.Kind == DialerSIP {
+		if m.sip, err = NewSIPDialer(cfg, m.Log); err != nil {
+			return err
+		}
+		dialer = m.sip
+	} else {
+		sim := NewSimDialer(cfg.Simulator)
+		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
+	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
-	m.engine = NewEngine(m.store, m.dialer, m.webhooks, faults, m.Log, cfg.Engine, m.dialer.TimeScale)
+	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
 
@@ -326,6 +345,9 @@ func (m *Main) Close() error {
 	errs = append(errs, m.ops.close())
 	<-delivered
 	m.stopCalling() // an admin reset answered during the grace may have started calling again
+	if m.sip != nil {
+		errs = append(errs, m.sip.Close()) // the engine has hung its calls up already
+	}
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
 	}
@@ -373,7 +395,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		return err
 	}
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
-		journal: journal, faults: faults, sink: sink, clock: m.dialer,
+		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)
@@ -393,7 +415,7 @@ func (m *Main) resetTenants(ctx context.Context) error {
 	var err error
 	if m.Config.Fixtures != "" {
 		var ff *FixtureFile
-		if ff, err = LoadFixtures(m.Config.Fixtures); err == nil {
+		if ff, err = m.loadFixtures(); err == nil {
 			apps = ff.Applications
 		}
 	}
@@ -401,4 +423,59 @@ func (m *Main) resetTenants(ctx context.Context) error {
 		err = m.store.Reset(ctx, apps, now)
 	}
 	return errors.Join(err, m.startCalling(ctx))
+}
+
+// trunkNames are the trunks a pool may name; nil with the simulated
+// dialer, which has none and accepts any.
+func (m *Main) trunkNames() map[string]bool {
+	if m.Config.Dialer.Kind != DialerSIP {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, t := range m.Config.SIP.Trunks {
+		names[t.Name] = true
+	}
+	return names
+}
+
+// loadFixtures reads the fixtures file; with real calls, a pool naming a
+// trunk that is not configured is an error of the file, at its line.
+func (m *Main) loadFixtures() (*FixtureFile, error) {
+	path := m.Config.Fixtures
+	ff, err := LoadFixtures(path)
+	if err != nil {
+		return nil, err
+	}
+	trunks := m.trunkNames()
+	if trunks == nil {
+		return ff, nil
+	}
+	for ai, fa := range ff.Applications {
+		for pi, p := range fa.HotlinePools {
+			if p.Trunk != "" && !trunks[p.Trunk] {
+				key := fmt.Sprintf("applications[%d].hotline_pools[%d].trunk", ai, pi)
+				data, _ := os.ReadFile(path)
+				return nil, &ConfigError{File: path, Line: keyLine(data, key), Key: key,
+					Msg: fmt.Sprintf("%q is not one of sip.trunks", p.Trunk)}
+			}
+		}
+	}
+	return ff, nil
+}
+
+// checkStoredPoolTrunks refuses to start real calls while a pool made
+// earlier (through the admin API) names a trunk that is not configured:
+// its calls could go nowhere.
+func (m *Main) checkStoredPoolTrunks(ctx context.Context) error {
+	trunks := m.trunkNames()
+	pools, err := m.store.poolTrunks(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		if !trunks[p.Trunk] {
+			return fmt.Errorf("hotline pool %q of application %q calls through trunk %q, which is not one of sip.trunks: add the trunk, or delete the pool", p.Key, p.App, p.Trunk)
+		}
+	}
+	return nil
 }

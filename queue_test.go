@@ -115,7 +115,11 @@ func TestQueuedContactsCount(t *testing.T) {
 	// -> dialing -> queued -> dialing -> done.
 	tenant := engTenant()
 	tenant.Scenarios[0].CallConfig.ReCall = ReCall{Times: 1, IsBusy: true}
-	if err := old.ApplyFixtures(context.Background(), []*FixtureApp{tenant}, time.Now()); err != nil {
+	// Its pool comes after the migrations: today's fixtures write columns
+	// (hotline_pools.trunk) a version 3 database does not have.
+	before := *tenant
+	before.HotlinePools = nil
+	if err := old.ApplyFixtures(context.Background(), []*FixtureApp{&before}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var app int64
@@ -128,7 +132,7 @@ func TestQueuedContactsCount(t *testing.T) {
 
 	other := engTenant()
 	other.APIKey, other.Name = "eng-other", "other"
-	s, ids := fixtureStoreAt(t, path, other)
+	s, ids := fixtureStoreAt(t, path, other, tenant)
 	queueCountsExact(t, s, "after the migration")
 
 	engImport(t, s, app, "sc", "", engPhones(20, 100)...)

@@ -212,3 +212,7 @@ END;
 CREATE TRIGGER queued_contacts_delete AFTER DELETE ON contacts WHEN OLD.state <> 'done' BEGIN
     UPDATE queued_contacts SET n = n - 1 WHERE app_id = OLD.app_id;
 END;
+
+-- migration 5: the SIP trunk a hotline pool calls through
+-- Empty: the first of sip.trunks (and nothing with the simulated dialer).
+ALTER TABLE hotline_pools ADD COLUMN trunk TEXT NOT NULL DEFAULT '';

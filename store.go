@@ -509,8 +509,9 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 	}
 
 	for _, p := range fa.HotlinePools {
-		if _, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
-			appID, p.Key, at); err != nil {
+		if _, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (app_id, key) DO UPDATE SET trunk = excluded.trunk WHERE trunk IS NOT excluded.trunk`,
+			appID, p.Key, p.Trunk, at); err != nil {
 			return fmt.Errorf("hotline pool %q: %w", p.Key, err)
 		}
 		for _, n := range p.Numbers {

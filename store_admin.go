@@ -162,7 +162,10 @@ func (s *Store) TopUp(ctx context.Context, appID int64, amount int64, now time.T
 // ---- hotline pools ----
 
 type Pool struct {
-	Key       string    `json:"key"`
+	Key string `json:"key"`
+	// Trunk is the SIP trunk the pool's calls go through; empty (left out
+	// of answers, which stay as they were before trunks): the first.
+	Trunk     string    `json:"trunk,omitempty"`
 	Numbers   []Hotline `json:"numbers"`
 	CreatedAt time.Time `json:"created_at"`
 }
@@ -174,7 +177,7 @@ type Hotline struct {
 
 // Pools returns the application's pools with their numbers; key "" means all.
 func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT p.key, p.created_at, h.number, h.enabled
+	rows, err := s.read.QueryContext(ctx, `SELECT p.key, p.trunk, p.created_at, h.number, h.enabled
 		FROM hotline_pools p LEFT JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key
 		WHERE p.app_id = ? AND (? = '' OR p.key = ?)
 		ORDER BY p.key, h.number`, appID, key, key)
@@ -184,15 +187,15 @@ func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, er
 	defer rows.Close()
 	out := []*Pool{}
 	for rows.Next() {
-		var k string
+		var k, trunk string
 		var created int64
 		var number sql.NullString
 		var enabled sql.NullBool
-		if err := rows.Scan(&k, &created, &number, &enabled); err != nil {
+		if err := rows.Scan(&k, &trunk, &created, &number, &enabled); err != nil {
 			return nil, err
 		}
 		if len(out) == 0 || out[len(out)-1].Key != k {
-			out = append(out, &Pool{Key: k, Numbers: []Hotline{}, CreatedAt: fromMS(created)})
+			out = append(out, &Pool{Key: k, Trunk: trunk, Numbers: []Hotline{}, CreatedAt: fromMS(created)})
 		}
 		if number.Valid {
 			p := out[len(out)-1]
@@ -202,10 +205,33 @@ func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, er
 	return out, rows.Err()
 }
 
-// CreatePool adds a pool with its numbers; errConflict when the key is taken.
-func (s *Store) CreatePool(ctx context.Context, appID int64, key string, numbers []string, now time.Time) error {
+// poolTrunk is a pool that names its trunk.
+type poolTrunk struct{ App, Key, Trunk string }
+
+// poolTrunks lists every pool, of every application, that names a trunk.
+func (s *Store) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT a.api_key, p.key, p.trunk FROM hotline_pools p
+		JOIN applications a ON a.id = p.app_id WHERE p.trunk <> '' ORDER BY a.id, p.key`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []poolTrunk
+	for rows.Next() {
+		var p poolTrunk
+		if err := rows.Scan(&p.App, &p.Key, &p.Trunk); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// CreatePool adds a pool calling through trunk ("" for the first) with its
+// numbers; errConflict when the key is taken.
+func (s *Store) CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, created_at) VALUES (?, ?, ?)`, appID, key, ms(now))
+		_, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)`, appID, key, trunk, ms(now))
 		if isUniqueViolation(err) {
 			return errConflict
 		}

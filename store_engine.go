@@ -44,14 +44,15 @@ func (s *Store) activeScenarios(ctx context.Context) ([]*Scenario, error) {
 
 // dueContact is a queued contact whose next attempt is due.
 type dueContact struct {
-	Seq   int64
-	Phone string
+	Seq    int64
+	Phone  string
+	Fields string // JSON object
 }
 
 // dueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
 func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone FROM contacts c
+	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
 				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
@@ -63,7 +64,7 @@ func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string,
 	var out []dueContact
 	for rows.Next() {
 		var c dueContact
-		if err := rows.Scan(&c.Seq, &c.Phone); err != nil {
+		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields); err != nil {
 			return nil, err
 		}
 		out = append(out, c)
@@ -84,22 +85,29 @@ func (s *Store) nextDue(ctx context.Context, appID int64, scenarioID string, now
 	return fromMS(v.Int64), true, nil
 }
 
-// enabledHotlines lists a pool's enabled numbers in a stable order, so
-// ROUND_ROBIN goes round the same way every time.
-func (s *Store) enabledHotlines(ctx context.Context, appID int64, poolKey string) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT number FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1 ORDER BY number`, appID, poolKey)
+// poolLines is what the scheduler reads of a hotline pool: its enabled
+// numbers in a stable order, so ROUND_ROBIN goes round the same way every
+// time, and the trunk its calls go through.
+type poolLines struct {
+	Numbers []string
+	Trunk   string
+}
+
+func (s *Store) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
+		JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
+		WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`, appID, poolKey)
 	if err != nil {
-		return nil, err
+		return poolLines{}, err
 	}
 	defer rows.Close()
-	var out []string
+	var out poolLines
 	for rows.Next() {
 		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
+		if err := rows.Scan(&out.Trunk, &n); err != nil {
+			return poolLines{}, err
 		}
-		out = append(out, n)
+		out.Numbers = append(out.Numbers, n)
 	}
 	return out, rows.Err()
 }
@@ -113,6 +121,7 @@ type callClaim struct {
 	ScenarioID string
 	Contact    dueContact
 	Hotline    string
+	Trunk      string // the pool's, holding a channel reserved on it
 	Start      time.Time
 	Attempt    int // set by claimCalls
 }

@@ -68,14 +68,14 @@ func TestCallAnsweredPlaysPrompt(t *testing.T) {
 			}
 
 			h := <-got
-			t.Logf("far end heard %v in %d packets, RMS %.0f; ring %v, talk %v", h.duration(), h.packets, h.rms(), res.RingTime, res.TalkTime)
-			if h.codec != codec.PayloadType {
-				t.Errorf("far end got payload type %d, want %d", h.codec, codec.PayloadType)
+			t.Logf("far end heard %v in %d packets, RMS %.0f; ring %v, talk %v", h.Duration(), h.Packets, h.RMS(), res.RingTime, res.TalkTime)
+			if h.Codec != codec.PayloadType {
+				t.Errorf("far end got payload type %d, want %d", h.Codec, codec.PayloadType)
 			}
-			if d := h.duration(); d < 900*time.Millisecond || d > 1100*time.Millisecond {
-				t.Errorf("far end heard %v of audio (%d packets), want 1 s ± 10%%", d, h.packets)
+			if d := h.Duration(); d < 900*time.Millisecond || d > 1100*time.Millisecond {
+				t.Errorf("far end heard %v of audio (%d packets), want 1 s ± 10%%", d, h.Packets)
 			}
-			if rms := h.rms(); rms < 3000 {
+			if rms := h.RMS(); rms < 3000 {
 				t.Errorf("far end heard RMS %.0f, want the tone's ~5600", rms)
 			}
 			uri := request.Recipient
@@ -174,8 +174,8 @@ func TestCallCancelledWhileTalkingSendsBye(t *testing.T) {
 		t.Errorf("err %v talk %v", res.Err, res.TalkTime)
 	}
 	// The far end stops hearing us at our BYE, long before the prompt's end.
-	if h := <-got; h.duration() >= 4*time.Second {
-		t.Errorf("far end heard %v", h.duration())
+	if h := <-got; h.Duration() >= 4*time.Second {
+		t.Errorf("far end heard %v", h.Duration())
 	}
 }
 
@@ -310,8 +310,8 @@ func TestCallMaxDuration(t *testing.T) {
 	if res.Err != nil || res.TalkTime < 600*time.Millisecond || res.TalkTime > 2*time.Second {
 		t.Errorf("err %v talk %v", res.Err, res.TalkTime)
 	}
-	if h := <-got; h.duration() > 2*time.Second {
-		t.Errorf("far end heard %v", h.duration())
+	if h := <-got; h.Duration() > 2*time.Second {
+		t.Errorf("far end heard %v", h.Duration())
 	}
 }
 
@@ -431,8 +431,8 @@ func TestCallOverTCP(t *testing.T) {
 	u := newTestUA(t, fe.trunk("tcp"), nil)
 	res := call(u, testCtx(t), tone(300), nil)
 	checkEnd(t, res, true, EndPromptDone, 200, OutcomeAnswered)
-	if h := <-got; h.packets < 13 || transport != "TCP" {
-		t.Errorf("far end got %d packets over %q", h.packets, transport)
+	if h := <-got; h.Packets < 13 || transport != "TCP" {
+		t.Errorf("far end got %d packets over %q", h.Packets, transport)
 	}
 }
 

@@ -1,22 +1,18 @@
 package sipcall
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"log/slog"
-	"math"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"dialbox/internal/sipcall/sipcalltest"
+
 	"github.com/emiago/diago"
-	"github.com/emiago/diago/audio"
-	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo"
-	"github.com/emiago/sipgo/sip"
 )
 
 // The far end of the tests is a diago user agent on 127.0.0.1 playing the
@@ -24,6 +20,7 @@ import (
 
 var quiet = slog.New(slog.DiscardHandler)
 
+// farEnd is sipcalltest's far end, shared with dialbox's engine tests.
 type farEnd struct {
 	dg    *diago.Diago
 	ports map[string]int
@@ -32,54 +29,13 @@ type farEnd struct {
 // newFarEnd starts a far end listening on UDP (and TCP when tcp) whose
 // every call runs handle.
 func newFarEnd(t *testing.T, tcp bool, handle func(d *diago.DialogServerSession)) *farEnd {
-	t.Helper()
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent("farend"),
-		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(quiet)),
-		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(quiet)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	networks := []string{"udp"}
-	if tcp {
-		networks = append(networks, "tcp")
-	}
-	opts := []diago.DiagoOption{diago.WithLogger(quiet)}
-	for _, n := range networks {
-		opts = append(opts, diago.WithTransport(diago.Transport{Transport: n, BindHost: "127.0.0.1"}))
-	}
-	dg := diago.NewDiago(ua, opts...)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); ua.Close() })
-	if handle == nil {
-		handle = func(*diago.DialogServerSession) {}
-	}
-	if err := dg.ServeBackground(ctx, handle); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitUDPListener(ua, "127.0.0.1"); err != nil {
-		t.Fatal(err)
-	}
-	f := &farEnd{dg: dg, ports: map[string]int{}}
-	for _, n := range networks {
-		f.ports[n] = listenPort(t, ua, n)
-	}
-	return f
+	f := sipcalltest.NewFarEnd(t, tcp, handle)
+	return &farEnd{dg: f.DG, ports: f.Ports}
 }
 
-// listenPort is the port ua listens on for network. sipgo records it just
-// after diago's ServeBackground has returned.
+// listenPort is the port ua listens on for network.
 func listenPort(t *testing.T, ua *sipgo.UserAgent, network string) int {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if ports := ua.TransportLayer().ListenPorts(network); len(ports) > 0 {
-			return ports[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s listener did not start", network)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return sipcalltest.ListenPort(t, ua, network)
 }
 
 func (f *farEnd) trunk(network string) Trunk {
@@ -109,86 +65,19 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // tone is ms milliseconds of a 440 Hz sine at 8 kHz as 16-bit PCM.
-func tone(ms int) []byte {
-	n := 8 * ms
-	pcm := make([]byte, 2*n)
-	for i := range n {
-		s := int16(8000 * math.Sin(2*math.Pi*440*float64(i)/8000))
-		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(s))
-	}
-	return pcm
-}
+func tone(ms int) []byte { return sipcalltest.Tone(ms) }
 
 // heard is the audio a far end received, decoded.
-type heard struct {
-	samples []int16
-	codec   uint8
-	packets int
-}
-
-func (h heard) duration() time.Duration {
-	return time.Duration(len(h.samples)) * time.Second / 8000
-}
-
-func (h heard) rms() float64 {
-	var sum float64
-	for _, s := range h.samples {
-		sum += float64(s) * float64(s)
-	}
-	return math.Sqrt(sum / float64(max(len(h.samples), 1)))
-}
+type heard = sipcalltest.Heard
 
 // listen decodes the G.711 audio d receives until the call's media closes
-// (our BYE) or stop returns true; stop sees the packets read so far.
+// (our BYE) or stop returns true.
 func listen(t *testing.T, d *diago.DialogServerSession, stop func(packets int) bool) heard {
-	var h heard
-	r, err := d.AudioReader()
-	if err != nil {
-		t.Error(err)
-		return h
-	}
-	buf := make([]byte, media.RTPBufSize)
-	pcm := make([]byte, 2*media.RTPBufSize)
-	for stop == nil || !stop(h.packets) {
-		n, err := r.Read(buf)
-		if err != nil {
-			return h
-		}
-		h.codec = d.RTPPacketReader.PacketHeader.PayloadType
-		decode := audio.DecodeUlawTo
-		switch h.codec {
-		case media.CodecAudioAlaw.PayloadType:
-			decode = audio.DecodeAlawTo
-		case media.CodecAudioUlaw.PayloadType:
-		default:
-			continue
-		}
-		m, err := decode(pcm, buf[:n])
-		if err != nil {
-			t.Error(err)
-			return h
-		}
-		for i := 0; i+1 < m; i += 2 {
-			h.samples = append(h.samples, int16(binary.LittleEndian.Uint16(pcm[i:])))
-		}
-		h.packets++
-	}
-	return h
+	return sipcalltest.Listen(t, d, stop)
 }
 
 // sendSilence sends 20 ms G.711 silence from d until its media closes.
-func sendSilence(d *diago.DialogServerSession) {
-	w, err := d.AudioWriter()
-	if err != nil {
-		return
-	}
-	frame := bytes.Repeat([]byte{0xff}, 160) // μ-law (and near-silent A-law)
-	for {
-		if _, err := w.Write(frame); err != nil {
-			return
-		}
-	}
-}
+func sendSilence(d *diago.DialogServerSession) { sipcalltest.SendSilence(d) }
 
 // rtpAddrInSDP is the RTP address an SDP body offers.
 func rtpAddrInSDP(t *testing.T, sdp []byte) *net.UDPAddr {

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"dialbox/internal/sipcall"
+	"dialbox/internal/tts"
+)
+
+// Dialer kinds (dialer.kind).
+const (
+	DialerSimulated = "simulated"
+	DialerSIP       = "sip"
+)
+
+// TTS engines (tts.engine).
+const (
+	TTSEspeak  = "espeak-ng"
+	TTSCommand = "command"
+	TTSHTTP    = "http"
+)
+
+// Trunk defaults for keys a [[sip.trunks]] table leaves out.
+const (
+	defaultTrunkChannels = 30
+	defaultTrunkCPS      = 5
+)
+
+type DialerConfig struct {
+	// Kind is "simulated" (the default) or "sip": real calls through the
+	// trunks of [sip], with prompts spoken by [tts].
+	Kind string `toml:"kind"`
+}
+
+// SIPConfig is dialbox's SIP user agent and the trunks it calls through;
+// read only when dialer.kind is "sip", checked always.
+type SIPConfig struct {
+	Listen     string `toml:"listen"`
+	ExternalIP string `toml:"external_ip"`
+	// RTPPorts is "min-max"; empty lets the system pick each port.
+	RTPPorts     string     `toml:"rtp_ports"`
+	RingTimeout  Duration   `toml:"ring_timeout"`
+	NumberFormat string     `toml:"number_format"`
+	Trunks       []SIPTrunk `toml:"trunks"`
+}
+
+// SIPTrunk is one [[sip.trunks]] table. Its Password never reaches a log,
+// an answer of the API or /metrics: String and LogValue leave it out.
+type SIPTrunk struct {
+	Name      string `toml:"name"`
+	Address   string `toml:"address"`
+	Transport string `toml:"transport"`
+	Username  string `toml:"username"`
+	Password  string `toml:"password"`
+	Register  bool   `toml:"register"`
+	// MaxChannels bounds the calls up at once on the trunk; MaxCPS the
+	// calls started per second. Left out (0): 30 and 5.
+	MaxChannels int `toml:"max_channels"`
+	MaxCPS      int `toml:"max_cps"`
+	// NumberFormat overrides sip.number_format for this trunk.
+	NumberFormat string `toml:"number_format"`
+}
+
+func (t SIPTrunk) sipcall(defaultFormat string) sipcall.Trunk {
+	format := t.NumberFormat
+	if format == "" {
+		format = defaultFormat
+	}
+	return sipcall.Trunk{Name: t.Name, Address: t.Address, Transport: t.Transport, Username: t.Username,
+		Password: t.Password, NumberFormat: format}
+}
+
+// String describes the trunk without its password.
+func (t SIPTrunk) String() string { return t.sipcall("").String() }
+
+// GoString keeps %#v (and %+v of a Config) from printing the password.
+func (t SIPTrunk) GoString() string { return t.String() }
+
+// Format keeps every verb from printing the password.
+func (t SIPTrunk) Format(f fmt.State, _ rune) { fmt.Fprint(f, t.String()) }
+
+type TTSConfig struct {
+	// Engine is "espeak-ng", "command" or "http".
+	Engine string `toml:"engine"`
+	Voice  string `toml:"voice"`
+	// Command is the argv, split at spaces, of a program writing a WAV to
+	// stdout; "{text}" and "{voice}" in its arguments are substituted.
+	Command string `toml:"command"`
+	// URL is a GET URL template answering a WAV.
+	URL string `toml:"url"`
+	// CacheDir keeps every rendering; empty: "tts-cache" beside the database.
+	CacheDir string `toml:"cache_dir"`
+}
+
+// fillTrunkDefaults gives each trunk the defaults of the keys it leaves out.
+func fillTrunkDefaults(c *SIPConfig) {
+	for i := range c.Trunks {
+		t := &c.Trunks[i]
+		if t.Transport == "" {
+			t.Transport = "udp"
+		}
+		if t.MaxChannels == 0 {
+			t.MaxChannels = defaultTrunkChannels
+		}
+		if t.MaxCPS == 0 {
+			t.MaxCPS = defaultTrunkCPS
+		}
+	}
+}
+
+// trunkPasswordEnv is the variable that sets a trunk's password:
+// DIALBOX_SIP_TRUNK_<NAME>_PASSWORD, the name upper case with anything but
+// letters and digits as "_".
+func trunkPasswordEnv(name string) string {
+	return "DIALBOX_SIP_TRUNK_" + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, name) + "_PASSWORD"
+}
+
+// applyTrunkEnv sets trunk passwords from the environment, which keeps
+// them out of the config file.
+func applyTrunkEnv(c *SIPConfig, env []string) {
+	for i := range c.Trunks {
+		want := trunkPasswordEnv(c.Trunks[i].Name) + "="
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, want); ok {
+				c.Trunks[i].Password = v
+			}
+		}
+	}
+}
+
+// parsePortRange reads "min-max"; empty is 0, 0 (the system picks).
+func parsePortRange(s string) (lo, hi int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	switch {
+	case !ok || err1 != nil || err2 != nil:
+		return 0, 0, fmt.Errorf("%q is not a range like \"10000-20000\" (or empty: any free port)", s)
+	case lo < 1024 || hi > 65535:
+		return 0, 0, fmt.Errorf("%q must lie within 1024-65535", s)
+	case lo+2 > hi:
+		return 0, 0, fmt.Errorf("%q: min must be below max by at least 2 (RTP and RTCP take a pair)", s)
+	}
+	return lo, hi, nil
+}
+
+func validNumberFormat(f string) bool {
+	return f == sipcall.NumberE164 || f == sipcall.NumberE164Digits || f == sipcall.NumberNational
+}
+
+// validateCalling checks [dialer], [sip] and [tts].
+func (c *Config) validateCalling() error {
+	bad := func(key, format string, args ...any) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	if c.Dialer.Kind != DialerSimulated && c.Dialer.Kind != DialerSIP {
+		return bad("dialer.kind", `must be "simulated" or "sip"`)
+	}
+	s := c.SIP
+	host, portStr, err := net.SplitHostPort(s.Listen)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil || port < 0 || port > 65535 || (host != "" && net.ParseIP(host) == nil) {
+		return bad("sip.listen", "%q is not an IP address and port like \"0.0.0.0:5060\"", s.Listen)
+	}
+	if s.ExternalIP != "" && net.ParseIP(s.ExternalIP) == nil {
+		return bad("sip.external_ip", "%q is not an IP address", s.ExternalIP)
+	}
+	lo, hi, err := parsePortRange(s.RTPPorts)
+	if err != nil {
+		return bad("sip.rtp_ports", "%v", err)
+	}
+	if port != 0 && lo <= port && port <= hi {
+		return bad("sip.rtp_ports", "%q holds the SIP port %d of sip.listen", s.RTPPorts, port)
+	}
+	if s.RingTimeout.Duration <= 0 {
+		return bad("sip.ring_timeout", "must be positive")
+	}
+	if !validNumberFormat(s.NumberFormat) {
+		return bad("sip.number_format", `must be "e164", "e164_digits" or "national"`)
+	}
+	names := map[string]bool{}
+	for i, t := range s.Trunks {
+		key := fmt.Sprintf("sip.trunks[%d]", i)
+		// Messages quote a key's own value, never the password.
+		switch {
+		case t.Name == "":
+			return bad(key+".name", "is required")
+		case names[t.Name]:
+			return bad(key+".name", "%q names an earlier trunk too", t.Name)
+		case !validTrunkAddress(t.Address):
+			return bad(key+".address", "%q is not host:port", t.Address)
+		case t.Transport != "udp" && t.Transport != "tcp":
+			return bad(key+".transport", `must be "udp" or "tcp"`)
+		case t.NumberFormat != "" && !validNumberFormat(t.NumberFormat):
+			return bad(key+".number_format", `must be "e164", "e164_digits" or "national" (or left out: sip.number_format)`)
+		case t.MaxChannels < 1:
+			return bad(key+".max_channels", "must be at least 1")
+		case t.MaxCPS < 1:
+			return bad(key+".max_cps", "must be at least 1")
+		case t.Register:
+			// diago v0.31.0's Register dereferences a nil response when the
+			// registrar does not answer, and gives up for good on a 401 or
+			// 5xx: not something to run unattended.
+			return bad(key+".register", "is not supported yet: point the trunk at dialbox's address (IP authentication) or use digest auth on each INVITE (username, password)")
+		}
+		names[t.Name] = true
+	}
+	if c.Dialer.Kind == DialerSIP && len(s.Trunks) == 0 {
+		return bad("sip.trunks", `dialer.kind = "sip" needs at least one [[sip.trunks]]`)
+	}
+	switch c.TTS.Engine {
+	case TTSEspeak:
+	case TTSCommand:
+		if _, err := tts.NewCommand(strings.Fields(c.TTS.Command)); err != nil {
+			return bad("tts.command", "%v", err)
+		}
+	case TTSHTTP:
+		if _, err := tts.NewHTTP(c.TTS.URL, 0); err != nil {
+			return bad("tts.url", "%v", err)
+		}
+	default:
+		return bad("tts.engine", `must be "espeak-ng", "command" or "http"`)
+	}
+	return nil
+}
+
+// validTrunkAddress: host:port, or a bare host (port 5060).
+func validTrunkAddress(a string) bool {
+	host, portStr, err := net.SplitHostPort(a)
+	if err != nil {
+		host, portStr = strings.Trim(a, "[]"), "5060"
+	}
+	port, err := strconv.Atoi(portStr)
+	return host != "" && !strings.ContainsAny(host, " /@;") && err == nil && port >= 1 && port <= 65535
+}
+
+// ttsEngine builds the configured engine behind a disk cache.
+func (c *Config) ttsEngine(cacheDir string) (*tts.Cache, error) {
+	var engine tts.Engine
+	switch c.TTS.Engine {
+	case TTSCommand:
+		cmd, err := tts.NewCommand(strings.Fields(c.TTS.Command))
+		if err != nil {
+			return nil, err
+		}
+		engine = cmd
+	case TTSHTTP:
+		h, err := tts.NewHTTP(c.TTS.URL, 0)
+		if err != nil {
+			return nil, err
+		}
+		engine = h
+	default:
+		engine = tts.NewEspeak("")
+	}
+	return tts.NewCache(cacheDir, engine)
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"dialbox/internal/audio"
+	"dialbox/internal/sipcall"
+	"dialbox/internal/tts"
+)
+
+// causeTTSFailed is the cause of a call not placed because its prompt could
+// not be rendered: 500 (Server Internal Error), dialbox's own failure, told
+// apart from a trunk's 503.
+const causeTTSFailed = 500
+
+// SIPDialer places real calls through the trunks of [sip]: each call's
+// prompt is rendered (through a disk cache) before the INVITE goes out, then
+// played to whoever answers (docs/calling.md#real-calls-over-sip).
+type SIPDialer struct {
+	ua          *sipcall.UserAgent
+	speech      tts.Engine
+	voice       string
+	ringTimeout time.Duration
+	first       string // name of the trunk "" stands for
+	log         *slog.Logger
+
+	mu     sync.Mutex
+	trunks map[string]*trunkLoad
+}
+
+// trunkLoad is a trunk's capacity: calls up against its channels, and the
+// earliest the next call may start, calls being spaced 1/max_cps apart so
+// that no second ever holds more than max_cps starts.
+type trunkLoad struct {
+	channels, up int
+	interval     time.Duration
+	next         time.Time
+}
+
+// NewSIPDialer starts dialbox's SIP user agent on sip.listen with the
+// trunks and the TTS engine of cfg.
+func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
+	cacheDir := cfg.TTS.CacheDir
+	if cacheDir == "" {
+		cacheDir = filepath.Join(filepath.Dir(cfg.Database), "tts-cache")
+	}
+	speech, err := cfg.ttsEngine(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, err := parsePortRange(cfg.SIP.RTPPorts)
+	if err != nil {
+		return nil, &ConfigError{Key: "sip.rtp_ports", Msg: err.Error()}
+	}
+	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, ringTimeout: cfg.SIP.RingTimeout.Duration,
+		log: log, trunks: map[string]*trunkLoad{}}
+	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
+		Logger: log.With("part", "sip")}
+	for i, t := range cfg.SIP.Trunks {
+		if i == 0 {
+			d.first = t.Name
+		}
+		opts.Trunks = append(opts.Trunks, t.sipcall(cfg.SIP.NumberFormat))
+		d.trunks[t.Name] = &trunkLoad{channels: t.MaxChannels, interval: time.Second / time.Duration(t.MaxCPS)}
+	}
+	if d.ua, err = sipcall.New(opts); err != nil {
+		return nil, err
+	}
+	log.Info("SIP dialer ready", "listen", cfg.SIP.Listen, "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
+	return d, nil
+}
+
+func (d *SIPDialer) trunk(name string) string {
+	if name == "" {
+		return d.first
+	}
+	return name
+}
+
+// Reserve grants calls while the trunk has a free channel and its next
+// start is due: at most one per 1/max_cps.
+func (d *SIPDialer) Reserve(trunk string, n int) (int, time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.trunks[d.trunk(trunk)]
+	if !ok {
+		return n, 0 // no such trunk: Dial fails the call and says why
+	}
+	now := time.Now()
+	granted := 0
+	for granted < n && t.up < t.channels && !now.Before(t.next) {
+		t.up++
+		granted++
+		t.next = now.Add(t.interval)
+	}
+	if granted == n || t.up >= t.channels {
+		return granted, 0
+	}
+	return granted, t.next.Sub(now)
+}
+
+// Release frees the channel of a call that ended (or never started).
+func (d *SIPDialer) Release(trunk string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.trunks[d.trunk(trunk)]; ok && t.up > 0 {
+		t.up--
+	}
+}
+
+// Dial renders the prompt, then calls req.To through the trunk from the
+// hotline, and reports the call on the engine's clock.
+func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+	begin := time.Now()
+	at := func(t time.Time) time.Time { return req.Start.Add(t.Sub(begin)) }
+	if req.Outcome != "" {
+		// A fault rule of the sandbox: no call is placed.
+		res := DialResult{Outcome: req.Outcome, Cause: outcomeCause[req.Outcome], EndedAt: req.Start}
+		if req.Outcome == OutcomeAnswered || req.Outcome == OutcomeVoiceMail {
+			res.AnsweredAt = &res.EndedAt
+		}
+		return res
+	}
+	trunk := d.trunk(req.Trunk)
+
+	var prompt []byte
+	if text := tts.Render(req.Content, req.Fields); strings.TrimSpace(text) != "" {
+		speech, err := d.speech.Synthesize(ctx, text, d.voice)
+		if err != nil {
+			if ctx.Err() != nil { // dialbox is stopping: nothing was dialled
+				return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at(time.Now())}
+			}
+			d.log.Warn("sip: the prompt could not be rendered; call not placed", "to", req.To, "trunk", trunk, "err", err)
+			return DialResult{Outcome: OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
+		}
+		prompt = audio.EncodePCM16(speech.Samples)
+	}
+
+	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Prompt: prompt,
+		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration})
+	outcome := sipcall.Outcome(r)
+	res := DialResult{Outcome: outcome, Cause: r.Status}
+	if res.Cause == 0 { // no final response: the outcome's usual cause
+		res.Cause = outcomeCause[outcome]
+	}
+	ended := r.EndedAt
+	if ended.IsZero() {
+		ended = time.Now()
+	}
+	res.EndedAt = at(ended)
+	if r.Answered {
+		answered := at(r.AnsweredAt)
+		res.AnsweredAt = &answered
+		res.Talk = r.TalkTime
+		if req.MaxDuration > 0 {
+			// The BYE at max_duration goes out a moment after it: the
+			// moment is not billed.
+			res.Talk = min(res.Talk, req.MaxDuration)
+		}
+	}
+	level := slog.LevelDebug
+	if r.Err != nil && !r.Answered {
+		level = slog.LevelWarn
+	}
+	d.log.Log(ctx, level, "sip: call ended", "to", req.To, "from", req.From, "trunk", trunk, "call_id", r.CallID,
+		"outcome", outcome, "status", r.Status, "ended_by", r.EndedBy, "talk", r.TalkTime, "err", errString(r.Err))
+	return res
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Close hangs up every call still up (BYE, or CANCEL while ringing) and
+// stops listening.
+func (d *SIPDialer) Close() error {
+	if err := d.ua.Close(); err != nil {
+		return fmt.Errorf("sip: %w", err)
+	}
+	return nil
+}
