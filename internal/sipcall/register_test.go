@@ -15,7 +15,7 @@ import (
 	"github.com/emiago/sipgo/sip"
 )
 
-const regUser, regPassword = "dialbox", "reg-Pa55-w0rd-x9"
+const regUser, regPassword = "1001", "reg-Pa55-w0rd-x9"
 
 // steppedWaits replaces the registration's timer: it records every wait
 // asked for, and the wait ends only when the test calls next. Refreshes
@@ -169,11 +169,11 @@ func TestRegisterChallengedRefreshedAndRemoved(t *testing.T) {
 		if u := req.Recipient.String(); u != "sip:127.0.0.1:"+port {
 			t.Errorf("REGISTER %d: request-URI %s", i, u)
 		}
-		if to, from := req.To().Address.String(), req.From().Address.String(); to != "sip:dialbox@127.0.0.1" || from != to {
-			t.Errorf("REGISTER %d: To %s From %s; want sip:dialbox@127.0.0.1", i, to, from)
+		if to, from := req.To().Address.String(), req.From().Address.String(); to != "sip:1001@127.0.0.1" || from != to {
+			t.Errorf("REGISTER %d: To %s From %s; want sip:1001@127.0.0.1", i, to, from)
 		}
 		if c := req.Contact().Address; c.User != regUser || c.Host != "127.0.0.1" || c.Port != ourPort {
-			t.Errorf("REGISTER %d: Contact %s; want dialbox@127.0.0.1:%d, where we listen", i, c.String(), ourPort)
+			t.Errorf("REGISTER %d: Contact %s; want 1001@127.0.0.1:%d, where we listen", i, c.String(), ourPort)
 		}
 		if e := header(req, "Expires"); e != "3600" {
 			t.Errorf("REGISTER %d: Expires %q", i, e)
@@ -186,7 +186,7 @@ func TestRegisterChallengedRefreshedAndRemoved(t *testing.T) {
 		t.Errorf("the first REGISTER carried credentials: %s", h)
 	}
 	auth := header(got[1].Req, "Authorization")
-	for _, want := range []string{`Digest username="dialbox"`, `realm="registrar"`, `uri="sip:127.0.0.1:` + port + `"`, "response="} {
+	for _, want := range []string{`Digest username="1001"`, `realm="registrar"`, `uri="sip:127.0.0.1:` + port + `"`, "response="} {
 		if !strings.Contains(auth, want) {
 			t.Errorf("Authorization %q lacks %s", auth, want)
 		}
