@@ -80,19 +80,19 @@ type regRig struct {
 func startRegRig(t *testing.T, password string, grant int, edit func(*regRig, *Options)) *regRig {
 	t.Helper()
 	r := &regRig{reg: sipcalltest.NewRegistrar(regUser, regPassword, grant), steps: newSteppedWaits(), logs: &lockedBuffer{}}
-	r.fe = sipcalltest.NewRegistrarFarEnd(t, false, r.reg, nil)
+	r.fe = sipcalltest.NewRegistrarFarEnd(t, true, r.reg, nil)
 	tr := Trunk{Name: "pbx", Address: r.fe.Address("udp"), Username: regUser, Password: password, Register: true}
 	r.u = newTestUA(t, tr, func(o *Options) {
+		if edit != nil {
+			edit(r, o)
+		}
 		o.Logger = slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		o.registerWait = r.steps.wait
-		o.registerTimeout = 300 * time.Millisecond
+		o.registerTimeout = time.Second // the no-answer test waits it out
 		o.OnRegistration = func(s Registration) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.states = append(r.states, s)
-		}
-		if edit != nil {
-			edit(r, o)
 		}
 	})
 	t.Cleanup(func() {
@@ -148,8 +148,8 @@ func header(req *sip.Request, name string) string {
 // before the binding lapses, and Close removes the binding.
 func TestRegisterChallengedRefreshedAndRemoved(t *testing.T) {
 	t.Parallel()
-	r := startRegRig(t, regPassword, 2, nil)
 	before := time.Now()
+	r := startRegRig(t, regPassword, 2, nil)
 	s := r.attempts(t, 1)
 	if !s.Registered || s.Err != nil || s.Failures != 0 || s.ExpiresAt.Before(before.Add(2*time.Second)) || s.ExpiresAt.After(time.Now().Add(2*time.Second)) {
 		t.Errorf("after the first REGISTER: %+v; want registered, expiring 2 s on", s)
@@ -238,6 +238,24 @@ func TestRegisterExternalIP(t *testing.T) {
 	}
 	if w := r.steps.asked()[0]; w != registerExpires*time.Second/2 {
 		t.Errorf("refresh due in %v; want half the hour granted", w)
+	}
+}
+
+func TestRegisterOverTCP(t *testing.T) {
+	t.Parallel()
+	r := startRegRig(t, regPassword, 0, func(r *regRig, o *Options) {
+		o.Trunks[0].Address, o.Trunks[0].Transport = r.fe.Address("tcp"), "tcp"
+	})
+	if s := r.attempts(t, 1); !s.Registered {
+		t.Fatalf("%+v", s)
+	}
+	req := r.reg.Received()[1].Req
+	if req.Transport() != "TCP" || req.Contact().Address.Port != r.u.ua.TransportLayer().GetListenPort("tcp") {
+		t.Errorf("REGISTER over %s, Contact %s; want TCP and our TCP port", req.Transport(), req.Contact().Address.String())
+	}
+	r.u.Close()
+	if got := statuses(r.reg.Received()); !slices.Equal(got, []int{401, 200, 401, 200}) {
+		t.Errorf("registrar answered %v", got)
 	}
 }
 

@@ -60,6 +60,14 @@ func (r *Registrar) Received() []Received {
 func (r *Registrar) handle(req *sip.Request, tx sip.ServerTransaction) {
 	r.mu.Lock()
 	fault, retryAfter := r.fault, r.retryAfter
+	// sipgo ends a transaction left unanswered: its retransmissions come
+	// here again, and are not new REGISTERs.
+	for _, g := range r.received {
+		if g.Status == 0 && g.Req.Via().Params.GetOr("branch", "") == req.Via().Params.GetOr("branch", "-") {
+			r.mu.Unlock()
+			return
+		}
+	}
 	r.mu.Unlock()
 	var res *sip.Response
 	switch fault {
