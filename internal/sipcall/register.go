@@ -84,11 +84,15 @@ func (u *UserAgent) newRegistration(t trunk) (*registration, error) {
 
 // run registers until ctx ends, then removes the binding it may have left.
 func (r *registration) run(ctx context.Context) {
+	defer r.unregister()
 	retry := registerRetryMin
 	for {
+		// The registrar counts the lifetime from about when it gets the
+		// REGISTER: so do we, not from its answer.
+		sent := time.Now()
 		granted, retryAfter, err := r.register(ctx, registerExpires)
 		if ctx.Err() != nil {
-			break
+			return
 		}
 		var wait time.Duration
 		if err == nil {
@@ -99,24 +103,23 @@ func (r *registration) run(ctx context.Context) {
 				wait = min(retryAfter, registerRetryMax)
 			}
 		}
-		r.report(granted, err, wait)
+		r.report(sent.Add(granted), err, wait)
 		select {
 		case <-ctx.Done():
+			return
 		case <-r.u.registerWait(wait):
-			continue
 		}
-		break
 	}
-	r.unregister()
 }
 
-// report records an attempt's result, tells Options.OnRegistration and logs it.
-func (r *registration) report(granted time.Duration, err error, next time.Duration) {
+// report records an attempt's result, tells Options.OnRegistration and
+// logs it; expires is when an accepted binding lapses.
+func (r *registration) report(expires time.Time, err error, next time.Duration) {
 	r.mu.Lock()
 	was := r.state.Registered
 	r.state.Registered, r.state.Err = err == nil, err
 	if err == nil {
-		r.state.ExpiresAt, r.state.Failures = time.Now().Add(granted), 0
+		r.state.ExpiresAt, r.state.Failures = expires, 0
 	} else {
 		r.state.Failures++
 	}
@@ -126,9 +129,9 @@ func (r *registration) report(granted time.Duration, err error, next time.Durati
 	case err != nil:
 		r.u.log.Warn("sipcall: REGISTER failed", "trunk", r.t.Name, "err", err, "failures", state.Failures, "retry_in", next)
 	case !was:
-		r.u.log.Info("sipcall: registered", "trunk", r.t.Name, "expires", granted, "refresh_in", next)
+		r.u.log.Info("sipcall: registered", "trunk", r.t.Name, "expires_at", expires, "refresh_in", next)
 	default:
-		r.u.log.Debug("sipcall: registration refreshed", "trunk", r.t.Name, "expires", granted, "refresh_in", next)
+		r.u.log.Debug("sipcall: registration refreshed", "trunk", r.t.Name, "expires_at", expires, "refresh_in", next)
 	}
 	if r.u.onRegistration != nil {
 		r.u.onRegistration(state)
