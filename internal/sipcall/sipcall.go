@@ -59,8 +59,8 @@ type Options struct {
 	// of its REGISTERs, from the registration's goroutine; nil: nobody.
 	OnRegistration func(Registration)
 
-	// Tests shorten registration's waits: registerTimeout replaces
-	// registerTimeout, registerWait time.After.
+	// Tests step registration's clock: registerTimeout (0: 10 s) bounds
+	// one REGISTER, registerWait (nil: time.After) times the next.
 	registerTimeout time.Duration
 	registerWait    func(time.Duration) <-chan time.Time
 }
