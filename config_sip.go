@@ -70,7 +70,7 @@ func (t SIPTrunk) sipcall(defaultFormat string) sipcall.Trunk {
 		format = defaultFormat
 	}
 	return sipcall.Trunk{Name: t.Name, Address: t.Address, Transport: t.Transport, Username: t.Username,
-		Password: t.Password, NumberFormat: format}
+		Password: t.Password, Register: t.Register, NumberFormat: format}
 }
 
 // String describes the trunk without its password.
@@ -211,11 +211,8 @@ func (c *Config) validateCalling() error {
 			return bad(key+".max_channels", "must be at least 1")
 		case t.MaxCPS < 1:
 			return bad(key+".max_cps", "must be at least 1")
-		case t.Register:
-			// diago v0.31.0's Register dereferences a nil response when the
-			// registrar does not answer, and gives up for good on a 401 or
-			// 5xx: not something to run unattended.
-			return bad(key+".register", "is not supported yet: point the trunk at dialbox's address (IP authentication) or use digest auth on each INVITE (username, password)")
+		case t.Register && t.Username == "":
+			return bad(key+".username", "is required with register = true: the user the trunk registers")
 		}
 		names[t.Name] = true
 	}

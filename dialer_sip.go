@@ -27,7 +27,8 @@ type SIPDialer struct {
 	speech      tts.Engine
 	voice       string
 	ringTimeout time.Duration
-	first       string // name of the trunk "" stands for
+	first       string   // name of the trunk "" stands for
+	registering []string // trunks with register = true
 	log         *slog.Logger
 
 	mu     sync.Mutex
@@ -61,15 +62,20 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, ringTimeout: cfg.SIP.RingTimeout.Duration,
 		log: log, trunks: map[string]*trunkLoad{}}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
-		Logger: log.With("part", "sip")}
+		Logger: log.With("part", "sip"), OnRegistration: reportRegistration}
 	for i, t := range cfg.SIP.Trunks {
 		if i == 0 {
 			d.first = t.Name
 		}
 		opts.Trunks = append(opts.Trunks, t.sipcall(cfg.SIP.NumberFormat))
 		d.trunks[t.Name] = &trunkLoad{channels: t.MaxChannels, interval: time.Second / time.Duration(t.MaxCPS)}
+		if t.Register {
+			d.registering = append(d.registering, t.Name)
+			sipTrunkRegistered.WithLabelValues(t.Name).Set(0) // until its first REGISTER is accepted
+		}
 	}
 	if d.ua, err = sipcall.New(opts); err != nil {
+		d.forgetRegistrations()
 		return nil, err
 	}
 	log.Info("SIP dialer ready", "listen", cfg.SIP.Listen, "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
@@ -180,10 +186,29 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Close hangs up every call still up (BYE, or CANCEL while ringing) and
-// stops listening.
+// reportRegistration keeps dialbox_sip_trunk_registered; sipcall logs the
+// state and its error.
+func reportRegistration(r sipcall.Registration) {
+	v := 0.0
+	if r.Registered {
+		v = 1
+	}
+	sipTrunkRegistered.WithLabelValues(r.Trunk).Set(v)
+}
+
+// forgetRegistrations takes this dialer's trunks out of /metrics.
+func (d *SIPDialer) forgetRegistrations() {
+	for _, name := range d.registering {
+		sipTrunkRegistered.DeleteLabelValues(name)
+	}
+}
+
+// Close hangs up every call still up (BYE, or CANCEL while ringing),
+// removes the trunks' registrations and stops listening.
 func (d *SIPDialer) Close() error {
-	if err := d.ua.Close(); err != nil {
+	err := d.ua.Close()
+	d.forgetRegistrations()
+	if err != nil {
 		return fmt.Errorf("sip: %w", err)
 	}
 	return nil

@@ -47,6 +47,10 @@ var (
 		Help:    "Time to run a batch of write jobs and durably commit it.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 	})
+	sipTrunkRegistered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dialbox_sip_trunk_registered",
+		Help: "Per trunk with register = true: 1 while its last REGISTER was accepted, 0 while it fails (retried with backoff; the log says why).",
+	}, []string{"trunk"})
 	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dialbox_build_info",
 		Help: "Always 1; the version label is the running build.",
@@ -55,7 +59,7 @@ var (
 
 func init() {
 	processRegistry.MustRegister(requestsTotal, requestDuration, contactsImported, contactsSkipped,
-		commitBatchJobs, commitDuration, buildInfo,
+		commitBatchJobs, commitDuration, sipTrunkRegistered, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildInfo.WithLabelValues(versionString()).Set(1)
 }

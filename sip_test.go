@@ -62,9 +62,12 @@ type sipInvite struct {
 	at time.Time
 }
 
-func newSIPFarEnd(t testing.TB) *sipFarEnd {
+func newSIPFarEnd(t testing.TB) *sipFarEnd { return newRegistrarSIPFarEnd(t, nil) }
+
+// newRegistrarSIPFarEnd is a sipFarEnd answering REGISTER with reg too.
+func newRegistrarSIPFarEnd(t testing.TB, reg *sipcalltest.Registrar) *sipFarEnd {
 	f := &sipFarEnd{heard: map[string]sipcalltest.Heard{}, ended: map[string]error{}, ringing: map[string]bool{}}
-	f.FarEnd = sipcalltest.NewFarEnd(t, false, func(d *diago.DialogServerSession) {
+	f.FarEnd = sipcalltest.NewRegistrarFarEnd(t, false, reg, func(d *diago.DialogServerSession) {
 		to := d.InviteRequest.Recipient.User
 		f.mu.Lock()
 		f.invites = append(f.invites, sipInvite{to, time.Now()})
@@ -255,10 +258,21 @@ cache_dir = %q
 
 func startSIPRig(t *testing.T, channels, cps int) *sipRig {
 	t.Helper()
-	r := &sipRig{fe: newSIPFarEnd(t), tts: newSIPTTS(t), logs: &lockedWriter{}, dir: t.TempDir()}
+	return startRegisteringSIPRig(t, channels, cps, nil)
+}
+
+// startRegisteringSIPRig is startSIPRig whose trunk registers with reg,
+// the far end's registrar, when reg is not nil.
+func startRegisteringSIPRig(t *testing.T, channels, cps int, reg *sipcalltest.Registrar) *sipRig {
+	t.Helper()
+	r := &sipRig{fe: newRegistrarSIPFarEnd(t, reg), tts: newSIPTTS(t), logs: &lockedWriter{}, dir: t.TempDir()}
 	writeFileAt(t, filepath.Join(r.dir, "fixtures.toml"), fmt.Sprintf(sipFixtures, sipScenarios))
 	cfg := filepath.Join(r.dir, "dialbox.toml")
-	writeFileAt(t, cfg, sipConfig(r.dir, r.fe, r.tts, channels, cps, ""))
+	config := sipConfig(r.dir, r.fe, r.tts, channels, cps, "")
+	if reg != nil {
+		config = strings.Replace(config, "username = \"dialbox\"\n", "username = \"dialbox\"\nregister = true\n", 1)
+	}
+	writeFileAt(t, cfg, config)
 	r.m = startMain(t, r.logs, []string{"--config", cfg}, nil, func(m *Main) { m.SetLogOutput(r.logs) })
 	t.Cleanup(func() {
 		r.close()
@@ -442,6 +456,42 @@ func sipNoPassword(t *testing.T, r *sipRig) {
 	}
 }
 
+// TestSIPRegisterThenCall: with register = true dialbox registers with the
+// trunk (answering its challenge), /metrics says so, calls go through, and
+// the stop removes the binding; the password shows nowhere.
+func TestSIPRegisterThenCall(t *testing.T) {
+	reg := sipcalltest.NewRegistrar("dialbox", sipPassword, 0)
+	r := startRegisteringSIPRig(t, 30, 50, reg)
+	registered := func() bool {
+		v, ok := metricValue(scrapeMetrics(t, r.m.URL()+"/metrics"), "dialbox_sip_trunk_registered", "trunk", "main")
+		return ok && v == 1
+	}
+	waitFor(t, "trunk main registered", registered)
+	got := reg.Received()
+	if len(got) != 2 || got[0].Status != 401 || got[1].Status != 200 {
+		t.Fatalf("registrar answered %d REGISTERs: %+v", len(got), got)
+	}
+
+	answered := engImport(t, r.m.store, r.appID, "sc", "", "+84911000001")[0]
+	r.waitDone(t, answered)
+	if calls := r.adminCalls(t, answered); len(calls) != 1 || calls[0].Outcome != OutcomeAnswered {
+		t.Errorf("call through the registered trunk: %+v", calls)
+	}
+	sipNoPassword(t, r)
+
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	got = reg.Received()
+	last := got[len(got)-1]
+	if h := last.Req.GetHeader("Expires"); h == nil || h.Value() != "0" || last.Status != 200 {
+		t.Errorf("the stop's last REGISTER %v answered %d; want Expires: 0 accepted", last.Req, last.Status)
+	}
+	if sipTrunkRegistered.DeleteLabelValues("main") {
+		t.Error("a stopped dialbox's trunk is still in /metrics")
+	}
+}
+
 // TestSIPTrunkCapacity: 50 contacts queued on a trunk of 4 channels and 20
 // calls a second. The far end counts the calls up at once and stamps each
 // INVITE; neither limit is ever passed, and no contact is marked dialing
@@ -548,7 +598,7 @@ func TestSIPConfigErrorsNameTheKey(t *testing.T) {
 		{trunk + "transport = \"tls\"\n", "sip.trunks[0].transport"},
 		{trunk + "number_format = \"x\"\n", "sip.trunks[0].number_format"},
 		{trunk + "max_channels = -1\n", "sip.trunks[0].max_channels"},
-		{trunk + "register = true\n", "sip.trunks[0].register"},
+		{trunk + "register = true\n", "sip.trunks[0].username"},
 		{"[[sip.trunks]]\nname = \"main\"\naddress = \"a b\"\n", "sip.trunks[0].address"},
 		{"[tts]\nengine = \"festival\"\n", "tts.engine"},
 		{"[tts]\nengine = \"command\"\n", "tts.command"},

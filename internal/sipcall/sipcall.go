@@ -5,6 +5,7 @@
 package sipcall
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,14 @@ type Options struct {
 	// Logger receives diago's and sipgo's logs (bar a few sipgo writes to
 	// its package default); nil is slog.Default().
 	Logger *slog.Logger
+	// OnRegistration is told where a registering trunk stands after each
+	// of its REGISTERs, from the registration's goroutine; nil: nobody.
+	OnRegistration func(Registration)
+
+	// Tests step registration's clock: registerTimeout (0: 10 s) bounds
+	// one REGISTER, registerWait (nil: time.After) times the next.
+	registerTimeout time.Duration
+	registerWait    func(time.Duration) <-chan time.Time
 }
 
 // Trunk is a SIP trunk or PBX calls are sent to.
@@ -67,6 +76,9 @@ type Trunk struct {
 	// Password a challenge fails the call.
 	Username string
 	Password string
+	// Register keeps the trunk registered as sip:<Username>@<host> while
+	// the UserAgent runs (see Registrations); Username is required.
+	Register bool
 	// NumberFormat is how the callee's E.164 number is written in the
 	// request-URI: NumberE164 (the default), NumberE164Digits or
 	// NumberNational.
@@ -78,6 +90,9 @@ func (t Trunk) String() string {
 	auth := "no auth"
 	if t.Password != "" {
 		auth = "auth as " + strconv.Quote(t.Username)
+	}
+	if t.Register {
+		auth += ", registering"
 	}
 	return fmt.Sprintf("trunk %q %s/%s (%s, numbers %s)", t.Name, t.Address, t.transport(), auth, t.numberFormat())
 }
@@ -126,6 +141,13 @@ type UserAgent struct {
 	mu         sync.Mutex
 	closed     bool
 	calls      sync.WaitGroup
+
+	registrations   []*registration
+	onRegistration  func(Registration)
+	registerTimeout time.Duration
+	registerWait    func(time.Duration) <-chan time.Time
+	stopRegistering context.CancelFunc
+	registering     sync.WaitGroup
 }
 
 // New starts a UserAgent listening on opts.ListenAddr.
@@ -204,9 +226,17 @@ func New(opts Options) (*UserAgent, error) {
 		trunks:       trunks,
 		noRTPTimeout: opts.NoRTPTimeout,
 		log:          log,
+
+		onRegistration:  opts.OnRegistration,
+		registerTimeout: cmp.Or(opts.registerTimeout, registerTimeout),
+		registerWait:    opts.registerWait,
+		stopRegistering: func() {},
 	}
 	if u.noRTPTimeout == 0 {
 		u.noRTPTimeout = DefaultNoRTPTimeout
+	}
+	if u.registerWait == nil {
+		u.registerWait = time.After
 	}
 	u.closing, u.closeCalls = context.WithCancel(context.Background())
 
@@ -221,6 +251,10 @@ func New(opts Options) (*UserAgent, error) {
 	if err := waitUDPListener(ua, host); err != nil {
 		u.Close()
 		return nil, fmt.Errorf("sipcall: listen on %s: %w", opts.ListenAddr, err)
+	}
+	if err := u.startRegistrations(opts.Trunks); err != nil {
+		u.Close()
+		return nil, err
 	}
 	return u, nil
 }
@@ -262,6 +296,9 @@ func validateTrunk(t Trunk) (trunk, error) {
 	if host == "" || strings.ContainsAny(host, " /@;") || err != nil || port < 1 || port > 65535 {
 		return trunk{}, fmt.Errorf("sipcall: trunk %q: address %q is not host:port", t.Name, t.Address)
 	}
+	if t.Register && t.Username == "" {
+		return trunk{}, fmt.Errorf("sipcall: trunk %q: registering needs a username", t.Name)
+	}
 	if tr := t.transport(); tr != "udp" && tr != "tcp" {
 		return trunk{}, fmt.Errorf("sipcall: trunk %q: transport %q is not udp or tcp", t.Name, t.Transport)
 	}
@@ -289,13 +326,16 @@ func rejectNewInvites(next sipgo.RequestHandler) sipgo.RequestHandler {
 }
 
 // Close hangs up every call in progress (BYE, or CANCEL while ringing),
-// waits for them to end, and stops listening.
+// waits for them to end, removes the trunks' registrations (REGISTER with
+// Expires: 0), and stops listening.
 func (u *UserAgent) Close() error {
 	u.mu.Lock()
 	u.closed = true
 	u.mu.Unlock()
 	u.closeCalls()
 	u.calls.Wait()
+	u.stopRegistering()
+	u.registering.Wait()
 	u.stopServe()
 	return u.ua.Close()
 }

@@ -36,6 +36,13 @@ type FarEnd struct {
 // It stops when the test ends.
 func NewFarEnd(t testing.TB, tcp bool, handle func(d *diago.DialogServerSession)) *FarEnd {
 	t.Helper()
+	return NewRegistrarFarEnd(t, tcp, nil, handle)
+}
+
+// NewRegistrarFarEnd is NewFarEnd answering REGISTER with reg too (nil:
+// with 405, as diago does).
+func NewRegistrarFarEnd(t testing.TB, tcp bool, reg *Registrar, handle func(d *diago.DialogServerSession)) *FarEnd {
+	t.Helper()
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("farend"),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(quiet)),
 		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(quiet)))
@@ -47,6 +54,14 @@ func NewFarEnd(t testing.TB, tcp bool, handle func(d *diago.DialogServerSession)
 		networks = append(networks, "tcp")
 	}
 	opts := []diago.DiagoOption{diago.WithLogger(quiet)}
+	if reg != nil {
+		srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.OnRegister(reg.handle)
+		opts = append(opts, diago.WithServer(srv))
+	}
 	for _, n := range networks {
 		opts = append(opts, diago.WithTransport(diago.Transport{Transport: n, BindHost: "127.0.0.1"}))
 	}
