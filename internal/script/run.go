@@ -149,22 +149,14 @@ func (x *run) stop(err error) Outcome {
 	return x.out
 }
 
-func (x *run) key(k rune) {
-	if k != 0 {
-		x.out.Digits += string(k)
-	}
-}
-
 // step runs one step and says which is next ("" for none).
 func (x *run) step(st *Step, rec *StepRun) (string, error) {
 	switch rec.Kind {
 	case KindSay:
-		k, err := x.call.Say(x.ctx, st.Say.Text, false)
-		x.key(k)
+		_, err := x.call.Say(x.ctx, st.Say.Text, false)
 		return st.Say.Next, err
 	case KindPlay:
-		k, err := x.call.Play(x.ctx, st.Play.Path, false)
-		x.key(k)
+		_, err := x.call.Play(x.ctx, st.Play.Path, false)
 		return st.Play.Next, err
 	case KindGather:
 		return x.gather(st.Gather, rec)
