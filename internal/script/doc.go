@@ -23,8 +23,8 @@
 // for a gather, whose no_input or no_match) is empty ends the call after
 // it, by hanging up.
 //
-// A gather that gets an input that is none of its branches asks again (its
-// prompt, then the keys) up to retries more times; after the last attempt
+// A gather that gets no input, or one that is none of its branches, asks
+// again (its prompt, then the keys) up to retries more times; after the last attempt
 // an empty input goes to no_input and any other to no_match.
 //
 // In JSON:

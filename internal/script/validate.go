@@ -13,10 +13,10 @@ import (
 
 // Ranges of a gather's settings.
 const (
-	MaxDigitsLimit = 32
-	MinTimeout     = time.Second
-	MaxTimeout     = 60 * time.Second
-	MaxRetries     = 5
+	maxDigitsLimit = 32
+	minTimeout     = time.Second
+	maxTimeout     = 60 * time.Second
+	maxRetries     = 5
 )
 
 // Problem is one reason a script is refused: which step (Index into Steps,
@@ -210,14 +210,14 @@ func (v *validator) gather(i int, g *Gather) {
 			v.add(i, "gather.prompt", "empty: give say or play, or leave the prompt out")
 		}
 	}
-	maxOK := g.MaxDigits >= 1 && g.MaxDigits <= MaxDigitsLimit
+	maxOK := g.MaxDigits >= 1 && g.MaxDigits <= maxDigitsLimit
 	if !maxOK {
-		v.add(i, "gather.max_digits", "%d is out of range: 1 to %d", g.MaxDigits, MaxDigitsLimit)
+		v.add(i, "gather.max_digits", "%d is out of range: 1 to %d", g.MaxDigits, maxDigitsLimit)
 	}
 	if d, err := time.ParseDuration(g.Timeout); err != nil {
 		v.add(i, "gather.timeout", "%q is not a duration such as \"5s\"", g.Timeout)
-	} else if d < MinTimeout || d > MaxTimeout {
-		v.add(i, "gather.timeout", "%s is out of range: %s to %s", g.Timeout, MinTimeout, MaxTimeout)
+	} else if d < minTimeout || d > maxTimeout {
+		v.add(i, "gather.timeout", "%s is out of range: %s to %s", g.Timeout, minTimeout, maxTimeout)
 	}
 	finishOK := g.FinishOnKey == "" || len(g.FinishOnKey) == 1 && isDTMF(g.FinishOnKey[0])
 	if !finishOK {
@@ -245,8 +245,8 @@ func (v *validator) gather(i int, g *Gather) {
 	}
 	v.ref(i, "gather.no_input", g.NoInput)
 	v.ref(i, "gather.no_match", g.NoMatch)
-	if g.Retries < 0 || g.Retries > MaxRetries {
-		v.add(i, "gather.retries", "%d is out of range: 0 to %d", g.Retries, MaxRetries)
+	if g.Retries < 0 || g.Retries > maxRetries {
+		v.add(i, "gather.retries", "%d is out of range: 0 to %d", g.Retries, maxRetries)
 	}
 }
 
