@@ -1,0 +1,228 @@
+package script
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Call is the call a script runs on, implemented by whoever places it (the
+// SIP dialer, the simulator). Every method must return soon after ctx is
+// done, with an error.
+type Call interface {
+	// Say speaks text, its {{field}} placeholders still in it for the
+	// caller to fill in. With bargeIn, a key press stops the speech and is
+	// returned; without, the speech plays to its end and key is 0.
+	Say(ctx context.Context, text string, bargeIn bool) (key rune, err error)
+	// Play plays the WAV prompt at path, relative to the prompts folder,
+	// as Say speaks.
+	Play(ctx context.Context, path string, bargeIn bool) (key rune, err error)
+	// Gather reads keys until opts.MaxDigits were pressed, or
+	// opts.FinishOnKey was (it is then the last of keys), or opts.Timeout
+	// passed without a key (timedOut).
+	Gather(ctx context.Context, opts GatherOptions) (keys string, timedOut bool, err error)
+	// Transfer hands the call to a SIP URI.
+	Transfer(ctx context.Context, uri string) error
+	// Hangup ends the call.
+	Hangup(ctx context.Context) error
+}
+
+// GatherOptions says how Call.Gather reads keys.
+type GatherOptions struct {
+	MaxDigits   int
+	Timeout     time.Duration // for each key, the first one included
+	FinishOnKey rune          // 0 for none
+}
+
+// End says how a script ended.
+type End string
+
+const (
+	// EndHangup: the script hung up, at a hangup step or at a step with
+	// nowhere to go next.
+	EndHangup End = "hangup"
+	// EndTransferred: a transfer step handed the call over.
+	EndTransferred End = "transferred"
+	// EndCanceled: ctx was done (max_duration, the callee hung up); Err is
+	// its cause. The caller ends the call.
+	EndCanceled End = "canceled"
+	// EndFailed: the script is invalid or the call returned an error, in
+	// Err. The caller ends the call.
+	EndFailed End = "failed"
+)
+
+// Outcome is what running a script did.
+type Outcome struct {
+	Steps  []StepRun `json:"steps"`            // the path taken, the step stopped in included
+	Digits string    `json:"digits"`           // every key pressed, in order
+	Result string    `json:"result,omitempty"` // the last label set
+	End    End       `json:"end"`
+	Err    error     `json:"-"`
+}
+
+// StepRun is one step run.
+type StepRun struct {
+	Name    string    `json:"name"`
+	Kind    Kind      `json:"kind"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// A gather's input (its finish key left out) at its last attempt, how
+	// many attempts it took (1 + the retries used), and whether that last
+	// attempt ended on the timeout.
+	Input    string `json:"input,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+}
+
+// Runner runs scripts.
+type Runner struct {
+	// Now is the clock of the steps' times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Run runs a script on a call, from its start step to its end, and says
+// what happened. An invalid script fails without touching the call.
+func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	x := run{ctx: ctx, call: call}
+	if err := s.Validate(); err != nil {
+		x.out.End, x.out.Err = EndFailed, err
+		return x.out
+	}
+	steps := make(map[string]*Step, len(s.Steps))
+	for i := range s.Steps {
+		steps[s.Steps[i].Name] = &s.Steps[i]
+	}
+	cur := s.Start
+	if cur == "" {
+		cur = s.Steps[0].Name
+	}
+	for cur != "" {
+		if ctx.Err() != nil {
+			return x.stop(nil)
+		}
+		st := steps[cur]
+		rec := StepRun{Name: st.Name, Kind: st.Kind(), Started: now()}
+		next, err := x.step(st, &rec)
+		rec.Ended = now()
+		x.out.Steps = append(x.out.Steps, rec)
+		if err != nil {
+			return x.stop(err)
+		}
+		switch rec.Kind {
+		case KindTransfer:
+			x.out.End = EndTransferred
+			return x.out
+		case KindHangup:
+			x.out.End = EndHangup
+			return x.out
+		}
+		cur = next
+	}
+	if ctx.Err() != nil {
+		return x.stop(nil)
+	}
+	if err := call.Hangup(ctx); err != nil {
+		return x.stop(err)
+	}
+	x.out.End = EndHangup
+	return x.out
+}
+
+type run struct {
+	ctx  context.Context
+	call Call
+	out  Outcome
+}
+
+// stop ends the run on err, or on ctx alone when err is nil: a call error
+// once ctx is done is the cancellation showing, not a failure.
+func (x *run) stop(err error) Outcome {
+	if x.ctx.Err() != nil {
+		x.out.End, x.out.Err = EndCanceled, context.Cause(x.ctx)
+	} else {
+		x.out.End, x.out.Err = EndFailed, err
+	}
+	return x.out
+}
+
+// step runs one step and says which is next ("" for none).
+func (x *run) step(st *Step, rec *StepRun) (string, error) {
+	switch rec.Kind {
+	case KindSay:
+		_, err := x.call.Say(x.ctx, st.Say.Text, false)
+		return st.Say.Next, err
+	case KindPlay:
+		_, err := x.call.Play(x.ctx, st.Play.Path, false)
+		return st.Play.Next, err
+	case KindGather:
+		return x.gather(st.Gather, rec)
+	case KindSet:
+		x.out.Result = st.Set.Label
+		return st.Set.Next, nil
+	case KindTransfer:
+		return "", x.call.Transfer(x.ctx, st.Transfer.To)
+	default: // KindHangup: Validate leaves no other
+		return "", x.call.Hangup(x.ctx)
+	}
+}
+
+func (x *run) gather(g *Gather, rec *StepRun) (string, error) {
+	timeout, _ := time.ParseDuration(g.Timeout) // valid: Validate said so
+	var finish rune
+	if g.FinishOnKey != "" {
+		finish = rune(g.FinishOnKey[0])
+	}
+	for {
+		if err := x.ctx.Err(); err != nil {
+			return "", err
+		}
+		rec.Attempts++
+		keys, timedOut, err := x.attempt(g, timeout, finish)
+		x.out.Digits += keys
+		input := keys
+		if finish != 0 {
+			input = strings.TrimSuffix(keys, string(finish))
+		}
+		rec.Input, rec.TimedOut = input, timedOut
+		if err != nil {
+			return "", err
+		}
+		if next, ok := g.Branches[input]; ok {
+			return next, nil
+		}
+		if rec.Attempts > g.Retries {
+			if input == "" {
+				return g.NoInput, nil
+			}
+			return g.NoMatch, nil
+		}
+	}
+}
+
+// attempt plays a gather's prompt and reads its input; a key pressed during
+// the prompt is the input's first.
+func (x *run) attempt(g *Gather, timeout time.Duration, finish rune) (keys string, timedOut bool, err error) {
+	if p := g.Prompt; p != nil {
+		var k rune
+		if p.Play != "" {
+			k, err = x.call.Play(x.ctx, p.Play, true)
+		} else {
+			k, err = x.call.Say(x.ctx, p.Say, true)
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if k != 0 {
+			keys = string(k)
+			if k == finish || len(keys) >= g.MaxDigits {
+				return keys, false, nil
+			}
+		}
+	}
+	more, timedOut, err := x.call.Gather(x.ctx, GatherOptions{MaxDigits: g.MaxDigits - len(keys), Timeout: timeout, FinishOnKey: finish})
+	return keys + more, timedOut, err
+}

@@ -1,0 +1,409 @@
+package script
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ranges of a gather's settings.
+const (
+	maxDigitsLimit = 32
+	minTimeout     = time.Second
+	maxTimeout     = 60 * time.Second
+	maxRetries     = 5
+)
+
+// Problem is one reason a script is refused: which step (Index into Steps,
+// -1 for the script as a whole, and its Name), which field of it (a path
+// such as gather.branches["1"], empty for the step as a whole), and why.
+type Problem struct {
+	Index  int    `json:"index"`
+	Step   string `json:"step,omitempty"`
+	Field  string `json:"field,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (p Problem) Error() string {
+	var b strings.Builder
+	if p.Index >= 0 {
+		fmt.Fprintf(&b, "steps[%d]", p.Index)
+		if p.Step != "" {
+			fmt.Fprintf(&b, " %q", p.Step)
+		}
+		b.WriteString(": ")
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field + ": ")
+	}
+	b.WriteString(p.Reason)
+	return b.String()
+}
+
+// Problems is every reason a script is refused, in step order, the script's
+// own first.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// edge is a way out of a step: the field that names the next step, and that
+// name.
+type edge struct {
+	field, to string
+}
+
+// edges lists a step's ways out in a fixed order (branches by key), so that
+// problems come out the same every time.
+func (s *Step) edges() []edge {
+	var es []edge
+	add := func(field, to string) {
+		if to != "" {
+			es = append(es, edge{field, to})
+		}
+	}
+	if s.Say != nil {
+		add("say.next", s.Say.Next)
+	}
+	if s.Play != nil {
+		add("play.next", s.Play.Next)
+	}
+	if g := s.Gather; g != nil {
+		for _, k := range slices.Sorted(maps.Keys(g.Branches)) {
+			add(branchField(k), g.Branches[k])
+		}
+		add("gather.no_input", g.NoInput)
+		add("gather.no_match", g.NoMatch)
+	}
+	if s.Set != nil {
+		add("set.next", s.Set.Next)
+	}
+	return es
+}
+
+func branchField(key string) string { return "gather.branches[" + strconv.Quote(key) + "]" }
+
+// Validate says whether the script can be saved and run: nil, or Problems
+// listing everything wrong with it.
+func (s Script) Validate() error {
+	v := validator{s: s, index: map[string]int{}}
+	v.check()
+	if len(v.ps) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(v.ps, func(a, b Problem) int { return a.Index - b.Index })
+	return v.ps
+}
+
+type validator struct {
+	s     Script
+	index map[string]int // step name -> index of the first step so named
+	ps    Problems
+}
+
+func (v *validator) add(i int, field, format string, args ...any) {
+	p := Problem{Index: i, Field: field, Reason: fmt.Sprintf(format, args...)}
+	if i >= 0 {
+		p.Step = v.s.Steps[i].Name
+	}
+	v.ps = append(v.ps, p)
+}
+
+// ref checks that a field names an existing step; an empty name is checked
+// by whoever requires one.
+func (v *validator) ref(i int, field, to string) {
+	if _, ok := v.index[to]; to != "" && !ok {
+		v.add(i, field, "no step named %q", to)
+	}
+}
+
+func (v *validator) check() {
+	steps := v.s.Steps
+	if len(steps) == 0 {
+		v.add(-1, "steps", "a script needs at least one step")
+		return
+	}
+	for i, st := range steps {
+		if strings.TrimSpace(st.Name) == "" {
+			v.add(i, "name", "required")
+		} else if j, dup := v.index[st.Name]; dup {
+			v.add(i, "name", "already the name of steps[%d]", j)
+		} else {
+			v.index[st.Name] = i
+		}
+	}
+	for i := range steps {
+		v.step(i)
+	}
+	start := v.s.Start
+	if start == "" {
+		start = steps[0].Name
+	} else if _, ok := v.index[start]; !ok {
+		v.add(-1, "start", "no step named %q", start)
+	}
+	if first, ok := v.index[start]; ok {
+		v.graph(first)
+	}
+}
+
+func (v *validator) step(i int) {
+	st := &v.s.Steps[i]
+	switch ks := st.kinds(); len(ks) {
+	case 0:
+		v.add(i, "", "no kind: a step needs exactly one of say, play, gather, set, transfer or hangup")
+	case 1:
+	default:
+		names := make([]string, len(ks))
+		for j, k := range ks {
+			names[j] = string(k)
+		}
+		v.add(i, "", "%s together: a step has exactly one kind", strings.Join(names, " and "))
+	}
+	if s := st.Say; s != nil {
+		if strings.TrimSpace(s.Text) == "" {
+			v.add(i, "say.text", "required")
+		}
+		v.ref(i, "say.next", s.Next)
+	}
+	if p := st.Play; p != nil {
+		if r := checkPath(p.Path); r != "" {
+			v.add(i, "play.path", "%s", r)
+		}
+		v.ref(i, "play.next", p.Next)
+	}
+	if g := st.Gather; g != nil {
+		v.gather(i, g)
+	}
+	if s := st.Set; s != nil {
+		if r := checkLabel(s.Label); r != "" {
+			v.add(i, "set.label", "%s", r)
+		}
+		v.ref(i, "set.next", s.Next)
+	}
+	if t := st.Transfer; t != nil {
+		if r := checkSIPURI(t.To); r != "" {
+			v.add(i, "transfer.to", "%s", r)
+		}
+	}
+}
+
+func (v *validator) gather(i int, g *Gather) {
+	if p := g.Prompt; p != nil {
+		switch {
+		case p.Say != "" && p.Play != "":
+			v.add(i, "gather.prompt", "say and play together: a prompt is one or the other")
+		case p.Play != "":
+			if r := checkPath(p.Play); r != "" {
+				v.add(i, "gather.prompt.play", "%s", r)
+			}
+		case strings.TrimSpace(p.Say) == "":
+			v.add(i, "gather.prompt", "empty: give say or play, or leave the prompt out")
+		}
+	}
+	maxOK := g.MaxDigits >= 1 && g.MaxDigits <= maxDigitsLimit
+	if !maxOK {
+		v.add(i, "gather.max_digits", "%d is out of range: 1 to %d", g.MaxDigits, maxDigitsLimit)
+	}
+	if d, err := time.ParseDuration(g.Timeout); err != nil {
+		v.add(i, "gather.timeout", "%q is not a duration such as \"5s\"", g.Timeout)
+	} else if d < minTimeout || d > maxTimeout {
+		v.add(i, "gather.timeout", "%s is out of range: %s to %s", g.Timeout, minTimeout, maxTimeout)
+	}
+	finishOK := g.FinishOnKey == "" || len(g.FinishOnKey) == 1 && isDTMF(g.FinishOnKey[0])
+	if !finishOK {
+		v.add(i, "gather.finish_on_key", "%q is not one key among 0-9, * and #", g.FinishOnKey)
+	}
+	if len(g.Branches) == 0 {
+		v.add(i, "gather.branches", "required: at least one input and the step it leads to")
+	}
+	for _, k := range slices.Sorted(maps.Keys(g.Branches)) {
+		f := branchField(k)
+		switch {
+		case k == "":
+			v.add(i, f, "an empty input is no input: use gather.no_input")
+		case strings.IndexFunc(k, func(r rune) bool { return r > 0x7f || !isDTMF(byte(r)) }) >= 0:
+			v.add(i, f, "only the keys 0-9, * and # can be pressed")
+		case maxOK && len(k) > g.MaxDigits:
+			v.add(i, f, "longer than max_digits (%d): it can never be entered", g.MaxDigits)
+		case finishOK && g.FinishOnKey != "" && strings.Contains(k, g.FinishOnKey):
+			v.add(i, f, "contains finish_on_key %q, which ends the input: it can never be entered", g.FinishOnKey)
+		}
+		if g.Branches[k] == "" {
+			v.add(i, f, "required: the step this input leads to")
+		}
+		v.ref(i, f, g.Branches[k])
+	}
+	v.ref(i, "gather.no_input", g.NoInput)
+	v.ref(i, "gather.no_match", g.NoMatch)
+	if g.Retries < 0 || g.Retries > maxRetries {
+		v.add(i, "gather.retries", "%d is out of range: 0 to %d", g.Retries, maxRetries)
+	}
+}
+
+// graph walks the steps from the start one, depth first, refusing every way
+// back to a step on the current path (the loop rule of the package doc)
+// and then every step the walk never reached.
+func (v *validator) graph(start int) {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]int, len(v.s.Steps))
+	var path []int
+	var walk func(i int)
+	walk = func(i int) {
+		state[i] = onPath
+		path = append(path, i)
+		for _, e := range v.s.Steps[i].edges() {
+			j, ok := v.index[e.to]
+			if !ok {
+				continue // reported by ref
+			}
+			switch state[j] {
+			case unseen:
+				walk(j)
+			case onPath:
+				var names []string
+				for _, k := range path[slices.Index(path, j):] {
+					names = append(names, strconv.Quote(v.s.Steps[k].Name))
+				}
+				names = append(names, strconv.Quote(e.to))
+				v.add(i, e.field, "goes back to %q (%s), a loop: steps may not form a cycle; to ask again, use gather.retries",
+					e.to, strings.Join(names, " -> "))
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+	}
+	walk(start)
+	for i, st := range v.s.Steps {
+		// Steps without a name of their own are refused already, and no
+		// reference can reach them.
+		if j, ok := v.index[st.Name]; ok && j == i && state[i] == unseen {
+			v.add(i, "", "unreachable from the start step %q", v.s.Steps[start].Name)
+		}
+	}
+}
+
+func isDTMF(c byte) bool { return c >= '0' && c <= '9' || c == '*' || c == '#' }
+
+func checkLabel(l string) string {
+	if l == "" {
+		return "required"
+	}
+	for _, r := range l {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return fmt.Sprintf("%q is not a label: lower-case letters, digits and _ only", l)
+		}
+	}
+	return ""
+}
+
+// checkPath says what is wrong with a prompt's path, which the caller
+// resolves under its prompts folder: it must stay inside.
+func checkPath(p string) string {
+	switch {
+	case p == "":
+		return "required"
+	case strings.Contains(p, `\`):
+		return fmt.Sprintf("%q: folders are separated by /", p)
+	case strings.HasPrefix(p, "/") || len(p) >= 2 && p[1] == ':':
+		return fmt.Sprintf("%q is absolute: give a path under the prompts folder", p)
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return fmt.Sprintf("%q leaves the prompts folder (..)", p)
+	case path.Clean(p) != p:
+		return fmt.Sprintf("%q is not a clean path such as \"reminder/greeting.wav\"", p)
+	case !strings.EqualFold(path.Ext(p), ".wav"):
+		return fmt.Sprintf("%q is not a .wav file", p)
+	}
+	return ""
+}
+
+// checkSIPURI says what is wrong with a transfer target: a sip: or sips: URI
+// (RFC 3261 section 19.1) with a host, checked no further than needed to
+// catch a typo.
+func checkSIPURI(u string) string {
+	if u == "" {
+		return "required"
+	}
+	rest, ok := cutPrefixFold(u, "sip:")
+	if !ok {
+		rest, ok = cutPrefixFold(u, "sips:")
+	}
+	if !ok {
+		return fmt.Sprintf("%q is not a SIP URI: it starts with sip: or sips:", u)
+	}
+	if i := strings.IndexAny(rest, ";?"); i >= 0 {
+		rest = rest[:i] // parameters and headers
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:] // the user part
+	}
+	host, port, hasPort := rest, "", false
+	if strings.HasPrefix(rest, "[") {
+		end := strings.IndexByte(rest, ']')
+		if end < 0 {
+			return fmt.Sprintf("%q: the IPv6 address has no closing ]", u)
+		}
+		host, port = rest[1:end], rest[end+1:]
+		if ip := net.ParseIP(host); ip == nil || !strings.Contains(host, ":") {
+			return fmt.Sprintf("%q: %q is not an IPv6 address", u, host)
+		}
+		if port != "" {
+			if port[0] != ':' {
+				return fmt.Sprintf("%q: unexpected %q after the host", u, port)
+			}
+			port, hasPort = port[1:], true
+		}
+	} else {
+		if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+			host, port, hasPort = rest[:i], rest[i+1:], true
+		}
+		if host == "" {
+			return fmt.Sprintf("%q has no host", u)
+		}
+		if !isHostname(host) {
+			return fmt.Sprintf("%q: %q is not a host name or IP address", u, host)
+		}
+	}
+	if hasPort {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strings.Trim(port, "0123456789") != "" {
+			return fmt.Sprintf("%q: port %q is not 1 to 65535", u, port)
+		}
+	}
+	return ""
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// isHostname accepts DNS names and IPv4 addresses: letters, digits, dots and
+// hyphens, with no empty label and no label starting or ending in a hyphen.
+func isHostname(h string) bool {
+	for label := range strings.SplitSeq(strings.TrimSuffix(h, "."), ".") {
+		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
