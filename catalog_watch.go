@@ -52,6 +52,7 @@ func openCommitWatch(path string, write *sql.DB) (*commitWatch, error) {
 		err = w.dataVersion.QueryRow().Scan(&w.lastDataVersion)
 	}
 	if err != nil {
+		w.closeStatement()
 		w.close()
 		return nil, err
 	}
@@ -61,14 +62,20 @@ func openCommitWatch(path string, write *sql.DB) (*commitWatch, error) {
 	return w, nil
 }
 
-func (w *commitWatch) close() {
-	if w == nil {
-		return
-	}
-	if w.dataVersion != nil {
+// closeStatement closes the statement on the writer's connection, before
+// that connection closes.
+func (w *commitWatch) closeStatement() {
+	if w != nil && w.dataVersion != nil {
 		w.dataVersion.Close()
 	}
-	w.shm.close()
+}
+
+// close releases the WAL index, once the store's connections are closed
+// (walindex_unix.go says why not before).
+func (w *commitWatch) close() {
+	if w != nil {
+		w.shm.close()
+	}
 }
 
 // check drops the cache c if a connection other than this store's writer

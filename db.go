@@ -129,9 +129,10 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeDBs() error {
-	s.catalog.watch.close()
+	s.catalog.watch.closeStatement()
 	s.stmts.close()
 	err := errors.Join(s.read.Close(), s.write.Close())
+	s.catalog.watch.close() // after the connections: it holds a descriptor of the -shm
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close())
 	}
