@@ -131,9 +131,30 @@ func buildDialbox(repo, dir, rev string, profile bool) (string, error) {
 }
 
 // copyRootPackage copies the files of the root package (no tests, no
-// sub-directories, no databases or binaries) and go.mod/go.sum.
+// sub-directories, no databases or binaries), go.mod/go.sum, and the Go
+// files of internal/ the root package imports.
 func copyRootPackage(repo, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(filepath.Join(repo, "internal"), func(path string, e os.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, err := filepath.Rel(repo, path)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(repo)

@@ -66,6 +66,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "tts-tone" {
+		if err := runTTSTone(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "tts-tone:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 2 && os.Args[1] == "bare-server" {
 		if err := serveBare(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "bare-server:", err)
@@ -87,14 +94,14 @@ func main() {
 	fs.StringVar(&o.scratch, "scratch", "", "scratch folder (default: a new temporary folder, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch folder (databases, logs, peer configs)")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "page the report is written into, between its <!-- bench:begin/end --> markers (<!-- bench:profiles:begin/end --> with -cpuprofile), relative to the repository root (\"-\": none)")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients (builds a profiling copy of dialbox)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients, and during its SIP calls (builds a profiling copy of dialbox)")
 	fs.BoolVar(&traceOn, "trace", false, "with -cpuprofile, also write execution traces (go tool trace; -pprof=syscall shows the time in fsync)")
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
 	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip", "phases to run (peers needs main)")
-	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, then dialbox's SIP user agent calling sipp")
+	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")
 	fs.IntVar(&o.sipCalls, "sip-calls", 600, "calls each caller of the SIP phase places")
 	fs.Float64Var(&o.sipRate, "sip-rate", 1500, "calls per second offered in the SIP phase (near what sipp sets up on 2 cores: a higher offer overflows the callee's socket)")
 	fs.DurationVar(&o.sipPrompt, "sip-prompt", 5*time.Second, "prompt every call of the SIP phase plays before hanging up")
@@ -330,13 +337,9 @@ func (h *Harness) Run() error {
 		h.o.rev = strings.TrimSpace(string(out))
 	}
 	h.commit = gitDescribe(h.repo, h.o.rev)
-	// The SIP phase drives internal/sipcall, built into this program: it
-	// needs no dialbox binary.
-	if h.o.serve || len(h.o.phases) > 1 || !h.o.phases["sip"] {
-		logf("building dialbox %s from %s", h.commit, h.repo)
-		if h.bin, err = buildDialbox(h.repo, h.scratch, h.o.rev, h.o.cpuprofile != ""); err != nil {
-			return err
-		}
+	logf("building dialbox %s from %s", h.commit, h.repo)
+	if h.bin, err = buildDialbox(h.repo, h.scratch, h.o.rev, h.o.cpuprofile != ""); err != nil {
+		return err
 	}
 	if h.o.cpuprofile != "" {
 		if h.o.cpuprofile, err = filepath.Abs(h.o.cpuprofile); err != nil {

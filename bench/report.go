@@ -458,12 +458,12 @@ func (h *Harness) headline(w func(string, ...any)) {
 	if h.peakRSS > 0 {
 		w("| peak resident memory | %.0f MB | target 150 MB | - |\n", h.peakRSS)
 	}
-	if d, lim := h.sipGot("sip:sipcall"), h.sipGot("sip:sipp"); d != nil {
+	if d, lim := h.sipGot("sip:dialbox"), h.sipGot("sip:sipp"); d != nil {
 		cmp := "-"
 		if lim != nil {
 			cmp = fmt.Sprintf("sipp calling sipp %s calls/s (dialbox %s)", num(lim.Wire.SetupRate), pct(d.Wire.SetupRate, lim.Wire.SetupRate))
 		}
-		w("| SIP calls with audio, internal/sipcall to sipp (offered %.0f/s) | %s calls/s set up, %d held at once, RTP interval p99 %s | %s | - |\n",
+		w("| SIP calls with audio, dialbox to sipp (offered %.0f/s) | %s calls/s set up, %d held at once, RTP interval p99 %s | %s | - |\n",
 			d.Rate, num(d.Wire.SetupRate), d.Wire.PeakHeld, lat(d.Wire.RTPP99), cmp)
 	}
 	if n := len(h.sizes); n > 0 && h.sizes[n-1].contacts > 0 {

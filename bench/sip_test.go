@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"dialbox/internal/audio"
 )
 
 // pcapWriter builds a pcap file of Ethernet/IPv4/UDP frames on 127.0.0.1.
@@ -118,5 +124,42 @@ func TestSippCounter(t *testing.T) {
 		"  Failed call            |        1                  |        1                 \n"
 	if ok, bad, none := sippCounter(screen, "Successful call"), sippCounter(screen, "Failed call"), sippCounter(screen, "Retransmissions"); ok != 599 || bad != 1 || none != -1 {
 		t.Errorf("got %d %d %d", ok, bad, none)
+	}
+}
+
+// dialbox's TTS engine in the SIP phase answers a WAV of the prompt's
+// length at the phone rate.
+func TestTTSTone(t *testing.T) {
+	var out bytes.Buffer
+	if err := runTTSTone([]string{"1500ms"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := audio.DecodeWAV(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Rate != audio.PhoneRate || b.Duration() != 1500*time.Millisecond || audio.RMS(b.Samples) < 1000 {
+		t.Errorf("got %d Hz, %v, RMS %.0f; want 8000 Hz, 1.5 s of tone", b.Rate, b.Duration(), audio.RMS(b.Samples))
+	}
+	for _, bad := range [][]string{nil, {"x"}, {"0s"}, {"2h"}} {
+		if err := runTTSTone(bad, &out); err == nil {
+			t.Errorf("tts-tone %q: no error", bad)
+		}
+	}
+}
+
+// The dialbox step counts ended calls from dialbox_calls_total.
+func TestEndedCallsFromMetrics(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "# TYPE dialbox_calls_total counter\n"+
+			"dialbox_calls_total{outcome=\"ANSWERED\"} 598\n"+
+			"dialbox_calls_total{outcome=\"FAILED\"} 2\n"+
+			"dialbox_calls_in_progress{tenant=\"bench-key\"} 0\n")
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	n, out, err := endedCalls(addr, buildRequest("GET", addr, "/metrics", "", nil))
+	if err != nil || n != 600 || out["ANSWERED"] != 598 || out["FAILED"] != 2 || len(out) != 2 {
+		t.Errorf("got %d %v %v", n, out, err)
 	}
 }

@@ -169,6 +169,7 @@ func (u *UserAgent) invite(ctx context.Context, d *diago.DialogClientSession, t 
 		Password: t.Password,
 		// Runs in this goroutine, inside d.Invite.
 		OnResponse: func(r *sip.Response) error {
+			u.growSocketOf(r)
 			switch {
 			case r.IsProvisional():
 				if !provisional.Swap(true) {

@@ -134,6 +134,7 @@ type UserAgent struct {
 	noRTPTimeout time.Duration
 	log          *slog.Logger
 	stopServe    context.CancelFunc
+	grown        sync.Map // sources of responses whose socket growReadBuffer has had
 
 	// closing is cancelled by Close: every call in progress hangs up.
 	closing    context.Context
@@ -273,7 +274,7 @@ func waitUDPListener(ua *sipgo.UserAgent, host string) error {
 			}
 			if c, err := tp.GetConnection("udp", net.JoinHostPort(host, strconv.Itoa(ports[0]))); err == nil {
 				c.Ref(-1) // GetConnection took a reference
-				return nil
+				return growReadBuffer(c)
 			}
 		}
 		if time.Now().After(deadline) {

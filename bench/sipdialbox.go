@@ -1,0 +1,215 @@
+package main
+
+// The SIP phase's dialbox step: dialbox itself places the calls, with
+// [dialer] kind = "sip" and one trunk pointing at the sipp callee. The
+// contacts go in through operation A, paced at the offered rate, and
+// everything dialbox does for a call is measured along with its user
+// agent: the scheduler (limits, trunk capacity, the claim commit), the
+// prompt from the TTS cache, and the settling commit.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"dialbox/internal/audio"
+)
+
+// dialboxCaller starts dialbox with a SIP trunk to the callee, and places
+// the calls through operation A.
+func (h *Harness) dialboxCaller() sipStarter {
+	return func(trunk string, calls int, rate float64, prompt time.Duration) (*sipCaller, error) {
+		dir := filepath.Join(h.scratch, "sip-dialbox-caller")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		// tts.command is split at spaces.
+		if strings.ContainsAny(h.self, " \t") {
+			return nil, fmt.Errorf("the harness's path %q holds a space: it cannot be dialbox's tts.command", h.self)
+		}
+		// A hotline carries one call at a time and max_concurrent bounds the
+		// scenario: both allow every call at once. The trunk allows every
+		// call at once and twice the offered rate, so neither is the limit.
+		fixtures := filepath.Join(dir, "fixtures.toml")
+		if err := os.WriteFile(fixtures, []byte(fixturesTOML("", calls, calls)), 0o644); err != nil {
+			return nil, err
+		}
+		config := filepath.Join(dir, "config.toml")
+		conf := fmt.Sprintf(`[dialer]
+kind = "sip"
+
+[sip]
+listen = "127.0.0.1:0"
+rtp_ports = "20000-40000"
+
+[[sip.trunks]]
+name = "bench"
+address = %q
+max_channels = %d
+max_cps = %d
+
+[tts]
+engine = "command"
+command = %q
+cache_dir = %q
+`, trunk, calls, int(math.Ceil(2*rate)), h.self+" tts-tone "+prompt.String(), filepath.Join(dir, "tts-cache"))
+		if err := os.WriteFile(config, []byte(conf), 0o644); err != nil {
+			return nil, err
+		}
+		db := filepath.Join(dir, "dialbox.db")
+		removeDB(db)
+		d, err := h.startDialbox("dialbox-sip", db, fixtures, config)
+		if err != nil {
+			return nil, err
+		}
+		bound := prompt + time.Duration(float64(calls)/rate*float64(time.Second)) + 90*time.Second
+		return &sipCaller{
+			pid:   func() int { return d.Cmd.Process.Pid },
+			idle:  true,
+			place: func() (sipPlaced, error) { return h.placeThroughDialbox(d, calls, rate, bound) },
+			stop:  func() { d.Stop(30 * time.Second) },
+		}, nil
+	}
+}
+
+// placeThroughDialbox sends calls contacts through operation A, in a batch
+// every 20 ms at rate contacts/s, and waits until as many calls have ended.
+func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound time.Duration) (sipPlaced, error) {
+	res := sipPlaced{Calls: calls, Outcomes: map[string]int{}}
+	batch := max(1, int(math.Ceil(rate*0.02)))
+	var reqs [][]byte
+	for left := calls; left > 0; left -= batch {
+		n := min(batch, left)
+		reqs = append(reqs, buildRequest("POST", d.Addr, "/api/v1/public-api/scenarios/"+benchScenarioID+"/calls",
+			d.Token, contactBodies(n, len(reqs)+1)[len(reqs)]))
+	}
+	c, err := dialClient(d.Addr)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	if h.o.cpuprofile != "" {
+		file := filepath.Join(h.o.cpuprofile, "dialbox-sip.pprof")
+		if err := d.StartProfile(file); err != nil {
+			logf("profile %s: %v", file, err)
+		} else {
+			defer func() {
+				if err := d.StopProfile(); err != nil {
+					logf("profile %s: %v", file, err)
+					return
+				}
+				h.profiles = append(h.profiles, file)
+				logf("  CPU profile written: %s", file)
+			}()
+		}
+	}
+
+	began := time.Now()
+	sent := 0
+	for _, req := range reqs {
+		time.Sleep(time.Until(began.Add(time.Duration(float64(sent) / rate * float64(time.Second)))))
+		status, body, _, err := c.Do(req)
+		if err != nil {
+			return res, fmt.Errorf("operation A: %w", err)
+		}
+		n, ok := checkImport(status, body)
+		if !ok {
+			return res, fmt.Errorf("operation A: HTTP %d %.200s", status, body)
+		}
+		sent += n
+	}
+
+	// Counted from /metrics, not from the database: opening it from this
+	// process while dialbox ran made dialbox's own reads fail ("database
+	// disk image is malformed"): dialbox holds no lock on its -shm file.
+	metrics := buildRequest("GET", d.Addr, "/metrics", "", nil)
+	deadline := began.Add(bound)
+	for {
+		ended, outcomes, err := endedCalls(d.Addr, metrics)
+		if err != nil {
+			return res, err
+		}
+		if ended >= calls || time.Now().After(deadline) {
+			res.Outcomes, res.Elapsed = outcomes, time.Since(began)
+			res.FirstErr = firstWarning(d.Log)
+			if ended < calls {
+				return res, fmt.Errorf("%d of %d calls ended within %s", ended, calls, bound)
+			}
+			return res, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// endedCalls reads dialbox_calls_total, the ended calls by outcome, from
+// dialbox's /metrics.
+func endedCalls(addr string, metrics []byte) (int, map[string]int, error) {
+	status, body, err := fetch(addr, metrics)
+	if err != nil || status != 200 {
+		return 0, nil, fmt.Errorf("GET /metrics: HTTP %d %v", status, err)
+	}
+	total, out := 0, map[string]int{}
+	for _, l := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(l, `dialbox_calls_total{outcome="`)
+		if !ok {
+			continue
+		}
+		outcome, value, ok := strings.Cut(rest, `"} `)
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if !ok || err != nil {
+			return 0, nil, fmt.Errorf("GET /metrics: %q", l)
+		}
+		out[outcome] += int(n)
+		total += int(n)
+	}
+	return total, out, nil
+}
+
+// firstWarning is the first warning or error dialbox logged, or "".
+func firstWarning(log string) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if l := sc.Bytes(); bytes.Contains(l, []byte("level=WARN")) || bytes.Contains(l, []byte("level=ERROR")) {
+			return string(l)
+		}
+	}
+	return ""
+}
+
+// runTTSTone is the `bench tts-tone DURATION` subcommand, dialbox's TTS
+// engine in the SIP phase: it writes DURATION of a 440 Hz tone as an 8 kHz
+// WAV to stdout, whatever the text, so every call plays the prompt length
+// the phase asks for and no speech engine is needed.
+func runTTSTone(args []string, out io.Writer) error {
+	if len(args) < 1 {
+		return errors.New("usage: bench tts-tone DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil || d <= 0 || d > time.Hour {
+		return fmt.Errorf("duration %q: want a positive duration up to 1h", args[0])
+	}
+	pcm := tonePCM(d)
+	samples, err := audio.DecodePCM16(pcm)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(out)
+	if err := audio.EncodeWAV(w, audio.Buffer{Rate: audio.PhoneRate, Samples: samples}); err != nil {
+		return err
+	}
+	return w.Flush()
+}
