@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"golang.org/x/sync/singleflight"
+
 	"dialbox/internal/audio"
 )
 
@@ -20,10 +22,12 @@ import (
 // spoken is not synthesised again, across restarts too. Files are written to
 // a temporary name and renamed, so a reader never sees half a file; one that
 // does not decode anyway (a damaged disk, a hand edit) is rendered again and
-// replaced. Safe for concurrent use; nothing is ever evicted.
+// replaced. Safe for concurrent use: calls that ask at once for a text not
+// yet cached share one rendering. Nothing is ever evicted.
 type Cache struct {
 	dir    string
 	engine Engine
+	flight singleflight.Group // renderings under way, by path
 	hits   atomic.Int64
 	misses atomic.Int64
 }
@@ -53,23 +57,46 @@ func (c *Cache) Name() string { return c.engine.Name() }
 // Synthesize answers from the cache, or renders with the engine and stores
 // the result. A failure to store it is an error: a cache that cannot be
 // written would silently make every call synthesise again.
+//
+// Calls waiting on a rendering another call started share its result, and
+// its context: if that call is cancelled, they get its error.
 func (c *Cache) Synthesize(ctx context.Context, text, voice string) (audio.Buffer, error) {
 	path := c.path(text, voice)
-	if data, err := os.ReadFile(path); err == nil {
-		if b, err := audio.DecodeWAV(bytes.NewReader(data)); err == nil && b.Rate == audio.PhoneRate {
+	if b, ok := c.load(path); ok {
+		c.hits.Add(1)
+		return b, nil
+	}
+	ran := false // this call rendered, rather than waiting on another's rendering
+	v, err, _ := c.flight.Do(path, func() (any, error) {
+		ran = true
+		if b, ok := c.load(path); ok { // stored by a rendering that just ended
 			c.hits.Add(1)
 			return b, nil
 		}
-	}
-	c.misses.Add(1)
-	b, err := c.engine.Synthesize(ctx, text, voice)
+		c.misses.Add(1)
+		b, err := c.engine.Synthesize(ctx, text, voice)
+		if err != nil {
+			return audio.Buffer{}, err
+		}
+		return b, c.store(path, b)
+	})
 	if err != nil {
 		return audio.Buffer{}, err
 	}
-	if err := c.store(path, b); err != nil {
-		return audio.Buffer{}, err
+	if !ran {
+		c.hits.Add(1)
 	}
-	return b, nil
+	return v.(audio.Buffer), nil
+}
+
+// load reads a stored rendering; false when there is none that decodes.
+func (c *Cache) load(path string) (audio.Buffer, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return audio.Buffer{}, false
+	}
+	b, err := audio.DecodeWAV(bytes.NewReader(data))
+	return b, err == nil && b.Rate == audio.PhoneRate
 }
 
 // path is the entry's file: a SHA-256 of the length-prefixed engine name,

@@ -180,11 +180,13 @@ func TestCacheWithCommand(t *testing.T) {
 	}
 }
 
-// Calls run at once share the cache: each gets its own text's rendering and
+// Calls run at once share the cache: each gets its own text's rendering,
+// each text is rendered once however many ask for it at the same time, and
 // every entry on disk is whole.
 func TestCacheConcurrent(t *testing.T) {
 	dir := t.TempDir()
-	c, _ := NewCache(dir, &counting{name: "fake"})
+	engine := &counting{name: "fake"}
+	c, _ := NewCache(dir, engine)
 	texts := []string{"một", "hai", "ba hai", "bốn bốn"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -205,8 +207,11 @@ func TestCacheConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if st, _ := c.Stats(); st.Entries != len(texts) || st.Hits+st.Misses != 64 {
-		t.Errorf("stats %+v, want %d entries and 64 calls", st, len(texts))
+	if st, _ := c.Stats(); st.Entries != len(texts) || st.Hits+st.Misses != 64 || st.Misses != int64(len(texts)) {
+		t.Errorf("stats %+v, want %d entries, 64 calls, %d misses", st, len(texts), len(texts))
+	}
+	if engine.calls != len(texts) {
+		t.Errorf("the engine rendered %d times, want once per text (%d)", engine.calls, len(texts))
 	}
 	if files := cacheFiles(t, dir); len(files) != len(texts) {
 		t.Errorf("files %v", files)
