@@ -36,12 +36,36 @@ type SIPDialer struct {
 }
 
 // trunkLoad is a trunk's capacity: calls up against its channels, and the
-// earliest the next call may start, calls being spaced 1/max_cps apart so
-// that no second ever holds more than max_cps starts.
+// last max_cps starts, so that no second ever holds more than max_cps
+// starts. A window rather than even spacing lets one scheduler tick start
+// a second's worth of calls at once: spaced 1/max_cps apart, a tick (some
+// milliseconds of queries and a commit) started one call, and the trunk's
+// setup rate was the tick rate, not max_cps.
 type trunkLoad struct {
 	channels, up int
-	interval     time.Duration
-	next         time.Time
+	starts       []time.Time // ring of the last max_cps starts, oldest at head
+	head         int
+}
+
+// mayStart reports whether a call may start at now without a second
+// holding more than max_cps starts, and if not, how long until it may.
+func (t *trunkLoad) mayStart(now time.Time) (bool, time.Duration) {
+	if len(t.starts) < cap(t.starts) {
+		return true, 0
+	}
+	if wait := t.starts[t.head].Add(time.Second).Sub(now); wait > 0 {
+		return false, wait
+	}
+	return true, 0
+}
+
+func (t *trunkLoad) started(now time.Time) {
+	if len(t.starts) < cap(t.starts) {
+		t.starts = append(t.starts, now)
+		return
+	}
+	t.starts[t.head] = now
+	t.head = (t.head + 1) % len(t.starts)
 }
 
 // NewSIPDialer starts dialbox's SIP user agent on sip.listen with the
@@ -68,7 +92,7 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 			d.first = t.Name
 		}
 		opts.Trunks = append(opts.Trunks, t.sipcall(cfg.SIP.NumberFormat))
-		d.trunks[t.Name] = &trunkLoad{channels: t.MaxChannels, interval: time.Second / time.Duration(t.MaxCPS)}
+		d.trunks[t.Name] = &trunkLoad{channels: t.MaxChannels, starts: make([]time.Time, 0, t.MaxCPS)}
 		if t.Register {
 			d.registering = append(d.registering, t.Name)
 			sipTrunkRegistered.WithLabelValues(t.Name).Set(0) // until its first REGISTER is accepted
@@ -89,8 +113,8 @@ func (d *SIPDialer) trunk(name string) string {
 	return name
 }
 
-// Reserve grants calls while the trunk has a free channel and its next
-// start is due: at most one per 1/max_cps.
+// Reserve grants calls while the trunk has a free channel and the last
+// second holds fewer than max_cps starts.
 func (d *SIPDialer) Reserve(trunk string, n int) (int, time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -100,15 +124,16 @@ func (d *SIPDialer) Reserve(trunk string, n int) (int, time.Duration) {
 	}
 	now := time.Now()
 	granted := 0
-	for granted < n && t.up < t.channels && !now.Before(t.next) {
+	for granted < n && t.up < t.channels {
+		ok, wait := t.mayStart(now)
+		if !ok {
+			return granted, wait
+		}
+		t.started(now)
 		t.up++
 		granted++
-		t.next = now.Add(t.interval)
 	}
-	if granted == n || t.up >= t.channels {
-		return granted, 0
-	}
-	return granted, t.next.Sub(now)
+	return granted, 0
 }
 
 // Release frees the channel of a call that ended (or never started).
