@@ -58,14 +58,26 @@ Operation B, list scenarios:
 Operation C, add contacts to a campaign:
   curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"%s","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
 
-The simulated dialer calls the demo contacts: +84900000009 answers after
-1 s and talks 2 s (+84900000001..8 give each outcome; see
-docs/calling.md), and each result is posted, signed, to the built-in
-webhook sink within seconds. %s
+%s %s
 
 `, versionString(), base, app.APIKey, app.APISecret, token,
-		base, demoScenarioID, auth, demoPhoneLocal, base, auth, base, auth, demoCampaignID, demoPhoneSpaced, sink)
+		base, demoScenarioID, auth, demoPhoneLocal, base, auth, base, auth, demoCampaignID, demoPhoneSpaced,
+		m.whoCallsDemo(), sink)
 	return nil
+}
+
+// whoCallsDemo says what happens to the demo contacts: the simulator's
+// quick test number, or, with real calls, the trunk.
+func (m *Main) whoCallsDemo() string {
+	if m.Config.Dialer.Kind == DialerSIP {
+		return fmt.Sprintf(`dialbox calls the demo contacts for real, through the SIP trunk %q of
+the demo pool (see docs/sip.md), and each result is posted, signed, to the
+built-in webhook sink when the call ends.`, m.Config.SIP.Trunks[0].Name)
+	}
+	return `The simulated dialer calls the demo contacts: +84900000009 answers after
+1 s and talks 2 s (+84900000001..8 give each outcome; see
+docs/calling.md), and each result is posted, signed, to the built-in
+webhook sink within seconds.`
 }
 
 // demoPhone is what the first-run block's commands call: the simulator's
