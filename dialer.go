@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"math"
@@ -295,10 +296,13 @@ func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answe
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := &simCall{d: d, cancel: cancel, sayTime: sayLength, keys: p.digits, delay: p.digitsDelay, asked: -1}
-	s := script.FromContent(req.Content)
+	var s script.Script
 	if req.Script != nil {
 		s = *req.Script
 	} else {
+		// The text is not timed here, and a blank one (a scenario emptied
+		// after its contacts were queued) must not fail the say.
+		s = script.FromContent(cmp.Or(strings.TrimSpace(req.Content), "-"))
 		c.sayTime = func(string) time.Duration { return p.talk }
 	}
 	if p.hangup > 0 {
