@@ -400,3 +400,55 @@ func TestVoicebotFixtures(t *testing.T) {
 		t.Errorf("unknown key in a step: %v", err)
 	}
 }
+
+// TestVoicebotDialFaults: dial fault rules force a simulated callee's keys
+// (ANSWERED) or a voicemail box (VOICE_MAIL); contradictions are refused.
+func TestVoicebotDialFaults(t *testing.T) {
+	s := startSandbox(t)
+	var rule FaultRule
+	s.admin(t, "POST", "/faults", `{"kind":"dial","phone":"0912000001","digits":"1"}`, &rule)
+	if rule.Outcome != OutcomeAnswered || rule.Digits == nil || *rule.Digits != "1" {
+		t.Errorf("digits rule %+v", rule)
+	}
+	rule = FaultRule{}
+	s.admin(t, "POST", "/faults", `{"kind":"dial","machine":true}`, &rule)
+	if rule.Outcome != OutcomeVoiceMail || !rule.Machine {
+		t.Errorf("machine rule %+v", rule)
+	}
+	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"dial","machine":true,"digits":"1"}`, 400), "digits")
+	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"dial","machine":true,"outcome":"BUSY"}`, 400), "machine")
+	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"dial","digits":"1","outcome":"BUSY"}`, 400), "digits")
+	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"dial","digits":"12a"}`, 400), "digits")
+	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"error","code":1402,"machine":true}`, 400), "machine")
+
+	f := NewFaults(nil)
+	one := "1"
+	f.rules = []*FaultRule{{ID: "d", Kind: FaultDial, Outcome: OutcomeAnswered, Digits: &one, Probability: 1}}
+	if force, ok := f.BeforeDial(1, "+84912000001"); !ok || force.Outcome != OutcomeAnswered || force.Digits == nil || *force.Digits != "1" {
+		t.Errorf("forced %+v %v", force, ok)
+	}
+}
+
+// TestVoicebotSimulatorRules: the new simulator keys are checked with
+// their key named.
+func TestVoicebotSimulatorRules(t *testing.T) {
+	for _, tc := range []struct {
+		rule SimulatorRule
+		key  string
+	}{
+		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeAnswered, Digits: "1x"}, "simulator.rules[0].digits"},
+		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeBusy, Digits: "1"}, "simulator.rules[0].digits"},
+		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeAnswered, Machine: true}, "simulator.rules[0].machine"},
+		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeAnswered, HangupAfter: Duration{-time.Second}}, "simulator.rules[0]"},
+	} {
+		cfg := SimulatorConfig{Rules: []SimulatorRule{tc.rule}}
+		var ce *ConfigError
+		if err := cfg.validate(); !errors.As(err, &ce) || ce.Key != tc.key {
+			t.Errorf("%+v: %v, want key %s", tc.rule, err, tc.key)
+		}
+	}
+	cfg := SimulatorConfig{Rules: []SimulatorRule{{Number: "+84912000001", Machine: true}}}
+	if err := cfg.validate(); err != nil || cfg.Rules[0].Outcome != OutcomeVoiceMail {
+		t.Errorf("machine without outcome: %v %+v", err, cfg.Rules[0])
+	}
+}
