@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dialbox/internal/script"
+	"dialbox/internal/tts"
 )
 
 // Call outcomes (docs/design.md#call-outcomes).
@@ -295,7 +296,9 @@ func (d *SimDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	c := &simCall{d: d, cancel: cancel, sayTime: sayLength, keys: p.digits, delay: p.digitsDelay, asked: -1}
+	// A say is as long as what is spoken: its text with the contact's fields.
+	sayTime := func(text string) time.Duration { return sayLength(tts.Render(text, req.Fields)) }
+	c := &simCall{d: d, cancel: cancel, sayTime: sayTime, keys: p.digits, delay: p.digitsDelay, asked: -1}
 	var s script.Script
 	if req.Script != nil {
 		s = *req.Script

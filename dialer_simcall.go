@@ -12,7 +12,7 @@ import (
 // How the simulator times a script (docs/voicebot.md#the-simulator), in
 // simulated time, which time_scale shortens.
 const (
-	simSayPerChar   = 70 * time.Millisecond // a say lasts its text's length in characters times this
+	simSayPerChar   = 70 * time.Millisecond // a say lasts its text's characters ({{fields}} filled in) times this
 	simPlayTime     = 3 * time.Second       // a play, whose file the simulator does not read
 	simTransferTime = time.Second
 	simKeyGap       = 200 * time.Millisecond // between two keys the callee presses

@@ -216,11 +216,11 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 			t.Errorf("%s: say step %+v", want.phone, c.Steps[0])
 		}
 	}
-	// Pressing 1 two seconds after the prompt starts: greeting (63
-	// characters, 4.41 s), 2 s of the prompt, thanks (25 characters,
-	// 1.75 s): 8.16 s, billed as 9.
-	if c := calls["+84912000001"]; c.Duration != 9 {
-		t.Errorf("+84912000001 talked %d s, want 9", c.Duration)
+	// Pressing 1 two seconds after the prompt starts: greeting (61
+	// characters once {{ho_ten}} is "Contact 0", 4.27 s), 2 s of the
+	// prompt, thanks (24 characters, 1.68 s): 7.95 s, billed as 8.
+	if c := calls["+84912000001"]; c.Duration != 8 {
+		t.Errorf("+84912000001 talked %d s, want 8", c.Duration)
 	}
 	// Plain content: as before scripts, the call talks its talk_time, one
 	// say step, a person, nothing pressed.
@@ -272,8 +272,8 @@ func TestVoicebotCutMidScript(t *testing.T) {
 		cause   error
 		stopped string
 	}{
-		{"+84912000001", 3 * time.Second, 3 * time.Second, errMaxDuration, "greet"},   // in the 4.41 s greeting
-		{"+84912000002", 300 * time.Second, 6 * time.Second, errCalleeHungUp, "menu"}, // in the menu, asked again
+		{"+84912000001", 3 * time.Second, 3 * time.Second, errMaxDuration, "greet"},   // in the 3.64 s greeting (no ho_ten)
+		{"+84912000002", 300 * time.Second, 6 * time.Second, errCalleeHungUp, "menu"}, // in the menu's prompt
 		{"+84912000002", 5 * time.Second, 5 * time.Second, errMaxDuration, "menu"},    // the sooner of the two
 	} {
 		res := d.Dial(context.Background(), DialRequest{To: tc.phone, Attempt: 1, Start: time.Now(), MaxDuration: tc.max, Script: &sc})
