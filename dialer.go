@@ -113,9 +113,6 @@ type DialResult struct {
 	AnsweredAt *time.Time
 	EndedAt    time.Time
 	Talk       time.Duration
-	// AnsweredBy is human or machine when the dialer knows; empty: from
-	// the outcome (callResults).
-	AnsweredBy string
 	// Script is what the scenario's script did on the answered call; nil
 	// when none ran.
 	Script *script.Outcome

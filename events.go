@@ -70,18 +70,15 @@ type callStep struct {
 // callResults is what a call's record and webhooks say of its script:
 // nothing pressed, no result and no steps when no script ran (nobody
 // answered, or the call was interrupted), and answered_by from the outcome
-// when the dialer did not say (ANSWERED human, VOICE_MAIL machine).
+// (ANSWERED human, VOICE_MAIL machine), the dialers' own judgement.
 func callResults(res DialResult) (answeredBy, digits, result string, steps json.RawMessage, err error) {
-	answeredBy = res.AnsweredBy
-	if answeredBy == "" {
-		switch {
-		case res.AnsweredAt == nil:
-			answeredBy = AnsweredByUnknown
-		case res.Outcome == OutcomeVoiceMail:
-			answeredBy = AnsweredByMachine
-		default:
-			answeredBy = AnsweredByHuman
-		}
+	switch {
+	case res.AnsweredAt == nil:
+		answeredBy = AnsweredByUnknown
+	case res.Outcome == OutcomeVoiceMail:
+		answeredBy = AnsweredByMachine
+	default:
+		answeredBy = AnsweredByHuman
 	}
 	list := []callStep{}
 	if o := res.Script; o != nil {

@@ -262,7 +262,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	}
 	res := e.Result
 	if e.Interrupted {
-		res.AnsweredAt, res.Talk, res.AnsweredBy, res.Script = nil, 0, "", nil
+		res.AnsweredAt, res.Talk, res.Script = nil, 0, nil
 	}
 	answeredBy, digits, result, steps, err := callResults(res)
 	if err != nil {
