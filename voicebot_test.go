@@ -452,3 +452,42 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 		t.Errorf("machine without outcome: %v %+v", err, cfg.Rules[0])
 	}
 }
+
+// TestVoicebotMigratedCalls: calls ended before migration 6 read as
+// nobody known, nothing pressed, no result, no steps; scenarios as plain
+// content.
+func TestVoicebotMigratedCalls(t *testing.T) {
+	path := t.TempDir() + "/old.db"
+	old, err := openStoreAt(path, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO applications (id, name, api_key, api_secret, created_at, updated_at) VALUES (1, 'Old', 'old-key', 'old-secret', 1000, 1000)`,
+		`INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)
+		 VALUES (1, 'sc-old', 'Old', 'ACTIVE', 'Xin chào', '[]', '{}', 1000, 1000)`,
+		`INSERT INTO imports (id, app_id, scenario_id, requested, added, skipped, code, created_at) VALUES ('imp', 1, 'sc-old', 1, 1, 0, 1, 1000)`,
+		`INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, state, next_attempt_at, created_at, updated_at)
+		 VALUES ('c-old', 1, 'sc-old', 'imp', '+84910000001', '{}', 1, 'done', 1000, 1000, 1000)`,
+		`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, answered_at, ended_at, duration)
+		 VALUES ('call-old', (SELECT seq FROM contacts), 1, 1, '02873000001', 'ended', 'ANSWERED', 200, 1000, 2000, 9000, 7)`,
+	} {
+		storeExec(t, old, q)
+	}
+	old.Close()
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, calls, err := s.Contact(context.Background(), 1, "c-old")
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("%+v %v", calls, err)
+	}
+	if c := calls[0]; c.AnsweredBy != "unknown" || c.Digits != "" || c.Result != "" || string(c.Steps) != "[]" {
+		t.Errorf("migrated call %+v steps %s", c, c.Steps)
+	}
+	if sc, err := s.Scenario(context.Background(), 1, "sc-old"); err != nil || sc.Script != nil || sc.HasNothingToSay() {
+		t.Errorf("migrated scenario %+v %v", sc, err)
+	}
+}
