@@ -146,11 +146,11 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
 		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
 		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
-		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0}
+		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0, "digits": rule.Digits != nil, "machine": rule.Machine}
 	allowed := map[string][]string{
 		FaultError:   {"operation", "scenario_id", "code", "message"},
 		FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
-		FaultDial:    {"phone", "outcome"},
+		FaultDial:    {"phone", "outcome", "digits", "machine"},
 		FaultWebhook: {"endpoint_id", "status"},
 	}[rule.Kind]
 	if allowed == nil {
@@ -177,6 +177,22 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 			return nil, invalid("delay_max_ms", "must not be less than delay_ms")
 		}
 	case FaultDial:
+		// digits and machine force what a simulated callee does: a person
+		// pressing keys (ANSWERED) or a voicemail box (VOICE_MAIL).
+		switch {
+		case rule.Machine && rule.Digits != nil:
+			return nil, invalid("digits", "a machine presses no keys")
+		case rule.Machine && rule.Outcome == "":
+			rule.Outcome = OutcomeVoiceMail
+		case rule.Machine && rule.Outcome != OutcomeVoiceMail:
+			return nil, invalid("machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
+		case rule.Digits != nil && !validDigits(*rule.Digits):
+			return nil, invalid("digits", "must be keys 0-9, * and #")
+		case rule.Digits != nil && rule.Outcome == "":
+			rule.Outcome = OutcomeAnswered
+		case rule.Digits != nil && rule.Outcome != OutcomeAnswered:
+			return nil, invalid("digits", "only a person presses keys: outcome must be ANSWERED")
+		}
 		if !dialOutcomes[rule.Outcome] {
 			return nil, invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
 		}

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
+
+	"dialbox/internal/script"
 
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
@@ -14,19 +17,20 @@ import (
 // adminScenario is a scenario as the admin API shows it: the public fields
 // plus its content.
 type adminScenario struct {
-	ID                 string     `json:"id"`
-	Name               string     `json:"name"`
-	Description        string     `json:"description"`
-	Status             string     `json:"status"`
-	Content            string     `json:"content"`
-	PersonalizedFields []string   `json:"personalized_fields"`
-	CallConfig         CallConfig `json:"call_config"`
-	CreatedAt          time.Time  `json:"created_at"`
-	UpdatedAt          time.Time  `json:"updated_at"`
+	ID                 string         `json:"id"`
+	Name               string         `json:"name"`
+	Description        string         `json:"description"`
+	Status             string         `json:"status"`
+	Content            string         `json:"content"`
+	Script             *script.Script `json:"script,omitempty"` // left out for plain content
+	PersonalizedFields []string       `json:"personalized_fields"`
+	CallConfig         CallConfig     `json:"call_config"`
+	CreatedAt          time.Time      `json:"created_at"`
+	UpdatedAt          time.Time      `json:"updated_at"`
 }
 
 func showScenario(sc *Scenario) adminScenario {
-	return adminScenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.PersonalizedFields,
+	return adminScenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.Script, sc.PersonalizedFields,
 		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
 }
 
@@ -69,6 +73,7 @@ type scenarioBody struct {
 	Description        *string         `json:"description"`
 	Status             *string         `json:"status"`
 	Content            *string         `json:"content"`
+	Script             json.RawMessage `json:"script"` // null removes the script
 	PersonalizedFields []string        `json:"personalized_fields"`
 	CallConfig         json.RawMessage `json:"call_config"` // merged over the current (or default) one
 }
@@ -93,11 +98,60 @@ func (b *scenarioBody) apply(sc *Scenario) error {
 			return invalid("call_config", "must be a call_config object: "+err.Error())
 		}
 	}
+	if len(b.Script) > 0 {
+		if err := b.applyScript(sc); err != nil {
+			return err
+		}
+	}
 	sc.CallConfig.CallWindow.normalizeDays()
 	if fe := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
 		return validationError(*fe)
 	}
 	return nil
+}
+
+// applyScript sets or (null) removes sc's script; a script is refused with
+// one detail per problem, each naming the step and field.
+func (b *scenarioBody) applyScript(sc *Scenario) error {
+	if string(b.Script) == "null" {
+		sc.Script = nil
+		return nil
+	}
+	var s script.Script
+	dec := json.NewDecoder(bytes.NewReader(b.Script))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return invalid("script", "must be a script object: "+err.Error())
+	}
+	if err := s.Validate(); err != nil {
+		return validationError(scriptProblems("script", err)...)
+	}
+	sc.Script = &s
+	return nil
+}
+
+// scriptProblems turns script.Validate's error into field errors under
+// prefix: script.steps[2].gather.branches["1"], the reason naming the step.
+func scriptProblems(prefix string, err error) []FieldError {
+	var ps script.Problems
+	if !errors.As(err, &ps) {
+		return []FieldError{{Field: prefix, Reason: err.Error()}}
+	}
+	out := make([]FieldError, len(ps))
+	for i, p := range ps {
+		field, reason := prefix, p.Reason
+		if p.Index >= 0 {
+			field += fmt.Sprintf(".steps[%d]", p.Index)
+			if p.Step != "" {
+				reason = fmt.Sprintf("step %q: %s", p.Step, reason)
+			}
+		}
+		if p.Field != "" {
+			field += "." + p.Field
+		}
+		out[i] = FieldError{Field: field, Reason: reason}
+	}
+	return out
 }
 
 func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {

@@ -101,6 +101,14 @@ type SimulatorRule struct {
 	Outcome  string   `toml:"outcome"`
 	TalkTime Duration `toml:"talk_time"`
 	RingTime Duration `toml:"ring_time"`
+	// The callee of a scripted call (docs/voicebot.md#the-simulator):
+	// the keys it presses, DigitsDelay after the script first asks for
+	// keys; Machine, a voicemail box (VOICE_MAIL, answered_by machine);
+	// HangupAfter, when it hangs up, counted from the answer.
+	Digits      string   `toml:"digits"`
+	DigitsDelay Duration `toml:"digits_delay"`
+	Machine     bool     `toml:"machine"`
+	HangupAfter Duration `toml:"hangup_after"`
 }
 
 type WebhooksConfig struct {
@@ -389,9 +397,20 @@ func (s *SimulatorConfig) validate() error {
 	}
 	for i, r := range s.Rules {
 		key := fmt.Sprintf("simulator.rules[%d]", i)
+		if r.Machine && r.Outcome == "" {
+			s.Rules[i].Outcome, r.Outcome = OutcomeVoiceMail, OutcomeVoiceMail
+		}
 		switch {
 		case (r.Suffix == "") == (r.Number == ""):
 			return bad(key, "set exactly one of suffix and number")
+		case r.Machine && r.Outcome != OutcomeVoiceMail:
+			return bad(key+".machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
+		case !validDigits(r.Digits):
+			return bad(key+".digits", "must be keys 0-9, * and #")
+		case r.Digits != "" && r.Outcome != OutcomeAnswered:
+			return bad(key+".digits", "only a person presses keys: outcome must be ANSWERED")
+		case r.DigitsDelay.Duration < 0 || r.HangupAfter.Duration < 0:
+			return bad(key, "digits_delay and hangup_after must not be negative")
 		case !isDialableOutcome(r.Outcome):
 			return bad(key+".outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL or INVALID_NUMBER")
 		case r.TalkTime.Duration < 0 || r.RingTime.Duration < 0:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"math"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"dialbox/internal/script"
+	"dialbox/internal/tts"
 )
 
 // Call outcomes (docs/design.md#call-outcomes).
@@ -85,9 +89,14 @@ type DialRequest struct {
 	MaxDuration time.Duration
 	// Outcome, when set, forces the outcome (fault injection).
 	Outcome string
-	// Content is the scenario's script and Fields the contact's fields
-	// ({{name}} in Content), spoken to whoever answers a real call.
+	// Digits, when set, forces the keys a simulated callee presses (fault
+	// injection; "" presses none).
+	Digits *string
+	// Content is the scenario's content and Fields the contact's fields
+	// ({{name}} in Content or Script), spoken to whoever answers a real
+	// call. Script, when set, is run instead of saying Content.
 	Content string
+	Script  *script.Script
 	Fields  map[string]string
 	// Trunk is the pool's trunk ("" is the first).
 	Trunk string
@@ -104,6 +113,9 @@ type DialResult struct {
 	AnsweredAt *time.Time
 	EndedAt    time.Time
 	Talk       time.Duration
+	// Script is what the scenario's script did on the answered call; nil
+	// when none ran.
+	Script *script.Outcome
 }
 
 // builtinRules are the simulator's magic test numbers, one per outcome,
@@ -121,6 +133,10 @@ var builtinRules = []SimulatorRule{
 	// The first run's printed commands call it: answered at once and
 	// short, so their results reach the sink within seconds.
 	{Number: "+84900000009", Outcome: OutcomeAnswered, RingTime: Duration{time.Second}, TalkTime: Duration{2 * time.Second}},
+	// For scripts (docs/voicebot.md): a person who presses 1 a second
+	// after being asked, and a voicemail box.
+	{Number: "+84900000010", Outcome: OutcomeAnswered, RingTime: Duration{2 * time.Second}, TalkTime: Duration{30 * time.Second}, Digits: "1"},
+	{Number: "+84900000011", Outcome: OutcomeVoiceMail, RingTime: Duration{2 * time.Second}, TalkTime: Duration{15 * time.Second}, Machine: true},
 }
 
 // defaultWeights are the chances of each outcome for numbers no rule
@@ -181,9 +197,12 @@ func (d *SimDialer) TimeScale() float64 { return math.Float64frombits(d.scale.Lo
 type plan struct {
 	outcome    string
 	ring, talk time.Duration
+	// The callee of a script, from the matching rule.
+	digits              string
+	digitsDelay, hangup time.Duration
 }
 
-func (d *SimDialer) plan(req DialRequest) plan {
+func (d *SimDialer) plan(req DialRequest) (p plan) {
 	h := fnv.New64a()
 	h.Write([]byte(req.To))
 	rng := rand.New(rand.NewPCG(d.seed, h.Sum64()^uint64(req.Attempt)*0x9e3779b97f4a7c15))
@@ -193,6 +212,7 @@ func (d *SimDialer) plan(req DialRequest) plan {
 		for _, r := range d.rules {
 			if (r.Number != "" && r.Number == req.To) || (r.Suffix != "" && strings.HasSuffix(req.To, r.Suffix)) {
 				outcome, ring, talk = r.Outcome, r.RingTime.Duration, r.TalkTime.Duration
+				p.digits, p.digitsDelay, p.hangup = r.Digits, r.DigitsDelay.Duration, r.HangupAfter.Duration
 				break
 			}
 		}
@@ -214,7 +234,17 @@ func (d *SimDialer) plan(req DialRequest) plan {
 	if talk == 0 && (outcome == OutcomeAnswered || outcome == OutcomeVoiceMail) {
 		talk = time.Duration(10+rng.IntN(171)) * time.Second // 10 s to 3 min
 	}
-	return plan{outcome, ring, talk}
+	if req.Digits != nil {
+		p.digits = *req.Digits
+	}
+	if outcome != OutcomeAnswered {
+		p.digits = "" // only a person presses keys
+	}
+	if p.digitsDelay == 0 {
+		p.digitsDelay = simDigitsDelay
+	}
+	p.outcome, p.ring, p.talk = outcome, ring, talk
+	return p
 }
 
 // defaultRing is how long a call rings before it ends or is picked up,
@@ -245,16 +275,45 @@ func (d *SimDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	if p.outcome != OutcomeAnswered && p.outcome != OutcomeVoiceMail {
 		return res
 	}
-	talk := p.talk
-	if req.MaxDuration > 0 && talk > req.MaxDuration {
-		talk = req.MaxDuration
-	}
-	waited, ok := d.sleep(ctx, talk)
-	if !ok {
+	answered := time.Now()
+	talk, out := d.talk(ctx, req, p, at, answered)
+	waited := time.Since(answered)
+	if ctx.Err() != nil {
 		return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at.Add(waited)}
 	}
-	res.AnsweredAt, res.EndedAt, res.Talk = &at, at.Add(waited), talk
+	res.AnsweredAt, res.EndedAt, res.Talk, res.Script = &at, at.Add(waited), talk, &out
 	return res
+}
+
+// talk runs the call's script on the simulated callee and returns the talk
+// time it took with what the script did. A scenario's plain content is
+// said for the whole talk time, as before scripts: its one say step lasts
+// talk_time. A script takes as long as its steps (sayLength, simPlayTime,
+// the keys and timeouts). Either is cut by hangup_after and max_duration.
+func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// A say is as long as what is spoken: its text with the contact's fields.
+	sayTime := func(text string) time.Duration { return sayLength(tts.Render(text, req.Fields)) }
+	c := &simCall{d: d, cancel: cancel, sayTime: sayTime, keys: p.digits, delay: p.digitsDelay, asked: -1}
+	var s script.Script
+	if req.Script != nil {
+		s = *req.Script
+	} else {
+		// The text is not timed here, and a blank one (a scenario emptied
+		// after its contacts were queued) must not fail the say.
+		s = script.FromContent(cmp.Or(strings.TrimSpace(req.Content), "-"))
+		c.sayTime = func(string) time.Duration { return p.talk }
+	}
+	if p.hangup > 0 {
+		c.end, c.endWhy = p.hangup, errCalleeHungUp
+	}
+	if m := req.MaxDuration; m > 0 && (c.end == 0 || m < c.end) {
+		c.end, c.endWhy = m, errMaxDuration
+	}
+	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }}
+	out := run.Run(ctx, s, c)
+	return c.elapsed, out
 }
 
 // sleep waits simulated time sim and returns the real time it waited;

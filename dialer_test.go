@@ -30,6 +30,8 @@ func TestSimDialerTestNumbers(t *testing.T) {
 		"+84900000006": OutcomeVoiceMail,
 		"+84900000007": OutcomeInvalidNumber,
 		"+84900000008": OutcomeAnswered,
+		"+84900000010": OutcomeAnswered,
+		"+84900000011": OutcomeVoiceMail,
 	}
 	start := time.Now()
 	for number, outcome := range want {

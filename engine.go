@@ -405,12 +405,12 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	defer e.calls.Done()
 	cc := sc.CallConfig
 	req := DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
-		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Trunk: c.Trunk}
-	if strings.Contains(sc.Content, "{{") {
+		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Script: sc.Script, Trunk: c.Trunk}
+	if sc.Script != nil || strings.Contains(sc.Content, "{{") {
 		req.Fields = contactFields(c.Contact.Fields)
 	}
-	if outcome, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
-		req.Outcome = outcome
+	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
+		req.Outcome, req.Digits = f.Outcome, f.Digits
 	}
 	res := e.Dialer.Dial(ctx, req)
 	now := e.now()

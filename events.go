@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"dialbox/internal/script"
 )
 
 // What a webhook says: the event types, their data, the envelope every
@@ -39,6 +41,58 @@ type eventData struct {
 	NextAttemptAt *string         `json:"next_attempt_at,omitempty"`
 	Attempts      int             `json:"attempts,omitempty"`   // contact.completed only
 	TotalCost     *int64          `json:"total_cost,omitempty"` // contact.completed only
+	// What the call's script did (docs/voicebot.md#results).
+	AnsweredBy string          `json:"answered_by"` // human, machine or unknown
+	Digits     string          `json:"digits"`      // every key pressed
+	Result     string          `json:"result"`      // the last label set
+	Steps      json.RawMessage `json:"steps"`       // []callStep
+}
+
+// Who picked up a call.
+const (
+	AnsweredByHuman   = "human"
+	AnsweredByMachine = "machine"
+	AnsweredByUnknown = "unknown" // nobody, or not known
+)
+
+// callStep is one step a call's script took, as call records and webhooks
+// show it; input, attempts and timed_out are a gather's only.
+type callStep struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	StartedAt string  `json:"started_at"`
+	EndedAt   string  `json:"ended_at"`
+	Input     *string `json:"input,omitempty"`
+	Attempts  *int    `json:"attempts,omitempty"`
+	TimedOut  *bool   `json:"timed_out,omitempty"`
+}
+
+// callResults is what a call's record and webhooks say of its script:
+// nothing pressed, no result and no steps when no script ran (nobody
+// answered, or the call was interrupted), and answered_by from the outcome
+// (ANSWERED human, VOICE_MAIL machine), the dialers' own judgement.
+func callResults(res DialResult) (answeredBy, digits, result string, steps json.RawMessage, err error) {
+	switch {
+	case res.AnsweredAt == nil:
+		answeredBy = AnsweredByUnknown
+	case res.Outcome == OutcomeVoiceMail:
+		answeredBy = AnsweredByMachine
+	default:
+		answeredBy = AnsweredByHuman
+	}
+	list := []callStep{}
+	if o := res.Script; o != nil {
+		digits, result = o.Digits, o.Result
+		for _, st := range o.Steps {
+			cs := callStep{Name: st.Name, Kind: string(st.Kind), StartedAt: eventTime(st.Started), EndedAt: eventTime(st.Ended)}
+			if st.Kind == script.KindGather {
+				cs.Input, cs.Attempts, cs.TimedOut = &st.Input, &st.Attempts, &st.TimedOut
+			}
+			list = append(list, cs)
+		}
+	}
+	steps, err = marshalJSON(list)
+	return answeredBy, digits, result, steps, err
 }
 
 func eventTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -46,8 +46,10 @@ type FaultRule struct {
 	DelayMS    int `json:"delay_ms,omitempty"`     // latency: fixed delay,
 	DelayMaxMS int `json:"delay_max_ms,omitempty"` // or random in [delay_ms, delay_max_ms]
 
-	Phone   string `json:"phone,omitempty"`   // dial: one number (E.164 after reading)
-	Outcome string `json:"outcome,omitempty"` // dial: the outcome to produce
+	Phone   string  `json:"phone,omitempty"`   // dial: one number (E.164 after reading)
+	Outcome string  `json:"outcome,omitempty"` // dial: the outcome to produce
+	Digits  *string `json:"digits,omitempty"`  // dial: the keys the simulated callee presses ("": none); ANSWERED unless outcome says
+	Machine bool    `json:"machine,omitempty"` // dial: a voicemail box answers (VOICE_MAIL)
 
 	EndpointID string `json:"endpoint_id,omitempty"` // webhook: one endpoint
 	Status     int    `json:"status,omitempty"`      // webhook: HTTP status the delivery gets
@@ -221,19 +223,26 @@ func faultError(op operation, code int, message string) *APIError {
 
 // BeforeDial is the engine's hook: the outcome a dial rule forces on a call
 // of appID to phone, if one fires. Safe on a nil *Faults.
-func (f *Faults) BeforeDial(appID int64, phone string) (string, bool) {
+func (f *Faults) BeforeDial(appID int64, phone string) (dialForce, bool) {
 	if f == nil {
-		return "", false
+		return dialForce{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rule := range f.rules {
 		if rule.Kind == FaultDial && (rule.appID == 0 || rule.appID == appID) &&
 			(rule.Phone == "" || rule.Phone == phone) && f.fire(rule) {
-			return rule.Outcome, true
+			// Adding the rule set the outcome machine or digits imply.
+			return dialForce{Outcome: rule.Outcome, Digits: rule.Digits}, true
 		}
 	}
-	return "", false
+	return dialForce{}, false
+}
+
+// dialForce is what a dial rule forces on a call.
+type dialForce struct {
+	Outcome string
+	Digits  *string
 }
 
 // BeforeSend is the webhook deliverer's hook: the HTTP status a webhook rule

@@ -327,7 +327,7 @@ func TestDemoNumber(t *testing.T) {
 	for _, seed := range []int64{0, 1, 42} {
 		d := NewSimDialer(SimulatorConfig{Seed: seed, TimeScale: 1})
 		for attempt := 1; attempt <= 3; attempt++ {
-			if p := d.plan(DialRequest{To: "+84900000009", Attempt: attempt}); p != (plan{OutcomeAnswered, time.Second, 2 * time.Second}) {
+			if p := d.plan(DialRequest{To: "+84900000009", Attempt: attempt}); p.outcome != OutcomeAnswered || p.ring != time.Second || p.talk != 2*time.Second {
 				t.Errorf("seed %d attempt %d: %+v", seed, attempt, p)
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/script"
+
 	"github.com/BurntSushi/toml"
 )
 
@@ -56,6 +58,7 @@ type FixtureScenario struct {
 	Description        string         `toml:"description"`
 	Status             string         `toml:"status"`
 	Content            string         `toml:"content"`
+	Script             *script.Script `toml:"script"` // [applications.scenarios.script]: run instead of content
 	PersonalizedFields []string       `toml:"personalized_fields"`
 	CallConfigTOML     toml.Primitive `toml:"call_config"`
 
@@ -103,7 +106,7 @@ func (fs *FixtureScenario) scenario(appID int64) *Scenario {
 		fields = []string{}
 	}
 	return &Scenario{AppID: appID, ID: fs.ID, Name: fs.Name, Description: fs.Description, Status: status,
-		Content: fs.Content, PersonalizedFields: fields, CallConfig: fs.CallConfig}
+		Content: fs.Content, Script: fs.Script, PersonalizedFields: fields, CallConfig: fs.CallConfig}
 }
 
 // LoadFixtures reads and checks a fixtures file; every problem names the
@@ -182,6 +185,13 @@ func (ff *FixtureFile) validate() *ConfigError {
 			sc.CallConfig.CallWindow.normalizeDays()
 			if err := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
 				return bad(key+"."+err.Field, "%s", err.Reason)
+			}
+			if sc.Script != nil {
+				if err := sc.Script.Validate(); err != nil {
+					// The first problem, with its line; the admin API lists them all.
+					p := scriptProblems(key+".script", err)[0]
+					return bad(p.Field, "%s", p.Reason)
+				}
 			}
 			if scenarios[sc.ID] {
 				return bad(key+".id", "%q is used by an earlier scenario", sc.ID)

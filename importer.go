@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,7 +56,7 @@ func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, 
 // check runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders before the contacts are
 // looked at: content, wallet expiry, hotline pool (the import command too).
 func (im *Importer) check(ctx context.Context, app *Application, sc *Scenario, now time.Time) error {
-	if strings.TrimSpace(sc.Content) == "" {
+	if sc.HasNothingToSay() {
 		return errContentEmpty
 	}
 	expired, err := im.store.WalletExpired(ctx, app.ID, now)

@@ -3,7 +3,10 @@ package main
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
+
+	"dialbox/internal/script"
 )
 
 // Application is a tenant: its API key names it in ACCESS_TOKENs and its
@@ -52,16 +55,33 @@ func validScenarioStatus(s string) bool {
 
 // Scenario is a calling script with its call settings.
 type Scenario struct {
-	AppID              int64
-	ID                 string
-	Name               string
-	Description        string
-	Status             string
-	Content            string
+	AppID       int64
+	ID          string
+	Name        string
+	Description string
+	Status      string
+	Content     string
+	// Script, when set, is what a call runs instead of saying Content. It
+	// is replaced, never changed in place, so clones may share it.
+	Script             *script.Script
 	PersonalizedFields []string
 	CallConfig         CallConfig
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+}
+
+// CallScript is what an answered call runs: the scenario's script, or its
+// content said once (script.FromContent).
+func (sc *Scenario) CallScript() script.Script {
+	if sc.Script != nil {
+		return *sc.Script
+	}
+	return script.FromContent(sc.Content)
+}
+
+// HasNothingToSay is the 1208 rule: neither content nor a script.
+func (sc *Scenario) HasNothingToSay() bool {
+	return sc.Script == nil && strings.TrimSpace(sc.Content) == ""
 }
 
 // clone is a deep copy, so a cached scenario never changes under its readers.

@@ -115,10 +115,11 @@ func TestQueuedContactsCount(t *testing.T) {
 	// -> dialing -> queued -> dialing -> done.
 	tenant := engTenant()
 	tenant.Scenarios[0].CallConfig.ReCall = ReCall{Times: 1, IsBusy: true}
-	// Its pool comes after the migrations: today's fixtures write columns
-	// (hotline_pools.trunk) a version 3 database does not have.
+	// Its pool and scenario come after the migrations: today's fixtures
+	// write columns (hotline_pools.trunk, scenarios.script) a version 3
+	// database does not have, so the scenario is written as it was then.
 	before := *tenant
-	before.HotlinePools = nil
+	before.HotlinePools, before.Scenarios = nil, nil
 	if err := old.ApplyFixtures(context.Background(), []*FixtureApp{&before}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,8 @@ func TestQueuedContactsCount(t *testing.T) {
 	if err := old.read.QueryRow(`SELECT id FROM applications`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
+	storeExec(t, old, `INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)
+		VALUES (?, 'sc', 'sc', 'ACTIVE', 'hello', '["ho_ten"]', '{"pool_hotline_key":"P"}', 1000, 1000)`, app)
 	engImport(t, old, app, "sc", "", engPhones(5, 0)...)
 	storeExec(t, old, `UPDATE contacts SET state = 'done' WHERE seq IN (SELECT seq FROM contacts LIMIT 2)`)
 	old.Close()

@@ -216,3 +216,14 @@ END;
 -- migration 5: the SIP trunk a hotline pool calls through
 -- Empty: the first of sip.trunks (and nothing with the simulated dialer).
 ALTER TABLE hotline_pools ADD COLUMN trunk TEXT NOT NULL DEFAULT '';
+
+-- migration 6: voice-bot scripts and what they did on each call
+-- A scenario's script is JSON (internal/script), '' for plain content. A
+-- call's answered_by is human, machine or unknown; steps is the JSON list of
+-- steps taken. Calls ended before this migration read as unknown, nothing
+-- pressed, no result, no steps.
+ALTER TABLE scenarios ADD COLUMN script TEXT NOT NULL DEFAULT '';
+ALTER TABLE calls ADD COLUMN answered_by TEXT NOT NULL DEFAULT 'unknown';
+ALTER TABLE calls ADD COLUMN digits TEXT NOT NULL DEFAULT '';
+ALTER TABLE calls ADD COLUMN result TEXT NOT NULL DEFAULT '';
+ALTER TABLE calls ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"dialbox/internal/script"
 )
 
 // The queries of the public operations and the import; the machinery they
@@ -129,13 +131,13 @@ func (s *Store) PoolAvailable(ctx context.Context, appID int64, poolKey string) 
 
 // ---- scenarios and campaigns ----
 
-const scenarioColumns = `app_id, id, name, description, status, content, personalized_fields, call_config, created_at, updated_at`
+const scenarioColumns = `app_id, id, name, description, status, content, script, personalized_fields, call_config, created_at, updated_at`
 
 func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 	var sc Scenario
-	var fields, config string
+	var scriptJSON, fields, config string
 	var created, updated int64
-	err := row.Scan(&sc.AppID, &sc.ID, &sc.Name, &sc.Description, &sc.Status, &sc.Content, &fields, &config, &created, &updated)
+	err := row.Scan(&sc.AppID, &sc.ID, &sc.Name, &sc.Description, &sc.Status, &sc.Content, &scriptJSON, &fields, &config, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound
 	}
@@ -144,6 +146,12 @@ func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 	}
 	if err := json.Unmarshal([]byte(fields), &sc.PersonalizedFields); err != nil {
 		return nil, fmt.Errorf("scenario %s personalized_fields: %w", sc.ID, err)
+	}
+	if scriptJSON != "" {
+		sc.Script = new(script.Script)
+		if err := json.Unmarshal([]byte(scriptJSON), sc.Script); err != nil {
+			return nil, fmt.Errorf("scenario %s script: %w", sc.ID, err)
+		}
 	}
 	sc.CallConfig = DefaultCallConfig()
 	if err := json.Unmarshal([]byte(config), &sc.CallConfig); err != nil {
@@ -547,6 +555,16 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 	return nil
 }
 
+// scriptColumn is the scenarios.script value: the script's JSON, or ” for
+// plain content.
+func scriptColumn(sc *Scenario) (string, error) {
+	if sc.Script == nil {
+		return "", nil
+	}
+	b, err := marshalJSON(sc.Script)
+	return string(b), err
+}
+
 func upsertScenario(tx *sql.Tx, appID int64, sc *Scenario, at int64) error {
 	fields, err := marshalJSON(sc.PersonalizedFields)
 	if err != nil {
@@ -556,15 +574,21 @@ func upsertScenario(tx *sql.Tx, appID int64, sc *Scenario, at int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(`INSERT INTO scenarios (app_id, id, name, description, status, content, personalized_fields, call_config, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	scriptJSON, err := scriptColumn(sc)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`INSERT INTO scenarios (app_id, id, name, description, status, content, script, personalized_fields, call_config, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app_id, id) DO UPDATE SET name = excluded.name, description = excluded.description,
-			status = excluded.status, content = excluded.content, personalized_fields = excluded.personalized_fields,
+			status = excluded.status, content = excluded.content, script = excluded.script,
+			personalized_fields = excluded.personalized_fields,
 			call_config = excluded.call_config, updated_at = excluded.updated_at
 		WHERE name IS NOT excluded.name OR description IS NOT excluded.description OR status IS NOT excluded.status
-			OR content IS NOT excluded.content OR personalized_fields IS NOT excluded.personalized_fields
+			OR content IS NOT excluded.content OR script IS NOT excluded.script
+			OR personalized_fields IS NOT excluded.personalized_fields
 			OR call_config IS NOT excluded.call_config`,
-		appID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, string(fields), string(config), at, at); err != nil {
+		appID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, scriptJSON, string(fields), string(config), at, at); err != nil {
 		return fmt.Errorf("scenario %q: %w", sc.ID, err)
 	}
 	return nil

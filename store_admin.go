@@ -290,14 +290,14 @@ func (s *Store) SetHotlineEnabled(ctx context.Context, appID int64, pool, number
 
 // CreateScenario adds a scenario; errConflict when the id is taken.
 func (s *Store) CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
-	fields, config, err := scenarioJSONColumns(sc)
+	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
 	}
 	return s.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO scenarios (app_id, id, name, description, status, content, personalized_fields, call_config, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sc.AppID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, fields, config, ms(now), ms(now))
+		_, err := tx.Exec(`INSERT INTO scenarios (app_id, id, name, description, status, content, script, personalized_fields, call_config, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sc.AppID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, scriptJSON, fields, config, ms(now), ms(now))
 		if isUniqueViolation(err) {
 			return errConflict
 		}
@@ -307,24 +307,28 @@ func (s *Store) CreateScenario(ctx context.Context, sc *Scenario, now time.Time)
 
 // UpdateScenario stores a scenario's editable fields (not its status).
 func (s *Store) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
-	fields, config, err := scenarioJSONColumns(sc)
+	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
 	}
 	return s.Write(ctx, func(tx *sql.Tx) error {
-		return changed(tx.Exec(`UPDATE scenarios SET name = ?, description = ?, content = ?, personalized_fields = ?,
+		return changed(tx.Exec(`UPDATE scenarios SET name = ?, description = ?, content = ?, script = ?, personalized_fields = ?,
 			call_config = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
-			sc.Name, sc.Description, sc.Content, fields, config, ms(now), sc.AppID, sc.ID))
+			sc.Name, sc.Description, sc.Content, scriptJSON, fields, config, ms(now), sc.AppID, sc.ID))
 	})
 }
 
-func scenarioJSONColumns(sc *Scenario) (string, string, error) {
-	fields, err := marshalJSON(sc.PersonalizedFields)
+func scenarioJSONColumns(sc *Scenario) (fields, config, scriptJSON string, err error) {
+	f, err := marshalJSON(sc.PersonalizedFields)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	config, err := marshalJSON(sc.CallConfig)
-	return string(fields), string(config), err
+	c, err := marshalJSON(sc.CallConfig)
+	if err != nil {
+		return "", "", "", err
+	}
+	scriptJSON, err = scriptColumn(sc)
+	return string(f), string(c), scriptJSON, err
 }
 
 // DeleteScenario removes a scenario with its campaigns and contacts.
@@ -513,6 +517,11 @@ type CallRecord struct {
 	EndedAt    *time.Time `json:"ended_at"`
 	Duration   int64      `json:"duration"`
 	Cost       int64      `json:"cost"`
+	// What the script did, as the call's webhooks say (callResults).
+	AnsweredBy string          `json:"answered_by"`
+	Digits     string          `json:"digits"`
+	Result     string          `json:"result"`
+	Steps      json.RawMessage `json:"steps"`
 }
 
 // CursorPage is how the contact and webhook-message lists page: Limit rows
@@ -598,7 +607,8 @@ func (s *Store) Contact(ctx context.Context, appID int64, id string) (*ContactRe
 		return nil, nil, err
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT id, attempt, hotline, state, coalesce(outcome, ''), cause,
-		started_at, answered_at, ended_at, duration, cost FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.seq)
+		started_at, answered_at, ended_at, duration, cost, answered_by, digits, result, steps
+		FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.seq)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -608,11 +618,12 @@ func (s *Store) Contact(ctx context.Context, appID int64, id string) (*ContactRe
 		var k CallRecord
 		var cause, answered, ended sql.NullInt64
 		var started int64
+		var steps string
 		if err := rows.Scan(&k.ID, &k.Attempt, &k.Hotline, &k.State, &k.Outcome, &cause, &started, &answered, &ended,
-			&k.Duration, &k.Cost); err != nil {
+			&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps); err != nil {
 			return nil, nil, err
 		}
-		k.StartedAt = fromMS(started)
+		k.StartedAt, k.Steps = fromMS(started), json.RawMessage(steps)
 		k.Cause, k.AnsweredAt, k.EndedAt = nullInt(cause), nullTime(answered), nullTime(ended)
 		calls = append(calls, k)
 	}

@@ -262,7 +262,11 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	}
 	res := e.Result
 	if e.Interrupted {
-		res.AnsweredAt, res.Talk = nil, 0
+		res.AnsweredAt, res.Talk, res.Script = nil, 0, nil
+	}
+	answeredBy, digits, result, steps, err := callResults(res)
+	if err != nil {
+		return err
 	}
 	talk := int64((res.Talk + time.Second - 1) / time.Second) // started seconds
 	w, err := scanWallet(tx.QueryRow(walletQuery, appID))
@@ -272,8 +276,9 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	cost := callCost(w, res, talk)
 	now := ms(e.Now)
 	if _, err := tx.Exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
-		duration = ?, cost = ? WHERE id = ?`,
-		res.Outcome, res.Cause, nullMS(res.AnsweredAt), ms(res.EndedAt), talk, cost, e.CallID); err != nil {
+		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ? WHERE id = ?`,
+		res.Outcome, res.Cause, nullMS(res.AnsweredAt), ms(res.EndedAt), talk, cost,
+		answeredBy, digits, result, string(steps), e.CallID); err != nil {
 		return err
 	}
 	if w.Prepaid && cost > 0 {
@@ -319,6 +324,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		CallID: e.CallID, Attempt: attempt, Hotline: hotline, Outcome: res.Outcome, Cause: res.Cause,
 		StartedAt: eventTime(fromMS(startedMS)), EndedAt: eventTime(res.EndedAt),
 		Duration: talk, Cost: cost, WillRetry: willRetry,
+		AnsweredBy: answeredBy, Digits: digits, Result: result, Steps: steps,
 	}
 	if c.campaignID.Valid {
 		data.CampaignID = &c.campaignID.String

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"dialbox/internal/script"
+)
+
+// How the simulator times a script (docs/voicebot.md#the-simulator), in
+// simulated time, which time_scale shortens.
+const (
+	simSayPerChar   = 70 * time.Millisecond // a say lasts its text's characters ({{fields}} filled in) times this
+	simPlayTime     = 3 * time.Second       // a play, whose file the simulator does not read
+	simTransferTime = time.Second
+	simKeyGap       = 200 * time.Millisecond // between two keys the callee presses
+	simDigitsDelay  = time.Second            // digits_delay when a rule leaves it out
+)
+
+// Why a simulated script stopped before its end.
+var (
+	errCalleeHungUp = errors.New("the callee hung up")
+	errMaxDuration  = errors.New("max_duration reached")
+)
+
+func validDigits(s string) bool {
+	for _, c := range s {
+		if c > utf8.RuneSelf || !isDTMFKey(byte(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDTMFKey(c byte) bool { return c >= '0' && c <= '9' || c == '*' || c == '#' }
+
+// simCall is the callee of a simulated answered call, as a script.Call: it
+// presses its keys digitsDelay after the script first asks for keys (a
+// gather's prompt or reading), one every simKeyGap, and the call is cut at
+// end (the callee hanging up, or max_duration). Its clock is simulated
+// time since the answer; every step waits it out, scaled.
+type simCall struct {
+	d       *SimDialer
+	cancel  context.CancelCauseFunc
+	elapsed time.Duration // simulated time since the answer
+	end     time.Duration // the call is cut then; 0: never
+	endWhy  error
+	sayTime func(text string) time.Duration
+
+	keys  string
+	delay time.Duration
+	asked time.Duration // when the script first asked for keys; -1: not yet
+	next  int           // keys[next] is the next key to press
+}
+
+// keyAt is when the next key is pressed; false when the callee has no more
+// keys, or has not been asked yet.
+func (c *simCall) keyAt() (time.Duration, bool) {
+	if c.asked < 0 || c.next >= len(c.keys) {
+		return 0, false
+	}
+	return c.asked + c.delay + time.Duration(c.next)*simKeyGap, true
+}
+
+func (c *simCall) ask() {
+	if c.asked < 0 {
+		c.asked = c.elapsed
+	}
+}
+
+// advance lets simulated time dur pass, scaled; it cuts the call at end,
+// and fails once ctx is done (the engine stopping, or the cut).
+func (c *simCall) advance(ctx context.Context, dur time.Duration) error {
+	if dur < 0 {
+		dur = 0
+	}
+	cut := c.end > 0 && c.elapsed+dur >= c.end
+	if cut {
+		dur = c.end - c.elapsed
+	}
+	if _, ok := c.d.sleep(ctx, dur); !ok {
+		return context.Cause(ctx)
+	}
+	c.elapsed += dur
+	if cut {
+		c.cancel(c.endWhy)
+		return c.endWhy
+	}
+	return nil
+}
+
+// speak is a say or play of simulated length dur: with bargeIn, a key
+// pressed before its end stops it and is returned.
+func (c *simCall) speak(ctx context.Context, dur time.Duration, bargeIn bool) (rune, error) {
+	if bargeIn {
+		c.ask()
+		if at, ok := c.keyAt(); ok && at < c.elapsed+dur {
+			if err := c.advance(ctx, at-c.elapsed); err != nil {
+				return 0, err
+			}
+			k := c.keys[c.next]
+			c.next++
+			return rune(k), nil
+		}
+	}
+	return 0, c.advance(ctx, dur)
+}
+
+func (c *simCall) Say(ctx context.Context, text string, bargeIn bool) (rune, error) {
+	return c.speak(ctx, c.sayTime(text), bargeIn)
+}
+
+func (c *simCall) Play(ctx context.Context, _ string, bargeIn bool) (rune, error) {
+	return c.speak(ctx, simPlayTime, bargeIn)
+}
+
+func (c *simCall) Gather(ctx context.Context, opts script.GatherOptions) (string, bool, error) {
+	c.ask()
+	var keys []byte
+	for len(keys) < opts.MaxDigits {
+		at, ok := c.keyAt()
+		if !ok || at-c.elapsed > opts.Timeout {
+			return string(keys), true, c.advance(ctx, opts.Timeout)
+		}
+		if err := c.advance(ctx, at-c.elapsed); err != nil {
+			return string(keys), false, err
+		}
+		k := c.keys[c.next]
+		c.next++
+		keys = append(keys, k)
+		if opts.FinishOnKey != 0 && rune(k) == opts.FinishOnKey {
+			break
+		}
+	}
+	return string(keys), false, nil
+}
+
+func (c *simCall) Transfer(ctx context.Context, _ string) error {
+	return c.advance(ctx, simTransferTime)
+}
+
+func (c *simCall) Hangup(context.Context) error { return nil }
+
+// sayLength is the simulated length of a say: its text's characters times
+// simSayPerChar.
+func sayLength(text string) time.Duration {
+	return time.Duration(utf8.RuneCountInString(text)) * simSayPerChar
+}
