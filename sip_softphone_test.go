@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/testtool"
 )
 
 // The page's addresses the test swaps for free ones.
@@ -37,7 +38,7 @@ var (
 )
 
 func TestSIPSoftphoneWalkthrough(t *testing.T) {
-	baresip := requireBaresip(t)
+	baresip := testtool.Require(t, "baresip", "baresip")
 	b, err := os.ReadFile(filepath.Join("docs", "sip.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -180,21 +181,6 @@ func TestSIPSoftphoneWalkthrough(t *testing.T) {
 	if r := rms(heard.Samples); r < 1000 {
 		t.Errorf("baresip heard RMS %.0f; want the tone, well above silence", r)
 	}
-}
-
-// requireBaresip is baresip's path; without it the test skips, unless
-// DIALBOX_REQUIRE_TOOLS=1 (CI) makes that a failure.
-func requireBaresip(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("baresip")
-	if err == nil {
-		return path
-	}
-	if os.Getenv("DIALBOX_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("baresip is required (DIALBOX_REQUIRE_TOOLS=1) but not on PATH: %v", err)
-	}
-	t.Skip("baresip is not on PATH (apt-get install baresip to run this test; DIALBOX_REQUIRE_TOOLS=1 makes its absence a failure)")
-	return ""
 }
 
 // softphoneBlock is the fenced block that follows "<!-- softphone: name -->"

@@ -3,13 +3,13 @@ package amd
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/testtool"
 )
 
 // Real speech: espeak-ng reads Vietnamese, resampled to the phone's 8 kHz and
@@ -18,7 +18,7 @@ import (
 // decided 800 ms after it ends. It skips where espeak-ng is not installed,
 // unless DIALBOX_REQUIRE_TOOLS=1 says it must run.
 func TestEspeakVietnamese(t *testing.T) {
-	path := requireTool(t, "espeak-ng")
+	path := testtool.Require(t, "espeak-ng", "espeak-ng")
 	const lead = 400 * time.Millisecond
 	for _, c := range []struct {
 		text string
@@ -83,17 +83,4 @@ func voicing(samples []int16) string {
 		}
 	}
 	return sb.String()
-}
-
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("DIALBOX_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("%s is required (DIALBOX_REQUIRE_TOOLS=1) but not on PATH: %v", name, err)
-	}
-	t.Skipf("%s is not on PATH (apt-get install %s to run this test; DIALBOX_REQUIRE_TOOLS=1 makes its absence a failure)", name, name)
-	return ""
 }

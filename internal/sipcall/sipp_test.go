@@ -14,27 +14,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dialbox/internal/testtool"
 )
 
 // Interop with sipp (Debian package sip-tester), a SIP implementation that
 // is not diago: sipp answers on 127.0.0.1 as the callee, with the
 // scenarios of testdata/sipp, and its own report must say the scenario
 // passed.
-
-// requireSipp is sipp's path; without it the test skips, unless
-// DIALBOX_REQUIRE_TOOLS=1 (CI) makes that a failure.
-func requireSipp(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("sipp")
-	if err == nil {
-		return path
-	}
-	if os.Getenv("DIALBOX_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("sipp is required (DIALBOX_REQUIRE_TOOLS=1) but not on PATH: %v", err)
-	}
-	t.Skipf("sipp is not on PATH (apt-get install sip-tester to run this test; DIALBOX_REQUIRE_TOOLS=1 makes its absence a failure)")
-	return ""
-}
 
 // sippRun is one sipp process answering one call.
 type sippRun struct {
@@ -53,7 +40,7 @@ const sippExitBind = 254
 // test ends.
 func startSippUAS(t *testing.T, scenario string) *sippRun {
 	t.Helper()
-	bin := requireSipp(t)
+	bin := testtool.Require(t, "sipp", "sip-tester")
 	sf, err := filepath.Abs(filepath.Join("..", "..", "testdata", "sipp", scenario))
 	if err != nil {
 		t.Fatal(err)

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/testtool"
 )
 
 // The command engine's tests run this test binary as the TTS command: with
@@ -186,7 +186,7 @@ func TestEngineNames(t *testing.T) {
 // The real thing: espeak-ng speaking Vietnamese. It skips where espeak-ng is
 // not installed, unless DIALBOX_REQUIRE_TOOLS=1 says it must run.
 func TestEspeakVietnamese(t *testing.T) {
-	path := requireTool(t, "espeak-ng")
+	path := testtool.Require(t, "espeak-ng", "espeak-ng")
 	e := NewEspeak(path)
 	text := Render("Xin chào {{danh_xung}} {{ ho_ten }}, đây là cuộc gọi nhắc lịch hẹn.", map[string]string{
 		"danh_xung": "anh", "ho_ten": "Nguyễn Văn An",
@@ -209,17 +209,4 @@ func TestEspeakVietnamese(t *testing.T) {
 	if _, err := e.Synthesize(context.Background(), "xin chào", "nosuchvoice"); err == nil || !strings.Contains(err.Error(), "voice") {
 		t.Errorf("unknown voice: error %v, want espeak-ng's reason", err)
 	}
-}
-
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("DIALBOX_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("%s is required (DIALBOX_REQUIRE_TOOLS=1) but not on PATH: %v", name, err)
-	}
-	t.Skipf("%s is not on PATH (apt-get install %s to run this test; DIALBOX_REQUIRE_TOOLS=1 makes its absence a failure)", name, name)
-	return ""
 }

@@ -1,0 +1,26 @@
+// Package testtool is how tests find the Debian tools some of them need
+// (espeak-ng, sipp, baresip): a test without its tool skips with the
+// reason, unless DIALBOX_REQUIRE_TOOLS=1 (what .ci/run sets after
+// installing them) makes the absence a failure, so CI never skips silently.
+package testtool
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Require returns the path of the command name, from the Debian package
+// pkg; without it the test skips, or fails under DIALBOX_REQUIRE_TOOLS=1.
+func Require(t testing.TB, name, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("DIALBOX_REQUIRE_TOOLS") == "1" {
+		t.Fatalf("%s is required (DIALBOX_REQUIRE_TOOLS=1) but not on PATH: %v", name, err)
+	}
+	t.Skipf("%s is not on PATH (apt-get install %s to run this test; DIALBOX_REQUIRE_TOOLS=1 makes its absence a failure)", name, pkg)
+	return ""
+}
