@@ -98,22 +98,7 @@ func newContract(t *testing.T, url string, seen map[string]bool) *contract {
 func (c *contract) do(op, method, path, auth, body string) (int, string) {
 	t := c.t
 	t.Helper()
-	req, err := http.NewRequest(method, c.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
+	resp, got, err := request(method, c.url+path, auth, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,22 +342,7 @@ type adminContract struct {
 func (c *adminContract) send(method, path, auth, body string) (int, []byte) {
 	t := c.t
 	t.Helper()
-	req, err := http.NewRequest(method, c.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
+	resp, got, err := request(method, c.url+path, auth, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +350,7 @@ func (c *adminContract) send(method, path, auth, body string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	route, _, err := router.FindRoute(req)
+	route, _, err := router.FindRoute(resp.Request)
 	if err != nil {
 		t.Fatalf("%s %s: no operation in the document: %v", method, path, err)
 	}
