@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"dialbox/internal/audio"
+	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/tts"
 )
@@ -26,6 +26,7 @@ type SIPDialer struct {
 	ua          *sipcall.UserAgent
 	speech      tts.Engine
 	voice       string
+	promptsDir  string // the WAV files of scripts' play steps
 	ringTimeout time.Duration
 	first       string   // name of the trunk "" stands for
 	registering []string // trunks with register = true
@@ -83,7 +84,7 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	if err != nil {
 		return nil, &ConfigError{Key: "sip.rtp_ports", Msg: err.Error()}
 	}
-	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, ringTimeout: cfg.SIP.RingTimeout.Duration,
+	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: filepath.Join(filepath.Dir(cfg.Database), "prompts"), ringTimeout: cfg.SIP.RingTimeout.Duration,
 		log: log, trunks: map[string]*trunkLoad{}}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
 		Logger: log.With("part", "sip"), OnRegistration: reportRegistration}
@@ -160,20 +161,39 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	}
 	trunk := d.trunk(req.Trunk)
 
-	var prompt []byte
-	if text := tts.Render(req.Content, req.Fields); strings.TrimSpace(text) != "" {
-		speech, err := d.speech.Synthesize(ctx, text, d.voice)
-		if err != nil {
-			if ctx.Err() != nil { // dialbox is stopping: nothing was dialled
-				return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at(time.Now())}
+	var s script.Script
+	if req.Script != nil {
+		s = *req.Script
+	} else {
+		// Rendered before the INVITE goes out, so that a TTS failure
+		// places no call.
+		text := tts.Render(req.Content, req.Fields)
+		if strings.TrimSpace(text) != "" {
+			if _, err := d.speech.Synthesize(ctx, text, d.voice); err != nil {
+				if ctx.Err() != nil { // dialbox is stopping: nothing was dialled
+					return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at(time.Now())}
+				}
+				d.log.Warn("sip: the prompt could not be rendered; call not placed", "to", req.To, "trunk", trunk, "err", err)
+				return DialResult{Outcome: OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
 			}
-			d.log.Warn("sip: the prompt could not be rendered; call not placed", "to", req.To, "trunk", trunk, "err", err)
-			return DialResult{Outcome: OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
+			s = script.FromContent(req.Content)
 		}
-		prompt = audio.EncodePCM16(speech.Samples)
 	}
 
-	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Prompt: prompt,
+	var out *script.Outcome
+	talk := func(ctx context.Context, l *sipcall.Line) error {
+		if len(s.Steps) == 0 {
+			return nil // blank content: nothing to say
+		}
+		run := script.Runner{Now: func() time.Time { return at(time.Now()) }}
+		o := run.Run(ctx, s, &sipScriptCall{d: d, line: l, fields: req.Fields})
+		out = &o
+		if o.End == script.EndFailed {
+			return o.Err
+		}
+		return nil
+	}
+	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Talk: talk,
 		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration})
 	outcome := sipcall.Outcome(r)
 	res := DialResult{Outcome: outcome, Cause: r.Status}
@@ -189,6 +209,7 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		answered := at(r.AnsweredAt)
 		res.AnsweredAt = &answered
 		res.Talk = r.TalkTime
+		res.Script = out
 		if req.MaxDuration > 0 {
 			// The BYE at max_duration goes out a moment after it: the
 			// moment is not billed.

@@ -1,0 +1,90 @@
+package sipcall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/emiago/diago"
+	"github.com/emiago/sipgo/sip"
+)
+
+// Line is an answered call as CallRequest.Talk sees it: it plays audio,
+// reads the callee's keys and transfers the call. Its methods are for the
+// Talk goroutine alone.
+type Line struct {
+	d      *diago.DialogClientSession
+	w      io.Writer
+	encode func(dst, pcm []byte) (int, error)
+	keys   <-chan rune
+}
+
+// Play sends pcm (8 kHz mono 16-bit PCM) to the callee. With bargeIn, a key
+// pressed while it plays stops it at once and is returned; without, keys
+// pressed meanwhile wait for the next Gather.
+func (l *Line) Play(ctx context.Context, pcm []byte, bargeIn bool) (rune, error) {
+	if len(pcm)%2 != 0 {
+		return 0, errors.New("sipcall: audio is not 16-bit PCM (odd length)")
+	}
+	const frame = 320 // 20 ms at 8 kHz
+	out := make([]byte, frame/2)
+	for off := 0; off < len(pcm); off += frame {
+		if err := ctx.Err(); err != nil {
+			return 0, context.Cause(ctx)
+		}
+		if bargeIn {
+			select {
+			case k := <-l.keys:
+				return k, nil
+			default:
+			}
+		}
+		n, err := l.encode(out, pcm[off:min(off+frame, len(pcm))])
+		if err != nil {
+			return 0, err
+		}
+		// diago's writer paces the frames on the RTP clock.
+		if _, err := l.w.Write(out[:n]); err != nil {
+			return 0, fmt.Errorf("sipcall: playing: %w", err)
+		}
+	}
+	return 0, nil
+}
+
+// Gather reads keys until maxDigits were pressed, or finish was (it is then
+// the last of keys; 0 for none), or timeout passed without a key
+// (timedOut).
+func (l *Line) Gather(ctx context.Context, maxDigits int, timeout time.Duration, finish rune) (keys string, timedOut bool, err error) {
+	var got []rune
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case k := <-l.keys:
+			got = append(got, k)
+			if len(got) >= maxDigits || finish != 0 && k == finish {
+				return string(got), false, nil
+			}
+			t.Reset(timeout)
+		case <-t.C:
+			return string(got), true, nil
+		case <-ctx.Done():
+			return string(got), false, context.Cause(ctx)
+		}
+	}
+}
+
+// Refer asks the callee's side to call uri instead (REFER, RFC 3515); an
+// error when it refuses (anything but 202) or does not answer.
+func (l *Line) Refer(ctx context.Context, uri string) error {
+	var to sip.Uri
+	if err := sip.ParseUri(uri, &to); err != nil {
+		return fmt.Errorf("sipcall: transfer to %q: %w", uri, err)
+	}
+	if err := l.d.Refer(ctx, to); err != nil {
+		return fmt.Errorf("sipcall: REFER: %w", err)
+	}
+	return nil
+}
