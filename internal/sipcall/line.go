@@ -76,15 +76,41 @@ func (l *Line) Gather(ctx context.Context, maxDigits int, timeout time.Duration,
 	}
 }
 
-// Refer asks the callee's side to call uri instead (REFER, RFC 3515); an
-// error when it refuses (anything but 202) or does not answer.
+// ReferWait is how long Refer waits, after the 202, for the NOTIFY that
+// says how the far end's call to the target went.
+const ReferWait = 2 * time.Second
+
+// Refer asks the callee's side to call uri instead (REFER, RFC 3515). An
+// error when it refuses the REFER (anything but 202), or a NOTIFY reports
+// that its call to uri failed; a 202 with no final NOTIFY within ReferWait
+// counts as done, as many trunks never send one.
 func (l *Line) Refer(ctx context.Context, uri string) error {
 	var to sip.Uri
 	if err := sip.ParseUri(uri, &to); err != nil {
 		return fmt.Errorf("sipcall: transfer to %q: %w", uri, err)
 	}
-	if err := l.d.Refer(ctx, to); err != nil {
+	final := make(chan int, 1)
+	onNotify := func(code int) {
+		if code >= 200 {
+			select {
+			case final <- code:
+			default:
+			}
+		}
+	}
+	if err := l.d.ReferOptions(ctx, to, diago.ReferClientOptions{OnNotify: onNotify}); err != nil {
 		return fmt.Errorf("sipcall: REFER: %w", err)
+	}
+	t := time.NewTimer(ReferWait)
+	defer t.Stop()
+	select {
+	case code := <-final:
+		if code >= 300 {
+			return fmt.Errorf("sipcall: transfer to %s failed: NOTIFY %d", uri, code)
+		}
+	case <-t.C:
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 	return nil
 }

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dialbox/internal/script"
+	"dialbox/internal/sipcall/sipcalltest"
+
+	"github.com/emiago/diago"
+)
+
+// sipCallee is how the far end of TestSIPScript answers one number: it
+// presses key once it has heard keyAt packets of audio (20 ms each), and
+// accepts a REFER when acceptRefer.
+type sipCallee struct {
+	key         rune
+	keyAt       int
+	acceptRefer bool
+}
+
+// sipScriptEnd is what the far end saw of one call.
+type sipScriptEnd struct {
+	heard   sipcalltest.Heard
+	referTo string
+}
+
+func newScriptFarEnd(t *testing.T, callees map[string]sipCallee) (*sipcalltest.FarEnd, func(to string) sipScriptEnd) {
+	var mu sync.Mutex
+	ends := map[string]sipScriptEnd{}
+	fe := sipcalltest.NewFarEnd(t, false, func(d *diago.DialogServerSession) {
+		to := d.InviteRequest.Recipient.User
+		c := callees[to]
+		var end sipScriptEnd
+		opts := diago.AnswerOptions{}
+		if c.acceptRefer {
+			// diago answers 202 before calling this; the new call to the
+			// target is not placed: one far end stands for both.
+			opts.OnRefer = func(r *diago.DialogClientSession) error {
+				mu.Lock()
+				end.referTo = r.InviteRequest.Recipient.String()
+				mu.Unlock()
+				return nil
+			}
+		}
+		if d.AnswerOptions(opts) != nil {
+			return
+		}
+		sent := false
+		h := sipcalltest.Listen(t, d, func(packets int) bool {
+			if c.key != 0 && !sent && packets >= c.keyAt {
+				sent = true
+				go func() { _ = sipcalltest.SendDTMF(d.RTPPacketWriter, c.key) }()
+			}
+			return false
+		})
+		mu.Lock()
+		end.heard = h
+		ends[to] = end
+		mu.Unlock()
+	})
+	return fe, func(to string) sipScriptEnd {
+		mu.Lock()
+		defer mu.Unlock()
+		return ends[to]
+	}
+}
+
+// sipReminder is docs/voicebot.md's appointment reminder with its menu's
+// prompt and timeout replaced. The test TTS speaks 800 ms for any text but
+// one with "long" in it (3 s).
+func sipReminder(t *testing.T, menu, timeout string) *script.Script {
+	js := strings.Replace(reminderJSON, "Nhấn 1 để xác nhận, nhấn 2 để gặp nhân viên.", menu, 1)
+	js = strings.Replace(js, `"timeout":"5s"`, `"timeout":"`+timeout+`"`, 1)
+	var s script.Script
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) *SIPDialer {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Database = filepath.Join(dir, "dialbox.db")
+	tts := newSIPTTS(t)
+	cfg.TTS = TTSConfig{Engine: "http", URL: tts.URL + "/tts?voice={voice}&text={text}", CacheDir: filepath.Join(dir, "tts")}
+	cfg.SIP.Listen = "127.0.0.1:0"
+	cfg.SIP.RTPPorts = ""
+	cfg.SIP.Trunks = []SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
+	d, err := NewSIPDialer(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestSIPScript(t *testing.T) {
+	const (
+		confirm = "+84912000001"
+		agent   = "+84912000002"
+		silent  = "+84912000003"
+		barge   = "+84912000004"
+		cut     = "+84912000005"
+		refuse  = "+84912000006"
+	)
+	callees := map[string]sipCallee{
+		// 1 pressed after the greeting (40 packets) and the 3 s menu (150).
+		confirm: {key: '1', keyAt: 200},
+		agent:   {key: '2', keyAt: 200, acceptRefer: true},
+		silent:  {},
+		// 1 pressed 200 ms into the 3 s menu.
+		barge: {key: '1', keyAt: 50},
+		cut:   {},
+		// Presses 2 and answers the REFER 406, as diago does by default.
+		refuse: {key: '2', keyAt: 200},
+	}
+	fe, farEnd := newScriptFarEnd(t, callees)
+	d := newTestSIPDialer(t, fe)
+	long := sipReminder(t, "long menu", "1s")
+	short := sipReminder(t, "menu", "1s")
+	fields := map[string]string{"ho_ten": "An"}
+
+	type want struct {
+		result, digits string
+		end            script.End
+		steps          []string
+	}
+	cases := []struct {
+		to     string
+		s      *script.Script
+		maxDur time.Duration
+		want   want
+	}{
+		{confirm, long, 0, want{"confirmed", "1", script.EndHangup, []string{"greet", "menu", "confirmed", "thanks", "bye"}}},
+		{agent, long, 0, want{"wants_agent", "2", script.EndTransferred, []string{"greet", "menu", "agent", "transfer"}}},
+		{silent, short, 0, want{"no_input", "", script.EndHangup, []string{"greet", "menu", "no_input", "bye"}}},
+		{barge, long, 0, want{"confirmed", "1", script.EndHangup, []string{"greet", "menu", "confirmed", "thanks", "bye"}}},
+		{refuse, long, 0, want{"wants_agent", "2", script.EndFailed, []string{"greet", "menu", "agent", "transfer"}}},
+		{cut, long, 1500 * time.Millisecond, want{"", "", script.EndCanceled, []string{"greet", "menu"}}},
+	}
+	var wg sync.WaitGroup
+	results := make([]DialResult, len(cases))
+	for i, c := range cases {
+		wg.Go(func() {
+			results[i] = d.Dial(context.Background(), DialRequest{To: c.to, From: "02873000000", Start: time.Now(),
+				MaxDuration: c.maxDur, Script: c.s, Fields: fields})
+		})
+	}
+	wg.Wait()
+	for i, c := range cases {
+		res := results[i]
+		if res.Outcome != OutcomeAnswered || res.Script == nil {
+			t.Errorf("%s: outcome %s script %v", c.to, res.Outcome, res.Script)
+			continue
+		}
+		o := res.Script
+		var steps []string
+		for _, st := range o.Steps {
+			steps = append(steps, st.Name)
+		}
+		if o.Result != c.want.result || o.Digits != c.want.digits || o.End != c.want.end || strings.Join(steps, " ") != strings.Join(c.want.steps, " ") {
+			t.Errorf("%s: result %q digits %q end %s (%v) steps %v; want %+v", c.to, o.Result, o.Digits, o.End, o.Err, steps, c.want)
+		}
+	}
+
+	// The REFER named the script's target.
+	if got := farEnd(agent).referTo; !strings.Contains(got, "agent@example.com") {
+		t.Errorf("far end was referred to %q", got)
+	}
+	// Barge-in: the key 200 ms into the 3 s menu stopped it; the far end
+	// heard the greeting, that bit of the menu and the thanks: well under
+	// the 4.6 s the whole script speaks.
+	if h := farEnd(barge).heard.Duration(); h < 1500*time.Millisecond || h > 2500*time.Millisecond {
+		t.Errorf("barge-in: far end heard %v, want about 1.8 s", h)
+	}
+	if h := farEnd(confirm).heard.Duration(); h < 4400*time.Millisecond {
+		t.Errorf("no barge-in: far end heard %v, want the whole 4.6 s", h)
+	}
+	// max_duration cut the menu's prompt.
+	if err := results[4].Script.Err; err == nil || !strings.Contains(err.Error(), "406") {
+		t.Errorf("refused transfer: error %v, want the 406", err)
+	}
+	if res := results[5]; res.Talk > 1500*time.Millisecond {
+		t.Errorf("max_duration 1.5 s: talk %v", res.Talk)
+	}
+}
