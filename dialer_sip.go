@@ -84,7 +84,11 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	if err != nil {
 		return nil, &ConfigError{Key: "sip.rtp_ports", Msg: err.Error()}
 	}
-	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: filepath.Join(filepath.Dir(cfg.Database), "prompts"), ringTimeout: cfg.SIP.RingTimeout.Duration,
+	promptsDir := cfg.Voicebot.PromptsDir
+	if promptsDir == "" {
+		promptsDir = filepath.Join(filepath.Dir(cfg.Database), "prompts")
+	}
+	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
 		log: log, trunks: map[string]*trunkLoad{}}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
 		Logger: log.With("part", "sip"), OnRegistration: reportRegistration}

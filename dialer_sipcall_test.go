@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"dialbox/internal/audio"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall/sipcalltest"
 
@@ -93,6 +96,7 @@ func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) *SIPDialer {
 	cfg.TTS = TTSConfig{Engine: "http", URL: tts.URL + "/tts?voice={voice}&text={text}", CacheDir: filepath.Join(dir, "tts")}
 	cfg.SIP.Listen = "127.0.0.1:0"
 	cfg.SIP.RTPPorts = ""
+	cfg.Voicebot.PromptsDir = filepath.Join(dir, "prompts")
 	cfg.SIP.Trunks = []SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
 	d, err := NewSIPDialer(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -190,5 +194,38 @@ func TestSIPScript(t *testing.T) {
 	}
 	if res := results[5]; res.Talk > 1500*time.Millisecond {
 		t.Errorf("max_duration 1.5 s: talk %v", res.Talk)
+	}
+}
+
+// TestSIPScriptPlay: a play step's WAV, recorded at 16 kHz, is heard at
+// its length, resampled to the line's 8 kHz.
+func TestSIPScriptPlay(t *testing.T) {
+	const to = "+84912000011"
+	fe, farEnd := newScriptFarEnd(t, map[string]sipCallee{to: {}})
+	d := newTestSIPDialer(t, fe)
+	tone8k, _ := audio.DecodePCM16(sipcalltest.Tone(1200))
+	tone16k, err := audio.Resample(tone8k, audio.PhoneRate, 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wav bytes.Buffer
+	if err := audio.EncodeWAV(&wav, audio.Buffer{Rate: 16000, Samples: tone16k}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(d.promptsDir, "vi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFileAt(t, filepath.Join(d.promptsDir, "vi", "beep.wav"), wav.String())
+	var s script.Script
+	if err := json.Unmarshal([]byte(`{"start":"p","steps":[{"name":"p","play":{"path":"vi/beep.wav"}}]}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	res := d.Dial(context.Background(), DialRequest{To: to, From: "02873000000", Start: time.Now(), Script: &s})
+	if res.Script == nil || res.Script.End != script.EndHangup {
+		t.Fatalf("outcome %s script %+v", res.Outcome, res.Script)
+	}
+	h := farEnd(to).heard
+	if got := h.Duration(); got < 1100*time.Millisecond || got > 1300*time.Millisecond || h.RMS() < 3000 {
+		t.Errorf("far end heard %v at RMS %.0f, want the 1.2 s tone", got, h.RMS())
 	}
 }
