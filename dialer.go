@@ -100,6 +100,8 @@ type DialRequest struct {
 	Fields  map[string]string
 	// Trunk is the pool's trunk ("" is the first).
 	Trunk string
+	// AMD: the SIP dialer listens for an answering machine (call_config.amd).
+	AMD bool
 }
 
 // DialResult is how a call ended. It rang from the request's Start until
