@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"dialbox/internal/amd"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/tts"
@@ -185,7 +187,21 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	}
 
 	var out *script.Outcome
+	machine := false
 	talk := func(ctx context.Context, l *sipcall.Line) error {
+		if req.AMD {
+			var err error
+			if machine, err = d.detectMachine(ctx, l); err != nil {
+				return nil // the call ended while listening
+			}
+			if machine {
+				vm, ok := voicemailScript(s)
+				if !ok {
+					return nil
+				}
+				s = vm
+			}
+		}
 		if len(s.Steps) == 0 {
 			return nil // blank content: nothing to say
 		}
@@ -200,6 +216,9 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Talk: talk,
 		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration})
 	outcome := sipcall.Outcome(r)
+	if machine {
+		outcome = OutcomeVoiceMail
+	}
 	res := DialResult{Outcome: outcome, Cause: r.Status}
 	if res.Cause == 0 { // no final response: the outcome's usual cause
 		res.Cause = outcomeCause[outcome]
@@ -227,6 +246,78 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	d.log.Log(ctx, level, "sip: call ended", "to", req.To, "from", req.From, "trunk", trunk, "call_id", r.CallID,
 		"outcome", outcome, "status", r.Status, "ended_by", r.EndedBy, "talk", r.TalkTime, "err", errString(r.Err))
 	return res
+}
+
+// voicemailStep is the step a script runs, instead of its start, when AMD
+// hears an answering machine.
+const voicemailStep = "voicemail"
+
+// voicemailScript is s started at its voicemail step, with only the steps
+// reachable from there (the runner, like Validate, wants no other); false
+// when s has no such step.
+func voicemailScript(s script.Script) (script.Script, bool) {
+	byName := map[string]script.Step{}
+	for _, st := range s.Steps {
+		byName[st.Name] = st
+	}
+	if _, ok := byName[voicemailStep]; !ok {
+		return s, false
+	}
+	vm := script.Script{Start: voicemailStep}
+	seen := map[string]bool{}
+	todo := []string{voicemailStep}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		st, ok := byName[name]
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		vm.Steps = append(vm.Steps, st)
+		switch {
+		case st.Say != nil:
+			todo = append(todo, st.Say.Next)
+		case st.Play != nil:
+			todo = append(todo, st.Play.Next)
+		case st.Set != nil:
+			todo = append(todo, st.Set.Next)
+		case st.Gather != nil:
+			todo = append(todo, st.Gather.NoInput, st.Gather.NoMatch)
+			for _, next := range st.Gather.Branches {
+				todo = append(todo, next)
+			}
+		}
+	}
+	// The steps in the script's order, so that step runs read the same.
+	slices.SortStableFunc(vm.Steps, func(a, b script.Step) int {
+		return slices.IndexFunc(s.Steps, func(x script.Step) bool { return x.Name == a.Name }) -
+			slices.IndexFunc(s.Steps, func(x script.Step) bool { return x.Name == b.Name })
+	})
+	return vm, true
+}
+
+// detectMachine listens to the callee's first seconds with Asterisk's AMD
+// rules; NOTSURE counts as a person, who gets the script.
+func (d *SIPDialer) detectMachine(ctx context.Context, l *sipcall.Line) (bool, error) {
+	det, err := amd.New(amd.DefaultConfig())
+	if err != nil {
+		return false, err
+	}
+	// The detector decides within TotalAnalysisTime of audio; the margin
+	// covers a far end that sends less than real time, or nothing.
+	limit := det.Config().TotalAnalysisTime + time.Second
+	var res amd.Result
+	_, err = l.Listen(ctx, limit, func(samples []int16) bool {
+		r, ok := det.Feed(samples)
+		res = r
+		return ok
+	})
+	if err != nil {
+		return false, err
+	}
+	d.log.Debug("sip: AMD", "decision", res.Decision.String(), "cause", res.Cause, "at", res.At)
+	return res.Decision == amd.Machine, nil
 }
 
 func errString(err error) string {

@@ -26,6 +26,9 @@ type sipCallee struct {
 	key         rune
 	keyAt       int
 	acceptRefer bool
+	// greeting, when set, is what the callee says on answering (then
+	// silence), for AMD to judge.
+	greeting []byte
 }
 
 // sipScriptEnd is what the far end saw of one call.
@@ -54,6 +57,9 @@ func newScriptFarEnd(t *testing.T, callees map[string]sipCallee) (*sipcalltest.F
 		}
 		if d.AnswerOptions(opts) != nil {
 			return
+		}
+		if c.greeting != nil {
+			go sipcalltest.SendAudio(d, c.greeting)
 		}
 		sent := false
 		h := sipcalltest.Listen(t, d, func(packets int) bool {
@@ -227,5 +233,80 @@ func TestSIPScriptPlay(t *testing.T) {
 	h := farEnd(to).heard
 	if got := h.Duration(); got < 1100*time.Millisecond || got > 1300*time.Millisecond || h.RMS() < 3000 {
 		t.Errorf("far end heard %v at RMS %.0f, want the 1.2 s tone", got, h.RMS())
+	}
+}
+
+// TestSIPScriptAMD: with call_config.amd, a long greeting is an answering
+// machine (VOICE_MAIL: the call hangs up, or runs the script's voicemail
+// step), a short "alô" then silence a person, who gets the script.
+func TestSIPScriptAMD(t *testing.T) {
+	const (
+		machine   = "+84912000021"
+		machineVM = "+84912000022"
+		human     = "+84912000023"
+		noAMD     = "+84912000024"
+	)
+	// Three 500 ms words: AMD's MAXWORDS. One 400 ms word then silence:
+	// HUMAN after 800 ms of it.
+	long := sipcalltest.Words(300, 500, 300, 500, 300, 500, 300, 500)
+	alo := sipcalltest.Words(300, 400)
+	fe, farEnd := newScriptFarEnd(t, map[string]sipCallee{
+		machine: {greeting: long}, machineVM: {greeting: long}, human: {greeting: alo}, noAMD: {greeting: long}})
+	d := newTestSIPDialer(t, fe)
+	var s script.Script
+	// script.Validate wants every step reachable from the start: the
+	// voicemail step is also a branch.
+	if err := json.Unmarshal([]byte(`{"start":"hi","steps":[
+		{"name":"hi","gather":{"prompt":{"say":"hi"},"max_digits":1,"timeout":"1s","branches":{"9":"voicemail"},"no_input":"bye"}},
+		{"name":"bye","hangup":{}},
+		{"name":"voicemail","say":{"text":"message"}}]}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		to      string
+		amd     bool
+		outcome string
+		steps   string // "-": no script ran
+	}{
+		{machine, true, OutcomeVoiceMail, "-"},
+		{machineVM, true, OutcomeVoiceMail, "voicemail"},
+		{human, true, OutcomeAnswered, "hi bye"},
+		{noAMD, false, OutcomeAnswered, "hi bye"},
+	}
+	results := make([]DialResult, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		sc := s
+		if c.to == machine {
+			sc = script.Script{Start: "hi", Steps: []script.Step{
+				{Name: "hi", Gather: &script.Gather{Prompt: s.Steps[0].Gather.Prompt, MaxDigits: 1, Timeout: "1s",
+					Branches: map[string]string{"9": "bye"}, NoInput: "bye"}}, s.Steps[1]}}
+		}
+		wg.Go(func() {
+			results[i] = d.Dial(context.Background(), DialRequest{To: c.to, From: "02873000000", Start: time.Now(), Script: &sc, AMD: c.amd})
+		})
+	}
+	wg.Wait()
+	for i, c := range cases {
+		res := results[i]
+		steps := "-"
+		if res.Script != nil {
+			var names []string
+			for _, st := range res.Script.Steps {
+				names = append(names, st.Name)
+			}
+			steps = strings.Join(names, " ")
+		}
+		if res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil {
+			t.Errorf("%s: outcome %s steps %q (%+v); want %s %q", c.to, res.Outcome, steps, res.Script, c.outcome, c.steps)
+		}
+	}
+	// The machine heard nothing but the voicemail message; with AMD off,
+	// the script spoke at once.
+	if h := farEnd(machine).heard.Duration(); h > 100*time.Millisecond {
+		t.Errorf("machine without a voicemail step heard %v", h)
+	}
+	if h := farEnd(machineVM).heard.Duration(); h < 700*time.Millisecond || h > 900*time.Millisecond {
+		t.Errorf("machine heard %v, want the 800 ms message", h)
 	}
 }

@@ -314,16 +314,18 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 	rtpSeen := make(chan struct{}, 1)
 	digits := make(chan string, 1)
 	var keys chan rune
+	var heard *hearing
 	if req.Talk != nil {
 		keys = make(chan rune, 64)
+		heard = &hearing{frames: make(chan []int16, 64)}
 	}
-	go readRTP(d.RTPPacketReader, dtmfPT, rtpSeen, digits, keys)
+	go readRTP(d.RTPPacketReader, dtmfPT, rtpSeen, digits, keys, heard)
 	stopPrompt, promptDone := make(chan struct{}), make(chan error, 1)
 	if req.Talk != nil {
 		talkCtx, stopTalk := context.WithCancel(context.Background())
 		defer stopTalk()
 		go func() { <-stopPrompt; stopTalk() }()
-		l := &Line{d: d, w: writer, encode: encode, keys: keys}
+		l := &Line{d: d, w: writer, encode: encode, keys: keys, heard: heard}
 		go func() { promptDone <- req.Talk(talkCtx, l) }()
 	} else {
 		go func() { promptDone <- playPrompt(writer, encode, req.Prompt, stopPrompt) }()
@@ -410,8 +412,9 @@ func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []by
 
 // readRTP reads the far end's RTP until the media is closed, signalling
 // each packet on seen, each key pressed on keys (when not nil; a full
-// buffer drops it) and, at the end, the DTMF digits it carried on digits.
-func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune) {
+// buffer drops it), its audio decoded to heard while someone listens
+// (when not nil) and, at the end, the DTMF digits it carried on digits.
+func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune, heard *hearing) {
 	var dtmf DTMFReader
 	var got []rune
 	buf := make([]byte, media.RTPBufSize)
@@ -427,6 +430,9 @@ func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits
 		select {
 		case seen <- struct{}{}:
 		default:
+		}
+		if heard != nil && heard.on.Load() {
+			heard.feed(pr.PacketHeader.PayloadType, buf[:n])
 		}
 		if hdr := pr.PacketHeader; int(hdr.PayloadType) == dtmfPT {
 			if digit, ok := dtmf.Feed(hdr, buf[:n]); ok {

@@ -2,12 +2,16 @@ package sipcall
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/diago"
+	"github.com/emiago/diago/audio"
+	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo/sip"
 )
 
@@ -19,6 +23,61 @@ type Line struct {
 	w      io.Writer
 	encode func(dst, pcm []byte) (int, error)
 	keys   <-chan rune
+	heard  *hearing
+}
+
+// hearing carries the far end's audio, decoded, from readRTP to Listen
+// while on.
+type hearing struct {
+	on     atomic.Bool
+	frames chan []int16
+}
+
+// feed decodes one G.711 payload; a full buffer drops it, as a lost packet.
+func (h *hearing) feed(pt uint8, payload []byte) {
+	var decode func(dst, src []byte) (int, error)
+	switch pt {
+	case media.CodecAudioUlaw.PayloadType:
+		decode = audio.DecodeUlawTo
+	case media.CodecAudioAlaw.PayloadType:
+		decode = audio.DecodeAlawTo
+	default:
+		return
+	}
+	pcm := make([]byte, 2*len(payload))
+	n, err := decode(pcm, payload)
+	if err != nil {
+		return
+	}
+	samples := make([]int16, n/2)
+	for i := range samples {
+		samples[i] = int16(binary.LittleEndian.Uint16(pcm[2*i:]))
+	}
+	select {
+	case h.frames <- samples:
+	default:
+	}
+}
+
+// Listen passes the callee's audio, 8 kHz PCM as it arrives, to hear until
+// hear returns true, ctx ends, or limit (wall-clock) passes: false then.
+func (l *Line) Listen(ctx context.Context, limit time.Duration, hear func(samples []int16) bool) (bool, error) {
+	l.heard.on.Store(true)
+	defer l.heard.on.Store(false)
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for {
+		select {
+		case f := <-l.heard.frames:
+			if hear(f) {
+				return true, nil
+			}
+		case <-t.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+	}
 }
 
 // Play sends pcm (8 kHz mono 16-bit PCM) to the callee. With bargeIn, a key

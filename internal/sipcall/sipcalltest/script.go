@@ -3,6 +3,8 @@ package sipcalltest
 import (
 	"strings"
 
+	"github.com/emiago/diago"
+	"github.com/emiago/diago/audio"
 	"github.com/emiago/diago/media"
 )
 
@@ -26,4 +28,43 @@ func SendDTMF(w *media.RTPPacketWriter, key rune) error {
 		}
 	}
 	return nil
+}
+
+// Words is audio a callee speaks, as 8 kHz 16-bit PCM: for each pair of
+// durations in ms, that much silence then that much tone (a "word").
+func Words(ms ...int) []byte {
+	var pcm []byte
+	for i := 0; i+1 < len(ms); i += 2 {
+		pcm = append(pcm, make([]byte, 16*ms[i])...)
+		pcm = append(pcm, Tone(ms[i+1])...)
+	}
+	return pcm
+}
+
+// SendAudio sends pcm (8 kHz 16-bit PCM) from d in the negotiated G.711,
+// then silence, until d's media closes.
+func SendAudio(d *diago.DialogServerSession, pcm []byte) {
+	w, err := d.AudioWriter()
+	if err != nil {
+		return
+	}
+	encode := audio.EncodeUlawTo
+	if media.CodecAudioFromSession(d.MediaSession()).PayloadType == media.CodecAudioAlaw.PayloadType {
+		encode = audio.EncodeAlawTo
+	}
+	out := make([]byte, 160)
+	silence := make([]byte, 320)
+	for off := 0; ; off += 320 {
+		frame := silence
+		if off < len(pcm) {
+			frame = pcm[off:min(off+320, len(pcm))]
+		}
+		n, err := encode(out, frame)
+		if err != nil {
+			return
+		}
+		if _, err := w.Write(out[:n]); err != nil {
+			return
+		}
+	}
 }
