@@ -310,3 +310,27 @@ func TestSIPScriptAMD(t *testing.T) {
 		t.Errorf("machine heard %v, want the 800 ms message", h)
 	}
 }
+
+// TestScenarioAMDSetting: call_config.amd is off by default and then absent
+// from the scenario's JSON (its bytes as before), settable by the admin API
+// and checked for its type.
+func TestScenarioAMDSetting(t *testing.T) {
+	s := startSandbox(t)
+	var raw json.RawMessage
+	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"amd-off","content":"x"}`, &raw)
+	if strings.Contains(string(raw), `"amd"`) {
+		t.Errorf("a scenario without AMD shows the key: %s", raw)
+	}
+	var got struct {
+		CallConfig CallConfig `json:"call_config"`
+	}
+	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"amd-on","content":"x","call_config":{"amd":true}}`, &got)
+	if !got.CallConfig.AMD {
+		t.Error("call_config.amd = true was not kept")
+	}
+	s.admin(t, "GET", "/apps/qa-key/scenarios/amd-on", "", &got)
+	if !got.CallConfig.AMD {
+		t.Error("call_config.amd = true was not stored")
+	}
+	wantField(t, s.adminFail(t, "PATCH", "/apps/qa-key/scenarios/amd-on", `{"call_config":{"amd":"yes"}}`, 400), "call_config")
+}
