@@ -14,9 +14,12 @@ import (
 
 	"dialbox/internal/audio"
 	"dialbox/internal/script"
+	"dialbox/internal/sipcall"
 	"dialbox/internal/sipcall/sipcalltest"
 
 	"github.com/emiago/diago"
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
 )
 
 // sipCallee is how the far end of TestSIPScript answers one number: it
@@ -46,13 +49,15 @@ func newScriptFarEnd(t *testing.T, callees map[string]sipCallee) (*sipcalltest.F
 		var end sipScriptEnd
 		opts := diago.AnswerOptions{}
 		if c.acceptRefer {
-			// diago answers 202 before calling this; the new call to the
-			// target is not placed: one far end stands for both.
+			// diago answers 202 before calling this. The call to the
+			// target is not placed (one far end stands for both); the
+			// final NOTIFY says it was answered, which is what dialbox
+			// waits for before its BYE.
 			opts.OnRefer = func(r *diago.DialogClientSession) error {
 				mu.Lock()
 				end.referTo = r.InviteRequest.Recipient.String()
 				mu.Unlock()
-				return nil
+				return &sipgo.ErrDialogResponse{Res: sip.NewResponse(200, "OK")}
 			}
 		}
 		if d.AnswerOptions(opts) != nil {
@@ -181,9 +186,15 @@ func TestSIPScript(t *testing.T) {
 		}
 	}
 
-	// The REFER named the script's target.
+	// The REFER named the script's target, and the final NOTIFY ended the
+	// transfer step, not ReferWait.
 	if got := farEnd(agent).referTo; !strings.Contains(got, "agent@example.com") {
 		t.Errorf("far end was referred to %q", got)
+	}
+	if steps := results[1].Script.Steps; len(steps) == 4 {
+		if took := steps[3].Ended.Sub(steps[3].Started); took >= sipcall.ReferWait {
+			t.Errorf("the transfer took %v: no NOTIFY seen", took)
+		}
 	}
 	// Barge-in: the key 200 ms into the 3 s menu stopped it; the far end
 	// heard the greeting, that bit of the menu and the thanks: well under
