@@ -118,6 +118,9 @@ type DialResult struct {
 	// Script is what the scenario's script did on the answered call; nil
 	// when none ran.
 	Script *script.Outcome
+	// AMDNotSure: answering-machine detection could not tell who answered
+	// an ANSWERED call, whose answered_by is then unknown.
+	AMDNotSure bool
 }
 
 // builtinRules are the simulator's magic test numbers, one per outcome,

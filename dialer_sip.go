@@ -187,14 +187,14 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	}
 
 	var out *script.Outcome
-	machine := false
+	var heard amd.Decision
 	talk := func(ctx context.Context, l *sipcall.Line) error {
 		if req.AMD {
 			var err error
-			if machine, err = d.detectMachine(ctx, l); err != nil {
+			if heard, err = d.detectMachine(ctx, l); err != nil {
 				return nil // the call ended while listening
 			}
-			if machine {
+			if heard == amd.Machine {
 				vm, ok := voicemailScript(s)
 				if !ok {
 					return nil
@@ -216,10 +216,12 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Talk: talk,
 		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration})
 	outcome := sipcall.Outcome(r)
-	if machine {
+	if heard == amd.Machine {
 		outcome = OutcomeVoiceMail
 	}
-	res := DialResult{Outcome: outcome, Cause: r.Status}
+	res := DialResult{Outcome: outcome, Cause: r.Status,
+		// NOTSURE, or the call ended (or the audio stopped) before AMD decided.
+		AMDNotSure: req.AMD && r.Answered && heard != amd.Human && heard != amd.Machine}
 	if res.Cause == 0 { // no final response: the outcome's usual cause
 		res.Cause = outcomeCause[outcome]
 	}
@@ -298,11 +300,11 @@ func voicemailScript(s script.Script) (script.Script, bool) {
 }
 
 // detectMachine listens to the callee's first seconds with Asterisk's AMD
-// rules; NOTSURE counts as a person, who gets the script.
-func (d *SIPDialer) detectMachine(ctx context.Context, l *sipcall.Line) (bool, error) {
+// rules: Machine, Human, NotSure, or Undecided when too little audio came.
+func (d *SIPDialer) detectMachine(ctx context.Context, l *sipcall.Line) (amd.Decision, error) {
 	det, err := amd.New(amd.DefaultConfig())
 	if err != nil {
-		return false, err
+		return amd.Undecided, err
 	}
 	// The detector decides within TotalAnalysisTime of audio; the margin
 	// covers a far end that sends less than real time, or nothing.
@@ -314,10 +316,10 @@ func (d *SIPDialer) detectMachine(ctx context.Context, l *sipcall.Line) (bool, e
 		return ok
 	})
 	if err != nil {
-		return false, err
+		return amd.Undecided, err
 	}
 	d.log.Debug("sip: AMD", "decision", res.Decision.String(), "cause", res.Cause, "at", res.At)
-	return res.Decision == amd.Machine, nil
+	return res.Decision, nil
 }
 
 func errString(err error) string {

@@ -256,13 +256,17 @@ func TestSIPScriptAMD(t *testing.T) {
 		machineVM = "+84912000022"
 		human     = "+84912000023"
 		noAMD     = "+84912000024"
+		notSure   = "+84912000025"
 	)
 	// Three 500 ms words: AMD's MAXWORDS. One 400 ms word then silence:
 	// HUMAN after 800 ms of it.
 	long := sipcalltest.Words(300, 500, 300, 500, 300, 500, 300, 500)
 	alo := sipcalltest.Words(300, 400)
 	fe, farEnd := newScriptFarEnd(t, map[string]sipCallee{
-		machine: {greeting: long}, machineVM: {greeting: long}, human: {greeting: alo}, noAMD: {greeting: long}})
+		machine: {greeting: long}, machineVM: {greeting: long}, human: {greeting: alo}, noAMD: {greeting: long},
+		// 200 ms words 200 ms apart: too short to count, never 800 ms of
+		// silence; NOTSURE at 5 s.
+		notSure: {greeting: bytes.Repeat(sipcalltest.Words(200, 60), 40)}})
 	d := newTestSIPDialer(t, fe)
 	var s script.Script
 	// script.Validate wants every step reachable from the start: the
@@ -278,11 +282,13 @@ func TestSIPScriptAMD(t *testing.T) {
 		amd     bool
 		outcome string
 		steps   string // "-": no script ran
+		by      string
 	}{
-		{machine, true, OutcomeVoiceMail, "-"},
-		{machineVM, true, OutcomeVoiceMail, "voicemail"},
-		{human, true, OutcomeAnswered, "hi bye"},
-		{noAMD, false, OutcomeAnswered, "hi bye"},
+		{machine, true, OutcomeVoiceMail, "-", AnsweredByMachine},
+		{machineVM, true, OutcomeVoiceMail, "voicemail", AnsweredByMachine},
+		{human, true, OutcomeAnswered, "hi bye", AnsweredByHuman},
+		{noAMD, false, OutcomeAnswered, "hi bye", AnsweredByHuman},
+		{notSure, true, OutcomeAnswered, "hi bye", AnsweredByUnknown},
 	}
 	results := make([]DialResult, len(cases))
 	var wg sync.WaitGroup
@@ -308,8 +314,9 @@ func TestSIPScriptAMD(t *testing.T) {
 			}
 			steps = strings.Join(names, " ")
 		}
-		if res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil {
-			t.Errorf("%s: outcome %s steps %q (%+v); want %s %q", c.to, res.Outcome, steps, res.Script, c.outcome, c.steps)
+		by, _, _, _, _ := callResults(res)
+		if res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil || by != c.by {
+			t.Errorf("%s: outcome %s steps %q (%+v) answered_by %s; want %s %q %s", c.to, res.Outcome, steps, res.Script, by, c.outcome, c.steps, c.by)
 		}
 	}
 	// The machine heard nothing but the voicemail message; with AMD off,
