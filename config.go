@@ -30,6 +30,7 @@ type Config struct {
 	Dialer    DialerConfig    `toml:"dialer"`
 	SIP       SIPConfig       `toml:"sip"`
 	TTS       TTSConfig       `toml:"tts"`
+	Voicebot  VoicebotConfig  `toml:"voicebot"`
 	Webhooks  WebhooksConfig  `toml:"webhooks"`
 	Admin     AdminConfig     `toml:"admin"`
 	Journal   JournalConfig   `toml:"journal"`

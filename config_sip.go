@@ -162,6 +162,13 @@ func validNumberFormat(f string) bool {
 	return f == sipcall.NumberE164 || f == sipcall.NumberE164Digits || f == sipcall.NumberNational
 }
 
+// VoicebotConfig is [voicebot]: what scripts on real calls read.
+type VoicebotConfig struct {
+	// PromptsDir holds the WAV files of play steps; empty: "prompts"
+	// beside the database.
+	PromptsDir string `toml:"prompts_dir"`
+}
+
 // validateCalling checks [dialer], [sip] and [tts].
 func (c *Config) validateCalling() error {
 	bad := func(key, format string, args ...any) error {

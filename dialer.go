@@ -100,6 +100,8 @@ type DialRequest struct {
 	Fields  map[string]string
 	// Trunk is the pool's trunk ("" is the first).
 	Trunk string
+	// AMD: the SIP dialer listens for an answering machine (call_config.amd).
+	AMD bool
 }
 
 // DialResult is how a call ended. It rang from the request's Start until
@@ -116,6 +118,9 @@ type DialResult struct {
 	// Script is what the scenario's script did on the answered call; nil
 	// when none ran.
 	Script *script.Outcome
+	// AMDNotSure: answering-machine detection could not tell who answered
+	// an ANSWERED call, whose answered_by is then unknown.
+	AMDNotSure bool
 }
 
 // builtinRules are the simulator's magic test numbers, one per outcome,

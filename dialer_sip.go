@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"dialbox/internal/audio"
+	"dialbox/internal/amd"
+	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/tts"
 )
@@ -26,6 +28,7 @@ type SIPDialer struct {
 	ua          *sipcall.UserAgent
 	speech      tts.Engine
 	voice       string
+	promptsDir  string // the WAV files of scripts' play steps
 	ringTimeout time.Duration
 	first       string   // name of the trunk "" stands for
 	registering []string // trunks with register = true
@@ -83,7 +86,11 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	if err != nil {
 		return nil, &ConfigError{Key: "sip.rtp_ports", Msg: err.Error()}
 	}
-	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, ringTimeout: cfg.SIP.RingTimeout.Duration,
+	promptsDir := cfg.Voicebot.PromptsDir
+	if promptsDir == "" {
+		promptsDir = filepath.Join(filepath.Dir(cfg.Database), "prompts")
+	}
+	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
 		log: log, trunks: map[string]*trunkLoad{}}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
 		Logger: log.With("part", "sip"), OnRegistration: reportRegistration}
@@ -160,23 +167,61 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	}
 	trunk := d.trunk(req.Trunk)
 
-	var prompt []byte
-	if text := tts.Render(req.Content, req.Fields); strings.TrimSpace(text) != "" {
-		speech, err := d.speech.Synthesize(ctx, text, d.voice)
-		if err != nil {
-			if ctx.Err() != nil { // dialbox is stopping: nothing was dialled
-				return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at(time.Now())}
+	var s script.Script
+	if req.Script != nil {
+		s = *req.Script
+	} else {
+		// Rendered before the INVITE goes out, so that a TTS failure
+		// places no call.
+		text := tts.Render(req.Content, req.Fields)
+		if strings.TrimSpace(text) != "" {
+			if _, err := d.speech.Synthesize(ctx, text, d.voice); err != nil {
+				if ctx.Err() != nil { // dialbox is stopping: nothing was dialled
+					return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at(time.Now())}
+				}
+				d.log.Warn("sip: the prompt could not be rendered; call not placed", "to", req.To, "trunk", trunk, "err", err)
+				return DialResult{Outcome: OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
 			}
-			d.log.Warn("sip: the prompt could not be rendered; call not placed", "to", req.To, "trunk", trunk, "err", err)
-			return DialResult{Outcome: OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
+			s = script.FromContent(req.Content)
 		}
-		prompt = audio.EncodePCM16(speech.Samples)
 	}
 
-	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Prompt: prompt,
+	var out *script.Outcome
+	var heard amd.Decision
+	talk := func(ctx context.Context, l *sipcall.Line) error {
+		if req.AMD {
+			var err error
+			if heard, err = d.detectMachine(ctx, l); err != nil {
+				return nil // the call ended while listening
+			}
+			if heard == amd.Machine {
+				vm, ok := voicemailScript(s)
+				if !ok {
+					return nil
+				}
+				s = vm
+			}
+		}
+		if len(s.Steps) == 0 {
+			return nil // blank content: nothing to say
+		}
+		run := script.Runner{Now: func() time.Time { return at(time.Now()) }}
+		o := run.Run(ctx, s, &sipScriptCall{d: d, line: l, fields: req.Fields})
+		out = &o
+		if o.End == script.EndFailed {
+			return o.Err
+		}
+		return nil
+	}
+	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Talk: talk,
 		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration})
 	outcome := sipcall.Outcome(r)
-	res := DialResult{Outcome: outcome, Cause: r.Status}
+	if heard == amd.Machine {
+		outcome = OutcomeVoiceMail
+	}
+	res := DialResult{Outcome: outcome, Cause: r.Status,
+		// NOTSURE, or the call ended (or the audio stopped) before AMD decided.
+		AMDNotSure: req.AMD && r.Answered && heard != amd.Human && heard != amd.Machine}
 	if res.Cause == 0 { // no final response: the outcome's usual cause
 		res.Cause = outcomeCause[outcome]
 	}
@@ -189,6 +234,7 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		answered := at(r.AnsweredAt)
 		res.AnsweredAt = &answered
 		res.Talk = r.TalkTime
+		res.Script = out
 		if req.MaxDuration > 0 {
 			// The BYE at max_duration goes out a moment after it: the
 			// moment is not billed.
@@ -202,6 +248,78 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	d.log.Log(ctx, level, "sip: call ended", "to", req.To, "from", req.From, "trunk", trunk, "call_id", r.CallID,
 		"outcome", outcome, "status", r.Status, "ended_by", r.EndedBy, "talk", r.TalkTime, "err", errString(r.Err))
 	return res
+}
+
+// voicemailStep is the step a script runs, instead of its start, when AMD
+// hears an answering machine.
+const voicemailStep = "voicemail"
+
+// voicemailScript is s started at its voicemail step, with only the steps
+// reachable from there (the runner, like Validate, wants no other); false
+// when s has no such step.
+func voicemailScript(s script.Script) (script.Script, bool) {
+	byName := map[string]script.Step{}
+	for _, st := range s.Steps {
+		byName[st.Name] = st
+	}
+	if _, ok := byName[voicemailStep]; !ok {
+		return s, false
+	}
+	vm := script.Script{Start: voicemailStep}
+	seen := map[string]bool{}
+	todo := []string{voicemailStep}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		st, ok := byName[name]
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		vm.Steps = append(vm.Steps, st)
+		switch {
+		case st.Say != nil:
+			todo = append(todo, st.Say.Next)
+		case st.Play != nil:
+			todo = append(todo, st.Play.Next)
+		case st.Set != nil:
+			todo = append(todo, st.Set.Next)
+		case st.Gather != nil:
+			todo = append(todo, st.Gather.NoInput, st.Gather.NoMatch)
+			for _, next := range st.Gather.Branches {
+				todo = append(todo, next)
+			}
+		}
+	}
+	// The steps in the script's order, so that step runs read the same.
+	slices.SortStableFunc(vm.Steps, func(a, b script.Step) int {
+		return slices.IndexFunc(s.Steps, func(x script.Step) bool { return x.Name == a.Name }) -
+			slices.IndexFunc(s.Steps, func(x script.Step) bool { return x.Name == b.Name })
+	})
+	return vm, true
+}
+
+// detectMachine listens to the callee's first seconds with Asterisk's AMD
+// rules: Machine, Human, NotSure, or Undecided when too little audio came.
+func (d *SIPDialer) detectMachine(ctx context.Context, l *sipcall.Line) (amd.Decision, error) {
+	det, err := amd.New(amd.DefaultConfig())
+	if err != nil {
+		return amd.Undecided, err
+	}
+	// The detector decides within TotalAnalysisTime of audio; the margin
+	// covers a far end that sends less than real time, or nothing.
+	limit := det.Config().TotalAnalysisTime + time.Second
+	var res amd.Result
+	_, err = l.Listen(ctx, limit, func(samples []int16) bool {
+		r, ok := det.Feed(samples)
+		res = r
+		return ok
+	})
+	if err != nil {
+		return amd.Undecided, err
+	}
+	d.log.Debug("sip: AMD", "decision", res.Decision.String(), "cause", res.Cause, "at", res.At)
+	return res.Decision, nil
 }
 
 func errString(err error) string {

@@ -405,7 +405,7 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	defer e.calls.Done()
 	cc := sc.CallConfig
 	req := DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
-		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Script: sc.Script, Trunk: c.Trunk}
+		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Script: sc.Script, Trunk: c.Trunk, AMD: cc.AMD}
 	if sc.Script != nil || strings.Contains(sc.Content, "{{") {
 		req.Fields = contactFields(c.Contact.Fields)
 	}

@@ -73,7 +73,7 @@ type callStep struct {
 // (ANSWERED human, VOICE_MAIL machine), the dialers' own judgement.
 func callResults(res DialResult) (answeredBy, digits, result string, steps json.RawMessage, err error) {
 	switch {
-	case res.AnsweredAt == nil:
+	case res.AnsweredAt == nil, res.AMDNotSure:
 		answeredBy = AnsweredByUnknown
 	case res.Outcome == OutcomeVoiceMail:
 		answeredBy = AnsweredByMachine

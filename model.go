@@ -102,6 +102,10 @@ type CallConfig struct {
 	AllowDuplicatePhone bool       `json:"allow_duplicate_phone" toml:"allow_duplicate_phone"`
 	ReCall              ReCall     `json:"re_call" toml:"re_call"`
 	CallWindow          CallWindow `json:"call_window" toml:"call_window"`
+	// AMD, on real calls, listens to the callee's first seconds for an
+	// answering machine (docs/voicebot.md#answering-machine-detection).
+	// Left out of JSON when off, so scenarios without it read as before.
+	AMD bool `json:"amd,omitempty" toml:"amd"`
 }
 
 // ReCall says how often and after which outcomes a contact is called again.

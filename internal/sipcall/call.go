@@ -44,13 +44,18 @@ type CallRequest struct {
 	// MaxDuration is the longest an answered call may last; we hang up
 	// then whatever is playing. 0 is DefaultMaxDuration.
 	MaxDuration time.Duration
+	// Talk, when set, runs the answered call instead of playing Prompt: we
+	// hang up when it returns. Its ctx ends when the callee hangs up,
+	// MaxDuration passes, RTP stops or the call's context ends.
+	Talk func(ctx context.Context, l *Line) error
 }
 
 // EndReason says who or what ended a call.
 type EndReason string
 
 const (
-	// EndPromptDone: we hung up after playing the whole prompt.
+	// EndPromptDone: we hung up after playing the whole prompt, or when
+	// Talk returned.
 	EndPromptDone EndReason = "prompt_done"
 	// EndCallee: the far end hung up (BYE) or refused the call (a final
 	// non-2xx response).
@@ -308,9 +313,23 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 
 	rtpSeen := make(chan struct{}, 1)
 	digits := make(chan string, 1)
-	go readRTP(d.RTPPacketReader, dtmfPT, rtpSeen, digits)
+	var keys chan rune
+	var heard *hearing
+	if req.Talk != nil {
+		keys = make(chan rune, 64)
+		heard = &hearing{frames: make(chan []int16, 64)}
+	}
+	go readRTP(d.RTPPacketReader, dtmfPT, rtpSeen, digits, keys, heard)
 	stopPrompt, promptDone := make(chan struct{}), make(chan error, 1)
-	go func() { promptDone <- playPrompt(writer, encode, req.Prompt, stopPrompt) }()
+	if req.Talk != nil {
+		talkCtx, stopTalk := context.WithCancel(context.Background())
+		defer stopTalk()
+		go func() { <-stopPrompt; stopTalk() }()
+		l := &Line{d: d, w: writer, encode: encode, keys: keys, heard: heard}
+		go func() { promptDone <- req.Talk(talkCtx, l) }()
+	} else {
+		go func() { promptDone <- playPrompt(writer, encode, req.Prompt, stopPrompt) }()
+	}
 
 	maxTimer := time.NewTimer(req.MaxDuration - time.Since(res.AnsweredAt))
 	defer maxTimer.Stop()
@@ -328,6 +347,8 @@ loop:
 			switch {
 			case d.Context().Err() != nil: // the callee's BYE closed our media
 				end(EndCallee, nil)
+			case err != nil && req.Talk != nil:
+				end(EndError, err)
 			case err != nil:
 				end(EndError, fmt.Errorf("sipcall: playing prompt: %w", err))
 			default:
@@ -347,8 +368,8 @@ loop:
 			break loop
 		}
 	}
+	close(stopPrompt)
 	if prompting {
-		close(stopPrompt)
 		<-promptDone
 	}
 	if res.EndedBy != EndCallee {
@@ -390,8 +411,10 @@ func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []by
 }
 
 // readRTP reads the far end's RTP until the media is closed, signalling
-// each packet on seen and sending the DTMF digits it carried on digits.
-func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits chan<- string) {
+// each packet on seen, each key pressed on keys (when not nil; a full
+// buffer drops it), its audio decoded to heard while someone listens
+// (when not nil) and, at the end, the DTMF digits it carried on digits.
+func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune, heard *hearing) {
 	var dtmf DTMFReader
 	var got []rune
 	buf := make([]byte, media.RTPBufSize)
@@ -408,9 +431,18 @@ func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits
 		case seen <- struct{}{}:
 		default:
 		}
+		if heard != nil && heard.on.Load() {
+			heard.feed(pr.PacketHeader.PayloadType, buf[:n])
+		}
 		if hdr := pr.PacketHeader; int(hdr.PayloadType) == dtmfPT {
 			if digit, ok := dtmf.Feed(hdr, buf[:n]); ok {
 				got = append(got, digit)
+				if keys != nil {
+					select {
+					case keys <- digit:
+					default:
+					}
+				}
 			}
 		}
 	}
