@@ -250,10 +250,6 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	return res
 }
 
-// voicemailStep is the step a script runs, instead of its start, when AMD
-// hears an answering machine.
-const voicemailStep = "voicemail"
-
 // voicemailScript is s started at its voicemail step, with only the steps
 // reachable from there (the runner, like Validate, wants no other); false
 // when s has no such step.
@@ -262,12 +258,12 @@ func voicemailScript(s script.Script) (script.Script, bool) {
 	for _, st := range s.Steps {
 		byName[st.Name] = st
 	}
-	if _, ok := byName[voicemailStep]; !ok {
+	if _, ok := byName[script.VoicemailStep]; !ok {
 		return s, false
 	}
-	vm := script.Script{Start: voicemailStep}
+	vm := script.Script{Start: script.VoicemailStep}
 	seen := map[string]bool{}
-	todo := []string{voicemailStep}
+	todo := []string{script.VoicemailStep}
 	for len(todo) > 0 {
 		name := todo[0]
 		todo = todo[1:]

@@ -62,7 +62,8 @@
 //
 // Names are non-empty and unique; every step has exactly one kind; every
 // next, branch, no_input, no_match and start names a step; every step can be
-// reached from the start one; values are in the ranges above, and a branch
+// reached from the start one, or from the step named voicemail (where a call
+// answered by a machine starts, see VoicemailStep); values are in the ranges above, and a branch
 // is an input that can be entered (keys 0-9 * #, no longer than max_digits,
 // without finish_on_key).
 //

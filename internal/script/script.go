@@ -1,5 +1,10 @@
 package script
 
+// VoicemailStep is the step a call answered by a machine runs instead of the
+// start one (answering-machine detection), when the script has it; Validate
+// counts it as a second entry point.
+const VoicemailStep = "voicemail"
+
 // Script is a voice bot's script: named steps, run from Start (the first
 // step when Start is empty) until one hangs up, transfers, or has nowhere to
 // go next.

@@ -287,6 +287,11 @@ func (v *validator) graph(start int) {
 		state[i] = done
 	}
 	walk(start)
+	// A step named voicemail is where a call answered by a machine starts
+	// (answering-machine detection), so it and what follows it are reached.
+	if j, ok := v.index[VoicemailStep]; ok && state[j] == unseen {
+		walk(j)
+	}
 	for i, st := range v.s.Steps {
 		// Steps without a name of their own are refused already, and no
 		// reference can reach them.

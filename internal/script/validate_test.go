@@ -342,3 +342,22 @@ func TestProblemJSON(t *testing.T) {
 		t.Errorf("got %s\nwant %s", b, want)
 	}
 }
+
+// TestVoicemailIsAnEntryPoint: a step named voicemail, where a machine's
+// call starts, need not be reachable from the start step; what follows it
+// is reached through it, and a step neither reaches is still refused.
+func TestVoicemailIsAnEntryPoint(t *testing.T) {
+	s := Script{Steps: []Step{
+		{Name: "greet", Say: &Say{Text: "Xin chào"}},
+		{Name: VoicemailStep, Say: &Say{Text: "Vui lòng gọi lại", Next: "bye"}},
+		{Name: "bye", Hangup: &Hangup{}},
+	}}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("voicemail as an entry point: %v", err)
+	}
+	s.Steps = append(s.Steps, Step{Name: "lost", Hangup: &Hangup{}})
+	err := s.Validate()
+	if err == nil || !strings.Contains(err.Error(), `"lost": unreachable`) {
+		t.Fatalf("a step nothing reaches: %v", err)
+	}
+}
