@@ -226,3 +226,27 @@ func headingAnchor(h string) string {
 	}
 	return b.String()
 }
+
+// TestArchitectureNamesEveryFile: the file map of docs/architecture.md names
+// every source file of the root package and every package under internal/,
+// so a newcomer finds each one there.
+func TestArchitectureNamesEveryFile(t *testing.T) {
+	page, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	files, _ := filepath.Glob("*.go")
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			want = append(want, f)
+		}
+	}
+	pkgs, _ := filepath.Glob("internal/*")
+	want = append(want, pkgs...)
+	for _, name := range want {
+		if !strings.Contains(string(page), "`"+name+"`") {
+			t.Errorf("docs/architecture.md does not name `%s`", name)
+		}
+	}
+}
