@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -556,14 +555,10 @@ func TestOpenAPIAdmin(t *testing.T) {
 		json.Unmarshal(c.do("GET", "/admin/v1/sink", "", 200), &sink)
 		return sink.Count
 	}
-	deadline := time.Now().Add(time.Minute) // a bound for a stuck engine, not a pace
-	for count(`SELECT count(*) FROM contacts WHERE state = 'done'`) < 4 ||
-		count(`SELECT count(*) FROM webhook_attempts`) == 0 || received() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("contacts not all called, or no webhook delivered, within a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "every contact called and a webhook delivered", func() bool {
+		return count(`SELECT count(*) FROM contacts WHERE state = 'done'`) >= 4 &&
+			count(`SELECT count(*) FROM webhook_attempts`) > 0 && received() > 0
+	})
 
 	var contactList struct {
 		Contacts []struct{ ID string }
@@ -674,13 +669,7 @@ func TestOpenAPIWebhookEvents(t *testing.T) {
 		m.store.read.QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
 		return done
 	}
-	deadline := time.Now().Add(time.Minute) // a bound for a stuck engine, not a pace
-	for count() < len(phones) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d contacts completed", count(), len(phones))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "every contact completed", func() bool { return count() >= len(phones) })
 
 	rows, err := m.store.read.Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
