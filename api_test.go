@@ -922,7 +922,7 @@ func TestInternalErrors(t *testing.T) {
 			// The failed imports left nothing behind, and the store still works.
 			s.exec(t, `DROP TRIGGER break_import`)
 			var n int
-			if err := s.m.store.read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
+			if err := sqliteOf(t, s.m.store).read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("contacts after failed imports: %d (%v), want 0", n, err)
 			}
 			s.exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)
@@ -1012,7 +1012,7 @@ func TestConcurrentImports(t *testing.T) {
 	if len(acked) != clients*perRequest {
 		t.Fatalf("%d distinct contact_ids acknowledged, want %d", len(acked), clients*perRequest)
 	}
-	rows, err := s.m.store.read.Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
+	rows, err := sqliteOf(t, s.m.store).read.Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
 	if err != nil {
 		t.Fatal(err)
 	}

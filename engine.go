@@ -24,7 +24,7 @@ import (
 // can pay the least an answered call costs for this call on top of every
 // call already up.
 type Engine struct {
-	Store  *Store
+	Store  Store
 	Dialer Dialer
 	Log    *slog.Logger
 	// PollInterval bounds how long the scheduler sleeps when nothing wakes it.
@@ -76,7 +76,7 @@ type poolKey struct {
 // the events it queues, and lets faults force outcomes. timeScale is the
 // dialer's clock speed, which re_call delays follow; webhooks, faults and
 // timeScale may be nil.
-func NewEngine(store *Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig, timeScale func() float64) *Engine {
+func NewEngine(store Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig, timeScale func() float64) *Engine {
 	return &Engine{Store: store, Dialer: dialer, Log: log, PollInterval: cfg.PollInterval.Duration,
 		timeScale: timeScale, webhooks: webhooks, faults: faults, wake: make(chan struct{}, 1)}
 }

@@ -40,7 +40,7 @@ func engTenant() *FixtureApp {
 }
 
 // engImport adds contacts as operation A (or C, with a campaign) would.
-func engImport(t testing.TB, s *Store, appID int64, scenario, campaign string, phones ...string) []string {
+func engImport(t testing.TB, s Store, appID int64, scenario, campaign string, phones ...string) []string {
 	t.Helper()
 	req := ImportRequest{AppID: appID, ScenarioID: scenario, CampaignID: campaign}
 	for i, p := range phones {
@@ -71,7 +71,7 @@ func engPhones(n, from int) []string {
 
 // engStart starts an engine on s with a fast simulated dialer (unless
 // dialer is set) and stops it when the test ends.
-func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func(*Engine)) *Engine {
+func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(*Engine)) *Engine {
 	t.Helper()
 	scale := 5000.0
 	if dialer == nil {
@@ -89,7 +89,7 @@ func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func
 	return e
 }
 
-func engWaitAllDone(t testing.TB, s *Store, appID int64, n int) {
+func engWaitAllDone(t testing.TB, s Store, appID int64, n int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d contacts done", n), func() bool {
 		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE app_id = ? AND state = 'done'`, appID) == n
@@ -105,9 +105,9 @@ type engCall struct {
 }
 
 // engCalls returns a contact's calls in attempt order.
-func engCalls(t testing.TB, s *Store, contactID string) []engCall {
+func engCalls(t testing.TB, s Store, contactID string) []engCall {
 	t.Helper()
-	rows, err := s.read.Query(`SELECT c.id, c.hotline, coalesce(c.outcome, ''), c.attempt, coalesce(c.cause, 0),
+	rows, err := sqliteOf(t, s).read.Query(`SELECT c.id, c.hotline, coalesce(c.outcome, ''), c.attempt, coalesce(c.cause, 0),
 		c.started_at, coalesce(c.ended_at, 0), c.answered_at, c.duration, c.cost
 		FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ? ORDER BY c.attempt`, contactID)
 	if err != nil {
@@ -125,10 +125,10 @@ func engCalls(t testing.TB, s *Store, contactID string) []engCall {
 	return out
 }
 
-func engContact(t testing.TB, s *Store, id string) (state, outcome string, attempts int) {
+func engContact(t testing.TB, s Store, id string) (state, outcome string, attempts int) {
 	t.Helper()
 	var o *string
-	if err := s.read.QueryRow(`SELECT state, outcome, attempts FROM contacts WHERE id = ?`, id).Scan(&state, &o, &attempts); err != nil {
+	if err := sqliteOf(t, s).read.QueryRow(`SELECT state, outcome, attempts FROM contacts WHERE id = ?`, id).Scan(&state, &o, &attempts); err != nil {
 		t.Fatal(err)
 	}
 	if o != nil {

@@ -277,7 +277,7 @@ func checkWebhookSecret(secret string) error {
 }
 
 // ApplyFixtures upserts every application of the file in one transaction.
-func (s *Store) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+func (s *SQLiteStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		for _, fa := range apps {
 			if err := applyFixtureApp(tx, fa, now); err != nil {

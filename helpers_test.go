@@ -195,7 +195,7 @@ func mintToken(t testing.TB, app *Application) string {
 
 // ---- stores ----
 
-func openTestStore(t testing.TB) (*Store, string) {
+func openTestStore(t testing.TB) (*SQLiteStore, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dialbox.db")
 	s, err := OpenStore(path)
@@ -207,12 +207,12 @@ func openTestStore(t testing.TB) (*Store, string) {
 }
 
 // fixtureStore opens a fresh database holding the tenants; it returns their ids.
-func fixtureStore(t testing.TB, apps ...*FixtureApp) (*Store, []int64) {
+func fixtureStore(t testing.TB, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 	t.Helper()
 	return fixtureStoreAt(t, filepath.Join(t.TempDir(), "engine.db"), apps...)
 }
 
-func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*Store, []int64) {
+func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 	t.Helper()
 	s, err := OpenStore(path)
 	if err != nil {
@@ -229,9 +229,11 @@ func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*Store, []i
 	return s, ids
 }
 
-func storeExec(t testing.TB, s *Store, query string, args ...any) {
+// storeExec runs SQL through the store's own write path, for what no API
+// can do (disable an application, break a row on purpose).
+func storeExec(t testing.TB, s Store, query string, args ...any) {
 	t.Helper()
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+	if err := sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(query, args...)
 		return err
 	}); err != nil {
@@ -239,17 +241,27 @@ func storeExec(t testing.TB, s *Store, query string, args ...any) {
 	}
 }
 
-func queryInt(t testing.TB, s *Store, query string, args ...any) int {
+func queryInt(t testing.TB, s Store, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := s.read.QueryRow(query, args...).Scan(&n); err != nil {
+	if err := sqliteOf(t, s).read.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
 }
 
+// sqliteOf is the SQLite store behind s, for tests that look inside it.
+func sqliteOf(t testing.TB, s Store) *SQLiteStore {
+	t.Helper()
+	ss, ok := s.(*SQLiteStore)
+	if !ok {
+		t.Fatalf("this test reads SQLite's own tables; the store is a %T", s)
+	}
+	return ss
+}
+
 // applyTestFixtures loads a fixtures text through LoadFixtures, as a start does.
-func applyTestFixtures(t testing.TB, s *Store, text string, now time.Time) {
+func applyTestFixtures(t testing.TB, s Store, text string, now time.Time) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fixtures.toml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {

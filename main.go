@@ -102,7 +102,7 @@ type Main struct {
 	AccessLog *slog.Logger
 	logs      *logBuffer // behind both loggers when log.flush_interval > 0
 
-	store     *Store
+	store     Store
 	serveLock *os.File // held while serving: one server per database
 	// adminTokenFromEnv: Config.Admin.Token came from DIALBOX_ADMIN_TOKEN.
 	adminTokenFromEnv bool

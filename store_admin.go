@@ -14,7 +14,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The admin API's reads and writes. Every write goes through Store.Write
+// The admin API's reads and writes. Every write goes through SQLiteStore.Write
 // like the public API's, so admin changes share the group commit.
 
 func isUniqueViolation(err error) bool {
@@ -37,7 +37,7 @@ func changed(r sql.Result, err error) error {
 // ---- admin settings ----
 
 // AdminSetting returns a value of admin_settings, or "" when unset.
-func (s *Store) AdminSetting(ctx context.Context, key string) (string, error) {
+func (s *SQLiteStore) AdminSetting(ctx context.Context, key string) (string, error) {
 	var v string
 	err := s.read.QueryRowContext(ctx, `SELECT value FROM admin_settings WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -46,7 +46,7 @@ func (s *Store) AdminSetting(ctx context.Context, key string) (string, error) {
 	return v, err
 }
 
-func (s *Store) SetAdminSetting(ctx context.Context, key, value string) error {
+func (s *SQLiteStore) SetAdminSetting(ctx context.Context, key, value string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO admin_settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
@@ -54,10 +54,19 @@ func (s *Store) SetAdminSetting(ctx context.Context, key, value string) error {
 	})
 }
 
+// RepointDemoSink points the demo tenant's sink webhook at url.
+func (s *SQLiteStore) RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE webhook_endpoints SET url = ?, updated_at = ?
+			WHERE app_id = ? AND url LIKE '%/sink/demo' AND url <> ?`, url, ms(now), appID, url)
+		return err
+	})
+}
+
 // ---- applications ----
 
 // ListApps returns every application, oldest first.
-func (s *Store) ListApps(ctx context.Context) ([]*Application, error) {
+func (s *SQLiteStore) ListApps(ctx context.Context) ([]*Application, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+appColumns+` FROM applications ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -76,7 +85,7 @@ func (s *Store) ListApps(ctx context.Context) ([]*Application, error) {
 
 // CreateApp adds an application with a postpaid wallet; errConflict when the
 // API key is taken.
-func (s *Store) CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error) {
+func (s *SQLiteStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error) {
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		r, err := tx.Exec(`INSERT INTO applications (name, api_key, api_secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 			name, apiKey, apiSecret, ms(now), ms(now))
@@ -106,7 +115,7 @@ type AppPatch struct {
 	Disabled  *bool
 }
 
-func (s *Store) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error) {
+func (s *SQLiteStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error) {
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE applications SET name = coalesce(?, name), api_secret = coalesce(?, api_secret),
 			disabled = coalesce(?, disabled), updated_at = ? WHERE api_key = ?`,
@@ -119,7 +128,7 @@ func (s *Store) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now ti
 }
 
 // DeleteApp removes an application and everything it owns.
-func (s *Store) DeleteApp(ctx context.Context, apiKey string) error {
+func (s *SQLiteStore) DeleteApp(ctx context.Context, apiKey string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM applications WHERE api_key = ?`, apiKey))
 	})
@@ -129,7 +138,7 @@ func (s *Store) DeleteApp(ctx context.Context, apiKey string) error {
 
 // UpdateWallet changes an application's wallet in one transaction, so a
 // call charged meanwhile is not overwritten, and returns the result.
-func (s *Store) UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error) {
+func (s *SQLiteStore) UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error) {
 	var w Wallet
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -150,7 +159,7 @@ func (s *Store) UpdateWallet(ctx context.Context, appID int64, change func(*Wall
 
 // TopUp adds amount to the balance in one statement, so a call charged at
 // the same moment is not lost.
-func (s *Store) TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error {
+func (s *SQLiteStore) TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, updated_at) VALUES (?, 0, ?, ?)
 			ON CONFLICT (app_id) DO UPDATE SET balance = balance + excluded.balance, updated_at = excluded.updated_at`,
@@ -176,7 +185,7 @@ type Hotline struct {
 }
 
 // Pools returns the application's pools with their numbers; key "" means all.
-func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, error) {
+func (s *SQLiteStore) Pools(ctx context.Context, appID int64, key string) ([]*Pool, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT p.key, p.trunk, p.created_at, h.number, h.enabled
 		FROM hotline_pools p LEFT JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key
 		WHERE p.app_id = ? AND (? = '' OR p.key = ?)
@@ -209,7 +218,7 @@ func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, er
 type poolTrunk struct{ App, Key, Trunk string }
 
 // poolTrunks lists every pool, of every application, that names a trunk.
-func (s *Store) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
+func (s *SQLiteStore) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT a.api_key, p.key, p.trunk FROM hotline_pools p
 		JOIN applications a ON a.id = p.app_id WHERE p.trunk <> '' ORDER BY a.id, p.key`)
 	if err != nil {
@@ -229,7 +238,7 @@ func (s *Store) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
 
 // CreatePool adds a pool calling through trunk ("" for the first) with its
 // numbers; errConflict when the key is taken.
-func (s *Store) CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error {
+func (s *SQLiteStore) CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)`, appID, key, trunk, ms(now))
 		if isUniqueViolation(err) {
@@ -252,7 +261,7 @@ func insertHotlines(tx *sql.Tx, appID int64, pool string, numbers []string) erro
 	return nil
 }
 
-func (s *Store) DeletePool(ctx context.Context, appID int64, key string) error {
+func (s *SQLiteStore) DeletePool(ctx context.Context, appID int64, key string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM hotline_pools WHERE app_id = ? AND key = ?`, appID, key))
 	})
@@ -260,7 +269,7 @@ func (s *Store) DeletePool(ctx context.Context, appID int64, key string) error {
 
 // AddHotlines adds numbers (enabled) to an existing pool; numbers already
 // there are left as they are.
-func (s *Store) AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error {
+func (s *SQLiteStore) AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		var ok bool
 		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM hotline_pools WHERE app_id = ? AND key = ?)`, appID, pool).Scan(&ok); err != nil {
@@ -273,13 +282,13 @@ func (s *Store) AddHotlines(ctx context.Context, appID int64, pool string, numbe
 	})
 }
 
-func (s *Store) RemoveHotline(ctx context.Context, appID int64, pool, number string) error {
+func (s *SQLiteStore) RemoveHotline(ctx context.Context, appID int64, pool, number string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM hotlines WHERE app_id = ? AND pool_key = ? AND number = ?`, appID, pool, number))
 	})
 }
 
-func (s *Store) SetHotlineEnabled(ctx context.Context, appID int64, pool, number string, enabled bool) error {
+func (s *SQLiteStore) SetHotlineEnabled(ctx context.Context, appID int64, pool, number string, enabled bool) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE hotlines SET enabled = ? WHERE app_id = ? AND pool_key = ? AND number = ?`,
 			boolInt(enabled), appID, pool, number))
@@ -289,7 +298,7 @@ func (s *Store) SetHotlineEnabled(ctx context.Context, appID int64, pool, number
 // ---- scenarios ----
 
 // CreateScenario adds a scenario; errConflict when the id is taken.
-func (s *Store) CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+func (s *SQLiteStore) CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
 	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
@@ -306,7 +315,7 @@ func (s *Store) CreateScenario(ctx context.Context, sc *Scenario, now time.Time)
 }
 
 // UpdateScenario stores a scenario's editable fields (not its status).
-func (s *Store) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+func (s *SQLiteStore) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
 	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
@@ -332,7 +341,7 @@ func scenarioJSONColumns(sc *Scenario) (fields, config, scriptJSON string, err e
 }
 
 // DeleteScenario removes a scenario with its campaigns and contacts.
-func (s *Store) DeleteScenario(ctx context.Context, appID int64, id string) error {
+func (s *SQLiteStore) DeleteScenario(ctx context.Context, appID int64, id string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
 	})
@@ -345,7 +354,7 @@ type errBadTransition struct{ status string }
 func (e errBadTransition) Error() string { return "scenario is " + e.status }
 
 // TransitionScenario moves a scenario to status to if it is in one of from.
-func (s *Store) TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error {
+func (s *SQLiteStore) TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		args := []any{to, ms(now), appID, id}
 		for _, f := range from {
@@ -370,7 +379,7 @@ func (s *Store) TransitionScenario(ctx context.Context, appID int64, id string, 
 
 // ---- campaigns ----
 
-func (s *Store) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
+func (s *SQLiteStore) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+campaignColumns+` FROM campaigns
 		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at, id`, appID, scenarioID, scenarioID)
 	if err != nil {
@@ -390,7 +399,7 @@ func (s *Store) ListCampaigns(ctx context.Context, appID int64, scenarioID strin
 
 // CreateCampaign adds a campaign of an existing scenario; errConflict when
 // the id is taken.
-func (s *Store) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error {
+func (s *SQLiteStore) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			c.AppID, c.ID, c.Name, c.ScenarioID, ms(now), ms(now))
@@ -401,7 +410,7 @@ func (s *Store) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) 
 	})
 }
 
-func (s *Store) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error {
+func (s *SQLiteStore) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE campaigns SET paused = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
 			boolInt(paused), ms(now), appID, id))
@@ -440,7 +449,7 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*WebhookEndpoint, error)
 	return &e, nil
 }
 
-func (s *Store) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
+func (s *SQLiteStore) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE app_id = ? ORDER BY created_at, id`, appID)
 	if err != nil {
@@ -458,13 +467,13 @@ func (s *Store) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint,
 	return out, rows.Err()
 }
 
-func (s *Store) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
+func (s *SQLiteStore) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
 	return scanEndpoint(s.read.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE app_id = ? AND id = ?`, appID, id))
 }
 
 // SaveEndpoint inserts or replaces an endpoint of appID.
-func (s *Store) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
+func (s *SQLiteStore) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
 	events, err := marshalJSON(e.Events)
 	if err != nil {
 		return err
@@ -480,7 +489,7 @@ func (s *Store) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoin
 	})
 }
 
-func (s *Store) DeleteEndpoint(ctx context.Context, appID int64, id string) error {
+func (s *SQLiteStore) DeleteEndpoint(ctx context.Context, appID int64, id string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM webhook_endpoints WHERE app_id = ? AND id = ?`, appID, id))
 	})
@@ -571,7 +580,7 @@ func optMS(t time.Time) int64 {
 
 // Contacts returns one page of contacts, newest first, and the cursor of the
 // next page ("" on the last one).
-func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+func (s *SQLiteStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+contactColumns+` FROM contacts
 		WHERE app_id = ? AND (? = 0 OR seq < ?)
 			AND (? = '' OR scenario_id = ?) AND (? = '' OR campaign_id = ?)
@@ -601,7 +610,7 @@ func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*
 }
 
 // Contact returns one contact of appID with every call attempt made to it.
-func (s *Store) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
+func (s *SQLiteStore) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
 	c, err := scanContact(s.read.QueryRowContext(ctx, `SELECT `+contactColumns+` FROM contacts WHERE app_id = ? AND id = ?`, appID, id))
 	if err != nil {
 		return nil, nil, err
@@ -670,7 +679,7 @@ func scanImport(row interface{ Scan(...any) error }) (*ImportRecord, error) {
 }
 
 // Imports returns the application's most recent imports, newest first.
-func (s *Store) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error) {
+func (s *SQLiteStore) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+importColumns+` FROM imports
 		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at DESC, rowid DESC LIMIT ?`,
 		appID, scenarioID, scenarioID, limit)
@@ -690,7 +699,7 @@ func (s *Store) Imports(ctx context.Context, appID int64, scenarioID string, lim
 }
 
 // ImportByID returns one import of appID.
-func (s *Store) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
+func (s *SQLiteStore) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
 	return scanImport(s.read.QueryRowContext(ctx, `SELECT `+importColumns+` FROM imports WHERE app_id = ? AND id = ?`, appID, id))
 }
 
@@ -744,7 +753,7 @@ func scanMessage(row interface{ Scan(...any) error }) (*WebhookMessage, error) {
 
 // Messages returns one page of webhook messages, newest first, and the
 // cursor of the next page.
-func (s *Store) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
+func (s *SQLiteStore) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM webhook_messages
 		WHERE app_id = ? AND (? = 0 OR seq < ?) AND (? = '' OR endpoint_id = ?)
 			AND (? = '' OR state = ?) AND (? = '' OR event_type = ?)
@@ -772,7 +781,7 @@ func (s *Store) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*
 }
 
 // Message returns one webhook message of appID with every delivery attempt.
-func (s *Store) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
+func (s *SQLiteStore) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
 	m, err := scanMessage(s.read.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM webhook_messages
 		WHERE app_id = ? AND id = ?`, appID, id))
 	if err != nil {
@@ -799,7 +808,7 @@ func (s *Store) Message(ctx context.Context, appID int64, id string) (*WebhookMe
 }
 
 // Redeliver puts a message back in the outbox, due now, whatever its state.
-func (s *Store) Redeliver(ctx context.Context, appID int64, id string, now time.Time) error {
+func (s *SQLiteStore) Redeliver(ctx context.Context, appID int64, id string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE webhook_messages SET state = 'pending', tries = 0, next_try_at = ?, updated_at = ?
 			WHERE app_id = ? AND id = ?`, ms(now), ms(now), appID, id))
@@ -808,7 +817,7 @@ func (s *Store) Redeliver(ctx context.Context, appID int64, id string, now time.
 
 // RecoverFailed puts every dead message of an endpoint created since then
 // back in the outbox, due now, and says how many.
-func (s *Store) RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error) {
+func (s *SQLiteStore) RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error) {
 	var n int64
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		r, err := tx.Exec(`UPDATE webhook_messages SET state = 'pending', tries = 0, next_try_at = ?, updated_at = ?
@@ -833,7 +842,7 @@ var resetTables = []string{
 }
 
 // Reset wipes every tenant and applies apps, in one transaction.
-func (s *Store) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+func (s *SQLiteStore) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		for _, t := range resetTables {
 			if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {

@@ -14,7 +14,7 @@ import (
 // ---- what the scheduler reads ----
 
 // activeScenarios are the scenarios the engine dials, oldest first.
-func (s *Store) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+func (s *SQLiteStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
 	// Read at every scheduler tick; it is configuration, so it is cached.
 	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
 		rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
@@ -52,7 +52,7 @@ type dueContact struct {
 
 // dueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
-func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
+func (s *SQLiteStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
@@ -75,7 +75,7 @@ func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string,
 
 // nextDue is the earliest time after now at which a queued contact of the
 // scenario falls due; ok is false when none is waiting.
-func (s *Store) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
+func (s *SQLiteStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
 	var v sql.NullInt64
 	err = s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM contacts
 		WHERE app_id = ? AND scenario_id = ? AND state = 'queued' AND next_attempt_at > ?`,
@@ -99,12 +99,12 @@ type poolLines struct {
 // scheduler asks at every tick, and a pool of hundreds of numbers read
 // each time was a tenth of the CPU of a busy SIP trunk. Callers must not
 // change the slice.
-func (s *Store) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+func (s *SQLiteStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
 	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
 	return cached(&s.catalog, key, func() (poolLines, error) { return s.readHotlines(ctx, appID, poolKey) })
 }
 
-func (s *Store) readHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+func (s *SQLiteStore) readHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
 		JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
 		WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`, appID, poolKey)
@@ -141,7 +141,7 @@ type callClaim struct {
 // one commit, before any is dialled: a crash after it leaves calls that the
 // next start settles. It returns the claims that took (a contact that is no
 // longer queued is left out).
-func (s *Store) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
 	var out []callClaim
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
@@ -182,14 +182,14 @@ type callEnd struct {
 // endCall settles one call: the call record, the wallet charge, the
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
-func (s *Store) endCall(ctx context.Context, e callEnd) error {
+func (s *SQLiteStore) endCall(ctx context.Context, e callEnd) error {
 	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(tx, e) })
 }
 
 // settleInterrupted ends every call a previous run left up (a crash or a
 // kill): recorded CANCELED, not charged, the contact queued again. It
 // returns how many it settled.
-func (s *Store) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	n := 0
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		n = 0

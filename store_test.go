@@ -360,7 +360,7 @@ func TestImportSkipReasons(t *testing.T) {
 
 // fixtureSnapshot is every fixture-made row with its timestamps, and the
 // row count of every table.
-func fixtureSnapshot(t testing.TB, s *Store) map[string]string {
+func fixtureSnapshot(t testing.TB, s *SQLiteStore) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, q := range []string{

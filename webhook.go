@@ -50,7 +50,7 @@ const maxRetryAfter = 24 * time.Hour
 // only after its 2xx, so a crash in between sends it again, with the same
 // webhook-id.
 type Webhooks struct {
-	Store    *Store
+	Store    Store
 	Log      *slog.Logger
 	Workers  int
 	Timeout  time.Duration
@@ -77,7 +77,7 @@ type Webhooks struct {
 	records   sync.WaitGroup
 }
 
-func NewWebhooks(store *Store, faults *Faults, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
+func NewWebhooks(store Store, faults *Faults, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
 	schedule := make([]time.Duration, len(cfg.RetrySchedule))
 	for i, d := range cfg.RetrySchedule {
 		schedule[i] = d.Duration

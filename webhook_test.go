@@ -115,7 +115,7 @@ func (r *whReceiver) waitFor(t testing.TB, n int) {
 
 // whStart starts delivery on s with a fast retry schedule (unless
 // schedule is set).
-func whStart(t testing.TB, s *Store, setup func(*Webhooks)) *Webhooks {
+func whStart(t testing.TB, s Store, setup func(*Webhooks)) *Webhooks {
 	t.Helper()
 	cfg := DefaultConfig().Webhooks
 	cfg.Workers = 4
@@ -133,9 +133,9 @@ func whStart(t testing.TB, s *Store, setup func(*Webhooks)) *Webhooks {
 }
 
 // whEnqueue queues one event for the tenant's endpoints, as a call's end would.
-func whEnqueue(t testing.TB, s *Store, appID int64, n int) {
+func whEnqueue(t testing.TB, s Store, appID int64, n int) {
 	t.Helper()
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+	if err := sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error {
 		for i := range n {
 			if err := enqueueEvent(tx, appID, EventCallCompleted, map[string]int{"n": i}, time.Now(), time.Now()); err != nil {
 				return err
@@ -152,9 +152,9 @@ type whMessage struct {
 	Attempts, Tries int
 }
 
-func whMessages(t testing.TB, s *Store) map[string]whMessage {
+func whMessages(t testing.TB, s Store) map[string]whMessage {
 	t.Helper()
-	rows, err := s.read.Query(`SELECT id, state, attempts, tries FROM webhook_messages`)
+	rows, err := sqliteOf(t, s).read.Query(`SELECT id, state, attempts, tries FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}
