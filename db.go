@@ -142,19 +142,23 @@ func (s *SQLiteStore) closeDBs() error {
 var migrationHeader = regexp.MustCompile(`(?m)^-- migration (\d+):.*$`)
 
 // migrations splits schema.sql into its numbered blocks, in order.
-func migrations() []string {
-	locs := migrationHeader.FindAllStringSubmatchIndex(schemaSQL, -1)
+func migrations() []string { return splitMigrations("schema.sql", schemaSQL) }
+
+// splitMigrations splits a schema file into its "-- migration N:" blocks,
+// which must be numbered 1, 2, 3... in order.
+func splitMigrations(name, schema string) []string {
+	locs := migrationHeader.FindAllStringSubmatchIndex(schema, -1)
 	out := make([]string, 0, len(locs))
 	for i, loc := range locs {
-		n, _ := strconv.Atoi(schemaSQL[loc[2]:loc[3]])
+		n, _ := strconv.Atoi(schema[loc[2]:loc[3]])
 		if n != i+1 {
-			panic(fmt.Sprintf("schema.sql: migration %d found where %d was expected", n, i+1))
+			panic(fmt.Sprintf("%s: migration %d found where %d was expected", name, n, i+1))
 		}
-		end := len(schemaSQL)
+		end := len(schema)
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
 		}
-		out = append(out, schemaSQL[loc[0]:end])
+		out = append(out, schema[loc[0]:end])
 	}
 	return out
 }
