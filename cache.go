@@ -34,7 +34,9 @@ func (c *catalogCache) invalidate() { c.version.Add(1) }
 // cached returns the remembered result of load under key, or runs load and
 // remembers it. Errors other than errNotFound are never remembered.
 func cached[T any](c *catalogCache, key string, load func() (T, error)) (T, error) {
-	c.watch.check(c)
+	if c.watch != nil { // SQLite's; nil on PostgreSQL
+		c.watch.check(c)
+	}
 	v := c.version.Load()
 	c.mu.RLock()
 	e, ok := c.entries[key]

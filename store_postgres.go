@@ -1,0 +1,473 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgresStore is the store on PostgreSQL, for several dialbox nodes on
+// one database (docs/postgres.md). It is being built in steps (see
+// docs/postgres.md#status): so far the public API's reads, imports with
+// group commit, and fixtures.
+type PostgresStore struct {
+	pool *pgxpool.Pool
+	// node names this process in the leases it takes.
+	node string
+
+	mu      sync.RWMutex // guards closed against importing racing Close
+	closed  bool
+	writers []chan pgJob
+	done    sync.WaitGroup
+
+	catalog catalogCache
+	tokens  tokenCache
+}
+
+// pgJob is one import waiting for its writer's next commit.
+type pgJob struct {
+	fn     func(pgx.Tx) error
+	result chan error
+}
+
+// postgresWriters is how many group-commit writers run, each with its own
+// connection and transaction. Imports of one application always go to the
+// same writer: its unfinished-contacts count (a row every import updates)
+// and its pending-phone index are then only ever written by one of them,
+// so two writers never wait on each other, nor deadlock.
+const postgresWriters = 4
+
+// OpenPostgres connects to the database at url, brings its schema up to
+// date and starts the writers.
+func OpenPostgres(ctx context.Context, url string) (*PostgresStore, error) {
+	return openPostgresAt(ctx, url, len(postgresMigrations()))
+}
+
+func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStore, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	// Acknowledged means committed: whatever the server's default, this
+	// node's commits wait for the WAL flush.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	cfg.MaxConns = max(cfg.MaxConns, postgresWriters+4)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	if err := migratePostgres(ctx, pool, version); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	host, _ := os.Hostname()
+	s := &PostgresStore{pool: pool, node: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])}
+	for range postgresWriters {
+		jobs := make(chan pgJob, 1024)
+		s.writers = append(s.writers, jobs)
+		s.done.Add(1)
+		go s.writer(jobs)
+	}
+	return s, nil
+}
+
+// Close finishes queued imports and closes the pool.
+func (s *PostgresStore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for _, w := range s.writers {
+		close(w)
+	}
+	s.mu.Unlock()
+	s.done.Wait()
+	s.pool.Close()
+	return nil
+}
+
+func (s *PostgresStore) Ping(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(pgx.Tx) error { return nil })
+}
+
+func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
+	at, err = postgresVersion(ctx, s.pool)
+	return at, len(postgresMigrations()), err
+}
+
+func (s *PostgresStore) configCache() *catalogCache { return &s.catalog }
+
+func (s *PostgresStore) verifiedTokens() *tokenCache { return &s.tokens }
+
+// importJob runs fn in the group commit of the application's writer and
+// returns once its transaction has committed (or failed).
+func (s *PostgresStore) importJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
+	job := pgJob{fn: fn, result: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return errStoreClosed
+	}
+	select {
+	case s.writers[uint64(appID)%postgresWriters] <- job:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	// Wait even if ctx ends now: the job may already be committing.
+	return <-job.result
+}
+
+func (s *PostgresStore) writer(jobs chan pgJob) {
+	defer s.done.Done()
+	for job := range jobs {
+		batch := []pgJob{job}
+	collect:
+		for len(batch) < maxJobsPerCommit {
+			select {
+			case j, ok := <-jobs:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, j)
+			default:
+				break collect
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs the batch in one transaction, each job in its own savepoint
+// so a failing job undoes only its own rows, and answers every job after
+// the commit.
+func (s *PostgresStore) commit(batch []pgJob) {
+	start := time.Now()
+	defer func() { observeCommit(len(batch), time.Since(start)) }()
+	ctx := context.Background()
+	results := make([]error, len(batch))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for i, job := range batch {
+			if _, err := tx.Exec(ctx, `SAVEPOINT job`); err != nil {
+				return err
+			}
+			if results[i] = runPgJob(job.fn, tx); results[i] != nil {
+				if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT job`); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT job`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, job := range batch {
+		if err != nil {
+			job.result <- fmt.Errorf("commit: %w", err)
+		} else {
+			job.result <- results[i]
+		}
+	}
+}
+
+// runPgJob keeps a panicking job from taking its writer down.
+func runPgJob(fn func(pgx.Tx) error, tx pgx.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("write job panicked: %v", r)
+		}
+	}()
+	return fn(tx)
+}
+
+// pgRow lets the scanners shared with SQLite (scanApp, scanScenario, ...)
+// read a pgx row: pgx's "no rows" becomes database/sql's, which they turn
+// into errNotFound.
+type pgRow struct{ pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sql.ErrNoRows
+	}
+	return err
+}
+
+// Flags are integers 0/1 as on SQLite; pgx scans only booleans into bool.
+const (
+	pgAppColumns      = `id, name, api_key, api_secret, disabled <> 0, is_demo <> 0, created_at, updated_at`
+	pgCampaignColumns = `app_id, id, name, scenario_id, paused <> 0, created_at, updated_at`
+	pgWalletQuery     = `SELECT prepaid <> 0, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = $1`
+)
+
+// ---- the public API's reads ----
+
+func (s *PostgresStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
+	app, err := cached(&s.catalog, "app\x00"+apiKey, func() (*Application, error) {
+		return scanApp(pgRow{s.pool.QueryRow(ctx, `SELECT `+pgAppColumns+` FROM applications WHERE api_key = $1`, apiKey)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	clone := *app
+	return &clone, nil
+}
+
+func (s *PostgresStore) DemoApp(ctx context.Context) (*Application, error) {
+	return scanApp(pgRow{s.pool.QueryRow(ctx, `SELECT `+pgAppColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`)})
+}
+
+func (s *PostgresStore) CountApps(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+	return n, err
+}
+
+func (s *PostgresStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+	return scanPgWallet(s.pool.QueryRow(ctx, pgWalletQuery, appID))
+}
+
+func scanPgWallet(row pgx.Row) (Wallet, error) {
+	var w Wallet
+	var expires *int64
+	err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Wallet{}, nil // no wallet: postpaid
+	}
+	if expires != nil {
+		t := fromMS(*expires)
+		w.ExpiresAt = &t
+	}
+	return w, err
+}
+
+func (s *PostgresStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
+	w, err := cached(&s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
+		w, err := s.Wallet(ctx, appID)
+		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
+	})
+	return w.Expired(now), err
+}
+
+func (s *PostgresStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
+	return cached(&s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
+		var ok bool
+		err := s.pool.QueryRow(ctx,
+			`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = $1 AND pool_key = $2 AND enabled = 1)`,
+			appID, poolKey).Scan(&ok)
+		return ok, err
+	})
+}
+
+func (s *PostgresStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+	sc, err := cached(&s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
+		return scanScenario(pgRow{s.pool.QueryRow(ctx,
+			`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc.clone(), nil
+}
+
+func (s *PostgresStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+	var total int
+	if err := s.pool.QueryRow(ctx,
+		`SELECT count(*) FROM scenarios WHERE app_id = $1 AND ($2 = '' OR status = $2)`, appID, status,
+	).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	// COLLATE "C": ties ordered by id byte by byte, as SQLite orders them.
+	rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+		WHERE app_id = $1 AND ($2 = '' OR status = $2)
+		ORDER BY created_at DESC, id COLLATE "C" LIMIT $3 OFFSET $4`, appID, status, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []*Scenario
+	for rows.Next() {
+		sc, err := scanScenario(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, sc)
+	}
+	return out, total, rows.Err()
+}
+
+func (s *PostgresStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+	c, err := cached(&s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
+		return scanCampaign(pgRow{s.pool.QueryRow(ctx,
+			`SELECT `+pgCampaignColumns+` FROM campaigns WHERE app_id = $1 AND id = $2`, appID, id)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	clone := *c
+	return &clone, nil
+}
+
+// ---- imports ----
+
+// Import is SQLiteStore.Import's contract on PostgreSQL: the contacts go in
+// with one statement per request (arrays unnested), and the request is
+// answered once its writer's transaction has committed.
+func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
+	var res *ImportResult
+	allInvalid := false
+	err := s.importJob(ctx, req.AppID, func(tx pgx.Tx) error {
+		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
+		allInvalid = false
+		if err := pgInsertContacts(ctx, tx, req, res, now); err != nil {
+			return err
+		}
+		if len(res.Added) == 0 {
+			allInvalid = true
+			return pgRecordImport(ctx, tx, req, res, importAllInvalid, now)
+		}
+		if req.MaxQueued > 0 {
+			// Kept by the triggers of migration 4, already counting the rows
+			// just inserted; this transaction holds the row until it commits.
+			var n int64
+			if err := tx.QueryRow(ctx, `SELECT n FROM queued_contacts WHERE app_id = $1`, req.AppID).Scan(&n); err != nil {
+				return err
+			}
+			if n > req.MaxQueued {
+				return errQueueFull(n-int64(len(res.Added)), req.MaxQueued, len(res.Added))
+			}
+		}
+		w, err := scanPgWallet(tx.QueryRow(ctx, pgWalletQuery, req.AppID))
+		if err != nil {
+			return err
+		}
+		if w.Prepaid && w.Balance < int64(len(res.Added))*w.PricePerCall {
+			return errWalletEmpty
+		}
+		return pgRecordImport(ctx, tx, req, res, importAdded, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	observeImport(len(res.Added), len(res.Skipped))
+	if allInvalid {
+		return res, errAllInvalid
+	}
+	return res, nil
+}
+
+// pgInsertContacts inserts every contact of the request in one statement;
+// RETURNING tells which the pending-phone index let in.
+func pgInsertContacts(ctx context.Context, tx pgx.Tx, req ImportRequest, res *ImportResult, now time.Time) error {
+	ids := make([]string, len(req.Contacts))
+	phones := make([]string, len(req.Contacts))
+	fields := make([]string, len(req.Contacts))
+	for i, c := range req.Contacts {
+		ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO contacts
+		(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+		SELECT u.id, $4, $5, $6, $7, u.phone, u.fields, $8, $9, $9, $9
+		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, phone, fields, n)
+		ORDER BY u.n
+		ON CONFLICT DO NOTHING RETURNING id`,
+		ids, phones, fields, req.AppID, req.ScenarioID, nullString(req.CampaignID), res.ImportID,
+		boolInt(req.UniquePhone), ms(now))
+	if err != nil {
+		return err
+	}
+	inserted := make(map[string]bool, len(req.Contacts))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		inserted[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range req.Contacts {
+		if !inserted[c.ID] {
+			input, _ := marshalJSON(c.Input)
+			res.Skipped = append(res.Skipped, SkippedContact{Position: c.Position, Input: input,
+				Reason: "phone_number is already queued for this scenario"})
+			continue
+		}
+		res.Added = append(res.Added, AddedContact{ID: c.ID, Echo: c.Echo})
+	}
+	return nil
+}
+
+func pgRecordImport(ctx context.Context, tx pgx.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
+	requested := len(req.Contacts) + len(req.Skipped)
+	if _, err := tx.Exec(ctx, `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
+		requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
+		return err
+	}
+	if len(res.Skipped) == 0 {
+		return nil
+	}
+	positions := make([]int32, len(res.Skipped))
+	inputs := make([]string, len(res.Skipped))
+	reasons := make([]string, len(res.Skipped))
+	for i, sk := range res.Skipped {
+		positions[i], inputs[i], reasons[i] = int32(sk.Position), string(sk.Input), sk.Reason
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO skipped_contacts (import_id, position, input, reason)
+		SELECT $1, u.position, u.input, u.reason FROM unnest($2::int[], $3::text[], $4::text[]) AS u(position, input, reason)`,
+		res.ImportID, positions, inputs, reasons)
+	return err
+}
+
+func (s *PostgresStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM contacts WHERE app_id = $1`, appID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+func (s *PostgresStore) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT position, input, reason FROM skipped_contacts WHERE import_id = $1 ORDER BY position`, importID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SkippedContact
+	for rows.Next() {
+		var sk SkippedContact
+		var input string
+		if err := rows.Scan(&sk.Position, &input, &sk.Reason); err != nil {
+			return nil, err
+		}
+		sk.Input = []byte(input)
+		out = append(out, sk)
+	}
+	return out, rows.Err()
+}
