@@ -1,0 +1,106 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The outbox on PostgreSQL: messages are claimed with a lease, so two
+// nodes never send one message while both are alive, and a node that dies
+// loses its messages to the others when the lease runs out
+// (docs/postgres.md#claiming-calls).
+
+// messageLease is how long a node holds the messages it took: longer than
+// an attempt (webhooks.timeout) and its record take.
+const messageLease = 2 * time.Minute
+
+// dueMessages claims up to limit pending messages due at now whose endpoint
+// is enabled, the longest waiting first. A message under a lease, this
+// node's or another's, is left out until the lease runs out (or an attempt
+// is recorded); otherwise messages still in flight would fill every answer
+// and the ones behind them would wait.
+func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
+		FROM webhook_endpoints e
+		WHERE e.id = m.endpoint_id AND m.seq IN (
+			SELECT d.seq FROM webhook_messages d JOIN webhook_endpoints de ON de.id = d.endpoint_id
+			WHERE d.state = 'pending' AND d.next_try_at <= $3 AND de.enabled = 1
+				AND (d.lease_until IS NULL OR d.lease_until <= $3)
+			ORDER BY d.next_try_at, d.seq LIMIT $4
+			FOR UPDATE OF d SKIP LOCKED)
+		RETURNING m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at`,
+		s.node, ms(now.Add(messageLease)), ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type due struct {
+		outMessage
+		at int64
+	}
+	var list []due
+	for rows.Next() {
+		var d due
+		var payload string
+		if err := rows.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.URL, &d.Secret, &payload, &d.Tries, &d.at); err != nil {
+			return nil, err
+		}
+		d.Payload = []byte(payload)
+		list = append(list, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// RETURNING keeps no order: the longest waiting first, as on SQLite.
+	slices.SortFunc(list, func(a, b due) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.Seq, b.Seq))
+	})
+	out := make([]outMessage, len(list))
+	for i, d := range list {
+		out[i] = d.outMessage
+	}
+	return out, nil
+}
+
+// nextMessageDue is the earliest next_try_at after now of a pending message.
+func (s *PostgresStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	var v *int64
+	err := s.pool.QueryRow(ctx, `SELECT min(next_try_at) FROM webhook_messages
+		WHERE state = 'pending' AND next_try_at > $1`, ms(now)).Scan(&v)
+	if err != nil || v == nil {
+		return time.Time{}, false, err
+	}
+	return fromMS(*v), true, nil
+}
+
+// recordAttempt stores a try, moves the message on and gives up its lease,
+// in one commit.
+func (s *PostgresStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `UPDATE webhook_messages SET state = $1, attempts = attempts + 1, tries = $2,
+			next_try_at = $3, updated_at = $4, lease_node = NULL, lease_until = NULL WHERE seq = $5 RETURNING attempts`,
+			a.State, a.Tries, ms(a.NextTryAt), ms(a.At), a.Seq).Scan(&n); err != nil {
+			return err
+		}
+		var status any
+		if a.Status != 0 {
+			status = a.Status
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), ms(a.At)); err != nil {
+			return err
+		}
+		if a.DisableEndpoint {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0, updated_at = $1 WHERE id = $2`,
+				ms(a.At), a.EndpointID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
