@@ -115,6 +115,7 @@ type Main struct {
 	clock    Clock      // the simulator's; nil with real calls
 	engine   *Engine
 	webhooks *Webhooks
+	sweeper  *RecordingSweeper
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -218,6 +219,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
+	m.store.recordings = recordingFiles(cfg)
 	defer func() {
 		if err != nil {
 			defer m.serveLock.Close()
@@ -273,6 +275,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
 	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
+	m.engine.Recordings, m.engine.RecordingBase = recordingFiles(cfg), m.recordingBase()
+	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
 
@@ -302,6 +306,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startCalling(ctx); err != nil {
 		return err
 	}
+	m.sweeper.Start() // after the engine settled what a crash left up, whose files it then removes
 	go func() {
 		if err := m.server.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Log.Error("server stopped", "err", err)
@@ -319,6 +324,15 @@ func (m *Main) URL() string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// recordingBase starts every recording_url: recordings.base_url, or this
+// server's own address (docs/voicebot.md#recordings).
+func (m *Main) recordingBase() string {
+	if b := m.Config.Recordings.BaseURL; b != "" {
+		return strings.TrimSuffix(b, "/")
+	}
+	return m.URL()
 }
 
 // Close stops accepting requests and taking webhook messages, cuts calls
@@ -345,6 +359,9 @@ func (m *Main) Close() error {
 	errs = append(errs, m.ops.close())
 	<-delivered
 	m.stopCalling() // an admin reset answered during the grace may have started calling again
+	if m.sweeper != nil {
+		m.sweeper.Stop()
+	}
 	if m.sip != nil {
 		errs = append(errs, m.sip.Close()) // the engine has hung its calls up already
 	}
@@ -396,6 +413,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	}
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
+		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)
