@@ -301,9 +301,9 @@ func (d *SimDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 }
 
 // talk runs the call's script on the simulated callee and returns the talk
-// time it took with what the script did and the keys pressed. A scenario's plain content is
-// said for the whole talk time, as before scripts: its one say step lasts
-// talk_time. A script takes as long as its steps (sayLength, simPlayTime,
+// time it took, what the script did and the keys pressed. A scenario's
+// plain content is said for the whole talk time, as before scripts: its
+// one say step lasts talk_time. A script takes as long as its steps (sayLength, simPlayTime,
 // the keys and timeouts). Either is cut by hangup_after and max_duration.
 func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome, []simKey) {
 	ctx, cancel := context.WithCancelCause(ctx)

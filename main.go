@@ -306,7 +306,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startCalling(ctx); err != nil {
 		return err
 	}
-	m.sweeper.Start() // after the engine settled what a crash left up, whose files it then removes
 	go func() {
 		if err := m.server.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Log.Error("server stopped", "err", err)
@@ -359,9 +358,6 @@ func (m *Main) Close() error {
 	errs = append(errs, m.ops.close())
 	<-delivered
 	m.stopCalling() // an admin reset answered during the grace may have started calling again
-	if m.sweeper != nil {
-		m.sweeper.Stop()
-	}
 	if m.sip != nil {
 		errs = append(errs, m.sip.Close()) // the engine has hung its calls up already
 	}
@@ -377,26 +373,34 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
-// startCalling starts webhook delivery and, unless engine.enabled is
-// false, the call engine (which first settles calls a crash left up).
+// startCalling starts webhook delivery, unless engine.enabled is false
+// the call engine (which first settles calls a crash left up), and then
+// the recordings' sweeper, whose first sweep removes the files of those
+// calls.
 func (m *Main) startCalling(ctx context.Context) error {
 	if err := m.webhooks.Start(); err != nil {
 		return err
 	}
 	if m.Config.Engine.Enabled {
-		return m.engine.Start(ctx)
+		if err := m.engine.Start(ctx); err != nil {
+			return err
+		}
 	}
+	m.sweeper.Start()
 	return nil
 }
 
 // stopCalling cuts calls in progress (they are settled and queued again)
-// and stops delivery; both can be started again.
+// and stops delivery and the sweeper; all can be started again.
 func (m *Main) stopCalling() {
 	if m.engine != nil {
 		m.engine.Stop()
 	}
 	if m.webhooks != nil {
 		m.webhooks.Stop()
+	}
+	if m.sweeper != nil {
+		m.sweeper.Stop()
 	}
 }
 

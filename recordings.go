@@ -91,8 +91,12 @@ func NewRecordingSweeper(store *Store, cfg Config, log *slog.Logger) *RecordingS
 		retention: time.Duration(cfg.Recordings.RetentionDays) * 24 * time.Hour}
 }
 
-// Start sweeps now, then every recordingSweepInterval until Stop.
+// Start sweeps now, then every recordingSweepInterval until Stop; it does
+// nothing while already started.
 func (s *RecordingSweeper) Start() {
+	if s.stop != nil {
+		return
+	}
 	s.stop = make(chan struct{})
 	s.done.Add(1)
 	go func() {
@@ -112,6 +116,7 @@ func (s *RecordingSweeper) Start() {
 	}()
 }
 
+// Stop ends the sweeps; one under way finishes first.
 func (s *RecordingSweeper) Stop() {
 	if s.stop != nil {
 		close(s.stop)
