@@ -38,6 +38,10 @@ type Admin struct {
 	// trunks are the names a pool may give as its trunk; nil: any (the
 	// simulated dialer has no trunks).
 	trunks map[string]bool
+	// recordings are the calls' recordings, recordingBase what their
+	// recording_url starts with.
+	recordings    RecordingFiles
+	recordingBase string
 
 	// Given by Main: reset wipes and re-applies the tenants with calling
 	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.
@@ -145,6 +149,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 
 	r.GET(app+"/contacts", a.handle(a.listContacts))
 	r.GET(app+"/contacts/:contact", a.handle(a.getContact))
+	r.GET(app+"/contacts/:contact/calls/:call/recording", a.handle(a.getRecording))
 	r.GET(app+"/imports", a.handle(a.listImports))
 	r.GET(app+"/imports/:import", a.handle(a.getImport))
 
@@ -180,7 +185,13 @@ func (a *Admin) handle(h handler) httprouter.Handle {
 			return
 		}
 		result, err := h(r, ps)
-		if err == nil {
+		if f, ok := result.(*servedFile); ok && err == nil {
+			// A file is the answer itself; one that cannot be opened is
+			// answered as any error.
+			if err = f.serve(w); err == nil {
+				return
+			}
+		} else if err == nil {
 			writeSuccess(w, result)
 			return
 		}

@@ -2,7 +2,12 @@ package main
 
 import (
 	"errors"
+	"io"
+	"io/fs"
+	"mime"
 	"net/http"
+	"os"
+	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -41,7 +46,64 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 	if errors.Is(err, errNotFound) {
 		return nil, notFound("Contact")
 	}
+	for i := range calls {
+		if calls[i].recorded {
+			calls[i].RecordingURL = recordingURL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
+		}
+	}
 	return contactWithCalls{c, calls}, err
+}
+
+// getRecording answers a call's recording, the WAV file itself
+// (docs/voicebot.md#recordings).
+func (a *Admin) getRecording(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	callID := ps.ByName("call")
+	size, err := a.store.recordingOf(r.Context(), app.ID, ps.ByName("contact"), callID)
+	switch {
+	case errors.Is(err, errNotFound):
+		return nil, notFound("Call")
+	case err != nil:
+		return nil, err
+	case size == 0 || a.recordings.Dir == "":
+		return nil, notFound("Recording")
+	}
+	return &servedFile{path: a.recordings.Path(callID), name: callID + recordingExt, contentType: "audio/wav",
+		missing: notFound("Recording")}, nil
+}
+
+// servedFile is an admin answer that is a file, not JSON: the body is the
+// file, downloaded under name.
+type servedFile struct {
+	path, name, contentType string
+	missing                 error // the answer when the file is not there
+}
+
+// serve writes the file; an error only when it could not be opened (then
+// nothing was written).
+func (f *servedFile) serve(w http.ResponseWriter) error {
+	file, err := os.Open(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f.missing // removed since its call was read (retention)
+	}
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", f.contentType)
+	h.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.name}))
+	w.WriteHeader(http.StatusOK)
+	io.Copy(w, file) // a client gone mid-way is no error of ours
+	return nil
 }
 
 type contactWithCalls struct {

@@ -134,6 +134,9 @@ func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, Config, e
 		return nil, cfg, err
 	}
 	store, err := OpenStore(cfg.Database)
+	if err == nil {
+		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
+	}
 	return store, cfg, err
 }
 

@@ -18,25 +18,26 @@ import (
 // Config is every setting of dialbox. config.example.toml documents each key
 // with its default; DefaultConfig is where those defaults live.
 type Config struct {
-	Listen    string          `toml:"listen"`
-	Database  string          `toml:"database"`
-	Fixtures  string          `toml:"fixtures"`
-	HTTP      HTTPConfig      `toml:"http"`
-	API       APIConfig       `toml:"api"`
-	Limits    LimitsConfig    `toml:"limits"`
-	Phone     PhoneConfig     `toml:"phone"`
-	Engine    EngineConfig    `toml:"engine"`
-	Simulator SimulatorConfig `toml:"simulator"`
-	Dialer    DialerConfig    `toml:"dialer"`
-	SIP       SIPConfig       `toml:"sip"`
-	TTS       TTSConfig       `toml:"tts"`
-	Voicebot  VoicebotConfig  `toml:"voicebot"`
-	Webhooks  WebhooksConfig  `toml:"webhooks"`
-	Admin     AdminConfig     `toml:"admin"`
-	Journal   JournalConfig   `toml:"journal"`
-	Sink      SinkConfig      `toml:"sink"`
-	Log       LogConfig       `toml:"log"`
-	Metrics   MetricsConfig   `toml:"metrics"`
+	Listen     string           `toml:"listen"`
+	Database   string           `toml:"database"`
+	Fixtures   string           `toml:"fixtures"`
+	HTTP       HTTPConfig       `toml:"http"`
+	API        APIConfig        `toml:"api"`
+	Limits     LimitsConfig     `toml:"limits"`
+	Phone      PhoneConfig      `toml:"phone"`
+	Engine     EngineConfig     `toml:"engine"`
+	Simulator  SimulatorConfig  `toml:"simulator"`
+	Dialer     DialerConfig     `toml:"dialer"`
+	SIP        SIPConfig        `toml:"sip"`
+	TTS        TTSConfig        `toml:"tts"`
+	Voicebot   VoicebotConfig   `toml:"voicebot"`
+	Recordings RecordingsConfig `toml:"recordings"`
+	Webhooks   WebhooksConfig   `toml:"webhooks"`
+	Admin      AdminConfig      `toml:"admin"`
+	Journal    JournalConfig    `toml:"journal"`
+	Sink       SinkConfig       `toml:"sink"`
+	Log        LogConfig        `toml:"log"`
+	Metrics    MetricsConfig    `toml:"metrics"`
 }
 
 // HTTPConfig bounds how long a client may hold a connection, so slow or
@@ -149,6 +150,19 @@ type LogConfig struct {
 	FlushInterval Duration `toml:"flush_interval"`
 }
 
+// RecordingsConfig is [recordings]: where calls' recordings are kept, for
+// how long, and the address their URLs give (docs/voicebot.md#recordings).
+type RecordingsConfig struct {
+	// Dir holds one WAV per recorded call; empty: "recordings" beside the
+	// database.
+	Dir string `toml:"dir"`
+	// RetentionDays removes a recording this many days after its call
+	// ended; 0 keeps it as long as its contact.
+	RetentionDays int `toml:"retention_days"`
+	// BaseURL starts recording_url; empty: this server's own address.
+	BaseURL string `toml:"base_url"`
+}
+
 type MetricsConfig struct {
 	// Listen is where GET /metrics is served; empty: on the main listener.
 	Listen string `toml:"listen"`
@@ -206,9 +220,10 @@ func DefaultConfig() Config {
 			Timeout:       Duration{15 * time.Second},
 			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
 		},
-		Journal: JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
-		Sink:    SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
-		Log:     LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
+		Recordings: RecordingsConfig{RetentionDays: 90},
+		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
+		Sink:       SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
+		Log:        LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
 	}
 }
 
@@ -353,6 +368,10 @@ func (c *Config) validate() error {
 		return bad("webhooks.retry_schedule", "must list at least one delay")
 	case c.Admin.Token != "" && len(c.Admin.Token) < 16:
 		return bad("admin.token", "must be at least 16 characters (or empty to generate one)")
+	case c.Recordings.RetentionDays < 0:
+		return bad("recordings.retention_days", "must not be negative (0: kept as long as their contact)")
+	case !validBaseURL(c.Recordings.BaseURL):
+		return bad("recordings.base_url", "must be an http:// or https:// URL with a host and no query, like \"https://dialbox.example.com\" (or empty: this server's address)")
 	case c.Journal.MaxEntries < 0:
 		return bad("journal.max_entries", "must not be negative")
 	case c.Journal.MaxAge.Duration <= 0:

@@ -38,6 +38,9 @@ type SQLiteStore struct {
 
 	catalog catalogCache
 	tokens  tokenCache // verified ACCESS_TOKENs (auth.go)
+	// recordings is where the calls' recordings are, removed with the
+	// calls deleted; none when the store was opened without a config.
+	recordings RecordingFiles
 }
 
 type writeJob struct {

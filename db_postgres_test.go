@@ -114,7 +114,8 @@ func TestPostgresMigrationsFromEveryVersion(t *testing.T) {
 				if n := pgInt(t, pool, `SELECT n FROM queued_contacts WHERE app_id = 1`); n != 2 {
 					t.Errorf("queued_contacts = %d, want 2", n)
 				}
-				if n := pgInt(t, pool, `SELECT count(*) FROM calls WHERE scenario_id = 'sc'`); n != 1 {
+				// Migration 7 gives the calls already there their scenario.
+				if n := pgInt(t, pool, `SELECT count(*) FROM calls WHERE scenario_id = 'sc'`); from < 7 && n != 1 {
 					t.Errorf("%d calls carry their scenario, want 1", n)
 				}
 			}

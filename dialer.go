@@ -102,6 +102,9 @@ type DialRequest struct {
 	Trunk string
 	// AMD: the SIP dialer listens for an answering machine (call_config.amd).
 	AMD bool
+	// Record, when set, is where to write the answered call's recording,
+	// a WAV file (docs/voicebot.md#recordings).
+	Record string
 }
 
 // DialResult is how a call ended. It rang from the request's Start until
@@ -121,6 +124,10 @@ type DialResult struct {
 	// AMDNotSure: answering-machine detection could not tell who answered
 	// an ANSWERED call, whose answered_by is then unknown.
 	AMDNotSure bool
+	// Recording is the size of the WAV file written at DialRequest.Record,
+	// 0 when none was (nobody answered, or RecordingErr says why).
+	Recording    int64
+	RecordingErr error
 }
 
 // builtinRules are the simulator's magic test numbers, one per outcome,
@@ -281,21 +288,24 @@ func (d *SimDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		return res
 	}
 	answered := time.Now()
-	talk, out := d.talk(ctx, req, p, at, answered)
+	talk, out, keys := d.talk(ctx, req, p, at, answered)
 	waited := time.Since(answered)
 	if ctx.Err() != nil {
 		return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at.Add(waited)}
 	}
 	res.AnsweredAt, res.EndedAt, res.Talk, res.Script = &at, at.Add(waited), talk, &out
+	if req.Record != "" {
+		res.Recording, res.RecordingErr = writeSimRecording(req.Record, talk, keys)
+	}
 	return res
 }
 
 // talk runs the call's script on the simulated callee and returns the talk
-// time it took with what the script did. A scenario's plain content is
-// said for the whole talk time, as before scripts: its one say step lasts
-// talk_time. A script takes as long as its steps (sayLength, simPlayTime,
+// time it took, what the script did and the keys pressed. A scenario's
+// plain content is said for the whole talk time, as before scripts: its
+// one say step lasts talk_time. A script takes as long as its steps (sayLength, simPlayTime,
 // the keys and timeouts). Either is cut by hangup_after and max_duration.
-func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome) {
+func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome, []simKey) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// A say is as long as what is spoken: its text with the contact's fields.
@@ -318,7 +328,7 @@ func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answe
 	}
 	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }}
 	out := run.Run(ctx, s, c)
-	return c.elapsed, out
+	return c.elapsed, out, c.pressed
 }
 
 // sleep waits simulated time sim and returns the real time it waited;

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"dialbox/internal/audio"
 	"dialbox/internal/script"
 )
 
@@ -49,10 +50,25 @@ type simCall struct {
 	endWhy  error
 	sayTime func(text string) time.Duration
 
-	keys  string
-	delay time.Duration
-	asked time.Duration // when the script first asked for keys; -1: not yet
-	next  int           // keys[next] is the next key to press
+	keys    string
+	delay   time.Duration
+	asked   time.Duration // when the script first asked for keys; -1: not yet
+	next    int           // keys[next] is the next key to press
+	pressed []simKey      // the keys pressed, for the recording
+}
+
+// simKey is a key the callee pressed, at simulated time since the answer.
+type simKey struct {
+	at  time.Duration
+	key rune
+}
+
+// press takes the next key, pressed now.
+func (c *simCall) press() rune {
+	k := rune(c.keys[c.next])
+	c.next++
+	c.pressed = append(c.pressed, simKey{c.elapsed, k})
+	return k
 }
 
 // keyAt is when the next key is pressed; false when the callee has no more
@@ -100,9 +116,7 @@ func (c *simCall) speak(ctx context.Context, dur time.Duration, bargeIn bool) (r
 			if err := c.advance(ctx, at-c.elapsed); err != nil {
 				return 0, err
 			}
-			k := c.keys[c.next]
-			c.next++
-			return rune(k), nil
+			return c.press(), nil
 		}
 	}
 	return 0, c.advance(ctx, dur)
@@ -127,10 +141,9 @@ func (c *simCall) Gather(ctx context.Context, opts script.GatherOptions) (string
 		if err := c.advance(ctx, at-c.elapsed); err != nil {
 			return string(keys), false, err
 		}
-		k := c.keys[c.next]
-		c.next++
-		keys = append(keys, k)
-		if opts.FinishOnKey != 0 && rune(k) == opts.FinishOnKey {
+		k := c.press()
+		keys = append(keys, byte(k))
+		if opts.FinishOnKey != 0 && k == opts.FinishOnKey {
 			break
 		}
 	}
@@ -142,6 +155,24 @@ func (c *simCall) Transfer(ctx context.Context, _ string) error {
 }
 
 func (c *simCall) Hangup(context.Context) error { return nil }
+
+// simKeyTone is how long a key pressed sounds in a simulated recording.
+const simKeyTone = 100 * time.Millisecond
+
+// writeSimRecording is a simulated call's recording at path: as long as
+// its talk, silent but for the callee's keys, each a DTMF tone at the
+// moment it was pressed (docs/voicebot.md#recordings). It returns the
+// file's size.
+func writeSimRecording(path string, talk time.Duration, keys []simKey) (int64, error) {
+	rec, err := audio.NewRecorder(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		rec.Track().Write(k.at, audio.DTMF(k.key, int(simKeyTone*audio.PhoneRate/time.Second)))
+	}
+	return rec.Close(talk)
+}
 
 // sayLength is the simulated length of a say: its text's characters times
 // simSayPerChar.

@@ -214,14 +214,15 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		return nil
 	}
 	r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: trunk, To: req.To, Caller: req.From, Talk: talk,
-		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration})
+		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration, Record: req.Record})
 	outcome := sipcall.Outcome(r)
 	if heard == amd.Machine {
 		outcome = OutcomeVoiceMail
 	}
 	res := DialResult{Outcome: outcome, Cause: r.Status,
 		// NOTSURE, or the call ended (or the audio stopped) before AMD decided.
-		AMDNotSure: req.AMD && r.Answered && heard != amd.Human && heard != amd.Machine}
+		AMDNotSure: req.AMD && r.Answered && heard != amd.Human && heard != amd.Machine,
+		Recording:  r.RecordingSize, RecordingErr: r.RecordingErr}
 	if res.Cause == 0 { // no final response: the outcome's usual cause
 		res.Cause = outcomeCause[outcome]
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,11 @@ type Engine struct {
 	PollInterval time.Duration
 	// Now is the engine's clock (call windows, retry times); nil: time.Now.
 	Now func() time.Time
+	// Recordings is where scenarios with call_config.record keep their
+	// calls' audio, RecordingBase what their recording_url starts with
+	// (docs/voicebot.md#recordings); no folder: nothing is recorded.
+	Recordings    RecordingFiles
+	RecordingBase string
 
 	// timeScale shrinks re_call delays like simulated calls; nil: 1.
 	timeScale func() float64
@@ -412,10 +418,20 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
 		req.Outcome, req.Digits = f.Outcome, f.Digits
 	}
+	if cc.Record && e.Recordings.Dir != "" {
+		if err := os.MkdirAll(e.Recordings.Dir, 0o700); err != nil {
+			e.Log.Warn("engine: the recordings folder cannot be made; the call is not recorded", "call", c.CallID, "err", err)
+		} else {
+			req.Record = e.Recordings.Path(c.CallID)
+		}
+	}
 	res := e.Dialer.Dial(ctx, req)
+	if res.RecordingErr != nil {
+		e.Log.Warn("engine: the call could not be recorded", "call", c.CallID, "err", res.RecordingErr)
+	}
 	now := e.now()
 	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
-		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled}
+		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled, RecordingBase: e.RecordingBase}
 	end.RetryAt = now
 	if !end.Interrupted {
 		end.RetryAt = now.Add(time.Duration(float64(cc.ReCall.Delay) * float64(time.Second) / e.scale()))

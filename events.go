@@ -46,6 +46,9 @@ type eventData struct {
 	Digits     string          `json:"digits"`      // every key pressed
 	Result     string          `json:"result"`      // the last label set
 	Steps      json.RawMessage `json:"steps"`       // []callStep
+	// The admin URL of the call's recording (docs/voicebot.md#recordings);
+	// left out when it has none.
+	RecordingURL string `json:"recording_url,omitempty"`
 }
 
 // Who picked up a call.

@@ -75,7 +75,7 @@ func TestIsolationMatrix(t *testing.T) {
 		params := map[string]string{
 			"app": "other-key", "scenario": "sc-other", "campaign": "camp-other", "contact": contactID,
 			"import": importID, "pool": "POOL_SYSTEM", "number": "02873000401", "transition": "approve",
-			"endpoint": "none", "message": "none", "fault": "none",
+			"endpoint": "none", "message": "none", "fault": "none", "call": "none",
 		}
 		doc := loadContract(t)
 		var routes []string

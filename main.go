@@ -115,6 +115,7 @@ type Main struct {
 	clock    Clock      // the simulator's; nil with real calls
 	engine   *Engine
 	webhooks *Webhooks
+	sweeper  *RecordingSweeper
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -218,6 +219,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
+	m.store.setRecordings(recordingFiles(cfg))
 	defer func() {
 		if err != nil {
 			defer m.serveLock.Close()
@@ -273,6 +275,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
 	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
+	m.engine.Recordings, m.engine.RecordingBase = recordingFiles(cfg), m.recordingBase()
+	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
 
@@ -321,6 +325,15 @@ func (m *Main) URL() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// recordingBase starts every recording_url: recordings.base_url, or this
+// server's own address (docs/voicebot.md#recordings).
+func (m *Main) recordingBase() string {
+	if b := m.Config.Recordings.BaseURL; b != "" {
+		return strings.TrimSuffix(b, "/")
+	}
+	return m.URL()
+}
+
 // Close stops accepting requests and taking webhook messages, cuts calls
 // in progress (they are settled and queued again), lets in-flight requests
 // and webhook attempts finish within http.shutdown_timeout, and closes the
@@ -360,26 +373,34 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
-// startCalling starts webhook delivery and, unless engine.enabled is
-// false, the call engine (which first settles calls a crash left up).
+// startCalling starts webhook delivery, unless engine.enabled is false
+// the call engine (which first settles calls a crash left up), and then
+// the recordings' sweeper, whose first sweep removes the files of those
+// calls.
 func (m *Main) startCalling(ctx context.Context) error {
 	if err := m.webhooks.Start(); err != nil {
 		return err
 	}
 	if m.Config.Engine.Enabled {
-		return m.engine.Start(ctx)
+		if err := m.engine.Start(ctx); err != nil {
+			return err
+		}
 	}
+	m.sweeper.Start()
 	return nil
 }
 
 // stopCalling cuts calls in progress (they are settled and queued again)
-// and stops delivery; both can be started again.
+// and stops delivery and the sweeper; all can be started again.
 func (m *Main) stopCalling() {
 	if m.engine != nil {
 		m.engine.Stop()
 	}
 	if m.webhooks != nil {
 		m.webhooks.Stop()
+	}
+	if m.sweeper != nil {
+		m.sweeper.Stop()
 	}
 }
 
@@ -396,6 +417,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	}
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
+		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)

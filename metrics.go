@@ -113,6 +113,10 @@ var (
 		"Webhook messages waiting for delivery (pending).", nil, nil)
 	descOutboxOldest = prometheus.NewDesc("dialbox_webhook_outbox_oldest_age_seconds",
 		"Age of the oldest pending webhook message (0 when none is pending).", nil, nil)
+	descRecordingFiles = prometheus.NewDesc("dialbox_recordings_files",
+		"Call recordings kept (listed on their calls), one WAV file each.", nil, nil)
+	descRecordingBytes = prometheus.NewDesc("dialbox_recordings_bytes",
+		"Disk space of the call recordings kept, in bytes.", nil, nil)
 	descScrapeErrors = prometheus.NewDesc("dialbox_metrics_db_errors",
 		"Database queries of this scrape that failed (their metrics are left out).", nil, nil)
 )
@@ -220,6 +224,15 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descOutboxBacklog, prometheus.GaugeValue, n)
 		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, age)
+		return nil
+	})
+	run("recordings", `SELECT count(*), coalesce(sum(recording_bytes), 0) FROM calls WHERE recording_bytes > 0`, func(scan func(...any) error) error {
+		var files, bytes float64
+		if err := scan(&files, &bytes); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descRecordingFiles, prometheus.GaugeValue, files)
+		ch <- prometheus.MustNewConstMetric(descRecordingBytes, prometheus.GaugeValue, bytes)
 		return nil
 	})
 	ch <- prometheus.MustNewConstMetric(descScrapeErrors, prometheus.GaugeValue, float64(failed))

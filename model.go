@@ -106,6 +106,9 @@ type CallConfig struct {
 	// answering machine (docs/voicebot.md#answering-machine-detection).
 	// Left out of JSON when off, so scenarios without it read as before.
 	AMD bool `json:"amd,omitempty" toml:"amd"`
+	// Record keeps each answered call's audio (docs/voicebot.md#recordings);
+	// left out of JSON when off, like AMD.
+	Record bool `json:"record,omitempty" toml:"record"`
 }
 
 // ReCall says how often and after which outcomes a contact is called again.

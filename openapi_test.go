@@ -28,6 +28,8 @@ type contract struct {
 }
 
 var contractRouter = sync.OnceValues(func() (routers.Router, error) {
+	// Recordings are answered as WAV files: checked as opaque bytes.
+	openapi3filter.RegisterBodyDecoder("audio/wav", openapi3filter.FileBodyDecoder)
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapiYAML)
 	if err != nil {
@@ -495,8 +497,9 @@ func TestOpenAPIAdmin(t *testing.T) {
 	}
 	c.do("DELETE", qa+"/scenarios/sc-new", "", 200)
 	c.do("GET", qa+"/scenarios/sc-new", "", 404)
-	// Calls may start at any hour of any day (days null: every day).
-	c.do("PATCH", qa+"/scenarios/sc-remind", `{"call_config":{"call_window":{"start":"00:00","end":"24:00","days":null}}}`, 200)
+	// Calls may start at any hour of any day (days null: every day), and
+	// are recorded.
+	c.do("PATCH", qa+"/scenarios/sc-remind", `{"call_config":{"record":true,"call_window":{"start":"00:00","end":"24:00","days":null}}}`, 200)
 
 	// Campaigns.
 	c.do("GET", qa+"/campaigns", "", 200)
@@ -564,8 +567,32 @@ func TestOpenAPIAdmin(t *testing.T) {
 		Contacts []struct{ ID string }
 	}
 	json.Unmarshal(c.do("GET", qa+"/contacts?limit=10", "", 200), &contactList)
+	recordings := 0
 	for _, k := range contactList.Contacts {
-		c.do("GET", qa+"/contacts/"+k.ID, "", 200)
+		var contact struct {
+			Calls []struct {
+				ID           string `json:"id"`
+				RecordingURL string `json:"recording_url"`
+			} `json:"calls"`
+		}
+		json.Unmarshal(c.do("GET", qa+"/contacts/"+k.ID, "", 200), &contact)
+		for _, call := range contact.Calls {
+			path := qa + "/contacts/" + k.ID + "/calls/" + call.ID + "/recording"
+			if call.RecordingURL == "" {
+				c.do("GET", path, "", 404) // not answered: no recording
+				continue
+			}
+			if call.RecordingURL != s.url+path {
+				t.Errorf("recording_url %s, want %s", call.RecordingURL, s.url+path)
+			}
+			if status, wav := c.send("GET", path, c.auth, ""); status != 200 || !bytes.HasPrefix(wav, []byte("RIFF")) {
+				t.Errorf("GET %s: %d %.40q", path, status, wav)
+			}
+			recordings++
+		}
+	}
+	if recordings == 0 {
+		t.Error("no call was recorded")
 	}
 	c.do("GET", qa+"/contacts?state=ringing", "", 400)
 	c.do("GET", qa+"/contacts/nope", "", 404)

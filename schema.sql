@@ -227,3 +227,10 @@ ALTER TABLE calls ADD COLUMN answered_by TEXT NOT NULL DEFAULT 'unknown';
 ALTER TABLE calls ADD COLUMN digits TEXT NOT NULL DEFAULT '';
 ALTER TABLE calls ADD COLUMN result TEXT NOT NULL DEFAULT '';
 ALTER TABLE calls ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
+
+-- migration 7: calls' recordings
+-- recording_bytes is the size of the call's WAV file in recordings.dir
+-- (docs/voicebot.md#recordings), 0 when it has none: not recorded, or
+-- removed after recordings.retention_days.
+ALTER TABLE calls ADD COLUMN recording_bytes INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX calls_recorded ON calls (ended_at) WHERE recording_bytes > 0;

@@ -266,3 +266,10 @@ CREATE UNIQUE INDEX calls_hotline_busy ON calls (app_id, hotline) WHERE state = 
 CREATE INDEX contacts_leases ON contacts (lease_until) WHERE state = 'dialing';
 ALTER TABLE webhook_messages ADD COLUMN lease_node text;
 ALTER TABLE webhook_messages ADD COLUMN lease_until bigint;
+
+-- migration 8: calls' recordings
+-- schema.sql's migration 7: recording_bytes is the size of the call's WAV
+-- file in recordings.dir (docs/voicebot.md#recordings), 0 when it has
+-- none: not recorded, or removed after recordings.retention_days.
+ALTER TABLE calls ADD COLUMN recording_bytes bigint NOT NULL DEFAULT 0;
+CREATE INDEX calls_recorded ON calls (ended_at) WHERE recording_bytes > 0;

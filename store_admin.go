@@ -127,9 +127,11 @@ func (s *SQLiteStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, 
 	return s.AppByKey(ctx, apiKey)
 }
 
-// DeleteApp removes an application and everything it owns.
+// DeleteApp removes an application and everything it owns, its calls'
+// recordings included.
 func (s *SQLiteStore) DeleteApp(ctx context.Context, apiKey string) error {
-	return s.Write(ctx, func(tx *sql.Tx) error {
+	return s.deleteWithRecordings(ctx, `SELECT id FROM calls WHERE recording_bytes > 0
+		AND app_id = (SELECT id FROM applications WHERE api_key = ?)`, []any{apiKey}, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM applications WHERE api_key = ?`, apiKey))
 	})
 }
@@ -340,9 +342,11 @@ func scenarioJSONColumns(sc *Scenario) (fields, config, scriptJSON string, err e
 	return string(f), string(c), scriptJSON, err
 }
 
-// DeleteScenario removes a scenario with its campaigns and contacts.
+// DeleteScenario removes a scenario with its campaigns and contacts, and
+// their calls' recordings.
 func (s *SQLiteStore) DeleteScenario(ctx context.Context, appID int64, id string) error {
-	return s.Write(ctx, func(tx *sql.Tx) error {
+	return s.deleteWithRecordings(ctx, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
+		WHERE c.recording_bytes > 0 AND k.app_id = ? AND k.scenario_id = ?`, []any{appID, id}, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
 	})
 }
@@ -531,6 +535,11 @@ type CallRecord struct {
 	Digits     string          `json:"digits"`
 	Result     string          `json:"result"`
 	Steps      json.RawMessage `json:"steps"`
+	// RecordingURL is filled by the admin API when recorded is set
+	// (docs/voicebot.md#recordings); left out otherwise.
+	RecordingURL string `json:"recording_url,omitempty"`
+
+	recorded bool
 }
 
 // CursorPage is how the contact and webhook-message lists page: Limit rows
@@ -616,7 +625,7 @@ func (s *SQLiteStore) Contact(ctx context.Context, appID int64, id string) (*Con
 		return nil, nil, err
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT id, attempt, hotline, state, coalesce(outcome, ''), cause,
-		started_at, answered_at, ended_at, duration, cost, answered_by, digits, result, steps
+		started_at, answered_at, ended_at, duration, cost, answered_by, digits, result, steps, recording_bytes > 0
 		FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.seq)
 	if err != nil {
 		return nil, nil, err
@@ -629,7 +638,7 @@ func (s *SQLiteStore) Contact(ctx context.Context, appID int64, id string) (*Con
 		var started int64
 		var steps string
 		if err := rows.Scan(&k.ID, &k.Attempt, &k.Hotline, &k.State, &k.Outcome, &cause, &started, &answered, &ended,
-			&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps); err != nil {
+			&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps, &k.recorded); err != nil {
 			return nil, nil, err
 		}
 		k.StartedAt, k.Steps = fromMS(started), json.RawMessage(steps)
@@ -841,9 +850,10 @@ var resetTables = []string{
 	"imports", "campaigns", "scenarios", "hotlines", "hotline_pools", "wallets", "applications",
 }
 
-// Reset wipes every tenant and applies apps, in one transaction.
+// Reset wipes every tenant (and the recordings of their calls) and applies
+// apps, in one transaction.
 func (s *SQLiteStore) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
-	return s.Write(ctx, func(tx *sql.Tx) error {
+	return s.deleteWithRecordings(ctx, `SELECT id FROM calls WHERE recording_bytes > 0`, nil, func(tx *sql.Tx) error {
 		for _, t := range resetTables {
 			if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {
 				return fmt.Errorf("reset %s: %w", t, err)

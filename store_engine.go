@@ -177,6 +177,9 @@ type callEnd struct {
 	Now         time.Time
 	// FirstTry is when new webhook messages are first due.
 	FirstTry time.Time
+	// RecordingBase starts the recording_url of a recorded call
+	// (recordingURL).
+	RecordingBase string
 }
 
 // endCall settles one call: the call record, the wallet charge, the
@@ -262,7 +265,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	}
 	res := e.Result
 	if e.Interrupted {
-		res.AnsweredAt, res.Talk, res.Script = nil, 0, nil
+		res.AnsweredAt, res.Talk, res.Script, res.Recording = nil, 0, nil, 0
 	}
 	answeredBy, digits, result, steps, err := callResults(res)
 	if err != nil {
@@ -276,9 +279,9 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	cost := callCost(w, res, talk)
 	now := ms(e.Now)
 	if _, err := tx.Exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
-		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ? WHERE id = ?`,
+		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ?, recording_bytes = ? WHERE id = ?`,
 		res.Outcome, res.Cause, nullMS(res.AnsweredAt), ms(res.EndedAt), talk, cost,
-		answeredBy, digits, result, string(steps), e.CallID); err != nil {
+		answeredBy, digits, result, string(steps), res.Recording, e.CallID); err != nil {
 		return err
 	}
 	if w.Prepaid && cost > 0 {
@@ -336,6 +339,13 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	if willRetry {
 		t := eventTime(e.RetryAt)
 		data.NextAttemptAt = &t
+	}
+	if res.Recording > 0 {
+		var apiKey string
+		if err := tx.QueryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
+			return err
+		}
+		data.RecordingURL = recordingURL(e.RecordingBase, apiKey, c.id, e.CallID)
 	}
 	endpoints, err := subscribedEndpoints(tx, appID)
 	if err != nil {

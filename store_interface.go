@@ -76,6 +76,16 @@ type Store interface {
 	nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
 	recordAttempt(ctx context.Context, a deliveryAttempt) error
 
+	// ---- calls' recordings (store_recordings.go) ----
+
+	// setRecordings names the folder of the calls' recordings, whose files
+	// the deletes of calls (DeleteApp, DeleteScenario, Reset) remove once
+	// committed; none until it is called.
+	setRecordings(f RecordingFiles)
+	recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
+	expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
+	recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error)
+
 	// ---- the admin API and the CLI (store_admin.go) ----
 
 	AdminSetting(ctx context.Context, key string) (string, error)

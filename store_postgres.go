@@ -30,6 +30,8 @@ type PostgresStore struct {
 
 	catalog catalogCache
 	tokens  tokenCache
+	// recordings is where the calls' recordings are (setRecordings).
+	recordings RecordingFiles
 }
 
 // pgJob is one import waiting for its writer's next commit.

@@ -59,6 +59,25 @@ func MeanAbs(samples []int16) float64 {
 	return float64(sum) / float64(len(samples))
 }
 
+// ToneLevel is the amplitude, in sample units, of the freq Hz component of
+// samples at rate (the Goertzel algorithm): about A for a sine of
+// amplitude A at that frequency, near 0 for silence or other tones.
+func ToneLevel(samples []int16, rate int, freq float64) float64 {
+	if len(samples) == 0 || rate <= 0 {
+		return 0
+	}
+	w := 2 * math.Pi * freq / float64(rate)
+	coeff := 2 * math.Cos(w)
+	var s1, s2 float64
+	for _, v := range samples {
+		s0 := float64(v) + coeff*s1 - s2
+		s2, s1 = s1, s0
+	}
+	re := s1 - s2*math.Cos(w)
+	im := s2 * math.Sin(w)
+	return 2 * math.Hypot(re, im) / float64(len(samples))
+}
+
 // EncodePCM16 returns the samples as little-endian 16-bit bytes, the layout
 // of a WAV data chunk and the input G.711 encoders expect.
 func EncodePCM16(samples []int16) []byte {

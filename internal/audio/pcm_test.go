@@ -93,3 +93,26 @@ func TestFrames(t *testing.T) {
 		t.Errorf("20 ms at 8 kHz is 160 samples, not %d", PhoneFrame)
 	}
 }
+
+// TestDTMF: each key is its row's and its column's tone, and nothing of
+// the other rows and columns.
+func TestDTMF(t *testing.T) {
+	rows := []float64{697, 770, 852, 941}
+	cols := []float64{1209, 1336, 1477, 1633}
+	for i, key := range "123A456B789C*0#D" {
+		s := DTMF(key, 800)
+		for r, f := range rows {
+			if l := ToneLevel(s, PhoneRate, f); (r == i/4) != (l > 6000) {
+				t.Errorf("key %c: %.0f Hz at %.0f", key, f, l)
+			}
+		}
+		for c, f := range cols {
+			if l := ToneLevel(s, PhoneRate, f); (c == i%4) != (l > 6000) {
+				t.Errorf("key %c: %.0f Hz at %.0f", key, f, l)
+			}
+		}
+	}
+	if DTMF('x', 10) != nil {
+		t.Error("a rune that is no key has tones")
+	}
+}

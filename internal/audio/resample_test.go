@@ -21,18 +21,7 @@ func middle(s []int16, rate int) []int16 {
 }
 
 // goertzel is the amplitude of the freq component of s.
-func goertzel(s []int16, rate int, freq float64) float64 {
-	w := 2 * math.Pi * freq / float64(rate)
-	coeff := 2 * math.Cos(w)
-	var s1, s2 float64
-	for _, v := range s {
-		s0 := float64(v) + coeff*s1 - s2
-		s2, s1 = s1, s0
-	}
-	re := s1 - s2*math.Cos(w)
-	im := s2 * math.Sin(w)
-	return 2 * math.Hypot(re, im) / float64(len(s))
-}
+func goertzel(s []int16, rate int, freq float64) float64 { return ToneLevel(s, rate, freq) }
 
 // zeroCrossingFreq estimates the frequency of a pure tone.
 func zeroCrossingFreq(s []int16, rate int) float64 {

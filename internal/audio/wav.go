@@ -247,22 +247,29 @@ func EncodeWAV(w io.Writer, b Buffer) error {
 	if dataSize >= streamedSize {
 		return fmt.Errorf("wav: %d samples do not fit a WAV file", len(b.Samples))
 	}
-	hdr := make([]byte, 44, 44+dataSize)
+	hdr := append(make([]byte, 0, 44+dataSize), wavHeader(b.Rate, dataSize)...)
+	for _, s := range b.Samples {
+		hdr = binary.LittleEndian.AppendUint16(hdr, uint16(s))
+	}
+	_, err := w.Write(hdr)
+	return err
+}
+
+// wavHeader is the 44-byte header of a WAV file of mono 16-bit PCM at rate
+// holding dataSize bytes of samples.
+func wavHeader(rate, dataSize int) []byte {
+	hdr := make([]byte, 44)
 	copy(hdr[0:], "RIFF")
 	binary.LittleEndian.PutUint32(hdr[4:], uint32(36+dataSize))
 	copy(hdr[8:], "WAVEfmt ")
 	binary.LittleEndian.PutUint32(hdr[16:], 16)
 	binary.LittleEndian.PutUint16(hdr[20:], tagPCM)
 	binary.LittleEndian.PutUint16(hdr[22:], 1) // channels
-	binary.LittleEndian.PutUint32(hdr[24:], uint32(b.Rate))
-	binary.LittleEndian.PutUint32(hdr[28:], uint32(2*b.Rate)) // bytes per second
-	binary.LittleEndian.PutUint16(hdr[32:], 2)                // block align
-	binary.LittleEndian.PutUint16(hdr[34:], 16)               // bits per sample
+	binary.LittleEndian.PutUint32(hdr[24:], uint32(rate))
+	binary.LittleEndian.PutUint32(hdr[28:], uint32(2*rate)) // bytes per second
+	binary.LittleEndian.PutUint16(hdr[32:], 2)              // block align
+	binary.LittleEndian.PutUint16(hdr[34:], 16)             // bits per sample
 	copy(hdr[36:], "data")
 	binary.LittleEndian.PutUint32(hdr[40:], uint32(dataSize))
-	for _, s := range b.Samples {
-		hdr = binary.LittleEndian.AppendUint16(hdr, uint16(s))
-	}
-	_, err := w.Write(hdr)
-	return err
+	return hdr
 }

@@ -48,6 +48,11 @@ type CallRequest struct {
 	// hang up when it returns. Its ctx ends when the callee hangs up,
 	// MaxDuration passes, RTP stops or the call's context ends.
 	Talk func(ctx context.Context, l *Line) error
+	// Record, when set, is the path of a WAV file (8 kHz mono 16-bit) to
+	// record an answered call in: both directions mixed, as long as the
+	// call talked, silence where nobody spoke. It is written under the
+	// path plus ".part" and renamed when the call ends.
+	Record string
 }
 
 // EndReason says who or what ended a call.
@@ -95,6 +100,11 @@ type CallResult struct {
 	EndedBy            EndReason
 	// Digits are the DTMF digits (RFC 4733) the callee pressed, in order.
 	Digits string
+	// RecordingSize is the size of the WAV file written at
+	// CallRequest.Record, 0 when none was (the call was not answered, or
+	// RecordingErr says why).
+	RecordingSize int64
+	RecordingErr  error
 	// Err is a transport, protocol or request error, nil otherwise. It
 	// never contains a trunk's password.
 	Err error
@@ -311,6 +321,13 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 		return
 	}
 
+	var rec *recording
+	if req.Record != "" {
+		if rec, err = newRecording(req.Record, res.AnsweredAt); err != nil {
+			res.RecordingErr = err // the call goes on unrecorded
+		}
+	}
+
 	rtpSeen := make(chan struct{}, 1)
 	digits := make(chan string, 1)
 	var keys chan rune
@@ -319,16 +336,16 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 		keys = make(chan rune, 64)
 		heard = &hearing{frames: make(chan []int16, 64)}
 	}
-	go readRTP(d.RTPPacketReader, dtmfPT, rtpSeen, digits, keys, heard)
+	go readRTP(d.RTPPacketReader, dtmfPT, rtpSeen, digits, keys, heard, rec)
 	stopPrompt, promptDone := make(chan struct{}), make(chan error, 1)
 	if req.Talk != nil {
 		talkCtx, stopTalk := context.WithCancel(context.Background())
 		defer stopTalk()
 		go func() { <-stopPrompt; stopTalk() }()
-		l := &Line{d: d, w: writer, encode: encode, keys: keys, heard: heard}
+		l := &Line{d: d, w: writer, encode: encode, keys: keys, heard: heard, rec: rec}
 		go func() { promptDone <- req.Talk(talkCtx, l) }()
 	} else {
-		go func() { promptDone <- playPrompt(writer, encode, req.Prompt, stopPrompt) }()
+		go func() { promptDone <- playPrompt(writer, encode, req.Prompt, stopPrompt, rec) }()
 	}
 
 	maxTimer := time.NewTimer(req.MaxDuration - time.Since(res.AnsweredAt))
@@ -377,6 +394,7 @@ loop:
 	}
 	d.Close() // ends readRTP
 	res.Digits = <-digits
+	rec.finish(res) // nothing writes to it any more
 }
 
 // hangup sends BYE; its error is the call's error if it has none.
@@ -390,7 +408,7 @@ func (u *UserAgent) hangup(d *diago.DialogClientSession, res *CallResult) {
 
 // playPrompt sends pcm in 20 ms frames; the writer (diago's RTP packet
 // writer) paces them on the RTP clock.
-func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []byte, stop <-chan struct{}) error {
+func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []byte, stop <-chan struct{}, rec *recording) error {
 	const frame = 320 // 160 samples: 20 ms at 8 kHz
 	out := make([]byte, frame/2)
 	for off := 0; off < len(pcm); off += frame {
@@ -399,10 +417,12 @@ func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []by
 			return nil
 		default:
 		}
-		n, err := encode(out, pcm[off:min(off+frame, len(pcm))])
+		f := pcm[off:min(off+frame, len(pcm))]
+		n, err := encode(out, f)
 		if err != nil {
 			return err
 		}
+		rec.send(f)
 		if _, err := w.Write(out[:n]); err != nil {
 			return err
 		}
@@ -413,8 +433,9 @@ func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []by
 // readRTP reads the far end's RTP until the media is closed, signalling
 // each packet on seen, each key pressed on keys (when not nil; a full
 // buffer drops it), its audio decoded to heard while someone listens
-// (when not nil) and, at the end, the DTMF digits it carried on digits.
-func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune, heard *hearing) {
+// (when not nil) and to rec (when not nil) and, at the end, the DTMF
+// digits it carried on digits.
+func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune, heard *hearing, rec *recording) {
 	var dtmf DTMFReader
 	var got []rune
 	buf := make([]byte, media.RTPBufSize)
@@ -431,8 +452,14 @@ func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits
 		case seen <- struct{}{}:
 		default:
 		}
-		if heard != nil && heard.on.Load() {
-			heard.feed(pr.PacketHeader.PayloadType, buf[:n])
+		listening := heard != nil && heard.on.Load()
+		if listening || rec != nil {
+			if samples, ok := decodeG711(pr.PacketHeader.PayloadType, buf[:n]); ok {
+				rec.hear(samples)
+				if listening {
+					heard.offer(samples)
+				}
+			}
 		}
 		if hdr := pr.PacketHeader; int(hdr.PayloadType) == dtmfPT {
 			if digit, ok := dtmf.Feed(hdr, buf[:n]); ok {

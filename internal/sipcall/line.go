@@ -24,6 +24,7 @@ type Line struct {
 	encode func(dst, pcm []byte) (int, error)
 	keys   <-chan rune
 	heard  *hearing
+	rec    *recording
 }
 
 // hearing carries the far end's audio, decoded, from readRTP to Listen
@@ -33,8 +34,9 @@ type hearing struct {
 	frames chan []int16
 }
 
-// feed decodes one G.711 payload; a full buffer drops it, as a lost packet.
-func (h *hearing) feed(pt uint8, payload []byte) {
+// decodeG711 decodes one G.711 payload; false for another payload type
+// (DTMF events) or a bad one.
+func decodeG711(pt uint8, payload []byte) ([]int16, bool) {
 	var decode func(dst, src []byte) (int, error)
 	switch pt {
 	case media.CodecAudioUlaw.PayloadType:
@@ -42,17 +44,22 @@ func (h *hearing) feed(pt uint8, payload []byte) {
 	case media.CodecAudioAlaw.PayloadType:
 		decode = audio.DecodeAlawTo
 	default:
-		return
+		return nil, false
 	}
 	pcm := make([]byte, 2*len(payload))
 	n, err := decode(pcm, payload)
 	if err != nil {
-		return
+		return nil, false
 	}
 	samples := make([]int16, n/2)
 	for i := range samples {
 		samples[i] = int16(binary.LittleEndian.Uint16(pcm[2*i:]))
 	}
+	return samples, true
+}
+
+// offer passes decoded audio on; a full buffer drops it, as a lost packet.
+func (h *hearing) offer(samples []int16) {
 	select {
 	case h.frames <- samples:
 	default:
@@ -100,10 +107,12 @@ func (l *Line) Play(ctx context.Context, pcm []byte, bargeIn bool) (rune, error)
 			default:
 			}
 		}
-		n, err := l.encode(out, pcm[off:min(off+frame, len(pcm))])
+		f := pcm[off:min(off+frame, len(pcm))]
+		n, err := l.encode(out, f)
 		if err != nil {
 			return 0, err
 		}
+		l.rec.send(f)
 		// diago's writer paces the frames on the RTP clock.
 		if _, err := l.w.Write(out[:n]); err != nil {
 			return 0, fmt.Errorf("sipcall: playing: %w", err)

@@ -120,11 +120,14 @@ func waitConnection(t testing.TB, ua *sipgo.UserAgent, port int) {
 }
 
 // Tone is ms milliseconds of a 440 Hz sine at 8 kHz as 16-bit PCM.
-func Tone(ms int) []byte {
+func Tone(ms int) []byte { return ToneAt(440, ms) }
+
+// ToneAt is ms milliseconds of a sine of freq Hz at 8 kHz as 16-bit PCM.
+func ToneAt(freq float64, ms int) []byte {
 	n := 8 * ms
 	pcm := make([]byte, 2*n)
 	for i := range n {
-		s := int16(8000 * math.Sin(2*math.Pi*440*float64(i)/8000))
+		s := int16(8000 * math.Sin(2*math.Pi*freq*float64(i)/8000))
 		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(s))
 	}
 	return pcm
