@@ -162,7 +162,7 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 	defer close(done)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var last time.Time
+	var last, lastTakeover time.Time
 	for {
 		select {
 		case <-stop:
@@ -181,8 +181,31 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 		}
 		last = time.Now()
 		next := e.tick(ctx)
+		if time.Since(lastTakeover) >= takeoverEvery {
+			lastTakeover = time.Now()
+			e.takeOver(ctx)
+		}
 		d := min(max(next.Sub(e.now()), time.Millisecond), e.PollInterval)
 		timer.Reset(d)
+	}
+}
+
+// takeoverEvery is how often a running engine settles the calls of nodes
+// that died (Store.takeOverCalls; at least every poll_interval).
+const takeoverEvery = 5 * time.Second
+
+// takeOver settles the calls of dead nodes, on a store several share.
+func (e *Engine) takeOver(ctx context.Context) {
+	n, err := e.Store.takeOverCalls(ctx, e.now(), e.webhooks.firstTry(time.Now()))
+	if err != nil {
+		if ctx.Err() == nil {
+			e.Log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		e.Log.Warn("engine: settled calls of a node whose lease ran out; their contacts are queued again", "calls", n)
+		e.webhooks.Notify()
 	}
 }
 

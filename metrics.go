@@ -56,6 +56,39 @@ var (
 	}, []string{"version"})
 )
 
+// The counters of several nodes on one PostgreSQL (docs/postgres.md):
+// registered in a node's /metrics only when its store is PostgreSQL, so a
+// SQLite server's metrics stay as they were.
+var (
+	pgRegistry = prometheus.NewRegistry()
+
+	callClaims = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dialbox_call_claims_total",
+		Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
+	}, []string{"result"})
+	leaseTakeovers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dialbox_lease_takeovers_total",
+		Help: "Calls of a node whose lease ran out that this node settled (CANCELED, not charged, queued again).",
+	})
+	leaseRenewalFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dialbox_lease_renewal_failures_total",
+		Help: "Renewals of this node's call leases that failed; after callLease without one its calls are another node's to settle.",
+	})
+)
+
+func init() {
+	pgRegistry.MustRegister(callClaims, leaseTakeovers, leaseRenewalFailures)
+}
+
+func observeClaims(asked, taken int) {
+	callClaims.WithLabelValues("taken").Add(float64(taken))
+	callClaims.WithLabelValues("refused").Add(float64(asked - taken))
+}
+
+func observeTakeover() { leaseTakeovers.Inc() }
+
+func observeLeaseRenewalFailure() { leaseRenewalFailures.Inc() }
+
 func init() {
 	processRegistry.MustRegister(requestsTotal, requestDuration, contactsImported, contactsSkipped,
 		commitBatchJobs, commitDuration, sipTrunkRegistered, buildInfo,
@@ -84,7 +117,15 @@ func observeImport(added, skipped int) {
 func metricsHandler(store Store, log *slog.Logger) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&dbCollector{store: store, log: log})
-	return promhttp.HandlerFor(prometheus.Gatherers{processRegistry, reg},
+	gatherers := prometheus.Gatherers{processRegistry, reg}
+	if pg, ok := store.(interface{ nodeID() string }); ok {
+		node := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dialbox_node_info",
+			Help: "Always 1; the node label is the id this node's leases carry.", ConstLabels: prometheus.Labels{"node": pg.nodeID()}})
+		node.Set(1)
+		reg.MustRegister(node)
+		gatherers = append(gatherers, pgRegistry)
+	}
+	return promhttp.HandlerFor(gatherers,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 }
 

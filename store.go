@@ -91,9 +91,10 @@ func (s *SQLiteStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
 	return scanWallet(s.read.QueryRowContext(ctx, walletQuery, appID))
 }
 
-const walletQuery = `SELECT prepaid, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = ?`
+// prepaid <> 0: PostgreSQL's driver scans only a boolean into a bool.
+const walletQuery = `SELECT prepaid <> 0, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = ?`
 
-func scanWallet(row *sql.Row) (Wallet, error) {
+func scanWallet(row interface{ Scan(...any) error }) (Wallet, error) {
 	var w Wallet
 	var expires sql.NullInt64
 	err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute)

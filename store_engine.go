@@ -186,7 +186,7 @@ type callEnd struct {
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *SQLiteStore) endCall(ctx context.Context, e callEnd) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(tx, e) })
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx{tx}, e) })
 }
 
 // settleInterrupted ends every call a previous run left up (a crash or a
@@ -214,7 +214,7 @@ func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.
 		}
 		for _, id := range ids {
 			res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
-			if err := endCallTx(tx, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
+			if err := endCallTx(sqliteTx{tx}, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
 				return err
 			}
 			n++
@@ -222,6 +222,12 @@ func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.
 		return nil
 	})
 	return n, err
+}
+
+// takeOverCalls settles nothing: one server owns a SQLite database (the
+// serve lock), and its start settled what an earlier run left up.
+func (s *SQLiteStore) takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
+	return 0, nil
 }
 
 // callCost is what a call costs: connected calls (ANSWERED, VOICE_MAIL)
@@ -249,13 +255,13 @@ func retries(rc ReCall, outcome string) bool {
 	return false
 }
 
-func endCallTx(tx *sql.Tx, e callEnd) error {
+func endCallTx(tx settleTx, e callEnd) error {
 	var (
 		contactSeq, appID, startedMS int64
 		attempt                      int
 		hotline                      string
 	)
-	err := tx.QueryRow(`SELECT contact_seq, app_id, attempt, hotline, started_at FROM calls
+	err := tx.queryRow(`SELECT contact_seq, app_id, attempt, hotline, started_at FROM calls
 		WHERE id = ? AND state = 'dialing'`, e.CallID).Scan(&contactSeq, &appID, &attempt, &hotline, &startedMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // already settled: never charge or report a call twice
@@ -272,13 +278,13 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		return err
 	}
 	talk := int64((res.Talk + time.Second - 1) / time.Second) // started seconds
-	w, err := scanWallet(tx.QueryRow(walletQuery, appID))
+	w, err := scanWallet(tx.queryRow(walletQuery, appID))
 	if err != nil {
 		return err
 	}
 	cost := callCost(w, res, talk)
 	now := ms(e.Now)
-	if _, err := tx.Exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
+	if err := tx.exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
 		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ?, recording_bytes = ? WHERE id = ?`,
 		res.Outcome, res.Cause, nullMS(res.AnsweredAt), ms(res.EndedAt), talk, cost,
 		answeredBy, digits, result, string(steps), res.Recording, e.CallID); err != nil {
@@ -288,7 +294,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		// A call up is never cut for money, so its full price is taken even
 		// when that goes below zero; the scheduler starts no call the
 		// balance cannot cover.
-		if _, err := tx.Exec(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
+		if err := tx.exec(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
 			cost, now, appID); err != nil {
 			return err
 		}
@@ -297,7 +303,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	willRetry := e.Interrupted
 	if !willRetry && retries(e.ReCall, res.Outcome) {
 		var counted int
-		if err := tx.QueryRow(`SELECT count(*) FROM calls WHERE contact_seq = ? AND state = 'ended'
+		if err := tx.queryRow(`SELECT count(*) FROM calls WHERE contact_seq = ? AND state = 'ended'
 			AND outcome <> 'CANCELED'`, contactSeq).Scan(&counted); err != nil {
 			return err
 		}
@@ -317,7 +323,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		q, args = `UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
 			[]any{res.Outcome, now, contactSeq}
 	}
-	if err := tx.QueryRow(q+` RETURNING id, scenario_id, campaign_id, phone, fields`, args...).
+	if err := tx.queryRow(q+` RETURNING id, scenario_id, campaign_id, phone, fields`, args...).
 		Scan(&c.id, &c.scenarioID, &c.campaignID, &c.phone, &c.fields); err != nil {
 		return err
 	}
@@ -342,7 +348,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	}
 	if res.Recording > 0 {
 		var apiKey string
-		if err := tx.QueryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
+		if err := tx.queryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
 			return err
 		}
 		data.RecordingURL = recordingURL(e.RecordingBase, apiKey, c.id, e.CallID)
@@ -358,7 +364,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		return nil
 	}
 	var total int64
-	if err := tx.QueryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
+	if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
 		Scan(&data.Attempts, &total); err != nil {
 		return err
 	}

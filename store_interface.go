@@ -67,8 +67,14 @@ type Store interface {
 	// of them (docs/postgres.md#claiming-calls).
 	claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error)
 	endCall(ctx context.Context, e callEnd) error
-	// settleInterrupted ends the calls no running dialbox holds any more.
+	// settleInterrupted ends the calls no running dialbox holds any more;
+	// the engine's start calls it. On SQLite (one server) that is every
+	// call up; on a shared store, the calls whose lease ran out.
 	settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
+	// takeOverCalls is what a running engine calls every takeoverEvery: on
+	// a shared store it settles the calls of nodes that died (their lease
+	// ran out); on SQLite, which one server owns, there are none.
+	takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
 
 	// ---- webhook delivery (store_webhooks.go) ----
 

@@ -26,7 +26,9 @@ type PostgresStore struct {
 	mu      sync.RWMutex // guards closed against importing racing Close
 	closed  bool
 	writers []chan pgJob
-	done    sync.WaitGroup
+	// stopLeases ends keepLeases, which renews this node's call leases.
+	stopLeases chan struct{}
+	done       sync.WaitGroup
 
 	catalog catalogCache
 	tokens  tokenCache
@@ -72,6 +74,9 @@ func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStor
 	}
 	host, _ := os.Hostname()
 	s := &PostgresStore{pool: pool, node: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])}
+	s.stopLeases = make(chan struct{})
+	s.done.Add(1)
+	go s.keepLeases(s.stopLeases)
 	for range postgresWriters {
 		jobs := make(chan pgJob, 1024)
 		s.writers = append(s.writers, jobs)
@@ -92,6 +97,7 @@ func (s *PostgresStore) Close() error {
 	for _, w := range s.writers {
 		close(w)
 	}
+	close(s.stopLeases)
 	s.mu.Unlock()
 	s.done.Wait()
 	s.pool.Close()
@@ -106,6 +112,9 @@ func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err erro
 	at, err = postgresVersion(ctx, s.pool)
 	return at, len(postgresMigrations()), err
 }
+
+// nodeID is the id this node's leases carry, shown in /metrics.
+func (s *PostgresStore) nodeID() string { return s.node }
 
 func (s *PostgresStore) configCache() *catalogCache { return &s.catalog }
 

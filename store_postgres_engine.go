@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The engine on PostgreSQL, where several nodes dial one queue: a claim is
+// the authority on what may be dialled (max_concurrent, busy hotlines, the
+// wallet and the call window counted across every node, under a lock per
+// tenant), each call is leased to its node, the node renews its leases,
+// and a call whose lease ran out is settled by whichever node sees it
+// first (docs/postgres.md#claiming-calls).
+
+// callLease is how long a node holds a call it dials without renewing the
+// lease; it renews every third of it (renewLeases). A node that dies has
+// its calls settled by another at most callLease plus takeoverEvery later.
+const callLease = 30 * time.Second
+
+func (s *PostgresStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id COLLATE "C"`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []*Scenario
+		for rows.Next() {
+			sc, err := scanScenario(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sc)
+		}
+		return out, rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Scenario, len(list))
+	for i, sc := range list {
+		out[i] = sc.clone()
+	}
+	return out, nil
+}
+
+func (s *PostgresStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
+	return cached(&s.catalog, key, func() (poolLines, error) {
+		rows, err := s.pool.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
+			JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
+			WHERE p.app_id = $1 AND p.key = $2 ORDER BY h.number COLLATE "C"`, appID, poolKey)
+		if err != nil {
+			return poolLines{}, err
+		}
+		defer rows.Close()
+		var out poolLines
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&out.Trunk, &n); err != nil {
+				return poolLines{}, err
+			}
+			out.Numbers = append(out.Numbers, n)
+		}
+		return out, rows.Err()
+	})
+}
+
+func (s *PostgresStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.seq, c.phone, c.fields FROM contacts c
+		WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $3
+			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+		ORDER BY c.next_attempt_at, c.seq LIMIT $4`, appID, scenarioID, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []dueContact
+	for rows.Next() {
+		var c dueContact
+		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (s *PostgresStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error) {
+	var v *int64
+	err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM contacts
+		WHERE app_id = $1 AND scenario_id = $2 AND state = 'queued' AND next_attempt_at > $3`,
+		appID, scenarioID, ms(now)).Scan(&v)
+	if err != nil || v == nil {
+		return time.Time{}, false, err
+	}
+	return fromMS(*v), true, nil
+}
+
+// claimCalls claims in one transaction, tenant by tenant in the order of
+// their ids so two nodes claiming for the same tenants never deadlock.
+func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+	byApp := map[int64][]callClaim{}
+	var apps []int64
+	for _, c := range claims {
+		if _, ok := byApp[c.AppID]; !ok {
+			apps = append(apps, c.AppID)
+		}
+		byApp[c.AppID] = append(byApp[c.AppID], c)
+	}
+	slices.Sort(apps)
+	var out []callClaim
+	leaseUntil := ms(time.Now().Add(callLease))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		for _, app := range apps {
+			taken, err := s.claimForApp(ctx, tx, app, byApp[app], leaseUntil)
+			if err != nil {
+				return err
+			}
+			out = append(out, taken...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	observeClaims(len(claims), len(out))
+	return out, nil
+}
+
+// claimForApp takes what the tenant's limits allow of its claims. The lock
+// on the tenant's row serializes its claims across nodes; calls up only
+// ever grow through such claims, so the counts read under it stay true
+// until the commit. (NO KEY: imports, which reference the row, go on.)
+func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, leaseUntil int64) ([]callClaim, error) {
+	var one int
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 AND disabled = 0 FOR NO KEY UPDATE`, appID).
+		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil // deleted or disabled since the scheduler read it
+	} else if err != nil {
+		return nil, err
+	}
+	// The wallet, as Engine.budget reads it: a prepaid one must hold the
+	// least an answered call costs for each call up and each new one.
+	w, err := scanPgWallet(tx.QueryRow(ctx, pgWalletQuery, appID))
+	if err != nil {
+		return nil, err
+	}
+	var appCalls int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM calls WHERE app_id = $1 AND state = 'dialing'`, appID).Scan(&appCalls); err != nil {
+		return nil, err
+	}
+	least := max(w.PricePerCall, w.PricePerMinute)
+	walletLeft, unlimited := 0, !w.Prepaid
+	start := claims[0].Start
+	switch {
+	case unlimited:
+	case w.Expired(start) || w.Balance < least:
+		return nil, nil
+	case least == 0:
+		unlimited = true
+	default:
+		walletLeft = int(w.Balance/least) - appCalls
+	}
+
+	var hotlines []string
+	for _, c := range claims {
+		hotlines = append(hotlines, c.Hotline)
+	}
+	rows, err := tx.Query(ctx, `SELECT hotline FROM calls WHERE app_id = $1 AND state = 'dialing' AND hotline = ANY($2)`, appID, hotlines)
+	if err != nil {
+		return nil, err
+	}
+	busyList, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	busy := map[string]bool{}
+	for _, h := range busyList {
+		busy[h] = true
+	}
+
+	free := map[string]int{} // by scenario: max_concurrent less its calls up; -1 not dialable now
+	var out []callClaim
+	for _, c := range claims {
+		if _, ok := free[c.ScenarioID]; !ok {
+			n, err := scenarioRoom(ctx, tx, appID, c.ScenarioID, c.Start)
+			if err != nil {
+				return nil, err
+			}
+			free[c.ScenarioID] = n
+		}
+		if free[c.ScenarioID] <= 0 || busy[c.Hotline] || (!unlimited && walletLeft <= 0) {
+			continue
+		}
+		// SKIP LOCKED: a contact another node is claiming is left to it, not
+		// waited for; one it claimed already is no longer queued.
+		err := tx.QueryRow(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $2,
+			lease_node = $3, lease_until = $4
+			WHERE seq = (SELECT seq FROM contacts WHERE seq = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED)
+			RETURNING attempts`, c.Contact.Seq, ms(c.Start), s.node, leaseUntil).Scan(&c.Attempt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start),
+			c.ScenarioID, c.Trunk); err != nil {
+			return nil, err
+		}
+		busy[c.Hotline] = true
+		free[c.ScenarioID]--
+		walletLeft--
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// scenarioRoom is how many more calls the scenario may start at now: its
+// max_concurrent less its calls up on every node, or 0 when it is no
+// longer ACTIVE or now is outside its call window (another node changed
+// it since this one's cache was read).
+func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now time.Time) (int, error) {
+	sc, err := scanScenario(pgRow{tx.QueryRow(ctx, `SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)})
+	if errors.Is(err, errNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if sc.Status != StatusActive {
+		return 0, nil
+	}
+	if w, err := parseCallWindow(sc.CallConfig.CallWindow); err != nil || !w.Contains(now) {
+		return 0, nil
+	}
+	var up int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM calls WHERE app_id = $1 AND scenario_id = $2 AND state = 'dialing'`,
+		appID, id).Scan(&up); err != nil {
+		return 0, err
+	}
+	return sc.CallConfig.MaxConcurrent - up, nil
+}
+
+// endCall settles one call as SQLite does (endCallTx), in its own
+// transaction.
+func (s *PostgresStore) endCall(ctx context.Context, e callEnd) error {
+	_, err := s.settle(ctx, e)
+	return err
+}
+
+// settle is endCall, saying whether it settled the call (false: it was
+// settled already). The call's row is locked first, so of two nodes
+// settling one call (its own and one taking over a lease that ran out) the
+// second finds it ended and does nothing; the tenant's count of unfinished
+// contacts is locked next, before any contact, as an import takes it, so
+// an import of the same phone never deadlocks with it.
+func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
+	settled := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var appID int64
+		err := tx.QueryRow(ctx, `SELECT app_id FROM calls WHERE id = $1 AND state = 'dialing' FOR UPDATE`, e.CallID).Scan(&appID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM queued_contacts WHERE app_id = $1 FOR UPDATE`, appID); err != nil {
+			return err
+		}
+		settled = true
+		return endCallTx(pgTx{ctx, tx}, e)
+	})
+	return settled && err == nil, err
+}
+
+// settleInterrupted settles the calls whose lease ran out: their node
+// died, or stopped without settling them. On PostgreSQL it is what a start
+// does and what every node does every takeoverEvery (takeOverCalls); a
+// restarted node's calls of its last run wait out their lease like any
+// other's, as its new run is a new node. Each call is settled in its own
+// transaction, as endCall settles it.
+func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
+		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < $1 ORDER BY c.id`, ms(time.Now()))
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
+		ok, err := s.settle(ctx, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry})
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+			observeTakeover()
+		}
+	}
+	return n, nil
+}
+
+func (s *PostgresStore) takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
+	return s.settleInterrupted(ctx, now, firstTry)
+}
+
+// renewLeases pushes back the lease of every call this node has up.
+func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE lease_node = $1 AND state = 'dialing'`,
+		s.node, ms(now.Add(callLease)))
+	return err
+}
+
+// keepLeases renews this node's leases every third of callLease until the
+// store closes.
+func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
+	defer s.done.Done()
+	t := time.NewTicker(callLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), callLease/3)
+			if err := s.renewLeases(ctx, time.Now()); err != nil {
+				observeLeaseRenewalFailure()
+			}
+			cancel()
+		}
+	}
+}

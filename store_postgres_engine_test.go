@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The engine's claims and settles on PostgreSQL, with several nodes on one
+// database (docs/postgres.md#claiming-calls).
+
+// pgEngineNodes is pgNodes with the tenant's scenario reshaped by change
+// and n contacts queued, due now; it returns the nodes, the tenant and the
+// due contacts.
+func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts int) ([]*PostgresStore, int64, []dueContact) {
+	t.Helper()
+	list, appID := pgNodes(t, nodes)
+	app := engTenant()
+	app.HotlinePools[0].Numbers = engPhones(20, 500)
+	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
+	if change != nil {
+		change(app)
+	}
+	ctx := context.Background()
+	if err := list[0].ApplyFixtures(ctx, []*FixtureApp{app}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	req := ImportRequest{AppID: appID, ScenarioID: "sc"}
+	for i, p := range engPhones(contacts, 0) {
+		fields, _ := json.Marshal(map[string]string{"ho_ten": fmt.Sprint("C", i)})
+		req.Contacts = append(req.Contacts, NewContact{Position: i, ID: newV7(), Fields: fields, Phone: p})
+	}
+	if _, err := list[0].Import(ctx, req, time.Now().Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	due, err := list[0].dueContacts(ctx, appID, "sc", time.Now(), contacts)
+	if err != nil || len(due) != contacts {
+		t.Fatalf("%d due (%v), want %d", len(due), err, contacts)
+	}
+	return list, appID, due
+}
+
+// pgClaims makes one claim per contact, each on its own hotline of the
+// pool (hotline offset+i).
+func pgClaims(appID int64, due []dueContact, offset int) []callClaim {
+	var out []callClaim
+	hotlines := engPhones(20, 500)
+	for i, c := range due {
+		out = append(out, callClaim{CallID: newV7(), AppID: appID, ScenarioID: "sc", Contact: c,
+			Hotline: hotlines[(offset+i)%len(hotlines)], Start: time.Now()})
+	}
+	return out
+}
+
+// pgPrepaid makes the tenant's wallet prepaid, holding balance, with a
+// price per call.
+func pgPrepaid(t *testing.T, s *PostgresStore, appID, balance, perCall int64) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), `UPDATE wallets SET prepaid = 1, balance = $2, price_per_call = $3
+		WHERE app_id = $1`, appID, balance, perCall); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pgCount(t *testing.T, s *PostgresStore, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// Three nodes claiming the same contacts at once, over and over: no
+// contact is claimed twice, and max_concurrent holds across them.
+func TestPostgresClaimsHoldMaxConcurrentAcrossNodes(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 3, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 4 }, 12)
+	var mu sync.Mutex
+	claimed := map[int64]int{}
+	var wg sync.WaitGroup
+	for i, s := range nodes {
+		wg.Go(func() {
+			for range 5 {
+				taken, err := s.claimCalls(context.Background(), pgClaims(appID, due, i*6))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, c := range taken {
+					claimed[c.Contact.Seq]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(claimed) != 4 {
+		t.Errorf("%d contacts claimed, want max_concurrent 4", len(claimed))
+	}
+	for seq, n := range claimed {
+		if n != 1 {
+			t.Errorf("contact %d claimed %d times", seq, n)
+		}
+	}
+	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 4 {
+		t.Errorf("%d calls up, want 4", n)
+	}
+	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE scenario_id = 'sc'`); n != 4 {
+		t.Errorf("%d calls carry their scenario, want 4", n)
+	}
+}
+
+// A hotline up on one node is busy for every node.
+func TestPostgresClaimsBusyHotlineAcrossNodes(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 3)
+	ctx := context.Background()
+	a := pgClaims(appID, due[:1], 0)
+	if taken, err := nodes[0].claimCalls(ctx, a); err != nil || len(taken) != 1 || taken[0].Attempt != 1 {
+		t.Fatalf("node 0 took %v (%v), want its one claim, attempt 1", taken, err)
+	}
+	b := pgClaims(appID, due[1:], 0) // the first on node 0's hotline, the second on another
+	taken, err := nodes[1].claimCalls(ctx, b)
+	if err != nil || len(taken) != 1 || taken[0].Contact.Seq != due[2].Seq {
+		t.Fatalf("node 1 took %v (%v), want only the claim on a free hotline", taken, err)
+	}
+}
+
+// A prepaid wallet pays for the calls up on every node together, and a
+// scenario no longer ACTIVE or outside its call window (changed by another node)
+// starts nothing.
+func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 6)
+	ctx := context.Background()
+	pgPrepaid(t, nodes[0], appID, 3000, 1000)
+	if taken, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0)); err != nil || len(taken) != 2 {
+		t.Fatalf("node 0 took %d (%v), want 2", len(taken), err)
+	}
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[2:], 2)); err != nil || len(taken) != 1 {
+		t.Fatalf("node 1 took %d (%v), want the 1 the wallet still pays for", len(taken), err)
+	}
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
+		t.Fatal(err)
+	}
+	outside := `{"start": "00:00", "end": "00:00"}`
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
+		t.Fatal(err)
+	}
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 0 {
+		t.Fatalf("outside the call window node 1 took %d (%v), want 0", len(taken), err)
+	}
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
+		t.Fatal(err)
+	}
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 0 {
+		t.Fatalf("back in DRAFT, node 1 took %d (%v), want 0", len(taken), err)
+	}
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
+		t.Fatal(err)
+	}
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 3 {
+		t.Fatalf("active again, node 1 took %d (%v), want 3", len(taken), err)
+	}
+}
+
+// A node that dies holding a call loses it when its lease runs out, not
+// before: another node settles it once (CANCELED, not charged, queued
+// again, reported), and the dead node's late settle changes nothing. A
+// node alive renews its leases.
+func TestPostgresCallLeaseTakeover(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 3, nil, 2)
+	ctx := context.Background()
+	pgPrepaid(t, nodes[0], appID, 100000, 1000)
+	dead, alive, other := nodes[0], nodes[1], nodes[2]
+	held, err := dead.claimCalls(ctx, pgClaims(appID, due[:1], 0))
+	if err != nil || len(held) != 1 {
+		t.Fatalf("took %d (%v)", len(held), err)
+	}
+	kept, err := alive.claimCalls(ctx, pgClaims(appID, due[1:], 1))
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("took %d (%v)", len(kept), err)
+	}
+	now := time.Now()
+	if n, err := other.takeOverCalls(ctx, now, now); err != nil || n != 0 {
+		t.Fatalf("took over %d (%v) while every lease holds, want 0", n, err)
+	}
+	dead.Close()
+	// Both leases run out; only the live node renews its own.
+	if _, err := other.pool.Exec(ctx, `UPDATE contacts SET lease_until = $1 WHERE state = 'dialing'`, ms(now.Add(-time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	if err := alive.renewLeases(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i, s := range []*PostgresStore{alive, other} {
+		wg.Go(func() {
+			n, err := s.takeOverCalls(ctx, now, now)
+			if err != nil {
+				t.Error(err)
+			}
+			counts[i] = n
+		})
+	}
+	wg.Wait()
+	if counts[0]+counts[1] != 1 {
+		t.Errorf("took over %v calls, want the dead node's one, once", counts)
+	}
+	var state, outcome string
+	var cost int64
+	if err := other.pool.QueryRow(ctx, `SELECT state, coalesce(outcome, ''), cost FROM calls WHERE id = $1`, held[0].CallID).
+		Scan(&state, &outcome, &cost); err != nil || state != "ended" || outcome != OutcomeCanceled || cost != 0 {
+		t.Errorf("dead node's call: %s %s cost %d (%v), want ended CANCELED free", state, outcome, cost, err)
+	}
+	if n := pgCount(t, other, `SELECT count(*) FROM contacts WHERE seq = $1 AND state = 'queued'`, held[0].Contact.Seq); n != 1 {
+		t.Error("the dead node's contact is not queued again")
+	}
+	if n := pgCount(t, other, `SELECT count(*) FROM calls WHERE id = $1 AND state = 'dialing'`, kept[0].CallID); n != 1 {
+		t.Error("the live node's call was taken over")
+	}
+	// The dead node's own settle, arriving late, is a no-op.
+	answered := now
+	late := callEnd{CallID: held[0].CallID, Now: now, FirstTry: now,
+		Result: DialResult{Outcome: OutcomeAnswered, AnsweredAt: &answered, EndedAt: now, Talk: time.Minute}}
+	if err := other.endCall(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if n := pgCount(t, other, `SELECT balance FROM wallets WHERE app_id = $1`, appID); n != 100000 {
+		t.Errorf("balance %d after the late settle, want 100000 (nothing charged)", n)
+	}
+	if n := pgCount(t, other, `SELECT count(*) FROM webhook_messages WHERE event_type = 'call.completed'`); n != 1 {
+		t.Errorf("%d call.completed messages, want 1", n)
+	}
+	// The live node's call settles normally, charged once.
+	end := late
+	end.CallID = kept[0].CallID
+	if err := alive.endCall(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	if n := pgCount(t, other, `SELECT balance FROM wallets WHERE app_id = $1`, appID); n != 99000 {
+		t.Errorf("balance %d, want 99000", n)
+	}
+}
