@@ -15,6 +15,10 @@ import (
 type catalogCache struct {
 	version atomic.Uint64 // bumped after every commit that may change configuration
 	watch   *commitWatch  // other connections' commits (catalog_watch.go)
+	// deaf is set while a PostgreSQL node does not hear other nodes'
+	// configuration commits (store_postgres_notify.go): nothing is kept
+	// then, every read goes to the database.
+	deaf atomic.Bool
 
 	mu      sync.RWMutex // every request reads; only a miss writes
 	at      uint64       // version the entries were read at
@@ -36,6 +40,9 @@ func (c *catalogCache) invalidate() { c.version.Add(1) }
 func cached[T any](c *catalogCache, key string, load func() (T, error)) (T, error) {
 	if c.watch != nil { // SQLite's; nil on PostgreSQL
 		c.watch.check(c)
+	}
+	if c.deaf.Load() {
+		return load()
 	}
 	v := c.version.Load()
 	c.mu.RLock()

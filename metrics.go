@@ -210,7 +210,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descCallsTotal, prometheus.CounterValue, n, outcome)
 		return nil
 	})
-	run("wallet_balance", `SELECT a.api_key, w.prepaid, w.balance FROM wallets w JOIN applications a ON a.id = w.app_id`, func(scan func(...any) error) error {
+	run("wallet_balance", `SELECT a.api_key, w.prepaid <> 0, w.balance FROM wallets w JOIN applications a ON a.id = w.app_id`, func(scan func(...any) error) error {
 		var tenant string
 		var prepaid bool
 		var balance float64

@@ -15,41 +15,16 @@ import (
 // Tests of the store's contract that run against every backend from one
 // table (docs/postgres.md#status says how far the PostgreSQL store is).
 
-// backendStore is the part of Store that every backend implements so far;
-// it becomes Store itself once PostgresStore is complete.
-type backendStore interface {
-	Close() error
-	Ping(ctx context.Context) error
-	Migrations(ctx context.Context) (at, known int, err error)
-	AppByKey(ctx context.Context, apiKey string) (*Application, error)
-	CountApps(ctx context.Context) (int, error)
-	Wallet(ctx context.Context, appID int64) (Wallet, error)
-	WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error)
-	PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error)
-	Scenario(ctx context.Context, appID int64, id string) (*Scenario, error)
-	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error)
-	Campaign(ctx context.Context, appID int64, id string) (*Campaign, error)
-	Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error)
-	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
-	SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error)
-	ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error
-}
-
-var (
-	_ backendStore = (*SQLiteStore)(nil)
-	_ backendStore = (*PostgresStore)(nil)
-)
-
 // storeBackends opens a new, empty store of each kind.
 var storeBackends = []struct {
 	name string
-	open func(t testing.TB) backendStore
+	open func(t testing.TB) Store
 }{
-	{"sqlite", func(t testing.TB) backendStore {
+	{"sqlite", func(t testing.TB) Store {
 		s, _ := openTestStore(t)
 		return s
 	}},
-	{"postgres", func(t testing.TB) backendStore {
+	{"postgres", func(t testing.TB) Store {
 		s, err := OpenPostgres(context.Background(), pgtest.Database(t))
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +36,7 @@ var storeBackends = []struct {
 
 // forEachBackend runs test once per backend, each on a new store holding
 // the tenants; it passes their ids.
-func forEachBackend(t *testing.T, apps func() []*FixtureApp, test func(t *testing.T, s backendStore, ids []int64)) {
+func forEachBackend(t *testing.T, apps func() []*FixtureApp, test func(t *testing.T, s Store, ids []int64)) {
 	for _, b := range storeBackends {
 		t.Run(b.name, func(t *testing.T) {
 			s := b.open(t)
@@ -99,7 +74,7 @@ func prepaidTenant(balance, perCall int64) func() []*FixtureApp {
 }
 
 func TestBackendImport(t *testing.T) {
-	forEachBackend(t, prepaidTenant(1000, 100), func(t *testing.T, s backendStore, ids []int64) {
+	forEachBackend(t, prepaidTenant(1000, 100), func(t *testing.T, s Store, ids []int64) {
 		ctx := context.Background()
 		res, err := s.Import(ctx, importReq(ids[0], "+84913000001", "+84913000002"), time.Now())
 		if err != nil {
@@ -166,7 +141,7 @@ func TestBackendImport(t *testing.T) {
 // Concurrent imports share commits; every one acknowledged is stored, and a
 // phone sent by all of them at once is added exactly once.
 func TestBackendConcurrentImports(t *testing.T) {
-	forEachBackend(t, prepaidTenant(1_000_000, 1), func(t *testing.T, s backendStore, ids []int64) {
+	forEachBackend(t, prepaidTenant(1_000_000, 1), func(t *testing.T, s Store, ids []int64) {
 		const requests, each = 16, 50
 		var wg sync.WaitGroup
 		results := make([]*ImportResult, requests)
@@ -219,7 +194,7 @@ func TestBackendReads(t *testing.T) {
 		app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
 		return []*FixtureApp{app}
 	}
-	forEachBackend(t, apps, func(t *testing.T, s backendStore, ids []int64) {
+	forEachBackend(t, apps, func(t *testing.T, s Store, ids []int64) {
 		ctx := context.Background()
 		now := time.Now()
 		// A second start applies the same fixtures: nothing changes.

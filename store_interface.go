@@ -131,4 +131,7 @@ type Store interface {
 	Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error
 }
 
-var _ Store = (*SQLiteStore)(nil)
+var (
+	_ Store = (*SQLiteStore)(nil)
+	_ Store = (*PostgresStore)(nil)
+)

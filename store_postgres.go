@@ -28,7 +28,9 @@ type PostgresStore struct {
 	writers []chan pgJob
 	// stopLeases ends keepLeases, which renews this node's call leases.
 	stopLeases chan struct{}
-	done       sync.WaitGroup
+	// stopListening ends listenConfig (store_postgres_notify.go).
+	stopListening context.CancelFunc
+	done          sync.WaitGroup
 
 	catalog catalogCache
 	tokens  tokenCache
@@ -75,8 +77,12 @@ func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStor
 	host, _ := os.Hostname()
 	s := &PostgresStore{pool: pool, node: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])}
 	s.stopLeases = make(chan struct{})
-	s.done.Add(1)
+	s.done.Add(2)
 	go s.keepLeases(s.stopLeases)
+	s.catalog.deaf.Store(true) // until listenConfig listens
+	listenCtx, stopListening := context.WithCancel(context.Background())
+	s.stopListening = stopListening
+	go s.listenConfig(listenCtx)
 	for range postgresWriters {
 		jobs := make(chan pgJob, 1024)
 		s.writers = append(s.writers, jobs)
@@ -98,6 +104,7 @@ func (s *PostgresStore) Close() error {
 		close(w)
 	}
 	close(s.stopLeases)
+	s.stopListening()
 	s.mu.Unlock()
 	s.done.Wait()
 	s.pool.Close()

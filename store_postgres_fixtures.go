@@ -16,10 +16,9 @@ import (
 
 // ApplyFixtures upserts every application of the file in one transaction.
 // Configuration writes are rare; they commit on their own, outside the
-// imports' group commit.
+// imports' group commit, and every node hears of them (configWrite).
 func (s *PostgresStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
-	defer s.catalog.invalidate() // after the commit: a read from now on sees it
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.configWrite(ctx, func(tx pgx.Tx) error {
 		for _, fa := range apps {
 			if err := pgApplyFixtureApp(ctx, tx, fa, now); err != nil {
 				return err

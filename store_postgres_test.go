@@ -127,3 +127,39 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 		t.Errorf("nextMessageDue = %v, %v, %v", next, ok, err)
 	}
 }
+
+// A configuration change made on one node is seen by the others, whose
+// configuration caches held the old value.
+func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
+	nodes, appID := pgNodes(t, 2)
+	ctx := context.Background()
+	read := func(s *PostgresStore) *Scenario {
+		t.Helper()
+		sc, err := s.Scenario(ctx, appID, "sc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	// Node 1 listens, then caches the scenario.
+	waitFor(t, "node 1 listening", func() bool { return !nodes[1].catalog.deaf.Load() })
+	if read(nodes[1]).Name != "sc" {
+		t.Fatal("unexpected name")
+	}
+	sc := read(nodes[0])
+	sc.Name = "renamed on node 0"
+	if err := nodes[0].UpdateScenario(ctx, sc, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node 1 seeing the new name", func() bool { return read(nodes[1]).Name == sc.Name })
+	if err := nodes[0].SetAdminSetting(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[0].CreateApp(ctx, "second", "second-key", "second-secret", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node 1 seeing the new application", func() bool {
+		_, err := nodes[1].AppByKey(ctx, "second-key")
+		return err == nil
+	})
+}
