@@ -133,7 +133,7 @@ func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, Config, e
 	if err != nil {
 		return nil, cfg, err
 	}
-	store, err := OpenStore(cfg.Database)
+	store, err := openConfiguredStore(context.Background(), cfg)
 	if err == nil {
 		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
 	}
@@ -157,7 +157,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	defer store.Close()
 	app, err := store.AppByKey(ctx, *appKey)
 	if errors.Is(err, errNotFound) {
-		return fmt.Errorf("token: no application has API key %q in %s", *appKey, cfg.Database)
+		return fmt.Errorf("token: no application has API key %q in %s", *appKey, databaseName(cfg.Database))
 	}
 	if err != nil {
 		return err

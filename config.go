@@ -328,6 +328,8 @@ func (c *Config) validate() error {
 		return bad("listen", "must not be empty")
 	case c.Database == "":
 		return bad("database", "must not be empty")
+	case isPostgresURL(c.Database) && checkPostgresURL(c.Database) != nil:
+		return bad("database", "must be a SQLite file or a valid PostgreSQL URL like \"postgres://user:password@host:5432/dialbox\": "+checkPostgresURL(c.Database).Error())
 	case c.API.ErrorHTTPStatus != StatusModeSemantic && c.API.ErrorHTTPStatus != StatusModeAlways:
 		return bad("api.error_http_status", `must be "semantic" or "always_200"`)
 	case c.Limits.MaxContactsPerRequest < 1:

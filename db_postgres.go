@@ -20,6 +20,12 @@ func isPostgresURL(database string) bool {
 	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
 }
 
+// checkPostgresURL says what is wrong with a PostgreSQL URL, if anything.
+func checkPostgresURL(url string) error {
+	_, err := pgx.ParseConfig(url)
+	return err
+}
+
 // postgresMigrations splits schema_postgres.sql into its numbered blocks.
 func postgresMigrations() []string {
 	return splitMigrations("schema_postgres.sql", schemaPostgresSQL)

@@ -76,7 +76,7 @@ func (t *trunkLoad) started(now time.Time) {
 func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	cacheDir := cfg.TTS.CacheDir
 	if cacheDir == "" {
-		cacheDir = filepath.Join(filepath.Dir(cfg.Database), "tts-cache")
+		cacheDir = filepath.Join(dataDir(cfg), "tts-cache")
 	}
 	speech, err := cfg.ttsEngine(cacheDir)
 	if err != nil {
@@ -88,7 +88,7 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	}
 	promptsDir := cfg.Voicebot.PromptsDir
 	if promptsDir == "" {
-		promptsDir = filepath.Join(filepath.Dir(cfg.Database), "prompts")
+		promptsDir = filepath.Join(dataDir(cfg), "prompts")
 	}
 	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
 		log: log, trunks: map[string]*trunkLoad{}}

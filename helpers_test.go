@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/pgtest"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
 )
 
 // ---- a running dialbox ----
@@ -32,12 +34,51 @@ type testServer struct {
 	lastContentType string
 }
 
+// testBackends are the stores the tests that run on every backend use,
+// from one table: each gives a new, empty database of its kind, as
+// `database` names it. PostgreSQL's skips the test with the reason when
+// no server is configured (internal/pgtest).
+var testBackends = []struct {
+	name     string
+	database func(t testing.TB) string
+}{
+	{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "dialbox.db") }},
+	{"postgres", func(t testing.TB) string { return pgtest.Database(t) }},
+}
+
+// eachBackend runs test once per backend, as a subtest named after it.
+func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) { test(t, b.name) })
+	}
+}
+
+func backendDatabase(t testing.TB, backend string) string {
+	t.Helper()
+	for _, b := range testBackends {
+		if b.name == backend {
+			return b.database(t)
+		}
+	}
+	t.Fatalf("no backend %q", backend)
+	return ""
+}
+
 // startServer writes the fixtures to a temp dir and starts dialbox with
-// serve's own flags.
+// serve's own flags, on SQLite.
 func startServer(t testing.TB, fixtures string, env ...string) *testServer {
 	t.Helper()
+	return startServerOn(t, "sqlite", fixtures, env...)
+}
+
+// startServerOn is startServer on a new database of the backend.
+func startServerOn(t testing.TB, backend, fixtures string, env ...string) *testServer {
+	t.Helper()
 	fx := writeFile(t, "fixtures.toml", fixtures)
-	return startServerAt(t, filepath.Join(filepath.Dir(fx), "dialbox.db"), fx, env...)
+	// The folders "beside the database" are the working directory on
+	// PostgreSQL: the test's own instead.
+	env = append([]string{"DIALBOX_RECORDINGS_DIR=" + filepath.Join(filepath.Dir(fx), "recordings")}, env...)
+	return startServerAt(t, backendDatabase(t, backend), fx, env...)
 }
 
 func startServerAt(t testing.TB, db, fixtures string, env ...string) *testServer {
@@ -230,9 +271,19 @@ func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStor
 }
 
 // storeExec runs SQL through the store's own write path, for what no API
-// can do (disable an application, break a row on purpose).
+// can do (disable an application, break a row on purpose); the SQL both
+// databases speak, with ? placeholders.
 func storeExec(t testing.TB, s Store, query string, args ...any) {
 	t.Helper()
+	if pg, ok := s.(*PostgresStore); ok {
+		if err := pg.configWrite(context.Background(), func(tx pgx.Tx) error {
+			_, err := tx.Exec(context.Background(), pgNumbered(query), args...)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return
+	}
 	if err := sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(query, args...)
 		return err
@@ -244,6 +295,12 @@ func storeExec(t testing.TB, s Store, query string, args ...any) {
 func queryInt(t testing.TB, s Store, query string, args ...any) int {
 	t.Helper()
 	var n int
+	if pg, ok := s.(*PostgresStore); ok {
+		if err := pg.pool.QueryRow(context.Background(), pgNumbered(query), args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return n
+	}
 	if err := sqliteOf(t, s).read.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}

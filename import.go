@@ -57,7 +57,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 
-	store, err := OpenStore(cfg.Database)
+	store, err := openConfiguredStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

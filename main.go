@@ -212,10 +212,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if m.serveLock, err = lockServing(cfg.Database); err != nil {
-		return err
+	// A SQLite file has one server; PostgreSQL is shared by any number.
+	if !isPostgresURL(cfg.Database) {
+		if m.serveLock, err = lockServing(cfg.Database); err != nil {
+			return err
+		}
 	}
-	if m.store, err = OpenStore(cfg.Database); err != nil {
+	if m.store, err = openConfiguredStore(ctx, cfg); err != nil {
 		m.serveLock.Close()
 		return err
 	}
@@ -311,7 +314,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Log.Error("server stopped", "err", err)
 		}
 	}()
-	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", cfg.Database)
+	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", databaseName(cfg.Database))
 	// Already serving: a stop signal from now on is for Close, not a failed start.
 	return m.printDemo(context.WithoutCancel(ctx))
 }

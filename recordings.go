@@ -26,12 +26,12 @@ import (
 type RecordingFiles struct{ Dir string }
 
 // recordingFiles is the folder cfg names: recordings.dir, or "recordings"
-// beside the database.
+// beside the database (dataDir).
 func recordingFiles(cfg Config) RecordingFiles {
 	if cfg.Recordings.Dir != "" {
 		return RecordingFiles{Dir: cfg.Recordings.Dir}
 	}
-	return RecordingFiles{Dir: filepath.Join(filepath.Dir(cfg.Database), "recordings")}
+	return RecordingFiles{Dir: filepath.Join(dataDir(cfg), "recordings")}
 }
 
 const recordingExt = ".wav"

@@ -8,49 +8,37 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"dialbox/internal/pgtest"
 )
 
 // Tests of the store's contract that run against every backend from one
 // table (docs/postgres.md#status says how far the PostgreSQL store is).
 
-// storeBackends opens a new, empty store of each kind.
-var storeBackends = []struct {
-	name string
-	open func(t testing.TB) Store
-}{
-	{"sqlite", func(t testing.TB) Store {
-		s, _ := openTestStore(t)
-		return s
-	}},
-	{"postgres", func(t testing.TB) Store {
-		s, err := OpenPostgres(context.Background(), pgtest.Database(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}},
+// openBackendStore opens a new, empty store of the backend (testBackends).
+func openBackendStore(t testing.TB, backend string) Store {
+	t.Helper()
+	s, err := openConfiguredStore(context.Background(), Config{Database: backendDatabase(t, backend)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // forEachBackend runs test once per backend, each on a new store holding
 // the tenants; it passes their ids.
 func forEachBackend(t *testing.T, apps func() []*FixtureApp, test func(t *testing.T, s Store, ids []int64)) {
-	for _, b := range storeBackends {
-		t.Run(b.name, func(t *testing.T) {
-			s := b.open(t)
-			list := apps()
-			if err := s.ApplyFixtures(context.Background(), list, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			ids := make([]int64, len(list))
-			for i, a := range list {
-				ids[i] = a.id
-			}
-			test(t, s, ids)
-		})
-	}
+	eachBackend(t, func(t *testing.T, backend string) {
+		s := openBackendStore(t, backend)
+		list := apps()
+		if err := s.ApplyFixtures(context.Background(), list, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]int64, len(list))
+		for i, a := range list {
+			ids[i] = a.id
+		}
+		test(t, s, ids)
+	})
 }
 
 // importReq is a request of phones as the importer hands it to the store.
