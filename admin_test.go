@@ -86,7 +86,13 @@ api_secret = "other-secret"
 // the engine is off unless env turns it on.
 func startSandbox(t testing.TB, env ...string) *testServer {
 	t.Helper()
-	return startServer(t, adminFixtures, append([]string{"DIALBOX_ADMIN_TOKEN=" + testAdminToken}, env...)...)
+	return startSandboxOn(t, "sqlite", env...)
+}
+
+// startSandboxOn is startSandbox on a new database of the backend.
+func startSandboxOn(t testing.TB, backend string, env ...string) *testServer {
+	t.Helper()
+	return startServerOn(t, backend, adminFixtures, append([]string{"DIALBOX_ADMIN_TOKEN=" + testAdminToken}, env...)...)
 }
 
 // admin sends an admin request that must succeed and decodes its result
@@ -153,8 +159,10 @@ func qaImport(t testing.TB, s *testServer, body string) (int, errorBody) {
 
 const oneContact = `{"contacts":[{"phone_number":"0912345678","ho_ten":"A"}]}`
 
-func TestAdminAuthAndIsolation(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminAuthAndIsolation(t *testing.T) { eachBackend(t, testAdminAuthAndIsolation) }
+
+func testAdminAuthAndIsolation(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	appToken := bearer(t, "qa-key", "qa-secret")
 	for _, auth := range []string{"", "Bearer", "Bearer wrong-token-0123456789", appToken, testAdminToken, "Basic " + testAdminToken} {
 		status, b := s.do(t, "GET", "/admin/v1/apps", auth, "")
@@ -210,8 +218,10 @@ func startDemoMain(t testing.TB, db string, env ...string) (*Main, string) {
 	return m, out.String()
 }
 
-func TestAdminApplications(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminApplications(t *testing.T) { eachBackend(t, testAdminApplications) }
+
+func testAdminApplications(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var created struct {
 		Application
 		APISecret   string `json:"api_secret"`
@@ -287,8 +297,10 @@ func TestAdminApplications(t *testing.T) {
 	}
 }
 
-func TestAdminWallet(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminWallet(t *testing.T) { eachBackend(t, testAdminWallet) }
+
+func testAdminWallet(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var w Wallet
 	s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
 	if !w.Prepaid || w.Balance != 1000000 || w.PricePerCall != 1000 || w.ExpiresAt == nil {
@@ -323,8 +335,10 @@ func TestAdminWallet(t *testing.T) {
 	s.adminFail(t, "GET", "/apps/nobody/wallet", "", 404)
 }
 
-func TestAdminPools(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminPools(t *testing.T) { eachBackend(t, testAdminPools) }
+
+func testAdminPools(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var p Pool
 	s.admin(t, "POST", "/apps/qa-key/pools", `{"key":"POOL_B","numbers":["02873000009"," 02873000008 "]}`, &p)
 	if p.Key != "POOL_B" || len(p.Numbers) != 2 || p.Numbers[0].Number != "02873000008" || !p.Numbers[0].Enabled {
@@ -378,8 +392,10 @@ func TestAdminPools(t *testing.T) {
 	}
 }
 
-func TestAdminScenarios(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminScenarios(t *testing.T) { eachBackend(t, testAdminScenarios) }
+
+func testAdminScenarios(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var sc adminScenario
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-new","name":"New","personalized_fields":["ma_kh"],
 		"call_config":{"max_concurrent":3,"re_call":{"times":1}}}`, &sc)
@@ -460,8 +476,10 @@ func TestAdminScenarios(t *testing.T) {
 	s.adminFail(t, "DELETE", "/apps/qa-key/scenarios/sc-new", "", 404)
 }
 
-func TestAdminCampaigns(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminCampaigns(t *testing.T) { eachBackend(t, testAdminCampaigns) }
+
+func testAdminCampaigns(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var c Campaign
 	s.admin(t, "POST", "/apps/qa-key/campaigns", `{"id":"camp-new","name":"December","scenario_id":"sc-remind"}`, &c)
 	if c.ID != "camp-new" || c.ScenarioID != "sc-remind" || c.Paused {
@@ -500,8 +518,10 @@ func TestAdminCampaigns(t *testing.T) {
 	}
 }
 
-func TestAdminWebhookEndpoints(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminWebhookEndpoints(t *testing.T) { eachBackend(t, testAdminWebhookEndpoints) }
+
+func testAdminWebhookEndpoints(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var e WebhookEndpoint
 	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"http://127.0.0.1:9/hook","events":["call.completed"]}`, &e)
 	if e.ID == "" || checkWebhookSecret(e.Secret) != nil || !e.Enabled || len(e.Events) != 1 {
@@ -533,8 +553,10 @@ func TestAdminWebhookEndpoints(t *testing.T) {
 	s.adminFail(t, "DELETE", "/apps/qa-key/webhooks/"+e.ID, "", 404)
 }
 
-func TestAdminContactsAndImports(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminContactsAndImports(t *testing.T) { eachBackend(t, testAdminContactsAndImports) }
+
+func testAdminContactsAndImports(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	if st, e := qaImport(t, s, `{"contacts":[{"phone_number":"0912345678","ho_ten":"A"},{"phone_number":"12"},"x",{"phone_number":"0912345679"}]}`); st != 200 {
 		t.Fatalf("import: %+v", e)
 	}
@@ -603,8 +625,10 @@ func TestAdminContactsAndImports(t *testing.T) {
 
 // TestAdminListPaging: the contact and webhook-message lists read the same
 // time range and cursor parameters, and refuse them alike.
-func TestAdminListPaging(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminListPaging(t *testing.T) { eachBackend(t, testAdminListPaging) }
+
+func testAdminListPaging(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	for _, list := range []string{"/apps/qa-key/contacts", "/apps/qa-key/webhook-messages"} {
 		s.admin(t, "GET", list+"?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&limit=500&cursor=7", "", nil)
 		for query, field := range map[string]string{
@@ -633,8 +657,10 @@ func TestAdminClock(t *testing.T) {
 	wantField(t, s.adminFail(t, "PUT", "/clock", `{}`, 400), "time_scale")
 }
 
-func TestAdminReset(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminReset(t *testing.T) { eachBackend(t, testAdminReset) }
+
+func testAdminReset(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	s.admin(t, "POST", "/apps", `{"api_key":"temp-key"}`, nil)
 	s.adminFail(t, "POST", "/apps/qa-key/scenarios/sc-remind/reject", "", 409)
 	s.admin(t, "POST", "/apps/qa-key/scenarios/sc-remind/edit", "", nil)

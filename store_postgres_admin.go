@@ -434,10 +434,10 @@ func (s *PostgresStore) DeleteEndpoint(ctx context.Context, appID int64, id stri
 func (s *PostgresStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
 	out, err := pgQuery(ctx, s, func(r pgx.Rows) (*ContactRecord, error) { return scanContact(r) },
 		`SELECT `+contactColumns+` FROM contacts
-		WHERE app_id = $1 AND ($2 = 0 OR seq < $2)
+		WHERE app_id = $1 AND ($2::bigint = 0 OR seq < $2)
 			AND ($3 = '' OR scenario_id = $3) AND ($4 = '' OR campaign_id = $4)
 			AND ($5 = '' OR state = $5) AND ($6 = '' OR outcome = $6) AND ($7 = '' OR phone = $7)
-			AND ($8 = 0 OR created_at >= $8) AND ($9 = 0 OR created_at < $9)
+			AND ($8::bigint = 0 OR created_at >= $8) AND ($9::bigint = 0 OR created_at < $9)
 		ORDER BY seq DESC LIMIT $10`,
 		appID, f.Cursor, f.ScenarioID, f.CampaignID, f.State, f.Outcome, f.Phone, optMS(f.From), optMS(f.To), f.Limit)
 	if err != nil {
@@ -491,9 +491,9 @@ func (s *PostgresStore) ImportByID(ctx context.Context, appID int64, id string) 
 func (s *PostgresStore) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
 	out, err := pgQuery(ctx, s, func(r pgx.Rows) (*WebhookMessage, error) { return scanMessage(r) },
 		`SELECT `+messageColumns+` FROM webhook_messages
-		WHERE app_id = $1 AND ($2 = 0 OR seq < $2) AND ($3 = '' OR endpoint_id = $3)
+		WHERE app_id = $1 AND ($2::bigint = 0 OR seq < $2) AND ($3 = '' OR endpoint_id = $3)
 			AND ($4 = '' OR state = $4) AND ($5 = '' OR event_type = $5)
-			AND ($6 = 0 OR created_at >= $6) AND ($7 = 0 OR created_at < $7)
+			AND ($6::bigint = 0 OR created_at >= $6) AND ($7::bigint = 0 OR created_at < $7)
 		ORDER BY seq DESC LIMIT $8`,
 		appID, f.Cursor, f.EndpointID, f.State, f.EventType, optMS(f.From), optMS(f.To), f.Limit)
 	if err != nil {
