@@ -247,6 +247,25 @@ func openTestStore(t testing.TB) (*SQLiteStore, string) {
 	return s, path
 }
 
+// fixtureStoreOn opens a fresh database of the backend holding the
+// tenants; it returns their ids.
+func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, []int64) {
+	t.Helper()
+	s, err := openConfiguredStore(context.Background(), Config{Database: backendDatabase(t, backend)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.ApplyFixtures(context.Background(), apps, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(apps))
+	for i, a := range apps {
+		ids[i] = a.id
+	}
+	return s, ids
+}
+
 // fixtureStore opens a fresh database holding the tenants; it returns their ids.
 func fixtureStore(t testing.TB, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 	t.Helper()
@@ -288,6 +307,42 @@ func storeExec(t testing.TB, s Store, query string, args ...any) {
 		_, err := tx.Exec(query, args...)
 		return err
 	}); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// storeWrite runs fn in a write transaction of either store.
+func storeWrite(t testing.TB, s Store, fn func(tx settleTx) error) {
+	t.Helper()
+	var err error
+	if pg, ok := s.(*PostgresStore); ok {
+		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx{context.Background(), tx}) })
+	} else {
+		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// queryRows hands each row of a read to row, on either store; the SQL
+// both databases speak, with ? placeholders.
+func queryRows(t testing.TB, s Store, query string, args []any, row func(scan func(...any) error) error) {
+	t.Helper()
+	var err error
+	if pg, ok := s.(*PostgresStore); ok {
+		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error {
+			return pgTx{context.Background(), tx}.queryRows(query, args, row)
+		})
+	} else {
+		tx, terr := sqliteOf(t, s).read.Begin()
+		if terr != nil {
+			t.Fatal(terr)
+		}
+		defer tx.Rollback()
+		err = sqliteTx{tx}.queryRows(query, args, row)
+	}
+	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 }

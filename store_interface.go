@@ -79,6 +79,11 @@ type Store interface {
 	// ---- webhook delivery (store_webhooks.go) ----
 
 	dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error)
+	// releaseMessages gives back messages dueMessages returned that the
+	// caller will not try now (an attempt of this process at them is still
+	// being recorded), so they are due again at once; a store that leases
+	// messages (docs/postgres.md#claiming-calls) ends their leases.
+	releaseMessages(ctx context.Context, seqs []int64) error
 	nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
 	recordAttempt(ctx context.Context, a deliveryAttempt) error
 

@@ -163,3 +163,30 @@ func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 		return err == nil
 	})
 }
+
+// Messages a node gives back are due again at once, for any node; it
+// gives back only its own.
+func TestPostgresOutboxRelease(t *testing.T) {
+	nodes, appID := pgNodes(t, 2)
+	ctx := context.Background()
+	now := time.Now()
+	pgQueueMessages(t, nodes[0], appID, 2, now.Add(-time.Second))
+	held, err := nodes[0].dueMessages(ctx, now, 10)
+	if err != nil || len(held) != 2 {
+		t.Fatalf("node 0 took %d (%v), want 2", len(held), err)
+	}
+	// Node 1 cannot end node 0's lease.
+	if err := nodes[1].releaseMessages(ctx, []int64{held[0].Seq, held[1].Seq}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := nodes[1].dueMessages(ctx, now, 10); err != nil || len(msgs) != 0 {
+		t.Fatalf("node 1 took %d (%v) under node 0's lease, want 0", len(msgs), err)
+	}
+	if err := nodes[0].releaseMessages(ctx, []int64{held[1].Seq}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := nodes[1].dueMessages(ctx, now, 10)
+	if err != nil || len(msgs) != 1 || msgs[0].Seq != held[1].Seq {
+		t.Fatalf("after node 0 gave one back node 1 took %v (%v), want it", msgs, err)
+	}
+}

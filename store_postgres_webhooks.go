@@ -66,6 +66,16 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit in
 	return out, nil
 }
 
+// releaseMessages ends this node's leases on messages it will not try now.
+func (s *PostgresStore) releaseMessages(ctx context.Context, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_node = NULL, lease_until = NULL
+		WHERE seq = ANY($1) AND lease_node = $2`, seqs, s.node)
+	return err
+}
+
 // nextMessageDue is the earliest next_try_at after now of a pending message.
 func (s *PostgresStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var v *int64

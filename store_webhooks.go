@@ -19,6 +19,9 @@ type outMessage struct {
 
 // dueMessages returns up to limit pending messages due at now whose
 // endpoint is enabled, the longest waiting first.
+// releaseMessages has nothing to give back: SQLite does not lease messages.
+func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error { return nil }
+
 func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
 		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
