@@ -75,10 +75,13 @@ func startServer(t testing.TB, fixtures string, env ...string) *testServer {
 func startServerOn(t testing.TB, backend, fixtures string, env ...string) *testServer {
 	t.Helper()
 	fx := writeFile(t, "fixtures.toml", fixtures)
-	// The folders "beside the database" are the working directory on
-	// PostgreSQL: the test's own instead.
-	env = append([]string{"DIALBOX_RECORDINGS_DIR=" + filepath.Join(filepath.Dir(fx), "recordings")}, env...)
-	return startServerAt(t, backendDatabase(t, backend), fx, env...)
+	db := filepath.Join(filepath.Dir(fx), "dialbox.db") // the folders "beside the database" are the test's
+	if backend != "sqlite" {
+		db = backendDatabase(t, backend)
+		// "Beside the database" is the working directory on PostgreSQL.
+		env = append([]string{"DIALBOX_RECORDINGS_DIR=" + filepath.Join(filepath.Dir(fx), "recordings")}, env...)
+	}
+	return startServerAt(t, db, fx, env...)
 }
 
 func startServerAt(t testing.TB, db, fixtures string, env ...string) *testServer {
