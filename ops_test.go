@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,8 +21,16 @@ import (
 // log written as JSON into logs, and returns it with a demo ACCESS_TOKEN.
 func startOpsServer(t *testing.T, logs io.Writer, env ...string) (*Main, string) {
 	t.Helper()
-	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LOG_FORMAT=json"}, env...)
-	m := startMain(t, io.Discard, []string{"--database", t.TempDir() + "/ops.db"}, env,
+	return startOpsServerOn(t, t.TempDir()+"/ops.db", logs, env...)
+}
+
+// startOpsServerOn is startOpsServer on the database named (a backend's,
+// testBackends).
+func startOpsServerOn(t *testing.T, db string, logs io.Writer, env ...string) (*Main, string) {
+	t.Helper()
+	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LOG_FORMAT=json",
+		"DIALBOX_RECORDINGS_DIR=" + filepath.Join(t.TempDir(), "recordings")}, env...)
+	m := startMain(t, io.Discard, []string{"--database", db}, env,
 		func(m *Main) { m.SetLogOutput(logs) }) // as serve does: the access log batched, flushed by Close
 	t.Cleanup(func() { m.Close() })
 	app, err := m.store.DemoApp(context.Background())
@@ -74,8 +83,10 @@ next:
 	return 0, false
 }
 
-func TestMetrics(t *testing.T) {
-	m, token := startOpsServer(t, io.Discard)
+func TestMetrics(t *testing.T) { eachBackend(t, testMetrics) }
+
+func testMetrics(t *testing.T, backend string) {
+	m, token := startOpsServerOn(t, backendDatabase(t, backend), io.Discard)
 	base := m.URL()
 	before := scrapeMetrics(t, base+"/metrics")
 	imported0, _ := metricValue(before, "dialbox_contacts_imported_total")
@@ -119,6 +130,12 @@ func TestMetrics(t *testing.T) {
 	}
 	if n, _ := metricValue(after, "dialbox_metrics_db_errors"); n != 0 {
 		t.Errorf("%v metrics queries failed", n)
+	}
+	// The counters of several nodes show on PostgreSQL only.
+	for _, name := range []string{"dialbox_node_info", "dialbox_lease_takeovers_total", "dialbox_lease_renewal_failures_total"} {
+		if _, ok := metricValue(after, name); ok != (backend == "postgres") {
+			t.Errorf("%s shown: %v, on %s", name, ok, backend)
+		}
 	}
 }
 
@@ -193,8 +210,10 @@ func TestAccessLogAndRequestID(t *testing.T) {
 	}
 }
 
-func TestHealth(t *testing.T) {
-	m, _ := startOpsServer(t, io.Discard)
+func TestHealth(t *testing.T) { eachBackend(t, testHealth) }
+
+func testHealth(t *testing.T, backend string) {
+	m, _ := startOpsServerOn(t, backendDatabase(t, backend), io.Discard)
 	if resp, body := opsDo(t, "GET", m.URL()+"/healthz", "", ""); resp.StatusCode != 200 || !strings.Contains(string(body), `"alive"`) {
 		t.Errorf("healthz: %d %s", resp.StatusCode, body)
 	}
