@@ -142,9 +142,9 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]c
 // until the commit. (NO KEY: imports, which reference the row, go on.)
 func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, leaseUntil int64) ([]callClaim, error) {
 	var one int
-	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 AND disabled = 0 FOR NO KEY UPDATE`, appID).
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
 		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil // deleted or disabled since the scheduler read it
+		return nil, nil // deleted since the scheduler read it
 	} else if err != nil {
 		return nil, err
 	}
