@@ -329,6 +329,11 @@ func testWebhooksResumeAfterRestart(t *testing.T, backend string) {
 	whEnqueue(t, s, ids[0], 30)
 	w := whStart(t, s, nil)
 	rcv.waitFor(t, 30)
+	// Stop once every attempt is recorded: one still waiting on its answer
+	// would be abandoned and rightly sent again (at least once).
+	waitFor(t, "the 30 deliveries recorded", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) == 30
+	})
 	w.Stop()
 	whEnqueue(t, s, ids[0], 10)
 	if err := w.Start(); err != nil {
