@@ -33,6 +33,7 @@ type Config struct {
 	Voicebot  VoicebotConfig  `toml:"voicebot"`
 	Webhooks  WebhooksConfig  `toml:"webhooks"`
 	Admin     AdminConfig     `toml:"admin"`
+	Console   ConsoleConfig   `toml:"console"`
 	Journal   JournalConfig   `toml:"journal"`
 	Sink      SinkConfig      `toml:"sink"`
 	Log       LogConfig       `toml:"log"`
@@ -124,6 +125,15 @@ type AdminConfig struct {
 	Token string `toml:"token"`
 }
 
+// ConsoleConfig is the web console's (docs/console.md#configuration).
+type ConsoleConfig struct {
+	// Enabled serves the console at /console/.
+	Enabled bool `toml:"enabled"`
+	// SessionMaxAge is how long a sign-in lasts; then the admin token is
+	// asked for again.
+	SessionMaxAge Duration `toml:"session_max_age"`
+}
+
 type JournalConfig struct {
 	// MaxEntries bounds the in-memory request journal; 0 turns it off.
 	MaxEntries int `toml:"max_entries"`
@@ -206,6 +216,7 @@ func DefaultConfig() Config {
 			Timeout:       Duration{15 * time.Second},
 			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
 		},
+		Console: ConsoleConfig{Enabled: true, SessionMaxAge: Duration{12 * time.Hour}},
 		Journal: JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
 		Sink:    SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
 		Log:     LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
@@ -353,6 +364,8 @@ func (c *Config) validate() error {
 		return bad("webhooks.retry_schedule", "must list at least one delay")
 	case c.Admin.Token != "" && len(c.Admin.Token) < 16:
 		return bad("admin.token", "must be at least 16 characters (or empty to generate one)")
+	case c.Console.SessionMaxAge.Duration <= 0:
+		return bad("console.session_max_age", "must be positive")
 	case c.Journal.MaxEntries < 0:
 		return bad("journal.max_entries", "must not be negative")
 	case c.Journal.MaxAge.Duration <= 0:
