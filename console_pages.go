@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -238,7 +239,7 @@ func (c *Console) scenarioPage(r *http.Request, ps httprouter.Params) (*view, er
 	if err != nil {
 		return nil, err
 	}
-	return &view{Page: "progress", Title: "Scenario " + d.Scenario.Name, Data: d,
+	return &view{Page: "progress", Title: "Scenario " + cmp.Or(d.Scenario.Name, d.Scenario.ID), Data: d,
 		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/scenarios/" + url.PathEscape(d.Scenario.ID)}, nil
 }
 
@@ -257,7 +258,7 @@ func (c *Console) campaignPage(r *http.Request, ps httprouter.Params) (*view, er
 	if err != nil {
 		return nil, err
 	}
-	return &view{Page: "progress", Title: "Campaign " + d.Campaign.Name, Data: d,
+	return &view{Page: "progress", Title: "Campaign " + cmp.Or(d.Campaign.Name, d.Campaign.ID), Data: d,
 		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/campaigns/" + url.PathEscape(d.Campaign.ID)}, nil
 }
 
