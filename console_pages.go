@@ -298,7 +298,7 @@ func (c *Console) pauseCampaign(paused bool) consoleAction {
 
 // contactsScan bounds how many contacts one page of a filtered list looks
 // through, so it answers at once with millions stored.
-const contactsScan = 20_000
+const contactsScan = 10_000
 
 type contactsView struct {
 	App      *Application

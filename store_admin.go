@@ -588,7 +588,8 @@ func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*
 	}
 	// The scan window: the seq below which this page stops looking.
 	var floor, scanned int64
-	if f.ScanLimit > 0 && f.Phone == "" {
+	filtered := f.ScenarioID != "" || f.CampaignID != "" || f.State != "" || f.Outcome != "" || !f.From.IsZero() || !f.To.IsZero()
+	if f.ScanLimit > 0 && f.Phone == "" && filtered { // unfiltered, or by phone, an index finds the page at once
 		err := s.read.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0), count(*) FROM (SELECT seq FROM contacts
 			WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?)`, append(args, f.ScanLimit)...).Scan(&floor, &scanned)
 		if err != nil {
