@@ -166,13 +166,13 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("a fault rule shows in the journal", func(t *testing.T) {
 		run(t, ctx, chromedp.Navigate(s.url+"/console/faults"), chromedp.WaitVisible("#target", chromedp.ByID),
-			chromedp.SetValue("#target", "A:1402", chromedp.ByID), chromedp.SetValue("#e-times", "1", chromedp.ByID),
+			chromedp.SetValue("#target", "A:1402", chromedp.ByID), chromedp.SetValue("#e-times", "2", chromedp.ByID),
 			chromedp.Submit("#target", chromedp.ByID), chromedp.WaitVisible("tr.rule", chromedp.ByQuery))
 		status, _ := s.do(t, "POST", "/api/v1/public-api/scenarios/sc-remind/calls", auth, `{"contacts":[{"phone_number":"0900000009","ho_ten":"A"}]}`)
 		if status != 500 {
 			t.Fatalf("the rule did not answer: HTTP %d", status)
 		}
-		run(t, ctx, chromedp.Navigate(s.url+"/console/faults"), chromedp.WaitVisible("main", chromedp.ByQuery))
+		run(t, ctx, chromedp.Navigate(s.url+"/console/faults"), chromedp.WaitVisible("tr.rule", chromedp.ByQuery))
 		shot(t, ctx, "faults")
 		run(t, ctx, chromedp.Navigate(s.url+"/console/journal?code=1402"), chromedp.WaitVisible("tr.entry", chromedp.ByQuery))
 		if got := text(t, ctx, "tr.entry td.code"); got != "1402 (error)" {
