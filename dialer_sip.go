@@ -143,6 +143,25 @@ func (d *SIPDialer) Reserve(trunk string, n int) (int, time.Duration) {
 	return granted, 0
 }
 
+// TrunkUse is a trunk's calls up against its channels, for the console.
+type TrunkUse struct {
+	Name         string
+	Up, Channels int
+}
+
+// TrunkUses lists every trunk's use, in the order of sip.trunks.
+func (d *SIPDialer) TrunkUses(names []string) []TrunkUse {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []TrunkUse
+	for _, n := range names {
+		if t, ok := d.trunks[n]; ok {
+			out = append(out, TrunkUse{Name: n, Up: t.up, Channels: t.channels})
+		}
+	}
+	return out
+}
+
 // Release frees the channel of a call that ended (or never started).
 func (d *SIPDialer) Release(trunk string) {
 	d.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -61,6 +62,7 @@ type Engine struct {
 	windows  map[string]*callWindow
 	paused   map[int64]bool // applications whose wallet cannot pay, for logging once
 	rng      *rand.Rand
+	rates    callRates // calls ended in the last minute, for the console
 }
 
 type scenarioKey struct {
@@ -190,10 +192,12 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 // contact waits at most this long for its first dial to be considered.
 const wakeGap = 2 * time.Millisecond
 
-// budget is how many more calls a tenant's wallet lets start.
+// budget is how many more calls a tenant's wallet lets start, and the
+// wallet it was read from (for dialHold).
 type budget struct {
 	left      int
 	unlimited bool
+	wallet    Wallet
 }
 
 // tick starts every call the limits allow now and returns when the
@@ -228,15 +232,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		if free <= 0 {
 			continue
 		}
-		w, err := e.window(cc.CallWindow)
-		if err != nil {
-			e.Log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
-			continue
-		}
-		if !w.Contains(now) {
-			later(w.Next(now))
-			continue
-		}
+		w, werr := e.window(cc.CallWindow)
 		b, ok := budgets[sc.AppID]
 		if !ok {
 			if b, err = e.budget(ctx, sc.AppID, now); err != nil {
@@ -244,9 +240,6 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				continue
 			}
 			budgets[sc.AppID] = b
-		}
-		if !b.unlimited {
-			free = min(free, b.left)
 		}
 		pk := poolKey{sc.AppID, cc.PoolHotlineKey}
 		pool, ok := hotlines[pk]
@@ -256,6 +249,21 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				continue
 			}
 			hotlines[pk] = pool
+		}
+		// The one rule the console shows too (engine_holds.go).
+		hold, held := dialHold(dialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: b.wallet,
+			Pool: cc.PoolHotlineKey, EnabledHotlines: len(pool.Numbers)}, now)
+		switch {
+		case hold.Kind == HoldBadWindow:
+			e.Log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", werr)
+		case hold.Kind == HoldOutsideWindow:
+			later(w.Next(now))
+		}
+		if held {
+			continue
+		}
+		if !b.unlimited {
+			free = min(free, b.left)
 		}
 		numbers := pool.Numbers
 		e.mu.Lock()
@@ -350,12 +358,12 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 		return nil, err
 	}
 	least := max(w.PricePerCall, w.PricePerMinute)
-	if !w.Prepaid || (least == 0 && !w.Expired(now)) {
-		return &budget{unlimited: true}, nil
+	_, broke := walletHold(w, now)
+	if !broke && (!w.Prepaid || least == 0) {
+		return &budget{unlimited: true, wallet: w}, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	broke := w.Expired(now) || w.Balance < least
 	if broke && !e.paused[appID] {
 		e.Log.Warn("engine: prepaid wallet cannot pay a call; dialling paused until it is topped up",
 			"app", appID, "balance", w.Balance, "expired", w.Expired(now))
@@ -364,9 +372,9 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 	}
 	e.paused[appID] = broke
 	if broke {
-		return &budget{}, nil
+		return &budget{wallet: w}, nil
 	}
-	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0)}, nil
+	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0), wallet: w}, nil
 }
 
 // pickHotline chooses one of the idle numbers of the pool and returns it
@@ -452,8 +460,106 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 	e.release(c)
+	e.rates.add(c, res.Outcome == OutcomeAnswered, now)
 	e.Notify(c.AppID)
 	e.webhooks.Notify()
+}
+
+// LiveCalls is what the engine has up now: calls per scenario and the
+// hotlines they hold (docs/console.md#overview).
+type LiveCalls struct {
+	scenarios map[scenarioKey]int
+	hotlines  map[hotlineKey]bool
+}
+
+// Live copies the engine's counts of calls up; empty while it is stopped.
+func (e *Engine) Live() LiveCalls {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return LiveCalls{scenarios: maps.Clone(e.active), hotlines: maps.Clone(e.busy)}
+}
+
+// Scenario is how many calls of a scenario are up.
+func (l LiveCalls) Scenario(appID int64, id string) int { return l.scenarios[scenarioKey{appID, id}] }
+
+// Busy is how many of numbers (a pool's) have a call up.
+func (l LiveCalls) Busy(appID int64, numbers []string) int {
+	n := 0
+	for _, num := range numbers {
+		if l.hotlines[hotlineKey{appID, num}] {
+			n++
+		}
+	}
+	return n
+}
+
+// CallRate is the calls of a scenario (campaign "") or of one campaign
+// that ended in the last minute, and how many of them were answered.
+func (e *Engine) CallRate(appID int64, scenarioID, campaignID string) (ended, answered int) {
+	return e.rates.lastMinute(rateKey{appID, scenarioID, campaignID}, e.now())
+}
+
+// callRates counts ended calls per second over the last minute, per
+// scenario and per campaign: a figure to watch live, so it is kept in
+// memory and starts over with the process.
+type callRates struct {
+	mu sync.Mutex
+	m  map[rateKey]*rateWindow
+}
+
+type rateKey struct {
+	app                int64
+	scenario, campaign string
+}
+
+type rateWindow struct {
+	sec             [60]int64 // the unix second each slot counts
+	ended, answered [60]int
+}
+
+func (r *callRates) add(c callClaim, answered bool, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[rateKey]*rateWindow{}
+	}
+	keys := []rateKey{{c.AppID, c.ScenarioID, ""}}
+	if c.Contact.Campaign != "" {
+		keys = append(keys, rateKey{c.AppID, c.ScenarioID, c.Contact.Campaign})
+	}
+	s := now.Unix()
+	for _, k := range keys {
+		w := r.m[k]
+		if w == nil {
+			w = &rateWindow{}
+			r.m[k] = w
+		}
+		i := s % 60
+		if w.sec[i] != s {
+			w.sec[i], w.ended[i], w.answered[i] = s, 0, 0
+		}
+		w.ended[i]++
+		if answered {
+			w.answered[i]++
+		}
+	}
+}
+
+func (r *callRates) lastMinute(k rateKey, now time.Time) (ended, answered int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.m[k]
+	if w == nil {
+		return 0, 0
+	}
+	s := now.Unix()
+	for i := range w.sec {
+		if s-w.sec[i] < 60 {
+			ended += w.ended[i]
+			answered += w.answered[i]
+		}
+	}
+	return ended, answered
 }
 
 // contactFields reads a contact's stored fields as text for the prompt;

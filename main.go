@@ -116,6 +116,7 @@ type Main struct {
 	engine   *Engine
 	webhooks *Webhooks
 	sweeper  *RecordingSweeper
+	console  *Console // nil when console.enabled is false
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -303,6 +304,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		IdleTimeout:       cfg.HTTP.IdleTimeout.Duration,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
+	if m.console != nil {
+		m.server.RegisterOnShutdown(m.console.Stop) // live streams would hold Shutdown to its timeout
+	}
 	if err := m.startCalling(ctx); err != nil {
 		return err
 	}
@@ -421,6 +425,24 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)
+	if m.Config.Console.Enabled {
+		var trunks []string
+		for _, t := range m.Config.SIP.Trunks {
+			trunks = append(trunks, t.Name)
+		}
+		if m.console, err = newConsole(admin, m.engine, m.sip, trunks, m.Config.Console, m.Log); err != nil {
+			return err
+		}
+		m.console.routes(router)
+		apiNotFound := router.NotFound
+		router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/console/") {
+				m.console.notFoundPage(w, r)
+				return
+			}
+			apiNotFound.ServeHTTP(w, r)
+		})
+	}
 	if generated != "" {
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}

@@ -234,3 +234,65 @@ ALTER TABLE calls ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
 -- removed after recordings.retention_days.
 ALTER TABLE calls ADD COLUMN recording_bytes INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX calls_recorded ON calls (ended_at) WHERE recording_bytes > 0;
+
+-- migration 8: counts the web console reads, and the phone search
+-- Contacts per (scenario, campaign, state, outcome) and webhook messages per
+-- (endpoint, state), kept exact by triggers inside whatever transaction
+-- changes the rows (as queued_contacts is), so the console's counters are
+-- a few primary-key reads with millions of contacts stored. The phone
+-- index serves the contact search by phone (docs/console.md#contacts).
+CREATE TABLE contact_counts (
+    app_id      INTEGER NOT NULL,
+    scenario_id TEXT    NOT NULL,
+    campaign_id TEXT    NOT NULL,   -- '' for contacts added to the scenario directly
+    state       TEXT    NOT NULL,
+    outcome     TEXT    NOT NULL,   -- '' until the contact has one
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (app_id, scenario_id, campaign_id, state, outcome)
+) WITHOUT ROWID;
+INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+    SELECT app_id, scenario_id, coalesce(campaign_id, ''), state, coalesce(outcome, ''), count(*)
+    FROM contacts GROUP BY 1, 2, 3, 4, 5;
+CREATE TRIGGER contact_counts_insert AFTER INSERT ON contacts BEGIN
+    INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+        VALUES (NEW.app_id, NEW.scenario_id, coalesce(NEW.campaign_id, ''), NEW.state, coalesce(NEW.outcome, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contact_counts_update AFTER UPDATE OF state, outcome ON contacts
+    WHEN OLD.state IS NOT NEW.state OR OLD.outcome IS NOT NEW.outcome BEGIN
+    UPDATE contact_counts SET n = n - 1
+        WHERE app_id = OLD.app_id AND scenario_id = OLD.scenario_id AND campaign_id = coalesce(OLD.campaign_id, '')
+            AND state = OLD.state AND outcome = coalesce(OLD.outcome, '');
+    INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+        VALUES (NEW.app_id, NEW.scenario_id, coalesce(NEW.campaign_id, ''), NEW.state, coalesce(NEW.outcome, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contact_counts_delete AFTER DELETE ON contacts BEGIN
+    UPDATE contact_counts SET n = n - 1
+        WHERE app_id = OLD.app_id AND scenario_id = OLD.scenario_id AND campaign_id = coalesce(OLD.campaign_id, '')
+            AND state = OLD.state AND outcome = coalesce(OLD.outcome, '');
+END;
+
+CREATE TABLE webhook_counts (
+    endpoint_id TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (endpoint_id, state)
+) WITHOUT ROWID;
+INSERT INTO webhook_counts (endpoint_id, state, n)
+    SELECT endpoint_id, state, count(*) FROM webhook_messages GROUP BY 1, 2;
+CREATE TRIGGER webhook_counts_insert AFTER INSERT ON webhook_messages BEGIN
+    INSERT INTO webhook_counts (endpoint_id, state, n) VALUES (NEW.endpoint_id, NEW.state, 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER webhook_counts_update AFTER UPDATE OF state ON webhook_messages
+    WHEN OLD.state IS NOT NEW.state BEGIN
+    UPDATE webhook_counts SET n = n - 1 WHERE endpoint_id = OLD.endpoint_id AND state = OLD.state;
+    INSERT INTO webhook_counts (endpoint_id, state, n) VALUES (NEW.endpoint_id, NEW.state, 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER webhook_counts_delete AFTER DELETE ON webhook_messages BEGIN
+    UPDATE webhook_counts SET n = n - 1 WHERE endpoint_id = OLD.endpoint_id AND state = OLD.state;
+END;
+
+CREATE INDEX contacts_by_phone ON contacts (app_id, phone);

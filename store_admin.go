@@ -543,8 +543,13 @@ type CursorPage struct {
 }
 
 // ContactFilter selects contacts of one application; zero fields match all.
+// ScanLimit, when above 0, bounds how many contacts (newest first) one page
+// looks through, so a filter that matches few of millions still answers at
+// once: the page may then hold fewer than Limit, with a cursor to look
+// further (docs/console.md#contacts).
 type ContactFilter struct {
 	ScenarioID, CampaignID, State, Outcome, Phone string
+	ScanLimit                                     int
 	CursorPage
 }
 
@@ -579,17 +584,42 @@ func optMS(t time.Time) int64 {
 }
 
 // Contacts returns one page of contacts, newest first, and the cursor of the
-// next page ("" on the last one).
+// next page ("" on the last one). Only the filters given are in the query,
+// so SQLite can use the index of the phone (or of the application alone).
 func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+	where, args := []string{"app_id = ?"}, []any{appID}
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if f.Cursor != 0 {
+		add("seq < ?", f.Cursor)
+	}
+	// The scan window: the seq below which this page stops looking.
+	var floor, scanned int64
+	filtered := f.ScenarioID != "" || f.CampaignID != "" || f.State != "" || f.Outcome != "" || !f.From.IsZero() || !f.To.IsZero()
+	if f.ScanLimit > 0 && f.Phone == "" && filtered { // unfiltered, or by phone, an index finds the page at once
+		err := s.read.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0), count(*) FROM (SELECT seq FROM contacts
+			WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?)`, append(args, f.ScanLimit)...).Scan(&floor, &scanned)
+		if err != nil {
+			return nil, "", err
+		}
+		add("seq >= ?", floor)
+	}
+	for _, c := range []struct{ col, v string }{{"scenario_id", f.ScenarioID}, {"campaign_id", f.CampaignID},
+		{"state", f.State}, {"outcome", f.Outcome}, {"phone", f.Phone}} {
+		if c.v != "" {
+			add(c.col+" = ?", c.v)
+		}
+	}
+	if !f.From.IsZero() {
+		add("created_at >= ?", ms(f.From))
+	}
+	if !f.To.IsZero() {
+		add("created_at < ?", ms(f.To))
+	}
 	rows, err := s.read.QueryContext(ctx, `SELECT `+contactColumns+` FROM contacts
-		WHERE app_id = ? AND (? = 0 OR seq < ?)
-			AND (? = '' OR scenario_id = ?) AND (? = '' OR campaign_id = ?)
-			AND (? = '' OR state = ?) AND (? = '' OR outcome = ?) AND (? = '' OR phone = ?)
-			AND (? = 0 OR created_at >= ?) AND (? = 0 OR created_at < ?)
-		ORDER BY seq DESC LIMIT ?`,
-		appID, f.Cursor, f.Cursor, f.ScenarioID, f.ScenarioID, f.CampaignID, f.CampaignID,
-		f.State, f.State, f.Outcome, f.Outcome, f.Phone, f.Phone,
-		optMS(f.From), optMS(f.From), optMS(f.To), optMS(f.To), f.Limit)
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -603,8 +633,12 @@ func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*
 		out = append(out, c)
 	}
 	next := ""
-	if len(out) == f.Limit {
+	switch {
+	case len(out) == f.Limit:
 		next = strconv.FormatInt(out[len(out)-1].seq, 10)
+	case f.ScanLimit > 0 && scanned == int64(f.ScanLimit):
+		// The window ended before the page filled: look on below it.
+		next = strconv.FormatInt(floor, 10)
 	}
 	return out, next, rows.Err()
 }

@@ -45,15 +45,16 @@ func (s *Store) activeScenarios(ctx context.Context) ([]*Scenario, error) {
 
 // dueContact is a queued contact whose next attempt is due.
 type dueContact struct {
-	Seq    int64
-	Phone  string
-	Fields string // JSON object
+	Seq      int64
+	Phone    string
+	Fields   string // JSON object
+	Campaign string // "" when added to the scenario directly
 }
 
 // dueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
 func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields FROM contacts c
+	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
 				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
@@ -65,7 +66,7 @@ func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string,
 	var out []dueContact
 	for rows.Next() {
 		var c dueContact
-		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields); err != nil {
+		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign); err != nil {
 			return nil, err
 		}
 		out = append(out, c)

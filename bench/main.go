@@ -100,7 +100,7 @@ func main() {
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
-	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip", "phases to run (peers needs main)")
+	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip,console", "phases to run (peers needs main; console reuses growth's database when it ran)")
 	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")
 	fs.IntVar(&o.sipCalls, "sip-calls", 600, "calls each caller of the SIP phase places")
 	fs.Float64Var(&o.sipRate, "sip-rate", 1500, "calls per second offered in the SIP phase (near what sipp sets up on 2 cores: a higher offer overflows the callee's socket)")
@@ -153,10 +153,10 @@ func main() {
 	o.phases = map[string]bool{}
 	for _, ph := range strings.Split(*phaseList, ",") {
 		switch ph = strings.TrimSpace(ph); ph {
-		case "limits", "main", "peers", "growth", "webhooks", "sip":
+		case "limits", "main", "peers", "growth", "webhooks", "sip", "console":
 			o.phases[ph] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, sip)\n", ph)
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, sip, console)\n", ph)
 			os.Exit(2)
 		}
 	}
@@ -397,6 +397,11 @@ func (h *Harness) Run() error {
 		h.sipPhase()
 	} else {
 		h.sipSkip = "not run (-phases)"
+	}
+	if h.o.phases["console"] {
+		if err := h.consolePhase(fixtures); err != nil {
+			return err
+		}
 	}
 	return h.report()
 }
