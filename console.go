@@ -109,6 +109,7 @@ func (c *Console) routes(r *httprouter.Router) {
 	r.POST(app+"/campaigns/:campaign/resume", c.action(c.pauseCampaign(false)))
 	r.GET(app+"/contacts", c.page(c.contactsPage))
 	r.GET(app+"/contacts/:contact", c.page(c.contactPage))
+	r.GET(app+"/contacts/:contact/calls/:call/recording", c.recording)
 	r.GET(app+"/webhooks", c.page(c.webhooksPage))
 	r.POST(app+"/webhooks/:endpoint/recover", c.action(c.recoverDead))
 	r.GET(app+"/webhook-messages/:message", c.page(c.messagePage))
@@ -175,6 +176,24 @@ func (c *Console) page(h consolePage) httprouter.Handle {
 			return
 		}
 		c.render(w, http.StatusOK, layoutData{view: *v, CSRF: s.csrf, Flash: s.takeFlash(), SignedIn: true})
+	}
+}
+
+// recording serves a call's recording to the contact page's player: the
+// admin API's download, behind the console's session instead of the token.
+func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	c.headers(w)
+	s := c.sessions.get(r, c.now())
+	if s == nil {
+		c.fail(w, r, nil, notFound("Recording"))
+		return
+	}
+	result, err := c.admin.getRecording(r, ps)
+	if err == nil {
+		err = result.(*servedFile).serve(w)
+	}
+	if err != nil {
+		c.fail(w, r, s, err)
 	}
 }
 

@@ -395,6 +395,12 @@ func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, err
 	if err != nil {
 		return nil, err
 	}
+	for i := range calls {
+		if calls[i].recorded { // the player's source: the console's own route, behind the session
+			calls[i].RecordingURL = "/console/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(k.ID) +
+				"/calls/" + url.PathEscape(calls[i].ID) + "/recording"
+		}
+	}
 	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: calls}}, nil
 }
 
