@@ -25,6 +25,9 @@ const (
 	OutcomeVoiceMail     = "VOICE_MAIL"
 	OutcomeInvalidNumber = "INVALID_NUMBER"
 	OutcomeCanceled      = "CANCELED"
+	// DoNotCall: the number is on a do-not-call list, so dialbox never
+	// dialled it (docs/compliance.md#the-do_not_call-outcome).
+	OutcomeDoNotCall = "DO_NOT_CALL"
 )
 
 // outcomeCause is the SIP-like cause code recorded with each outcome.
@@ -37,9 +40,11 @@ var outcomeCause = map[string]int{
 	OutcomeRejected:      603, // Decline
 	OutcomeInvalidNumber: 404, // Not Found
 	OutcomeCanceled:      487, // Request Terminated
+	OutcomeDoNotCall:     403, // Forbidden: refused before it left
 }
 
-// dialableOutcomes are those a dialer may decide; CANCELED is dialbox's own.
+// dialableOutcomes are those a dialer may decide; CANCELED and DO_NOT_CALL
+// are dialbox's own.
 var dialableOutcomes = []string{OutcomeAnswered, OutcomeBusy, OutcomeNoAnswer, OutcomeFailed,
 	OutcomeRejected, OutcomeVoiceMail, OutcomeInvalidNumber}
 

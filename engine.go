@@ -214,6 +214,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	budgets := map[int64]*budget{}
 	hotlines := map[poolKey]poolLines{}
 	var claims []callClaim
+	var holds []callHold
 	for _, sc := range scenarios {
 		cc := sc.CallConfig
 		e.mu.Lock()
@@ -274,6 +275,15 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				later(t)
 			}
 		}
+		due, held, err := e.screen(ctx, sc, due)
+		if err != nil {
+			logErr("engine: reading the do-not-call lists; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			continue
+		}
+		if len(held) > 0 {
+			holds = append(holds, held...)
+			later(now) // the places they would have taken go to the next due contacts
+		}
 		// Last, the trunk: a contact is claimed only when its call can start
 		// now, within the trunk's channels and calls per second.
 		if len(due) > 0 {
@@ -294,6 +304,12 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			}
 		}
 		e.mu.Unlock()
+	}
+	if len(holds) > 0 {
+		if err := e.Store.holdContacts(ctx, holds, now, e.webhooks.firstTry(time.Now())); err != nil {
+			logErr("engine: ending contacts on a do-not-call list", "err", err)
+		}
+		e.webhooks.Notify()
 	}
 	if len(claims) == 0 {
 		return next
