@@ -130,3 +130,162 @@ func (s *Store) AddDNC(ctx context.Context, list int64, phones []string, now tim
 	})
 	return added, err
 }
+
+// dncChunkRows is how many numbers one commit of a load writes: about a
+// tenth of a second, so the server's own commits wait little meanwhile.
+const dncChunkRows = 50_000
+
+// dncRowsPerInsert is how many rows one INSERT statement carries.
+const dncRowsPerInsert = 100
+
+// LoadDNC puts numbers (sorted, without repeats) on a list, in commits of
+// dncChunkRows, calling progress with the count stored so far. It returns
+// how many the list gained. With replace, they become the whole list: they
+// are loaded into a new version, which takes the current one's place in
+// one short commit at the end (readers never see half a list; a load cut
+// short leaves the old list in force), and the old version is then deleted
+// a chunk at a time.
+func (s *Store) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
+	var id int64
+	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+		if replace {
+			return tx.QueryRow(`INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'loading', ?) RETURNING id`,
+				listApp(list), ms(now)).Scan(&id)
+		}
+		id, err = currentList(tx, list, now)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	var addedAt any = ms(now) // a replace leaves it NULL: since the version was loaded
+	if replace {
+		addedAt = nil
+	}
+	gained := 0
+	for from := 0; from < len(numbers); from += dncChunkRows {
+		part := numbers[from:min(from+dncChunkRows, len(numbers))]
+		err := s.WriteData(ctx, func(tx *sql.Tx) error {
+			n, err := insertDNCNumbers(tx, id, part, addedAt)
+			gained += n
+			return err
+		})
+		if err != nil {
+			return gained, err
+		}
+		if progress != nil {
+			progress(from + len(part))
+		}
+	}
+	if !replace {
+		return gained, nil
+	}
+	err = s.WriteData(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`UPDATE dnc_lists SET state = 'old' WHERE state = 'current' AND app_id IS ?`, listApp(list)); err != nil {
+			return err
+		}
+		return changed(tx.Exec(`UPDATE dnc_lists SET state = 'current' WHERE id = ?`, id))
+	})
+	if errors.Is(err, errNotFound) {
+		return 0, errors.New("the list was replaced by another load while this one ran; this one is dropped")
+	}
+	if err != nil {
+		return 0, err
+	}
+	return gained, s.dropOldDNC(ctx, list, id)
+}
+
+// insertDNCNumbers adds numbers to list version id, dncRowsPerInsert a
+// statement; it returns how many were new.
+func insertDNCNumbers(tx *sql.Tx, id int64, numbers []int64, addedAt any) (int, error) {
+	stmt := func(rows int) string {
+		return `INSERT INTO dnc_numbers (list_id, number, added_at) VALUES (?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?)`, rows-1) + ` ON CONFLICT DO NOTHING`
+	}
+	full, err := tx.Prepare(stmt(dncRowsPerInsert))
+	if err != nil {
+		return 0, err
+	}
+	defer full.Close()
+	args := make([]any, 0, 3*dncRowsPerInsert)
+	gained := 0
+	for from := 0; from < len(numbers); from += dncRowsPerInsert {
+		part := numbers[from:min(from+dncRowsPerInsert, len(numbers))]
+		args = args[:0]
+		for _, n := range part {
+			args = append(args, id, n, addedAt)
+		}
+		var r sql.Result
+		if len(part) == dncRowsPerInsert {
+			r, err = full.Exec(args...)
+		} else {
+			r, err = tx.Exec(stmt(len(part)), args...)
+		}
+		if err != nil {
+			return gained, err
+		}
+		k, _ := r.RowsAffected()
+		gained += int(k)
+	}
+	return gained, nil
+}
+
+// dropOldDNC deletes the versions of a list older than keep (replaced ones,
+// and loads that were cut short), a chunk of numbers per commit.
+func (s *Store) dropOldDNC(ctx context.Context, list, keep int64) error {
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM dnc_lists WHERE app_id IS ? AND id < ? AND state <> 'current'`, listApp(list), keep)
+	if err != nil {
+		return err
+	}
+	var old []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		old = append(old, id)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, id := range old {
+		for {
+			var n int64
+			err := s.WriteData(ctx, func(tx *sql.Tx) error {
+				r, err := tx.Exec(`DELETE FROM dnc_numbers WHERE list_id = ? AND number IN
+					(SELECT number FROM dnc_numbers WHERE list_id = ? ORDER BY number LIMIT ?)`, id, id, dncChunkRows)
+				if err != nil {
+					return err
+				}
+				n, err = r.RowsAffected()
+				if err == nil && n == 0 {
+					_, err = tx.Exec(`DELETE FROM dnc_lists WHERE id = ?`, id)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// CountDNC is how many numbers a list holds, and when its current version
+// was loaded (zero: the list has none).
+func (s *Store) CountDNC(ctx context.Context, list int64) (int64, time.Time, error) {
+	var n, loaded sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT l.loaded_at, (SELECT count(*) FROM dnc_numbers n WHERE n.list_id = l.id)
+		FROM dnc_lists l WHERE l.state = 'current' AND l.app_id IS ?`, listApp(list)).Scan(&loaded, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return n.Int64, fromMS(loaded.Int64), nil
+}
