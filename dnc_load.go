@@ -41,6 +41,11 @@ const dncBadLinesShown = 10
 // dncPhoneHeaders are the header names of a phone column.
 var dncPhoneHeaders = map[string]bool{"phone_number": true, "phone": true, "so_dien_thoai": true, "number": true, "msisdn": true}
 
+// dncFileError is a list file that cannot be read at all.
+type dncFileError struct{ msg string }
+
+func (e *dncFileError) Error() string { return e.msg }
+
 // dncChunk is a run of lines handed to a parsing worker.
 type dncChunk struct {
 	lines []int
@@ -142,7 +147,7 @@ func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks cha
 				continue
 			}
 			if col < 0 {
-				return unreadable, shown, fmt.Errorf("line %d: no column holds a phone number; name it phone_number in a header row", line)
+				return unreadable, shown, &dncFileError{fmt.Sprintf("line %d: no column holds a phone number; name it phone_number in a header row", line)}
 			}
 		}
 		rep.Lines++

@@ -289,3 +289,55 @@ func (s *Store) CountDNC(ctx context.Context, list int64) (int64, time.Time, err
 	}
 	return n.Int64, fromMS(loaded.Int64), nil
 }
+
+// RemoveDNC takes an E.164 number off a list; errNotFound when it is not on it.
+func (s *Store) RemoveDNC(ctx context.Context, list int64, e164 string) error {
+	n, ok := dncNumber(e164)
+	if !ok {
+		return errNotFound
+	}
+	return s.WriteData(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`DELETE FROM dnc_numbers WHERE number = ? AND list_id =
+			(SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS ?)`, n, listApp(list)))
+	})
+}
+
+// DNCListing is one list holding a number: the national register ("app"
+// empty) or a tenant's, and since when.
+type DNCListing struct {
+	List  string    `json:"list"` // national or tenant
+	App   string    `json:"app,omitempty"`
+	Since time.Time `json:"since"`
+}
+
+// LookupDNC lists the lists holding an E.164 number, the national register
+// first: with tenant 0 every tenant's, else only that tenant's.
+func (s *Store) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
+	out := []DNCListing{}
+	n, ok := dncNumber(e164)
+	if !ok {
+		return out, nil
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT coalesce(a.api_key, ''), coalesce(n.added_at, l.loaded_at)
+		FROM dnc_lists l JOIN dnc_numbers n ON n.list_id = l.id AND n.number = ?
+		LEFT JOIN applications a ON a.id = l.app_id
+		WHERE l.state = 'current' AND (l.app_id IS NULL OR ? = 0 OR l.app_id = ?)
+		ORDER BY l.app_id IS NOT NULL, a.api_key`, n, tenant, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var l DNCListing
+		var since int64
+		if err := rows.Scan(&l.App, &since); err != nil {
+			return nil, err
+		}
+		l.List, l.Since = "national", fromMS(since)
+		if l.App != "" {
+			l.List = "tenant"
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
