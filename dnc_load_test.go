@@ -169,3 +169,37 @@ func mustParseRegexp(t *testing.T, pattern string) *syntax.Regexp {
 	}
 	return re.Simplify()
 }
+
+// `dialbox dnc` on the database a store (as a server would) has open.
+func TestDNCCLI(t *testing.T) {
+	path := t.TempDir() + "/dialbox.db"
+	s, ids := fixtureStoreAt(t, path, dncTenant("dnc-a"))
+	dnc := func(args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if err := run(context.Background(), append([]string{"dnc"}, append(args, "--database", path)...), &out, nil); err != nil {
+			t.Fatalf("dnc %v: %v", args, err)
+		}
+		return out.String()
+	}
+	file := writeFile(t, "register.csv", "so_dien_thoai,ten\n0912345678,A\n0912345679,B\n0912345678,C\nxyz,D\n")
+	if out := dnc("import", file, "--replace"); !strings.Contains(out, "4 lines, 2 numbers loaded, 1 duplicate, 1 bad") ||
+		!strings.Contains(out, "line 5: phone_number must not contain letters") {
+		t.Errorf("import: %s", out)
+	}
+	dnc("add", "0912000001", "--app", "dnc-a")
+	if out := dnc("check", "+84912000001", "--app", "dnc-a"); !strings.Contains(out, "on the list of dnc-a since") {
+		t.Errorf("check: %s", out)
+	}
+	if out := dnc("count"); out != "the national register: 2 numbers\n" {
+		t.Errorf("count: %q", out)
+	}
+	dnc("remove", "0912345678")
+	listed, err := s.dncListings(context.Background(), ids[0], []string{"+84912345678", "+84912345679", "+84912000001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"+84912345679": ReasonDNCNational, "+84912000001": ReasonDNCTenant}; !mapsEqual(listed, want) {
+		t.Errorf("the store sees %v, want %v", listed, want)
+	}
+}

@@ -52,7 +52,7 @@ const usage = `usage:
   dialbox restore BACKUP [--config FILE] [--database FILE]
   dialbox import (--scenario ID | --campaign ID) [--app API_KEY] [--chunk N] [--config FILE] [--database FILE] contacts.csv
   dialbox version
-` + cliUsage
+` + cliUsage + dncUsage
 
 func run(ctx context.Context, args []string, stdout io.Writer, env []string) error {
 	cmd := "serve"
@@ -82,6 +82,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return runRestore(ctx, args, stdout, env)
 	case "import":
 		return runImport(ctx, args, stdout, env)
+	case "dnc":
+		return runDNC(ctx, args, stdout, env)
 	case "version":
 		fmt.Fprintln(stdout, "dialbox", versionString())
 		return nil
