@@ -107,6 +107,9 @@ type DialRequest struct {
 	Trunk string
 	// AMD: the SIP dialer listens for an answering machine (call_config.amd).
 	AMD bool
+	// OptOut puts the callee's number on the tenant's do-not-call list,
+	// for a script's opt_out step (docs/voicebot.md#step-kinds).
+	OptOut func(ctx context.Context) error
 }
 
 // DialResult is how a call ended. It rang from the request's Start until
@@ -321,7 +324,7 @@ func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answe
 	if m := req.MaxDuration; m > 0 && (c.end == 0 || m < c.end) {
 		c.end, c.endWhy = m, errMaxDuration
 	}
-	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }}
+	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut}
 	out := run.Run(ctx, s, c)
 	return c.elapsed, out
 }

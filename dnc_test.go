@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/script"
+
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
@@ -240,5 +242,48 @@ func TestDNCTenantListGoesWithItsTenant(t *testing.T) {
 	if n := queryInt(t, s, `SELECT count(*) FROM dnc_numbers n JOIN dnc_lists l ON l.id = n.list_id
 		WHERE l.app_id IS NULL AND l.state = 'current'`); n != 1 || queryInt(t, s, `SELECT count(*) FROM dnc_numbers`) != 1 {
 		t.Errorf("after a reset: %d national numbers, want the 1", n)
+	}
+}
+
+// Opt-out by key press on a simulated call: the number goes on the
+// tenant's list during the call, the call's result is opted_out, and the
+// next contact with that number, in another scenario of the tenant, ends
+// DO_NOT_CALL without being dialled; another tenant still calls it.
+func TestDNCOptOutByKeyPress(t *testing.T) {
+	a, b := dncTenant("dnc-a"), dncTenant("dnc-b")
+	bot := *a.Scenarios[0]
+	bot.ID, bot.Name, bot.Content = "bot", "bot", ""
+	bot.Script = &script.Script{Steps: []script.Step{
+		{Name: "menu", Gather: &script.Gather{Prompt: &script.Prompt{Say: "Nhấn 9 để không nhận cuộc gọi nữa."},
+			MaxDigits: 1, Timeout: "5s", Branches: map[string]string{"9": "stop"}}},
+		{Name: "stop", OptOut: &script.OptOut{Say: "Cảm ơn, chúng tôi sẽ không gọi lại."}}}}
+	a.Scenarios = append(a.Scenarios, &bot)
+	s, ids := fixtureStore(t, a, b)
+	const phone = "+84913000021"
+	dialer := &recordingDialer{SimDialer: NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000,
+		Rules: []SimulatorRule{{Number: phone, Outcome: OutcomeAnswered, Digits: "9"}}})}
+	engStart(t, s, dialer, nil, nil)
+	first := engImport(t, s, ids[0], "bot", "", phone)
+	engWaitAllDone(t, s, ids[0], 1)
+	var result string
+	s.read.QueryRow(`SELECT c.result FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ?`, first[0]).Scan(&result)
+	if _, outcome, _ := engContact(t, s, first[0]); outcome != OutcomeAnswered || result != script.OptedOut {
+		t.Fatalf("the opting-out call ended %s with result %q", outcome, result)
+	}
+	if listed, _ := s.dncListings(context.Background(), ids[0], []string{phone}); listed[phone] != ReasonDNCTenant {
+		t.Fatalf("after the opt-out the number is listed %q", listed[phone])
+	}
+	second := engImport(t, s, ids[0], "sc", "", phone)
+	other := engImport(t, s, ids[1], "sc", "", phone)
+	engWaitAllDone(t, s, ids[0], 2)
+	engWaitAllDone(t, s, ids[1], 1)
+	if _, outcome, _ := engContact(t, s, second[0]); outcome != OutcomeDoNotCall {
+		t.Errorf("the tenant's next contact with the number ended %s", outcome)
+	}
+	if _, outcome, _ := engContact(t, s, other[0]); outcome == OutcomeDoNotCall {
+		t.Errorf("another tenant's contact with the number ended %s", outcome)
+	}
+	if got := dialer.numbers(); len(got) != 2 {
+		t.Errorf("the dialer dialled %v: want the opting-out call and the other tenant's", got)
 	}
 }

@@ -425,6 +425,12 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	if sc.Script != nil || strings.Contains(sc.Content, "{{") {
 		req.Fields = contactFields(c.Contact.Fields)
 	}
+	// An opt-out is stored during the call, at once: even a call cut right
+	// after it must leave the number listed.
+	req.OptOut = func(ctx context.Context) error {
+		_, err := e.Store.AddDNC(context.WithoutCancel(ctx), c.AppID, []string{c.Contact.Phone}, e.now())
+		return err
+	}
 	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
 		req.Outcome, req.Digits = f.Outcome, f.Digits
 	}
