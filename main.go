@@ -242,6 +242,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err := m.store.ApplyFixtures(ctx, fixtures.Applications, now); err != nil {
 			return fmt.Errorf("fixtures %s: %w", cfg.Fixtures, err)
 		}
+		if err := m.applyFixtureRegister(ctx, fixtures.DNC, now); err != nil {
+			return err
+		}
 	} else if n, err := m.store.CountApps(ctx); err != nil {
 		return err
 	} else if n == 0 {
@@ -427,6 +430,31 @@ func (m *Main) resetTenants(ctx context.Context) error {
 	return errors.Join(err, m.startCalling(ctx))
 }
 
+// applyFixtureRegister adds the fixtures' [dnc] section to the national
+// register, saying what its file held.
+func (m *Main) applyFixtureRegister(ctx context.Context, d *FixtureDNC, now time.Time) error {
+	if d == nil {
+		return nil
+	}
+	start := time.Now()
+	rep, err := m.store.ApplyFixtureRegister(ctx, d, m.Config.Phone.DefaultRegion, now)
+	var bad *ConfigError
+	if errors.As(err, &bad) {
+		data, _ := os.ReadFile(m.Config.Fixtures)
+		bad.File, bad.Line = m.Config.Fixtures, keyLine(data, bad.Key)
+		return bad
+	}
+	if err != nil {
+		return fmt.Errorf("fixtures %s: %w", m.Config.Fixtures, err)
+	}
+	if rep.Bad > 0 {
+		m.Log.Warn("fixtures: lines of the do-not-call file hold no phone number", "file", d.path, "bad", rep.Bad, "first", rep.BadLines)
+	}
+	m.Log.Info("fixtures: national do-not-call register", "file", d.path, "lines", rep.Lines, "added", rep.Loaded,
+		"took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
 // trunkNames are the trunks a pool may name; nil with the simulated
 // dialer, which has none and accepts any.
 func (m *Main) trunkNames() map[string]bool {
@@ -446,6 +474,9 @@ func (m *Main) loadFixtures() (*FixtureFile, error) {
 	path := m.Config.Fixtures
 	ff, err := LoadFixtures(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := ff.readDNC(path, m.Config.Phone.DefaultRegion); err != nil {
 		return nil, err
 	}
 	trunks := m.trunkNames()
