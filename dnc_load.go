@@ -193,19 +193,11 @@ func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
 	p := dncParsed{numbers: make([]int64, 0, len(c.raws))}
 	for i, raw := range c.raws {
 		raw = strings.TrimPrefix(raw, "\ufeff")
-		e164, err := fast.normalize(raw)
-		var n int64
-		ok := err == nil
-		if ok {
-			n, ok = dncNumber(e164)
-		}
-		if !ok {
+		n, err := fast.number(raw)
+		if err != nil {
 			p.bad++
 			if len(p.first) < dncBadLinesShown {
-				reason := errInvalidPhone.Error()
-				if err != nil {
-					reason = err.Error()
-				}
+				reason := err.Error()
 				if strings.TrimSpace(raw) == "" {
 					reason = "the line is empty"
 				}

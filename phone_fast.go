@@ -12,11 +12,12 @@ import (
 // fastPhones reads the plain digit strings of a large do-not-call list
 // ("0912345678", "84912345678", "+84912345678") at a fraction of the phone
 // library's cost (about 20 µs a number, most of it regular expressions),
-// with exactly normalizePhone's answers: FuzzFastPhones checks it.
+// with exactly normalizePhone's answers, as the number a list stores
+// (dncNumber): FuzzFastPhones checks it.
 //
 // It remembers, for a string's leading digits (all but the last
 // fastPhonesTail) and its length, what normalizePhone made of the first
-// such string: the E.164 prefix its last digits follow, or its error. That
+// such string: the E.164 number its last digits complete, or its error. That
 // is exact when nothing the library decides looks at those last digits: it
 // strips or adds only leading digits (national prefix, country code,
 // international prefix), and every pattern it judges a number's validity
@@ -27,6 +28,10 @@ import (
 // parsed in full. An error is remembered only for a string read wholly by
 // the default region's rules (no "+", no international prefix).
 //
+// The memo is keyed and valued by integers: a 10-million-number register
+// looks it up 10 million times, and a string key cost two cache misses and
+// an allocation each (docs/compliance.md#loading-the-national-register).
+//
 // It is safe for concurrent use: the workers of one file share what they
 // learn.
 type fastPhones struct {
@@ -34,55 +39,90 @@ type fastPhones struct {
 	idd    string // the default region's international prefix
 	safe   bool   // the default region's parsing passes tailSafe
 	mu     sync.RWMutex
-	memo   map[string]fastResult
-}
-
-type fastResult struct {
-	prefix string // E.164 up to the last fastPhonesTail digits
-	err    error
+	// memo maps memoKey(leading digits) to the stored number's leading
+	// digits (the number divided by fastPhonesScale), or to -1-i for the
+	// error errs[i].
+	memo map[uint64]int64
+	errs []error
 }
 
 // fastPhonesTail is how many last digits are left out of the memo's key: a
 // register's numbers share their leading digits in blocks of 10,000.
-const fastPhonesTail = 4
+const (
+	fastPhonesTail  = 4
+	fastPhonesScale = 10_000 // 10^fastPhonesTail
+)
 
 func newFastPhones(region string) *fastPhones {
 	md := phoneMetadata()[region]
 	safe := md != nil && plainDigits(md.GetNationalPrefixForParsing()) && md.GetNationalPrefixTransformRule() == "" &&
 		md.GetInternationalPrefix() != "" && plainDigits(md.GetInternationalPrefix()) && tailSafe(md)
-	return &fastPhones{region: region, idd: md.GetInternationalPrefix(), safe: safe, memo: map[string]fastResult{}}
+	return &fastPhones{region: region, idd: md.GetInternationalPrefix(), safe: safe, memo: map[uint64]int64{}}
 }
 
-// normalize is normalizePhone(raw, region).
-func (f *fastPhones) normalize(raw string) (string, error) {
-	digits := strings.TrimPrefix(raw, "+")
-	if !f.safe || len(digits) < 8 || len(digits) > 15 || !plainDigits(digits) {
-		return normalizePhone(raw, f.region)
+// memoKey is a string's leading part (an optional "+" then at most 12
+// digits) as one integer: its digits' value, its length (which tells
+// leading zeros apart) and whether it has the "+".
+func memoKey(head string) uint64 {
+	var v uint64
+	plus := uint64(0)
+	for i := 0; i < len(head); i++ {
+		if head[i] == '+' {
+			plus = 1
+			continue
+		}
+		v = v*10 + uint64(head[i]-'0')
 	}
-	key, tail := raw[:len(raw)-fastPhonesTail], raw[len(raw)-fastPhonesTail:]
+	return v<<6 | uint64(len(head))<<1 | plus
+}
+
+// number is normalizePhone(raw, region) as the number a list stores
+// (dncNumber); an E.164 number a list cannot store is errInvalidPhone.
+func (f *fastPhones) number(raw string) (int64, error) {
+	digits := strings.TrimPrefix(raw, "+")
+	if !f.safe || len(digits) < 8 || len(digits) > 15 || len(raw)-fastPhonesTail > 12 || !plainDigits(digits) {
+		return storedNumber(normalizePhone(raw, f.region))
+	}
+	head, tailDigits := raw[:len(raw)-fastPhonesTail], raw[len(raw)-fastPhonesTail:]
+	tail := int64(0)
+	for i := 0; i < len(tailDigits); i++ {
+		tail = tail*10 + int64(tailDigits[i]-'0')
+	}
+	key := memoKey(head)
 	f.mu.RLock()
-	r, ok := f.memo[key]
+	v, ok := f.memo[key]
 	f.mu.RUnlock()
 	if ok {
-		if r.err != nil {
-			return "", r.err
+		if v < 0 {
+			return 0, f.errs[-v-1]
 		}
-		return r.prefix + tail, nil
+		return v*fastPhonesScale + tail, nil
 	}
 	e164, err := normalizePhone(raw, f.region)
+	n, nerr := storedNumber(e164, err)
 	domestic := len(digits) == len(raw) && !strings.HasPrefix(raw, f.idd)
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	switch {
 	case err != nil && domestic:
-		r = fastResult{err: err}
-	case err == nil && strings.HasSuffix(e164, tail) && countryTailSafe(e164):
-		r = fastResult{prefix: e164[:len(e164)-fastPhonesTail]}
-	default:
-		return e164, err
+		f.errs = append(f.errs, err)
+		f.memo[key] = int64(-len(f.errs))
+	case nerr == nil && strings.HasSuffix(e164, tailDigits) && countryTailSafe(e164):
+		f.memo[key] = n / fastPhonesScale
 	}
-	f.mu.Lock()
-	f.memo[key] = r
-	f.mu.Unlock()
-	return e164, err
+	return n, nerr
+}
+
+// storedNumber is normalizePhone's answer as a list stores it.
+func storedNumber(e164 string, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, ok := dncNumber(e164)
+	if !ok {
+		return 0, errInvalidPhone
+	}
+	return n, nil
 }
 
 func plainDigits(s string) bool {
