@@ -38,6 +38,9 @@ type Admin struct {
 	// trunks are the names a pool may give as its trunk; nil: any (the
 	// simulated dialer has no trunks).
 	trunks map[string]bool
+	// http.read_timeout and http.write_timeout, which a list upload's
+	// deadlines follow (uploadBody).
+	readTimeout, writeTimeout time.Duration
 
 	// Given by Main: reset wipes and re-applies the tenants with calling
 	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,7 +18,9 @@ import (
 func (a *Admin) dncRoutes(r *httprouter.Router, base string) {
 	r.GET(base, a.handle(a.countDNC))
 	r.POST(base+"/numbers", a.handle(a.addDNC))
-	r.PUT(base+"/numbers", a.handle(a.replaceDNC))
+	r.PUT(base+"/numbers", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		a.handle(func(r *http.Request, ps httprouter.Params) (any, error) { return a.replaceDNC(w, r, ps) })(w, r, ps)
+	})
 	r.GET(base+"/numbers/:number", a.handle(a.lookupDNC))
 	r.DELETE(base+"/numbers/:number", a.handle(a.removeDNC))
 }
@@ -77,13 +80,22 @@ func (a *Admin) addDNC(r *http.Request, ps httprouter.Params) (any, error) {
 }
 
 // replaceDNC reads the body as a list file, streamed: only its numbers are
-// kept in memory, 8 bytes each.
-func (a *Admin) replaceDNC(r *http.Request, ps httprouter.Params) (any, error) {
+// kept in memory, 8 bytes each. A national register is a body of about
+// 130 MB that may take longer than http.read_timeout to arrive and longer
+// than http.write_timeout to load, so once the token is checked this
+// route's deadlines follow the upload instead
+// (docs/configuration.md#http): the body may take as long as it
+// needs while it keeps coming, and the answer gets write_timeout once the
+// list is loaded.
+func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter.Params) (any, error) {
 	list, err := a.dncList(r, ps)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := a.store.ImportDNC(r.Context(), list, r.Body, a.region, true, a.now(), nil)
+	rc := http.NewResponseController(w)
+	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
+	rep, err := a.store.ImportDNC(r.Context(), list, body, a.region, true, a.now(), nil)
+	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dncFileError
 	if errors.As(err, &fileErr) {
 		return nil, invalid("body", fileErr.Error())
@@ -126,4 +138,31 @@ func (a *Admin) removeDNC(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, notFound("Number")
 	}
 	return map[string]string{"deleted": e164}, err
+}
+
+// uploadBody is a request body whose read deadline moves on as it is read:
+// the client may take as long as it needs, but not stall for about timeout.
+// At the end of the body it leaves the deadline alone: the server lifts it
+// then, to watch the idle connection while the handler still works, and a
+// deadline set after that would cancel the request.
+type uploadBody struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	timeout time.Duration
+	moved   time.Time // when the deadline was last moved
+	ended   bool
+}
+
+func (b *uploadBody) Read(p []byte) (int, error) {
+	// Moved at most ten times a timeout: each is a timer update, and a
+	// 130 MB body is read 4 KB at a time.
+	if now := time.Now(); !b.ended && now.Sub(b.moved) >= b.timeout/10 {
+		b.rc.SetReadDeadline(now.Add(b.timeout)) // an error: a reader without deadlines
+		b.moved = now
+	}
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.ended = true
+	}
+	return n, err
 }

@@ -401,6 +401,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	}
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
+		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)
