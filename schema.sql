@@ -242,7 +242,7 @@ CREATE TABLE dnc_lists (
 CREATE UNIQUE INDEX dnc_lists_current ON dnc_lists (coalesce(app_id, 0)) WHERE state = 'current';
 CREATE INDEX dnc_lists_by_app ON dnc_lists (app_id);
 -- A number is its E.164 digits without the "+" as an INTEGER: 10 million
--- numbers take about 14 bytes each and load at hundreds of thousands a second.
+-- numbers take about 22 bytes each and load at over 300,000 a second.
 CREATE TABLE dnc_numbers (
     list_id  INTEGER NOT NULL,
     number   INTEGER NOT NULL,
