@@ -327,7 +327,9 @@ func (s *Store) ApplyFixtureRegister(ctx context.Context, d *FixtureDNC, region 
 		if err != nil {
 			return rep, fmt.Errorf("dnc.file %s: %w", d.path, err)
 		}
-		numbers = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(numbers), fromFile...))))
+		numbers = append(slices.Clip(numbers), fromFile...) // a new slice: d.numbers stays as read
+		slices.Sort(numbers)
+		numbers = slices.Compact(numbers)
 	}
 	gained, err := s.LoadDNC(ctx, nationalList, numbers, false, now, nil)
 	rep.Loaded = gained
