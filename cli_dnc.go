@@ -141,7 +141,7 @@ func cliDNCImport(ctx context.Context, store *Store, stdout io.Writer, list int6
 		}
 	}
 	start := time.Now()
-	rep, err := store.ImportDNC(ctx, list, src, region, replace, time.Now(), stored)
+	rep, err := store.ImportDNC(ctx, list, src, stat.Size(), region, replace, time.Now(), stored)
 	if err != nil {
 		return fmt.Errorf("dnc import: %s: %w", path, err)
 	}

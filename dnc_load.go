@@ -59,10 +59,19 @@ type dncParsed struct {
 	first   []DNCBadLine // its first bad lines
 }
 
+// dncCapacityMax bounds the room made at once for a file's numbers (160
+// MB): a larger file's numbers grow past it as they are read.
+const dncCapacityMax = 20_000_000
+
 // readDNCFile reads a list file and returns its numbers sorted without
 // repeats, with the report so far (Lines, Duplicate within the file, Bad).
-// Memory is 8 bytes per number plus a few chunks in flight.
-func readDNCFile(ctx context.Context, r io.Reader, region string) ([]int64, DNCReport, error) {
+// size, when known (above 0), is the file's length in bytes: room for its
+// numbers is made at once, one per 10 bytes (a number and its newline take
+// at least that), since growing a slice of millions as the file is read
+// holds the old copy and the new one at once. Memory is then 8 bytes per
+// number (and under a byte per byte of the file) plus a few chunks in
+// flight.
+func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([]int64, DNCReport, error) {
 	var rep DNCReport
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
@@ -80,7 +89,7 @@ func readDNCFile(ctx context.Context, r io.Reader, region string) ([]int64, DNCR
 			}
 		})
 	}
-	var numbers []int64
+	numbers := make([]int64, 0, min(max(size/10, 0), dncCapacityMax))
 	var first []DNCBadLine
 	collected := make(chan struct{})
 	go func() {
@@ -210,11 +219,12 @@ func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
 	return p
 }
 
-// ImportDNC reads a list file and puts its numbers on a list (nationalList
-// or an application's id); with replace they become the whole list.
-// stored, when set, is told how many numbers are stored so far of total.
-func (s *Store) ImportDNC(ctx context.Context, list int64, r io.Reader, region string, replace bool, now time.Time, stored func(done, total int)) (DNCReport, error) {
-	numbers, rep, err := readDNCFile(ctx, r, region)
+// ImportDNC reads a list file (of size bytes, when above 0) and puts its
+// numbers on a list (nationalList or an application's id); with replace
+// they become the whole list. stored, when set, is told how many numbers
+// are stored so far of total.
+func (s *Store) ImportDNC(ctx context.Context, list int64, r io.Reader, size int64, region string, replace bool, now time.Time, stored func(done, total int)) (DNCReport, error) {
+	numbers, rep, err := readDNCFile(ctx, r, size, region)
 	if err != nil {
 		return rep, err
 	}

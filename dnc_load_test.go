@@ -100,7 +100,7 @@ func TestDNCFileFormats(t *testing.T) {
 			[]string{"+84912345670", "+84912345678"}, 0, 1, []int{3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), "VN")
+			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), int64(len(tc.file)), "VN")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestDNCFileFormats(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), "VN"); err == nil {
+	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), 0, "VN"); err == nil {
 		t.Error("a CSV with no phone column was read")
 	}
 }
@@ -129,7 +129,7 @@ func TestDNCLoadAppendAndReplace(t *testing.T) {
 	ctx := context.Background()
 	load := func(list int64, file string, replace bool) DNCReport {
 		t.Helper()
-		rep, err := s.ImportDNC(ctx, list, strings.NewReader(file), "VN", replace, time.Now(), nil)
+		rep, err := s.ImportDNC(ctx, list, strings.NewReader(file), 0, "VN", replace, time.Now(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -318,8 +318,12 @@ func (s *Store) ApplyFixtureRegister(ctx context.Context, d *FixtureDNC, region 
 			return rep, &ConfigError{Key: "dnc.file", Msg: err.Error()}
 		}
 		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return rep, err
+		}
 		var fromFile []int64
-		fromFile, rep, err = readDNCFile(ctx, f, region)
+		fromFile, rep, err = readDNCFile(ctx, f, st.Size(), region)
 		var fileErr *dncFileError
 		if errors.As(err, &fileErr) {
 			return rep, &ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}
