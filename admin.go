@@ -23,7 +23,7 @@ import (
 // This file holds the type, its routes and its auth; the handlers are in
 // one file per resource (admin_apps.go, admin_wallet.go, admin_pools.go,
 // admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
-// admin_contacts.go, admin_sandbox.go).
+// admin_contacts.go, admin_sandbox.go, admin_dnc.go).
 type Admin struct {
 	store     *Store
 	region    string // phone.default_region, to read the phone filter
@@ -42,6 +42,9 @@ type Admin struct {
 	// recording_url starts with.
 	recordings    RecordingFiles
 	recordingBase string
+	// http.read_timeout and http.write_timeout, which a list upload's
+	// deadlines follow (uploadBody).
+	readTimeout, writeTimeout time.Duration
 
 	// Given by Main: reset wipes and re-applies the tenants with calling
 	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.
@@ -101,6 +104,9 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST(p+"/reset", a.handle(a.resetState))
 	r.GET(p+"/clock", a.handle(a.getClock))
 	r.PUT(p+"/clock", a.handle(a.setClock))
+
+	a.dncRoutes(r, p+"/dnc")
+	a.dncRoutes(r, app+"/dnc")
 
 	r.GET(p+"/apps", a.handle(a.listApps))
 	r.POST(p+"/apps", a.handle(a.createApp))

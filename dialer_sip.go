@@ -224,7 +224,7 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		if len(s.Steps) == 0 {
 			return nil // blank content: nothing to say
 		}
-		run := script.Runner{Now: func() time.Time { return at(time.Now()) }}
+		run := script.Runner{Now: func() time.Time { return at(time.Now()) }, OptOut: req.OptOut}
 		o := run.Run(ctx, s, &sipScriptCall{d: d, line: l, fields: req.Fields})
 		out = &o
 		if o.End == script.EndFailed {

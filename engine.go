@@ -224,6 +224,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	budgets := map[int64]*budget{}
 	hotlines := map[poolKey]poolLines{}
 	var claims []callClaim
+	var holds []callHold
 	for _, sc := range scenarios {
 		cc := sc.CallConfig
 		e.mu.Lock()
@@ -288,6 +289,15 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				later(t)
 			}
 		}
+		due, blocked, err := e.screen(ctx, sc, due)
+		if err != nil {
+			logErr("engine: reading the do-not-call lists; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			continue
+		}
+		if len(blocked) > 0 {
+			holds = append(holds, blocked...)
+			later(now) // the places they would have taken go to the next due contacts
+		}
 		// Last, the trunk: a contact is claimed only when its call can start
 		// now, within the trunk's channels and calls per second.
 		if len(due) > 0 {
@@ -308,6 +318,12 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			}
 		}
 		e.mu.Unlock()
+	}
+	if len(holds) > 0 {
+		if err := e.Store.holdContacts(ctx, holds, now, e.webhooks.firstTry(time.Now())); err != nil {
+			logErr("engine: ending contacts on a do-not-call list", "err", err)
+		}
+		e.webhooks.Notify()
 	}
 	if len(claims) == 0 {
 		return next
@@ -422,6 +438,12 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Script: sc.Script, Trunk: c.Trunk, AMD: cc.AMD}
 	if sc.Script != nil || strings.Contains(sc.Content, "{{") {
 		req.Fields = contactFields(c.Contact.Fields)
+	}
+	// An opt-out is stored during the call, at once: even a call cut right
+	// after it must leave the number listed.
+	req.OptOut = func(ctx context.Context) error {
+		_, err := e.Store.AddDNC(context.WithoutCancel(ctx), c.AppID, []string{c.Contact.Phone}, e.now())
+		return err
 	}
 	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
 		req.Outcome, req.Digits = f.Outcome, f.Digits

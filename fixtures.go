@@ -6,8 +6,12 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +24,29 @@ import (
 // start: applications are matched by api_key, scenarios and campaigns by id,
 // hotlines by number, webhooks by url.
 type FixtureFile struct {
+	// DNC is the national do-not-call register's numbers ([dnc]), added to
+	// it at every start (docs/compliance.md#fixtures).
+	DNC          *FixtureDNC   `toml:"dnc"`
 	Applications []*FixtureApp `toml:"applications"`
+}
+
+// FixtureDNC is the fixtures' part of the national register: numbers
+// written in the file, and a list file (any format `dialbox dnc import`
+// reads) named relative to the fixtures file.
+type FixtureDNC struct {
+	Numbers []string `toml:"numbers"`
+	File    string   `toml:"file"`
+
+	numbers []int64 // Numbers as stored (readDNC)
+	path    string  // File, resolved
+}
+
+// FixtureTenantDNC is the numbers on an application's own list
+// ([applications.dnc]).
+type FixtureTenantDNC struct {
+	Numbers []string `toml:"numbers"`
+
+	numbers []int64 // as stored (readDNC)
 }
 
 type FixtureApp struct {
@@ -32,6 +58,7 @@ type FixtureApp struct {
 	Scenarios    []*FixtureScenario `toml:"scenarios"`
 	Campaigns    []FixtureCampaign  `toml:"campaigns"`
 	Webhooks     []FixtureWebhook   `toml:"webhooks"`
+	DNC          *FixtureTenantDNC  `toml:"dnc"`
 
 	isDemo bool
 	id     int64 // set once applied
@@ -227,6 +254,90 @@ func (ff *FixtureFile) validate() *ConfigError {
 		}
 	}
 	return nil
+}
+
+// readDNC reads the fixtures' do-not-call numbers with operation A's
+// rules in the phone region, and resolves [dnc]'s file against the
+// fixtures file's folder; a bad number is an error of the file at its line
+// and key. The list file itself is read when it is applied, at start
+// (Store.ApplyFixtureRegister).
+func (ff *FixtureFile) readDNC(path, region string) error {
+	bad := func(key, msg string) error {
+		data, _ := os.ReadFile(path)
+		return &ConfigError{File: path, Line: keyLine(data, key), Key: key, Msg: msg}
+	}
+	read := func(key string, raws []string) ([]int64, error) {
+		out := make([]int64, 0, len(raws))
+		for i, raw := range raws {
+			e164, err := normalizePhone(raw, region)
+			n, ok := dncNumber(e164)
+			if err != nil || !ok {
+				return nil, bad(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("%q is not a phone number", raw))
+			}
+			out = append(out, n)
+		}
+		slices.Sort(out)
+		return slices.Compact(out), nil
+	}
+	var err error
+	if d := ff.DNC; d != nil {
+		if d.numbers, err = read("dnc.numbers", d.Numbers); err != nil {
+			return err
+		}
+		if d.File != "" {
+			d.path = d.File
+			if !filepath.IsAbs(d.path) {
+				d.path = filepath.Join(filepath.Dir(path), d.path)
+			}
+		}
+	}
+	for ai, fa := range ff.Applications {
+		if fa.DNC != nil {
+			if fa.DNC.numbers, err = read(fmt.Sprintf("applications[%d].dnc.numbers", ai), fa.DNC.Numbers); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ApplyFixtureRegister adds the fixtures' [dnc] numbers and file to the
+// national register, as `dialbox dnc import` without --replace does; the
+// report counts the file's lines. It runs at start, not at a reset: the
+// register is not tenant data, and a reset leaves it as it is
+// (docs/compliance.md#fixtures).
+func (s *Store) ApplyFixtureRegister(ctx context.Context, d *FixtureDNC, region string, now time.Time) (DNCReport, error) {
+	var rep DNCReport
+	if d == nil {
+		return rep, nil
+	}
+	numbers := d.numbers
+	if d.path != "" {
+		f, err := os.Open(d.path)
+		if err != nil {
+			return rep, &ConfigError{Key: "dnc.file", Msg: err.Error()}
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return rep, err
+		}
+		var fromFile []int64
+		fromFile, rep, err = readDNCFile(ctx, f, st.Size(), region)
+		var fileErr *dncFileError
+		if errors.As(err, &fileErr) {
+			return rep, &ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}
+		}
+		if err != nil {
+			return rep, fmt.Errorf("dnc.file %s: %w", d.path, err)
+		}
+		numbers = append(slices.Clip(numbers), fromFile...) // a new slice: d.numbers stays as read
+		slices.Sort(numbers)
+		numbers = slices.Compact(numbers)
+	}
+	gained, err := s.LoadDNC(ctx, nationalList, numbers, false, now, nil)
+	rep.Loaded = gained
+	return rep, err
 }
 
 // validateScenarioFields checks what a scenario must hold wherever it comes

@@ -527,6 +527,21 @@ func TestOpenAPIAdmin(t *testing.T) {
 	c.do("DELETE", qa+"/webhooks/"+spare.ID, "", 200)
 	c.do("GET", qa+"/webhooks/"+spare.ID, "", 404)
 
+	// Do-not-call lists: the national register and a tenant's.
+	for _, base := range []string{"/admin/v1/dnc", qa + "/dnc"} {
+		c.do("GET", base, "", 200)
+		c.do("POST", base+"/numbers", `{"numbers":["0912999001","+84912999002"]}`, 200)
+		c.do("POST", base+"/numbers", `{"numbers":["0912999003","12"]}`, 400)
+		c.do("PUT", base+"/numbers", "phone_number,name\n0912999004,A\n0912999004,B\nnope,C\n", 200)
+		c.do("PUT", base+"/numbers", "name,city\nA,B\n", 400)
+		c.do("GET", base, "", 200)
+		c.do("GET", base+"/numbers/0912999004", "", 200)
+		c.do("GET", base+"/numbers/12", "", 400)
+		c.do("DELETE", base+"/numbers/0912999004", "", 200)
+		c.do("DELETE", base+"/numbers/0912999004", "", 404)
+		c.do("DELETE", base+"/numbers/12", "", 400)
+	}
+
 	// Fault rules, two of which shape the calls below.
 	c.do("GET", "/admin/v1/faults", "", 200)
 	c.do("POST", "/admin/v1/faults", `{"kind":"dial","phone":"0912000001","outcome":"ANSWERED"}`, 200)
@@ -651,7 +666,8 @@ func TestOpenAPIAdmin(t *testing.T) {
 	// (an application key never looked up, so no cache answers for it).
 	s.m.store.Close()
 	bodies := map[string]string{"adminCreateApp": `{"api_key":"k500"}`,
-		"adminAddFault": `{"kind":"dial","outcome":"BUSY","api_key":"never-seen"}`}
+		"adminAddFault": `{"kind":"dial","outcome":"BUSY","api_key":"never-seen"}`,
+		"adminAddDNC":   `{"numbers":["0912999001"]}`}
 	for key, op := range ops {
 		if op.Responses.Status(500) != nil {
 			body, ok := bodies[op.OperationID]

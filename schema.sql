@@ -296,3 +296,43 @@ CREATE TRIGGER webhook_counts_delete AFTER DELETE ON webhook_messages BEGIN
 END;
 
 CREATE INDEX contacts_by_phone ON contacts (app_id, phone);
+
+-- migration 9: do-not-call lists, and the audit of attempts kept from dialling
+-- A list is the national register (app_id NULL) or one tenant's. Loading a
+-- whole list builds a new version ('loading') beside the current one and
+-- switches them in one short commit, so no reader sees half a list and no
+-- other writer waits on a long load (docs/compliance.md#how-lists-are-stored).
+CREATE TABLE dnc_lists (
+    id        INTEGER PRIMARY KEY,
+    app_id    INTEGER REFERENCES applications(id) ON DELETE CASCADE,  -- NULL: the national register
+    state     TEXT    NOT NULL CHECK (state IN ('loading', 'current', 'old')),
+    loaded_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX dnc_lists_current ON dnc_lists (coalesce(app_id, 0)) WHERE state = 'current';
+CREATE INDEX dnc_lists_by_app ON dnc_lists (app_id);
+-- A number is its E.164 digits without the "+" as an INTEGER: 10 million
+-- numbers take about 22 bytes each and load at over 300,000 a second.
+CREATE TABLE dnc_numbers (
+    list_id  INTEGER NOT NULL,
+    number   INTEGER NOT NULL,
+    added_at INTEGER,            -- NULL: since the list version was loaded
+    PRIMARY KEY (list_id, number)
+) WITHOUT ROWID;
+CREATE TRIGGER dnc_lists_delete AFTER DELETE ON dnc_lists BEGIN
+    DELETE FROM dnc_numbers WHERE list_id = OLD.id;
+END;
+-- One row per attempt the calling rules kept from being dialled, written in
+-- the commit that ends or delays the contact. reason: dnc_national,
+-- dnc_tenant (and the advertising limits' daily_limit, advertising_hours);
+-- until: when a delayed contact is due again, NULL for a block.
+CREATE TABLE call_blocks (
+    seq         INTEGER PRIMARY KEY,
+    app_id      INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+    scenario_id TEXT    NOT NULL,
+    contact_id  TEXT    NOT NULL,
+    phone       TEXT    NOT NULL,
+    reason      TEXT    NOT NULL,
+    at          INTEGER NOT NULL,
+    until       INTEGER
+);
+CREATE INDEX call_blocks_by_app ON call_blocks (app_id, at);

@@ -552,6 +552,21 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 			return err
 		}
 	}
+
+	// The tenant's own do-not-call numbers; numbers listed otherwise (an
+	// opt-out, the admin API) stay (docs/compliance.md#fixtures).
+	if d := fa.DNC; d != nil && len(d.Numbers) > 0 {
+		if d.numbers == nil {
+			return fmt.Errorf("application %q: the do-not-call numbers were not read (FixtureFile.readDNC)", fa.APIKey)
+		}
+		id, err := currentList(tx, appID, now)
+		if err != nil {
+			return err
+		}
+		if _, err := insertDNCNumbers(tx, id, d.numbers, at); err != nil {
+			return fmt.Errorf("application %q do-not-call list: %w", fa.APIKey, err)
+		}
+	}
 	return nil
 }
 

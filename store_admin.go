@@ -871,7 +871,7 @@ func (s *Store) RecoverFailed(ctx context.Context, appID int64, endpointID strin
 // resetTables lists every table of tenant data, children first; the admin
 // settings survive a reset.
 var resetTables = []string{
-	"webhook_attempts", "webhook_messages", "webhook_endpoints", "calls", "contacts", "skipped_contacts",
+	"webhook_attempts", "webhook_messages", "webhook_endpoints", "call_blocks", "calls", "contacts", "skipped_contacts",
 	"imports", "campaigns", "scenarios", "hotlines", "hotline_pools", "wallets", "applications",
 }
 

@@ -375,3 +375,64 @@ func newV7() string {
 	}
 	return id.String()
 }
+
+// holdContacts settles, in one commit, the due contacts the calling rules
+// kept from being dialled: each ends DO_NOT_CALL (final, free) with an
+// attempt record that was never placed (no hotline, cause 403, no talk),
+// its call_blocks row, and its contact.completed event. No call.completed
+// is sent: no call was made (docs/compliance.md#the-do_not_call-outcome). A
+// contact no longer queued (a reset, a deleted scenario) is left alone.
+func (s *Store) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
+	return s.WriteData(ctx, func(tx *sql.Tx) error {
+		endpoints := map[int64]map[string][]string{}
+		for _, h := range holds {
+			var (
+				data    eventData
+				attempt int
+				camp    sql.NullString
+				fields  string
+			)
+			err := tx.QueryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
+				WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id, campaign_id, phone, fields, attempts`,
+				OutcomeDoNotCall, ms(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			data.CallID, data.Attempt, data.Outcome, data.Cause = newV7(), attempt, OutcomeDoNotCall, outcomeCause[OutcomeDoNotCall]
+			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
+				VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
+				data.Outcome, data.Cause, ms(now), ms(now)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at)
+				VALUES (?, ?, ?, ?, ?, ?)`, h.AppID, data.ScenarioID, data.ContactID, data.Phone, h.Reason, ms(now)); err != nil {
+				return err
+			}
+			eps, ok := endpoints[h.AppID]
+			if !ok {
+				if eps, err = subscribedEndpoints(tx, h.AppID); err != nil {
+					return err
+				}
+				endpoints[h.AppID] = eps
+			}
+			var total int64
+			if err := tx.QueryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, h.Contact.Seq).
+				Scan(&data.Attempts, &total); err != nil {
+				return err
+			}
+			data.Fields, data.TotalCost = json.RawMessage(fields), &total
+			if camp.Valid {
+				data.CampaignID = &camp.String
+			}
+			data.StartedAt, data.EndedAt = eventTime(now), eventTime(now)
+			data.AnsweredBy, data.Steps = AnsweredByUnknown, json.RawMessage(`[]`)
+			if err := enqueue(tx, eps, h.AppID, EventContactCompleted, data, now, firstTry); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
