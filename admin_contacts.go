@@ -41,12 +41,19 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 	if errors.Is(err, errNotFound) {
 		return nil, notFound("Contact")
 	}
-	return contactWithCalls{c, calls}, err
+	if err != nil {
+		return nil, err
+	}
+	wait, err := a.store.ContactWait(r.Context(), app.ID, c, a.now())
+	return contactWithCalls{c, wait, calls}, err
 }
 
 type contactWithCalls struct {
 	*ContactRecord
-	Calls []CallRecord `json:"calls"`
+	// Waiting explains why a queued contact of an advertising scenario is
+	// not dialled now (docs/admin.md#why-a-contact-waits); left out otherwise.
+	Waiting *Wait        `json:"waiting,omitempty"`
+	Calls   []CallRecord `json:"calls"`
 }
 
 func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) {

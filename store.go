@@ -516,6 +516,15 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 		return fmt.Errorf("application %q wallet: %w", fa.APIKey, err)
 	}
 
+	var ads *AdSettings
+	if fa.Advertising != nil {
+		a := fa.Advertising.settings()
+		ads = &a
+	}
+	if err := setAdSettingsTx(tx, appID, ads, now); err != nil {
+		return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
+	}
+
 	for _, p := range fa.HotlinePools {
 		if _, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (app_id, key) DO UPDATE SET trunk = excluded.trunk WHERE trunk IS NOT excluded.trunk`,
