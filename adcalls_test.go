@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -303,6 +304,13 @@ func TestAdSameNumberClaimedInOneTick(t *testing.T) {
 	}
 	if n := adBlocks(t, s, ReasonAdvertisingHours); n != 2 {
 		t.Errorf("%d advertising_hours audit rows, want one per contact", n)
+	}
+	rec := httptest.NewRecorder()
+	metricsHandler(s.read, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`dialbox_calls_blocked_total{reason="daily_limit"} 1`, `dialbox_calls_blocked_total{reason="advertising_hours"} 2`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 

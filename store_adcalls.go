@@ -41,7 +41,9 @@ func setAdSettingsTx(tx *sql.Tx, appID int64, a *AdSettings, now time.Time) erro
 	_, err := tx.Exec(`INSERT INTO advertising_settings (app_id, max_calls_per_number_per_day, hours_start, hours_end, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (app_id) DO UPDATE SET max_calls_per_number_per_day = excluded.max_calls_per_number_per_day,
-			hours_start = excluded.hours_start, hours_end = excluded.hours_end, updated_at = excluded.updated_at`,
+			hours_start = excluded.hours_start, hours_end = excluded.hours_end, updated_at = excluded.updated_at
+		WHERE max_calls_per_number_per_day <> excluded.max_calls_per_number_per_day
+			OR hours_start <> excluded.hours_start OR hours_end <> excluded.hours_end`,
 		appID, a.MaxCallsPerNumberPerDay, a.Start, a.End, ms(now))
 	return err
 }
