@@ -126,14 +126,19 @@ func (w dialWindow) Next(t time.Time) (time.Time, bool) {
 		return w.own.Next(t), true
 	}
 	for horizon := t.Add(8 * 24 * time.Hour); !t.After(horizon); {
+		next := t
 		switch {
 		case !w.own.Contains(t):
-			t = w.own.Next(t)
+			next = w.own.Next(t)
 		case !w.ad.Contains(t):
-			t = w.ad.Next(t)
+			next = w.ad.Next(t)
 		default:
 			return t, true
 		}
+		if !next.After(t) {
+			break // a window with no day at all: parseCallWindow refuses one
+		}
+		t = next
 	}
 	return time.Time{}, false
 }

@@ -459,12 +459,43 @@ func TestAdSettingsAndPurpose(t *testing.T) {
 		!w.Until.Equal(time.Date(2026, 11, 30, 9, 0, 0, 0, hcm)) {
 		t.Errorf("explanation at 08:30 with hours from 09:00: %+v", w)
 	}
-	// Applied again without the section: the decree's settings again.
+	// Applied again without the section: left as they were.
 	fa.Advertising = nil
 	if err := st.ApplyFixtures(context.Background(), []*FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.AdSettings(context.Background(), ids[0]); got != legalAdSettings() {
+	if got, _ := st.AdSettings(context.Background(), ids[0]); got.Start != "09:00" {
 		t.Errorf("settings after the section was removed: %+v", got)
+	}
+}
+
+// TestAdLimitQueryUsesItsIndex: the daily limit's read, made for every
+// due contact of an advertising scenario, is one range of
+// calls_ad_answered a number, not a scan of the calls.
+func TestAdLimitQueryUsesItsIndex(t *testing.T) {
+	s, _ := fixtureStore(t)
+	// The queries of answeredAdCalls and ContactWait, parameters and all.
+	for q, args := range map[string][]any{
+		`SELECT ad_phone, answered_at FROM calls WHERE app_id = ? AND answered_at > ? AND ad_phone IN (?,?)`: {"calls_ad_answered", 1, 0, "+84900000001", "+84900000002"},
+		`SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`:                 {"calls_dialing", 1, "+84900000001"},
+	} {
+		index, args := args[0].(string), args[1:]
+		rows, err := s.read.Query(`EXPLAIN QUERY PLAN `+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); !strings.Contains(p, "INDEX "+index+" ") {
+			t.Errorf("%s\nplan: %s, want a search of %s", q, p, index)
+		}
 	}
 }

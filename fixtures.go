@@ -33,7 +33,8 @@ type FixtureApp struct {
 	Campaigns    []FixtureCampaign  `toml:"campaigns"`
 	Webhooks     []FixtureWebhook   `toml:"webhooks"`
 	// Advertising holds the tenant's advertising settings, stricter than
-	// the decree's; left out: the decree's (docs/compliance.md#advertising-calls).
+	// the decree's; left out, they stay as they are: the decree's for a new
+	// tenant (docs/compliance.md#settings-and-their-bounds).
 	Advertising *FixtureAdvertising `toml:"advertising"`
 
 	isDemo bool

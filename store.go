@@ -516,13 +516,10 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 		return fmt.Errorf("application %q wallet: %w", fa.APIKey, err)
 	}
 
-	var ads *AdSettings
 	if fa.Advertising != nil {
-		a := fa.Advertising.settings()
-		ads = &a
-	}
-	if err := setAdSettingsTx(tx, appID, ads, now); err != nil {
-		return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
+		if err := setAdSettingsTx(tx, appID, fa.Advertising.settings(), now); err != nil {
+			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
+		}
 	}
 
 	for _, p := range fa.HotlinePools {

@@ -29,15 +29,11 @@ func (s *Store) AdSettings(ctx context.Context, appID int64) (AdSettings, error)
 
 // SetAdSettings stores a tenant's checked advertising settings.
 func (s *Store) SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error {
-	return s.Write(ctx, func(tx *sql.Tx) error { return setAdSettingsTx(tx, appID, &a, now) })
+	return s.Write(ctx, func(tx *sql.Tx) error { return setAdSettingsTx(tx, appID, a, now) })
 }
 
-// setAdSettingsTx stores a tenant's settings; nil goes back to the decree's.
-func setAdSettingsTx(tx *sql.Tx, appID int64, a *AdSettings, now time.Time) error {
-	if a == nil {
-		_, err := tx.Exec(`DELETE FROM advertising_settings WHERE app_id = ?`, appID)
-		return err
-	}
+// setAdSettingsTx stores a tenant's settings, writing only a change.
+func setAdSettingsTx(tx *sql.Tx, appID int64, a AdSettings, now time.Time) error {
 	_, err := tx.Exec(`INSERT INTO advertising_settings (app_id, max_calls_per_number_per_day, hours_start, hours_end, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (app_id) DO UPDATE SET max_calls_per_number_per_day = excluded.max_calls_per_number_per_day,
