@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -498,4 +499,37 @@ func TestAdLimitQueryUsesItsIndex(t *testing.T) {
 			t.Errorf("%s\nplan: %s, want a search of %s", q, p, index)
 		}
 	}
+}
+
+// BenchmarkEngineAdvertisingCalls is BenchmarkEngineCalls with the
+// scenario for advertising, inside the hours: the cost of the daily
+// limit's reads and bookkeeping on every dial (no number repeats, so none
+// is delayed).
+func BenchmarkEngineAdvertisingCalls(b *testing.B) {
+	app := engTenant()
+	app.HotlinePools[0].Numbers = nil
+	for i := range 1000 {
+		app.HotlinePools[0].Numbers = append(app.HotlinePools[0].Numbers, fmt.Sprintf("0287%07d", i))
+	}
+	app.Scenarios[0].CallConfig.MaxConcurrent = 1000
+	app.Scenarios[0].CallConfig.Purpose = PurposeAdvertising
+	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
+	s, ids := fixtureStore(b, app)
+	for start := 0; start < b.N; start += 5000 {
+		engImport(b, s, ids[0], "sc", "", engPhones(min(5000, b.N-start), start)...)
+	}
+	clock := &engClock{}
+	clock.Set(time.Date(2026, 11, 30, 10, 0, 0, 0, hcm))
+	b.ResetTimer()
+	begin := time.Now()
+	engStart(b, s, NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(e *Engine) { e.Now = clock.Now })
+	for queryInt(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {
+		time.Sleep(20 * time.Millisecond)
+	}
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	if n := queryInt(b, s, `SELECT count(*) FROM calls WHERE ad_phone IS NOT NULL`); n != b.N {
+		b.Fatalf("%d advertising calls recorded, want %d", n, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 }
