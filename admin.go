@@ -23,7 +23,7 @@ import (
 // This file holds the type, its routes and its auth; the handlers are in
 // one file per resource (admin_apps.go, admin_wallet.go, admin_pools.go,
 // admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
-// admin_contacts.go, admin_sandbox.go, admin_dnc.go).
+// admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go).
 type Admin struct {
 	store     *Store
 	region    string // phone.default_region, to read the phone filter
@@ -120,6 +120,9 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(app+"/wallet", a.handle(a.getWallet))
 	r.PATCH(app+"/wallet", a.handle(a.updateWallet))
 	r.POST(app+"/wallet/topup", a.handle(a.topUp))
+
+	r.GET(app+"/advertising", a.handle(a.getAdvertising))
+	r.PATCH(app+"/advertising", a.handle(a.updateAdvertising))
 
 	r.GET(app+"/pools", a.handle(a.listPools))
 	r.POST(app+"/pools", a.handle(a.createPool))

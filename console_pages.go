@@ -156,6 +156,15 @@ func (c *Console) hold(ctx context.Context, appID int64, wallet Wallet, sc *Scen
 		return Hold{}, false, err
 	}
 	in.EnabledHotlines = len(lines.Numbers)
+	if sc.CallConfig.Purpose == PurposeAdvertising && in.WindowErr == nil {
+		ads, err := c.admin.store.AdSettings(ctx, appID)
+		if err != nil {
+			return Hold{}, false, err
+		}
+		if in.AdHours, err = parseCallWindow(ads.window()); err != nil {
+			return Hold{}, false, err
+		}
+	}
 	h, held := dialHold(in, now)
 	return h, held, nil
 }

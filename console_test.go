@@ -210,6 +210,11 @@ func TestDialHoldReasons(t *testing.T) {
 		{dialInputs{Status: StatusDraft, Window: open, Wallet: paid, EnabledHotlines: 1}, HoldNotActive, "the scenario is DRAFT, not ACTIVE"},
 		{dialInputs{Status: StatusActive, WindowErr: errors.New("bad"), Wallet: paid, EnabledHotlines: 1}, HoldBadWindow, "cannot be read"},
 		{dialInputs{Status: StatusActive, Window: window("08:00", "20:00"), Wallet: paid, EnabledHotlines: 1}, HoldOutsideWindow, "outside the call window until Tue 08:00 +07"},
+		{dialInputs{Status: StatusActive, Window: open, AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldAdHours, "outside the advertising hours until Tue 08:00 +07"},
+		// Inside its own window, before the hours open; then one that never meets them.
+		{dialInputs{Status: StatusActive, Window: window("02:00", "12:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldAdHours, "until Tue 08:00 +07"},
+		{dialInputs{Status: StatusActive, Window: window("18:00", "24:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldOutsideWindow, "outside the call window"},
+		{dialInputs{Status: StatusActive, Window: window("02:00", "07:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldAdHours, "never meets the advertising hours"},
 		{dialInputs{Status: StatusActive, Window: open, Wallet: Wallet{Prepaid: true, Balance: 999, PricePerCall: 1000}, EnabledHotlines: 1}, HoldWalletEmpty, "wallet is empty"},
 		{dialInputs{Status: StatusActive, Window: open, Wallet: Wallet{Prepaid: true, Balance: 5000, ExpiresAt: &expired}, EnabledHotlines: 1}, HoldWalletExpired, "wallet has expired"},
 		{dialInputs{Status: StatusActive, Window: open, Wallet: paid, Pool: "POOL_X"}, HoldNoHotline, "no enabled hotline in pool POOL_X"},

@@ -63,6 +63,10 @@ type Engine struct {
 	paused   map[int64]bool // applications whose wallet cannot pay, for logging once
 	rng      *rand.Rand
 	rates    callRates // calls ended in the last minute, for the console
+
+	// adUp counts advertising calls up per tenant and number, for the
+	// daily limit (engine_adcalls.go).
+	adUp map[phoneKey]int
 }
 
 type scenarioKey struct {
@@ -135,6 +139,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.active, e.appCalls = map[scenarioKey]int{}, map[int64]int{}
 	e.busy, e.cursor = map[hotlineKey]bool{}, map[poolKey]int{}
 	e.windows, e.paused = map[string]*callWindow{}, map[int64]bool{}
+	e.adUp = map[phoneKey]int{}
 	e.rng = rand.New(rand.NewPCG(uint64(now.UnixNano()), 0))
 	callCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -225,6 +230,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	hotlines := map[poolKey]poolLines{}
 	var claims []callClaim
 	var holds []callHold
+	var delays []callDelay
 	for _, sc := range scenarios {
 		cc := sc.CallConfig
 		e.mu.Lock()
@@ -251,14 +257,29 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			}
 			hotlines[pk] = pool
 		}
+		ad, err := e.adRules(ctx, sc)
+		if err != nil {
+			e.Log.Error("engine: scenario has bad advertising hours; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			continue
+		}
 		// The one rule the console shows too (engine_holds.go).
-		hold, held := dialHold(dialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: b.wallet,
-			Pool: cc.PoolHotlineKey, EnabledHotlines: len(pool.Numbers)}, now)
-		switch {
-		case hold.Kind == HoldBadWindow:
+		in := dialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: b.wallet,
+			Pool: cc.PoolHotlineKey, EnabledHotlines: len(pool.Numbers)}
+		if ad != nil {
+			in.AdHours = ad.window.ad
+		}
+		hold, held := dialHold(in, now)
+		switch hold.Kind {
+		case HoldBadWindow:
 			e.Log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", werr)
-		case hold.Kind == HoldOutsideWindow:
+		case HoldOutsideWindow:
 			later(w.Next(now))
+		case HoldAdHours:
+			delayed, err := e.delayOutsideHours(ctx, sc, ad, now, later)
+			if err != nil {
+				logErr("engine: reading contacts outside the advertising hours", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			}
+			delays = append(delays, delayed...)
 		}
 		if held {
 			continue
@@ -298,6 +319,17 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			holds = append(holds, blocked...)
 			later(now) // the places they would have taken go to the next due contacts
 		}
+		if ad != nil {
+			var delayed []callDelay
+			if due, delayed, err = e.adWaits(ctx, sc, ad, due, now); err != nil {
+				logErr("engine: reading the number's advertising calls; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+				continue
+			}
+			if len(delayed) > 0 {
+				delays = append(delays, delayed...)
+				later(now)
+			}
+		}
 		// Last, the trunk: a contact is claimed only when its call can start
 		// now, within the trunk's channels and calls per second.
 		if len(due) > 0 {
@@ -310,6 +342,9 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		e.mu.Lock()
 		for _, c := range due {
 			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now, Trunk: pool.Trunk}
+			if ad != nil {
+				claim.AdPhone = c.Phone
+			}
 			claim.Hotline, idle = e.pickHotline(pk, numbers, idle, cc.CallRouting)
 			e.take(claim)
 			claims = append(claims, claim)
@@ -324,6 +359,11 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			logErr("engine: ending contacts on a do-not-call list", "err", err)
 		}
 		e.webhooks.Notify()
+	}
+	if len(delays) > 0 {
+		if err := e.Store.delayContacts(ctx, delays, now); err != nil {
+			logErr("engine: delaying contacts by the advertising rules", "err", err)
+		}
 	}
 	if len(claims) == 0 {
 		return next
@@ -416,6 +456,9 @@ func (e *Engine) take(c callClaim) {
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]++
 	e.appCalls[c.AppID]++
 	e.busy[hotlineKey{c.AppID, c.Hotline}] = true
+	if c.AdPhone != "" {
+		e.adUp[phoneKey{c.AppID, c.AdPhone}]++
+	}
 }
 
 func (e *Engine) release(c callClaim) {
@@ -425,6 +468,11 @@ func (e *Engine) release(c callClaim) {
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]--
 	e.appCalls[c.AppID]--
 	delete(e.busy, hotlineKey{c.AppID, c.Hotline})
+	if k := (phoneKey{c.AppID, c.AdPhone}); c.AdPhone != "" {
+		if e.adUp[k]--; e.adUp[k] <= 0 {
+			delete(e.adUp, k)
+		}
+	}
 }
 
 // settleTries is how often a call's settling commit is tried.

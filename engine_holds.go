@@ -12,13 +12,14 @@ import (
 
 // Hold kinds, the words the console and its tests key on.
 const (
-	HoldNotActive     = "not_active"     // only ACTIVE scenarios are dialled
-	HoldBadWindow     = "bad_window"     // the call_window cannot be read
-	HoldOutsideWindow = "outside_window" // until the window opens again
-	HoldWalletExpired = "wallet_expired" // a prepaid wallet past its expiry
-	HoldWalletEmpty   = "wallet_empty"   // a prepaid wallet that cannot pay one more call
-	HoldNoHotline     = "no_hotline"     // the pool has no enabled number
-	HoldPaused        = "paused"         // a paused campaign (Store.dueContacts leaves its contacts out)
+	HoldNotActive     = "not_active"        // only ACTIVE scenarios are dialled
+	HoldBadWindow     = "bad_window"        // the call_window cannot be read
+	HoldOutsideWindow = "outside_window"    // until the window opens again
+	HoldAdHours       = "advertising_hours" // an advertising scenario outside the decree's hours (docs/compliance.md#advertising-calls)
+	HoldWalletExpired = "wallet_expired"    // a prepaid wallet past its expiry
+	HoldWalletEmpty   = "wallet_empty"      // a prepaid wallet that cannot pay one more call
+	HoldNoHotline     = "no_hotline"        // the pool has no enabled number
+	HoldPaused        = "paused"            // a paused campaign (Store.dueContacts leaves its contacts out)
 )
 
 // Hold is one reason not to dial now.
@@ -40,6 +41,11 @@ func (h Hold) Text() string {
 			return "not dialling: outside the call window"
 		}
 		return "not dialling: outside the call window until " + h.Until.Format("Mon 15:04 MST")
+	case HoldAdHours:
+		if h.Until.IsZero() {
+			return "not dialling: its call window never meets the advertising hours"
+		}
+		return "not dialling: outside the advertising hours until " + h.Until.Format("Mon 15:04 MST")
 	case HoldWalletExpired:
 		return "not dialling: the prepaid wallet has expired"
 	case HoldWalletEmpty:
@@ -57,6 +63,7 @@ type dialInputs struct {
 	Status          string
 	Window          *callWindow
 	WindowErr       error
+	AdHours         *callWindow // the tenant's advertising hours, for an advertising scenario; nil for care
 	Wallet          Wallet
 	Pool            string // the pool's key, for the text
 	EnabledHotlines int
@@ -73,6 +80,12 @@ func dialHold(in dialInputs, now time.Time) (Hold, bool) {
 		return Hold{Kind: HoldBadWindow, Detail: in.WindowErr.Error()}, true
 	case !in.Window.Contains(now):
 		return Hold{Kind: HoldOutsideWindow, Until: in.Window.Next(now).In(in.Window.loc)}, true
+	case in.AdHours != nil && !in.AdHours.Contains(now):
+		h := Hold{Kind: HoldAdHours}
+		if open, ok := (dialWindow{own: in.Window, ad: in.AdHours}).Next(now); ok {
+			h.Until = open.In(in.AdHours.loc)
+		}
+		return h, true
 	}
 	if h, held := walletHold(in.Wallet, now); held {
 		return h, true

@@ -59,6 +59,10 @@ type FixtureApp struct {
 	Campaigns    []FixtureCampaign  `toml:"campaigns"`
 	Webhooks     []FixtureWebhook   `toml:"webhooks"`
 	DNC          *FixtureTenantDNC  `toml:"dnc"`
+	// Advertising holds the tenant's advertising settings, stricter than
+	// the decree's; left out, they stay as they are: the decree's for a new
+	// tenant (docs/compliance.md#settings-and-their-bounds).
+	Advertising *FixtureAdvertising `toml:"advertising"`
 
 	isDemo bool
 	id     int64 // set once applied
@@ -97,6 +101,25 @@ type FixtureCampaign struct {
 	ID         string `toml:"id"`
 	Name       string `toml:"name"`
 	ScenarioID string `toml:"scenario_id"`
+}
+
+type FixtureAdvertising struct {
+	MaxCallsPerNumberPerDay *int   `toml:"max_calls_per_number_per_day"` // default: the decree's
+	Start                   string `toml:"start"`                        // default: the decree's 08:00
+	End                     string `toml:"end"`                          // default: the decree's 17:00
+}
+
+// settings are the section's settings, the decree's where it sets none.
+func (fa *FixtureAdvertising) settings() AdSettings {
+	a := legalAdSettings()
+	setIf(&a.MaxCallsPerNumberPerDay, fa.MaxCallsPerNumberPerDay)
+	if fa.Start != "" {
+		a.Start = fa.Start
+	}
+	if fa.End != "" {
+		a.End = fa.End
+	}
+	return a
 }
 
 type FixtureWebhook struct {
@@ -193,6 +216,11 @@ func (ff *FixtureFile) validate() *ConfigError {
 				return bad(at+".wallet.price_per_minute", "must not be negative")
 			}
 		}
+		if fa.Advertising != nil {
+			if err := fa.Advertising.settings().check(); err != nil {
+				return bad(at+".advertising."+err.Field, "%s", err.Reason)
+			}
+		}
 		pools := map[string]bool{}
 		for pi, p := range fa.HotlinePools {
 			key := fmt.Sprintf("%s.hotline_pools[%d]", at, pi)
@@ -209,7 +237,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 		scenarios := map[string]bool{}
 		for si, sc := range fa.Scenarios {
 			key := fmt.Sprintf("%s.scenarios[%d]", at, si)
-			sc.CallConfig.CallWindow.normalizeDays()
+			sc.CallConfig.normalize()
 			if err := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
 				return bad(key+"."+err.Field, "%s", err.Reason)
 			}
@@ -372,7 +400,7 @@ func validateScenarioFields(id, status string, fields []string, cc CallConfig) *
 	if _, err := parseCallWindow(cc.CallWindow); err != nil {
 		return bad("call_config.call_window", err.Error())
 	}
-	return nil
+	return cc.checkPurpose(time.Now())
 }
 
 // checkWebhookSecret accepts Standard Webhooks secrets: "whsec_" and base64.

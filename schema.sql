@@ -336,3 +336,22 @@ CREATE TABLE call_blocks (
     until       INTEGER
 );
 CREATE INDEX call_blocks_by_app ON call_blocks (app_id, at);
+
+-- migration 10: advertising calls (docs/compliance.md#advertising-calls)
+-- calls.ad_phone is the number an advertising scenario's call dialled (NULL
+-- for care calls), so the per-number daily limit counts a tenant's answered
+-- advertising calls to a number with one index range. A tenant's own
+-- advertising settings, stricter than the decree's, live in
+-- advertising_settings; no row: the decree's.
+ALTER TABLE calls ADD COLUMN ad_phone TEXT;
+CREATE INDEX calls_ad_answered ON calls (app_id, ad_phone, answered_at)
+    WHERE ad_phone IS NOT NULL AND answered_at IS NOT NULL;
+CREATE TABLE advertising_settings (
+    app_id                       INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
+    max_calls_per_number_per_day INTEGER NOT NULL,
+    hours_start                  TEXT    NOT NULL,   -- HH:MM in Asia/Ho_Chi_Minh
+    hours_end                    TEXT    NOT NULL,
+    updated_at                   INTEGER NOT NULL
+);
+-- The admin API's explanation of a contact's wait reads its last delay.
+CREATE INDEX call_blocks_by_contact ON call_blocks (contact_id, seq);

@@ -516,6 +516,12 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 		return fmt.Errorf("application %q wallet: %w", fa.APIKey, err)
 	}
 
+	if fa.Advertising != nil {
+		if err := setAdSettingsTx(tx, appID, fa.Advertising.settings(), now); err != nil {
+			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
+		}
+	}
+
 	for _, p := range fa.HotlinePools {
 		if _, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (app_id, key) DO UPDATE SET trunk = excluded.trunk WHERE trunk IS NOT excluded.trunk`,

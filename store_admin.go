@@ -872,7 +872,7 @@ func (s *Store) RecoverFailed(ctx context.Context, appID int64, endpointID strin
 // settings survive a reset.
 var resetTables = []string{
 	"webhook_attempts", "webhook_messages", "webhook_endpoints", "call_blocks", "calls", "contacts", "skipped_contacts",
-	"imports", "campaigns", "scenarios", "hotlines", "hotline_pools", "wallets", "applications",
+	"imports", "campaigns", "scenarios", "hotlines", "hotline_pools", "wallets", "advertising_settings", "applications",
 }
 
 // Reset wipes every tenant (and the recordings of their calls) and applies

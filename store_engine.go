@@ -136,6 +136,9 @@ type callClaim struct {
 	Trunk      string // the pool's, holding a channel reserved on it
 	Start      time.Time
 	Attempt    int // set by claimCalls
+	// AdPhone is the number of an advertising scenario's call, which the
+	// daily limit counts (calls.ad_phone); "" for a care call.
+	AdPhone string
 }
 
 // claimCalls moves the contacts to dialing and records a call for each, in
@@ -155,8 +158,9 @@ func (s *Store) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at)
-				VALUES (?, ?, ?, ?, ?, ?)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start)); err != nil {
+			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, ad_phone)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start),
+				nullString(c.AdPhone)); err != nil {
 				return err
 			}
 			out = append(out, c)
