@@ -23,7 +23,7 @@ import (
 // This file holds the type, its routes and its auth; the handlers are in
 // one file per resource (admin_apps.go, admin_wallet.go, admin_pools.go,
 // admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
-// admin_contacts.go, admin_sandbox.go).
+// admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go).
 type Admin struct {
 	store     Store
 	region    string // phone.default_region, to read the phone filter
@@ -42,6 +42,9 @@ type Admin struct {
 	// recording_url starts with.
 	recordings    RecordingFiles
 	recordingBase string
+	// http.read_timeout and http.write_timeout, which a list upload's
+	// deadlines follow (uploadBody).
+	readTimeout, writeTimeout time.Duration
 
 	// Given by Main: reset wipes and re-applies the tenants with calling
 	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.
@@ -102,6 +105,9 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(p+"/clock", a.handle(a.getClock))
 	r.PUT(p+"/clock", a.handle(a.setClock))
 
+	a.dncRoutes(r, p+"/dnc")
+	a.dncRoutes(r, app+"/dnc")
+
 	r.GET(p+"/apps", a.handle(a.listApps))
 	r.POST(p+"/apps", a.handle(a.createApp))
 	r.GET(app, a.handle(a.getApp))
@@ -114,6 +120,9 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(app+"/wallet", a.handle(a.getWallet))
 	r.PATCH(app+"/wallet", a.handle(a.updateWallet))
 	r.POST(app+"/wallet/topup", a.handle(a.topUp))
+
+	r.GET(app+"/advertising", a.handle(a.getAdvertising))
+	r.PATCH(app+"/advertising", a.handle(a.updateAdvertising))
 
 	r.GET(app+"/pools", a.handle(a.listPools))
 	r.POST(app+"/pools", a.handle(a.createPool))

@@ -46,12 +46,16 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 	if errors.Is(err, errNotFound) {
 		return nil, notFound("Contact")
 	}
+	if err != nil {
+		return nil, err
+	}
 	for i := range calls {
 		if calls[i].recorded {
 			calls[i].RecordingURL = recordingURL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
-	return contactWithCalls{c, calls}, err
+	wait, err := contactWait(r.Context(), a.store, app.ID, c, a.now())
+	return contactWithCalls{c, wait, calls}, err
 }
 
 // getRecording answers a call's recording, the WAV file itself
@@ -108,7 +112,10 @@ func (f *servedFile) serve(w http.ResponseWriter) error {
 
 type contactWithCalls struct {
 	*ContactRecord
-	Calls []CallRecord `json:"calls"`
+	// Waiting explains why a queued contact of an advertising scenario is
+	// not dialled now (docs/admin.md#why-a-contact-waits); left out otherwise.
+	Waiting *Wait        `json:"waiting,omitempty"`
+	Calls   []CallRecord `json:"calls"`
 }
 
 func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) {

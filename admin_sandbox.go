@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 
@@ -46,14 +47,22 @@ func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	if b.TimeScale == nil || *b.TimeScale <= 0 {
-		return nil, invalid("time_scale", "is required and must be a positive number")
+	if err := a.setTimeScale(b.TimeScale); err != nil {
+		return nil, err
+	}
+	return a.getClock(r, ps)
+}
+
+// setTimeScale is the clock's change, for the admin API and the console.
+func (a *Admin) setTimeScale(scale *float64) error {
+	if scale == nil || *scale <= 0 || math.IsInf(*scale, 0) || math.IsNaN(*scale) {
+		return invalid("time_scale", "is required and must be a positive number")
 	}
 	if a.clock == nil {
-		return nil, invalid("time_scale", `is always 1 with real calls (dialer.kind = "sip")`)
+		return invalid("time_scale", `is always 1 with real calls (dialer.kind = "sip")`)
 	}
-	a.clock.SetTimeScale(*b.TimeScale)
-	return a.getClock(r, ps)
+	a.clock.SetTimeScale(*scale)
+	return nil
 }
 
 // ---- journal ----

@@ -103,7 +103,7 @@ func (b *scenarioBody) apply(sc *Scenario) error {
 			return err
 		}
 	}
-	sc.CallConfig.CallWindow.normalizeDays()
+	sc.CallConfig.normalize()
 	if fe := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
 		return validationError(*fe)
 	}

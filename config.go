@@ -34,6 +34,7 @@ type Config struct {
 	Recordings RecordingsConfig `toml:"recordings"`
 	Webhooks   WebhooksConfig   `toml:"webhooks"`
 	Admin      AdminConfig      `toml:"admin"`
+	Console    ConsoleConfig    `toml:"console"`
 	Journal    JournalConfig    `toml:"journal"`
 	Sink       SinkConfig       `toml:"sink"`
 	Log        LogConfig        `toml:"log"`
@@ -123,6 +124,15 @@ type AdminConfig struct {
 	// Token is the admin API's bearer token; empty: one is generated on the
 	// first start and kept in the database (the first-run block prints it).
 	Token string `toml:"token"`
+}
+
+// ConsoleConfig is the web console's (docs/console.md#configuration).
+type ConsoleConfig struct {
+	// Enabled serves the console at /console/.
+	Enabled bool `toml:"enabled"`
+	// SessionMaxAge is how long a sign-in lasts; then the admin token is
+	// asked for again.
+	SessionMaxAge Duration `toml:"session_max_age"`
 }
 
 type JournalConfig struct {
@@ -221,6 +231,7 @@ func DefaultConfig() Config {
 			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
 		},
 		Recordings: RecordingsConfig{RetentionDays: 90},
+		Console:    ConsoleConfig{Enabled: true, SessionMaxAge: Duration{12 * time.Hour}},
 		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
 		Sink:       SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
 		Log:        LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
@@ -374,6 +385,8 @@ func (c *Config) validate() error {
 		return bad("recordings.retention_days", "must not be negative (0: kept as long as their contact)")
 	case !validBaseURL(c.Recordings.BaseURL):
 		return bad("recordings.base_url", "must be an http:// or https:// URL with a host and no query, like \"https://dialbox.example.com\" (or empty: this server's address)")
+	case c.Console.SessionMaxAge.Duration <= 0:
+		return bad("console.session_max_age", "must be positive")
 	case c.Journal.MaxEntries < 0:
 		return bad("journal.max_entries", "must not be negative")
 	case c.Journal.MaxAge.Duration <= 0:

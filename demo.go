@@ -58,11 +58,19 @@ Operation C, add contacts to a campaign:
   curl -s -X POST %s/api/v1/public-api/campaign %s -H 'Content-Type: application/json' -d '{"campaign_id":"%s","contacts":[{"phone_number":"%s","danh_xung":"Chị","ho_ten":"Tran Thi B"}]}'
 
 %s %s
-
+%s
 `, versionString(), base, app.APIKey, app.APISecret, token,
 		base, demoScenarioID, auth, demoPhoneLocal, base, auth, base, auth, demoCampaignID, demoPhoneSpaced,
-		m.whoCallsDemo(), sink)
+		m.whoCallsDemo(), sink, m.consoleLine(base))
 	return nil
+}
+
+// consoleLine points to the web console, when it is served.
+func (m *Main) consoleLine(base string) string {
+	if !m.Config.Console.Enabled {
+		return ""
+	}
+	return "\nWatch the calls in the web console (sign in with the admin token):\n  " + base + "/console/\n"
 }
 
 // whoCallsDemo says what happens to the demo contacts: the simulator's

@@ -25,6 +25,9 @@ const (
 	OutcomeVoiceMail     = "VOICE_MAIL"
 	OutcomeInvalidNumber = "INVALID_NUMBER"
 	OutcomeCanceled      = "CANCELED"
+	// DoNotCall: the number is on a do-not-call list, so dialbox never
+	// dialled it (docs/compliance.md#the-do_not_call-outcome).
+	OutcomeDoNotCall = "DO_NOT_CALL"
 )
 
 // outcomeCause is the SIP-like cause code recorded with each outcome.
@@ -37,9 +40,11 @@ var outcomeCause = map[string]int{
 	OutcomeRejected:      603, // Decline
 	OutcomeInvalidNumber: 404, // Not Found
 	OutcomeCanceled:      487, // Request Terminated
+	OutcomeDoNotCall:     403, // Forbidden: refused before it left
 }
 
-// dialableOutcomes are those a dialer may decide; CANCELED is dialbox's own.
+// dialableOutcomes are those a dialer may decide; CANCELED and DO_NOT_CALL
+// are dialbox's own.
 var dialableOutcomes = []string{OutcomeAnswered, OutcomeBusy, OutcomeNoAnswer, OutcomeFailed,
 	OutcomeRejected, OutcomeVoiceMail, OutcomeInvalidNumber}
 
@@ -105,6 +110,9 @@ type DialRequest struct {
 	// Record, when set, is where to write the answered call's recording,
 	// a WAV file (docs/voicebot.md#recordings).
 	Record string
+	// OptOut puts the callee's number on the tenant's do-not-call list,
+	// for a script's opt_out step (docs/voicebot.md#step-kinds).
+	OptOut func(ctx context.Context) error
 }
 
 // DialResult is how a call ended. It rang from the request's Start until
@@ -326,7 +334,7 @@ func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answe
 	if m := req.MaxDuration; m > 0 && (c.end == 0 || m < c.end) {
 		c.end, c.endWhy = m, errMaxDuration
 	}
-	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }}
+	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut}
 	out := run.Run(ctx, s, c)
 	return c.elapsed, out, c.pressed
 }

@@ -143,6 +143,25 @@ func (d *SIPDialer) Reserve(trunk string, n int) (int, time.Duration) {
 	return granted, 0
 }
 
+// TrunkUse is a trunk's calls up against its channels, for the console.
+type TrunkUse struct {
+	Name         string
+	Up, Channels int
+}
+
+// TrunkUses lists every trunk's use, in the order of sip.trunks.
+func (d *SIPDialer) TrunkUses(names []string) []TrunkUse {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []TrunkUse
+	for _, n := range names {
+		if t, ok := d.trunks[n]; ok {
+			out = append(out, TrunkUse{Name: n, Up: t.up, Channels: t.channels})
+		}
+	}
+	return out
+}
+
 // Release frees the channel of a call that ended (or never started).
 func (d *SIPDialer) Release(trunk string) {
 	d.mu.Lock()
@@ -205,7 +224,7 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		if len(s.Steps) == 0 {
 			return nil // blank content: nothing to say
 		}
-		run := script.Runner{Now: func() time.Time { return at(time.Now()) }}
+		run := script.Runner{Now: func() time.Time { return at(time.Now()) }, OptOut: req.OptOut}
 		o := run.Run(ctx, s, &sipScriptCall{d: d, line: l, fields: req.Fields})
 		out = &o
 		if o.End == script.EndFailed {

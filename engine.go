@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -61,6 +62,11 @@ type Engine struct {
 	windows  map[string]*callWindow
 	paused   map[int64]bool // applications whose wallet cannot pay, for logging once
 	rng      *rand.Rand
+	rates    callRates // calls ended in the last minute, for the console
+
+	// adUp counts advertising calls up per tenant and number, for the
+	// daily limit (engine_adcalls.go).
+	adUp map[phoneKey]int
 }
 
 type scenarioKey struct {
@@ -133,6 +139,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.active, e.appCalls = map[scenarioKey]int{}, map[int64]int{}
 	e.busy, e.cursor = map[hotlineKey]bool{}, map[poolKey]int{}
 	e.windows, e.paused = map[string]*callWindow{}, map[int64]bool{}
+	e.adUp = map[phoneKey]int{}
 	e.rng = rand.New(rand.NewPCG(uint64(now.UnixNano()), 0))
 	callCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -213,10 +220,12 @@ func (e *Engine) takeOver(ctx context.Context) {
 // contact waits at most this long for its first dial to be considered.
 const wakeGap = 2 * time.Millisecond
 
-// budget is how many more calls a tenant's wallet lets start.
+// budget is how many more calls a tenant's wallet lets start, and the
+// wallet it was read from (for dialHold).
 type budget struct {
 	left      int
 	unlimited bool
+	wallet    Wallet
 }
 
 // tick starts every call the limits allow now and returns when the
@@ -243,6 +252,8 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	budgets := map[int64]*budget{}
 	hotlines := map[poolKey]poolLines{}
 	var claims []callClaim
+	var holds []callHold
+	var delays []callDelay
 	for _, sc := range scenarios {
 		cc := sc.CallConfig
 		e.mu.Lock()
@@ -251,15 +262,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		if free <= 0 {
 			continue
 		}
-		w, err := e.window(cc.CallWindow)
-		if err != nil {
-			e.Log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
-			continue
-		}
-		if !w.Contains(now) {
-			later(w.Next(now))
-			continue
-		}
+		w, werr := e.window(cc.CallWindow)
 		b, ok := budgets[sc.AppID]
 		if !ok {
 			if b, err = e.budget(ctx, sc.AppID, now); err != nil {
@@ -267,9 +270,6 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				continue
 			}
 			budgets[sc.AppID] = b
-		}
-		if !b.unlimited {
-			free = min(free, b.left)
 		}
 		pk := poolKey{sc.AppID, cc.PoolHotlineKey}
 		pool, ok := hotlines[pk]
@@ -279,6 +279,36 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				continue
 			}
 			hotlines[pk] = pool
+		}
+		ad, err := e.adRules(ctx, sc)
+		if err != nil {
+			e.Log.Error("engine: scenario has bad advertising hours; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			continue
+		}
+		// The one rule the console shows too (engine_holds.go).
+		in := dialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: b.wallet,
+			Pool: cc.PoolHotlineKey, EnabledHotlines: len(pool.Numbers)}
+		if ad != nil {
+			in.AdHours = ad.window.ad
+		}
+		hold, held := dialHold(in, now)
+		switch hold.Kind {
+		case HoldBadWindow:
+			e.Log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", werr)
+		case HoldOutsideWindow:
+			later(w.Next(now))
+		case HoldAdHours:
+			delayed, err := e.delayOutsideHours(ctx, sc, ad, now, later)
+			if err != nil {
+				logErr("engine: reading contacts outside the advertising hours", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			}
+			delays = append(delays, delayed...)
+		}
+		if held {
+			continue
+		}
+		if !b.unlimited {
+			free = min(free, b.left)
 		}
 		numbers := pool.Numbers
 		e.mu.Lock()
@@ -303,6 +333,26 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 				later(t)
 			}
 		}
+		due, blocked, err := e.screen(ctx, sc, due)
+		if err != nil {
+			logErr("engine: reading the do-not-call lists; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			continue
+		}
+		if len(blocked) > 0 {
+			holds = append(holds, blocked...)
+			later(now) // the places they would have taken go to the next due contacts
+		}
+		if ad != nil {
+			var delayed []callDelay
+			if due, delayed, err = e.adWaits(ctx, sc, ad, due, now); err != nil {
+				logErr("engine: reading the number's advertising calls; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+				continue
+			}
+			if len(delayed) > 0 {
+				delays = append(delays, delayed...)
+				later(now)
+			}
+		}
 		// Last, the trunk: a contact is claimed only when its call can start
 		// now, within the trunk's channels and calls per second.
 		if len(due) > 0 {
@@ -315,6 +365,9 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		e.mu.Lock()
 		for _, c := range due {
 			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now, Trunk: pool.Trunk}
+			if ad != nil {
+				claim.AdPhone = c.Phone
+			}
 			claim.Hotline, idle = e.pickHotline(pk, numbers, idle, cc.CallRouting)
 			e.take(claim)
 			claims = append(claims, claim)
@@ -323,6 +376,17 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			}
 		}
 		e.mu.Unlock()
+	}
+	if len(holds) > 0 {
+		if err := e.Store.holdContacts(ctx, holds, now, e.webhooks.firstTry(time.Now())); err != nil {
+			logErr("engine: ending contacts on a do-not-call list", "err", err)
+		}
+		e.webhooks.Notify()
+	}
+	if len(delays) > 0 {
+		if err := e.Store.delayContacts(ctx, delays, now); err != nil {
+			logErr("engine: delaying contacts by the advertising rules", "err", err)
+		}
 	}
 	if len(claims) == 0 {
 		return next
@@ -373,12 +437,12 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 		return nil, err
 	}
 	least := max(w.PricePerCall, w.PricePerMinute)
-	if !w.Prepaid || (least == 0 && !w.Expired(now)) {
-		return &budget{unlimited: true}, nil
+	_, broke := walletHold(w, now)
+	if !broke && (!w.Prepaid || least == 0) {
+		return &budget{unlimited: true, wallet: w}, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	broke := w.Expired(now) || w.Balance < least
 	if broke && !e.paused[appID] {
 		e.Log.Warn("engine: prepaid wallet cannot pay a call; dialling paused until it is topped up",
 			"app", appID, "balance", w.Balance, "expired", w.Expired(now))
@@ -387,9 +451,9 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 	}
 	e.paused[appID] = broke
 	if broke {
-		return &budget{}, nil
+		return &budget{wallet: w}, nil
 	}
-	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0)}, nil
+	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0), wallet: w}, nil
 }
 
 // pickHotline chooses one of the idle numbers of the pool and returns it
@@ -415,6 +479,9 @@ func (e *Engine) take(c callClaim) {
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]++
 	e.appCalls[c.AppID]++
 	e.busy[hotlineKey{c.AppID, c.Hotline}] = true
+	if c.AdPhone != "" {
+		e.adUp[phoneKey{c.AppID, c.AdPhone}]++
+	}
 }
 
 func (e *Engine) release(c callClaim) {
@@ -424,6 +491,11 @@ func (e *Engine) release(c callClaim) {
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]--
 	e.appCalls[c.AppID]--
 	delete(e.busy, hotlineKey{c.AppID, c.Hotline})
+	if k := (phoneKey{c.AppID, c.AdPhone}); c.AdPhone != "" {
+		if e.adUp[k]--; e.adUp[k] <= 0 {
+			delete(e.adUp, k)
+		}
+	}
 }
 
 // settleTries is how often a call's settling commit is tried.
@@ -437,6 +509,12 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Script: sc.Script, Trunk: c.Trunk, AMD: cc.AMD}
 	if sc.Script != nil || strings.Contains(sc.Content, "{{") {
 		req.Fields = contactFields(c.Contact.Fields)
+	}
+	// An opt-out is stored during the call, at once: even a call cut right
+	// after it must leave the number listed.
+	req.OptOut = func(ctx context.Context) error {
+		_, err := e.Store.AddDNC(context.WithoutCancel(ctx), c.AppID, []string{c.Contact.Phone}, e.now())
+		return err
 	}
 	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
 		req.Outcome, req.Digits = f.Outcome, f.Digits
@@ -475,8 +553,106 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 	e.release(c)
+	e.rates.add(c, res.Outcome == OutcomeAnswered, now)
 	e.Notify(c.AppID)
 	e.webhooks.Notify()
+}
+
+// LiveCalls is what the engine has up now: calls per scenario and the
+// hotlines they hold (docs/console.md#overview).
+type LiveCalls struct {
+	scenarios map[scenarioKey]int
+	hotlines  map[hotlineKey]bool
+}
+
+// Live copies the engine's counts of calls up; empty while it is stopped.
+func (e *Engine) Live() LiveCalls {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return LiveCalls{scenarios: maps.Clone(e.active), hotlines: maps.Clone(e.busy)}
+}
+
+// Scenario is how many calls of a scenario are up.
+func (l LiveCalls) Scenario(appID int64, id string) int { return l.scenarios[scenarioKey{appID, id}] }
+
+// Busy is how many of numbers (a pool's) have a call up.
+func (l LiveCalls) Busy(appID int64, numbers []string) int {
+	n := 0
+	for _, num := range numbers {
+		if l.hotlines[hotlineKey{appID, num}] {
+			n++
+		}
+	}
+	return n
+}
+
+// CallRate is the calls of a scenario (campaign "") or of one campaign
+// that ended in the last minute, and how many of them were answered.
+func (e *Engine) CallRate(appID int64, scenarioID, campaignID string) (ended, answered int) {
+	return e.rates.lastMinute(rateKey{appID, scenarioID, campaignID}, e.now())
+}
+
+// callRates counts ended calls per second over the last minute, per
+// scenario and per campaign: a figure to watch live, so it is kept in
+// memory and starts over with the process.
+type callRates struct {
+	mu sync.Mutex
+	m  map[rateKey]*rateWindow
+}
+
+type rateKey struct {
+	app                int64
+	scenario, campaign string
+}
+
+type rateWindow struct {
+	sec             [60]int64 // the unix second each slot counts
+	ended, answered [60]int
+}
+
+func (r *callRates) add(c callClaim, answered bool, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[rateKey]*rateWindow{}
+	}
+	keys := []rateKey{{c.AppID, c.ScenarioID, ""}}
+	if c.Contact.Campaign != "" {
+		keys = append(keys, rateKey{c.AppID, c.ScenarioID, c.Contact.Campaign})
+	}
+	s := now.Unix()
+	for _, k := range keys {
+		w := r.m[k]
+		if w == nil {
+			w = &rateWindow{}
+			r.m[k] = w
+		}
+		i := s % 60
+		if w.sec[i] != s {
+			w.sec[i], w.ended[i], w.answered[i] = s, 0, 0
+		}
+		w.ended[i]++
+		if answered {
+			w.answered[i]++
+		}
+	}
+}
+
+func (r *callRates) lastMinute(k rateKey, now time.Time) (ended, answered int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.m[k]
+	if w == nil {
+		return 0, 0
+	}
+	s := now.Unix()
+	for i := range w.sec {
+		if s-w.sec[i] < 60 {
+			ended += w.ended[i]
+			answered += w.answered[i]
+		}
+	}
+	return ended, answered
 }
 
 // contactFields reads a contact's stored fields as text for the prompt;

@@ -210,6 +210,15 @@ var faultCodes = map[int]*APIError{
 	3001: publicNotFound["Scenario"], 9999: errUnknownA, 500: errSystemC,
 }
 
+// operationCodes are the codes each operation answers, in the order of
+// docs/api.md#every-code-and-when-it-is-answered: what the console offers
+// to force on it.
+var operationCodes = map[string][]int{
+	"A": {400, 401, 1201, 3001, 413, 429, 1208, 1104, 2301, 1403, 1105, 1402, 9999},
+	"B": {400, 401, 1201, 429, 9999},
+	"C": {400, 401, 1201, 404, 413, 429, 1208, 1104, 2301, 1403, 1105, 1402, 500},
+}
+
 func faultError(op operation, code int, message string) *APIError {
 	e := faultCodes[code]
 	if code == op.internal.Code {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ func TestFirstRun(t *testing.T) {
 		for range 2 {
 			out, stop := firstRun(t, nil, "--database", db)
 			runPrintedCommands(t, out, nil, true)
+			token := regexp.MustCompile(`/admin/v1/sink -H 'Authorization: Bearer ([^']+)'`).FindStringSubmatch(out)
+			if token == nil {
+				t.Fatalf("no admin token printed:\n%s", out)
+			}
+			signInPrintedConsole(t, out, token[1])
 			stop()
 		}
 	})
@@ -33,6 +39,7 @@ func TestFirstRun(t *testing.T) {
 		out, stop := firstRun(t, env, "--database", filepath.Join(t.TempDir(), "dialbox.db"))
 		defer stop()
 		runPrintedCommands(t, out, env, true)
+		signInPrintedConsole(t, out, "first-run-admin-token-0123")
 	})
 	t.Run("admin.token in a config file", func(t *testing.T) {
 		dir := t.TempDir()
@@ -46,7 +53,36 @@ func TestFirstRun(t *testing.T) {
 			t.Errorf("the configured admin token was printed:\n%s", out)
 		}
 		runPrintedCommands(t, out, nil, false)
+		signInPrintedConsole(t, out, "config-file-admin-token-0123")
 	})
+	t.Run("console off", func(t *testing.T) {
+		out, stop := firstRun(t, []string{"DIALBOX_CONSOLE_ENABLED=false"}, "--database", filepath.Join(t.TempDir(), "dialbox.db"))
+		defer stop()
+		if strings.Contains(out, "/console/") {
+			t.Errorf("the console is off but printed:\n%s", out)
+		}
+	})
+}
+
+// signInPrintedConsole opens the console address out printed and signs in
+// there with token, as a person who read the block would.
+func signInPrintedConsole(t *testing.T, out, token string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  (http://\S+/console/)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no console address printed:\n%s", out)
+	}
+	base := strings.TrimSuffix(m[1], "/console/")
+	c := newConsoleClient(t, base)
+	if resp, _ := c.get("/console/"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("GET %s: %d, want the sign-in redirect", m[1], resp.StatusCode)
+	}
+	if resp := c.signIn(token); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+		t.Fatalf("sign-in at %s answered %d to %q", m[1], resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, body := c.get("/console/"); resp.StatusCode != 200 || !strings.Contains(body, "Demo") {
+		t.Errorf("the console after sign-in: %d", resp.StatusCode)
+	}
 }
 
 // firstRun runs `dialbox serve` (run, as main does) on 127.0.0.1:0 with env

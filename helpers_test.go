@@ -254,7 +254,14 @@ func openTestStore(t testing.TB) (*SQLiteStore, string) {
 // tenants; it returns their ids.
 func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, []int64) {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), Config{Database: backendDatabase(t, backend)})
+	return fixtureStoreIn(t, backendDatabase(t, backend), apps...)
+}
+
+// fixtureStoreIn is fixtureStoreOn on the database `database` names, for
+// a test that opens it a second way (the CLI).
+func fixtureStoreIn(t testing.TB, database string, apps ...*FixtureApp) (Store, []int64) {
+	t.Helper()
+	s, err := openConfiguredStore(context.Background(), Config{Database: database})
 	if err != nil {
 		t.Fatal(err)
 	}

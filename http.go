@@ -340,3 +340,28 @@ func newRouter() *httprouter.Router {
 	r.RedirectFixedPath = false
 	return r
 }
+
+// ---- the web console's error pages ----
+
+// consoleError is the HTTP status and the sentence the console shows for
+// err; known is false for an internal error, which the caller logs.
+func consoleError(err error) (status int, message string, known bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		switch e.Code {
+		case EINVALID:
+			parts := make([]string, 0, len(e.Details))
+			for _, d := range e.Details {
+				parts = append(parts, d.Field+" "+d.Reason)
+			}
+			return http.StatusBadRequest, "Not done: " + strings.Join(parts, "; ") + ".", true
+		case ENOTFOUND:
+			return http.StatusNotFound, e.Message + ".", true
+		case ECONFLICT:
+			return http.StatusConflict, e.Message + ".", true
+		case EBADCONFIG:
+			return http.StatusUnprocessableEntity, e.Message, true
+		}
+	}
+	return http.StatusInternalServerError, "Internal error: the server log has the details.", false
+}

@@ -42,6 +42,11 @@ type JournalEntry struct {
 	ResponseBody      string    `json:"response_body"`
 	ResponseTruncated bool      `json:"response_truncated,omitempty"`
 
+	// The headers "copy as curl" needs to send the request again
+	// (docs/console.md#request-journal); kept in memory, never answered
+	// by the admin API.
+	authorization, contentType string
+
 	// The answer as written, kept without a copy and turned into
 	// ResponseBody only when the entry is read (most never are).
 	response      []byte
@@ -64,7 +69,8 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 	}
 	start := time.Now()
 	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, codePrefixLen),
-		entry: &JournalEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Operation: op}}
+		entry: &JournalEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Operation: op,
+			authorization: r.Header.Get("Authorization"), contentType: r.Header.Get("Content-Type")}}
 	if r.Body == nil { // a request made in a test rather than read by the server
 		r.Body = http.NoBody
 	}
@@ -226,6 +232,7 @@ type JournalFilter struct {
 	Method, Path, Operation, Tenant, Fault string
 	Status, Code                           int
 	Since, Until                           time.Time
+	BeforeID                               int64 // entries older than this one (the console's pages); 0: all
 }
 
 func (f JournalFilter) match(e *JournalEntry) bool {
@@ -233,7 +240,7 @@ func (f JournalFilter) match(e *JournalEntry) bool {
 		(f.Operation == "" || f.Operation == e.Operation) && (f.Tenant == "" || f.Tenant == e.Tenant) &&
 		(f.Fault == "" || f.Fault == e.Fault) && (f.Status == 0 || f.Status == e.Status) &&
 		(f.Code == 0 || f.Code == e.Code) && (f.Since.IsZero() || !e.At.Before(f.Since)) &&
-		(f.Until.IsZero() || e.At.Before(f.Until))
+		(f.Until.IsZero() || e.At.Before(f.Until)) && (f.BeforeID == 0 || e.ID < f.BeforeID)
 }
 
 // Find returns up to limit matching entries, newest first, and how many
@@ -258,6 +265,34 @@ func (j *Journal) Find(f JournalFilter, limit int) ([]*JournalEntry, int) {
 		}
 	}
 	return out, total
+}
+
+// Entry returns the entry id, if the journal still holds it.
+func (j *Journal) Entry(id int64) (*JournalEntry, bool) {
+	if j == nil {
+		return nil, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i := range j.n {
+		if e := j.ring[(j.start+i)%len(j.ring)]; e.ID == id {
+			e.materialize()
+			copy := *e
+			return &copy, true
+		}
+	}
+	return nil, false
+}
+
+// Latest is the id of the newest entry (0: none), so a live page knows
+// when to look again.
+func (j *Journal) Latest() int64 {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.seq
 }
 
 // Clear forgets every entry.

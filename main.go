@@ -52,7 +52,7 @@ const usage = `usage:
   dialbox restore BACKUP [--config FILE] [--database FILE]
   dialbox import (--scenario ID | --campaign ID) [--app API_KEY] [--chunk N] [--config FILE] [--database FILE] contacts.csv
   dialbox version
-` + cliUsage
+` + cliUsage + dncUsage
 
 func run(ctx context.Context, args []string, stdout io.Writer, env []string) error {
 	cmd := "serve"
@@ -82,6 +82,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return runRestore(ctx, args, stdout, env)
 	case "import":
 		return runImport(ctx, args, stdout, env)
+	case "dnc":
+		return runDNC(ctx, args, stdout, env)
 	case "version":
 		fmt.Fprintln(stdout, "dialbox", versionString())
 		return nil
@@ -116,6 +118,7 @@ type Main struct {
 	engine   *Engine
 	webhooks *Webhooks
 	sweeper  *RecordingSweeper
+	console  *Console // nil when console.enabled is false
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -245,6 +248,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err := m.store.ApplyFixtures(ctx, fixtures.Applications, now); err != nil {
 			return fmt.Errorf("fixtures %s: %w", cfg.Fixtures, err)
 		}
+		if err := m.applyFixtureRegister(ctx, fixtures.DNC, now); err != nil {
+			return err
+		}
 	} else if n, err := m.store.CountApps(ctx); err != nil {
 		return err
 	} else if n == 0 {
@@ -305,6 +311,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		WriteTimeout:      cfg.HTTP.WriteTimeout.Duration,
 		IdleTimeout:       cfg.HTTP.IdleTimeout.Duration,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+	}
+	if m.console != nil {
+		m.server.RegisterOnShutdown(m.console.Stop) // live streams would hold Shutdown to its timeout
 	}
 	if err := m.startCalling(ctx); err != nil {
 		return err
@@ -421,9 +430,28 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
+		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
 	router.POST("/sink/:name", sink.receive)
+	if m.Config.Console.Enabled {
+		var trunks []string
+		for _, t := range m.Config.SIP.Trunks {
+			trunks = append(trunks, t.Name)
+		}
+		if m.console, err = newConsole(admin, m.engine, m.sip, trunks, m.Config.Console, m.Log); err != nil {
+			return err
+		}
+		m.console.routes(router)
+		apiNotFound := router.NotFound
+		router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/console/") {
+				m.console.notFoundPage(w, r)
+				return
+			}
+			apiNotFound.ServeHTTP(w, r)
+		})
+	}
 	if generated != "" {
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}
@@ -450,6 +478,31 @@ func (m *Main) resetTenants(ctx context.Context) error {
 	return errors.Join(err, m.startCalling(ctx))
 }
 
+// applyFixtureRegister adds the fixtures' [dnc] section to the national
+// register, saying what its file held.
+func (m *Main) applyFixtureRegister(ctx context.Context, d *FixtureDNC, now time.Time) error {
+	if d == nil {
+		return nil
+	}
+	start := time.Now()
+	rep, err := applyFixtureRegister(ctx, m.store, d, m.Config.Phone.DefaultRegion, now)
+	var bad *ConfigError
+	if errors.As(err, &bad) {
+		data, _ := os.ReadFile(m.Config.Fixtures)
+		bad.File, bad.Line = m.Config.Fixtures, keyLine(data, bad.Key)
+		return bad
+	}
+	if err != nil {
+		return fmt.Errorf("fixtures %s: %w", m.Config.Fixtures, err)
+	}
+	if rep.Bad > 0 {
+		m.Log.Warn("fixtures: lines of the do-not-call file hold no phone number", "file", d.path, "bad", rep.Bad, "first", rep.BadLines)
+	}
+	m.Log.Info("fixtures: national do-not-call register", "file", d.path, "lines", rep.Lines, "added", rep.Loaded,
+		"took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
 // trunkNames are the trunks a pool may name; nil with the simulated
 // dialer, which has none and accepts any.
 func (m *Main) trunkNames() map[string]bool {
@@ -469,6 +522,9 @@ func (m *Main) loadFixtures() (*FixtureFile, error) {
 	path := m.Config.Fixtures
 	ff, err := LoadFixtures(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := ff.readDNC(path, m.Config.Phone.DefaultRegion); err != nil {
 		return nil, err
 	}
 	trunks := m.trunkNames()

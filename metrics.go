@@ -143,7 +143,9 @@ var (
 	descCallsInProgress = prometheus.NewDesc("dialbox_calls_in_progress",
 		"Calls being dialled or talking now.", []string{"tenant"}, nil)
 	descCallsTotal = prometheus.NewDesc("dialbox_calls_total",
-		"Ended call attempts by outcome (ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER, CANCELED).", []string{"outcome"}, nil)
+		"Ended call attempts by outcome (ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER, CANCELED, and DO_NOT_CALL for an attempt a do-not-call list kept from being dialled).", []string{"outcome"}, nil)
+	descCallsBlocked = prometheus.NewDesc("dialbox_calls_blocked_total",
+		"Attempts the calling rules kept from being dialled, by reason (dnc_national, dnc_tenant; daily_limit, advertising_hours: delayed, not dropped).", []string{"reason"}, nil)
 	descWalletBalance = prometheus.NewDesc("dialbox_wallet_balance_vnd",
 		"Wallet balance per tenant in VND (prepaid=\"false\": postpaid, not checked).", []string{"tenant", "prepaid"}, nil)
 	descWebhookDeliveries = prometheus.NewDesc("dialbox_webhook_deliveries_total",
@@ -208,6 +210,15 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 			return err
 		}
 		ch <- prometheus.MustNewConstMetric(descCallsTotal, prometheus.CounterValue, n, outcome)
+		return nil
+	})
+	run("calls_blocked", `SELECT reason, count(*) FROM call_blocks GROUP BY reason`, func(scan func(...any) error) error {
+		var reason string
+		var n float64
+		if err := scan(&reason, &n); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descCallsBlocked, prometheus.CounterValue, n, reason)
 		return nil
 	})
 	run("wallet_balance", `SELECT a.api_key, w.prepaid <> 0, w.balance FROM wallets w JOIN applications a ON a.id = w.app_id`, func(scan func(...any) error) error {

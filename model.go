@@ -109,6 +109,19 @@ type CallConfig struct {
 	// Record keeps each answered call's audio (docs/voicebot.md#recordings);
 	// left out of JSON when off, like AMD.
 	Record bool `json:"record,omitempty" toml:"record"`
+	// Purpose is advertising or care (docs/compliance.md#advertising-calls).
+	// Care, the default, is stored as "" and left out of JSON, so scenarios
+	// without it read as before.
+	Purpose string `json:"purpose,omitempty" toml:"purpose"`
+}
+
+// normalize writes a call config as it is stored and shown: days
+// upper-case, care as no purpose.
+func (cc *CallConfig) normalize() {
+	cc.CallWindow.normalizeDays()
+	if cc.Purpose == PurposeCare {
+		cc.Purpose = ""
+	}
 }
 
 // ReCall says how often and after which outcomes a contact is called again.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -527,6 +528,21 @@ func TestOpenAPIAdmin(t *testing.T) {
 	c.do("DELETE", qa+"/webhooks/"+spare.ID, "", 200)
 	c.do("GET", qa+"/webhooks/"+spare.ID, "", 404)
 
+	// Do-not-call lists: the national register and a tenant's.
+	for _, base := range []string{"/admin/v1/dnc", qa + "/dnc"} {
+		c.do("GET", base, "", 200)
+		c.do("POST", base+"/numbers", `{"numbers":["0912999001","+84912999002"]}`, 200)
+		c.do("POST", base+"/numbers", `{"numbers":["0912999003","12"]}`, 400)
+		c.do("PUT", base+"/numbers", "phone_number,name\n0912999004,A\n0912999004,B\nnope,C\n", 200)
+		c.do("PUT", base+"/numbers", "name,city\nA,B\n", 400)
+		c.do("GET", base, "", 200)
+		c.do("GET", base+"/numbers/0912999004", "", 200)
+		c.do("GET", base+"/numbers/12", "", 400)
+		c.do("DELETE", base+"/numbers/0912999004", "", 200)
+		c.do("DELETE", base+"/numbers/0912999004", "", 404)
+		c.do("DELETE", base+"/numbers/12", "", 400)
+	}
+
 	// Fault rules, two of which shape the calls below.
 	c.do("GET", "/admin/v1/faults", "", 200)
 	c.do("POST", "/admin/v1/faults", `{"kind":"dial","phone":"0912000001","outcome":"ANSWERED"}`, 200)
@@ -595,6 +611,33 @@ func TestOpenAPIAdmin(t *testing.T) {
 		t.Error("no call was recorded")
 	}
 	c.do("GET", qa+"/contacts?state=ringing", "", 400)
+
+	// Advertising: the settings, and a contact of an advertising scenario
+	// that may call only the day after tomorrow, so it waits whatever the hour.
+	c.do("GET", qa+"/advertising", "", 200)
+	c.do("PATCH", qa+"/advertising", `{"start":"09:00","end":"16:00","timezone":"Asia/Ho_Chi_Minh"}`, 200)
+	c.do("PATCH", qa+"/advertising", `{"max_calls_per_number_per_day":2}`, 400)
+	hcm, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
+	day := strings.ToUpper(time.Now().In(hcm).AddDate(0, 0, 2).Weekday().String()[:3])
+	c.do("POST", qa+"/scenarios", `{"id":"sc-ad","content":"Ưu đãi","call_config":{"purpose":"advertising","call_window":{"days":["`+day+`"]}}}`, 200)
+	c.do("POST", qa+"/scenarios", `{"id":"sc-bad","call_config":{"purpose":"spam"}}`, 400)
+	c.do("POST", qa+"/scenarios/sc-ad/submit", "", 200)
+	c.do("POST", qa+"/scenarios/sc-ad/approve", "", 200)
+	if resp, body := opsDo(t, "POST", s.url+fmt.Sprintf(contractA, "sc-ad"), qaToken, `{"contacts":`+contacts("0912000005")+`}`); resp.StatusCode != 200 {
+		t.Fatalf("POST to sc-ad: %d %s", resp.StatusCode, body)
+	}
+	var adContacts struct {
+		Contacts []struct{ ID string }
+	}
+	json.Unmarshal(c.do("GET", qa+"/contacts?scenario_id=sc-ad", "", 200), &adContacts)
+	if len(adContacts.Contacts) != 1 {
+		t.Fatalf("sc-ad contacts: %+v", adContacts)
+	}
+	var waiting struct{ Waiting *Wait }
+	json.Unmarshal(c.do("GET", qa+"/contacts/"+adContacts.Contacts[0].ID, "", 200), &waiting)
+	if w := waiting.Waiting; w == nil || w.Reason != ReasonAdvertisingHours || w.Until == nil || w.Until.In(hcm).Hour() != 9 {
+		t.Errorf("the advertising contact's waiting: %+v, want advertising_hours until 09:00 in two days", w)
+	}
 	c.do("GET", qa+"/contacts/nope", "", 404)
 	var importList struct {
 		Imports []struct{ ID string }
@@ -651,7 +694,8 @@ func TestOpenAPIAdmin(t *testing.T) {
 	// (an application key never looked up, so no cache answers for it).
 	s.m.store.Close()
 	bodies := map[string]string{"adminCreateApp": `{"api_key":"k500"}`,
-		"adminAddFault": `{"kind":"dial","outcome":"BUSY","api_key":"never-seen"}`}
+		"adminAddFault": `{"kind":"dial","outcome":"BUSY","api_key":"never-seen"}`,
+		"adminAddDNC":   `{"numbers":["0912999001"]}`}
 	for key, op := range ops {
 		if op.Responses.Status(500) != nil {
 			body, ok := bodies[op.OperationID]

@@ -170,6 +170,23 @@ func TestRecordingsSimulated(t *testing.T) {
 		}
 		checkContract(t, "GET", s.url+path, resp.StatusCode, resp.Header, body)
 	}
+	// The console's contact page plays it, from its own route behind the
+	// session; without a session the file is not served.
+	console := signedIn(t, s)
+	_, page := console.get("/console/apps/bot-key/contacts/" + recID)
+	player := "/console/apps/bot-key/contacts/" + recID + "/calls/" + rec.ID + "/recording"
+	if !strings.Contains(page, `<audio controls preload="none" src="`+player+`">`) {
+		t.Errorf("the console's contact page has no player for %s", player)
+	}
+	if _, page := console.get("/console/apps/bot-key/contacts/" + busyID); strings.Contains(page, "<audio") {
+		t.Error("the console shows a player for a call without a recording")
+	}
+	if resp, got := console.get(player); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/wav" || got != string(onDisk) {
+		t.Errorf("console recording: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(got))
+	}
+	if resp, got := newConsoleClient(t, s.url).get(player); resp.StatusCode != 404 || strings.Contains(got, "RIFF") {
+		t.Errorf("console recording without a session: %d", resp.StatusCode)
+	}
 	wantMessage("/admin/v1/apps/bot-key/contacts/"+plainID+"/calls/"+rec.ID+"/recording", "Call is not found")
 	wantMessage("/admin/v1/apps/bot-key/contacts/"+busyID+"/calls/"+busy.ID+"/recording", "Recording is not found")
 

@@ -234,3 +234,124 @@ ALTER TABLE calls ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
 -- removed after recordings.retention_days.
 ALTER TABLE calls ADD COLUMN recording_bytes INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX calls_recorded ON calls (ended_at) WHERE recording_bytes > 0;
+
+-- migration 8: counts the web console reads, and the phone search
+-- Contacts per (scenario, campaign, state, outcome) and webhook messages per
+-- (endpoint, state), kept exact by triggers inside whatever transaction
+-- changes the rows (as queued_contacts is), so the console's counters are
+-- a few primary-key reads with millions of contacts stored. The phone
+-- index serves the contact search by phone (docs/console.md#contacts).
+CREATE TABLE contact_counts (
+    app_id      INTEGER NOT NULL,
+    scenario_id TEXT    NOT NULL,
+    campaign_id TEXT    NOT NULL,   -- '' for contacts added to the scenario directly
+    state       TEXT    NOT NULL,
+    outcome     TEXT    NOT NULL,   -- '' until the contact has one
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (app_id, scenario_id, campaign_id, state, outcome)
+) WITHOUT ROWID;
+INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+    SELECT app_id, scenario_id, coalesce(campaign_id, ''), state, coalesce(outcome, ''), count(*)
+    FROM contacts GROUP BY 1, 2, 3, 4, 5;
+CREATE TRIGGER contact_counts_insert AFTER INSERT ON contacts BEGIN
+    INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+        VALUES (NEW.app_id, NEW.scenario_id, coalesce(NEW.campaign_id, ''), NEW.state, coalesce(NEW.outcome, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contact_counts_update AFTER UPDATE OF state, outcome ON contacts
+    WHEN OLD.state IS NOT NEW.state OR OLD.outcome IS NOT NEW.outcome BEGIN
+    UPDATE contact_counts SET n = n - 1
+        WHERE app_id = OLD.app_id AND scenario_id = OLD.scenario_id AND campaign_id = coalesce(OLD.campaign_id, '')
+            AND state = OLD.state AND outcome = coalesce(OLD.outcome, '');
+    INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+        VALUES (NEW.app_id, NEW.scenario_id, coalesce(NEW.campaign_id, ''), NEW.state, coalesce(NEW.outcome, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contact_counts_delete AFTER DELETE ON contacts BEGIN
+    UPDATE contact_counts SET n = n - 1
+        WHERE app_id = OLD.app_id AND scenario_id = OLD.scenario_id AND campaign_id = coalesce(OLD.campaign_id, '')
+            AND state = OLD.state AND outcome = coalesce(OLD.outcome, '');
+END;
+
+CREATE TABLE webhook_counts (
+    endpoint_id TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (endpoint_id, state)
+) WITHOUT ROWID;
+INSERT INTO webhook_counts (endpoint_id, state, n)
+    SELECT endpoint_id, state, count(*) FROM webhook_messages GROUP BY 1, 2;
+CREATE TRIGGER webhook_counts_insert AFTER INSERT ON webhook_messages BEGIN
+    INSERT INTO webhook_counts (endpoint_id, state, n) VALUES (NEW.endpoint_id, NEW.state, 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER webhook_counts_update AFTER UPDATE OF state ON webhook_messages
+    WHEN OLD.state IS NOT NEW.state BEGIN
+    UPDATE webhook_counts SET n = n - 1 WHERE endpoint_id = OLD.endpoint_id AND state = OLD.state;
+    INSERT INTO webhook_counts (endpoint_id, state, n) VALUES (NEW.endpoint_id, NEW.state, 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER webhook_counts_delete AFTER DELETE ON webhook_messages BEGIN
+    UPDATE webhook_counts SET n = n - 1 WHERE endpoint_id = OLD.endpoint_id AND state = OLD.state;
+END;
+
+CREATE INDEX contacts_by_phone ON contacts (app_id, phone);
+
+-- migration 9: do-not-call lists, and the audit of attempts kept from dialling
+-- A list is the national register (app_id NULL) or one tenant's. Loading a
+-- whole list builds a new version ('loading') beside the current one and
+-- switches them in one short commit, so no reader sees half a list and no
+-- other writer waits on a long load (docs/compliance.md#how-lists-are-stored).
+CREATE TABLE dnc_lists (
+    id        INTEGER PRIMARY KEY,
+    app_id    INTEGER REFERENCES applications(id) ON DELETE CASCADE,  -- NULL: the national register
+    state     TEXT    NOT NULL CHECK (state IN ('loading', 'current', 'old')),
+    loaded_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX dnc_lists_current ON dnc_lists (coalesce(app_id, 0)) WHERE state = 'current';
+CREATE INDEX dnc_lists_by_app ON dnc_lists (app_id);
+-- A number is its E.164 digits without the "+" as an INTEGER: 10 million
+-- numbers take about 22 bytes each and load at over 300,000 a second.
+CREATE TABLE dnc_numbers (
+    list_id  INTEGER NOT NULL,
+    number   INTEGER NOT NULL,
+    added_at INTEGER,            -- NULL: since the list version was loaded
+    PRIMARY KEY (list_id, number)
+) WITHOUT ROWID;
+CREATE TRIGGER dnc_lists_delete AFTER DELETE ON dnc_lists BEGIN
+    DELETE FROM dnc_numbers WHERE list_id = OLD.id;
+END;
+-- One row per attempt the calling rules kept from being dialled, written in
+-- the commit that ends or delays the contact. reason: dnc_national,
+-- dnc_tenant (and the advertising limits' daily_limit, advertising_hours);
+-- until: when a delayed contact is due again, NULL for a block.
+CREATE TABLE call_blocks (
+    seq         INTEGER PRIMARY KEY,
+    app_id      INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+    scenario_id TEXT    NOT NULL,
+    contact_id  TEXT    NOT NULL,
+    phone       TEXT    NOT NULL,
+    reason      TEXT    NOT NULL,
+    at          INTEGER NOT NULL,
+    until       INTEGER
+);
+CREATE INDEX call_blocks_by_app ON call_blocks (app_id, at);
+
+-- migration 10: advertising calls (docs/compliance.md#advertising-calls)
+-- calls.ad_phone is the number an advertising scenario's call dialled (NULL
+-- for care calls), so the per-number daily limit counts a tenant's answered
+-- advertising calls to a number with one index range. A tenant's own
+-- advertising settings, stricter than the decree's, live in
+-- advertising_settings; no row: the decree's.
+ALTER TABLE calls ADD COLUMN ad_phone TEXT;
+CREATE INDEX calls_ad_answered ON calls (app_id, ad_phone, answered_at)
+    WHERE ad_phone IS NOT NULL AND answered_at IS NOT NULL;
+CREATE TABLE advertising_settings (
+    app_id                       INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
+    max_calls_per_number_per_day INTEGER NOT NULL,
+    hours_start                  TEXT    NOT NULL,   -- HH:MM in Asia/Ho_Chi_Minh
+    hours_end                    TEXT    NOT NULL,
+    updated_at                   INTEGER NOT NULL
+);
+-- The admin API's explanation of a contact's wait reads its last delay.
+CREATE INDEX call_blocks_by_contact ON call_blocks (contact_id, seq);

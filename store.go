@@ -517,6 +517,12 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 		return fmt.Errorf("application %q wallet: %w", fa.APIKey, err)
 	}
 
+	if fa.Advertising != nil {
+		if err := setAdSettingsTx(tx, appID, fa.Advertising.settings(), now); err != nil {
+			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
+		}
+	}
+
 	for _, p := range fa.HotlinePools {
 		if _, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (app_id, key) DO UPDATE SET trunk = excluded.trunk WHERE trunk IS NOT excluded.trunk`,
@@ -551,6 +557,21 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 	for _, wh := range fa.Webhooks {
 		if err := upsertFixtureWebhook(tx, appID, wh, at); err != nil {
 			return err
+		}
+	}
+
+	// The tenant's own do-not-call numbers; numbers listed otherwise (an
+	// opt-out, the admin API) stay (docs/compliance.md#fixtures).
+	if d := fa.DNC; d != nil && len(d.Numbers) > 0 {
+		if d.numbers == nil {
+			return fmt.Errorf("application %q: the do-not-call numbers were not read (FixtureFile.readDNC)", fa.APIKey)
+		}
+		id, err := currentList(tx, appID, now)
+		if err != nil {
+			return err
+		}
+		if _, err := insertDNCNumbers(tx, id, d.numbers, at); err != nil {
+			return fmt.Errorf("application %q do-not-call list: %w", fa.APIKey, err)
 		}
 	}
 	return nil

@@ -552,8 +552,13 @@ type CursorPage struct {
 }
 
 // ContactFilter selects contacts of one application; zero fields match all.
+// ScanLimit, when above 0, bounds how many contacts (newest first) one page
+// looks through, so a filter that matches few of millions still answers at
+// once: the page may then hold fewer than Limit, with a cursor to look
+// further (docs/console.md#contacts).
 type ContactFilter struct {
 	ScenarioID, CampaignID, State, Outcome, Phone string
+	ScanLimit                                     int
 	CursorPage
 }
 
@@ -590,32 +595,77 @@ func optMS(t time.Time) int64 {
 // Contacts returns one page of contacts, newest first, and the cursor of the
 // next page ("" on the last one).
 func (s *SQLiteStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+contactColumns+` FROM contacts
-		WHERE app_id = ? AND (? = 0 OR seq < ?)
-			AND (? = '' OR scenario_id = ?) AND (? = '' OR campaign_id = ?)
-			AND (? = '' OR state = ?) AND (? = '' OR outcome = ?) AND (? = '' OR phone = ?)
-			AND (? = 0 OR created_at >= ?) AND (? = 0 OR created_at < ?)
-		ORDER BY seq DESC LIMIT ?`,
-		appID, f.Cursor, f.Cursor, f.ScenarioID, f.ScenarioID, f.CampaignID, f.CampaignID,
-		f.State, f.State, f.Outcome, f.Outcome, f.Phone, f.Phone,
-		optMS(f.From), optMS(f.From), optMS(f.To), optMS(f.To), f.Limit)
-	if err != nil {
-		return nil, "", err
+	return contactsPage(appID, f, func(q string, args []any) interface{ Scan(...any) error } {
+		return s.read.QueryRowContext(ctx, q, args...)
+	}, func(q string, args []any) ([]*ContactRecord, error) {
+		rows, err := s.read.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := []*ContactRecord{}
+		for rows.Next() {
+			c, err := scanContact(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, rows.Err()
+	})
+}
+
+// contactsPage is Contacts on either store, given its way to read one row
+// and a page (queries with ? placeholders). Only the filters given are in
+// the query, so the database can use the index of the phone (or of the
+// application alone).
+func contactsPage(appID int64, f ContactFilter, queryRow func(q string, args []any) interface{ Scan(...any) error },
+	queryPage func(q string, args []any) ([]*ContactRecord, error)) ([]*ContactRecord, string, error) {
+	where, args := []string{"app_id = ?"}, []any{appID}
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
 	}
-	defer rows.Close()
-	out := []*ContactRecord{}
-	for rows.Next() {
-		c, err := scanContact(rows)
+	if f.Cursor != 0 {
+		add("seq < ?", f.Cursor)
+	}
+	// The scan window: the seq below which this page stops looking.
+	var floor, scanned int64
+	filtered := f.ScenarioID != "" || f.CampaignID != "" || f.State != "" || f.Outcome != "" || !f.From.IsZero() || !f.To.IsZero()
+	if f.ScanLimit > 0 && f.Phone == "" && filtered { // unfiltered, or by phone, an index finds the page at once
+		err := queryRow(`SELECT coalesce(min(seq), 0), count(*) FROM (SELECT seq FROM contacts
+			WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?) AS w`, append(args, f.ScanLimit)).Scan(&floor, &scanned)
 		if err != nil {
 			return nil, "", err
 		}
-		out = append(out, c)
+		add("seq >= ?", floor)
+	}
+	for _, c := range []struct{ col, v string }{{"scenario_id", f.ScenarioID}, {"campaign_id", f.CampaignID},
+		{"state", f.State}, {"outcome", f.Outcome}, {"phone", f.Phone}} {
+		if c.v != "" {
+			add(c.col+" = ?", c.v)
+		}
+	}
+	if !f.From.IsZero() {
+		add("created_at >= ?", ms(f.From))
+	}
+	if !f.To.IsZero() {
+		add("created_at < ?", ms(f.To))
+	}
+	out, err := queryPage(`SELECT `+contactColumns+` FROM contacts
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit))
+	if err != nil {
+		return nil, "", err
 	}
 	next := ""
-	if len(out) == f.Limit {
+	switch {
+	case len(out) == f.Limit:
 		next = strconv.FormatInt(out[len(out)-1].seq, 10)
+	case f.ScanLimit > 0 && scanned == int64(f.ScanLimit):
+		// The window ended before the page filled: look on below it.
+		next = strconv.FormatInt(floor, 10)
 	}
-	return out, next, rows.Err()
+	return out, next, nil
 }
 
 // Contact returns one contact of appID with every call attempt made to it.
@@ -846,8 +896,8 @@ func (s *SQLiteStore) RecoverFailed(ctx context.Context, appID int64, endpointID
 // resetTables lists every table of tenant data, children first; the admin
 // settings survive a reset.
 var resetTables = []string{
-	"webhook_attempts", "webhook_messages", "webhook_endpoints", "calls", "contacts", "skipped_contacts",
-	"imports", "campaigns", "scenarios", "hotlines", "hotline_pools", "wallets", "applications",
+	"webhook_attempts", "webhook_messages", "webhook_endpoints", "call_blocks", "calls", "contacts", "skipped_contacts",
+	"imports", "campaigns", "scenarios", "hotlines", "hotline_pools", "wallets", "advertising_settings", "applications",
 }
 
 // Reset wipes every tenant (and the recordings of their calls) and applies

@@ -45,15 +45,16 @@ func (s *SQLiteStore) activeScenarios(ctx context.Context) ([]*Scenario, error) 
 
 // dueContact is a queued contact whose next attempt is due.
 type dueContact struct {
-	Seq    int64
-	Phone  string
-	Fields string // JSON object
+	Seq      int64
+	Phone    string
+	Fields   string // JSON object
+	Campaign string // "" when added to the scenario directly
 }
 
 // dueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
 func (s *SQLiteStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields FROM contacts c
+	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
 				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
@@ -65,7 +66,7 @@ func (s *SQLiteStore) dueContacts(ctx context.Context, appID int64, scenarioID s
 	var out []dueContact
 	for rows.Next() {
 		var c dueContact
-		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields); err != nil {
+		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign); err != nil {
 			return nil, err
 		}
 		out = append(out, c)
@@ -135,6 +136,9 @@ type callClaim struct {
 	Trunk      string // the pool's, holding a channel reserved on it
 	Start      time.Time
 	Attempt    int // set by claimCalls
+	// AdPhone is the number of an advertising scenario's call, which the
+	// daily limit counts (calls.ad_phone); "" for a care call.
+	AdPhone string
 }
 
 // claimCalls moves the contacts to dialing and records a call for each, in
@@ -154,8 +158,9 @@ func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim) ([]cal
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at)
-				VALUES (?, ?, ?, ?, ?, ?)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start)); err != nil {
+			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, ad_phone)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start),
+				nullString(c.AdPhone)); err != nil {
 				return err
 			}
 			out = append(out, c)
@@ -379,4 +384,68 @@ func newV7() string {
 		return uuid.NewString()
 	}
 	return id.String()
+}
+
+// holdContacts settles, in one commit, the due contacts the calling rules
+// kept from being dialled: each ends DO_NOT_CALL (final, free) with an
+// attempt record that was never placed (no hotline, cause 403, no talk),
+// its call_blocks row, and its contact.completed event. No call.completed
+// is sent: no call was made (docs/compliance.md#the-do_not_call-outcome). A
+// contact no longer queued (a reset, a deleted scenario) is left alone.
+func (s *SQLiteStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return holdContactsTx(sqliteTx{tx}, holds, now, firstTry) })
+}
+
+// holdContactsTx is holdContacts in a transaction of either store.
+func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) error {
+	endpoints := map[int64]map[string][]string{}
+	for _, h := range holds {
+		var (
+			data    eventData
+			attempt int
+			camp    sql.NullString
+			fields  string
+		)
+		err := tx.queryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
+			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id, campaign_id, phone, fields, attempts`,
+			OutcomeDoNotCall, ms(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data.CallID, data.Attempt, data.Outcome, data.Cause = newV7(), attempt, OutcomeDoNotCall, outcomeCause[OutcomeDoNotCall]
+		if err := tx.exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
+			VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
+			data.Outcome, data.Cause, ms(now), ms(now)); err != nil {
+			return err
+		}
+		if err := tx.exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at)
+			VALUES (?, ?, ?, ?, ?, ?)`, h.AppID, data.ScenarioID, data.ContactID, data.Phone, h.Reason, ms(now)); err != nil {
+			return err
+		}
+		eps, ok := endpoints[h.AppID]
+		if !ok {
+			if eps, err = subscribedEndpoints(tx, h.AppID); err != nil {
+				return err
+			}
+			endpoints[h.AppID] = eps
+		}
+		var total int64
+		if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, h.Contact.Seq).
+			Scan(&data.Attempts, &total); err != nil {
+			return err
+		}
+		data.Fields, data.TotalCost = json.RawMessage(fields), &total
+		if camp.Valid {
+			data.CampaignID = &camp.String
+		}
+		data.StartedAt, data.EndedAt = eventTime(now), eventTime(now)
+		data.AnsweredBy, data.Steps = AnsweredByUnknown, json.RawMessage(`[]`)
+		if err := enqueue(tx, eps, h.AppID, EventContactCompleted, data, now, firstTry); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -97,6 +97,45 @@ type Store interface {
 	expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
 	recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error)
 
+	// ---- the calling rules at dial time (store_dnc.go, store_adcalls.go) ----
+
+	// dncListings says which of phones (E.164) are on the national register
+	// or the tenant's list, and which: ReasonDNCNational or ReasonDNCTenant.
+	dncListings(ctx context.Context, appID int64, phones []string) (map[string]string, error)
+	// holdContacts ends the due contacts a do-not-call list holds, each
+	// with its attempt record, audit row and event, in one commit.
+	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
+	// answeredAdCalls are, for each of phones, when the tenant's
+	// advertising calls to it answered after since.
+	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
+	// delayContacts moves delayed contacts' next attempts, with their
+	// audit rows, in one commit.
+	delayContacts(ctx context.Context, delays []callDelay, now time.Time) error
+	// contactTiming reads what decides a queued advertising contact's
+	// wait beside its next attempt: its last delay, the number's answered
+	// advertising calls since since, and its calls up (contactWait).
+	adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error)
+
+	// ---- do-not-call lists (store_dnc.go) ----
+
+	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
+	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
+	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
+	RemoveDNC(ctx context.Context, list int64, e164 string) error
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error)
+
+	// ---- advertising settings (store_adcalls.go) ----
+
+	AdSettings(ctx context.Context, appID int64) (AdSettings, error)
+	SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error
+
+	// ---- the web console's counts (store_console.go) ----
+
+	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error)
+	Unfinished(ctx context.Context, appID int64) (int64, error)
+	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
+	Outcomes(ctx context.Context, appID int64) ([]string, error)
+
 	// ---- the admin API and the CLI (store_admin.go) ----
 
 	AdminSetting(ctx context.Context, key string) (string, error)

@@ -28,6 +28,8 @@ type PostgresStore struct {
 	writers []chan pgJob
 	// stopLeases ends keepLeases, which renews this node's call leases.
 	stopLeases chan struct{}
+	// stopFolding ends keepCountsFolded (store_postgres_console.go).
+	stopFolding chan struct{}
 	// stopListening ends listenConfig (store_postgres_notify.go).
 	stopListening context.CancelFunc
 	done          sync.WaitGroup
@@ -76,9 +78,10 @@ func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStor
 	}
 	host, _ := os.Hostname()
 	s := &PostgresStore{pool: pool, node: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])}
-	s.stopLeases = make(chan struct{})
-	s.done.Add(2)
+	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
+	s.done.Add(3)
 	go s.keepLeases(s.stopLeases)
+	go s.keepCountsFolded(s.stopFolding)
 	s.catalog.deaf.Store(true) // until listenConfig listens
 	listenCtx, stopListening := context.WithCancel(context.Background())
 	s.stopListening = stopListening
@@ -104,6 +107,7 @@ func (s *PostgresStore) Close() error {
 		close(w)
 	}
 	close(s.stopLeases)
+	close(s.stopFolding)
 	s.stopListening()
 	s.mu.Unlock()
 	s.done.Wait()

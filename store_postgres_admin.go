@@ -432,22 +432,11 @@ func (s *PostgresStore) DeleteEndpoint(ctx context.Context, appID int64, id stri
 // ---- contacts, calls, imports ----
 
 func (s *PostgresStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
-	out, err := pgQuery(ctx, s, func(r pgx.Rows) (*ContactRecord, error) { return scanContact(r) },
-		`SELECT `+contactColumns+` FROM contacts
-		WHERE app_id = $1 AND ($2::bigint = 0 OR seq < $2)
-			AND ($3 = '' OR scenario_id = $3) AND ($4 = '' OR campaign_id = $4)
-			AND ($5 = '' OR state = $5) AND ($6 = '' OR outcome = $6) AND ($7 = '' OR phone = $7)
-			AND ($8::bigint = 0 OR created_at >= $8) AND ($9::bigint = 0 OR created_at < $9)
-		ORDER BY seq DESC LIMIT $10`,
-		appID, f.Cursor, f.ScenarioID, f.CampaignID, f.State, f.Outcome, f.Phone, optMS(f.From), optMS(f.To), f.Limit)
-	if err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if len(out) == f.Limit {
-		next = strconv.FormatInt(out[len(out)-1].seq, 10)
-	}
-	return out, next, nil
+	return contactsPage(appID, f, func(q string, args []any) interface{ Scan(...any) error } {
+		return pgRow{s.pool.QueryRow(ctx, pgNumbered(q), args...)}
+	}, func(q string, args []any) ([]*ContactRecord, error) {
+		return pgQuery(ctx, s, func(r pgx.Rows) (*ContactRecord, error) { return scanContact(r) }, pgNumbered(q), args...)
+	})
 }
 
 func (s *PostgresStore) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {

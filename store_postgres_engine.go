@@ -73,7 +73,7 @@ func (s *PostgresStore) enabledHotlines(ctx context.Context, appID int64, poolKe
 }
 
 func (s *PostgresStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.seq, c.phone, c.fields FROM contacts c
+	rows, err := s.pool.Query(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
 		WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $3
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
 				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
@@ -85,7 +85,7 @@ func (s *PostgresStore) dueContacts(ctx context.Context, appID int64, scenarioID
 	var out []dueContact
 	for rows.Next() {
 		var c dueContact
-		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields); err != nil {
+		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign); err != nil {
 			return nil, err
 		}
 		out = append(out, c)
@@ -188,6 +188,11 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		busy[h] = true
 	}
 
+	adCalls, adLimit, err := adCallsOf(ctx, tx, appID, claims)
+	if err != nil {
+		return nil, err
+	}
+
 	free := map[string]int{} // by scenario: max_concurrent less its calls up; -1 not dialable now
 	var out []callClaim
 	for _, c := range claims {
@@ -199,6 +204,9 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 			free[c.ScenarioID] = n
 		}
 		if free[c.ScenarioID] <= 0 || busy[c.Hotline] || (!unlimited && walletLeft <= 0) {
+			continue
+		}
+		if c.AdPhone != "" && adCalls[c.AdPhone] >= adLimit {
 			continue
 		}
 		// SKIP LOCKED: a contact another node is claiming is left to it, not
@@ -213,17 +221,61 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start),
-			c.ScenarioID, c.Trunk); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk, ad_phone)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start),
+			c.ScenarioID, c.Trunk, nullString(c.AdPhone)); err != nil {
 			return nil, err
 		}
 		busy[c.Hotline] = true
+		if c.AdPhone != "" {
+			adCalls[c.AdPhone]++
+		}
 		free[c.ScenarioID]--
 		walletLeft--
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// adCallsOf counts, for the numbers of the advertising claims, the
+// tenant's advertising calls that hold the per-number daily limit: those
+// up on any node and those answered in the last adDay, as dialRules.wait
+// counts them; with the limit read in the claim's transaction. Calls up
+// only grow through claims, which hold the tenant's lock, and an answer
+// is committed before its call stops being up, so the count stays true
+// until the commit (docs/postgres.md#claiming-calls).
+func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim) (map[string]int, int, error) {
+	var phones []string
+	for _, c := range claims {
+		if c.AdPhone != "" {
+			phones = append(phones, c.AdPhone)
+		}
+	}
+	if len(phones) == 0 {
+		return nil, 0, nil
+	}
+	ads, err := pgAdSettings(ctx, tx, appID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := tx.Query(ctx, `SELECT ad_phone, count(*) FROM calls
+		WHERE app_id = $1 AND ad_phone = ANY($2) AND ad_phone IS NOT NULL
+			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > $3))
+		GROUP BY ad_phone`, appID, phones, ms(claims[0].Start.Add(-adDay)))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var p string
+		var n int
+		if err := rows.Scan(&p, &n); err != nil {
+			return nil, 0, err
+		}
+		out[p] = n
+	}
+	return out, ads.MaxCallsPerNumberPerDay, rows.Err()
 }
 
 // scenarioRoom is how many more calls the scenario may start at now: its

@@ -245,3 +245,79 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 		t.Errorf("balance %d, want 99000", n)
 	}
 }
+
+// Two nodes claiming advertising calls to one number at once, from two
+// scenarios of the tenant: one call is placed (the other node's engine
+// does not know of it, the claim does), none while it is up, and once it
+// is answered none for the next 24 hours (docs/postgres.md#claiming-calls).
+func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, func(a *FixtureApp) {
+		sc := a.Scenarios[0]
+		sc.CallConfig.Purpose = PurposeAdvertising
+		ad2 := *sc
+		ad2.ID, ad2.Name = "ad2", "ad2"
+		a.Scenarios = append(a.Scenarios, &ad2)
+	}, 1)
+	ctx := context.Background()
+	phone := due[0].Phone
+	engImport(t, nodes[0], appID, "ad2", "", phone)
+	due2, err := nodes[1].dueContacts(ctx, appID, "ad2", time.Now(), 10)
+	if err != nil || len(due2) != 1 || due2[0].Phone != phone {
+		t.Fatalf("due %+v and %+v (%v), want one contact with %s in each scenario", due, due2, err, phone)
+	}
+	start := time.Date(2026, 11, 30, 9, 0, 0, 0, hcm) // inside the advertising hours
+	claim := func(c dueContact, scenario, hotline string, at time.Time) callClaim {
+		return callClaim{CallID: newV7(), AppID: appID, ScenarioID: scenario, Contact: c, Hotline: hotline,
+			Start: at, AdPhone: phone}
+	}
+	hotlines := engPhones(20, 500)
+	claims := [][]callClaim{{claim(due[0], "sc", hotlines[0], start)}, {claim(due2[0], "ad2", hotlines[1], start)}}
+	var mu sync.Mutex
+	var taken []callClaim
+	var wg sync.WaitGroup
+	for i, s := range nodes {
+		wg.Go(func() {
+			got, err := s.claimCalls(ctx, claims[i])
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			taken = append(taken, got...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(taken) != 1 {
+		t.Fatalf("%d advertising calls to %s claimed by two nodes at once, want 1", len(taken), phone)
+	}
+	first := taken[0]
+	waiting := due[0]
+	scenario := "sc"
+	if first.ScenarioID == "sc" {
+		waiting, scenario = due2[0], "ad2"
+	}
+	// While it is up, neither node may claim the number again.
+	for _, s := range nodes {
+		if got, err := s.claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], start)}); err != nil || len(got) != 0 {
+			t.Fatalf("claimed %d more calls to %s while one is up (%v)", len(got), phone, err)
+		}
+	}
+	// Answered: still none within 24 hours of the answer, then one.
+	answered := start.Add(5 * time.Second)
+	end := callEnd{CallID: first.CallID, Now: answered.Add(time.Minute), FirstTry: answered,
+		Result: DialResult{Outcome: OutcomeAnswered, AnsweredAt: &answered, EndedAt: answered.Add(time.Minute), Talk: time.Minute}}
+	if err := nodes[0].endCall(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	later := answered.Add(adDay - time.Minute)
+	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], later)}); err != nil || len(got) != 0 {
+		t.Fatalf("claimed %d calls to %s a minute before 24 hours after its answer (%v)", len(got), phone, err)
+	}
+	next := answered.Add(adDay + time.Minute)
+	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], next)}); err != nil || len(got) != 1 {
+		t.Fatalf("claimed %d calls to %s 24 hours after its answer (%v), want 1", len(got), phone, err)
+	}
+	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE ad_phone = $1`, phone); n != 2 {
+		t.Errorf("%d advertising calls to %s recorded, want 2", n, phone)
+	}
+}

@@ -58,6 +58,12 @@ func pgApplyFixtureApp(ctx context.Context, tx pgx.Tx, fa *FixtureApp, now time.
 		return fmt.Errorf("application %q wallet: %w", fa.APIKey, err)
 	}
 
+	if fa.Advertising != nil {
+		if err := pgSetAdSettings(ctx, tx, appID, fa.Advertising.settings(), now); err != nil {
+			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
+		}
+	}
+
 	for _, p := range fa.HotlinePools {
 		if _, err := tx.Exec(ctx, `INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (app_id, key) DO UPDATE SET trunk = excluded.trunk WHERE hotline_pools.trunk IS DISTINCT FROM excluded.trunk`,
@@ -124,6 +130,21 @@ func pgApplyFixtureApp(ctx context.Context, tx pgx.Tx, fa *FixtureApp, now time.
 		}
 		if err != nil {
 			return fmt.Errorf("webhook %q: %w", wh.URL, err)
+		}
+	}
+
+	// The tenant's own do-not-call numbers; numbers listed otherwise (an
+	// opt-out, the admin API) stay (docs/compliance.md#fixtures).
+	if d := fa.DNC; d != nil && len(d.Numbers) > 0 {
+		if d.numbers == nil {
+			return fmt.Errorf("application %q: the do-not-call numbers were not read (FixtureFile.readDNC)", fa.APIKey)
+		}
+		id, err := pgCurrentList(ctx, tx, appID, now)
+		if err != nil {
+			return err
+		}
+		if _, err := pgAddDNC(ctx, tx, id, d.numbers, at); err != nil {
+			return fmt.Errorf("application %q do-not-call list: %w", fa.APIKey, err)
 		}
 	}
 	return nil

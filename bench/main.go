@@ -56,6 +56,7 @@ type options struct {
 	sipCalls   int
 	sipRate    float64
 	sipPrompt  time.Duration
+	dncNumbers int64
 }
 
 func main() {
@@ -99,8 +100,9 @@ func main() {
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
+	fs.Int64Var(&o.dncNumbers, "dnc-numbers", 10_000_000, "lines of the do-not-call register the dnc phase loads")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
-	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip", "phases to run (peers needs main)")
+	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip,console,dnc", "phases to run (peers needs main; console reuses growth's database when it ran)")
 	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")
 	fs.IntVar(&o.sipCalls, "sip-calls", 600, "calls each caller of the SIP phase places")
 	fs.Float64Var(&o.sipRate, "sip-rate", 1500, "calls per second offered in the SIP phase (near what sipp sets up on 2 cores: a higher offer overflows the callee's socket)")
@@ -134,12 +136,19 @@ func main() {
 		if !set["sip-prompt"] {
 			o.sipPrompt = 2 * time.Second
 		}
+		if !set["dnc-numbers"] {
+			o.dncNumbers = 200_000
+		}
 	}
 	if *sipOnly {
 		*phaseList = "sip"
 	}
 	if o.sipCalls < 1 || o.sipCalls > 5000 || o.sipRate <= 0 || o.sipRate > 5000 || o.sipPrompt < 100*time.Millisecond || o.sipPrompt > time.Minute {
 		fmt.Fprintln(os.Stderr, "bench: -sip-calls must be 1 to 5000, -sip-rate above 0 and at most 5000, -sip-prompt 100ms to 1m")
+		os.Exit(2)
+	}
+	if o.dncNumbers < 1 || o.dncNumbers > 100_000_000 {
+		fmt.Fprintln(os.Stderr, "bench: -dnc-numbers must be 1 to 100,000,000")
 		os.Exit(2)
 	}
 	for _, s := range strings.Split(*concList, ",") {
@@ -153,10 +162,10 @@ func main() {
 	o.phases = map[string]bool{}
 	for _, ph := range strings.Split(*phaseList, ",") {
 		switch ph = strings.TrimSpace(ph); ph {
-		case "limits", "main", "peers", "growth", "webhooks", "sip":
+		case "limits", "main", "peers", "growth", "webhooks", "sip", "console", "dnc":
 			o.phases[ph] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, sip)\n", ph)
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, sip, console, dnc)\n", ph)
 			os.Exit(2)
 		}
 	}
@@ -227,6 +236,8 @@ type Harness struct {
 	sip          []*SIPResult
 	sipSkip      string // why the SIP phase did not run
 	sipVer       string
+	dnc          *DNCResult
+	dncSkip      string // why the do-not-call phase did not run
 }
 
 type sizeRow struct {
@@ -397,6 +408,18 @@ func (h *Harness) Run() error {
 		h.sipPhase()
 	} else {
 		h.sipSkip = "not run (-phases)"
+	}
+	if h.o.phases["console"] {
+		if err := h.consolePhase(fixtures); err != nil {
+			return err
+		}
+	}
+	if h.o.phases["dnc"] {
+		if err := h.dncPhase(fixtures); err != nil {
+			return err
+		}
+	} else {
+		h.dncSkip = "not run (-phases)"
 	}
 	return h.report()
 }

@@ -167,6 +167,10 @@ func (h *Harness) compare(p *Point) string {
 		if raw != nil {
 			add(pct(p.Units, raw.Units) + " of " + rawName)
 		}
+	case strings.HasPrefix(k, "dnc:with:"):
+		if base := h.got("dnc:without:" + strings.TrimPrefix(k, "dnc:with:")); base != nil {
+			add(pct(p.Units, base.Units) + " of the same step without the register")
+		}
 	case strings.HasPrefix(k, "peer:"):
 		if bare != nil {
 			add(pct(p.Req, bare.Req) + " of bare net/http")
@@ -201,6 +205,7 @@ func (h *Harness) report() error {
 	h.crossCheckSection(w)
 	if !profiling {
 		h.sipSection(w)
+		h.dncSection(w)
 		w("\n### Targets (issue 5)\n\n")
 		for _, t := range append(h.targets(), h.sipTargets()...) {
 			w("- %s\n", t)

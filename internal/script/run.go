@@ -2,6 +2,8 @@ package script
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -78,6 +80,9 @@ type StepRun struct {
 type Runner struct {
 	// Now is the clock of the steps' times; nil means time.Now.
 	Now func() time.Time
+	// OptOut puts the callee's number on the tenant's do-not-call list,
+	// for an opt_out step; nil: such a step fails the script.
+	OptOut func(ctx context.Context) error
 }
 
 // Run runs a script on a call, from its start step to its end, and says
@@ -87,7 +92,7 @@ func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
 	if now == nil {
 		now = time.Now
 	}
-	x := run{ctx: ctx, call: call}
+	x := run{ctx: ctx, call: call, optOut: r.OptOut}
 	if err := s.Validate(); err != nil {
 		x.out.End, x.out.Err = EndFailed, err
 		return x.out
@@ -116,7 +121,7 @@ func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
 		case KindTransfer:
 			x.out.End = EndTransferred
 			return x.out
-		case KindHangup:
+		case KindHangup, KindOptOut:
 			x.out.End = EndHangup
 			return x.out
 		}
@@ -133,9 +138,10 @@ func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
 }
 
 type run struct {
-	ctx  context.Context
-	call Call
-	out  Outcome
+	ctx    context.Context
+	call   Call
+	optOut func(context.Context) error
+	out    Outcome
 }
 
 // stop ends the run on err, or on ctx alone when err is nil: a call error
@@ -165,9 +171,29 @@ func (x *run) step(st *Step, rec *StepRun) (string, error) {
 		return st.Set.Next, nil
 	case KindTransfer:
 		return "", x.call.Transfer(x.ctx, st.Transfer.To)
+	case KindOptOut:
+		return "", x.optOutStep(st.OptOut)
 	default: // KindHangup: Validate leaves no other
 		return "", x.call.Hangup(x.ctx)
 	}
+}
+
+// optOutStep records the refusal before anything else, so a callee who
+// hangs up on the goodbye is still never called again.
+func (x *run) optOutStep(o *OptOut) error {
+	if x.optOut == nil {
+		return errors.New("opt_out: this call cannot record an opt-out")
+	}
+	if err := x.optOut(x.ctx); err != nil {
+		return fmt.Errorf("opt_out: %w", err)
+	}
+	x.out.Result = OptedOut
+	if o.Say != "" {
+		if _, err := x.call.Say(x.ctx, o.Say, false); err != nil {
+			return err
+		}
+	}
+	return x.call.Hangup(x.ctx)
 }
 
 func (x *run) gather(g *Gather, rec *StepRun) (string, error) {

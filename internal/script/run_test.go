@@ -358,3 +358,30 @@ func TestOutcomeJSON(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }
+
+// opt_out records the refusal first (before the goodbye, which the callee
+// may not wait for), sets the result, says the goodbye and hangs up; with
+// no way to record it, the script fails rather than pretend.
+func TestRunOptOut(t *testing.T) {
+	s := Script{Steps: []Step{
+		{Name: "menu", Gather: &Gather{Prompt: &Prompt{Say: "Press 9 to stop these calls."}, MaxDigits: 1, Timeout: "5s",
+			Branches: map[string]string{"9": "stop"}}},
+		{Name: "stop", OptOut: &OptOut{Say: "You will not be called again. Goodbye."}}}}
+	f := &fakeCall{inputs: []input{{keys: "9"}}}
+	var recorded []string
+	r := Runner{Now: ticking(), OptOut: func(context.Context) error {
+		recorded = append(recorded, strings.Join(f.log, "|"))
+		return nil
+	}}
+	o := r.Run(context.Background(), s, f)
+	wantOutcome(t, o, EndHangup, `menu["9" x1] stop`, "9", OptedOut)
+	wantLog(t, f, "say (barge-in): Press 9 to stop these calls.", "gather: 1 keys, 5s each, finish none",
+		"say: You will not be called again. Goodbye.", "hangup")
+	if len(recorded) != 1 || strings.Contains(recorded[0], "Goodbye") {
+		t.Errorf("opt-out recorded %d times, after %q", len(recorded), recorded)
+	}
+	o = Runner{Now: ticking()}.Run(context.Background(), s, &fakeCall{inputs: []input{{keys: "9"}}})
+	if o.End != EndFailed || o.Result == OptedOut {
+		t.Errorf("without OptOut: end %s, result %q", o.End, o.Result)
+	}
+}

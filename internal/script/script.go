@@ -23,6 +23,7 @@ type Step struct {
 	Set      *Set      `json:"set,omitempty" toml:"set,omitempty"`
 	Transfer *Transfer `json:"transfer,omitempty" toml:"transfer,omitempty"`
 	Hangup   *Hangup   `json:"hangup,omitempty" toml:"hangup,omitempty"`
+	OptOut   *OptOut   `json:"opt_out,omitempty" toml:"opt_out,omitempty"`
 }
 
 // Say speaks Text, whose {{field}} placeholders the caller fills in, then
@@ -79,6 +80,17 @@ type Transfer struct {
 // Hangup ends the call.
 type Hangup struct{}
 
+// OptOut is the callee refusing further calls: the runner has the number
+// put on the tenant's do-not-call list at once (Runner.OptOut), records
+// the result OptedOut, speaks Say when set (a polite goodbye), and ends the
+// call.
+type OptOut struct {
+	Say string `json:"say,omitempty" toml:"say,omitempty"`
+}
+
+// OptedOut is the result of a call whose callee opted out.
+const OptedOut = "opted_out"
+
 // Kind names a step's kind.
 type Kind string
 
@@ -89,6 +101,7 @@ const (
 	KindSet      Kind = "set"
 	KindTransfer Kind = "transfer"
 	KindHangup   Kind = "hangup"
+	KindOptOut   Kind = "opt_out"
 )
 
 // kinds lists the kinds a step has set, in declaration order.
@@ -111,6 +124,9 @@ func (s *Step) kinds() []Kind {
 	}
 	if s.Hangup != nil {
 		ks = append(ks, KindHangup)
+	}
+	if s.OptOut != nil {
+		ks = append(ks, KindOptOut)
 	}
 	return ks
 }

@@ -160,7 +160,7 @@ func (v *validator) step(i int) {
 	st := &v.s.Steps[i]
 	switch ks := st.kinds(); len(ks) {
 	case 0:
-		v.add(i, "", "no kind: a step needs exactly one of say, play, gather, set, transfer or hangup")
+		v.add(i, "", "no kind: a step needs exactly one of say, play, gather, set, transfer, hangup or opt_out")
 	case 1:
 	default:
 		names := make([]string, len(ks))

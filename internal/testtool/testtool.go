@@ -24,3 +24,20 @@ func Require(t testing.TB, name, pkg string) string {
 	t.Skipf("%s is not on PATH (apt-get install %s to run this test; DIALBOX_REQUIRE_TOOLS=1 makes its absence a failure)", name, pkg)
 	return ""
 }
+
+// RequireBrowser returns the path of Debian's chromium (for the console's
+// browser tests); without it the test skips, or fails under
+// DIALBOX_REQUIRE_BROWSER=1 (what .ci/run sets after installing it).
+func RequireBrowser(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("DIALBOX_REQUIRE_BROWSER") == "1" {
+		t.Fatal("chromium is required (DIALBOX_REQUIRE_BROWSER=1) but not on PATH")
+	}
+	t.Skip("chromium is not on PATH (apt-get install chromium to run the console's browser tests; DIALBOX_REQUIRE_BROWSER=1 makes its absence a failure)")
+	return ""
+}

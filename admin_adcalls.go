@@ -1,0 +1,55 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// The admin API's advertising settings of a tenant
+// (docs/compliance.md#advertising-calls): read, and changed within the
+// decree's bounds only.
+
+func (a *Admin) getAdvertising(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	return a.store.AdSettings(r.Context(), app.ID)
+}
+
+type adSettingsBody struct {
+	MaxCallsPerNumberPerDay *int    `json:"max_calls_per_number_per_day"`
+	Start                   *string `json:"start"`
+	End                     *string `json:"end"`
+	Timezone                *string `json:"timezone"` // accepted only as it is
+}
+
+func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b adSettingsBody
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	if b.Timezone != nil && *b.Timezone != adTimezone {
+		return nil, invalid("timezone", "is always "+adTimezone+", the time the decree's hours are in")
+	}
+	s, err := a.store.AdSettings(r.Context(), app.ID)
+	if err != nil {
+		return nil, err
+	}
+	setIf(&s.MaxCallsPerNumberPerDay, b.MaxCallsPerNumberPerDay)
+	setIf(&s.Start, b.Start)
+	setIf(&s.End, b.End)
+	if fe := s.check(); fe != nil {
+		return nil, validationError(*fe)
+	}
+	if err := a.store.SetAdSettings(r.Context(), app.ID, s, a.now()); err != nil {
+		return nil, err
+	}
+	a.wake(app.ID)
+	return s, nil
+}

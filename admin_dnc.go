@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// The do-not-call lists (docs/compliance.md): /admin/v1/dnc is the
+// national register, /admin/v1/apps/:app/dnc a tenant's own list. Each
+// counts, adds numbers (JSON), is replaced whole by an uploaded file, and
+// looks up and removes one number.
+
+func (a *Admin) dncRoutes(r *httprouter.Router, base string) {
+	r.GET(base, a.handle(a.countDNC))
+	r.POST(base+"/numbers", a.handle(a.addDNC))
+	r.PUT(base+"/numbers", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		a.handle(func(r *http.Request, ps httprouter.Params) (any, error) { return a.replaceDNC(w, r, ps) })(w, r, ps)
+	})
+	r.GET(base+"/numbers/:number", a.handle(a.lookupDNC))
+	r.DELETE(base+"/numbers/:number", a.handle(a.removeDNC))
+}
+
+// dncList is the list a route names: the national register, or the
+// tenant's when the path has an :app.
+func (a *Admin) dncList(r *http.Request, ps httprouter.Params) (int64, error) {
+	if ps.ByName("app") == "" {
+		return nationalList, nil
+	}
+	app, err := a.app(r, ps)
+	if err != nil {
+		return 0, err
+	}
+	return app.ID, nil
+}
+
+func (a *Admin) countDNC(r *http.Request, ps httprouter.Params) (any, error) {
+	list, err := a.dncList(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	n, loaded, err := a.store.CountDNC(r.Context(), list)
+	var at *time.Time
+	if !loaded.IsZero() {
+		at = &loaded
+	}
+	return map[string]any{"count": n, "loaded_at": at}, err
+}
+
+func (a *Admin) addDNC(r *http.Request, ps httprouter.Params) (any, error) {
+	list, err := a.dncList(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	var b struct {
+		Numbers []string `json:"numbers"`
+	}
+	if err := decodeJSON(r, &b, adminBody); err != nil {
+		return nil, err
+	}
+	if len(b.Numbers) == 0 {
+		return nil, invalid("numbers", "must hold at least one phone number")
+	}
+	var bad []FieldError
+	phones := make([]string, len(b.Numbers))
+	for i, raw := range b.Numbers {
+		if phones[i], err = normalizePhone(raw, a.region); err != nil {
+			bad = append(bad, FieldError{Field: "numbers[" + strconv.Itoa(i) + "]", Reason: err.Error()})
+		}
+	}
+	if len(bad) > 0 {
+		return nil, validationError(bad...)
+	}
+	added, err := a.store.AddDNC(r.Context(), list, phones, a.now())
+	return map[string]int{"added": added, "duplicate": len(phones) - added}, err
+}
+
+// replaceDNC reads the body as a list file, streamed: only its numbers are
+// kept in memory, 8 bytes each. A national register is a body of about
+// 130 MB that may take longer than http.read_timeout to arrive and longer
+// than http.write_timeout to load, so once the token is checked this
+// route's deadlines follow the upload instead
+// (docs/configuration.md#http): the body may take as long as it
+// needs while it keeps coming, and the answer gets write_timeout once the
+// list is loaded.
+func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter.Params) (any, error) {
+	list, err := a.dncList(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	rc := http.NewResponseController(w)
+	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
+	rep, err := importDNC(r.Context(), a.store, list, body, r.ContentLength, a.region, true, a.now(), nil)
+	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
+	var fileErr *dncFileError
+	if errors.As(err, &fileErr) {
+		return nil, invalid("body", fileErr.Error())
+	}
+	return rep, err
+}
+
+func (a *Admin) dncNumber(ps httprouter.Params) (string, error) {
+	e164, err := normalizePhone(ps.ByName("number"), a.region)
+	if err != nil {
+		return "", invalid("number", err.Error())
+	}
+	return e164, nil
+}
+
+func (a *Admin) lookupDNC(r *http.Request, ps httprouter.Params) (any, error) {
+	list, err := a.dncList(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	e164, err := a.dncNumber(ps)
+	if err != nil {
+		return nil, err
+	}
+	lists, err := a.store.LookupDNC(r.Context(), list, e164)
+	return map[string]any{"number": e164, "lists": lists}, err
+}
+
+func (a *Admin) removeDNC(r *http.Request, ps httprouter.Params) (any, error) {
+	list, err := a.dncList(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	e164, err := a.dncNumber(ps)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.RemoveDNC(r.Context(), list, e164)
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Number")
+	}
+	return map[string]string{"deleted": e164}, err
+}
+
+// uploadBody is a request body whose read deadline moves on as it is read:
+// the client may take as long as it needs, but not stall for about timeout.
+// At the end of the body it leaves the deadline alone: the server lifts it
+// then, to watch the idle connection while the handler still works, and a
+// deadline set after that would cancel the request.
+type uploadBody struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	timeout time.Duration
+	moved   time.Time // when the deadline was last moved
+	ended   bool
+}
+
+func (b *uploadBody) Read(p []byte) (int, error) {
+	// Moved at most ten times a timeout: each is a timer update, and a
+	// 130 MB body is read 4 KB at a time.
+	if now := time.Now(); !b.ended && now.Sub(b.moved) >= b.timeout/10 {
+		b.rc.SetReadDeadline(now.Add(b.timeout)) // an error: a reader without deadlines
+		b.moved = now
+	}
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.ended = true
+	}
+	return n, err
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// `dialbox dnc`: the do-not-call lists on the database directly, also
+// while a server runs on it (its engine reads the lists at every dial), as
+// the admin API's /dnc routes do (docs/compliance.md#loading-the-national-register).
+
+const dncUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace]   load a list file into the national register (or a tenant's list)
+  dialbox dnc add|remove|check NUMBER [--app API_KEY]
+  dialbox dnc count [--app API_KEY]
+`
+
+func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("dnc: import, add, remove, check or count\n%s", dncUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs, f := newFlagSet("dnc " + sub)
+	appKey := fs.String("app", "", "API key of the tenant whose list it is (default: the national register)")
+	replace := fs.Bool("replace", false, "import: the file becomes the whole list")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	wantArgs := map[string]int{"import": 1, "add": 1, "remove": 1, "check": 1, "count": 0}
+	n, known := wantArgs[sub]
+	if !known {
+		return fmt.Errorf("dnc: unknown command %q\n%s", sub, dncUsage)
+	}
+	if len(pos) != n {
+		return fmt.Errorf("dnc %s: wrong arguments\n%s", sub, dncUsage)
+	}
+	cfg, err := f.load(fs, env)
+	if err != nil {
+		return err
+	}
+	store, err := openConfiguredStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	list, who := nationalList, "the national register"
+	if *appKey != "" {
+		app, err := cliApp(ctx, store, *appKey)
+		if err != nil {
+			return err
+		}
+		list, who = app.ID, "the list of "+app.APIKey
+	}
+	region := cfg.Phone.DefaultRegion
+	if sub == "import" {
+		return cliDNCImport(ctx, store, stdout, list, pos[0], region, *replace)
+	}
+	if sub == "count" {
+		n, _, err := store.CountDNC(ctx, list)
+		if err == nil {
+			fmt.Fprintf(stdout, "%s: %d numbers\n", who, n)
+		}
+		return err
+	}
+	e164, err := normalizePhone(pos[0], region)
+	if err != nil {
+		return fmt.Errorf("dnc %s: %q: %w", sub, pos[0], err)
+	}
+	switch sub {
+	case "add":
+		added, err := store.AddDNC(ctx, list, []string{e164}, time.Now())
+		if err == nil {
+			fmt.Fprintf(stdout, "%s: %s %s\n", who, e164, map[bool]string{true: "added", false: "was already listed"}[added == 1])
+		}
+		return err
+	case "remove":
+		err := store.RemoveDNC(ctx, list, e164)
+		if errors.Is(err, errNotFound) {
+			return fmt.Errorf("dnc remove: %s is not on %s", e164, who)
+		}
+		if err == nil {
+			fmt.Fprintf(stdout, "%s: %s removed\n", who, e164)
+		}
+		return err
+	}
+	lists, err := store.LookupDNC(ctx, list, e164) // check
+	if err != nil {
+		return err
+	}
+	if len(lists) == 0 {
+		fmt.Fprintf(stdout, "%s: on no list\n", e164)
+	}
+	for _, l := range lists {
+		name := "the national register"
+		if l.App != "" {
+			name = "the list of " + l.App
+		}
+		fmt.Fprintf(stdout, "%s: on %s since %s\n", e164, name, l.Since.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// cliDNCImport loads a list file with a progress bar on a terminal (plain
+// progress lines otherwise), then prints the report.
+func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, list int64, path, region string, replace bool) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("dnc import: %w", err)
+	}
+	defer in.Close()
+	stat, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	var src io.Reader = in
+	var stored func(done, total int)
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		bar := progressbar.NewOptions64(stat.Size(), progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription("reading"), progressbar.OptionShowBytes(true),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		reader := progressbar.NewReader(in, bar)
+		src = &reader
+		stored = func(done, total int) {
+			bar.ChangeMax64(int64(total))
+			bar.Describe("storing")
+			bar.Set(done)
+		}
+		defer bar.Finish()
+	} else {
+		stored = func(done, total int) {
+			if done%1_000_000 < dncChunkRows || done == total {
+				fmt.Fprintf(os.Stderr, "dnc import: %d of %d numbers stored\n", done, total)
+			}
+		}
+	}
+	start := time.Now()
+	rep, err := importDNC(ctx, store, list, src, stat.Size(), region, replace, time.Now(), stored)
+	if err != nil {
+		return fmt.Errorf("dnc import: %s: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "%s: %d lines, %d numbers loaded, %d duplicate, %d bad (%.1f s)\n",
+		path, rep.Lines, rep.Loaded, rep.Duplicate, rep.Bad, time.Since(start).Seconds())
+	for _, b := range rep.BadLines {
+		fmt.Fprintf(stdout, "  line %d: %s\n", b.Line, b.Reason)
+	}
+	return nil
+}

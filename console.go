@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Console is the web console at /console/ (docs/console.md): HTML pages
+// over the same store functions and sandbox parts the admin API uses,
+// signed in with the admin token. This file holds the type, its routes,
+// rendering and the security headers; sessions and CSRF are in
+// console_session.go, the supervisor's pages in console_pages.go, the QA
+// engineer's in console_qa.go, live updates in console_live.go.
+type Console struct {
+	admin  *Admin     // the store, sandbox parts and wake-ups the admin API uses
+	engine *Engine    // calls up and calls per minute
+	sip    *SIPDialer // trunk use; nil with the simulated dialer
+	trunks []string   // sip.trunks' names, in order
+	log    *slog.Logger
+	now    func() time.Time
+
+	pages    map[string]*template.Template
+	static   http.Handler
+	sessions *sessions
+	signins  *signinLimits
+	// liveEvery is how often a live page's stream looks for changes.
+	liveEvery time.Duration
+
+	stopOnce sync.Once
+	stop     chan struct{} // closed when the server shuts down: streams end
+}
+
+//go:embed console/templates console/static
+var consoleFiles embed.FS
+
+// consoleCSP lets pages load only the console's own files: no inline
+// script or style, no frames, forms posting only here.
+const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+
+func newConsole(admin *Admin, engine *Engine, sip *SIPDialer, trunks []string, cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
+	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, log: log, now: time.Now,
+		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration),
+		signins: newSigninLimits(), liveEvery: time.Second, stop: make(chan struct{})}
+	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	names, err := fs.Glob(consoleFiles, "console/templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(name, "console/templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(consoleFiles, name)
+		if err != nil {
+			return nil, err
+		}
+		c.pages[base] = t
+	}
+	static, err := fs.Sub(consoleFiles, "console/static")
+	if err != nil {
+		return nil, err
+	}
+	c.static = http.StripPrefix("/console/static/", http.FileServerFS(static))
+	return c, nil
+}
+
+// Stop ends every live stream, so a graceful stop does not wait for them.
+func (c *Console) Stop() { c.stopOnce.Do(func() { close(c.stop) }) }
+
+func (c *Console) routes(r *httprouter.Router) {
+	const p = "/console"
+	const app = p + "/apps/:app"
+	r.GET(p, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		http.Redirect(w, r, p+"/", http.StatusSeeOther)
+	})
+	r.GET(p+"/static/*file", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		c.headers(w)
+		w.Header().Set("Cache-Control", "no-cache") // revalidated: a new binary may bring new files
+		c.static.ServeHTTP(w, r)
+	})
+	r.GET(p+"/signin", c.signinPage)
+	r.POST(p+"/signin", c.signin)
+	r.POST(p+"/signout", c.action(c.signout))
+
+	r.GET(p+"/", c.page(c.overview))
+	r.GET(p+"/live/overview", c.live(c.overviewLive))
+	r.GET(app+"/scenarios/:scenario", c.page(c.scenarioPage))
+	r.GET(p+"/live/apps/:app/scenarios/:scenario", c.live(c.scenarioLive))
+	r.GET(app+"/campaigns/:campaign", c.page(c.campaignPage))
+	r.GET(p+"/live/apps/:app/campaigns/:campaign", c.live(c.campaignLive))
+	r.POST(app+"/campaigns/:campaign/pause", c.action(c.pauseCampaign(true)))
+	r.POST(app+"/campaigns/:campaign/resume", c.action(c.pauseCampaign(false)))
+	r.GET(app+"/contacts", c.page(c.contactsPage))
+	r.GET(app+"/contacts/:contact", c.page(c.contactPage))
+	r.GET(app+"/contacts/:contact/calls/:call/recording", c.recording)
+	r.GET(app+"/webhooks", c.page(c.webhooksPage))
+	r.POST(app+"/webhooks/:endpoint/recover", c.action(c.recoverDead))
+	r.GET(app+"/webhook-messages/:message", c.page(c.messagePage))
+	r.POST(app+"/webhook-messages/:message/redeliver", c.action(c.redeliver))
+
+	r.GET(p+"/journal", c.page(c.journalPage))
+	r.GET(p+"/live/journal", c.live(c.journalLive))
+	r.GET(p+"/journal/:entry", c.page(c.journalEntryPage))
+	r.GET(p+"/faults", c.page(c.faultsPage))
+	r.POST(p+"/faults", c.action(c.addFault))
+	r.POST(p+"/faults/:fault/delete", c.action(c.deleteFault))
+	r.GET(p+"/sink", c.page(c.sinkPage))
+	r.POST(p+"/sink/reset", c.action(c.resetSink))
+	r.GET(p+"/clock", c.page(c.clockPage))
+	r.POST(p+"/clock", c.action(c.setClock))
+}
+
+// view is what a page handler hands to the layout.
+type view struct {
+	Page  string // template name (console/templates/<Page>.html)
+	Title string
+	Live  string // the page's stream, if it updates live
+	Data  any
+}
+
+// layoutData is what every page's template gets.
+type layoutData struct {
+	view
+	CSRF     string
+	Flash    *flash
+	SignedIn bool
+	Status   int // an error page's HTTP status
+}
+
+// consolePage serves a GET: the view to render, or an error for
+// consoleError (http.go) to explain.
+type consolePage func(r *http.Request, ps httprouter.Params) (*view, error)
+
+// consoleAction serves a form POST: where to go next (POST-redirect-GET)
+// and what to tell the user there.
+type consoleAction func(r *http.Request, ps httprouter.Params, s *session) (next string, done string, err error)
+
+// headers are the security headers of every console answer.
+func (c *Console) headers(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", consoleCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+func (c *Console) page(h consolePage) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		c.headers(w)
+		s := c.sessions.get(r, c.now())
+		if s == nil {
+			http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		defer c.recoverPanic(w, r, s)
+		v, err := h(r, ps)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		c.render(w, http.StatusOK, layoutData{view: *v, CSRF: s.csrf, Flash: s.takeFlash(), SignedIn: true})
+	}
+}
+
+// recording serves a call's recording to the contact page's player: the
+// admin API's download, behind the console's session instead of the token.
+func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	c.headers(w)
+	s := c.sessions.get(r, c.now())
+	if s == nil {
+		c.fail(w, r, nil, notFound("Recording"))
+		return
+	}
+	result, err := c.admin.getRecording(r, ps)
+	if err == nil {
+		err = result.(*servedFile).serve(w)
+	}
+	if err != nil {
+		c.fail(w, r, s, err)
+	}
+}
+
+func (c *Console) action(h consoleAction) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		c.headers(w)
+		s := c.sessions.get(r, c.now())
+		if s == nil {
+			c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Signed out",
+				Data: "You are not signed in (or the session expired): sign in again, then repeat the action."}, Status: 403})
+			return
+		}
+		if !s.checkCSRF(r) {
+			c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",
+				Data: "This form was refused: it did not carry the console's security token. Reload the page and try again."},
+				CSRF: s.csrf, SignedIn: true, Status: 403})
+			return
+		}
+		defer c.recoverPanic(w, r, s)
+		next, done, err := h(r, ps, s)
+		if err != nil {
+			status, msg, known := consoleError(err)
+			if !known {
+				c.log.Error("console action failed", "path", r.URL.Path, "err", err)
+			}
+			if next == "" || status >= 500 {
+				c.fail(w, r, s, err)
+				return
+			}
+			s.setFlash(&flash{Failed: true, Text: msg})
+		} else if done != "" {
+			s.setFlash(&flash{Text: done})
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
+	}
+}
+
+func (c *Console) recoverPanic(w http.ResponseWriter, r *http.Request, s *session) {
+	if v := recover(); v != nil {
+		c.log.Error("panic serving console request", "path", r.URL.Path, "panic", v)
+		c.fail(w, r, s, fmt.Errorf("panic: %v", v))
+	}
+}
+
+// fail renders the error page for err.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	status, msg, known := consoleError(err)
+	if !known {
+		c.log.Error("console request failed", "path", r.URL.Path, "err", err)
+	}
+	d := layoutData{view: view{Page: "error", Title: http.StatusText(status), Data: msg}, Status: status}
+	if s != nil {
+		d.CSRF, d.SignedIn = s.csrf, true
+	}
+	c.render(w, status, d)
+}
+
+// render writes a whole page; a template error becomes a plain 500.
+func (c *Console) render(w http.ResponseWriter, status int, d layoutData) {
+	var buf bytes.Buffer
+	if err := c.pages[d.Page].ExecuteTemplate(&buf, "layout", d); err != nil {
+		c.log.Error("console template failed", "page", d.Page, "err", err)
+		http.Error(w, "Internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// fragment renders one named template of a page, for a live update.
+func (c *Console) fragment(page, name string, data any) (string, error) {
+	var buf bytes.Buffer
+	err := c.pages[page].ExecuteTemplate(&buf, name, data)
+	return buf.String(), err
+}
+
+// notFoundPage answers a /console/ path that is no page.
+func (c *Console) notFoundPage(w http.ResponseWriter, r *http.Request) {
+	c.headers(w)
+	s := c.sessions.get(r, c.now())
+	d := layoutData{view: view{Page: "error", Title: "Not found", Data: "There is no such page in the console."}, Status: 404}
+	if s != nil {
+		d.CSRF, d.SignedIn = s.csrf, true
+	}
+	c.render(w, http.StatusNotFound, d)
+}
+
+// consoleFuncs are the templates' helpers.
+var consoleFuncs = template.FuncMap{
+	"time": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"timep": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"num": func(n any) string {
+		var v int64
+		switch x := n.(type) {
+		case int:
+			v = int64(x)
+		case int64:
+			v = x
+		}
+		s := strconv.FormatInt(max(v, -v), 10)
+		var out []byte
+		for i := range s {
+			if i > 0 && (len(s)-i)%3 == 0 {
+				out = append(out, ',')
+			}
+			out = append(out, s[i])
+		}
+		if v < 0 {
+			return "-" + string(out)
+		}
+		return string(out)
+	},
+	"answerRate": func(p Progress) string {
+		pct, ok := p.Answered()
+		if !ok {
+			return "— (none finished yet)"
+		}
+		return strconv.FormatFloat(pct, 'f', 1, 64) + "% of finished contacts answered"
+	},
+	"path": func(parts ...string) string {
+		for i, p := range parts {
+			parts[i] = url.PathEscape(p)
+		}
+		return strings.Join(parts, "/")
+	},
+	"deref": func(p *int64) string {
+		if p == nil {
+			return "—"
+		}
+		return strconv.FormatInt(*p, 10)
+	},
+}

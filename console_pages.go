@@ -1,0 +1,540 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// The supervisor's pages (docs/console.md#for-the-supervisor): the
+// overview, scenarios and campaigns with their progress, contacts and their
+// calls, webhook deliveries.
+
+// ---- overview ----
+
+type tenantView struct {
+	App        *Application
+	Wallet     Wallet
+	WalletHold string // why the wallet stops calls, "" when it does not
+	Unfinished int64
+	Scenarios  []scenarioRow
+	Pools      []poolRow
+}
+
+type scenarioRow struct {
+	Scenario *Scenario
+	Live     int // calls up
+	Queued   int64
+	State    string // what it is doing, in words
+	Held     bool
+	HoldKind string
+}
+
+type poolRow struct {
+	Key, Trunk     string
+	Busy, Enabled  int
+	Total          int
+	NoEnabledLines bool
+}
+
+type overviewData struct {
+	Tenants []tenantView
+	Trunks  []TrunkUse
+	At      time.Time
+}
+
+func (c *Console) overview(r *http.Request, _ httprouter.Params) (*view, error) {
+	d, err := c.overviewData(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return &view{Page: "overview", Title: "Overview", Live: "/console/live/overview", Data: d}, nil
+}
+
+func (c *Console) overviewLive(r *http.Request, _ httprouter.Params) (liveFunc, error) {
+	return func(ctx context.Context) ([]liveFragment, error) {
+		d, err := c.overviewData(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.fragments("overview", d, "tenants")
+	}, nil
+}
+
+func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
+	now := c.now()
+	apps, err := c.admin.store.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := c.engine.Live()
+	d := &overviewData{At: now}
+	if c.sip != nil {
+		d.Trunks = c.sip.TrunkUses(c.trunks)
+	}
+	for _, app := range apps {
+		t := tenantView{App: app}
+		if t.Wallet, err = c.admin.store.Wallet(ctx, app.ID); err != nil {
+			return nil, err
+		}
+		if h, held := walletHold(t.Wallet, now); held {
+			t.WalletHold = h.Text()
+		}
+		if t.Unfinished, err = c.admin.store.Unfinished(ctx, app.ID); err != nil {
+			return nil, err
+		}
+		pools, err := c.admin.store.Pools(ctx, app.ID, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pools {
+			row := poolRow{Key: p.Key, Trunk: p.Trunk, Total: len(p.Numbers)}
+			var enabled []string
+			for _, h := range p.Numbers {
+				if h.Enabled {
+					enabled = append(enabled, h.Number)
+				}
+			}
+			row.Enabled, row.Busy, row.NoEnabledLines = len(enabled), live.Busy(app.ID, enabled), len(enabled) == 0
+			t.Pools = append(t.Pools, row)
+		}
+		scenarios, _, err := c.admin.store.ListScenarios(ctx, app.ID, "", 500, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, sc := range scenarios {
+			row, err := c.scenarioRow(ctx, app, t.Wallet, sc, live, now)
+			if err != nil {
+				return nil, err
+			}
+			t.Scenarios = append(t.Scenarios, row)
+		}
+		d.Tenants = append(d.Tenants, t)
+	}
+	return d, nil
+}
+
+// scenarioRow says what a scenario is doing, by the scheduler's own rule.
+func (c *Console) scenarioRow(ctx context.Context, app *Application, wallet Wallet, sc *Scenario, live LiveCalls, now time.Time) (scenarioRow, error) {
+	row := scenarioRow{Scenario: sc, Live: live.Scenario(app.ID, sc.ID)}
+	p, err := c.admin.store.ContactProgress(ctx, app.ID, sc.ID, "")
+	if err != nil {
+		return row, err
+	}
+	row.Queued = p.Queued
+	hold, held, err := c.hold(ctx, app.ID, wallet, sc, now)
+	if err != nil {
+		return row, err
+	}
+	switch {
+	case held:
+		row.Held, row.HoldKind, row.State = true, hold.Kind, hold.Text()
+	case row.Live >= sc.CallConfig.MaxConcurrent:
+		row.State = "dialling at capacity (max_concurrent " + strconv.Itoa(sc.CallConfig.MaxConcurrent) + ")"
+	case row.Live > 0:
+		row.State = "dialling"
+	case p.Queued == 0:
+		row.State = "idle: nothing queued"
+	default:
+		row.State = "ready: queued contacts wait for their next attempt"
+	}
+	return row, nil
+}
+
+// hold applies dialHold to a scenario as the scheduler would now.
+func (c *Console) hold(ctx context.Context, appID int64, wallet Wallet, sc *Scenario, now time.Time) (Hold, bool, error) {
+	in := dialInputs{Status: sc.Status, Wallet: wallet, Pool: sc.CallConfig.PoolHotlineKey}
+	in.Window, in.WindowErr = parseCallWindow(sc.CallConfig.CallWindow)
+	lines, err := c.admin.store.enabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
+	if err != nil {
+		return Hold{}, false, err
+	}
+	in.EnabledHotlines = len(lines.Numbers)
+	if sc.CallConfig.Purpose == PurposeAdvertising && in.WindowErr == nil {
+		ads, err := c.admin.store.AdSettings(ctx, appID)
+		if err != nil {
+			return Hold{}, false, err
+		}
+		if in.AdHours, err = parseCallWindow(ads.window()); err != nil {
+			return Hold{}, false, err
+		}
+	}
+	h, held := dialHold(in, now)
+	return h, held, nil
+}
+
+// ---- scenarios and campaigns ----
+
+type progressView struct {
+	App        *Application
+	Scenario   *Scenario
+	Campaign   *Campaign // nil on a scenario's page
+	Campaigns  []*Campaign
+	Progress   Progress
+	Live       int
+	PerMinute  int // calls ended in the last minute
+	AnsweredPM int
+	State      string
+	Held       bool
+}
+
+func (c *Console) app(ctx context.Context, ps httprouter.Params) (*Application, error) {
+	app, err := c.admin.store.AppByKey(ctx, ps.ByName("app"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Application")
+	}
+	return app, err
+}
+
+func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCampaign bool) (*progressView, error) {
+	app, err := c.app(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	d := &progressView{App: app}
+	scenarioID := ps.ByName("scenario")
+	if withCampaign {
+		if d.Campaign, err = c.admin.store.Campaign(ctx, app.ID, ps.ByName("campaign")); errors.Is(err, errNotFound) {
+			return nil, notFound("Campaign")
+		} else if err != nil {
+			return nil, err
+		}
+		scenarioID = d.Campaign.ScenarioID
+	}
+	if d.Scenario, err = c.admin.store.Scenario(ctx, app.ID, scenarioID); errors.Is(err, errNotFound) {
+		return nil, notFound("Scenario")
+	} else if err != nil {
+		return nil, err
+	}
+	campaignID := ""
+	if d.Campaign != nil {
+		campaignID = d.Campaign.ID
+	} else if d.Campaigns, err = c.admin.store.ListCampaigns(ctx, app.ID, scenarioID); err != nil {
+		return nil, err
+	}
+	if d.Progress, err = c.admin.store.ContactProgress(ctx, app.ID, scenarioID, campaignID); err != nil {
+		return nil, err
+	}
+	d.PerMinute, d.AnsweredPM = c.engine.CallRate(app.ID, scenarioID, campaignID)
+	wallet, err := c.admin.store.Wallet(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	live := c.engine.Live()
+	row, err := c.scenarioRow(ctx, app, wallet, d.Scenario, live, c.now())
+	if err != nil {
+		return nil, err
+	}
+	d.Live, d.State, d.Held = row.Live, row.State, row.Held
+	if d.Campaign != nil {
+		// The scenario's calls up are shared by its campaigns: a campaign
+		// shows its own contacts in a call.
+		d.Live = int(d.Progress.Dialing)
+		if d.Campaign.Paused {
+			d.State, d.Held = (Hold{Kind: HoldPaused}).Text(), true
+		}
+	}
+	return d, nil
+}
+
+func (c *Console) scenarioPage(r *http.Request, ps httprouter.Params) (*view, error) {
+	d, err := c.progressData(r.Context(), ps, false)
+	if err != nil {
+		return nil, err
+	}
+	return &view{Page: "progress", Title: "Scenario " + cmp.Or(d.Scenario.Name, d.Scenario.ID), Data: d,
+		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/scenarios/" + url.PathEscape(d.Scenario.ID)}, nil
+}
+
+func (c *Console) scenarioLive(r *http.Request, ps httprouter.Params) (liveFunc, error) {
+	return func(ctx context.Context) ([]liveFragment, error) {
+		d, err := c.progressData(ctx, ps, false)
+		if err != nil {
+			return nil, err
+		}
+		return c.fragments("progress", d, "counters")
+	}, nil
+}
+
+func (c *Console) campaignPage(r *http.Request, ps httprouter.Params) (*view, error) {
+	d, err := c.progressData(r.Context(), ps, true)
+	if err != nil {
+		return nil, err
+	}
+	return &view{Page: "progress", Title: "Campaign " + cmp.Or(d.Campaign.Name, d.Campaign.ID), Data: d,
+		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/campaigns/" + url.PathEscape(d.Campaign.ID)}, nil
+}
+
+func (c *Console) campaignLive(r *http.Request, ps httprouter.Params) (liveFunc, error) {
+	return func(ctx context.Context) ([]liveFragment, error) {
+		d, err := c.progressData(ctx, ps, true)
+		if err != nil {
+			return nil, err
+		}
+		return c.fragments("progress", d, "counters")
+	}, nil
+}
+
+func (c *Console) pauseCampaign(paused bool) consoleAction {
+	return func(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+		back := "/console/apps/" + url.PathEscape(ps.ByName("app")) + "/campaigns/" + url.PathEscape(ps.ByName("campaign"))
+		app, err := c.app(r.Context(), ps)
+		if err != nil {
+			return "", "", err
+		}
+		err = c.admin.store.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused, c.now())
+		if errors.Is(err, errNotFound) {
+			return "", "", notFound("Campaign")
+		}
+		if err != nil {
+			return "", "", err
+		}
+		c.admin.wake(app.ID)
+		if paused {
+			return back, "Paused: no new call starts; calls up finish.", nil
+		}
+		return back, "Resumed.", nil
+	}
+}
+
+// ---- contacts ----
+
+// contactsScan bounds how many contacts one page of a filtered list looks
+// through, so it answers at once with millions stored.
+const contactsScan = 10_000
+
+type contactsView struct {
+	App      *Application
+	Filter   url.Values
+	Outcomes []string // what the tenant's contacts ended with, from the data
+	States   []string
+	Contacts []*ContactRecord
+	Next     string // the next page's query, "" on the last
+	Searched bool   // a filtered page that looked through contactsScan contacts
+}
+
+func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, error) {
+	ctx := r.Context()
+	app, err := c.app(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	f := ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
+		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
+	if !contactStates[f.State] {
+		return nil, invalid("state", "must be queued, dialing or done")
+	}
+	if p := q.Get("phone"); p != "" {
+		if f.Phone, err = normalizePhone(p, c.admin.region); err != nil {
+			return nil, invalid("phone", err.Error())
+		}
+	}
+	if f.From, err = dateParam(q, "from", 0); err != nil {
+		return nil, err
+	}
+	if f.To, err = dateParam(q, "to", 1); err != nil {
+		return nil, err
+	}
+	if f.Limit, err = limitParam(q); err != nil {
+		return nil, err
+	}
+	if cur := q.Get("cursor"); cur != "" {
+		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
+			return nil, invalid("cursor", "must be the cursor of an earlier page")
+		}
+	}
+	list, next, err := c.admin.store.Contacts(ctx, app.ID, f)
+	if err != nil {
+		return nil, err
+	}
+	d := &contactsView{App: app, Filter: q, Contacts: list, States: []string{ContactQueued, ContactDialing, ContactDone}}
+	if d.Outcomes, err = c.admin.store.Outcomes(ctx, app.ID); err != nil {
+		return nil, err
+	}
+	if next != "" {
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Set("cursor", next)
+		d.Next = "?" + nq.Encode()
+		d.Searched = len(list) < f.Limit
+	}
+	return &view{Page: "contacts", Title: "Contacts of " + app.Name, Data: d}, nil
+}
+
+// dateParam reads a date (2006-01-02, UTC) or an RFC 3339 time; a date
+// plus addDays (1 for "to": the whole day is in).
+func dateParam(q url.Values, name string, addDays int) (time.Time, error) {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t.AddDate(0, 0, addDays), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, invalid(name, "must be a date like 2026-01-31")
+}
+
+type contactView struct {
+	App     *Application
+	Contact *ContactRecord
+	Calls   []CallRecord
+}
+
+func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, error) {
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return nil, err
+	}
+	k, calls, err := c.admin.store.Contact(r.Context(), app.ID, ps.ByName("contact"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Contact")
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range calls {
+		if calls[i].recorded { // the player's source: the console's own route, behind the session
+			calls[i].RecordingURL = "/console/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(k.ID) +
+				"/calls/" + url.PathEscape(calls[i].ID) + "/recording"
+		}
+	}
+	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: calls}}, nil
+}
+
+// ---- webhooks ----
+
+type endpointRow struct {
+	Endpoint *WebhookEndpoint
+	States   map[string]int64
+}
+
+type webhooksView struct {
+	App       *Application
+	Endpoints []endpointRow
+	Filter    url.Values
+	States    []string
+	Messages  []*WebhookMessage
+	Next      string
+	Since     string // a default for "recover dead since"
+}
+
+func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, error) {
+	ctx := r.Context()
+	app, err := c.app(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	d := &webhooksView{App: app, Filter: q, States: []string{msgPending, msgDelivered, msgDead},
+		Since: c.now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
+	eps, err := c.admin.store.Endpoints(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range eps {
+		states, err := c.admin.store.MessageStates(ctx, e.ID)
+		if err != nil {
+			return nil, err
+		}
+		d.Endpoints = append(d.Endpoints, endpointRow{e, states})
+	}
+	f := MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state")}
+	if !messageStates[f.State] {
+		return nil, invalid("state", "must be pending, delivered or dead")
+	}
+	if f.CursorPage, err = cursorPageParams(q); err != nil {
+		return nil, err
+	}
+	list, next, err := c.admin.store.Messages(ctx, app.ID, f)
+	if err != nil {
+		return nil, err
+	}
+	d.Messages = list
+	if next != "" {
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Set("cursor", next)
+		d.Next = "?" + nq.Encode()
+	}
+	return &view{Page: "webhooks", Title: "Webhooks of " + app.Name, Data: d}, nil
+}
+
+type messageView struct {
+	App      *Application
+	Message  *WebhookMessage
+	Attempts []WebhookAttempt
+}
+
+func (c *Console) messagePage(r *http.Request, ps httprouter.Params) (*view, error) {
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return nil, err
+	}
+	m, attempts, err := c.admin.store.Message(r.Context(), app.ID, ps.ByName("message"))
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Webhook message")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &view{Page: "message", Title: "Webhook message " + m.ID, Data: &messageView{App: app, Message: m, Attempts: attempts}}, nil
+}
+
+func (c *Console) redeliver(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	back := "/console/apps/" + url.PathEscape(app.APIKey) + "/webhook-messages/" + url.PathEscape(ps.ByName("message"))
+	err = c.admin.store.Redeliver(r.Context(), app.ID, ps.ByName("message"), c.now())
+	if errors.Is(err, errNotFound) {
+		return "", "", notFound("Webhook message")
+	}
+	if err != nil {
+		return "", "", err
+	}
+	c.admin.wakeWebhooks()
+	return back, "Queued for delivery now, with the same webhook-id.", nil
+}
+
+func (c *Console) recoverDead(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	back := "/console/apps/" + url.PathEscape(app.APIKey) + "/webhooks"
+	e, err := c.admin.store.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
+	if errors.Is(err, errNotFound) {
+		return "", "", notFound("Webhook endpoint")
+	}
+	if err != nil {
+		return "", "", err
+	}
+	// datetime-local sends minutes without a zone: read as UTC, as shown.
+	since, err := time.Parse("2006-01-02T15:04", r.PostFormValue("since"))
+	if err != nil {
+		if since, err = time.Parse(time.RFC3339, r.PostFormValue("since")); err != nil {
+			return back, "", invalid("since", "must be a time like 2026-01-31T08:00 (UTC)")
+		}
+	}
+	n, err := c.admin.store.RecoverFailed(r.Context(), app.ID, e.ID, since, c.now())
+	if err != nil {
+		return "", "", err
+	}
+	c.admin.wakeWebhooks()
+	return back, "Recovered " + strconv.FormatInt(n, 10) + " dead message(s): back in the outbox, due now.", nil
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"golang.org/x/time/rate"
+)
+
+// The console's sign-in: the admin token, given once, is exchanged for a
+// session kept in memory (a restart signs everyone out), named by an
+// HttpOnly, SameSite=Strict cookie; every form carries the session's CSRF
+// token (docs/console.md#security).
+
+const (
+	sessionCookie = "dialbox_console"
+	// signinCookie carries the sign-in form's own CSRF token, before there
+	// is a session to hold one.
+	signinCookie = "dialbox_console_signin"
+	csrfField    = "csrf"
+)
+
+type session struct {
+	csrf    string
+	expires time.Time
+
+	mu    sync.Mutex
+	flash *flash // said once, on the page after an action
+}
+
+// flash is the outcome of the last action, in words.
+type flash struct {
+	Failed bool
+	Text   string
+}
+
+func (s *session) setFlash(f *flash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flash = f
+}
+
+func (s *session) takeFlash() *flash {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flash
+	s.flash = nil
+	return f
+}
+
+func (s *session) checkCSRF(r *http.Request) bool {
+	got := r.PostFormValue(csrfField)
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
+}
+
+// sessions are the signed-in browsers, by the SHA-256 of their cookie (a
+// memory dump does not hand out live cookies).
+type sessions struct {
+	maxAge time.Duration
+	mu     sync.Mutex
+	m      map[[sha256.Size]byte]*session
+}
+
+func newSessions(maxAge time.Duration) *sessions {
+	return &sessions{maxAge: maxAge, m: map[[sha256.Size]byte]*session{}}
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// create starts a session and returns its cookie value.
+func (ss *sessions) create(now time.Time) (string, *session) {
+	id := randomToken()
+	s := &session{csrf: randomToken(), expires: now.Add(ss.maxAge)}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k, old := range ss.m { // forget expired ones as new ones come
+		if !now.Before(old.expires) {
+			delete(ss.m, k)
+		}
+	}
+	ss.m[sha256.Sum256([]byte(id))] = s
+	return id, s
+}
+
+// get is the request's live session, or nil.
+func (ss *sessions) get(r *http.Request, now time.Time) *session {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil
+	}
+	key := sha256.Sum256([]byte(ck.Value))
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.m[key]
+	if s == nil {
+		return nil
+	}
+	if !now.Before(s.expires) {
+		delete(ss.m, key)
+		return nil
+	}
+	return s
+}
+
+func (ss *sessions) end(r *http.Request) {
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		ss.mu.Lock()
+		delete(ss.m, sha256.Sum256([]byte(ck.Value)))
+		ss.mu.Unlock()
+	}
+}
+
+// signinLimits slow down guessing: wrong tokens from one client address
+// take from a bucket of signinBurst, refilled at signinRate, as the public
+// API's rate limit does per application (429 with Retry-After).
+type signinLimits struct {
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+const (
+	signinBurst = 5
+	signinRate  = rate.Limit(1.0 / 12) // 5 a minute
+)
+
+func newSigninLimits() *signinLimits { return &signinLimits{m: map[string]*rate.Limiter{}} }
+
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// wait is how long the client must wait before trying a token again (0:
+// it may try now).
+func (l *signinLimits) wait(addr string, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.m[addr]
+	if b == nil {
+		return 0
+	}
+	r := b.ReserveN(now, 1)
+	defer r.CancelAt(now) // a look, not an attempt
+	return r.DelayFrom(now)
+}
+
+// failed counts a wrong token.
+func (l *signinLimits) failed(addr string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.m) >= 10_000 { // bounded: start over rather than grow
+		clear(l.m)
+	}
+	b := l.m[addr]
+	if b == nil {
+		b = rate.NewLimiter(signinRate, signinBurst)
+		l.m[addr] = b
+	}
+	b.AllowN(now, 1)
+}
+
+type signinData struct {
+	Next  string
+	Error string
+}
+
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	c.headers(w)
+	if c.sessions.get(r, c.now()) != nil {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	c.renderSignin(w, r, http.StatusOK, signinData{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, d signinData) {
+	token := randomToken()
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: token, Path: "/console/", HttpOnly: true,
+		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 3600})
+	c.render(w, status, layoutData{view: view{Page: "signin", Title: "Sign in", Data: d}, CSRF: token, Status: status})
+}
+
+func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	c.headers(w)
+	now := c.now()
+	ck, err := r.Cookie(signinCookie)
+	if err != nil || !(&session{csrf: ck.Value}).checkCSRF(r) {
+		c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",
+			Data: "This sign-in form was refused: it did not carry the console's security token. Open the sign-in page again."}, Status: 403})
+		return
+	}
+	next := safeNext(r.PostFormValue("next"))
+	addr := clientAddr(r)
+	if wait := c.signins.wait(addr, now); wait > 0 {
+		secs := retryAfterSeconds(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.renderSignin(w, r, http.StatusTooManyRequests, signinData{Next: next,
+			Error: "Too many wrong tokens from this address: try again in " + strconv.Itoa(secs) + " seconds."})
+		return
+	}
+	if !c.admin.authorized(&http.Request{Header: http.Header{"Authorization": {"Bearer " + r.PostFormValue("token")}}}) {
+		c.signins.failed(addr, now)
+		c.renderSignin(w, r, http.StatusUnauthorized, signinData{Next: next, Error: "That is not the admin token."})
+		return
+	}
+	id, _ := c.sessions.create(now)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/console/", HttpOnly: true,
+		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(c.sessions.maxAge.Seconds())})
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/console/", MaxAge: -1})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signout(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
+	c.sessions.end(r)
+	return "/console/signin", "", nil
+}
+
+// safeNext keeps a redirect after sign-in inside the console.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/console/") || strings.HasPrefix(next, "//") {
+		return "/console/"
+	}
+	return u.RequestURI()
+}

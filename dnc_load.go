@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Reading a do-not-call list file (docs/compliance.md#list-files): one number
+// a line, or CSV whose phone column is named by its header (phone_number,
+// as `dialbox import` reads, or phone, so_dien_thoai, number, msisdn) or
+// is the first column holding a phone number. Every number is read with
+// operation A's rules (normalizePhone, phone.default_region), on every
+// core; bad lines and repeats are counted and reported, never fatal.
+
+// DNCReport is what loading a list file did.
+type DNCReport struct {
+	Lines     int          `json:"lines"`     // data lines read (a header is not one)
+	Loaded    int          `json:"loaded"`    // numbers the list gained (a replace: the numbers it now holds)
+	Duplicate int          `json:"duplicate"` // repeats within the file, and numbers the list held already
+	Bad       int          `json:"bad"`       // lines without a valid phone number
+	BadLines  []DNCBadLine `json:"bad_lines"` // the first of them
+}
+
+// DNCBadLine is a line of a list file that holds no valid phone number.
+type DNCBadLine struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+// dncBadLinesShown is how many bad lines a report lists.
+const dncBadLinesShown = 10
+
+// dncPhoneHeaders are the header names of a phone column.
+var dncPhoneHeaders = map[string]bool{"phone_number": true, "phone": true, "so_dien_thoai": true, "number": true, "msisdn": true}
+
+// dncFileError is a list file that cannot be read at all.
+type dncFileError struct{ msg string }
+
+func (e *dncFileError) Error() string { return e.msg }
+
+// dncChunk is a run of lines handed to a parsing worker.
+type dncChunk struct {
+	lines []int
+	raws  []string
+}
+
+// dncParsed is a worker's result for one chunk.
+type dncParsed struct {
+	numbers []int64
+	bad     int
+	first   []DNCBadLine // its first bad lines
+}
+
+// dncCapacityMax bounds the room made at once for a file's numbers (160
+// MB): a larger file's numbers grow past it as they are read.
+const dncCapacityMax = 20_000_000
+
+// readDNCFile reads a list file and returns its numbers sorted without
+// repeats, with the report so far (Lines, Duplicate within the file, Bad).
+// size, when known (above 0), is the file's length in bytes: room for its
+// numbers is made at once, one per 10 bytes (a number and its newline take
+// at least that), since growing a slice of millions as the file is read
+// holds the old copy and the new one at once. Memory is then 8 bytes per
+// number (and under a byte per byte of the file) plus a few chunks in
+// flight.
+func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([]int64, DNCReport, error) {
+	var rep DNCReport
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+
+	chunks := make(chan dncChunk, 4)
+	results := make(chan dncParsed, 4)
+	var wg sync.WaitGroup
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	fast := newFastPhones(region)
+	for range workers {
+		wg.Go(func() {
+			for c := range chunks {
+				results <- parseDNCChunk(c, region, fast)
+			}
+		})
+	}
+	numbers := make([]int64, 0, min(max(size/10, 0), dncCapacityMax))
+	var first []DNCBadLine
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for p := range results {
+			numbers = append(numbers, p.numbers...)
+			rep.Bad += p.bad
+			first = append(first, p.first...)
+		}
+	}()
+
+	unreadable, shown, err := splitDNCFile(ctx, cr, region, chunks, &rep)
+	close(chunks)
+	wg.Wait()
+	close(results)
+	<-collected
+	if err != nil {
+		return nil, rep, err
+	}
+	rep.Bad += unreadable
+	first = append(first, shown...)
+	slices.SortFunc(first, func(a, b DNCBadLine) int { return a.Line - b.Line })
+	rep.BadLines = first[:min(len(first), dncBadLinesShown)]
+	slices.Sort(numbers)
+	unique := slices.Compact(numbers)
+	rep.Duplicate = len(numbers) - len(unique)
+	return unique, rep, nil
+}
+
+// splitDNCFile reads the records, finds the phone column and sends each
+// line's phone to the workers in chunks. It counts the lines that are not
+// CSV (unreadable) and returns the first of them; the workers judge the rest.
+func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks chan<- dncChunk, rep *DNCReport) (unreadable int, shown []DNCBadLine, err error) {
+	const chunkLines = 4096
+	col := -1
+	bad := func(line int, reason string) {
+		unreadable++
+		if len(shown) < dncBadLinesShown {
+			shown = append(shown, DNCBadLine{line, reason})
+		}
+	}
+	c := dncChunk{}
+	for n := 0; ; n++ {
+		if n%chunkLines == 0 && ctx.Err() != nil {
+			return unreadable, shown, ctx.Err()
+		}
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			rep.Lines++
+			bad(pe.StartLine, "not CSV: "+pe.Err.Error())
+			continue
+		}
+		if err != nil {
+			return unreadable, shown, err
+		}
+		line, _ := cr.FieldPos(0)
+		if col < 0 {
+			var header bool
+			if col, header = dncPhoneColumn(rec, region); header {
+				continue
+			}
+			if col < 0 {
+				return unreadable, shown, &dncFileError{fmt.Sprintf("line %d: no column holds a phone number; name it phone_number in a header row", line)}
+			}
+		}
+		rep.Lines++
+		if col >= len(rec) {
+			bad(line, "the line has no phone column")
+			continue
+		}
+		c.lines = append(c.lines, line)
+		c.raws = append(c.raws, strings.Clone(rec[col]))
+		if len(c.lines) == chunkLines {
+			chunks <- c
+			c = dncChunk{}
+		}
+	}
+	if len(c.lines) > 0 {
+		chunks <- c
+	}
+	return unreadable, shown, nil
+}
+
+// dncPhoneColumn finds the phone column from the first record: a header
+// naming it (header true), else the first field that is a phone number,
+// else -1. A file of one column is that column.
+func dncPhoneColumn(rec []string, region string) (col int, header bool) {
+	for i, f := range rec {
+		name := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(f, "\ufeff")))
+		if dncPhoneHeaders[name] {
+			return i, true
+		}
+	}
+	if len(rec) == 1 {
+		return 0, false
+	}
+	for i, f := range rec {
+		if _, err := normalizePhone(strings.TrimPrefix(f, "\ufeff"), region); err == nil {
+			return i, false
+		}
+	}
+	return -1, false
+}
+
+func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
+	p := dncParsed{numbers: make([]int64, 0, len(c.raws))}
+	for i, raw := range c.raws {
+		raw = strings.TrimPrefix(raw, "\ufeff")
+		n, err := fast.number(raw)
+		if err != nil {
+			p.bad++
+			if len(p.first) < dncBadLinesShown {
+				reason := err.Error()
+				if strings.TrimSpace(raw) == "" {
+					reason = "the line is empty"
+				}
+				p.first = append(p.first, DNCBadLine{c.lines[i], reason})
+			}
+			continue
+		}
+		p.numbers = append(p.numbers, n)
+	}
+	return p
+}
+
+// importDNC reads a list file (of size bytes, when above 0) and puts its
+// numbers on a list (nationalList or an application's id); with replace
+// they become the whole list. stored, when set, is told how many numbers
+// are stored so far of total.
+func importDNC(ctx context.Context, s Store, list int64, r io.Reader, size int64, region string, replace bool, now time.Time, stored func(done, total int)) (DNCReport, error) {
+	numbers, rep, err := readDNCFile(ctx, r, size, region)
+	if err != nil {
+		return rep, err
+	}
+	var progress func(int)
+	if stored != nil {
+		progress = func(done int) { stored(done, len(numbers)) }
+	}
+	gained, err := s.LoadDNC(ctx, list, numbers, replace, now, progress)
+	rep.Loaded = gained
+	rep.Duplicate += len(numbers) - gained
+	return rep, err
+}

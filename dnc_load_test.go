@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzFastPhones: the fast path for plain digit strings agrees with
+// normalizePhone on every input, remembered or not. Each input is read
+// twice with one fastPhones, and beside numbers sharing all but its last
+// digits, so the memo answers too.
+func FuzzFastPhones(f *testing.F) {
+	for _, s := range []string{"0912345678", "84912345678", "+84912345678", "0123456789", "+14155550123",
+		"0084912345678", "02873000001", "1900123456", "0912", "+849123456789012", "12345678", "0899999999"} {
+		f.Add(s, uint16(0))
+	}
+	f.Fuzz(func(t *testing.T, raw string, tail uint16) {
+		fp := newFastPhones("VN")
+		inputs := []string{raw, raw}
+		if len(raw) > fastPhonesTail {
+			inputs = append(inputs, raw[:len(raw)-fastPhonesTail]+fmt.Sprintf("%04d", tail%10000), raw)
+		}
+		for _, in := range inputs {
+			want, wantErr := storedNumber(normalizePhone(in, "VN"))
+			got, err := fp.number(in)
+			if got != want || (err == nil) != (wantErr == nil) {
+				t.Fatalf("%q: fast path %d %v, normalizePhone %d %v", in, got, err, want, wantErr)
+			}
+		}
+	})
+}
+
+// The fast path agrees on a register-like sample: random numbers of every
+// Vietnamese prefix, in every form a file holds them, and foreign ones.
+func TestFastPhonesAgreeOnARegister(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	fp := newFastPhones("VN")
+	if !fp.safe {
+		t.Fatal("the fast path is off for VN")
+	}
+	hits := 0
+	for i := 0; i < 5000; i++ {
+		nsn := fmt.Sprintf("%d%08d", 1+rng.IntN(9), rng.IntN(100000000))
+		for _, raw := range []string{"0" + nsn, "84" + nsn, "+84" + nsn, "+1" + nsn, "+44" + nsn} {
+			want, wantErr := storedNumber(normalizePhone(raw, "VN"))
+			_, memo := fp.memo[memoKey(raw[:len(raw)-fastPhonesTail])]
+			got, err := fp.number(raw)
+			if got != want || (err == nil) != (wantErr == nil) {
+				t.Fatalf("%q: fast path %d %v, normalizePhone %d %v", raw, got, err, want, wantErr)
+			}
+			if memo {
+				hits++
+			}
+		}
+	}
+	if hits == 0 {
+		t.Error("the memo never answered")
+	}
+	t.Logf("%d of %d answered from the memo", hits, 25000)
+}
+
+// anyDigitTail on the shapes of the library's patterns.
+func TestAnyDigitTail(t *testing.T) {
+	for pattern, want := range map[string]int{
+		`\d{9}`: 9, `9\d{7}`: 7, `(?:3\d|5[1689])\d{7}`: 7, `1800\d{4,6}|12(?:0[13]|28)\d{4}`: 4,
+		`\d{7}(?:12)?`: 0, `(?:[17]99|80\d)\d{4}|69\d{5,6}`: 4, `12[0-5]`: 0, `[2-9]\d{3}`: 3,
+	} {
+		if got := anyDigitTail(mustParseRegexp(t, pattern)); got != want {
+			t.Errorf("%s: tail %d, want %d", pattern, got, want)
+		}
+	}
+}
+
+// Every format a list file comes in; bad lines and repeats reported with
+// their line numbers, never fatal.
+func TestDNCFileFormats(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		want       []string
+		dup, bad   int
+		badLines   []int
+	}{
+		{"one a line, every form", "0912345678\n84912345679\n+84 912 345 670\n(091) 234-5671\ntel:+84912345672\n",
+			[]string{"+84912345670", "+84912345671", "+84912345672", "+84912345678", "+84912345679"}, 0, 0, nil},
+		{"one a line, repeats and bad lines", "0912345678\nhello\n\n0912345678\n84912345678\n12\n",
+			[]string{"+84912345678"}, 2, 2, []int{2, 6}},
+		{"CSV with a phone_number header", "\ufeffho_ten,phone_number\nA,0912345678\nB,0912345679\nC,\n",
+			[]string{"+84912345678", "+84912345679"}, 0, 1, []int{4}},
+		{"CSV with a phone header elsewhere", "id,name,Phone\n1,\"Nguyen, A\",0912345678\n2,B,+84912345679\n",
+			[]string{"+84912345678", "+84912345679"}, 0, 0, nil},
+		{"CSV without a header", "Nguyen A,0912345678,x\nB,0912345679,y\nC\n",
+			[]string{"+84912345678", "+84912345679"}, 0, 1, []int{3}},
+		{"a line that is not CSV", "phone\n0912345678\n\"09123\"45679\n0912345670\n",
+			[]string{"+84912345670", "+84912345678"}, 0, 1, []int{3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), int64(len(tc.file)), "VN")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]string, len(numbers))
+			for i, n := range numbers {
+				got[i] = dncE164(n)
+			}
+			var lines []int
+			for _, b := range rep.BadLines {
+				lines = append(lines, b.Line)
+			}
+			if !slices.Equal(got, tc.want) || rep.Duplicate != tc.dup || rep.Bad != tc.bad || !slices.Equal(lines, tc.badLines) {
+				t.Errorf("numbers %v, report %+v; want %v, %d duplicate, %d bad at %v", got, rep, tc.want, tc.dup, tc.bad, tc.badLines)
+			}
+		})
+	}
+	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), 0, "VN"); err == nil {
+		t.Error("a CSV with no phone column was read")
+	}
+}
+
+// Appending counts numbers already listed as duplicates; replacing makes
+// the file the whole list, and drops the old version's numbers.
+func TestDNCLoadAppendAndReplace(t *testing.T) { eachBackend(t, testDNCLoadAppendAndReplace) }
+
+func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"))
+	ctx := context.Background()
+	load := func(list int64, file string, replace bool) DNCReport {
+		t.Helper()
+		rep, err := importDNC(ctx, s, list, strings.NewReader(file), 0, "VN", replace, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	dncAdd(t, s, nationalList, "+84912345670")
+	if rep := load(nationalList, "0912345670\n0912345671\n0912345671\n", false); rep.Loaded != 1 || rep.Duplicate != 2 || rep.Lines != 3 {
+		t.Errorf("append: %+v", rep)
+	}
+	if rep := load(nationalList, "0912345672\n0912345673\n", true); rep.Loaded != 2 || rep.Duplicate != 0 {
+		t.Errorf("replace: %+v", rep)
+	}
+	if n, _, err := s.CountDNC(ctx, nationalList); err != nil || n != 2 {
+		t.Errorf("after the replace the national list holds %d (%v), want 2", n, err)
+	}
+	if n := queryInt(t, s, `SELECT count(*) FROM dnc_numbers`); n != 2 {
+		t.Errorf("%d numbers stored, want the 2 of the new version", n)
+	}
+	if n := queryInt(t, s, `SELECT count(*) FROM dnc_lists`); n != 1 {
+		t.Errorf("%d list versions, want 1", n)
+	}
+	load(ids[0], "0912345670\n", true)
+	listed, err := s.dncListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"+84912345670": ReasonDNCTenant, "+84912345672": ReasonDNCNational}; !mapsEqual(listed, want) {
+		t.Errorf("listings %v, want %v", listed, want)
+	}
+}
+
+func mustParseRegexp(t *testing.T, pattern string) *syntax.Regexp {
+	t.Helper()
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return re.Simplify()
+}
+
+// `dialbox dnc` on the database a store (as a server would) has open.
+func TestDNCCLI(t *testing.T) { eachBackend(t, testDNCCLI) }
+
+func testDNCCLI(t *testing.T, backend string) {
+	path := backendDatabase(t, backend)
+	s, ids := fixtureStoreIn(t, path, dncTenant("dnc-a"))
+	dnc := func(args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if err := run(context.Background(), append([]string{"dnc"}, append(args, "--database", path)...), &out, nil); err != nil {
+			t.Fatalf("dnc %v: %v", args, err)
+		}
+		return out.String()
+	}
+	file := writeFile(t, "register.csv", "so_dien_thoai,ten\n0912345678,A\n0912345679,B\n0912345678,C\nxyz,D\n")
+	if out := dnc("import", file, "--replace"); !strings.Contains(out, "4 lines, 2 numbers loaded, 1 duplicate, 1 bad") ||
+		!strings.Contains(out, "line 5: phone_number must not contain letters") {
+		t.Errorf("import: %s", out)
+	}
+	dnc("add", "0912000001", "--app", "dnc-a")
+	if out := dnc("check", "+84912000001", "--app", "dnc-a"); !strings.Contains(out, "on the list of dnc-a since") {
+		t.Errorf("check: %s", out)
+	}
+	if out := dnc("count"); out != "the national register: 2 numbers\n" {
+		t.Errorf("count: %q", out)
+	}
+	dnc("remove", "0912345678")
+	listed, err := s.dncListings(context.Background(), ids[0], []string{"+84912345678", "+84912345679", "+84912000001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"+84912345679": ReasonDNCNational, "+84912000001": ReasonDNCTenant}; !mapsEqual(listed, want) {
+		t.Errorf("the store sees %v, want %v", listed, want)
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A list upload outlasting http.read_timeout and http.write_timeout still
+// loads and is answered (docs/configuration.md#http): its deadlines follow
+// the body while it keeps coming. The body here comes in 30 pieces 50 ms
+// apart, three times the 500 ms both timeouts are set to, never pausing
+// for as long as one.
+func TestDNCSlowUploadOutlastsTheTimeouts(t *testing.T) {
+	s := startSandbox(t, "DIALBOX_HTTP_READ_TIMEOUT=500ms", "DIALBOX_HTTP_WRITE_TIMEOUT=500ms")
+	const pieces = 30
+	pr, pw := io.Pipe()
+	go func() {
+		started := time.Now()
+		for i := range pieces {
+			fmt.Fprintf(pw, "09130%05d\n", i)
+			time.Sleep(50 * time.Millisecond)
+		}
+		// However fast the pieces went, the body outlasts the timeouts.
+		for time.Since(started) < 1500*time.Millisecond {
+			time.Sleep(50 * time.Millisecond)
+			fmt.Fprint(pw, "\n")
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequest("PUT", s.url+"/admin/v1/apps/qa-key/dnc/numbers", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("the upload was cut off: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("the answer was cut off: %v", err)
+	}
+	var out struct {
+		Result DNCReport `json:"result"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &out) != nil || out.Result.Loaded != pieces {
+		t.Fatalf("HTTP %d %s; want all %d numbers loaded", resp.StatusCode, body, pieces)
+	}
+	app, err := s.m.store.AppByKey(context.Background(), "qa-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := s.m.store.CountDNC(context.Background(), app.ID); n != pieces {
+		t.Errorf("the list holds %d numbers, want %d", n, pieces)
+	}
+	// The deadlines are the configured ones again for the next request.
+	if code, b := s.do(t, "GET", "/admin/v1/dnc", "Bearer "+testAdminToken, ""); code != 200 {
+		t.Errorf("next request: HTTP %d %s", code, b)
+	}
+}
+
+// `dialbox dnc import` beside a running server: its engine sees the list
+// at the next dial. The contact is added after the import and ends
+// DO_NOT_CALL, never dialled; an unlisted one beside it is called.
+func TestDNCImportBesideARunningServer(t *testing.T) {
+	fx := writeFile(t, "fixtures.toml", adminFixtures)
+	db := filepath.Join(filepath.Dir(fx), "dialbox.db")
+	s := startServerAt(t, db, fx, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000")
+	file := writeFile(t, "register.txt", "0913000101\n0913000102\n")
+	var out strings.Builder
+	if err := run(context.Background(), []string{"dnc", "import", file, "--database", db}, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2 numbers loaded") {
+		t.Fatalf("import: %s", out.String())
+	}
+	app, err := s.m.store.AppByKey(context.Background(), "qa-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	contacts := engImport(t, s.m.store, app.ID, "sc-remind", "", "+84913000101", "+84913000103")
+	s.m.engine.Notify(app.ID)
+	waitFor(t, "both contacts done", func() bool {
+		for _, id := range contacts {
+			if state, _, _ := engContact(t, s.m.store, id); state != ContactDone {
+				return false
+			}
+		}
+		return true
+	})
+	if _, outcome, _ := engContact(t, s.m.store, contacts[0]); outcome != OutcomeDoNotCall {
+		t.Errorf("the number imported beside the server ended %s", outcome)
+	}
+	if calls := engCalls(t, s.m.store, contacts[0]); len(calls) != 1 || calls[0].Hotline != "" {
+		t.Errorf("the listed number's attempts: %+v", calls)
+	}
+	if _, outcome, _ := engContact(t, s.m.store, contacts[1]); outcome == OutcomeDoNotCall {
+		t.Errorf("the unlisted number ended %s", outcome)
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Advertising calls in the database (docs/compliance.md#advertising-calls):
+// a tenant's settings, its answered advertising calls by number, the
+// contacts the rules delay, and the explanation of a contact's wait.
+
+// AdSettings are a tenant's advertising settings: its own, or the decree's.
+// Configuration, so cached: the scheduler reads them at every tick.
+func (s *SQLiteStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
+	return cached(&s.catalog, fmt.Sprintf("advertising\x00%d", appID), func() (AdSettings, error) {
+		a := legalAdSettings()
+		err := s.read.QueryRowContext(ctx, `SELECT max_calls_per_number_per_day, hours_start, hours_end
+			FROM advertising_settings WHERE app_id = ?`, appID).Scan(&a.MaxCallsPerNumberPerDay, &a.Start, &a.End)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+		return a, err
+	})
+}
+
+// SetAdSettings stores a tenant's checked advertising settings.
+func (s *SQLiteStore) SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error { return setAdSettingsTx(tx, appID, a, now) })
+}
+
+// setAdSettingsTx stores a tenant's settings, writing only a change.
+func setAdSettingsTx(tx *sql.Tx, appID int64, a AdSettings, now time.Time) error {
+	_, err := tx.Exec(`INSERT INTO advertising_settings (app_id, max_calls_per_number_per_day, hours_start, hours_end, updated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (app_id) DO UPDATE SET max_calls_per_number_per_day = excluded.max_calls_per_number_per_day,
+			hours_start = excluded.hours_start, hours_end = excluded.hours_end, updated_at = excluded.updated_at
+		WHERE max_calls_per_number_per_day <> excluded.max_calls_per_number_per_day
+			OR hours_start <> excluded.hours_start OR hours_end <> excluded.hours_end`,
+		appID, a.MaxCallsPerNumberPerDay, a.Start, a.End, ms(now))
+	return err
+}
+
+// answeredAdCalls are, for each of phones, when the tenant's advertising
+// calls to it answered after since: one range of calls_ad_answered per
+// number, a few hundred numbers a query.
+func (s *SQLiteStore) answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error) {
+	out := map[string][]time.Time{}
+	const batch = 500
+	for from := 0; from < len(phones); from += batch {
+		part := phones[from:min(from+batch, len(phones))]
+		args := []any{appID, ms(since)}
+		for _, p := range part {
+			args = append(args, p)
+		}
+		rows, err := s.read.QueryContext(ctx, `SELECT ad_phone, answered_at FROM calls
+			WHERE app_id = ? AND answered_at > ? AND ad_phone IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var p string
+			var at int64
+			if err := rows.Scan(&p, &at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[p] = append(out[p], fromMS(at))
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// callDelay is a due contact an advertising rule makes wait: its next
+// attempt moves to Until, with a call_blocks row giving the reason.
+type callDelay struct {
+	AppID   int64
+	Contact dueContact
+	Reason  string
+	Until   time.Time
+}
+
+// delayContacts moves each delayed contact's next attempt, with its audit
+// row, in one commit. A contact no longer queued is left alone.
+func (s *SQLiteStore) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return delayContactsTx(sqliteTx{tx}, delays, now) })
+}
+
+// delayContactsTx is delayContacts in a transaction of either store.
+func delayContactsTx(tx settleTx, delays []callDelay, now time.Time) error {
+	for _, d := range delays {
+		var id, scenario string
+		err := tx.queryRow(`UPDATE contacts SET next_attempt_at = ?, updated_at = ?
+			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id`, ms(d.Until), ms(now), d.Contact.Seq).Scan(&id, &scenario)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at, until)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.AppID, scenario, id, d.Contact.Phone, d.Reason, ms(now), ms(d.Until)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contactWait explains why a queued contact of an advertising scenario is
+// not dialled at now, by the rules the engine applies (dialRules.wait);
+// nil for any other contact, or one the engine may dial now.
+func contactWait(ctx context.Context, s Store, appID int64, c *ContactRecord, now time.Time) (*Wait, error) {
+	if c.State != ContactQueued {
+		return nil, nil
+	}
+	sc, err := s.Scenario(ctx, appID, c.ScenarioID)
+	if err != nil || sc.CallConfig.Purpose != PurposeAdvertising {
+		return nil, err
+	}
+	if sc.Status != StatusActive {
+		return &Wait{Reason: ReasonScenarioNotActive}, nil
+	}
+	if c.CampaignID != "" {
+		if k, err := s.Campaign(ctx, appID, c.CampaignID); err != nil {
+			return nil, err
+		} else if k.Paused {
+			return &Wait{Reason: ReasonCampaignPaused}, nil
+		}
+	}
+	ads, err := s.AdSettings(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := dialRulesOf(sc.CallConfig, ads, parseCallWindow)
+	if err != nil {
+		return nil, err
+	}
+	timing, err := s.adTiming(ctx, appID, c, now.Add(-adDay))
+	if err != nil {
+		return nil, err
+	}
+	timing.NextAttempt = c.NextAttemptAt
+	return rules.wait(now, timing), nil
+}
+
+func (s *SQLiteStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error) {
+	var timing contactTiming
+	var reason string
+	var until sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT reason, until FROM call_blocks WHERE contact_id = ? ORDER BY seq DESC LIMIT 1`,
+		c.ID).Scan(&reason, &until)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return timing, err
+	case until.Valid:
+		timing.Delay = &Wait{Reason: reason, Until: nullTime(until)}
+	}
+	answered, err := s.answeredAdCalls(ctx, appID, []string{c.Phone}, since)
+	if err != nil {
+		return timing, err
+	}
+	timing.Answered = answered[c.Phone]
+	err = s.read.QueryRowContext(ctx, `SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`,
+		appID, c.Phone).Scan(&timing.Up)
+	return timing, err
+}

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The do-not-call lists in the database (docs/compliance.md#how-lists-are-stored):
+// the national register and one list per tenant, each a current version in
+// dnc_lists with its numbers in dnc_numbers.
+
+// nationalList is the list selector of the national register; any other
+// value is the id of the application whose list it is.
+const nationalList int64 = 0
+
+// listApp is dnc_lists.app_id for a list selector.
+func listApp(list int64) any {
+	if list == nationalList {
+		return nil
+	}
+	return list
+}
+
+// dncNumber is how a list stores an E.164 number: its digits as an integer.
+func dncNumber(e164 string) (int64, bool) {
+	digits, ok := strings.CutPrefix(e164, "+")
+	if !ok || len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// dncE164 is the E.164 form of a stored number.
+func dncE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }
+
+// dncListings says, for each of phones (E.164) on the national register or
+// on the tenant's list, which: the national register when both hold it.
+// One query per few hundred numbers.
+func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []string) (map[string]string, error) {
+	out := map[string]string{}
+	const batch = 500
+	for from := 0; from < len(phones); from += batch {
+		part := phones[from:min(from+batch, len(phones))]
+		args := []any{appID}
+		for _, p := range part {
+			if n, ok := dncNumber(p); ok {
+				args = append(args, n)
+			}
+		}
+		if len(args) == 1 {
+			continue
+		}
+		rows, err := s.read.QueryContext(ctx, `SELECT n.number, l.app_id IS NULL FROM dnc_lists l
+			JOIN dnc_numbers n ON n.list_id = l.id
+			WHERE l.state = 'current' AND (l.app_id IS NULL OR l.app_id = ?)
+				AND n.number IN (?`+strings.Repeat(",?", len(args)-2)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var n int64
+			var national bool
+			if err := rows.Scan(&n, &national); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			p := dncE164(n)
+			if national {
+				out[p] = ReasonDNCNational
+			} else if out[p] == "" {
+				out[p] = ReasonDNCTenant
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// currentList is the id of a list's current version, made (empty) when the
+// list has none yet.
+func currentList(tx *sql.Tx, list int64, now time.Time) (int64, error) {
+	var id int64
+	err := tx.QueryRow(`SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS ?`, listApp(list)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = tx.QueryRow(`INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'current', ?) RETURNING id`,
+			listApp(list), ms(now)).Scan(&id)
+	}
+	return id, err
+}
+
+// addDNCTx puts E.164 numbers on a list and returns how many were not on
+// it already.
+func addDNCTx(tx *sql.Tx, list int64, phones []string, now time.Time) (int, error) {
+	id, err := currentList(tx, list, now)
+	if err != nil {
+		return 0, err
+	}
+	added := 0
+	for _, p := range phones {
+		n, ok := dncNumber(p)
+		if !ok {
+			return added, invalid("numbers", p+" is not an E.164 number")
+		}
+		r, err := tx.Exec(`INSERT INTO dnc_numbers (list_id, number, added_at) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, id, n, ms(now))
+		if err != nil {
+			return added, err
+		}
+		if k, _ := r.RowsAffected(); k > 0 {
+			added++
+		}
+	}
+	return added, nil
+}
+
+// AddDNC puts E.164 numbers on a list (nationalList or an application's
+// id) and returns how many were new to it.
+func (s *SQLiteStore) AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error) {
+	var added int
+	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+		added, err = addDNCTx(tx, list, phones, now)
+		return err
+	})
+	return added, err
+}
+
+// dncChunkRows is how many numbers one commit of a load writes: about a
+// tenth of a second, so the server's own commits wait little meanwhile.
+const dncChunkRows = 50_000
+
+// dncRowsPerInsert is how many rows one INSERT statement carries.
+const dncRowsPerInsert = 100
+
+// LoadDNC puts numbers (sorted, without repeats) on a list, in commits of
+// dncChunkRows, calling progress with the count stored so far. It returns
+// how many the list gained. With replace, they become the whole list: they
+// are loaded into a new version, which takes the current one's place in
+// one short commit at the end (readers never see half a list; a load cut
+// short leaves the old list in force), and the old version is then deleted
+// a chunk at a time.
+func (s *SQLiteStore) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
+	var id int64
+	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+		if replace {
+			return tx.QueryRow(`INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'loading', ?) RETURNING id`,
+				listApp(list), ms(now)).Scan(&id)
+		}
+		id, err = currentList(tx, list, now)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	var addedAt any = ms(now) // a replace leaves it NULL: since the version was loaded
+	if replace {
+		addedAt = nil
+	}
+	gained := 0
+	for from := 0; from < len(numbers); from += dncChunkRows {
+		part := numbers[from:min(from+dncChunkRows, len(numbers))]
+		err := s.WriteData(ctx, func(tx *sql.Tx) error {
+			n, err := insertDNCNumbers(tx, id, part, addedAt)
+			gained += n
+			return err
+		})
+		if err != nil {
+			return gained, err
+		}
+		if progress != nil {
+			progress(from + len(part))
+		}
+	}
+	if !replace {
+		return gained, nil
+	}
+	err = s.WriteData(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`UPDATE dnc_lists SET state = 'old' WHERE state = 'current' AND app_id IS ?`, listApp(list)); err != nil {
+			return err
+		}
+		return changed(tx.Exec(`UPDATE dnc_lists SET state = 'current' WHERE id = ?`, id))
+	})
+	if errors.Is(err, errNotFound) {
+		return 0, errors.New("the list was replaced by another load while this one ran; this one is dropped")
+	}
+	if err != nil {
+		return 0, err
+	}
+	return gained, s.dropOldDNC(ctx, list, id)
+}
+
+// insertDNCNumbers adds numbers to list version id, dncRowsPerInsert a
+// statement; it returns how many were new.
+func insertDNCNumbers(tx *sql.Tx, id int64, numbers []int64, addedAt any) (int, error) {
+	stmt := func(rows int) string {
+		return `INSERT INTO dnc_numbers (list_id, number, added_at) VALUES (?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?)`, rows-1) + ` ON CONFLICT DO NOTHING`
+	}
+	full, err := tx.Prepare(stmt(dncRowsPerInsert))
+	if err != nil {
+		return 0, err
+	}
+	defer full.Close()
+	args := make([]any, 0, 3*dncRowsPerInsert)
+	gained := 0
+	for from := 0; from < len(numbers); from += dncRowsPerInsert {
+		part := numbers[from:min(from+dncRowsPerInsert, len(numbers))]
+		args = args[:0]
+		for _, n := range part {
+			args = append(args, id, n, addedAt)
+		}
+		var r sql.Result
+		if len(part) == dncRowsPerInsert {
+			r, err = full.Exec(args...)
+		} else {
+			r, err = tx.Exec(stmt(len(part)), args...)
+		}
+		if err != nil {
+			return gained, err
+		}
+		k, _ := r.RowsAffected()
+		gained += int(k)
+	}
+	return gained, nil
+}
+
+// dropOldDNC deletes the versions of a list older than keep (replaced ones,
+// and loads that were cut short), a chunk of numbers per commit.
+func (s *SQLiteStore) dropOldDNC(ctx context.Context, list, keep int64) error {
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM dnc_lists WHERE app_id IS ? AND id < ? AND state <> 'current'`, listApp(list), keep)
+	if err != nil {
+		return err
+	}
+	var old []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		old = append(old, id)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, id := range old {
+		for {
+			var n int64
+			err := s.WriteData(ctx, func(tx *sql.Tx) error {
+				r, err := tx.Exec(`DELETE FROM dnc_numbers WHERE list_id = ? AND number IN
+					(SELECT number FROM dnc_numbers WHERE list_id = ? ORDER BY number LIMIT ?)`, id, id, dncChunkRows)
+				if err != nil {
+					return err
+				}
+				n, err = r.RowsAffected()
+				if err == nil && n == 0 {
+					_, err = tx.Exec(`DELETE FROM dnc_lists WHERE id = ?`, id)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// CountDNC is how many numbers a list holds, and when its current version
+// was loaded (zero: the list has none).
+func (s *SQLiteStore) CountDNC(ctx context.Context, list int64) (int64, time.Time, error) {
+	var n, loaded sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT l.loaded_at, (SELECT count(*) FROM dnc_numbers n WHERE n.list_id = l.id)
+		FROM dnc_lists l WHERE l.state = 'current' AND l.app_id IS ?`, listApp(list)).Scan(&loaded, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return n.Int64, fromMS(loaded.Int64), nil
+}
+
+// RemoveDNC takes an E.164 number off a list; errNotFound when it is not on it.
+func (s *SQLiteStore) RemoveDNC(ctx context.Context, list int64, e164 string) error {
+	n, ok := dncNumber(e164)
+	if !ok {
+		return errNotFound
+	}
+	return s.WriteData(ctx, func(tx *sql.Tx) error {
+		return changed(tx.Exec(`DELETE FROM dnc_numbers WHERE number = ? AND list_id =
+			(SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS ?)`, n, listApp(list)))
+	})
+}
+
+// DNCListing is one list holding a number: the national register ("app"
+// empty) or a tenant's, and since when.
+type DNCListing struct {
+	List  string    `json:"list"` // national or tenant
+	App   string    `json:"app,omitempty"`
+	Since time.Time `json:"since"`
+}
+
+// LookupDNC lists the lists holding an E.164 number, the national register
+// first: with tenant 0 every tenant's, else only that tenant's.
+func (s *SQLiteStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
+	out := []DNCListing{}
+	n, ok := dncNumber(e164)
+	if !ok {
+		return out, nil
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT coalesce(a.api_key, ''), coalesce(n.added_at, l.loaded_at)
+		FROM dnc_lists l JOIN dnc_numbers n ON n.list_id = l.id AND n.number = ?
+		LEFT JOIN applications a ON a.id = l.app_id
+		WHERE l.state = 'current' AND (l.app_id IS NULL OR ? = 0 OR l.app_id = ?)
+		ORDER BY l.app_id IS NOT NULL, a.api_key`, n, tenant, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var l DNCListing
+		var since int64
+		if err := rows.Scan(&l.App, &since); err != nil {
+			return nil, err
+		}
+		l.List, l.Since = "national", fromMS(since)
+		if l.App != "" {
+			l.List = "tenant"
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
