@@ -207,3 +207,38 @@ func testDNCCLI(t *testing.T, backend string) {
 		t.Errorf("the store sees %v, want %v", listed, want)
 	}
 }
+
+// A replacing load switches at once: until its last commit the screen
+// sees the old list whole and none of the new one, after it the new one
+// alone (docs/compliance.md#how-lists-are-stored).
+func TestDNCReplaceSwitchesAtOnce(t *testing.T) { eachBackend(t, testDNCReplaceSwitchesAtOnce) }
+
+func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"))
+	ctx := context.Background()
+	const old, replacement = "+84912345670", "+84912345671"
+	dncAdd(t, s, nationalList, old)
+	n, _ := dncNumber(replacement)
+	listed := func() map[string]string {
+		got, err := s.dncListings(ctx, ids[0], []string{old, replacement})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	stored := 0
+	if _, err := s.LoadDNC(ctx, nationalList, []int64{n}, true, time.Now(), func(done int) {
+		stored = done
+		if got := listed(); !mapsEqual(got, map[string]string{old: ReasonDNCNational}) {
+			t.Errorf("while loading, with %d numbers stored: listed %v, want the old list alone", done, got)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 1 {
+		t.Errorf("progress said %d numbers stored, want 1", stored)
+	}
+	if got := listed(); !mapsEqual(got, map[string]string{replacement: ReasonDNCNational}) {
+		t.Errorf("after the load: listed %v, want the new list alone", got)
+	}
+}

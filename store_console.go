@@ -6,8 +6,9 @@ import (
 )
 
 // The web console's reads beyond the admin API's: counts kept by the
-// triggers of migration 7, so each is a few primary-key reads whatever the
-// number of contacts (docs/console.md#fast-on-big-data).
+// triggers of migration 8, so each is a few primary-key reads whatever the
+// number of contacts (docs/console.md#fast-on-big-data); PostgreSQL's are
+// in store_postgres_console.go.
 
 // Progress is a scenario's or a campaign's contacts by state, and the
 // finished ones by outcome.
