@@ -445,3 +445,59 @@ func TestConsoleQueriesUseIndexes(t *testing.T) {
 		}
 	}
 }
+
+// Every page of a tenant's data answers on each store, from the figures of
+// the rows: the overview, a scenario and a campaign, the contacts (a
+// filter, a phone search, one contact), the webhooks' counts and a
+// message.
+func TestConsolePagesOnEveryStore(t *testing.T) { eachBackend(t, testConsolePagesOnEveryStore) }
+
+func testConsolePagesOnEveryStore(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000")
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer hook.Close()
+	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"`+hook.URL+`"}`, nil)
+	auth := bearer(t, "qa-key", "qa-secret")
+	if status, b := s.do(t, "POST", "/api/v1/public-api/campaign", auth,
+		`{"campaign_id":"camp-1","contacts":[{"phone_number":"0900000001","ho_ten":"A"},{"phone_number":"0900000002","ho_ten":"B"}]}`); status != 200 {
+		t.Fatalf("C answered %d %s", status, b)
+	}
+	waitFor(t, "every contact done and its events delivered", func() bool {
+		return queryInt(t, s.m.store, `SELECT count(*) FROM contacts WHERE state <> 'done'`) == 0 &&
+			queryInt(t, s.m.store, `SELECT count(*) FROM webhook_messages WHERE state <> 'delivered'`) == 0
+	})
+	var contact, message string
+	queryRows(t, s.m.store, `SELECT id FROM contacts WHERE phone = '+84900000001'`, nil,
+		func(scan func(...any) error) error { return scan(&contact) })
+	queryRows(t, s.m.store, `SELECT id FROM webhook_messages ORDER BY seq LIMIT 1`, nil,
+		func(scan func(...any) error) error { return scan(&message) })
+	delivered := queryInt(t, s.m.store, `SELECT count(*) FROM webhook_messages`)
+	c := signedIn(t, s)
+	for path, wants := range map[string][]string{
+		"/console/": {"sc-remind"},
+		"/console/apps/qa-key/scenarios/sc-remind":         {"ANSWERED"},
+		"/console/apps/qa-key/campaigns/camp-1":            {"ANSWERED"},
+		"/console/apps/qa-key/contacts?state=done":         {"&#43;84900000001", "&#43;84900000002"},
+		"/console/apps/qa-key/contacts?phone=0900000001":   {"&#43;84900000001"},
+		"/console/apps/qa-key/contacts/" + contact:         {"&#43;84900000001", "Attempt 1: ANSWERED"},
+		"/console/apps/qa-key/webhooks":                    {">" + strconv.Itoa(delivered) + "</a>"},
+		"/console/apps/qa-key/webhook-messages/" + message: {message},
+	} {
+		resp, body := c.get(path)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s answered %d", path, resp.StatusCode)
+			continue
+		}
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q", path, want)
+			}
+		}
+	}
+	if _, body := c.get("/console/apps/qa-key/contacts?state=queued"); strings.Contains(body, "&#43;84900000001") {
+		t.Error("a done contact listed among the queued")
+	}
+	if _, body := c.get("/console/apps/qa-key/contacts?phone=0900000002"); strings.Contains(body, "&#43;84900000001") {
+		t.Error("the phone search listed another number")
+	}
+}
