@@ -56,6 +56,8 @@ type options struct {
 	sipCalls   int
 	sipRate    float64
 	sipPrompt  time.Duration
+	postgres   string
+	pgCalls    int
 }
 
 func main() {
@@ -99,8 +101,10 @@ func main() {
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
+	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL server of the postgres phase, a URL whose user may create databases (default: a throwaway cluster, postgresql installed with apt-get when missing and root)")
+	fs.IntVar(&o.pgCalls, "pg-calls", 10000, "contacts the postgres phase's engine runs call, on one node and on three")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
-	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip", "phases to run (peers needs main)")
+	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,postgres,sip", "phases to run (peers needs main)")
 	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")
 	fs.IntVar(&o.sipCalls, "sip-calls", 600, "calls each caller of the SIP phase places")
 	fs.Float64Var(&o.sipRate, "sip-rate", 1500, "calls per second offered in the SIP phase (near what sipp sets up on 2 cores: a higher offer overflows the callee's socket)")
@@ -134,9 +138,16 @@ func main() {
 		if !set["sip-prompt"] {
 			o.sipPrompt = 2 * time.Second
 		}
+		if !set["pg-calls"] {
+			o.pgCalls = 1000
+		}
 	}
 	if *sipOnly {
 		*phaseList = "sip"
+	}
+	if o.pgCalls < 1 || o.pgCalls > 1_000_000 {
+		fmt.Fprintln(os.Stderr, "bench: -pg-calls must be 1 to 1000000")
+		os.Exit(2)
 	}
 	if o.sipCalls < 1 || o.sipCalls > 5000 || o.sipRate <= 0 || o.sipRate > 5000 || o.sipPrompt < 100*time.Millisecond || o.sipPrompt > time.Minute {
 		fmt.Fprintln(os.Stderr, "bench: -sip-calls must be 1 to 5000, -sip-rate above 0 and at most 5000, -sip-prompt 100ms to 1m")
@@ -153,10 +164,10 @@ func main() {
 	o.phases = map[string]bool{}
 	for _, ph := range strings.Split(*phaseList, ",") {
 		switch ph = strings.TrimSpace(ph); ph {
-		case "limits", "main", "peers", "growth", "webhooks", "sip":
+		case "limits", "main", "peers", "growth", "webhooks", "postgres", "sip":
 			o.phases[ph] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, sip)\n", ph)
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, postgres, sip)\n", ph)
 			os.Exit(2)
 		}
 	}
@@ -202,6 +213,8 @@ type Harness struct {
 	o        options
 	commit   string // what is measured, as the report names it
 	server   int    // process group of the server under test, for its CPU use
+	also     []int  // more process groups whose CPU counts as the server's (other nodes)
+	db       int    // a local PostgreSQL's postmaster: its and its backends' CPU count as the server's
 	repo     string
 	scratch  string
 	tempDir  bool
@@ -227,6 +240,11 @@ type Harness struct {
 	sip          []*SIPResult
 	sipSkip      string // why the SIP phase did not run
 	sipVer       string
+	pg           *pgServer // the postgres phase's server, once up
+	pgSkip       string    // why the postgres phase did not run, or where it stopped
+	pgNotes      []string
+	pgChecks     []string         // PASS/MISS lines: acknowledged contacts stored
+	pgCalls      []*pgCallsResult // the engine on one node and on three
 }
 
 type sizeRow struct {
@@ -281,6 +299,10 @@ func logf(format string, args ...any) {
 }
 
 func (h *Harness) cleanup() {
+	if h.pg != nil {
+		h.pg.stop(h.o.keep)
+		h.pg = nil
+	}
 	if h.tempDir && !h.o.keep && h.scratch != "" {
 		os.RemoveAll(h.scratch)
 	}
@@ -393,6 +415,11 @@ func (h *Harness) Run() error {
 	} else {
 		h.webhookSkip = "not run (-phases)"
 	}
+	if h.o.phases["postgres"] {
+		h.postgresPhase(fixtures)
+	} else {
+		h.pgSkip = "not run (-phases)"
+	}
 	if h.o.phases["sip"] {
 		h.sipPhase()
 	} else {
@@ -461,19 +488,34 @@ func (h *Harness) stepFor(dur time.Duration, key, label string, t Target, conc i
 // measure runs one load and makes its point, with the CPU the server used
 // meanwhile.
 func (h *Harness) measure(key, label string, conc int, load func() (Result, error)) *Point {
-	cpu0 := groupCPU(h.server)
+	cpu0 := h.serverCPU()
 	r, err := load()
-	cpu := groupCPU(h.server) - cpu0
+	cpu := h.serverCPU() - cpu0
 	p := &Point{Key: key, Label: label, Conc: conc}
 	if err != nil {
 		p.Skipped = err.Error()
 		return p
 	}
 	p.Req, p.Units, p.P50, p.P99, p.Errors, p.ErrMsg = r.ReqPerSec(), r.UnitPerSec(), r.P50, r.P99, r.Errors, r.ErrMsg
-	if h.server > 0 {
+	if h.server > 0 || len(h.also) > 0 || h.db > 0 {
 		p.Cores = cpu.Seconds() / r.Elapsed.Seconds()
 	}
 	return p
+}
+
+// serverCPU is the CPU time used so far by the server under test and the
+// groups counted with it.
+func (h *Harness) serverCPU() time.Duration {
+	var t time.Duration
+	for _, g := range append([]int{h.server}, h.also...) {
+		if g > 0 {
+			t += groupCPU(g)
+		}
+	}
+	if h.db > 0 {
+		t += treeCPU(h.db)
+	}
+	return t
 }
 
 // limits measures the bare net/http server and raw SQLite inserts.
