@@ -102,7 +102,7 @@ func main() {
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL server of the postgres phase, a URL whose user may create databases (default: a throwaway cluster, postgresql installed with apt-get when missing and root)")
-	fs.IntVar(&o.pgCalls, "pg-calls", 10000, "contacts the postgres phase's engine runs call, on one node and on three")
+	fs.IntVar(&o.pgCalls, "pg-calls", 5000, "contacts the postgres phase's engine runs call, on one node and on three")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
 	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,postgres,sip", "phases to run (peers needs main)")
 	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")

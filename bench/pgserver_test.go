@@ -53,10 +53,19 @@ func TestPgClusterRawInserts(t *testing.T) {
 	if _, err := conn.Exec(ctx, `INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES ($1, 'sc', 0, 0)`, appID); err != nil {
 		t.Fatal(err)
 	}
+	raw, err := rawPgConn(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close(ctx)
+	var sync string
+	if err := raw.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sync); err != nil || sync != "on" {
+		t.Errorf("raw inserts' synchronous_commit = %q (%v), want on", sync, err)
+	}
 	cpu0 := treeCPU(s.pid)
 	var total int64
 	for _, copyRows := range []bool{false, true} {
-		r, err := rawPgInserts(url, appID, "sc", 10, copyRows, 200*time.Millisecond, 1000)
+		r, err := rawPgInserts(raw, appID, "sc", 10, copyRows, 200*time.Millisecond, 1000)
 		if err != nil {
 			t.Fatalf("copy %v: %v", copyRows, err)
 		}
@@ -76,6 +85,7 @@ func TestPgClusterRawInserts(t *testing.T) {
 		t.Errorf("the server's CPU did not grow while it inserted (postmaster %d)", s.pid)
 	}
 	conn.Close(ctx)
+	raw.Close(ctx)
 	s.stop(false)
 	if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
 		t.Errorf("cluster folder %s left behind: %v", s.dir, err)
