@@ -134,7 +134,7 @@ func (h *Harness) pgSection(w func(string, ...any)) {
 	w("\n**Three nodes on one machine.** The three nodes, PostgreSQL and the load generator all run on this machine's %d cores, so three nodes have no more CPU than one: "+
 		"the three-node figures do not say what three machines would serve. They show that one database serves three nodes at once, correctly (every acknowledged contact stored, no contact dialled twice), "+
 		"and what running three processes instead of one costs on the same cores: the work of each node (its own caches, pools and scheduler), claims serialized on the tenant's row, and the CPU PostgreSQL needs for more connections. "+
-		"Near 1x, that cost is small; below 1x is its size. On separate machines each node brings its own cores, and the ceiling becomes PostgreSQL's: the raw limit above, measured on these same shared cores.\n", runtime.NumCPU())
+		"Near 1x, that cost is small; below 1x is its size; above 1x, one node was waiting rather than computing (on its commits, its scheduler's tick) and three overlapped their waits, which the CPU column shows. On separate machines each node brings its own cores, and the ceiling becomes PostgreSQL's: the raw limit above, measured on these same shared cores.\n", runtime.NumCPU())
 	if len(h.pgChecks) > 0 || len(h.pgCalls) > 0 {
 		w("\n#### Checks (issue 16)\n\n")
 		for _, c := range h.pgChecks {
