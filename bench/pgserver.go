@@ -123,13 +123,13 @@ func (s *pgServer) describe(where string) error {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.url)
 	if err != nil {
-		return fmt.Errorf("PostgreSQL: %w", err)
+		return err
 	}
 	defer conn.Close(ctx)
 	var version, fsync, sync, buffers string
 	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'),
 		current_setting('synchronous_commit'), current_setting('shared_buffers')`).Scan(&version, &fsync, &sync, &buffers); err != nil {
-		return fmt.Errorf("PostgreSQL: %w", err)
+		return err
 	}
 	s.Version = "PostgreSQL " + strings.Fields(version)[0]
 	s.Settings = fmt.Sprintf("%s: fsync=%s, shared_buffers=%s; every session of dialbox and of the raw inserts sets synchronous_commit=on (the server's default is %s)",

@@ -45,7 +45,8 @@ func (h *Harness) postgresPhase(fixtures string) {
 	err := h.postgres(fixtures)
 	h.server, h.also, h.db = 0, nil, 0
 	if err != nil {
-		h.pgSkip = strings.ReplaceAll(firstLine(err.Error()), "|", "/")
+		// One line for the report: pgx's errors span several.
+		h.pgSkip = strings.ReplaceAll(strings.Join(strings.Fields(err.Error()), " "), "|", "/")
 		logf("postgres: %v", err)
 	}
 }
