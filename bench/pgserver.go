@@ -105,7 +105,7 @@ func startPgCluster() (*pgServer, error) {
 		s.pid, _ = strconv.Atoi(firstLine(string(b)))
 	}
 	s.url = fmt.Sprintf("postgres://dialbox@127.0.0.1:%d/postgres?sslmode=disable", port)
-	return s, s.describe("a throwaway cluster on this machine (initdb, default settings but fsync=on and synchronous_commit=on)")
+	return s, s.describe("a throwaway cluster on this machine (initdb's default settings)")
 }
 
 // usePgServer is the server of -postgres.
