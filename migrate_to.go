@@ -209,11 +209,22 @@ func (m *migration) copy(ctx context.Context, replace bool) error {
 				return err
 			}
 		}
+		rebuild, err := m.dropIndexes(ctx, tx)
+		if err != nil {
+			return err
+		}
 		for _, t := range m.tables {
 			if err := m.copyTable(ctx, tx, t); err != nil {
 				return fmt.Errorf("copy %s: %w", t.name, err)
 			}
 		}
+		built := time.Now()
+		for _, stmt := range rebuild {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("%s: %w", stmt, err)
+			}
+		}
+		fmt.Fprintf(m.out, "  indexes and constraints rebuilt in %s\n", time.Since(built).Round(time.Millisecond))
 		for _, t := range m.tables {
 			if _, err := tx.Exec(ctx, `ALTER TABLE `+pgx.Identifier{t.name}.Sanitize()+` ENABLE TRIGGER USER`); err != nil {
 				return err
@@ -242,6 +253,76 @@ func (m *migration) copy(ctx context.Context, replace bool) error {
 	fmt.Fprintf(m.out, "done in %s: %s holds a verified copy of %s; serve it with --database and retire the SQLite file\n",
 		time.Since(start).Round(time.Millisecond), m.target, m.source)
 	return nil
+}
+
+// dropIndexes drops the copied tables' indexes and keys, and every foreign
+// key, returning the statements that make them again. Building an index
+// once over the copied rows is many times faster than updating it row by
+// row, and a foreign key added back checks every row in one join instead
+// of one query per row. All in the copy's transaction: nothing is lost if
+// it does not commit.
+func (m *migration) dropIndexes(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	names := make([]string, len(m.tables))
+	for i, t := range m.tables {
+		names[i] = t.name
+	}
+	type item struct{ drop, make string }
+	var keys, indexes, fkeys []item
+	rows, err := tx.Query(ctx, `SELECT t.relname::text, k.conname::text, k.contype::text, pg_get_constraintdef(k.oid)
+		FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+		WHERE n.nspname = current_schema() AND (k.contype = 'f' OR k.contype IN ('p', 'u') AND t.relname = ANY($1))`, names)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var table, name, typ, def string
+		if err := rows.Scan(&table, &name, &typ, &def); err != nil {
+			return nil, err
+		}
+		tbl := `ALTER TABLE ` + pgx.Identifier{table}.Sanitize()
+		it := item{tbl + ` DROP CONSTRAINT ` + pgx.Identifier{name}.Sanitize(), tbl + ` ADD CONSTRAINT ` + pgx.Identifier{name}.Sanitize() + ` ` + def}
+		if typ == "f" {
+			fkeys = append(fkeys, it)
+		} else {
+			keys = append(keys, it)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `SELECT i.relname::text, pg_get_indexdef(i.oid)
+		FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+		JOIN pg_namespace n ON n.oid = t.relnamespace
+		WHERE n.nspname = current_schema() AND t.relname = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conrelid = x.indrelid AND k.conindid = x.indexrelid AND k.contype IN ('p', 'u', 'x'))`, names)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			return nil, err
+		}
+		indexes = append(indexes, item{`DROP INDEX ` + pgx.Identifier{name}.Sanitize(), def})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// Foreign keys go first and come back last: they need the keys.
+	var rebuild []string
+	for _, list := range [][]item{fkeys, keys, indexes} {
+		for _, it := range list {
+			if _, err := tx.Exec(ctx, it.drop); err != nil {
+				return nil, fmt.Errorf("%s: %w", it.drop, err)
+			}
+		}
+	}
+	for _, list := range [][]item{keys, indexes, fkeys} {
+		for _, it := range list {
+			rebuild = append(rebuild, it.make)
+		}
+	}
+	return rebuild, nil
 }
 
 // verifyOnly compares a copy already made with the SQLite database.

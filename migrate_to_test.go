@@ -16,6 +16,7 @@ import (
 
 	"dialbox/internal/pgtest"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // `dialbox migrate-to` (docs/postgres.md#moving-from-sqlite): a SQLite
@@ -193,6 +194,33 @@ func migrateToServe(t *testing.T, database string) (*testServer, map[string]stri
 	return s, migrateToReads(t, s)
 }
 
+func migrateToPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// migrateToSchema is pgSchema with the names of constraints and whether
+// each trigger is on.
+func migrateToSchema(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT 'constraint ' || conname || ' ' || conrelid::regclass || ' ' || pg_get_constraintdef(oid)
+			FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+		UNION ALL SELECT 'trigger ' || tgname || ' ' || tgenabled::text FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgSchema(t, pool) + "\n" + strings.Join(lines, "\n")
+}
+
 // verifiedTables reads the verification table's lines: table -> result.
 func verifiedTables(t *testing.T, out string) map[string]string {
 	t.Helper()
@@ -242,6 +270,17 @@ func TestMigrateTo(t *testing.T) {
 	}
 	if tables["queued_contacts"] != "ok, recount ok" {
 		t.Errorf("queued_contacts: %q", tables["queued_contacts"])
+	}
+
+	// The copy has the schema of a new database: every index, key and
+	// trigger made again, under its own name, triggers on.
+	fresh := pgtest.Database(t)
+	freshPool, copyPool := migrateToPool(t, fresh), migrateToPool(t, target)
+	if err := migratePostgres(context.Background(), freshPool, len(postgresMigrations())); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := migrateToSchema(t, copyPool), migrateToSchema(t, freshPool); got != want {
+		t.Errorf("the copy's schema\n%s\nwant\n%s", got, want)
 	}
 
 	// The copy answers as the original.
@@ -387,5 +426,29 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 		if _, err := migrateTo(t, target, "--database", source, "--replace"); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// A count SQLite got wrong is copied as it is, and the recount on
+	// PostgreSQL catches it: the run commits nothing, so the copy already
+	// there stays (--replace emptied it in the transaction rolled back).
+	db, err := openPlain(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE queued_contacts SET n = n + 1 WHERE app_id = (SELECT min(app_id) FROM queued_contacts)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out, err = migrateTo(t, target, "--database", source, "--replace")
+	if err == nil || !strings.Contains(err.Error(), "verification failed for queued_contacts: nothing was committed") {
+		t.Errorf("a wrong count copied: %v", err)
+	}
+	if got := verifiedTables(t, out)["queued_contacts"]; got != "RECOUNT DIFFERS (1 rows)" {
+		t.Errorf("a wrong count copied: result %q", got)
+	}
+	var contacts int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM contacts`).Scan(&contacts); err != nil || contacts != 6 {
+		t.Errorf("the copy there before holds %d contacts, want 6 (%v)", contacts, err)
 	}
 }
