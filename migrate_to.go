@@ -100,16 +100,20 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 		return err
 	}
 	defer lite.Close()
+	var liteVersion int
+	if err := lite.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&liteVersion); err != nil {
+		return fmt.Errorf("migrate-to: %s: %w", source, err)
+	}
+	if liteVersion == 0 {
+		return fmt.Errorf("migrate-to: %s is not a dialbox database (it has no schema version)", source)
+	}
 	if !*verifyOnly {
 		// The copy has the tables of this dialbox's schema on both sides,
 		// as a start of this dialbox on the file would migrate it.
 		if err := migrate(lite, len(migrations())); err != nil {
 			return fmt.Errorf("migrate-to: %s: %w", source, err)
 		}
-	}
-	var liteVersion int
-	if err := lite.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&liteVersion); err != nil {
-		return fmt.Errorf("migrate-to: %s: %w", source, err)
+		liteVersion = len(migrations())
 	}
 
 	pcfg, err := pgxpool.ParseConfig(target)

@@ -342,6 +342,8 @@ func TestMigrateToRefuses(t *testing.T) {
 	}
 	_, err = migrateTo(t, target, "--database", filepath.Join(dir, "missing.db"))
 	check("a missing SQLite file", err, "no such file")
+	_, err = migrateTo(t, target, "--database", writeFile(t, "empty.db", ""))
+	check("an empty file", err, "is not a dialbox database")
 	_, err = migrateTo(t, target, target)
 	check("two targets", err, "give one postgres:// URL")
 
@@ -450,5 +452,30 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 	var contacts int
 	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM contacts`).Scan(&contacts); err != nil || contacts != 6 {
 		t.Errorf("the copy there before holds %d contacts, want 6 (%v)", contacts, err)
+	}
+}
+
+// A SQLite file an older dialbox left is brought to this one's schema
+// first, as a start would, and then copied.
+func TestMigrateToOlderSQLite(t *testing.T) {
+	target := pgtest.Database(t)
+	source := filepath.Join(t.TempDir(), "old.db")
+	old, err := openStoreAt(source, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.CreateApp(context.Background(), "Old tenant", "old-key", "old-secret", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	out, err := migrateTo(t, target, "--database", source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("(schema version %d)", len(migrations())); !strings.Contains(out, want) {
+		t.Errorf("the output does not say %s", want)
+	}
+	if got := verifiedTables(t, out)["applications"]; got != "ok" {
+		t.Errorf("applications: %q", got)
 	}
 }
