@@ -71,7 +71,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	}
 	target := pos[0]
 	if !isPostgresURL(target) {
-		return fmt.Errorf("migrate-to: %q is not a postgres:// or postgresql:// URL\n%s", target, migrateToUsage)
+		return fmt.Errorf("migrate-to: the target must be a postgres:// or postgresql:// URL\n%s", migrateToUsage)
 	}
 	if err := checkPostgresURL(target); err != nil {
 		return fmt.Errorf("migrate-to: %w", err)
@@ -95,6 +95,21 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	}
 	defer lock.Close()
 
+	// The target answers before the SQLite file is touched.
+	pcfg, err := pgxpool.ParseConfig(target)
+	if err != nil {
+		return fmt.Errorf("migrate-to: %w", err)
+	}
+	pcfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("migrate-to: %w", err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("migrate-to: %s: %w", databaseName(target), err)
+	}
+
 	lite, err := openPlain(source)
 	if err != nil {
 		return err
@@ -114,20 +129,6 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 			return fmt.Errorf("migrate-to: %s: %w", source, err)
 		}
 		liteVersion = len(migrations())
-	}
-
-	pcfg, err := pgxpool.ParseConfig(target)
-	if err != nil {
-		return fmt.Errorf("migrate-to: %w", err)
-	}
-	pcfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return fmt.Errorf("migrate-to: %w", err)
-	}
-	defer pool.Close()
-	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("migrate-to: %s: %w", databaseName(target), err)
 	}
 
 	m := &migration{lite: lite, pg: pool, out: stdout, source: source, target: databaseName(target)}

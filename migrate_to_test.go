@@ -340,6 +340,8 @@ func TestMigrateToRefuses(t *testing.T) {
 		_, err := migrateTo(t, bad, "--database", source)
 		check(bad, err, "migrate-to: ")
 	}
+	_, err = migrateTo(t, "postgres://dialbox@127.0.0.1:1/dialbox?connect_timeout=5", "--database", source)
+	check("a target that does not answer", err, "migrate-to: postgres://dialbox@127.0.0.1:1/dialbox")
 	_, err = migrateTo(t, target, "--database", filepath.Join(dir, "missing.db"))
 	check("a missing SQLite file", err, "no such file")
 	_, err = migrateTo(t, target, "--database", writeFile(t, "empty.db", ""))
