@@ -50,6 +50,7 @@ const usage = `usage:
   dialbox token --app API_KEY [--config FILE] [--database FILE]
   dialbox backup PATH [--config FILE] [--database FILE]
   dialbox restore BACKUP [--config FILE] [--database FILE]
+  dialbox migrate-to postgres://... [--replace | --verify-only] [--config FILE] [--database FILE]
   dialbox import (--scenario ID | --campaign ID) [--app API_KEY] [--chunk N] [--config FILE] [--database FILE] contacts.csv
   dialbox version
 ` + cliUsage + dncUsage
@@ -80,6 +81,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return runBackup(ctx, args, stdout, env)
 	case "restore":
 		return runRestore(ctx, args, stdout, env)
+	case "migrate-to":
+		return runMigrateTo(ctx, args, stdout, env)
 	case "import":
 		return runImport(ctx, args, stdout, env)
 	case "dnc":
