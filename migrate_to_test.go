@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -57,6 +58,19 @@ func migrateToFill(t *testing.T) string {
 	// Paused campaigns keep their contacts queued.
 	s.admin(t, "POST", "/apps/qa-key/campaigns/camp-2/pause", "", nil)
 	s.admin(t, "POST", "/apps/other-key/campaigns/camp-other/pause", "", nil)
+	// Do-not-call lists: the national register loaded twice (a replace
+	// makes a new version, so the lists' ids go past 1) and the tenant's
+	// own list, two of whose numbers it then imports and the engine blocks.
+	register := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "+84913%06d\n", i)
+		}
+		return b.String()
+	}
+	s.admin(t, "PUT", "/dnc/numbers", register(1000), nil)
+	s.admin(t, "PUT", "/dnc/numbers", register(migrateToRegister), nil)
+	s.admin(t, "POST", "/apps/qa-key/dnc/numbers", `{"numbers":["0912000007","0912000008"]}`, nil)
 
 	post := func(path, auth, body string) {
 		t.Helper()
@@ -74,6 +88,7 @@ func migrateToFill(t *testing.T) string {
 	post(opA("sc-remind"), qa, `{"contacts":[{"phone_number":"0912000001","ho_ten":"<b>&amp;</b>","note":"a`+"\u2028"+`b"}]}`)
 	post(pathC, qa, `{"campaign_id":"camp-2","contacts":[{"phone_number":"0912000002"},{"phone_number":"0912000003"},{"phone_number":"x"}]}`)
 	post(pathC, other, `{"campaign_id":"camp-other","contacts":[{"phone_number":"0912000004"}]}`)
+	post(opA("sc-remind"), qa, `{"contacts":[{"phone_number":"0912000007"},{"phone_number":"0912000008"}]}`)
 
 	waitFor(t, "the calls ended and every webhook message delivered or dead", func() bool {
 		return queryInt(t, m.store, `SELECT count(*) FROM contacts WHERE scenario_id = 'sc-remind' AND state <> 'done'`) == 0 &&
@@ -89,6 +104,30 @@ func migrateToFill(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer store.Close()
+
+	// An advertising tenant with settings of its own, dialled by an engine
+	// whose clock is in lawful hours: its calls carry ad_phone, its number
+	// on the national register is blocked, and the number answered is held
+	// by the daily limit in its second advertising scenario (call_blocks
+	// with and without until). It has no webhooks, so a server on the
+	// original has nothing to deliver while it is read.
+	ad := adTenant("ad-key")
+	ad.Webhooks = nil
+	ad.Advertising = &FixtureAdvertising{End: "16:00"}
+	if err := store.ApplyFixtures(context.Background(), []*FixtureApp{ad}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clock := &engClock{}
+	clock.Set(time.Date(2026, 11, 30, 9, 0, 0, 0, hcm))
+	e := engStart(t, store, nil, nil, func(e *Engine) { e.Now = clock.Now })
+	engImport(t, store, ad.id, "sc", "", "+84900000001", "+84913000001")
+	engWaitAllDone(t, store, ad.id, 2)
+	engImport(t, store, ad.id, "ad2", "", "+84900000001")
+	waitFor(t, "the second advertising call held by the daily limit", func() bool {
+		return queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, ReasonDailyLimit) == 1
+	})
+	e.Stop()
+
 	app, err := store.AppByKey(context.Background(), "qa-key")
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +146,17 @@ func migrateToFill(t *testing.T) string {
 			t.Fatalf("no contact %s", state)
 		}
 	}
+	for _, reason := range []string{ReasonDNCTenant, ReasonDNCNational, ReasonDailyLimit} {
+		if queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, reason) == 0 {
+			t.Fatalf("no call blocked for %s", reason)
+		}
+	}
+	if queryInt(t, store, `SELECT count(*) FROM calls WHERE ad_phone IS NOT NULL`) == 0 ||
+		queryInt(t, store, `SELECT count(*) FROM advertising_settings`) == 0 ||
+		queryInt(t, store, `SELECT count(*) FROM dnc_numbers`) < migrateToRegister ||
+		queryInt(t, store, `SELECT count(*) FROM contact_counts WHERE n = 0`) == 0 {
+		t.Fatal("the fill lacks advertising calls or settings, do-not-call numbers, or a count SQLite keeps at 0")
+	}
 	if queryInt(t, store, `SELECT count(*) FROM webhook_attempts WHERE status_code IS NULL`) == 0 ||
 		queryInt(t, store, `SELECT count(*) FROM webhook_messages WHERE state = 'dead'`) == 0 ||
 		queryInt(t, store, `SELECT count(*) FROM skipped_contacts`) < 2 {
@@ -114,6 +164,9 @@ func migrateToFill(t *testing.T) string {
 	}
 	return db
 }
+
+// migrateToRegister is how many numbers the fill's national register holds.
+const migrateToRegister = 5000
 
 // migrateTo runs the command as the binary does.
 func migrateTo(t *testing.T, args ...string) (string, error) {
@@ -159,9 +212,14 @@ func migrateToReads(t *testing.T, s *testServer) map[string]string {
 		return out
 	}
 	get("/admin/v1/apps", adminAuth)
-	for _, key := range []string{"qa-key", "other-key", "third-key"} {
+	get("/admin/v1/dnc", adminAuth)
+	for _, n := range []string{"+84913000001", "+84913004999", "0912000007", "0912000009"} {
+		get("/admin/v1/dnc/numbers/"+n, adminAuth)
+		get("/admin/v1/apps/qa-key/dnc/numbers/"+n, adminAuth)
+	}
+	for _, key := range []string{"qa-key", "other-key", "third-key", "ad-key"} {
 		app := "/admin/v1/apps/" + key
-		for _, r := range []string{"", "/wallet", "/pools", "/scenarios", "/campaigns", "/webhooks"} {
+		for _, r := range []string{"", "/wallet", "/pools", "/scenarios", "/campaigns", "/webhooks", "/advertising", "/dnc"} {
 			get(app+r, adminAuth)
 		}
 		if key == "third-key" {
@@ -268,8 +326,10 @@ func TestMigrateTo(t *testing.T) {
 			t.Errorf("table %s: %q", name, tables[name])
 		}
 	}
-	if tables["queued_contacts"] != "ok, recount ok" {
-		t.Errorf("queued_contacts: %q", tables["queued_contacts"])
+	for _, derived := range []string{"queued_contacts", "contact_counts", "webhook_counts"} {
+		if tables[derived] != "ok, recount ok" {
+			t.Errorf("%s: %q", derived, tables[derived])
+		}
 	}
 
 	// The copy has the schema of a new database: every index, key and
@@ -296,8 +356,15 @@ func TestMigrateTo(t *testing.T) {
 		t.Errorf("%d reads on PostgreSQL, %d on SQLite", len(got), len(want))
 	}
 
+	// The console's counts are the rows' on the copy: copied once, not
+	// appended again as changes.
+	store := pg.m.store.(*PostgresStore)
+	migrateToCheckCounts(t, store, "on the copy")
+
 	// Identity columns go on past the copied ids: new rows are stored.
+	migrateToCheckIdentities(t, store)
 	pg.admin(t, "POST", "/apps", `{"name":"After the move","api_key":"after-key","api_secret":"after-secret"}`, nil)
+	pg.admin(t, "POST", "/apps/after-key/dnc/numbers", `{"numbers":["0912000009"]}`, nil)
 	if status, b := pg.do(t, "POST", opA("sc-remind"), bearer(t, "qa-key", "qa-secret"),
 		`{"contacts":[{"phone_number":"0912000009"},{"phone_number":"nope"}]}`); status != 200 || !bytes.Contains(b, []byte(`"status":1`)) {
 		t.Fatalf("import on the copy: HTTP %d %s", status, b)
@@ -314,6 +381,145 @@ func TestMigrateTo(t *testing.T) {
 	// as SQLite's next start would have.
 	if n, err := pg.m.store.settleInterrupted(context.Background(), time.Now(), time.Now()); err != nil || n != 1 {
 		t.Errorf("settled %d calls left up, want 1: %v", n, err)
+	}
+	// The import and the settle are counted as changes on top of the
+	// copied counts, and folded into them.
+	migrateToCheckCounts(t, store, "after an import and a settle on the copy")
+	if err := store.foldCounts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, store, `SELECT count(*) FROM contact_count_changes`); n != 0 {
+		t.Errorf("%d changes left after a fold", n)
+	}
+	migrateToCheckCounts(t, store, "after a fold")
+}
+
+// migrateToCheckCounts compares the console's counts with count(*) of
+// the rows: each scenario's and campaign's contacts by state and outcome,
+// each endpoint's messages by state.
+func migrateToCheckCounts(t *testing.T, s *PostgresStore, when string) {
+	t.Helper()
+	ctx := context.Background()
+	type progressKey struct {
+		app                int64
+		scenario, campaign string
+	}
+	want := map[progressKey]map[string]int64{}
+	rows, err := s.pool.Query(ctx, `SELECT app_id, scenario_id, c, state, coalesce(outcome, ''), count(*)
+		FROM contacts, LATERAL (VALUES (''), (campaign_id)) AS v(c) WHERE c IS NOT NULL
+		GROUP BY 1, 2, 3, 4, 5`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k progressKey
+		var state, outcome string
+		var n int64
+		if err := rows.Scan(&k.app, &k.scenario, &k.campaign, &state, &outcome, &n); err != nil {
+			t.Fatal(err)
+		}
+		if want[k] == nil {
+			want[k] = map[string]int64{}
+		}
+		if state == ContactQueued || state == ContactDialing {
+			want[k][state] += n
+		} else {
+			want[k]["done "+outcome] += n
+		}
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	if len(want) < 6 {
+		t.Fatalf("%s: counts of only %d scenarios and campaigns to compare", when, len(want))
+	}
+	for k, w := range want {
+		p, err := s.ContactProgress(ctx, k.app, k.scenario, k.campaign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{ContactQueued: p.Queued, ContactDialing: p.Dialing}
+		var done int64
+		for _, o := range p.Outcomes {
+			got["done "+o.Outcome] += o.N
+			done += o.N
+		}
+		maps.DeleteFunc(got, func(_ string, n int64) bool { return n == 0 })
+		if !maps.Equal(got, w) || done != p.Done {
+			t.Errorf("%s: the console's counts of %+v are %v (done %d), the rows' %v", when, k, got, p.Done, w)
+		}
+	}
+
+	wantStates := map[string]map[string]int64{}
+	rows, err = s.pool.Query(ctx, `SELECT e.id, m.state, count(m.seq) FROM webhook_endpoints e
+		LEFT JOIN webhook_messages m ON m.endpoint_id = e.id GROUP BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var endpoint string
+		var state *string
+		var n int64
+		if err := rows.Scan(&endpoint, &state, &n); err != nil {
+			t.Fatal(err)
+		}
+		if wantStates[endpoint] == nil {
+			wantStates[endpoint] = map[string]int64{}
+		}
+		if state != nil {
+			wantStates[endpoint][*state] = n
+		}
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	for endpoint, w := range wantStates {
+		got, err := s.MessageStates(ctx, endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.DeleteFunc(got, func(_ string, n int64) bool { return n == 0 })
+		if !maps.Equal(got, w) {
+			t.Errorf("%s: the console's counts of endpoint %s's messages are %v, the rows' %v", when, endpoint, got, w)
+		}
+	}
+}
+
+// migrateToCheckIdentities checks that every identity column's next value
+// is past the column's copied values.
+func migrateToCheckIdentities(t *testing.T, s *PostgresStore) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := s.pool.Query(ctx, `SELECT table_name::text, column_name::text FROM information_schema.columns
+		WHERE table_schema = current_schema() AND is_identity = 'YES'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type column struct{ Table, Name string }
+	cols, err := pgx.CollectRows(rows, pgx.RowToStructByPos[column])
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := 0
+	for _, c := range cols {
+		table, col := pgx.Identifier{c.Table}.Sanitize(), pgx.Identifier{c.Name}.Sanitize()
+		var maxCopied, next int64
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(`+col+`), 0) FROM `+table).Scan(&maxCopied); err != nil {
+			t.Fatal(err)
+		}
+		if maxCopied == 0 {
+			continue
+		}
+		copied++
+		if err := s.pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence($1, $2))`, table, c.Name).Scan(&next); err != nil {
+			t.Fatal(err)
+		}
+		if next <= maxCopied {
+			t.Errorf("%s.%s's next value is %d, not past the copied %d", c.Table, c.Name, next, maxCopied)
+		}
+	}
+	if copied < 5 {
+		t.Errorf("only %d identity columns hold copied values", copied)
 	}
 }
 
@@ -416,6 +622,8 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 		{"contacts", `UPDATE contacts SET fields = '{"ho_ten":"x"}' WHERE seq = (SELECT max(seq) FROM contacts)`, "CHECKSUMS DIFFER"},
 		{"skipped_contacts", `INSERT INTO skipped_contacts SELECT id, 99, '{}', 'x' FROM imports LIMIT 1`, "ROW COUNTS DIFFER"},
 		{"queued_contacts", `UPDATE queued_contacts SET n = n + 1`, "CHECKSUMS DIFFER"},
+		// A count copied and also appended as a change: doubled.
+		{"contact_counts", `INSERT INTO contact_count_changes SELECT * FROM contact_counts`, "RECOUNT DIFFERS (1 rows)"},
 	} {
 		if _, err := conn.Exec(context.Background(), c.change); err != nil {
 			t.Fatal(err)
