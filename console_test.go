@@ -285,7 +285,7 @@ func TestConsoleCopyAsCurlReproducesTheRequest(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// The counts migration 7's triggers keep equal count(*) after imports,
+// The counts migration 8's triggers keep equal count(*) after imports,
 // calls ending, a pause and deletes.
 func TestConsoleCountsMatchRows(t *testing.T) {
 	s := startSandbox(t, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000")

@@ -6,7 +6,7 @@ import (
 )
 
 // The web console's reads beyond the admin API's: counts kept by the
-// triggers of migration 7, so each is a few primary-key reads whatever the
+// triggers of migration 8, so each is a few primary-key reads whatever the
 // number of contacts (docs/console.md#fast-on-big-data).
 
 // Progress is a scenario's or a campaign's contacts by state, and the
