@@ -33,7 +33,7 @@ func mustWindow(t *testing.T, cw CallWindow) *callWindow {
 func legalWindow(t *testing.T) *callWindow { return mustWindow(t, legalAdSettings().window()) }
 
 func TestAdWindowIntersection(t *testing.T) {
-	at := func(loc *time.Location, day, h, m int) time.Time { return time.Date(2026, 11, day, h, m, 0, 0, loc) } // 30: a Monday
+	at := func(loc *time.Location, day, h, m int) time.Time { return testDate(2026, 11, day, h, m, 0, 0, loc) } // 30: a Monday
 	for _, tc := range []struct {
 		name string
 		own  CallWindow
@@ -71,7 +71,7 @@ func TestAdWindowIntersection(t *testing.T) {
 		own:  CallWindow{Start: "00:00", End: "24:00", Timezone: "UTC", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}},
 		in:   []time.Time{at(hcm, 30, 8, 0)},
 		out:  []time.Time{at(hcm, 29, 10, 0)},
-		from: time.Date(2026, 11, 27, 23, 0, 0, 0, time.UTC), opn: at(hcm, 30, 8, 0),
+		from: testDate(2026, 11, 27, 23, 0, 0, 0, time.UTC), opn: at(hcm, 30, 8, 0),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := dialWindow{mustWindow(t, tc.own), legalWindow(t)}
@@ -98,7 +98,7 @@ func TestAdWindowIntersection(t *testing.T) {
 }
 
 func TestAdLimitAndWaitReasons(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, hcm)
+	now := testDate(2026, 11, 30, 12, 0, 0, 0, hcm)
 	own := mustWindow(t, CallWindow{Start: "07:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh"})
 	ad := dialRules{window: dialWindow{own, legalWindow(t)}, limit: 1}
 	until := func(t time.Time) *time.Time { u := t.UTC(); return &u }
@@ -122,21 +122,21 @@ func TestAdLimitAndWaitReasons(t *testing.T) {
 		// Answered at 19:00: free at 19:00 tomorrow, outside the hours;
 		// the limit still names the wait, until 08:00 the day after.
 		{"limit then hours", ad, now, contactTiming{Answered: []time.Time{now.Add(7*h - 24*h)}},
-			&Wait{ReasonDailyLimit, until(time.Date(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+			&Wait{ReasonDailyLimit, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
 		{"after 17:00, own window open", ad, now.Add(6 * h), contactTiming{},
-			&Wait{ReasonAdvertisingHours, until(time.Date(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+			&Wait{ReasonAdvertisingHours, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
 		// 21:00: the scenario's own window is shut too, and opens first.
 		{"after 20:00", ad, now.Add(9 * h), contactTiming{},
-			&Wait{ReasonAdvertisingHours, until(time.Date(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+			&Wait{ReasonAdvertisingHours, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
 		{"a re_call delay ending after 17:00", ad, now.Add(4*h + 59*time.Minute), contactTiming{NextAttempt: now.Add(5*h + 5*time.Minute)},
-			&Wait{ReasonAdvertisingHours, until(time.Date(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+			&Wait{ReasonAdvertisingHours, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
 		{"a re_call delay", ad, now, contactTiming{NextAttempt: now.Add(h)}, &Wait{ReasonReCall, until(now.Add(h))}},
 		{"a delay the engine recorded", ad, now.Add(8 * h), contactTiming{NextAttempt: now.Add(20 * h),
 			Delay: &Wait{ReasonAdvertisingHours, until(now.Add(20 * h))}}, &Wait{ReasonAdvertisingHours, until(now.Add(20 * h))}},
 		{"care: after 17:00 is fine", dialRules{window: dialWindow{own: own}}, now.Add(6 * h),
 			contactTiming{Answered: []time.Time{now}}, nil},
 		{"care: before 07:00", dialRules{window: dialWindow{own: own}}, now.Add(-6 * h), contactTiming{},
-			&Wait{ReasonCallWindow, until(time.Date(2026, 11, 30, 7, 0, 0, 0, hcm))}},
+			&Wait{ReasonCallWindow, until(testDate(2026, 11, 30, 7, 0, 0, 0, hcm))}},
 	} {
 		got := tc.rules.wait(tc.now, tc.c)
 		switch {
@@ -200,7 +200,7 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 		busy    = "+84900000002" // BUSY: never answered
 	)
 	clock := &engClock{}
-	clock.Set(time.Date(2026, 11, 30, 9, 0, 0, 0, hcm))
+	clock.Set(testDate(2026, 11, 30, 9, 0, 0, 0, hcm))
 	dialer := newRecordingDialer()
 	e := engStart(t, s, dialer, nil, func(e *Engine) { e.Now = clock.Now })
 	dialled := func(n string) int {
@@ -274,7 +274,7 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 	a := ids[0]
 	const number = "+84900000001"
 	clock := &engClock{}
-	clock.Set(time.Date(2026, 11, 30, 7, 0, 0, 0, hcm)) // before the hours: both wait for 08:00
+	clock.Set(testDate(2026, 11, 30, 7, 0, 0, 0, hcm)) // before the hours: both wait for 08:00
 	dialer := newRecordingDialer()
 	e := engStart(t, s, dialer, nil, func(e *Engine) { e.Now = clock.Now })
 	ad := engImport(t, s, a, "sc", "", number)
@@ -288,7 +288,7 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 	if state, _, _ := adContact(t, s, care[0]); state != ContactDone {
 		t.Errorf("care contact %s at 07:00", state)
 	}
-	open := time.Date(2026, 11, 30, 8, 0, 0, 0, hcm)
+	open := testDate(2026, 11, 30, 8, 0, 0, 0, hcm)
 	for _, id := range ad {
 		if state, next, calls := adContact(t, s, id); state != ContactQueued || !next.Equal(open) || len(calls) != 0 {
 			t.Errorf("advertising contact at 07:00: %s next %s, %d calls", state, next, len(calls))
@@ -325,9 +325,9 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	a := ids[0]
 	clock := &engClock{}
-	clock.Set(time.Date(2026, 11, 30, 6, 30, 0, 0, tokyo)) // 04:30 in Ho Chi Minh City
+	clock.Set(testDate(2026, 11, 30, 6, 30, 0, 0, tokyo)) // 04:30 in Ho Chi Minh City
 	e := engStart(t, s, newRecordingDialer(), nil, func(e *Engine) { e.Now = clock.Now })
-	open := time.Date(2026, 11, 30, 10, 0, 0, 0, tokyo)
+	open := testDate(2026, 11, 30, 10, 0, 0, 0, tokyo)
 
 	contacts := engImport(t, s, a, "sc", "", engPhones(3, 0)...)
 	waitFor(t, "contacts delayed to 10:00 Tokyo", func() bool { return adBlocks(t, s, ReasonAdvertisingHours) == 3 })
@@ -336,7 +336,7 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	}
 	// More contacts later in the wait: each delayed once, the first three
 	// not again however many ticks ran meanwhile.
-	clock.Set(time.Date(2026, 11, 30, 9, 59, 0, 0, tokyo))
+	clock.Set(testDate(2026, 11, 30, 9, 59, 0, 0, tokyo))
 	contacts = append(contacts, engImport(t, s, a, "sc", "", engPhones(2, 3)...)...)
 	waitFor(t, "the new contacts delayed", func() bool {
 		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued' AND next_attempt_at = ?`, ms(open)) == 5
@@ -356,7 +356,7 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 		}
 	}
 	// 12:00 Tokyo: the scenario's own window has shut (10:00 there).
-	clock.Set(time.Date(2026, 11, 30, 12, 0, 0, 0, tokyo))
+	clock.Set(testDate(2026, 11, 30, 12, 0, 0, 0, tokyo))
 	late := engImport(t, s, a, "sc", "", engPhones(1, 10)...)
 	if w := adWait(t, s, a, late[0], clock.Now()); w == nil || w.Reason != ReasonAdvertisingHours ||
 		!w.Until.Equal(open.AddDate(0, 0, 1)) {
@@ -461,9 +461,9 @@ func testAdSettingsAndPurpose(t *testing.T, backend string) {
 		t.Errorf("settings from fixtures: %+v %v", got, err)
 	}
 	contact := engImport(t, st, ids[0], "sc", "", engPhones(1, 0)...)
-	at := time.Date(2026, 11, 30, 8, 30, 0, 0, hcm)
+	at := testDate(2026, 11, 30, 8, 30, 0, 0, hcm)
 	if w := adWait(t, st, ids[0], contact[0], at); w == nil || w.Reason != ReasonAdvertisingHours ||
-		!w.Until.Equal(time.Date(2026, 11, 30, 9, 0, 0, 0, hcm)) {
+		!w.Until.Equal(testDate(2026, 11, 30, 9, 0, 0, 0, hcm)) {
 		t.Errorf("explanation at 08:30 with hours from 09:00: %+v", w)
 	}
 	// Applied again without the section: left as they were.
@@ -525,7 +525,7 @@ func BenchmarkEngineAdvertisingCalls(b *testing.B) {
 		engImport(b, s, ids[0], "sc", "", engPhones(min(5000, b.N-start), start)...)
 	}
 	clock := &engClock{}
-	clock.Set(time.Date(2026, 11, 30, 10, 0, 0, 0, hcm))
+	clock.Set(testDate(2026, 11, 30, 10, 0, 0, 0, hcm))
 	b.ResetTimer()
 	begin := time.Now()
 	engStart(b, s, NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(e *Engine) { e.Now = clock.Now })

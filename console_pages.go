@@ -243,42 +243,34 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 	return d, nil
 }
 
-func (c *Console) scenarioPage(r *http.Request, ps httprouter.Params) (*view, error) {
-	d, err := c.progressData(r.Context(), ps, false)
-	if err != nil {
-		return nil, err
-	}
-	return &view{Page: "progress", Title: "Scenario " + cmp.Or(d.Scenario.Name, d.Scenario.ID), Data: d,
-		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/scenarios/" + url.PathEscape(d.Scenario.ID)}, nil
-}
-
-func (c *Console) scenarioLive(r *http.Request, ps httprouter.Params) (liveFunc, error) {
-	return func(ctx context.Context) ([]liveFragment, error) {
-		d, err := c.progressData(ctx, ps, false)
+// progressPage is a scenario's page, or with campaign a campaign's: the
+// same progress, counted over the scenario or over the campaign.
+func (c *Console) progressPage(campaign bool) consolePage {
+	return func(r *http.Request, ps httprouter.Params) (*view, error) {
+		d, err := c.progressData(r.Context(), ps, campaign)
 		if err != nil {
 			return nil, err
 		}
-		return c.fragments("progress", d, "counters")
-	}, nil
-}
-
-func (c *Console) campaignPage(r *http.Request, ps httprouter.Params) (*view, error) {
-	d, err := c.progressData(r.Context(), ps, true)
-	if err != nil {
-		return nil, err
-	}
-	return &view{Page: "progress", Title: "Campaign " + cmp.Or(d.Campaign.Name, d.Campaign.ID), Data: d,
-		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/campaigns/" + url.PathEscape(d.Campaign.ID)}, nil
-}
-
-func (c *Console) campaignLive(r *http.Request, ps httprouter.Params) (liveFunc, error) {
-	return func(ctx context.Context) ([]liveFragment, error) {
-		d, err := c.progressData(ctx, ps, true)
-		if err != nil {
-			return nil, err
+		title, kind, id := "Scenario "+cmp.Or(d.Scenario.Name, d.Scenario.ID), "scenarios", d.Scenario.ID
+		if campaign {
+			title, kind, id = "Campaign "+cmp.Or(d.Campaign.Name, d.Campaign.ID), "campaigns", d.Campaign.ID
 		}
-		return c.fragments("progress", d, "counters")
-	}, nil
+		return &view{Page: "progress", Title: title, Data: d,
+			Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/" + kind + "/" + url.PathEscape(id)}, nil
+	}
+}
+
+// progressLive is the live stream of progressPage's counters.
+func (c *Console) progressLive(campaign bool) func(r *http.Request, ps httprouter.Params) (liveFunc, error) {
+	return func(r *http.Request, ps httprouter.Params) (liveFunc, error) {
+		return func(ctx context.Context) ([]liveFragment, error) {
+			d, err := c.progressData(ctx, ps, campaign)
+			if err != nil {
+				return nil, err
+			}
+			return c.fragments("progress", d, "counters")
+		}, nil
+	}
 }
 
 func (c *Console) pauseCampaign(paused bool) consoleAction {

@@ -43,6 +43,16 @@ type sipScriptEnd struct {
 func newScriptFarEnd(t *testing.T, callees map[string]sipCallee) (*sipcalltest.FarEnd, func(to string) sipScriptEnd) {
 	var mu sync.Mutex
 	ends := map[string]sipScriptEnd{}
+	// ended is closed when the far end has finished with the call to a
+	// number: dialbox's Dial returns once its BYE is answered, which may be
+	// before the far end's handler has stored what it heard.
+	ended := map[string]chan struct{}{}
+	endedCh := func(to string) chan struct{} { // the caller holds mu
+		if ended[to] == nil {
+			ended[to] = make(chan struct{})
+		}
+		return ended[to]
+	}
 	fe := sipcalltest.NewFarEnd(t, false, func(d *diago.DialogServerSession) {
 		to := d.InviteRequest.Recipient.User
 		c := callees[to]
@@ -77,9 +87,23 @@ func newScriptFarEnd(t *testing.T, callees map[string]sipCallee) (*sipcalltest.F
 		mu.Lock()
 		end.heard = h
 		ends[to] = end
+		select {
+		case <-endedCh(to):
+		default:
+			close(endedCh(to))
+		}
 		mu.Unlock()
 	})
 	return fe, func(to string) sipScriptEnd {
+		t.Helper()
+		mu.Lock()
+		ch := endedCh(to)
+		mu.Unlock()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the far end never finished the call to %s", to)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		return ends[to]

@@ -154,12 +154,20 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 		t.Errorf("%d list versions, want 1", n)
 	}
 	load(ids[0], "0912345670\n", true)
-	listed, err := s.dncListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"})
+	listed, err := s.dncListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := map[string]string{"+84912345670": ReasonDNCTenant, "+84912345672": ReasonDNCNational}; !mapsEqual(listed, want) {
 		t.Errorf("listings %v, want %v", listed, want)
+	}
+	// Without the national register (a care scenario's calls), the tenant's list alone.
+	listed, err = s.dncListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"+84912345670": ReasonDNCTenant}; !mapsEqual(listed, want) {
+		t.Errorf("listings without the register %v, want %v", listed, want)
 	}
 }
 
@@ -199,7 +207,7 @@ func testDNCCLI(t *testing.T, backend string) {
 		t.Errorf("count: %q", out)
 	}
 	dnc("remove", "0912345678")
-	listed, err := s.dncListings(context.Background(), ids[0], []string{"+84912345678", "+84912345679", "+84912000001"})
+	listed, err := s.dncListings(context.Background(), ids[0], []string{"+84912345678", "+84912345679", "+84912000001"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +228,7 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	dncAdd(t, s, nationalList, old)
 	n, _ := dncNumber(replacement)
 	listed := func() map[string]string {
-		got, err := s.dncListings(ctx, ids[0], []string{old, replacement})
+		got, err := s.dncListings(ctx, ids[0], []string{old, replacement}, true)
 		if err != nil {
 			t.Fatal(err)
 		}

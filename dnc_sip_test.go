@@ -109,7 +109,7 @@ func TestDNCOptOutOverSIP(t *testing.T) {
 	ready.Add(1)
 	fe := newOptOutFarEnd(t, 10, func(p string) bool {
 		ready.Wait()
-		listed, err := store.dncListings(context.Background(), appID, []string{p})
+		listed, err := store.dncListings(context.Background(), appID, []string{p}, false)
 		return err == nil && listed[p] == ReasonDNCTenant
 	})
 	writeFileAt(t, filepath.Join(dir, "fixtures.toml"), fmt.Sprintf(sipFixtures, optOutSIPScenarios))

@@ -79,16 +79,28 @@ func dncEvents(t testing.TB, s Store, appID int64, typ string) map[string][]stri
 	return out
 }
 
+// dncAdClock is an engine clock inside the advertising hours: 09:00
+// tomorrow in Ho Chi Minh City, after the contacts' imports (made at the
+// real time), so they are due at once.
+func dncAdClock() func(*Engine) {
+	y, m, d := time.Now().In(hcm).Date()
+	clock := &engClock{}
+	clock.Set(time.Date(y, m, d+1, 9, 0, 0, 0, hcm))
+	return func(e *Engine) { e.Now = clock.Now }
+}
+
+// The national register screens advertising scenarios (adTenant's "sc");
+// a tenant's list screens all its scenarios.
 func TestDNCListedNumbersAreNeverDialled(t *testing.T) {
 	eachBackend(t, testDNCListedNumbersAreNeverDialled)
 }
 
 func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 	doc := loadContract(t)
-	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"), dncTenant("dnc-b"))
+	s, ids := fixtureStoreOn(t, backend, adTenant("dnc-a"), adTenant("dnc-b"))
 	a, b := ids[0], ids[1]
 	const (
-		national = "+84913000001" // on the national register: blocked for every tenant
+		national = "+84913000001" // on the national register: no tenant's advertising call
 		tenantA  = "+84913000002" // on tenant A's list only
 		both     = "+84913000003" // on both: the national register is the reason
 		free     = "+84913000004" // on no list
@@ -96,7 +108,7 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 	dncAdd(t, s, nationalList, national, both)
 	dncAdd(t, s, a, tenantA, both)
 	dialer := newRecordingDialer()
-	engStart(t, s, dialer, nil, nil)
+	engStart(t, s, dialer, nil, dncAdClock())
 	contactsA := engImport(t, s, a, "sc", "", national, tenantA, both, free)
 	contactsB := engImport(t, s, b, "sc", "", national, tenantA, both, free)
 	engWaitAllDone(t, s, a, 4)
@@ -193,6 +205,51 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 	}
 }
 
+// A care scenario is outside the national register's reach (it restricts
+// advertising calls: docs/compliance.md#how-dialbox-enforces-it) and within
+// its tenant's list: a nationally registered number is dialled, one on the
+// tenant's list is not, the tenant's list being the reason even when the
+// register holds the number too.
+func TestDNCCareScenarioDialsTheNationalRegister(t *testing.T) {
+	eachBackend(t, testDNCCareScenarioDialsTheNationalRegister)
+}
+
+func testDNCCareScenarioDialsTheNationalRegister(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, adTenant("dnc-a"))
+	a := ids[0]
+	const (
+		national = "+84913000001"
+		tenantA  = "+84913000002"
+		both     = "+84913000003"
+		free     = "+84913000004"
+	)
+	dncAdd(t, s, nationalList, national, both)
+	dncAdd(t, s, a, tenantA, both)
+	dialer := newRecordingDialer()
+	engStart(t, s, dialer, nil, nil)
+	contacts := engImport(t, s, a, "care", "", national, tenantA, both, free)
+	engWaitAllDone(t, s, a, 4)
+
+	if dialed := slices.Sorted(slices.Values(dialer.numbers())); !slices.Equal(dialed, []string{national, free}) {
+		t.Errorf("the care scenario dialled %v, want %v", dialed, []string{national, free})
+	}
+	for i, want := range []string{"", OutcomeDoNotCall, OutcomeDoNotCall, ""} {
+		if _, outcome, _ := engContact(t, s, contacts[i]); (outcome == OutcomeDoNotCall) != (want != "") {
+			t.Errorf("contact %d ended %s", i, outcome)
+		}
+	}
+	reasons := map[string]string{}
+	queryRows(t, s, `SELECT phone, reason FROM call_blocks`, nil, func(scan func(...any) error) error {
+		var phone, reason string
+		err := scan(&phone, &reason)
+		reasons[phone] = reason
+		return err
+	})
+	if want := map[string]string{tenantA: ReasonDNCTenant, both: ReasonDNCTenant}; !mapsEqual(reasons, want) {
+		t.Errorf("call_blocks %v, want %v", reasons, want)
+	}
+}
+
 // A number listed after its contact was added, before the engine reached
 // it, is not dialled: the lists are read at dial time.
 func TestDNCListedAfterImportIsNotDialled(t *testing.T) {
@@ -281,7 +338,7 @@ func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	if _, outcome, _ := engContact(t, s, first[0]); outcome != OutcomeAnswered || result != script.OptedOut {
 		t.Fatalf("the opting-out call ended %s with result %q", outcome, result)
 	}
-	if listed, _ := s.dncListings(context.Background(), ids[0], []string{phone}); listed[phone] != ReasonDNCTenant {
+	if listed, _ := s.dncListings(context.Background(), ids[0], []string{phone}, true); listed[phone] != ReasonDNCTenant {
 		t.Fatalf("after the opt-out the number is listed %q", listed[phone])
 	}
 	second := engImport(t, s, ids[0], "sc", "", phone)

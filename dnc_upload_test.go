@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,13 +69,16 @@ func TestDNCSlowUploadOutlastsTheTimeouts(t *testing.T) {
 	}
 }
 
-// `dialbox dnc import` beside a running server: its engine sees the list
-// at the next dial. The contact is added after the import and ends
-// DO_NOT_CALL, never dialled; an unlisted one beside it is called.
+// `dialbox dnc import` beside a running engine, on its database: the
+// engine sees the register at the next dial. The contacts are added after
+// the import: the registered number ends DO_NOT_CALL in the advertising
+// scenario, never dialled, and is called in the care scenario (the
+// register restricts advertising calls only); an unlisted one is called.
 func TestDNCImportBesideARunningServer(t *testing.T) {
-	fx := writeFile(t, "fixtures.toml", adminFixtures)
-	db := filepath.Join(filepath.Dir(fx), "dialbox.db")
-	s := startServerAt(t, db, fx, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000")
+	db := filepath.Join(t.TempDir(), "dialbox.db")
+	s, ids := fixtureStoreAt(t, db, adTenant("dnc-a"))
+	dialer := newRecordingDialer()
+	e := engStart(t, s, dialer, nil, dncAdClock())
 	file := writeFile(t, "register.txt", "0913000101\n0913000102\n")
 	var out strings.Builder
 	if err := run(context.Background(), []string{"dnc", "import", file, "--database", db}, &out, nil); err != nil {
@@ -83,27 +87,22 @@ func TestDNCImportBesideARunningServer(t *testing.T) {
 	if !strings.Contains(out.String(), "2 numbers loaded") {
 		t.Fatalf("import: %s", out.String())
 	}
-	app, err := s.m.store.AppByKey(context.Background(), "qa-key")
-	if err != nil {
-		t.Fatal(err)
+	contacts := engImport(t, s, ids[0], "sc", "", "+84913000101", "+84913000103")
+	contacts = append(contacts, engImport(t, s, ids[0], "care", "", "+84913000101")...)
+	e.Notify(ids[0])
+	engWaitAllDone(t, s, ids[0], 3)
+	if _, outcome, _ := engContact(t, s, contacts[0]); outcome != OutcomeDoNotCall {
+		t.Errorf("the number imported beside the engine ended %s in the advertising scenario", outcome)
 	}
-	contacts := engImport(t, s.m.store, app.ID, "sc-remind", "", "+84913000101", "+84913000103")
-	s.m.engine.Notify(app.ID)
-	waitFor(t, "both contacts done", func() bool {
-		for _, id := range contacts {
-			if state, _, _ := engContact(t, s.m.store, id); state != ContactDone {
-				return false
-			}
-		}
-		return true
-	})
-	if _, outcome, _ := engContact(t, s.m.store, contacts[0]); outcome != OutcomeDoNotCall {
-		t.Errorf("the number imported beside the server ended %s", outcome)
-	}
-	if calls := engCalls(t, s.m.store, contacts[0]); len(calls) != 1 || calls[0].Hotline != "" {
+	if calls := engCalls(t, s, contacts[0]); len(calls) != 1 || calls[0].Hotline != "" {
 		t.Errorf("the listed number's attempts: %+v", calls)
 	}
-	if _, outcome, _ := engContact(t, s.m.store, contacts[1]); outcome == OutcomeDoNotCall {
-		t.Errorf("the unlisted number ended %s", outcome)
+	for _, id := range contacts[1:] {
+		if _, outcome, _ := engContact(t, s, id); outcome == OutcomeDoNotCall {
+			t.Errorf("contact %s ended %s", id, outcome)
+		}
+	}
+	if dialed := slices.Sorted(slices.Values(dialer.numbers())); !slices.Equal(dialed, []string{"+84913000101", "+84913000103"}) {
+		t.Errorf("dialled %v: want the unlisted number and the care scenario's call to the registered one", dialed)
 	}
 }

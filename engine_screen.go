@@ -7,12 +7,14 @@ import (
 // The calling rules checked just before a dial (docs/compliance.md#how-dialbox-enforces-it):
 // the scheduler screens each scenario's due contacts after reading them and
 // before reserving the trunk, so a number listed after its contact was
-// added is still never dialled.
+// added is still never dialled. The tenant's list screens every scenario
+// of the tenant; the national register, which restricts advertising calls
+// only, screens advertising scenarios.
 
 // Why an attempt was kept from being dialled: call_blocks.reason and the
 // reason label of dialbox_calls_blocked_total.
 const (
-	ReasonDNCNational = "dnc_national" // on the national Do-Not-Call register
+	ReasonDNCNational = "dnc_national" // on the national Do-Not-Call register, in an advertising scenario
 	ReasonDNCTenant   = "dnc_tenant"   // on the tenant's own list (an opt-out, or added by the tenant)
 )
 
@@ -26,7 +28,8 @@ type callHold struct {
 }
 
 // screen splits a scenario's due contacts into those that may be dialled
-// now and those a rule holds, looking every number up in the lists at once.
+// now and those a rule holds, looking every number up at once in the lists
+// that screen the scenario.
 // On an error nothing is dialled: a list that cannot be read blocks.
 func (e *Engine) screen(ctx context.Context, sc *Scenario, due []dueContact) (dial []dueContact, held []callHold, err error) {
 	if len(due) == 0 {
@@ -36,7 +39,7 @@ func (e *Engine) screen(ctx context.Context, sc *Scenario, due []dueContact) (di
 	for i, c := range due {
 		phones[i] = c.Phone
 	}
-	listed, err := e.Store.dncListings(ctx, sc.AppID, phones)
+	listed, err := e.Store.dncListings(ctx, sc.AppID, phones, sc.CallConfig.Purpose == PurposeAdvertising)
 	if err != nil {
 		return nil, nil, err
 	}

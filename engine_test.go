@@ -367,7 +367,7 @@ func testEngineCallWindow(t *testing.T, backend string) {
 	clock := &engClock{}
 	// Saturday 10:00 in Ho Chi Minh City (after the contacts are imported,
 	// so they are due): inside the hours, not the days.
-	clock.Set(time.Date(2026, 11, 28, 10, 0, 0, 0, hcm))
+	clock.Set(testDate(2026, 11, 28, 10, 0, 0, 0, hcm))
 	e := engStart(t, s, nil, nil, func(e *Engine) { e.Now = clock.Now })
 	contacts := engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
 	e.Notify(ids[0])
@@ -382,11 +382,11 @@ func testEngineCallWindow(t *testing.T, backend string) {
 		}
 	}
 	hold("Saturday")
-	clock.Set(time.Date(2026, 11, 30, 7, 59, 0, 0, hcm)) // Monday, before the window
+	clock.Set(testDate(2026, 11, 30, 7, 59, 0, 0, hcm)) // Monday, before the window
 	hold("Monday 07:59")
-	clock.Set(time.Date(2026, 11, 30, 20, 0, 0, 0, hcm)) // Monday, the window just closed
+	clock.Set(testDate(2026, 11, 30, 20, 0, 0, 0, hcm)) // Monday, the window just closed
 	hold("Monday 20:00")
-	clock.Set(time.Date(2026, 11, 30, 8, 0, 0, 0, hcm)) // Monday, open
+	clock.Set(testDate(2026, 11, 30, 8, 0, 0, 0, hcm)) // Monday, open
 	e.Notify(ids[0])
 	engWaitAllDone(t, s, ids[0], len(contacts))
 	for _, id := range contacts {

@@ -436,3 +436,22 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// testDate is time.Date moved forward by whole weeks so that it lies after
+// the real clock: tests that set the engine's clock to fixed days import
+// contacts at the real time, which must not be later than the days they
+// set. Whole weeks keep the weekday and the time of day in zones without
+// daylight saving (the ones these tests use).
+func testDate(year int, month time.Month, day, hour, min, sec, nsec int, loc *time.Location) time.Time {
+	return time.Date(year, month, day, hour, min, sec, nsec, loc).AddDate(0, 0, 7*testWeeks)
+}
+
+// testWeeks is how many weeks testDate moves its days: enough for the
+// week of 2026-11-23 to begin at least two days after now.
+var testWeeks = func() int {
+	n := 0
+	for ref := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC); ref.Before(time.Now().Add(48 * time.Hour)); ref = ref.AddDate(0, 0, 7) {
+		n++
+	}
+	return n
+}()

@@ -118,7 +118,7 @@ func migrateToFill(t *testing.T) string {
 		t.Fatal(err)
 	}
 	clock := &engClock{}
-	clock.Set(time.Date(2026, 11, 30, 9, 0, 0, 0, hcm))
+	clock.Set(testDate(2026, 11, 30, 9, 0, 0, 0, hcm))
 	e := engStart(t, store, nil, nil, func(e *Engine) { e.Now = clock.Now })
 	engImport(t, store, ad.id, "sc", "", "+84900000001", "+84913000001")
 	engWaitAllDone(t, store, ad.id, 2)

@@ -38,10 +38,16 @@ func dncNumber(e164 string) (int64, bool) {
 // dncE164 is the E.164 form of a stored number.
 func dncE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }
 
-// dncListings says, for each of phones (E.164) on the national register or
-// on the tenant's list, which: the national register when both hold it.
-// One query per few hundred numbers.
-func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []string) (map[string]string, error) {
+// dncListings says, for each of phones (E.164) on a list that screens the
+// calls, which list: the tenant's list always, the national register only
+// when national is set (it restricts advertising calls alone:
+// docs/compliance.md#how-dialbox-enforces-it), and the national register
+// when both hold it. One query per few hundred numbers.
+func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
+	lists := `l.app_id = ?`
+	if national {
+		lists = `(l.app_id IS NULL OR l.app_id = ?)`
+	}
 	out := map[string]string{}
 	const batch = 500
 	for from := 0; from < len(phones); from += batch {
@@ -57,7 +63,7 @@ func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []str
 		}
 		rows, err := s.read.QueryContext(ctx, `SELECT n.number, l.app_id IS NULL FROM dnc_lists l
 			JOIN dnc_numbers n ON n.list_id = l.id
-			WHERE l.state = 'current' AND (l.app_id IS NULL OR l.app_id = ?)
+			WHERE l.state = 'current' AND `+lists+`
 				AND n.number IN (?`+strings.Repeat(",?", len(args)-2)+`)`, args...)
 		if err != nil {
 			return nil, err

@@ -99,9 +99,10 @@ type Store interface {
 
 	// ---- the calling rules at dial time (store_dnc.go, store_adcalls.go) ----
 
-	// dncListings says which of phones (E.164) are on the national register
-	// or the tenant's list, and which: ReasonDNCNational or ReasonDNCTenant.
-	dncListings(ctx context.Context, appID int64, phones []string) (map[string]string, error)
+	// dncListings says which of phones (E.164) are on the tenant's list or,
+	// when national is set (advertising calls), on the national register,
+	// and which: ReasonDNCNational or ReasonDNCTenant.
+	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
 	// holdContacts ends the due contacts a do-not-call list holds, each
 	// with its attempt record, audit row and event, in one commit.
 	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error

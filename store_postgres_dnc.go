@@ -14,7 +14,9 @@ import (
 // numbers of a replacing load COPYed into a new version and switched in
 // one short transaction, the screen at dial time one `= ANY` read.
 
-func (s *PostgresStore) dncListings(ctx context.Context, appID int64, phones []string) (map[string]string, error) {
+// dncListings is SQLiteStore.dncListings's rule: the national register
+// screens advertising calls only (national), the tenant's list all calls.
+func (s *PostgresStore) dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
 	out := map[string]string{}
 	numbers := make([]int64, 0, len(phones))
 	for _, p := range phones {
@@ -27,7 +29,7 @@ func (s *PostgresStore) dncListings(ctx context.Context, appID int64, phones []s
 	}
 	rows, err := s.pool.Query(ctx, `SELECT n.number, l.app_id IS NULL FROM dnc_lists l
 		JOIN dnc_numbers n ON n.list_id = l.id
-		WHERE l.state = 'current' AND (l.app_id IS NULL OR l.app_id = $1) AND n.number = ANY($2)`, appID, numbers)
+		WHERE l.state = 'current' AND (l.app_id IS NULL AND $3 OR l.app_id = $1) AND n.number = ANY($2)`, appID, numbers, national)
 	if err != nil {
 		return nil, err
 	}

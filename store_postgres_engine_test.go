@@ -265,7 +265,7 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	if err != nil || len(due2) != 1 || due2[0].Phone != phone {
 		t.Fatalf("due %+v and %+v (%v), want one contact with %s in each scenario", due, due2, err, phone)
 	}
-	start := time.Date(2026, 11, 30, 9, 0, 0, 0, hcm) // inside the advertising hours
+	start := testDate(2026, 11, 30, 9, 0, 0, 0, hcm) // inside the advertising hours
 	claim := func(c dueContact, scenario, hotline string, at time.Time) callClaim {
 		return callClaim{CallID: newV7(), AppID: appID, ScenarioID: scenario, Contact: c, Hotline: hotline,
 			Start: at, AdPhone: phone}
