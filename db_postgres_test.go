@@ -158,6 +158,70 @@ func TestPostgresQueuedCountTriggers(t *testing.T) {
 			t.Fatalf("after %s: count %d, want %d", s.query, n, s.want)
 		}
 	}
+
+	// Statements of many rows, of two applications at once, and rows
+	// inserted done or not inserted at all (ON CONFLICT) are counted right,
+	// each application's count updated once per statement, not once per
+	// row (migration 13): an import of 500 contacts updates its row once.
+	pgExec(t, pool, `INSERT INTO applications (id, name, api_key, api_secret, created_at, updated_at) VALUES (2, 'b', 'k2', 's', 0, 0)`)
+	pgExec(t, pool, `INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (1, 'sc', 0, 0), (2, 'sc', 0, 0)`)
+	count2 := func() int { return pgInt(t, pool, `SELECT coalesce(sum(n), 0) FROM queued_contacts WHERE app_id = 2`) }
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// The statistics of this backend not yet reported, so counted from
+	// before the statement.
+	updatesSoFar := func() int {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_xact_user_tables WHERE relname = 'queued_contacts'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := updatesSoFar()
+	if _, err := tx.Exec(ctx, `INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at, state)
+		SELECT 'm' || g, 1, 'sc', 'i', '+849130' || g, '{}', 0, 0, 0, 0, CASE WHEN g % 5 = 0 THEN 'done' ELSE 'queued' END
+		FROM generate_series(1000, 1499) g`); err != nil {
+		t.Fatal(err)
+	}
+	if updates := updatesSoFar() - before; updates != 1 {
+		t.Errorf("an INSERT of 500 contacts updated the count %d times, want once", updates)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	many := []struct {
+		query       string
+		want, want2 int
+	}{
+		{``, 400, 0},
+		{`INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+			SELECT 'n' || g, 1 + g % 2, 'sc', 'i', '+849131' || g, '{}', 0, 0, 0, 0 FROM generate_series(1000, 1099) g`, 450, 50},
+		{`INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+			SELECT 'n' || g, 2, 'sc', 'i', '+849131' || g, '{}', 0, 0, 0, 0 FROM generate_series(1050, 1149) g
+			ON CONFLICT DO NOTHING`, 450, 100}, // 50 of them already there
+		{`DELETE FROM contacts WHERE id LIKE 'n%' AND seq % 3 = 0 OR id LIKE 'm%' AND state = 'done'`, -1, -1},
+		{`DELETE FROM applications WHERE id = 2`, -1, 0},
+		{`DELETE FROM contacts`, 0, 0},
+	}
+	for _, s := range many {
+		if s.query != "" {
+			pgExec(t, pool, s.query)
+		}
+		want, want2 := s.want, s.want2
+		if want < 0 {
+			want = pgInt(t, pool, `SELECT count(*) FROM contacts WHERE app_id = 1 AND state <> 'done'`)
+		}
+		if want2 < 0 {
+			want2 = pgInt(t, pool, `SELECT count(*) FROM contacts WHERE app_id = 2 AND state <> 'done'`)
+		}
+		if n, got2 := count(), count2(); n != want || got2 != want2 {
+			t.Fatalf("after %s: counts %d and %d, want %d and %d", s.query, n, got2, want, want2)
+		}
+	}
 }
 
 // Nodes starting together on a new database apply each migration once.

@@ -361,7 +361,7 @@ func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.
 			return pgRecordImport(ctx, tx, req, res, importAllInvalid, now)
 		}
 		if req.MaxQueued > 0 {
-			// Kept by the triggers of migration 4, already counting the rows
+			// Kept by the triggers of migrations 4 and 13, already counting the rows
 			// just inserted; this transaction holds the row until it commits.
 			var n int64
 			if err := tx.QueryRow(ctx, `SELECT n FROM queued_contacts WHERE app_id = $1`, req.AppID).Scan(&n); err != nil {
