@@ -53,6 +53,13 @@ func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 	}
 }
 
+// configOn is the default configuration with database set.
+func configOn(database string) Config {
+	cfg := DefaultConfig()
+	cfg.Database = database
+	return cfg
+}
+
 func backendDatabase(t testing.TB, backend string) string {
 	t.Helper()
 	for _, b := range testBackends {
@@ -254,7 +261,7 @@ func openTestStore(t testing.TB) (*SQLiteStore, string) {
 // tenants; it returns their ids.
 func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, []int64) {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), Config{Database: backendDatabase(t, backend)})
+	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)))
 	if err != nil {
 		t.Fatal(err)
 	}

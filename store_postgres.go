@@ -20,8 +20,15 @@ import (
 // group commit, and fixtures.
 type PostgresStore struct {
 	pool *pgxpool.Pool
-	// node names this process in the leases it takes.
+	// node names this process in the leases it takes (nodeIDFor).
 	node string
+	// lease is how long a claim of this node outlives its last renewal.
+	lease time.Duration
+	// heldMessages are the outbox messages this node took and has neither
+	// recorded an attempt of nor given back: the ones whose leases it
+	// renews.
+	heldMu       sync.Mutex
+	heldMessages map[int64]struct{}
 
 	mu      sync.RWMutex // guards closed against importing racing Close
 	closed  bool
@@ -52,12 +59,23 @@ type pgJob struct {
 const postgresWriters = 4
 
 // OpenPostgres connects to the database at url, brings its schema up to
-// date and starts the writers.
-func OpenPostgres(ctx context.Context, url string) (*PostgresStore, error) {
-	return openPostgresAt(ctx, url, len(postgresMigrations()))
+// date and starts the writers; node names this node and sets its leases.
+func OpenPostgres(ctx context.Context, url string, node ClusterConfig) (*PostgresStore, error) {
+	return openPostgresAt(ctx, url, len(postgresMigrations()), node)
 }
 
-func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStore, error) {
+// nodeIDFor is the id of a node named name (the hostname when empty): the
+// process id and a random part make every start a new node, so a
+// restarted node never renews the leases its last run left, which another
+// node settles (docs/postgres.md#nodes-and-leases).
+func nodeIDFor(name string) string {
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), uuid.NewString()[:8])
+}
+
+func openPostgresAt(ctx context.Context, url string, version int, node ClusterConfig) (*PostgresStore, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -74,8 +92,8 @@ func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStor
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	host, _ := os.Hostname()
-	s := &PostgresStore{pool: pool, node: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])}
+	s := &PostgresStore{pool: pool, node: nodeIDFor(node.NodeName), lease: node.Lease.Duration,
+		heldMessages: map[int64]struct{}{}}
 	s.stopLeases = make(chan struct{})
 	s.done.Add(2)
 	go s.keepLeases(s.stopLeases)
@@ -111,8 +129,20 @@ func (s *PostgresStore) Close() error {
 	return nil
 }
 
+// Ping checks the database takes writes: a transaction that starts and
+// commits is not enough, as a standby (after a failover the URL may still
+// name the old primary) or default_transaction_read_only runs one.
 func (s *PostgresStore) Ping(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.pool, func(pgx.Tx) error { return nil })
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var readOnly string
+		if err := tx.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&readOnly); err != nil {
+			return err
+		}
+		if readOnly == "on" {
+			return errors.New("the PostgreSQL server takes no writes (a standby, or default_transaction_read_only is on)")
+		}
+		return nil
+	})
 }
 
 func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {

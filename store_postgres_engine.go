@@ -17,11 +17,6 @@ import (
 // and a call whose lease ran out is settled by whichever node sees it
 // first (docs/postgres.md#claiming-calls).
 
-// callLease is how long a node holds a call it dials without renewing the
-// lease; it renews every third of it (renewLeases). A node that dies has
-// its calls settled by another at most callLease plus takeoverEvery later.
-const callLease = 30 * time.Second
-
 func (s *PostgresStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
 	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
 		rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
@@ -117,7 +112,7 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]c
 	}
 	slices.Sort(apps)
 	var out []callClaim
-	leaseUntil := ms(time.Now().Add(callLease))
+	leaseUntil := ms(time.Now().Add(s.lease))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
 		for _, app := range apps {
@@ -310,7 +305,7 @@ func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry tim
 		}
 		if ok {
 			n++
-			observeTakeover()
+			observeTakeover(takeoverCall)
 		}
 	}
 	return n, nil
@@ -320,25 +315,37 @@ func (s *PostgresStore) takeOverCalls(ctx context.Context, now, firstTry time.Ti
 	return s.settleInterrupted(ctx, now, firstTry)
 }
 
-// renewLeases pushes back the lease of every call this node has up.
+// renewLeases pushes back the lease of every call this node has up and of
+// every webhook message it holds (heldMessages): a message's attempt may
+// outlast a lease (webhooks.timeout), and must not be sent by another node
+// meanwhile.
 func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
-	_, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE lease_node = $1 AND state = 'dialing'`,
-		s.node, ms(now.Add(callLease)))
+	until := ms(now.Add(s.lease))
+	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE lease_node = $1 AND state = 'dialing'`,
+		s.node, until); err != nil {
+		return err
+	}
+	held := s.heldMessageSeqs()
+	if len(held) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE lease_node = $1 AND seq = ANY($3)`,
+		s.node, until, held)
 	return err
 }
 
-// keepLeases renews this node's leases every third of callLease until the
+// keepLeases renews this node's leases every third of the lease until the
 // store closes.
 func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
 	defer s.done.Done()
-	t := time.NewTicker(callLease / 3)
+	t := time.NewTicker(s.lease / 3)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), callLease/3)
+			ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
 			if err := s.renewLeases(ctx, time.Now()); err != nil {
 				observeLeaseRenewalFailure()
 			}
