@@ -141,7 +141,7 @@ type callClaim struct {
 // one commit, before any is dialled: a crash after it leaves calls that the
 // next start settles. It returns the claims that took (a contact that is no
 // longer queued is left out).
-func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim, _ func() time.Time) ([]callClaim, error) {
 	var out []callClaim
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		out = out[:0]

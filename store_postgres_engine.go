@@ -101,7 +101,7 @@ func (s *PostgresStore) nextDue(ctx context.Context, appID int64, scenarioID str
 
 // claimCalls claims in one transaction, tenant by tenant in the order of
 // their ids so two nodes claiming for the same tenants never deadlock.
-func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error) {
 	byApp := map[int64][]callClaim{}
 	var apps []int64
 	for _, c := range claims {
@@ -116,7 +116,7 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]c
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
 		for _, app := range apps {
-			taken, err := s.claimForApp(ctx, tx, app, byApp[app], leaseUntil)
+			taken, err := s.claimForApp(ctx, tx, app, byApp[app], leaseUntil, now)
 			if err != nil {
 				return err
 			}
@@ -135,7 +135,7 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]c
 // on the tenant's row serializes its claims across nodes; calls up only
 // ever grow through such claims, so the counts read under it stay true
 // until the commit. (NO KEY: imports, which reference the row, go on.)
-func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, leaseUntil int64) ([]callClaim, error) {
+func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, leaseUntil int64, now func() time.Time) ([]callClaim, error) {
 	var one int
 	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
 		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
@@ -196,6 +196,11 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		if free[c.ScenarioID] <= 0 || busy[c.Hotline] || (!unlimited && walletLeft <= 0) {
 			continue
 		}
+		// Started now, once the counts above hold: a call another node
+		// ended and settled to make room was read as ended, so it was
+		// recorded ending before this one starts (max_concurrent and the
+		// hotline can be checked from the records).
+		c.Start = now()
 		// SKIP LOCKED: a contact another node is claiming is left to it, not
 		// waited for; one it claimed already is no longer queued.
 		err := tx.QueryRow(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $2,

@@ -84,7 +84,7 @@ func TestPostgresClaimsHoldMaxConcurrentAcrossNodes(t *testing.T) {
 	for i, s := range nodes {
 		wg.Go(func() {
 			for range 5 {
-				taken, err := s.claimCalls(context.Background(), pgClaims(appID, due, i*6))
+				taken, err := s.claimCalls(context.Background(), pgClaims(appID, due, i*6), time.Now)
 				if err != nil {
 					t.Error(err)
 					return
@@ -119,11 +119,11 @@ func TestPostgresClaimsBusyHotlineAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 3)
 	ctx := context.Background()
 	a := pgClaims(appID, due[:1], 0)
-	if taken, err := nodes[0].claimCalls(ctx, a); err != nil || len(taken) != 1 || taken[0].Attempt != 1 {
+	if taken, err := nodes[0].claimCalls(ctx, a, time.Now); err != nil || len(taken) != 1 || taken[0].Attempt != 1 {
 		t.Fatalf("node 0 took %v (%v), want its one claim, attempt 1", taken, err)
 	}
 	b := pgClaims(appID, due[1:], 0) // the first on node 0's hotline, the second on another
-	taken, err := nodes[1].claimCalls(ctx, b)
+	taken, err := nodes[1].claimCalls(ctx, b, time.Now)
 	if err != nil || len(taken) != 1 || taken[0].Contact.Seq != due[2].Seq {
 		t.Fatalf("node 1 took %v (%v), want only the claim on a free hotline", taken, err)
 	}
@@ -136,10 +136,10 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 6)
 	ctx := context.Background()
 	pgPrepaid(t, nodes[0], appID, 3000, 1000)
-	if taken, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0)); err != nil || len(taken) != 2 {
+	if taken, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now); err != nil || len(taken) != 2 {
 		t.Fatalf("node 0 took %d (%v), want 2", len(taken), err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[2:], 2)); err != nil || len(taken) != 1 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[2:], 2), time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("node 1 took %d (%v), want the 1 the wallet still pays for", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
@@ -149,19 +149,19 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 0 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("outside the call window node 1 took %d (%v), want 0", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 0 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("back in DRAFT, node 1 took %d (%v), want 0", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 3 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 3 {
 		t.Fatalf("active again, node 1 took %d (%v), want 3", len(taken), err)
 	}
 }
@@ -175,11 +175,11 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	ctx := context.Background()
 	pgPrepaid(t, nodes[0], appID, 100000, 1000)
 	dead, alive, other := nodes[0], nodes[1], nodes[2]
-	held, err := dead.claimCalls(ctx, pgClaims(appID, due[:1], 0))
+	held, err := dead.claimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
 	if err != nil || len(held) != 1 {
 		t.Fatalf("took %d (%v)", len(held), err)
 	}
-	kept, err := alive.claimCalls(ctx, pgClaims(appID, due[1:], 1))
+	kept, err := alive.claimCalls(ctx, pgClaims(appID, due[1:], 1), time.Now)
 	if err != nil || len(kept) != 1 {
 		t.Fatalf("took %d (%v)", len(kept), err)
 	}
@@ -243,5 +243,39 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	}
 	if n := pgCount(t, other, `SELECT balance FROM wallets WHERE app_id = $1`, appID); n != 99000 {
 		t.Errorf("balance %d, want 99000", n)
+	}
+}
+
+// A claim made from a tick that read the time before another node's call
+// ended, and taking that call's hotline once it settled, records its call
+// starting after that end: the records show the hotline (and
+// max_concurrent) held, as they did.
+func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 2)
+	ctx := context.Background()
+	tick := time.Now() // node 1's tick, before node 0's call ends
+	first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("node 0 took %d (%v)", len(first), err)
+	}
+	ended := time.Now().Add(5 * time.Millisecond)
+	if err := nodes[0].endCall(ctx, callEnd{CallID: first[0].CallID, Now: ended, FirstTry: ended,
+		Result: DialResult{Outcome: OutcomeBusy, EndedAt: ended}}); err != nil {
+		t.Fatal(err)
+	}
+	late := pgClaims(appID, due[1:], 0) // the same hotline
+	late[0].Start = tick
+	clock := func() time.Time { return ended.Add(time.Millisecond) }
+	taken, err := nodes[1].claimCalls(ctx, late, clock)
+	if err != nil || len(taken) != 1 {
+		t.Fatalf("node 1 took %d (%v)", len(taken), err)
+	}
+	var started int64
+	if err := nodes[1].pool.QueryRow(ctx, `SELECT started_at FROM calls WHERE id = $1`, taken[0].CallID).Scan(&started); err != nil {
+		t.Fatal(err)
+	}
+	if started < ms(ended) || !taken[0].Start.Equal(clock()) {
+		t.Errorf("call recorded starting at %d (claim's Start %v), before the end %d of the call it replaced on its hotline",
+			started, taken[0].Start, ms(ended))
 	}
 }
