@@ -326,7 +326,7 @@ func storeWrite(t testing.TB, s Store, fn func(tx settleTx) error) {
 	t.Helper()
 	var err error
 	if pg, ok := s.(*PostgresStore); ok {
-		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx{context.Background(), tx}) })
+		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx{ctx: context.Background(), tx: tx}) })
 	} else {
 		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
 	}
@@ -342,7 +342,7 @@ func queryRows(t testing.TB, s Store, query string, args []any, row func(scan fu
 	var err error
 	if pg, ok := s.(*PostgresStore); ok {
 		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error {
-			return pgTx{context.Background(), tx}.queryRows(query, args, row)
+			return pgTx{ctx: context.Background(), tx: tx}.queryRows(query, args, row)
 		})
 	} else {
 		tx, terr := sqliteOf(t, s).read.Begin()

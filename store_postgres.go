@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +34,9 @@ type PostgresStore struct {
 	mu      sync.RWMutex // guards closed against importing racing Close
 	closed  bool
 	writers []chan pgJob
+	// settlers group-commit calls' settling (settle), taken in turn.
+	settlers    []chan pgJob
+	nextSettler atomic.Uint64
 	// stopLeases ends keepLeases, which renews this node's call leases.
 	stopLeases chan struct{}
 	// stopListening ends listenConfig (store_postgres_notify.go).
@@ -45,10 +49,21 @@ type PostgresStore struct {
 	recordings RecordingFiles
 }
 
-// pgJob is one import waiting for its writer's next commit.
+// pgJob is one import or call settling waiting for its writer's next
+// commit.
 type pgJob struct {
-	fn     func(pgx.Tx) error
+	fn func(pgx.Tx) error
+	// last holds the statements fn left to the end of the batch (pgTx's
+	// execLast): writes to a tenant's hot rows, which the transaction then
+	// holds only for one round trip and the commit.
+	last   *[]pgStmt
 	result chan error
+}
+
+// pgStmt is one statement left to the end of a batch.
+type pgStmt struct {
+	query string
+	args  []any
 }
 
 // postgresWriters is how many group-commit writers run, each with its own
@@ -57,6 +72,13 @@ type pgJob struct {
 // and its pending-phone index are then only ever written by one of them,
 // so two writers never wait on each other, nor deadlock.
 const postgresWriters = 4
+
+// postgresSettlers is how many group-commit writers settle calls. Every
+// settle writes its tenant's hot rows (the count of unfinished contacts,
+// the wallet), which a transaction holds until its commit: one commit per
+// call would make a tenant's settles on every node wait on each other's
+// disk flushes one by one, where a batch waits once.
+const postgresSettlers = 2
 
 // OpenPostgres connects to the database at url, brings its schema up to
 // date and starts the writers; node names this node and sets its leases.
@@ -107,6 +129,12 @@ func openPostgresAt(ctx context.Context, url string, version int, node ClusterCo
 		s.done.Add(1)
 		go s.writer(jobs)
 	}
+	for range postgresSettlers {
+		jobs := make(chan pgJob, 1024)
+		s.settlers = append(s.settlers, jobs)
+		s.done.Add(1)
+		go s.writer(jobs)
+	}
 	return s, nil
 }
 
@@ -118,7 +146,7 @@ func (s *PostgresStore) Close() error {
 		return nil
 	}
 	s.closed = true
-	for _, w := range s.writers {
+	for _, w := range append(s.writers, s.settlers...) {
 		close(w)
 	}
 	close(s.stopLeases)
@@ -157,17 +185,27 @@ func (s *PostgresStore) configCache() *catalogCache { return &s.catalog }
 
 func (s *PostgresStore) verifiedTokens() *tokenCache { return &s.tokens }
 
-// importJob runs fn in the group commit of the application's writer and
-// returns once its transaction has committed (or failed).
-func (s *PostgresStore) importJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
-	job := pgJob{fn: fn, result: make(chan error, 1)}
+// groupJob runs fn (an import) in the group commit of the application's
+// writer and returns once its transaction has committed (or failed).
+func (s *PostgresStore) groupJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
+	return s.submit(ctx, s.writers[uint64(appID)%postgresWriters], pgJob{fn: fn})
+}
+
+// settleJob runs fn (a call's settling) in the group commit of the next
+// settler, the statements it leaves in last at the end of the batch.
+func (s *PostgresStore) settleJob(ctx context.Context, fn func(pgx.Tx) error, last *[]pgStmt) error {
+	return s.submit(ctx, s.settlers[s.nextSettler.Add(1)%postgresSettlers], pgJob{fn: fn, last: last})
+}
+
+func (s *PostgresStore) submit(ctx context.Context, writer chan pgJob, job pgJob) error {
+	job.result = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return errStoreClosed
 	}
 	select {
-	case s.writers[uint64(appID)%postgresWriters] <- job:
+	case writer <- job:
 	case <-ctx.Done():
 		s.mu.RUnlock()
 		return ctx.Err()
@@ -198,8 +236,9 @@ func (s *PostgresStore) writer(jobs chan pgJob) {
 }
 
 // commit runs the batch in one transaction, each job in its own savepoint
-// so a failing job undoes only its own rows, and answers every job after
-// the commit.
+// so a failing job undoes only its own rows, then the statements the jobs
+// left to the end in one round trip (a failing one fails the batch), and
+// answers every job after the commit.
 func (s *PostgresStore) commit(batch []pgJob) {
 	start := time.Now()
 	defer func() { observeCommit(len(batch), time.Since(start)) }()
@@ -219,7 +258,18 @@ func (s *PostgresStore) commit(batch []pgJob) {
 				return err
 			}
 		}
-		return nil
+		var last pgx.Batch
+		for i, job := range batch {
+			if results[i] == nil && job.last != nil {
+				for _, st := range *job.last {
+					last.Queue(st.query, st.args...)
+				}
+			}
+		}
+		if last.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, &last).Close()
 	})
 	for i, job := range batch {
 		if err != nil {
@@ -376,7 +426,7 @@ func (s *PostgresStore) Campaign(ctx context.Context, appID int64, id string) (*
 func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
-	err := s.importJob(ctx, req.AppID, func(tx pgx.Tx) error {
+	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) error {
 		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
 		allInvalid = false
 		if err := pgInsertContacts(ctx, tx, req, res, now); err != nil {

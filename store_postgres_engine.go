@@ -183,47 +183,95 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		busy[h] = true
 	}
 
-	free := map[string]int{} // by scenario: max_concurrent less its calls up; -1 not dialable now
-	var out []callClaim
+	// The claims on free hotlines, by scenario in the order they came.
+	var scenarios []string
+	byScenario := map[string][]callClaim{}
 	for _, c := range claims {
-		if _, ok := free[c.ScenarioID]; !ok {
-			n, err := scenarioRoom(ctx, tx, appID, c.ScenarioID, c.Start)
-			if err != nil {
-				return nil, err
-			}
-			free[c.ScenarioID] = n
-		}
-		if free[c.ScenarioID] <= 0 || busy[c.Hotline] || (!unlimited && walletLeft <= 0) {
+		if busy[c.Hotline] {
 			continue
 		}
-		// Started now, once the counts above hold: a call another node
-		// ended and settled to make room was read as ended, so it was
-		// recorded ending before this one starts (max_concurrent and the
-		// hotline can be checked from the records).
-		c.Start = now()
-		// SKIP LOCKED: a contact another node is claiming is left to it, not
-		// waited for; one it claimed already is no longer queued.
-		err := tx.QueryRow(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $2,
-			lease_node = $3, lease_until = $4
-			WHERE seq = (SELECT seq FROM contacts WHERE seq = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED)
-			RETURNING attempts`, c.Contact.Seq, ms(c.Start), s.node, leaseUntil).Scan(&c.Attempt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
+		if _, ok := byScenario[c.ScenarioID]; !ok {
+			scenarios = append(scenarios, c.ScenarioID)
 		}
+		byScenario[c.ScenarioID] = append(byScenario[c.ScenarioID], c)
+	}
+	var out []callClaim
+	for _, id := range scenarios {
+		group := byScenario[id]
+		room, err := scenarioRoom(ctx, tx, appID, id, group[0].Start)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start),
-			c.ScenarioID, c.Trunk); err != nil {
+		n := min(len(group), room)
+		if !unlimited {
+			n = min(n, walletLeft)
+		}
+		if n <= 0 {
+			continue
+		}
+		taken, err := s.takeDue(ctx, tx, appID, id, group[:n], leaseUntil, now())
+		if err != nil {
 			return nil, err
 		}
-		busy[c.Hotline] = true
-		free[c.ScenarioID]--
-		walletLeft--
-		out = append(out, c)
+		walletLeft -= len(taken)
+		out = append(out, taken...)
 	}
 	return out, nil
+}
+
+// takeDue gives each claim of the group one of the scenario's contacts due
+// at start, the longest waiting first, and records its call, all started
+// at start. The claims name the contacts their node read as due, but
+// another node may have taken those meanwhile: every node reads the same
+// head of the queue, so a claim of exactly those would mostly come back
+// empty. SKIP LOCKED: a contact another node is claiming is left to it,
+// not waited for. start is read once the tenant's counts hold: a call
+// another node ended and settled to make room was read as ended, so it is
+// recorded ending before this one starts (max_concurrent and the hotlines
+// can be checked from the records).
+func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []callClaim,
+	leaseUntil int64, start time.Time) ([]callClaim, error) {
+	rows, err := tx.Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $4,
+			lease_node = $5, lease_until = $6
+		WHERE seq IN (SELECT c.seq FROM contacts c
+			WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $4
+				AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+					WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+			ORDER BY c.next_attempt_at, c.seq LIMIT $3 FOR UPDATE OF c SKIP LOCKED)
+		RETURNING seq, phone, fields, attempts`, appID, scenarioID, len(group), ms(start), s.node, leaseUntil)
+	if err != nil {
+		return nil, err
+	}
+	var taken []callClaim
+	for rows.Next() {
+		c := group[len(taken)]
+		if err := rows.Scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Start = start
+		taken = append(taken, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	var ids, hotlines, trunks []string
+	var seqs []int64
+	var attempts []int32
+	for _, c := range taken {
+		ids, hotlines, trunks = append(ids, c.CallID), append(hotlines, c.Hotline), append(trunks, c.Trunk)
+		seqs, attempts = append(seqs, c.Contact.Seq), append(attempts, int32(c.Attempt))
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
+		SELECT id, seq, $6, attempt, hotline, $7, $8, trunk
+		FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[]) AS u(id, seq, attempt, hotline, trunk)`,
+		ids, seqs, attempts, hotlines, trunks, appID, ms(start), scenarioID); err != nil {
+		return nil, err
+	}
+	return taken, nil
 }
 
 // scenarioRoom is how many more calls the scenario may start at now: its
@@ -260,14 +308,17 @@ func (s *PostgresStore) endCall(ctx context.Context, e callEnd) error {
 }
 
 // settle is endCall, saying whether it settled the call (false: it was
-// settled already). The call's row is locked first, so of two nodes
-// settling one call (its own and one taking over a lease that ran out) the
-// second finds it ended and does nothing; the tenant's count of unfinished
-// contacts is locked next, before any contact, as an import takes it, so
-// an import of the same phone never deadlocks with it.
+// settled already). It runs in a settler's group commit (settleJob):
+// every call's end writes its tenant's hot rows (the count of unfinished
+// contacts, the wallet), which a transaction holds until its commit, so
+// those writes are left to the end of the batch (execLast), in the order
+// an import takes them (the count before the contact). The call's row is
+// locked first, so of two nodes settling one call (its own and one taking
+// over a lease that ran out) the second finds it ended and does nothing.
 func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 	settled := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	var last []pgStmt
+	err := s.settleJob(ctx, func(tx pgx.Tx) error {
 		var appID int64
 		err := tx.QueryRow(ctx, `SELECT app_id FROM calls WHERE id = $1 AND state = 'dialing' FOR UPDATE`, e.CallID).Scan(&appID)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -276,12 +327,12 @@ func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM queued_contacts WHERE app_id = $1 FOR UPDATE`, appID); err != nil {
+		if err := endCallTx(pgTx{ctx: ctx, tx: tx, last: &last}, e); err != nil {
 			return err
 		}
 		settled = true
-		return endCallTx(pgTx{ctx, tx}, e)
-	})
+		return nil
+	}, &last)
 	return settled && err == nil, err
 }
 
@@ -323,10 +374,14 @@ func (s *PostgresStore) takeOverCalls(ctx context.Context, now, firstTry time.Ti
 // renewLeases pushes back the lease of every call this node has up and of
 // every webhook message it holds (heldMessages): a message's attempt may
 // outlast a lease (webhooks.timeout), and must not be sent by another node
-// meanwhile.
+// meanwhile. A row another transaction holds is skipped, not waited for:
+// it is being settled or recorded (which ends its lease), and waiting
+// would hold the rows renewed so far against that transaction, a deadlock
+// when it settles several calls at once.
 func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
 	until := ms(now.Add(s.lease))
-	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE lease_node = $1 AND state = 'dialing'`,
+	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE seq IN (
+		SELECT seq FROM contacts WHERE lease_node = $1 AND state = 'dialing' FOR UPDATE SKIP LOCKED)`,
 		s.node, until); err != nil {
 		return err
 	}
@@ -334,7 +389,8 @@ func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
 	if len(held) == 0 {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE lease_node = $1 AND seq = ANY($3)`,
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE seq IN (
+		SELECT seq FROM webhook_messages WHERE seq = ANY($3) AND lease_node = $1 FOR UPDATE SKIP LOCKED)`,
 		s.node, until, held)
 	return err
 }

@@ -124,8 +124,8 @@ func TestPostgresClaimsBusyHotlineAcrossNodes(t *testing.T) {
 	}
 	b := pgClaims(appID, due[1:], 0) // the first on node 0's hotline, the second on another
 	taken, err := nodes[1].claimCalls(ctx, b, time.Now)
-	if err != nil || len(taken) != 1 || taken[0].Contact.Seq != due[2].Seq {
-		t.Fatalf("node 1 took %v (%v), want only the claim on a free hotline", taken, err)
+	if err != nil || len(taken) != 1 || taken[0].CallID != b[1].CallID || taken[0].Contact.Seq != due[1].Seq {
+		t.Fatalf("node 1 took %v (%v), want only the claim on a free hotline, given the contact due first", taken, err)
 	}
 }
 
@@ -277,5 +277,58 @@ func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
 	if started < ms(ended) || !taken[0].Start.Equal(clock()) {
 		t.Errorf("call recorded starting at %d (claim's Start %v), before the end %d of the call it replaced on its hotline",
 			started, taken[0].Start, ms(ended))
+	}
+}
+
+// Nodes read the same head of the queue: a claim naming contacts another
+// node took meanwhile is given the ones due next, not refused.
+func TestPostgresClaimTakesTheContactsDueNext(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 4)
+	ctx := context.Background()
+	first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("node 0 took %d (%v), want 2", len(first), err)
+	}
+	stale := pgClaims(appID, due[:2], 2) // what node 1 read before node 0's claim
+	taken, err := nodes[1].claimCalls(ctx, stale, time.Now)
+	if err != nil || len(taken) != 2 {
+		t.Fatalf("node 1 took %d (%v), want 2", len(taken), err)
+	}
+	got := map[int64]bool{taken[0].Contact.Seq: true, taken[1].Contact.Seq: true}
+	if !got[due[2].Seq] || !got[due[3].Seq] || taken[0].Contact.Phone == "" {
+		t.Errorf("node 1 took %+v, want the two contacts node 0 left", taken)
+	}
+	if n := pgCount(t, nodes[0], `SELECT count(DISTINCT contact_seq) FROM calls WHERE state = 'dialing'`); n != 4 {
+		t.Errorf("%d contacts in calls, want 4", n)
+	}
+}
+
+// Renewing skips a call whose contact another transaction holds (a settle
+// under way ends its lease anyway): waiting would hold the leases renewed
+// so far against it, a deadlock when it settles several calls at once.
+func TestPostgresRenewalSkipsHeldContacts(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 1, nil, 2)
+	s := nodes[0]
+	ctx := context.Background()
+	taken, err := s.claimCalls(ctx, pgClaims(appID, due, 0), time.Now)
+	if err != nil || len(taken) != 2 {
+		t.Fatalf("took %d (%v), want 2", len(taken), err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM contacts WHERE seq = $1 FOR UPDATE`, taken[0].Contact.Seq); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	renewCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.renewLeases(renewCtx, later); err != nil {
+		t.Fatalf("renewal waited on the held contact: %v", err)
+	}
+	if n := pgCount(t, s, `SELECT count(*) FROM contacts WHERE lease_until = $1`, ms(later.Add(s.lease))); n != 1 {
+		t.Errorf("%d leases renewed, want the 1 not held", n)
 	}
 }
