@@ -318,9 +318,11 @@ lease = "2s"
 			missing++
 		}
 	}
-	if missing > 0 || len(acked) < contacts {
-		t.Errorf("%d of %d acknowledged contacts not stored (%d stored); want all %d acknowledged and stored",
-			missing, len(acked), len(stored), contacts)
+	// Every phone is stored: a batch the killed node committed without
+	// answering is refused as duplicates where it is sent again, so its
+	// contacts are stored but acknowledged by no one.
+	if phones := count(`SELECT count(DISTINCT phone) FROM contacts`); missing > 0 || phones != contacts {
+		t.Errorf("%d of %d acknowledged contacts not stored; %d phones of %d stored", missing, len(acked), phones, contacts)
 	}
 
 	// Every event delivered, one webhook-id per event: the receiver holds

@@ -143,16 +143,31 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 	} else if err != nil {
 		return nil, err
 	}
-	// The wallet, as Engine.budget reads it: a prepaid one must hold the
-	// least an answered call costs for each call up and each new one.
-	w, err := scanPgWallet(tx.QueryRow(ctx, pgWalletQuery, appID))
-	if err != nil {
-		return nil, err
+	// In one round trip, as the lock is held until the commit: the wallet,
+	// the tenant's calls up and which of the claims' hotlines are busy.
+	var hotlines []string
+	for _, c := range claims {
+		hotlines = append(hotlines, c.Hotline)
 	}
+	var w Wallet
+	var expires *int64
 	var appCalls int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM calls WHERE app_id = $1 AND state = 'dialing'`, appID).Scan(&appCalls); err != nil {
+	var busyList []string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(w.prepaid, 0) <> 0, coalesce(w.balance, 0), w.expires_at,
+			coalesce(w.price_per_call, 0), coalesce(w.price_per_minute, 0), c.up, c.busy
+		FROM (SELECT count(*) AS up, coalesce(array_agg(hotline) FILTER (WHERE hotline = ANY($2)), '{}') AS busy
+			FROM calls WHERE app_id = $1 AND state = 'dialing') c
+		LEFT JOIN wallets w ON w.app_id = $1`, appID, hotlines).
+		Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute, &appCalls, &busyList); err != nil {
 		return nil, err
 	}
+	if expires != nil {
+		t := fromMS(*expires)
+		w.ExpiresAt = &t
+	}
+	// The wallet, as Engine.budget reads it (no wallet: postpaid): a
+	// prepaid one must hold the least an answered call costs for each call
+	// up and each new one.
 	least := max(w.PricePerCall, w.PricePerMinute)
 	walletLeft, unlimited := 0, !w.Prepaid
 	start := claims[0].Start
@@ -164,19 +179,6 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		unlimited = true
 	default:
 		walletLeft = int(w.Balance/least) - appCalls
-	}
-
-	var hotlines []string
-	for _, c := range claims {
-		hotlines = append(hotlines, c.Hotline)
-	}
-	rows, err := tx.Query(ctx, `SELECT hotline FROM calls WHERE app_id = $1 AND state = 'dialing' AND hotline = ANY($2)`, appID, hotlines)
-	if err != nil {
-		return nil, err
-	}
-	busyList, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
 	}
 	busy := map[string]bool{}
 	for _, h := range busyList {
