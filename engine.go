@@ -391,7 +391,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	if len(claims) == 0 {
 		return next
 	}
-	taken, err := e.Store.claimCalls(ctx, claims)
+	taken, err := e.Store.claimCalls(ctx, claims, e.now)
 	if err != nil {
 		logErr("engine: claiming calls", "err", err)
 		taken = nil

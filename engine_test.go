@@ -517,7 +517,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 		claims = append(claims, callClaim{CallID: newV7(), AppID: appID, ScenarioID: "sc", Contact: c,
 			Hotline: app.HotlinePools[0].Numbers[i], Start: time.Now()})
 	}
-	if taken, err := s1.claimCalls(context.Background(), claims); err != nil || len(taken) != 3 {
+	if taken, err := s1.claimCalls(context.Background(), claims, time.Now); err != nil || len(taken) != 3 {
 		t.Fatalf("claim: %d %v", len(taken), err)
 	}
 	whEnqueue(t, s1, appID, 1)
@@ -578,7 +578,7 @@ func testEngineSettlesACallOnce(t *testing.T, backend string) {
 	engImport(t, s, ids[0], "sc", "", "+84900000001")
 	due, _ := s.dueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
 	claim := callClaim{CallID: newV7(), AppID: ids[0], ScenarioID: "sc", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
-	if _, err := s.claimCalls(context.Background(), []callClaim{claim}); err != nil {
+	if _, err := s.claimCalls(context.Background(), []callClaim{claim}, time.Now); err != nil {
 		t.Fatal(err)
 	}
 	answered := time.Now()

@@ -41,9 +41,10 @@ func readyz(checks []readinessCheck) http.HandlerFunc {
 	}
 }
 
-// storeChecks are the database's readiness checks: the writer commits a
-// no-op job (the lock can be taken and the writer goroutine is alive), and
-// every migration of schema.sql is applied.
+// storeChecks are the database's readiness checks: the store takes a write
+// (SQLite: the writer commits a no-op job, so the lock can be taken and the
+// writer goroutine is alive; PostgreSQL: the server answers and is not
+// read-only), and every migration of its schema is applied.
 func storeChecks(s Store) []readinessCheck {
 	return []readinessCheck{
 		{"database", func(ctx context.Context) string {

@@ -53,6 +53,13 @@ func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 	}
 }
 
+// configOn is the default configuration with database set.
+func configOn(database string) Config {
+	cfg := DefaultConfig()
+	cfg.Database = database
+	return cfg
+}
+
 func backendDatabase(t testing.TB, backend string) string {
 	t.Helper()
 	for _, b := range testBackends {
@@ -261,7 +268,7 @@ func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, [
 // a test that opens it a second way (the CLI).
 func fixtureStoreIn(t testing.TB, database string, apps ...*FixtureApp) (Store, []int64) {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), Config{Database: database})
+	s, err := openConfiguredStore(context.Background(), configOn(database))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +333,7 @@ func storeWrite(t testing.TB, s Store, fn func(tx settleTx) error) {
 	t.Helper()
 	var err error
 	if pg, ok := s.(*PostgresStore); ok {
-		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx{context.Background(), tx}) })
+		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx{ctx: context.Background(), tx: tx}) })
 	} else {
 		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
 	}
@@ -342,7 +349,7 @@ func queryRows(t testing.TB, s Store, query string, args []any, row func(scan fu
 	var err error
 	if pg, ok := s.(*PostgresStore); ok {
 		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error {
-			return pgTx{context.Background(), tx}.queryRows(query, args, row)
+			return pgTx{ctx: context.Background(), tx: tx}.queryRows(query, args, row)
 		})
 	} else {
 		tx, terr := sqliteOf(t, s).read.Begin()

@@ -66,18 +66,27 @@ var (
 		Name: "dialbox_call_claims_total",
 		Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
 	}, []string{"result"})
-	leaseTakeovers = prometheus.NewCounter(prometheus.CounterOpts{
+	leaseTakeovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dialbox_lease_takeovers_total",
-		Help: "Calls of a node whose lease ran out that this node settled (CANCELED, not charged, queued again).",
-	})
+		Help: "What another node claimed and left its lease to run out on, taken over by this node, by kind: call (settled CANCELED, not charged, queued again) or message (sent by this node).",
+	}, []string{"kind"})
 	leaseRenewalFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "dialbox_lease_renewal_failures_total",
-		Help: "Renewals of this node's call leases that failed; after callLease without one its calls are another node's to settle.",
+		Help: "Renewals of this node's leases (its calls up, the webhook messages it holds) that failed; after cluster.lease without one they are another node's.",
 	})
+)
+
+// The kinds of dialbox_lease_takeovers_total.
+const (
+	takeoverCall    = "call"
+	takeoverMessage = "message"
 )
 
 func init() {
 	pgRegistry.MustRegister(callClaims, leaseTakeovers, leaseRenewalFailures)
+	// Both kinds show from the start, at 0.
+	leaseTakeovers.WithLabelValues(takeoverCall)
+	leaseTakeovers.WithLabelValues(takeoverMessage)
 }
 
 func observeClaims(asked, taken int) {
@@ -85,7 +94,7 @@ func observeClaims(asked, taken int) {
 	callClaims.WithLabelValues("refused").Add(float64(asked - taken))
 }
 
-func observeTakeover() { leaseTakeovers.Inc() }
+func observeTakeover(kind string) { leaseTakeovers.WithLabelValues(kind).Inc() }
 
 func observeLeaseRenewalFailure() { leaseRenewalFailures.Inc() }
 

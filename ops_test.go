@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"dialbox/internal/pgtest"
+
+	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -136,6 +140,55 @@ func testMetrics(t *testing.T, backend string) {
 		if _, ok := metricValue(after, name); ok != (backend == "postgres") {
 			t.Errorf("%s shown: %v, on %s", name, ok, backend)
 		}
+	}
+}
+
+// On PostgreSQL /metrics names the node (cluster.node_name, then the
+// process and a part new at each start) and counts takeovers of both
+// kinds, and /readyz fails while the server takes no writes.
+func TestPostgresNodeMetricsAndReadiness(t *testing.T) {
+	db := pgtest.Database(t)
+	m, _ := startOpsServerOn(t, db, io.Discard, "DIALBOX_CLUSTER_NODE_NAME=node-a")
+	samples := scrapeMetrics(t, m.URL()+"/metrics")
+	nodes := samples["dialbox_node_info"]
+	prefix := fmt.Sprintf("node-a-%d-", os.Getpid())
+	if len(nodes) != 1 || !strings.HasPrefix(string(nodes[0].Metric["node"]), prefix) || nodes[0].Value != 1 {
+		t.Errorf("dialbox_node_info = %v, want one sample, node label starting %q", nodes, prefix)
+	}
+	for _, kind := range []string{"call", "message"} {
+		if _, ok := metricValue(samples, "dialbox_lease_takeovers_total", "kind", kind); !ok {
+			t.Errorf("dialbox_lease_takeovers_total{kind=%q} missing", kind)
+		}
+	}
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var name string
+	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ALTER DATABASE `+name+` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	m.store.(*PostgresStore).pool.Reset() // new sessions read the setting
+	resp, body := opsDo(t, "GET", m.URL()+"/readyz", "", "")
+	var ready struct {
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal(body, &ready); err != nil || resp.StatusCode != 503 ||
+		!strings.Contains(ready.Checks["database"], "not writable: the PostgreSQL server takes no writes") || ready.Checks["migrations"] != "ok" {
+		t.Errorf("readyz on a read-only server: %d %s", resp.StatusCode, body)
+	}
+	if _, err := conn.Exec(ctx, `ALTER DATABASE `+name+` RESET default_transaction_read_only`); err != nil {
+		t.Fatal(err)
+	}
+	m.store.(*PostgresStore).pool.Reset()
+	if resp, body := opsDo(t, "GET", m.URL()+"/readyz", "", ""); resp.StatusCode != 200 {
+		t.Errorf("readyz once writable again: %d %s", resp.StatusCode, body)
 	}
 }
 

@@ -145,7 +145,7 @@ type callClaim struct {
 // one commit, before any is dialled: a crash after it leaves calls that the
 // next start settles. It returns the claims that took (a contact that is no
 // longer queued is left out).
-func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim, _ func() time.Time) ([]callClaim, error) {
 	var out []callClaim
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
@@ -173,6 +173,9 @@ func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim) ([]cal
 // callEnd is how a call ended and what the engine decided about it.
 type callEnd struct {
 	CallID string
+	// AppID is the call's tenant, whose writer settles it on PostgreSQL
+	// (any writer settles it right; the tenant's own batches best).
+	AppID  int64
 	Result DialResult
 	// Interrupted calls (dialbox stopped or crashed while they were up) are
 	// never charged, do not use up a re_call, and are tried again at once.
@@ -260,6 +263,12 @@ func retries(rc ReCall, outcome string) bool {
 	return false
 }
 
+// endCallTx settles a call: its record, the webhook events, then the
+// contact and the wallet. Those two last: on a database several nodes
+// share they are the tenant's hot rows (the contact's state moves the
+// tenant's count of unfinished contacts), locked until the commit, so
+// they are locked as late as possible (lockUnfinished, then the contact,
+// then the wallet; docs/postgres.md#claiming-calls).
 func endCallTx(tx settleTx, e callEnd) error {
 	var (
 		contactSeq, appID, startedMS int64
@@ -295,15 +304,6 @@ func endCallTx(tx settleTx, e callEnd) error {
 		answeredBy, digits, result, string(steps), res.Recording, e.CallID); err != nil {
 		return err
 	}
-	if w.Prepaid && cost > 0 {
-		// A call up is never cut for money, so its full price is taken even
-		// when that goes below zero; the scheduler starts no call the
-		// balance cannot cover.
-		if err := tx.exec(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
-			cost, now, appID); err != nil {
-			return err
-		}
-	}
 
 	willRetry := e.Interrupted
 	if !willRetry && retries(e.ReCall, res.Outcome) {
@@ -319,20 +319,10 @@ func endCallTx(tx settleTx, e callEnd) error {
 		id, scenarioID, phone, fields string
 		campaignID                    sql.NullString
 	}
-	var q string
-	var args []any
-	if willRetry {
-		q, args = `UPDATE contacts SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE seq = ?`,
-			[]any{ms(e.RetryAt), now, contactSeq}
-	} else {
-		q, args = `UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
-			[]any{res.Outcome, now, contactSeq}
-	}
-	if err := tx.queryRow(q+` RETURNING id, scenario_id, campaign_id, phone, fields`, args...).
+	if err := tx.queryRow(`SELECT id, scenario_id, campaign_id, phone, fields FROM contacts WHERE seq = ?`, contactSeq).
 		Scan(&c.id, &c.scenarioID, &c.campaignID, &c.phone, &c.fields); err != nil {
 		return err
 	}
-
 	data := eventData{
 		ContactID: c.id, Fields: json.RawMessage(c.fields), Phone: c.phone, ScenarioID: c.scenarioID,
 		CallID: e.CallID, Attempt: attempt, Hotline: hotline, Outcome: res.Outcome, Cause: res.Cause,
@@ -365,16 +355,43 @@ func endCallTx(tx settleTx, e callEnd) error {
 	if err := enqueue(tx, endpoints, appID, EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
+	if !willRetry {
+		var total int64
+		if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
+			Scan(&data.Attempts, &total); err != nil {
+			return err
+		}
+		data.TotalCost = &total
+		if err := enqueue(tx, endpoints, appID, EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+			return err
+		}
+	}
+
 	if willRetry {
-		return nil
+		// Still unfinished: the tenant's count does not move.
+		if err := tx.exec(`UPDATE contacts SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE seq = ?`,
+			ms(e.RetryAt), now, contactSeq); err != nil {
+			return err
+		}
+	} else {
+		if err := tx.lockUnfinished(appID); err != nil {
+			return err
+		}
+		if err := tx.execLast(`UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
+			res.Outcome, now, contactSeq); err != nil {
+			return err
+		}
 	}
-	var total int64
-	if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
-		Scan(&data.Attempts, &total); err != nil {
-		return err
+	if w.Prepaid && cost > 0 {
+		// A call up is never cut for money, so its full price is taken even
+		// when that goes below zero; the scheduler starts no call the
+		// balance cannot cover.
+		if err := tx.execLast(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
+			cost, now, appID); err != nil {
+			return err
+		}
 	}
-	data.TotalCost = &total
-	return enqueue(tx, endpoints, appID, EventContactCompleted, data, e.Now, e.FirstTry)
+	return nil
 }
 
 // newV7 is a time-ordered UUID, cheap to index.

@@ -64,8 +64,14 @@ type Store interface {
 	// claims that took. A contact no longer queued is left out; a store
 	// shared by several nodes also leaves out what would exceed the
 	// scenario's max_concurrent, a busy hotline or the wallet across all
-	// of them (docs/postgres.md#claiming-calls).
-	claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error)
+	// of them, and gives a claim whichever of its scenario's contacts is
+	// due first, as another node may have taken the one it names
+	// (docs/postgres.md#claiming-calls). now is the engine's
+	// clock: a shared store stamps each call's start with it once the
+	// claim holds, so a call's recorded start never precedes the end of
+	// the call it took the place of on another node; SQLite's one server
+	// keeps the claims' Start.
+	claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error)
 	endCall(ctx context.Context, e callEnd) error
 	// settleInterrupted ends the calls no running dialbox holds any more;
 	// the engine's start calls it. On SQLite (one server) that is every

@@ -14,7 +14,7 @@ import (
 // openConfiguredStore opens the store cfg names.
 func openConfiguredStore(ctx context.Context, cfg Config) (Store, error) {
 	if isPostgresURL(cfg.Database) {
-		return OpenPostgres(ctx, cfg.Database)
+		return OpenPostgres(ctx, cfg.Database, cfg.Cluster)
 	}
 	return OpenStore(cfg.Database)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,12 +21,22 @@ import (
 // group commit, and fixtures.
 type PostgresStore struct {
 	pool *pgxpool.Pool
-	// node names this process in the leases it takes.
+	// node names this process in the leases it takes (nodeIDFor).
 	node string
+	// lease is how long a claim of this node outlives its last renewal.
+	lease time.Duration
+	// heldMessages are the outbox messages this node took and has neither
+	// recorded an attempt of nor given back: the ones whose leases it
+	// renews.
+	heldMu       sync.Mutex
+	heldMessages map[int64]struct{}
 
 	mu      sync.RWMutex // guards closed against importing racing Close
 	closed  bool
 	writers []chan pgJob
+	// settlers group-commit calls' settling (settle), taken in turn.
+	settlers    []chan pgJob
+	nextSettler atomic.Uint64
 	// stopLeases ends keepLeases, which renews this node's call leases.
 	stopLeases chan struct{}
 	// stopFolding ends keepCountsFolded (store_postgres_console.go).
@@ -40,10 +51,21 @@ type PostgresStore struct {
 	recordings RecordingFiles
 }
 
-// pgJob is one import waiting for its writer's next commit.
+// pgJob is one import or call settling waiting for its writer's next
+// commit.
 type pgJob struct {
-	fn     func(pgx.Tx) error
+	fn func(pgx.Tx) error
+	// last holds the statements fn left to the end of the batch (pgTx's
+	// execLast): writes to a tenant's hot rows, which the transaction then
+	// holds only for one round trip and the commit.
+	last   *[]pgStmt
 	result chan error
+}
+
+// pgStmt is one statement left to the end of a batch.
+type pgStmt struct {
+	query string
+	args  []any
 }
 
 // postgresWriters is how many group-commit writers run, each with its own
@@ -53,13 +75,31 @@ type pgJob struct {
 // so two writers never wait on each other, nor deadlock.
 const postgresWriters = 4
 
+// postgresSettlers is how many group-commit writers settle calls. Every
+// settle writes its tenant's hot rows (the count of unfinished contacts,
+// the wallet), which a transaction holds until its commit: one commit per
+// call would make a tenant's settles on every node wait on each other's
+// disk flushes one by one, where a batch waits once.
+const postgresSettlers = 2
+
 // OpenPostgres connects to the database at url, brings its schema up to
-// date and starts the writers.
-func OpenPostgres(ctx context.Context, url string) (*PostgresStore, error) {
-	return openPostgresAt(ctx, url, len(postgresMigrations()))
+// date and starts the writers; node names this node and sets its leases.
+func OpenPostgres(ctx context.Context, url string, node ClusterConfig) (*PostgresStore, error) {
+	return openPostgresAt(ctx, url, len(postgresMigrations()), node)
 }
 
-func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStore, error) {
+// nodeIDFor is the id of a node named name (the hostname when empty): the
+// process id and a random part make every start a new node, so a
+// restarted node never renews the leases its last run left, which another
+// node settles (docs/postgres.md#nodes-and-leases).
+func nodeIDFor(name string) string {
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), uuid.NewString()[:8])
+}
+
+func openPostgresAt(ctx context.Context, url string, version int, node ClusterConfig) (*PostgresStore, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -76,8 +116,8 @@ func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStor
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	host, _ := os.Hostname()
-	s := &PostgresStore{pool: pool, node: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])}
+	s := &PostgresStore{pool: pool, node: nodeIDFor(node.NodeName), lease: node.Lease.Duration,
+		heldMessages: map[int64]struct{}{}}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
 	s.done.Add(3)
 	go s.keepLeases(s.stopLeases)
@@ -92,6 +132,12 @@ func openPostgresAt(ctx context.Context, url string, version int) (*PostgresStor
 		s.done.Add(1)
 		go s.writer(jobs)
 	}
+	for range postgresSettlers {
+		jobs := make(chan pgJob, 1024)
+		s.settlers = append(s.settlers, jobs)
+		s.done.Add(1)
+		go s.writer(jobs)
+	}
 	return s, nil
 }
 
@@ -103,7 +149,7 @@ func (s *PostgresStore) Close() error {
 		return nil
 	}
 	s.closed = true
-	for _, w := range s.writers {
+	for _, w := range append(s.writers, s.settlers...) {
 		close(w)
 	}
 	close(s.stopLeases)
@@ -115,8 +161,20 @@ func (s *PostgresStore) Close() error {
 	return nil
 }
 
+// Ping checks the database takes writes: a transaction that starts and
+// commits is not enough, as a standby (after a failover the URL may still
+// name the old primary) or default_transaction_read_only runs one.
 func (s *PostgresStore) Ping(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.pool, func(pgx.Tx) error { return nil })
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var readOnly string
+		if err := tx.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&readOnly); err != nil {
+			return err
+		}
+		if readOnly == "on" {
+			return errors.New("the PostgreSQL server takes no writes (a standby, or default_transaction_read_only is on)")
+		}
+		return nil
+	})
 }
 
 func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
@@ -131,17 +189,27 @@ func (s *PostgresStore) configCache() *catalogCache { return &s.catalog }
 
 func (s *PostgresStore) verifiedTokens() *tokenCache { return &s.tokens }
 
-// importJob runs fn in the group commit of the application's writer and
-// returns once its transaction has committed (or failed).
-func (s *PostgresStore) importJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
-	job := pgJob{fn: fn, result: make(chan error, 1)}
+// groupJob runs fn (an import) in the group commit of the application's
+// writer and returns once its transaction has committed (or failed).
+func (s *PostgresStore) groupJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
+	return s.submit(ctx, s.writers[uint64(appID)%postgresWriters], pgJob{fn: fn})
+}
+
+// settleJob runs fn (a call's settling) in the group commit of the next
+// settler, the statements it leaves in last at the end of the batch.
+func (s *PostgresStore) settleJob(ctx context.Context, fn func(pgx.Tx) error, last *[]pgStmt) error {
+	return s.submit(ctx, s.settlers[s.nextSettler.Add(1)%postgresSettlers], pgJob{fn: fn, last: last})
+}
+
+func (s *PostgresStore) submit(ctx context.Context, writer chan pgJob, job pgJob) error {
+	job.result = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return errStoreClosed
 	}
 	select {
-	case s.writers[uint64(appID)%postgresWriters] <- job:
+	case writer <- job:
 	case <-ctx.Done():
 		s.mu.RUnlock()
 		return ctx.Err()
@@ -172,8 +240,9 @@ func (s *PostgresStore) writer(jobs chan pgJob) {
 }
 
 // commit runs the batch in one transaction, each job in its own savepoint
-// so a failing job undoes only its own rows, and answers every job after
-// the commit.
+// so a failing job undoes only its own rows, then the statements the jobs
+// left to the end in one round trip (a failing one fails the batch), and
+// answers every job after the commit.
 func (s *PostgresStore) commit(batch []pgJob) {
 	start := time.Now()
 	defer func() { observeCommit(len(batch), time.Since(start)) }()
@@ -193,7 +262,18 @@ func (s *PostgresStore) commit(batch []pgJob) {
 				return err
 			}
 		}
-		return nil
+		var last pgx.Batch
+		for i, job := range batch {
+			if results[i] == nil && job.last != nil {
+				for _, st := range *job.last {
+					last.Queue(st.query, st.args...)
+				}
+			}
+		}
+		if last.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, &last).Close()
 	})
 	for i, job := range batch {
 		if err != nil {
@@ -350,7 +430,7 @@ func (s *PostgresStore) Campaign(ctx context.Context, appID int64, id string) (*
 func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
-	err := s.importJob(ctx, req.AppID, func(tx pgx.Tx) error {
+	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) error {
 		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
 		allInvalid = false
 		if err := pgInsertContacts(ctx, tx, req, res, now); err != nil {

@@ -17,11 +17,6 @@ import (
 // and a call whose lease ran out is settled by whichever node sees it
 // first (docs/postgres.md#claiming-calls).
 
-// callLease is how long a node holds a call it dials without renewing the
-// lease; it renews every third of it (renewLeases). A node that dies has
-// its calls settled by another at most callLease plus takeoverEvery later.
-const callLease = 30 * time.Second
-
 func (s *PostgresStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
 	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
 		rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
@@ -106,7 +101,7 @@ func (s *PostgresStore) nextDue(ctx context.Context, appID int64, scenarioID str
 
 // claimCalls claims in one transaction, tenant by tenant in the order of
 // their ids so two nodes claiming for the same tenants never deadlock.
-func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error) {
 	byApp := map[int64][]callClaim{}
 	var apps []int64
 	for _, c := range claims {
@@ -117,11 +112,11 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]c
 	}
 	slices.Sort(apps)
 	var out []callClaim
-	leaseUntil := ms(time.Now().Add(callLease))
+	leaseUntil := ms(time.Now().Add(s.lease))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
 		for _, app := range apps {
-			taken, err := s.claimForApp(ctx, tx, app, byApp[app], leaseUntil)
+			taken, err := s.claimForApp(ctx, tx, app, byApp[app], leaseUntil, now)
 			if err != nil {
 				return err
 			}
@@ -140,7 +135,7 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim) ([]c
 // on the tenant's row serializes its claims across nodes; calls up only
 // ever grow through such claims, so the counts read under it stay true
 // until the commit. (NO KEY: imports, which reference the row, go on.)
-func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, leaseUntil int64) ([]callClaim, error) {
+func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, leaseUntil int64, now func() time.Time) ([]callClaim, error) {
 	var one int
 	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
 		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
@@ -148,16 +143,31 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 	} else if err != nil {
 		return nil, err
 	}
-	// The wallet, as Engine.budget reads it: a prepaid one must hold the
-	// least an answered call costs for each call up and each new one.
-	w, err := scanPgWallet(tx.QueryRow(ctx, pgWalletQuery, appID))
-	if err != nil {
-		return nil, err
+	// In one round trip, as the lock is held until the commit: the wallet,
+	// the tenant's calls up and which of the claims' hotlines are busy.
+	var hotlines []string
+	for _, c := range claims {
+		hotlines = append(hotlines, c.Hotline)
 	}
+	var w Wallet
+	var expires *int64
 	var appCalls int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM calls WHERE app_id = $1 AND state = 'dialing'`, appID).Scan(&appCalls); err != nil {
+	var busyList []string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(w.prepaid, 0) <> 0, coalesce(w.balance, 0), w.expires_at,
+			coalesce(w.price_per_call, 0), coalesce(w.price_per_minute, 0), c.up, c.busy
+		FROM (SELECT count(*) AS up, coalesce(array_agg(hotline) FILTER (WHERE hotline = ANY($2)), '{}') AS busy
+			FROM calls WHERE app_id = $1 AND state = 'dialing') c
+		LEFT JOIN wallets w ON w.app_id = $1`, appID, hotlines).
+		Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute, &appCalls, &busyList); err != nil {
 		return nil, err
 	}
+	if expires != nil {
+		t := fromMS(*expires)
+		w.ExpiresAt = &t
+	}
+	// The wallet, as Engine.budget reads it (no wallet: postpaid): a
+	// prepaid one must hold the least an answered call costs for each call
+	// up and each new one.
 	least := max(w.PricePerCall, w.PricePerMinute)
 	walletLeft, unlimited := 0, !w.Prepaid
 	start := claims[0].Start
@@ -170,69 +180,48 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 	default:
 		walletLeft = int(w.Balance/least) - appCalls
 	}
-
-	var hotlines []string
-	for _, c := range claims {
-		hotlines = append(hotlines, c.Hotline)
-	}
-	rows, err := tx.Query(ctx, `SELECT hotline FROM calls WHERE app_id = $1 AND state = 'dialing' AND hotline = ANY($2)`, appID, hotlines)
-	if err != nil {
-		return nil, err
-	}
-	busyList, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
 	busy := map[string]bool{}
 	for _, h := range busyList {
 		busy[h] = true
 	}
 
-	adCalls, adLimit, err := adCallsOf(ctx, tx, appID, claims)
-	if err != nil {
-		return nil, err
-	}
-
-	free := map[string]int{} // by scenario: max_concurrent less its calls up; -1 not dialable now
-	var out []callClaim
+	// The claims on free hotlines, by scenario in the order they came.
+	var scenarios []string
+	byScenario := map[string][]callClaim{}
 	for _, c := range claims {
-		if _, ok := free[c.ScenarioID]; !ok {
-			n, err := scenarioRoom(ctx, tx, appID, c.ScenarioID, c.Start)
-			if err != nil {
-				return nil, err
-			}
-			free[c.ScenarioID] = n
-		}
-		if free[c.ScenarioID] <= 0 || busy[c.Hotline] || (!unlimited && walletLeft <= 0) {
+		if busy[c.Hotline] {
 			continue
 		}
-		if c.AdPhone != "" && adCalls[c.AdPhone] >= adLimit {
+		if _, ok := byScenario[c.ScenarioID]; !ok {
+			scenarios = append(scenarios, c.ScenarioID)
+		}
+		byScenario[c.ScenarioID] = append(byScenario[c.ScenarioID], c)
+	}
+	var out []callClaim
+	for _, id := range scenarios {
+		group := byScenario[id]
+		room, err := scenarioRoom(ctx, tx, appID, id, group[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		n := min(len(group), room)
+		if !unlimited {
+			n = min(n, walletLeft)
+		}
+		if n <= 0 {
 			continue
 		}
-		// SKIP LOCKED: a contact another node is claiming is left to it, not
-		// waited for; one it claimed already is no longer queued.
-		err := tx.QueryRow(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $2,
-			lease_node = $3, lease_until = $4
-			WHERE seq = (SELECT seq FROM contacts WHERE seq = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED)
-			RETURNING attempts`, c.Contact.Seq, ms(c.Start), s.node, leaseUntil).Scan(&c.Attempt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
+		var taken []callClaim
+		if group[0].AdPhone != "" {
+			taken, err = s.takeAdvertising(ctx, tx, appID, group, n, leaseUntil, now())
+		} else {
+			taken, err = s.takeDue(ctx, tx, appID, id, group[:n], leaseUntil, now())
 		}
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk, ad_phone)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(c.Start),
-			c.ScenarioID, c.Trunk, nullString(c.AdPhone)); err != nil {
-			return nil, err
-		}
-		busy[c.Hotline] = true
-		if c.AdPhone != "" {
-			adCalls[c.AdPhone]++
-		}
-		free[c.ScenarioID]--
-		walletLeft--
-		out = append(out, c)
+		walletLeft -= len(taken)
+		out = append(out, taken...)
 	}
 	return out, nil
 }
@@ -244,7 +233,7 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 // only grow through claims, which hold the tenant's lock, and an answer
 // is committed before its call stops being up, so the count stays true
 // until the commit (docs/postgres.md#claiming-calls).
-func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim) (map[string]int, int, error) {
+func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, start time.Time) (map[string]int, int, error) {
 	var phones []string
 	for _, c := range claims {
 		if c.AdPhone != "" {
@@ -261,7 +250,7 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim) 
 	rows, err := tx.Query(ctx, `SELECT ad_phone, count(*) FROM calls
 		WHERE app_id = $1 AND ad_phone = ANY($2) AND ad_phone IS NOT NULL
 			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > $3))
-		GROUP BY ad_phone`, appID, phones, ms(claims[0].Start.Add(-adDay)))
+		GROUP BY ad_phone`, appID, phones, ms(start.Add(-adDay)))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -276,6 +265,110 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim) 
 		out[p] = n
 	}
 	return out, ads.MaxCallsPerNumberPerDay, rows.Err()
+}
+
+// takeAdvertising claims up to n of an advertising scenario's claims for
+// exactly the contacts they name: those the engine screened against the
+// national register and whose numbers it found under the daily limit
+// (docs/compliance.md#how-dialbox-enforces-it). The limit is checked
+// again here against every node's calls. SKIP LOCKED: a contact another
+// node is claiming is left to it; one it claimed already is no longer
+// queued.
+func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, group []callClaim, n int,
+	leaseUntil int64, start time.Time) ([]callClaim, error) {
+	adCalls, adLimit, err := adCallsOf(ctx, tx, appID, group, start)
+	if err != nil {
+		return nil, err
+	}
+	var taken []callClaim
+	for _, c := range group {
+		if len(taken) == n {
+			break
+		}
+		if adCalls[c.AdPhone] >= adLimit {
+			continue
+		}
+		err := tx.QueryRow(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $2,
+			lease_node = $3, lease_until = $4
+			WHERE seq = (SELECT seq FROM contacts WHERE seq = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED)
+			RETURNING attempts`, c.Contact.Seq, ms(start), s.node, leaseUntil).Scan(&c.Attempt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.Start = start
+		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk, ad_phone)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(start),
+			c.ScenarioID, c.Trunk, c.AdPhone); err != nil {
+			return nil, err
+		}
+		adCalls[c.AdPhone]++
+		taken = append(taken, c)
+	}
+	return taken, nil
+}
+
+// takeDue gives each claim of the group one of the scenario's contacts due
+// at start, the longest waiting first, and records its call, all started
+// at start. The claims name the contacts their node read as due, but
+// another node may have taken those meanwhile: every node reads the same
+// head of the queue, so a claim of exactly those would mostly come back
+// empty. SKIP LOCKED: a contact another node is claiming is left to it,
+// not waited for. A number on the tenant's do-not-call list is passed
+// over: the engine screened the contacts it read, not those it is given
+// (an advertising scenario's, which the national register screens too,
+// are claimed as named: takeAdvertising). start is read once the tenant's counts hold: a call
+// another node ended and settled to make room was read as ended, so it is
+// recorded ending before this one starts (max_concurrent and the hotlines
+// can be checked from the records).
+func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []callClaim,
+	leaseUntil int64, start time.Time) ([]callClaim, error) {
+	rows, err := tx.Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $4,
+			lease_node = $5, lease_until = $6
+		WHERE seq IN (SELECT c.seq FROM contacts c
+			WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $4
+				AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+					WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+				AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
+					WHERE l.state = 'current' AND l.app_id = $1
+						AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
+			ORDER BY c.next_attempt_at, c.seq LIMIT $3 FOR UPDATE OF c SKIP LOCKED)
+		RETURNING seq, phone, fields, attempts`, appID, scenarioID, len(group), ms(start), s.node, leaseUntil)
+	if err != nil {
+		return nil, err
+	}
+	var taken []callClaim
+	for rows.Next() {
+		c := group[len(taken)]
+		if err := rows.Scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Start = start
+		taken = append(taken, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	var ids, hotlines, trunks []string
+	var seqs []int64
+	var attempts []int32
+	for _, c := range taken {
+		ids, hotlines, trunks = append(ids, c.CallID), append(hotlines, c.Hotline), append(trunks, c.Trunk)
+		seqs, attempts = append(seqs, c.Contact.Seq), append(attempts, int32(c.Attempt))
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
+		SELECT id, seq, $6, attempt, hotline, $7, $8, trunk
+		FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[]) AS u(id, seq, attempt, hotline, trunk)`,
+		ids, seqs, attempts, hotlines, trunks, appID, ms(start), scenarioID); err != nil {
+		return nil, err
+	}
+	return taken, nil
 }
 
 // scenarioRoom is how many more calls the scenario may start at now: its
@@ -312,14 +405,17 @@ func (s *PostgresStore) endCall(ctx context.Context, e callEnd) error {
 }
 
 // settle is endCall, saying whether it settled the call (false: it was
-// settled already). The call's row is locked first, so of two nodes
-// settling one call (its own and one taking over a lease that ran out) the
-// second finds it ended and does nothing; the tenant's count of unfinished
-// contacts is locked next, before any contact, as an import takes it, so
-// an import of the same phone never deadlocks with it.
+// settled already). It runs in a settler's group commit (settleJob):
+// every call's end writes its tenant's hot rows (the count of unfinished
+// contacts, the wallet), which a transaction holds until its commit, so
+// those writes are left to the end of the batch (execLast), in the order
+// an import takes them (the count before the contact). The call's row is
+// locked first, so of two nodes settling one call (its own and one taking
+// over a lease that ran out) the second finds it ended and does nothing.
 func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 	settled := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	var last []pgStmt
+	err := s.settleJob(ctx, func(tx pgx.Tx) error {
 		var appID int64
 		err := tx.QueryRow(ctx, `SELECT app_id FROM calls WHERE id = $1 AND state = 'dialing' FOR UPDATE`, e.CallID).Scan(&appID)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -328,12 +424,12 @@ func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM queued_contacts WHERE app_id = $1 FOR UPDATE`, appID); err != nil {
+		if err := endCallTx(pgTx{ctx: ctx, tx: tx, last: &last}, e); err != nil {
 			return err
 		}
 		settled = true
-		return endCallTx(pgTx{ctx, tx}, e)
-	})
+		return nil
+	}, &last)
 	return settled && err == nil, err
 }
 
@@ -362,7 +458,7 @@ func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry tim
 		}
 		if ok {
 			n++
-			observeTakeover()
+			observeTakeover(takeoverCall)
 		}
 	}
 	return n, nil
@@ -372,25 +468,42 @@ func (s *PostgresStore) takeOverCalls(ctx context.Context, now, firstTry time.Ti
 	return s.settleInterrupted(ctx, now, firstTry)
 }
 
-// renewLeases pushes back the lease of every call this node has up.
+// renewLeases pushes back the lease of every call this node has up and of
+// every webhook message it holds (heldMessages): a message's attempt may
+// outlast a lease (webhooks.timeout), and must not be sent by another node
+// meanwhile. A row another transaction holds is skipped, not waited for:
+// it is being settled or recorded (which ends its lease), and waiting
+// would hold the rows renewed so far against that transaction, a deadlock
+// when it settles several calls at once.
 func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
-	_, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE lease_node = $1 AND state = 'dialing'`,
-		s.node, ms(now.Add(callLease)))
+	until := ms(now.Add(s.lease))
+	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE seq IN (
+		SELECT seq FROM contacts WHERE lease_node = $1 AND state = 'dialing' FOR UPDATE SKIP LOCKED)`,
+		s.node, until); err != nil {
+		return err
+	}
+	held := s.heldMessageSeqs()
+	if len(held) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE seq IN (
+		SELECT seq FROM webhook_messages WHERE seq = ANY($3) AND lease_node = $1 FOR UPDATE SKIP LOCKED)`,
+		s.node, until, held)
 	return err
 }
 
-// keepLeases renews this node's leases every third of callLease until the
+// keepLeases renews this node's leases every third of the lease until the
 // store closes.
 func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
 	defer s.done.Done()
-	t := time.NewTicker(callLease / 3)
+	t := time.NewTicker(s.lease / 3)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), callLease/3)
+			ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
 			if err := s.renewLeases(ctx, time.Now()); err != nil {
 				observeLeaseRenewalFailure()
 			}

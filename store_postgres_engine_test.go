@@ -84,7 +84,7 @@ func TestPostgresClaimsHoldMaxConcurrentAcrossNodes(t *testing.T) {
 	for i, s := range nodes {
 		wg.Go(func() {
 			for range 5 {
-				taken, err := s.claimCalls(context.Background(), pgClaims(appID, due, i*6))
+				taken, err := s.claimCalls(context.Background(), pgClaims(appID, due, i*6), time.Now)
 				if err != nil {
 					t.Error(err)
 					return
@@ -119,13 +119,13 @@ func TestPostgresClaimsBusyHotlineAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 3)
 	ctx := context.Background()
 	a := pgClaims(appID, due[:1], 0)
-	if taken, err := nodes[0].claimCalls(ctx, a); err != nil || len(taken) != 1 || taken[0].Attempt != 1 {
+	if taken, err := nodes[0].claimCalls(ctx, a, time.Now); err != nil || len(taken) != 1 || taken[0].Attempt != 1 {
 		t.Fatalf("node 0 took %v (%v), want its one claim, attempt 1", taken, err)
 	}
 	b := pgClaims(appID, due[1:], 0) // the first on node 0's hotline, the second on another
-	taken, err := nodes[1].claimCalls(ctx, b)
-	if err != nil || len(taken) != 1 || taken[0].Contact.Seq != due[2].Seq {
-		t.Fatalf("node 1 took %v (%v), want only the claim on a free hotline", taken, err)
+	taken, err := nodes[1].claimCalls(ctx, b, time.Now)
+	if err != nil || len(taken) != 1 || taken[0].CallID != b[1].CallID || taken[0].Contact.Seq != due[1].Seq {
+		t.Fatalf("node 1 took %v (%v), want only the claim on a free hotline, given the contact due first", taken, err)
 	}
 }
 
@@ -136,10 +136,10 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 6)
 	ctx := context.Background()
 	pgPrepaid(t, nodes[0], appID, 3000, 1000)
-	if taken, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0)); err != nil || len(taken) != 2 {
+	if taken, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now); err != nil || len(taken) != 2 {
 		t.Fatalf("node 0 took %d (%v), want 2", len(taken), err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[2:], 2)); err != nil || len(taken) != 1 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[2:], 2), time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("node 1 took %d (%v), want the 1 the wallet still pays for", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
@@ -149,19 +149,19 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 0 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("outside the call window node 1 took %d (%v), want 0", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 0 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("back in DRAFT, node 1 took %d (%v), want 0", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3)); err != nil || len(taken) != 3 {
+	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 3 {
 		t.Fatalf("active again, node 1 took %d (%v), want 3", len(taken), err)
 	}
 }
@@ -175,11 +175,11 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	ctx := context.Background()
 	pgPrepaid(t, nodes[0], appID, 100000, 1000)
 	dead, alive, other := nodes[0], nodes[1], nodes[2]
-	held, err := dead.claimCalls(ctx, pgClaims(appID, due[:1], 0))
+	held, err := dead.claimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
 	if err != nil || len(held) != 1 {
 		t.Fatalf("took %d (%v)", len(held), err)
 	}
-	kept, err := alive.claimCalls(ctx, pgClaims(appID, due[1:], 1))
+	kept, err := alive.claimCalls(ctx, pgClaims(appID, due[1:], 1), time.Now)
 	if err != nil || len(kept) != 1 {
 		t.Fatalf("took %d (%v)", len(kept), err)
 	}
@@ -277,7 +277,7 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, s := range nodes {
 		wg.Go(func() {
-			got, err := s.claimCalls(ctx, claims[i])
+			got, err := s.claimCalls(ctx, claims[i], func() time.Time { return start })
 			if err != nil {
 				t.Error(err)
 			}
@@ -298,7 +298,7 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	}
 	// While it is up, neither node may claim the number again.
 	for _, s := range nodes {
-		if got, err := s.claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], start)}); err != nil || len(got) != 0 {
+		if got, err := s.claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], start)}, func() time.Time { return start }); err != nil || len(got) != 0 {
 			t.Fatalf("claimed %d more calls to %s while one is up (%v)", len(got), phone, err)
 		}
 	}
@@ -310,14 +310,124 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := answered.Add(adDay - time.Minute)
-	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], later)}); err != nil || len(got) != 0 {
+	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], later)}, func() time.Time { return later }); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %d calls to %s a minute before 24 hours after its answer (%v)", len(got), phone, err)
 	}
 	next := answered.Add(adDay + time.Minute)
-	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], next)}); err != nil || len(got) != 1 {
+	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], next)}, func() time.Time { return next }); err != nil || len(got) != 1 {
 		t.Fatalf("claimed %d calls to %s 24 hours after its answer (%v), want 1", len(got), phone, err)
 	}
 	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE ad_phone = $1`, phone); n != 2 {
 		t.Errorf("%d advertising calls to %s recorded, want 2", n, phone)
+	}
+}
+
+// A claim made from a tick that read the time before another node's call
+// ended, and taking that call's hotline once it settled, records its call
+// starting after that end: the records show the hotline (and
+// max_concurrent) held, as they did.
+func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 2)
+	ctx := context.Background()
+	tick := time.Now() // node 1's tick, before node 0's call ends
+	first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("node 0 took %d (%v)", len(first), err)
+	}
+	ended := time.Now().Add(5 * time.Millisecond)
+	if err := nodes[0].endCall(ctx, callEnd{CallID: first[0].CallID, Now: ended, FirstTry: ended,
+		Result: DialResult{Outcome: OutcomeBusy, EndedAt: ended}}); err != nil {
+		t.Fatal(err)
+	}
+	late := pgClaims(appID, due[1:], 0) // the same hotline
+	late[0].Start = tick
+	clock := func() time.Time { return ended.Add(time.Millisecond) }
+	taken, err := nodes[1].claimCalls(ctx, late, clock)
+	if err != nil || len(taken) != 1 {
+		t.Fatalf("node 1 took %d (%v)", len(taken), err)
+	}
+	var started int64
+	if err := nodes[1].pool.QueryRow(ctx, `SELECT started_at FROM calls WHERE id = $1`, taken[0].CallID).Scan(&started); err != nil {
+		t.Fatal(err)
+	}
+	if started < ms(ended) || !taken[0].Start.Equal(clock()) {
+		t.Errorf("call recorded starting at %d (claim's Start %v), before the end %d of the call it replaced on its hotline",
+			started, taken[0].Start, ms(ended))
+	}
+}
+
+// Nodes read the same head of the queue: a claim naming contacts another
+// node took meanwhile is given the ones due next, not refused.
+func TestPostgresClaimTakesTheContactsDueNext(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 4)
+	ctx := context.Background()
+	first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("node 0 took %d (%v), want 2", len(first), err)
+	}
+	stale := pgClaims(appID, due[:2], 2) // what node 1 read before node 0's claim
+	taken, err := nodes[1].claimCalls(ctx, stale, time.Now)
+	if err != nil || len(taken) != 2 {
+		t.Fatalf("node 1 took %d (%v), want 2", len(taken), err)
+	}
+	got := map[int64]bool{taken[0].Contact.Seq: true, taken[1].Contact.Seq: true}
+	if !got[due[2].Seq] || !got[due[3].Seq] || taken[0].Contact.Phone == "" {
+		t.Errorf("node 1 took %+v, want the two contacts node 0 left", taken)
+	}
+	if n := pgCount(t, nodes[0], `SELECT count(DISTINCT contact_seq) FROM calls WHERE state = 'dialing'`); n != 4 {
+		t.Errorf("%d contacts in calls, want 4", n)
+	}
+}
+
+// Renewing skips a call whose contact another transaction holds (a settle
+// under way ends its lease anyway): waiting would hold the leases renewed
+// so far against it, a deadlock when it settles several calls at once.
+func TestPostgresRenewalSkipsHeldContacts(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 1, nil, 2)
+	s := nodes[0]
+	ctx := context.Background()
+	taken, err := s.claimCalls(ctx, pgClaims(appID, due, 0), time.Now)
+	if err != nil || len(taken) != 2 {
+		t.Fatalf("took %d (%v), want 2", len(taken), err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM contacts WHERE seq = $1 FOR UPDATE`, taken[0].Contact.Seq); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	renewCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.renewLeases(renewCtx, later); err != nil {
+		t.Fatalf("renewal waited on the held contact: %v", err)
+	}
+	if n := pgCount(t, s, `SELECT count(*) FROM contacts WHERE lease_until = $1`, ms(later.Add(s.lease))); n != 1 {
+		t.Errorf("%d leases renewed, want the 1 not held", n)
+	}
+}
+
+// A claim given contacts other than those its node screened (another node
+// took those) passes over a number on the tenant's do-not-call list: the
+// list is checked where the contacts are chosen, not only where they were
+// read (docs/postgres.md#claiming-calls).
+func TestPostgresClaimPassesOverListedNumbers(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 4)
+	ctx := context.Background()
+	if _, err := nodes[0].AddDNC(ctx, appID, []string{due[2].Phone}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now); err != nil || len(first) != 2 {
+		t.Fatalf("node 0 took %d (%v), want 2", len(first), err)
+	}
+	stale := pgClaims(appID, due[:2], 2) // what node 1 read and screened before node 0's claim
+	taken, err := nodes[1].claimCalls(ctx, stale, time.Now)
+	if err != nil || len(taken) != 1 || taken[0].Contact.Seq != due[3].Seq {
+		t.Fatalf("node 1 took %+v (%v), want only %s, not the listed %s", taken, err, due[3].Phone, due[2].Phone)
+	}
+	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE contact_seq = $1`, due[2].Seq); n != 0 {
+		t.Errorf("%d calls to the listed number", n)
 	}
 }

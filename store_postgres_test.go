@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"dialbox/internal/pgtest"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // pgNodes opens n PostgresStores on one new database, as n dialbox nodes
@@ -16,7 +18,7 @@ func pgNodes(t *testing.T, n int) ([]*PostgresStore, int64) {
 	url := pgtest.Database(t)
 	var nodes []*PostgresStore
 	for range n {
-		s, err := OpenPostgres(context.Background(), url)
+		s, err := OpenPostgres(context.Background(), url, DefaultConfig().Cluster)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +98,7 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 	if again, err := nodes[0].dueMessages(ctx, now, 10); err != nil || len(again) != 0 {
 		t.Fatalf("node 0 asked again: %d (%v), want none (all in flight)", len(again), err)
 	}
-	if msgs, err := nodes[1].dueMessages(ctx, now.Add(messageLease-time.Second), 10); err != nil || len(msgs) != 0 {
+	if msgs, err := nodes[1].dueMessages(ctx, now.Add(nodes[0].lease-time.Second), 10); err != nil || len(msgs) != 0 {
 		t.Fatalf("node 1 took %d (%v) while node 0's lease holds, want 0", len(msgs), err)
 	}
 	// Node 0 records one attempt, then "dies" holding the other two.
@@ -104,10 +106,14 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 		Status: 200, At: now, State: msgDelivered, NextTryAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	later := now.Add(messageLease + time.Second)
+	later := now.Add(nodes[0].lease + time.Second)
+	takeovers := testutil.ToFloat64(leaseTakeovers.WithLabelValues(takeoverMessage))
 	msgs, err := nodes[1].dueMessages(ctx, later, 10)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(leaseTakeovers.WithLabelValues(takeoverMessage)) - takeovers; n != 2 {
+		t.Errorf("dialbox_lease_takeovers_total{kind=\"message\"} went up by %v, want 2", n)
 	}
 	got := map[string]bool{}
 	for _, m := range msgs {
@@ -188,5 +194,34 @@ func TestPostgresOutboxRelease(t *testing.T) {
 	msgs, err := nodes[1].dueMessages(ctx, now, 10)
 	if err != nil || len(msgs) != 1 || msgs[0].Seq != held[1].Seq {
 		t.Fatalf("after node 0 gave one back node 1 took %v (%v), want it", msgs, err)
+	}
+}
+
+// A node renews the leases of the messages it holds, so a slow attempt is
+// not sent by another node meanwhile; it stops renewing those it recorded
+// or gave back (or failed to), whose leases then run out.
+func TestPostgresOutboxLeaseRenewal(t *testing.T) {
+	nodes, appID := pgNodes(t, 2)
+	ctx := context.Background()
+	now := time.Now()
+	pgQueueMessages(t, nodes[0], appID, 3, now.Add(-time.Second))
+	held, err := nodes[0].dueMessages(ctx, now, 10)
+	if err != nil || len(held) != 3 {
+		t.Fatalf("node 0 took %d (%v), want 3", len(held), err)
+	}
+	lease := nodes[0].lease
+	// Node 0 is done with one (a release that failed in the database looks
+	// the same to it), then renews halfway through the lease.
+	nodes[0].letGo(held[2].Seq)
+	if err := nodes[0].renewLeases(ctx, now.Add(lease/2)); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := nodes[1].dueMessages(ctx, now.Add(lease+time.Second), 10)
+	if err != nil || len(msgs) != 1 || msgs[0].Seq != held[2].Seq {
+		t.Fatalf("past the first lease node 1 took %v (%v), want only the one node 0 let go", msgs, err)
+	}
+	msgs, err = nodes[1].dueMessages(ctx, now.Add(lease*3/2+time.Second), 10)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("past the renewed lease node 1 took %d (%v), want node 0's other two", len(msgs), err)
 	}
 }

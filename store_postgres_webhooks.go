@@ -14,26 +14,25 @@ import (
 // loses its messages to the others when the lease runs out
 // (docs/postgres.md#claiming-calls).
 
-// messageLease is how long a node holds the messages it took: longer than
-// an attempt (webhooks.timeout) and its record take.
-const messageLease = 2 * time.Minute
-
 // dueMessages claims up to limit pending messages due at now whose endpoint
 // is enabled, the longest waiting first. A message under a lease, this
 // node's or another's, is left out until the lease runs out (or an attempt
 // is recorded); otherwise messages still in flight would fill every answer
-// and the ones behind them would wait.
+// and the ones behind them would wait. A message whose lease another node
+// left to run out is taken over (counted in /metrics). The node renews the
+// leases of the messages it holds until it records or gives them back
+// (renewLeases).
 func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
-		FROM webhook_endpoints e
-		WHERE e.id = m.endpoint_id AND m.seq IN (
-			SELECT d.seq FROM webhook_messages d JOIN webhook_endpoints de ON de.id = d.endpoint_id
+		FROM webhook_endpoints e, (
+			SELECT d.seq, d.lease_node AS was FROM webhook_messages d JOIN webhook_endpoints de ON de.id = d.endpoint_id
 			WHERE d.state = 'pending' AND d.next_try_at <= $3 AND de.enabled = 1
 				AND (d.lease_until IS NULL OR d.lease_until <= $3)
 			ORDER BY d.next_try_at, d.seq LIMIT $4
-			FOR UPDATE OF d SKIP LOCKED)
-		RETURNING m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at`,
-		s.node, ms(now.Add(messageLease)), ms(now), limit)
+			FOR UPDATE OF d SKIP LOCKED) p
+		WHERE m.seq = p.seq AND e.id = m.endpoint_id
+		RETURNING m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at, coalesce(p.was, '')`,
+		s.node, ms(now.Add(s.lease)), ms(now), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -45,9 +44,12 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit in
 	var list []due
 	for rows.Next() {
 		var d due
-		var payload string
-		if err := rows.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.URL, &d.Secret, &payload, &d.Tries, &d.at); err != nil {
+		var payload, was string
+		if err := rows.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.URL, &d.Secret, &payload, &d.Tries, &d.at, &was); err != nil {
 			return nil, err
+		}
+		if was != "" && was != s.node {
+			observeTakeover(takeoverMessage)
 		}
 		d.Payload = []byte(payload)
 		list = append(list, d)
@@ -55,6 +57,11 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit in
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	s.heldMu.Lock()
+	for _, d := range list {
+		s.heldMessages[d.Seq] = struct{}{}
+	}
+	s.heldMu.Unlock()
 	// RETURNING keeps no order: the longest waiting first, as on SQLite.
 	slices.SortFunc(list, func(a, b due) int {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.Seq, b.Seq))
@@ -67,10 +74,12 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit in
 }
 
 // releaseMessages ends this node's leases on messages it will not try now.
+// Should that fail, the leases are no longer renewed and run out.
 func (s *PostgresStore) releaseMessages(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
+	s.letGo(seqs...)
 	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_node = NULL, lease_until = NULL
 		WHERE seq = ANY($1) AND lease_node = $2`, seqs, s.node)
 	return err
@@ -88,8 +97,10 @@ func (s *PostgresStore) nextMessageDue(ctx context.Context, now time.Time) (time
 }
 
 // recordAttempt stores a try, moves the message on and gives up its lease,
-// in one commit.
+// in one commit. Should that fail, the lease is no longer renewed: the
+// message is sent again when it runs out.
 func (s *PostgresStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
+	s.letGo(a.Seq)
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `UPDATE webhook_messages SET state = $1, attempts = attempts + 1, tries = $2,
@@ -113,4 +124,24 @@ func (s *PostgresStore) recordAttempt(ctx context.Context, a deliveryAttempt) er
 		}
 		return nil
 	})
+}
+
+// letGo stops renewing the leases of messages this node is done with.
+func (s *PostgresStore) letGo(seqs ...int64) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	for _, seq := range seqs {
+		delete(s.heldMessages, seq)
+	}
+}
+
+// heldMessageSeqs are the messages whose leases this node renews.
+func (s *PostgresStore) heldMessageSeqs() []int64 {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	out := make([]int64, 0, len(s.heldMessages))
+	for seq := range s.heldMessages {
+		out = append(out, seq)
+	}
+	return out
 }

@@ -20,6 +20,17 @@ type settleTx interface {
 	// queryRow's Scan returns sql.ErrNoRows when there is no row.
 	queryRow(query string, args ...any) interface{ Scan(...any) error }
 	queryRows(query string, args []any, row func(scan func(...any) error) error) error
+	// lockUnfinished takes the tenant's count of unfinished contacts
+	// before a contact's state moves it: imports take it first too, so an
+	// import of a phone whose call is ending never deadlocks with it.
+	// SQLite's one writer needs no lock.
+	lockUnfinished(appID int64) error
+	// execLast runs a write to a tenant's hot rows (its count of
+	// unfinished contacts, its wallet) as late as possible: at once on
+	// SQLite, at the end of the group commit's batch on PostgreSQL when the
+	// transaction is a settler's (pgTx.last), so the rows are held for one
+	// round trip and the commit.
+	execLast(query string, args ...any) error
 }
 
 type sqliteTx struct{ tx *sql.Tx }
@@ -47,9 +58,16 @@ func (t sqliteTx) queryRows(query string, args []any, row func(scan func(...any)
 	return rows.Err()
 }
 
+func (sqliteTx) lockUnfinished(int64) error { return nil }
+
+func (t sqliteTx) execLast(query string, args ...any) error { return t.exec(query, args...) }
+
 type pgTx struct {
 	ctx context.Context
 	tx  pgx.Tx
+	// last, when set, collects execLast's statements for the end of the
+	// batch (PostgresStore.commit); nil: they run at once.
+	last *[]pgStmt
 }
 
 func (t pgTx) exec(query string, args ...any) error {
@@ -59,6 +77,18 @@ func (t pgTx) exec(query string, args ...any) error {
 
 func (t pgTx) queryRow(query string, args ...any) interface{ Scan(...any) error } {
 	return pgRow{t.tx.QueryRow(t.ctx, pgNumbered(query), args...)}
+}
+
+func (t pgTx) lockUnfinished(appID int64) error {
+	return t.execLast(`SELECT 1 FROM queued_contacts WHERE app_id = ? FOR UPDATE`, appID)
+}
+
+func (t pgTx) execLast(query string, args ...any) error {
+	if t.last == nil {
+		return t.exec(query, args...)
+	}
+	*t.last = append(*t.last, pgStmt{pgNumbered(query), args})
+	return nil
 }
 
 func (t pgTx) queryRows(query string, args []any, row func(scan func(...any) error) error) error {
