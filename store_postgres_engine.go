@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -155,9 +156,9 @@ func trunkLockKey(name string) int32 {
 // lockTrunks takes, before any tenant's lock, the lock of every trunk with
 // a capacity among the claims, in the order of their keys, and returns how
 // many more calls each may start: its max_channels less its calls up on
-// every node, and its max_cps less its calls started in the last second
-// (counted from the claim's start on, read once the locks are held:
-// started after it, by a node whose clock runs ahead, counts too). Calls
+// every node, and its max_cps less its calls started in the second before
+// the claim's time, read once the locks are held (and any stamped after
+// it, by a node whose clock runs ahead). Calls
 // up, and starts, only grow through claims, which hold these locks, so the
 // counts stay true until the commit. A trunk without a capacity (the
 // simulator) is neither locked nor counted: it is not in the map.
@@ -198,8 +199,14 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() t
 		if err := rows.Scan(&name, &up, &started); err != nil {
 			return nil, err
 		}
-		c := capacity[name]
-		room[name] = max(min(c.Channels-up, c.CPS-started), 0)
+		c, left := capacity[name], math.MaxInt
+		if c.Channels > 0 {
+			left = min(left, c.Channels-up)
+		}
+		if c.CPS > 0 {
+			left = min(left, c.CPS-started)
+		}
+		room[name] = max(left, 0)
 	}
 	return room, rows.Err()
 }
