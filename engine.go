@@ -354,9 +354,11 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			}
 		}
 		// Last, the trunk: a contact is claimed only when its call can start
-		// now, within the trunk's channels and calls per second.
+		// now, within the trunk's channels and calls per second on this
+		// node; a shared store's claim holds them across every node.
+		trunk, capacity := e.Dialer.Trunk(pool.Trunk)
 		if len(due) > 0 {
-			granted, wait := e.Dialer.Reserve(pool.Trunk, len(due))
+			granted, wait := e.Dialer.Reserve(trunk, len(due))
 			if granted < len(due) && wait > 0 {
 				later(now.Add(wait))
 			}
@@ -364,7 +366,8 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		}
 		e.mu.Lock()
 		for _, c := range due {
-			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now, Trunk: pool.Trunk}
+			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now,
+				Trunk: trunk, Capacity: capacity}
 			if ad != nil {
 				claim.AdPhone = c.Phone
 			}
@@ -407,12 +410,24 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		go e.runCall(ctx, c, byKey[scenarioKey{c.AppID, c.ScenarioID}])
 	}
 	for _, c := range claims {
-		if !started[c.CallID] {
-			e.release(c)
+		if started[c.CallID] {
+			continue
+		}
+		e.Dialer.Unreserve(c.Trunk)
+		e.untake(c)
+		if c.Capacity.limited() {
+			// The store may have refused it for the trunk, full on other
+			// nodes, whose calls' ends do not wake this one.
+			later(now.Add(trunkRetry))
 		}
 	}
 	return next
 }
+
+// trunkRetry is how soon the scheduler tries again after a shared store
+// refused a claim on a trunk with a capacity: a second's starts leave the
+// window, or another node's call ends, without this node hearing of it.
+const trunkRetry = 50 * time.Millisecond
 
 func (e *Engine) window(cw CallWindow) (*callWindow, error) {
 	key := fmt.Sprint(cw)
@@ -473,7 +488,7 @@ func (e *Engine) pickHotline(pk poolKey, numbers []string, idle []int, routing s
 	return pick, slices.Delete(idle, k, k+1)
 }
 
-// take and release count a call against its limits; the caller of take
+// take and untake count a call against its limits; the caller of take
 // holds e.mu.
 func (e *Engine) take(c callClaim) {
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]++
@@ -484,8 +499,14 @@ func (e *Engine) take(c callClaim) {
 	}
 }
 
+// release frees what an ended call held.
 func (e *Engine) release(c callClaim) {
 	e.Dialer.Release(c.Trunk)
+	e.untake(c)
+}
+
+// untake is take undone.
+func (e *Engine) untake(c callClaim) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]--

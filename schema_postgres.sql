@@ -491,3 +491,12 @@ BEGIN
 END $$;
 CREATE TRIGGER queued_contacts_deleted AFTER DELETE ON contacts
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION queued_contacts_deleted();
+
+-- migration 14: trunk channels and calls per second across nodes
+-- A claim counts, under the trunk's lock, the trunk's calls up on every
+-- node and its calls started in the last second, against the trunk's
+-- max_channels and max_cps (docs/postgres.md#claiming-calls). Only trunks
+-- with a capacity are counted, and they always have a name: calls of none
+-- (the simulator's, trunk '') are left out of both indexes.
+CREATE INDEX calls_live_by_trunk ON calls (trunk) WHERE state = 'dialing' AND trunk <> '';
+CREATE INDEX calls_starts_by_trunk ON calls (trunk, started_at) WHERE trunk <> '';

@@ -133,9 +133,13 @@ type callClaim struct {
 	ScenarioID string
 	Contact    dueContact
 	Hotline    string
-	Trunk      string // the pool's, holding a channel reserved on it
-	Start      time.Time
-	Attempt    int // set by claimCalls
+	Trunk      string // the pool's (its name, "" resolved), holding a channel reserved on it
+	// Capacity is the trunk's as this node's configuration gives it, which
+	// a store several nodes share holds across them all; SQLite's one
+	// server leaves it to the dialer's Reserve.
+	Capacity TrunkCapacity
+	Start    time.Time
+	Attempt  int // set by claimCalls
 	// AdPhone is the number of an advertising scenario's call, which the
 	// daily limit counts (calls.ad_phone); "" for a care call.
 	AdPhone string

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -11,9 +14,10 @@ import (
 )
 
 // The engine on PostgreSQL, where several nodes dial one queue: a claim is
-// the authority on what may be dialled (max_concurrent, busy hotlines, the
-// wallet and the call window counted across every node, under a lock per
-// tenant), each call is leased to its node, the node renews its leases,
+// the authority on what may be dialled (trunk channels and calls per
+// second under a lock per trunk; max_concurrent, busy hotlines, the wallet
+// and the call window under a lock per tenant; all counted across every
+// node), each call is leased to its node, the node renews its leases,
 // and a call whose lease ran out is settled by whichever node sees it
 // first (docs/postgres.md#claiming-calls).
 
@@ -99,8 +103,10 @@ func (s *PostgresStore) nextDue(ctx context.Context, appID int64, scenarioID str
 	return fromMS(*v), true, nil
 }
 
-// claimCalls claims in one transaction, tenant by tenant in the order of
-// their ids so two nodes claiming for the same tenants never deadlock.
+// claimCalls claims in one transaction: first the locks of the claims'
+// trunks, in the order of their keys, then tenant by tenant in the order of
+// their ids, so every claim takes its locks in one global order and two
+// nodes claiming on the same trunks for the same tenants never deadlock.
 func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error) {
 	byApp := map[int64][]callClaim{}
 	var apps []int64
@@ -115,8 +121,12 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now 
 	leaseUntil := ms(time.Now().Add(s.lease))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
+		room, err := lockTrunks(ctx, tx, claims, now)
+		if err != nil {
+			return err
+		}
 		for _, app := range apps {
-			taken, err := s.claimForApp(ctx, tx, app, byApp[app], leaseUntil, now)
+			taken, err := s.claimForApp(ctx, tx, app, byApp[app], room, leaseUntil, now)
 			if err != nil {
 				return err
 			}
@@ -131,11 +141,84 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now 
 	return out, nil
 }
 
+// trunkLockClass is the first key of every trunk's advisory lock (the
+// two-key space, apart from the one-key locks of migrations and folds).
+const trunkLockClass = 7412002
+
+// trunkLockKey is a trunk's second key: its name hashed. Two names on one
+// key share a lock, which costs nothing but waiting.
+func trunkLockKey(name string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int32(h.Sum32())
+}
+
+// lockTrunks takes, before any tenant's lock, the lock of every trunk with
+// a capacity among the claims, in the order of their keys, and returns how
+// many more calls each may start: its max_channels less its calls up on
+// every node, and its max_cps less its calls started in the second before
+// the claim's time, read once the locks are held (and any stamped after
+// it, by a node whose clock runs ahead). Calls
+// up, and starts, only grow through claims, which hold these locks, so the
+// counts stay true until the commit. A trunk without a capacity (the
+// simulator) is neither locked nor counted: it is not in the map.
+func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() time.Time) (map[string]int, error) {
+	capacity := map[string]TrunkCapacity{}
+	for _, c := range claims {
+		if c.Capacity.limited() {
+			capacity[c.Trunk] = c.Capacity
+		}
+	}
+	if len(capacity) == 0 {
+		return nil, nil
+	}
+	names := slices.Sorted(maps.Keys(capacity))
+	var keys []int32
+	for _, n := range names {
+		keys = append(keys, trunkLockKey(n))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	// ORDER BY: a volatile function of the select list runs after the sort.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, k) FROM unnest($2::int[]) AS k ORDER BY k`,
+		trunkLockClass, keys); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `SELECT t.name,
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > $2)
+		FROM unnest($1::text[]) AS t(name)`, names, ms(now())-1000)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	room := map[string]int{}
+	for rows.Next() {
+		var name string
+		var up, started int
+		if err := rows.Scan(&name, &up, &started); err != nil {
+			return nil, err
+		}
+		c, left := capacity[name], math.MaxInt
+		if c.Channels > 0 {
+			left = min(left, c.Channels-up)
+		}
+		if c.CPS > 0 {
+			left = min(left, c.CPS-started)
+		}
+		room[name] = max(left, 0)
+	}
+	return room, rows.Err()
+}
+
 // claimForApp takes what the tenant's limits allow of its claims. The lock
 // on the tenant's row serializes its claims across nodes; calls up only
 // ever grow through such claims, so the counts read under it stay true
 // until the commit. (NO KEY: imports, which reference the row, go on.)
-func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, leaseUntil int64, now func() time.Time) ([]callClaim, error) {
+// trunkRoom is what the claims' trunks still allow (lockTrunks), less what
+// this transaction took already.
+func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, trunkRoom map[string]int,
+	leaseUntil int64, now func() time.Time) ([]callClaim, error) {
 	var one int
 	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
 		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
@@ -208,6 +291,12 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		if !unlimited {
 			n = min(n, walletLeft)
 		}
+		// A scenario's claims share its pool's trunk.
+		trunk := group[0].Trunk
+		left, limited := trunkRoom[trunk]
+		if limited {
+			n = min(n, left)
+		}
 		if n <= 0 {
 			continue
 		}
@@ -221,6 +310,9 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 			return nil, err
 		}
 		walletLeft -= len(taken)
+		if limited {
+			trunkRoom[trunk] -= len(taken)
+		}
 		out = append(out, taken...)
 	}
 	return out, nil
