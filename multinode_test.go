@@ -92,14 +92,9 @@ api_secret = "multi-secret"
 `, balance, strings.Join(numbers, ", "), maxConcurrent, rcv.URL(), whSecret))
 	var nodes [3]*mnNode
 	for i := range nodes {
-		addr := freeAddr(t)
-		n := &mnNode{config: filepath.Join(dir, fmt.Sprintf("node%d.toml", i)), url: "http://" + addr}
 		// A lease of 2 s: the killed node's calls and messages are taken
 		// over within seconds, not the default 30 s.
-		writeTestFile(t, n.config, fmt.Sprintf(`
-listen = %q
-database = %q
-fixtures = %q
+		nodes[i] = mnStartNode(t, bin, dir, db, fixtures, i, fmt.Sprintf(`
 [engine]
 poll_interval = "20ms"
 [simulator]
@@ -111,12 +106,7 @@ retry_schedule = ["0s", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s"]
 dir = %q
 [log]
 level = "warn"
-[cluster]
-node_name = "node%d"
-lease = "2s"
-`, addr, db, fixtures, filepath.Join(dir, "recordings"), i))
-		n.proc = engRunBinary(t, bin, n.config, n.url)
-		nodes[i] = n
+`, filepath.Join(dir, "recordings")))
 	}
 	pool, err := pgxpool.New(context.Background(), db)
 	if err != nil {
@@ -419,6 +409,25 @@ lease = "2s"
 	}
 	t.Logf("%v: %d contacts, %d calls (%d CANCELED by the kill), peak %d calls up, %d messages (%d sent more than once), %d VND charged",
 		time.Since(begin).Round(time.Millisecond), len(stored), len(calls), canceled, peak, len(messageIDs), redelivered, spent)
+}
+
+// mnStartNode starts node i of a cluster on database db: a config in dir
+// listening on a free port, with the fixtures, cluster.node_name "node<i>"
+// and a lease of 2 s, then the TOML tables of extra.
+func mnStartNode(t *testing.T, bin, dir, db, fixtures string, i int, extra string) *mnNode {
+	t.Helper()
+	addr := freeAddr(t)
+	n := &mnNode{config: filepath.Join(dir, fmt.Sprintf("node%d.toml", i)), url: "http://" + addr}
+	writeTestFile(t, n.config, fmt.Sprintf(`
+listen = %q
+database = %q
+fixtures = %q
+[cluster]
+node_name = "node%d"
+lease = "2s"
+`, addr, db, fixtures, i)+extra)
+	n.proc = engRunBinary(t, bin, n.config, n.url)
+	return n
 }
 
 // mnImport sends batch b of contacts to the nodes in turn from node b%3
