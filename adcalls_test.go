@@ -165,34 +165,35 @@ func adTenant(key string) *FixtureApp {
 }
 
 // adContact reads what the engine decided for a contact.
-func adContact(t *testing.T, s *Store, id string) (state string, next time.Time, calls []engCall) {
+func adContact(t *testing.T, s Store, id string) (state string, next time.Time, calls []engCall) {
 	t.Helper()
 	var nextMS int64
-	if err := s.read.QueryRow(`SELECT state, next_attempt_at FROM contacts WHERE id = ?`, id).Scan(&state, &nextMS); err != nil {
-		t.Fatal(err)
-	}
+	queryRows(t, s, `SELECT state, next_attempt_at FROM contacts WHERE id = ?`, []any{id},
+		func(scan func(...any) error) error { return scan(&state, &nextMS) })
 	return state, fromMS(nextMS), engCalls(t, s, id)
 }
 
-func adBlocks(t *testing.T, s *Store, reason string) int {
+func adBlocks(t *testing.T, s Store, reason string) int {
 	return queryInt(t, s, `SELECT count(*) FROM call_blocks WHERE reason = ?`, reason)
 }
 
-func adWait(t *testing.T, s *Store, appID int64, id string, now time.Time) *Wait {
+func adWait(t *testing.T, s Store, appID int64, id string, now time.Time) *Wait {
 	t.Helper()
 	c, _, err := s.Contact(context.Background(), appID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.ContactWait(context.Background(), appID, c, now)
+	w, err := contactWait(context.Background(), s, appID, c, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-func TestAdDailyLimitAcrossScenarios(t *testing.T) {
-	s, ids := fixtureStore(t, adTenant("ad-a"), adTenant("ad-b"))
+func TestAdDailyLimitAcrossScenarios(t *testing.T) { eachBackend(t, testAdDailyLimitAcrossScenarios) }
+
+func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, adTenant("ad-a"), adTenant("ad-b"))
 	a, b := ids[0], ids[1]
 	const (
 		answers = "+84900000001" // ANSWERED after 5 s of ringing
@@ -238,9 +239,8 @@ func TestAdDailyLimitAcrossScenarios(t *testing.T) {
 	if n := dialled(answers); n != 3 {
 		t.Errorf("%s dialled %d times before the 24 hours passed, want 3 (first, care, other tenant)", answers, n)
 	}
-	var until int64
-	if err := s.read.QueryRow(`SELECT until FROM call_blocks WHERE reason = 'daily_limit' AND contact_id = ?`, second[0]).Scan(&until); err != nil || !fromMS(until).Equal(free) {
-		t.Errorf("audit row of the delay: until %v (%v), want %s", fromMS(until), err, free)
+	if until := queryInt(t, s, `SELECT until FROM call_blocks WHERE reason = 'daily_limit' AND contact_id = ?`, second[0]); !fromMS(int64(until)).Equal(free) {
+		t.Errorf("audit row of the delay: until %v, want %s", fromMS(int64(until)), free)
 	}
 	if n := adBlocks(t, s, ReasonDailyLimit); n != 1 {
 		t.Errorf("%d daily_limit audit rows, want 1", n)
@@ -266,9 +266,11 @@ func TestAdDailyLimitAcrossScenarios(t *testing.T) {
 	}
 }
 
-func TestAdSameNumberClaimedInOneTick(t *testing.T) {
+func TestAdSameNumberClaimedInOneTick(t *testing.T) { eachBackend(t, testAdSameNumberClaimedInOneTick) }
+
+func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 	app := adTenant("ad-tick")
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	a := ids[0]
 	const number = "+84900000001"
 	clock := &engClock{}
@@ -307,7 +309,7 @@ func TestAdSameNumberClaimedInOneTick(t *testing.T) {
 		t.Errorf("%d advertising_hours audit rows, want one per contact", n)
 	}
 	rec := httptest.NewRecorder()
-	metricsHandler(s.read, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metricsHandler(s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{`dialbox_calls_blocked_total{reason="daily_limit"} 1`, `dialbox_calls_blocked_total{reason="advertising_hours"} 2`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -315,10 +317,12 @@ func TestAdSameNumberClaimedInOneTick(t *testing.T) {
 	}
 }
 
-func TestAdHoursInAnotherTimezone(t *testing.T) {
+func TestAdHoursInAnotherTimezone(t *testing.T) { eachBackend(t, testAdHoursInAnotherTimezone) }
+
+func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	app := adTenant("ad-tokyo")
 	app.Scenarios[0].CallConfig.CallWindow = CallWindow{Start: "06:00", End: "12:00", Timezone: "Asia/Tokyo"}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	a := ids[0]
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 6, 30, 0, 0, tokyo)) // 04:30 in Ho Chi Minh City
@@ -395,8 +399,10 @@ func TestAdValidation(t *testing.T) {
 // for care, so existing scenarios read as before) and fixtures, the
 // tenant's settings within the decree's bounds, each refusal naming its
 // field, and narrower hours in the explanation.
-func TestAdSettingsAndPurpose(t *testing.T) {
-	s := startSandbox(t)
+func TestAdSettingsAndPurpose(t *testing.T) { eachBackend(t, testAdSettingsAndPurpose) }
+
+func testAdSettingsAndPurpose(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	for _, tc := range []struct{ id, config, want string }{
 		{"p-default", `{}`, ""},
 		{"p-care", `{"purpose":"care"}`, ""},
@@ -450,7 +456,7 @@ func TestAdSettingsAndPurpose(t *testing.T) {
 	}
 	fa := adTenant("k")
 	fa.Advertising = f.Applications[0].Advertising
-	st, ids := fixtureStore(t, fa)
+	st, ids := fixtureStoreOn(t, backend, fa)
 	if got, err := st.AdSettings(context.Background(), ids[0]); err != nil || got != (AdSettings{1, "09:00", "17:00", adTimezone}) {
 		t.Errorf("settings from fixtures: %+v %v", got, err)
 	}

@@ -25,7 +25,7 @@ import (
 // admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
 // admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go).
 type Admin struct {
-	store     *Store
+	store     Store
 	region    string // phone.default_region, to read the phone filter
 	now       func() time.Time
 	log       *slog.Logger
@@ -74,7 +74,7 @@ const (
 // against: the configured token's, else the stored one's. On the first start
 // without a configured token it generates one, stores it with its hash, and
 // returns it to be announced.
-func adminTokenHash(ctx context.Context, store *Store, configured string) ([sha256.Size]byte, string, error) {
+func adminTokenHash(ctx context.Context, store Store, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
 		return sha256.Sum256([]byte(configured)), "", nil
 	}

@@ -94,7 +94,7 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
-	rep, err := a.store.ImportDNC(r.Context(), list, body, r.ContentLength, a.region, true, a.now(), nil)
+	rep, err := importDNC(r.Context(), a.store, list, body, r.ContentLength, a.region, true, a.now(), nil)
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dncFileError
 	if errors.As(err, &fileErr) {

@@ -86,7 +86,13 @@ api_secret = "other-secret"
 // the engine is off unless env turns it on.
 func startSandbox(t testing.TB, env ...string) *testServer {
 	t.Helper()
-	return startServer(t, adminFixtures, append([]string{"DIALBOX_ADMIN_TOKEN=" + testAdminToken}, env...)...)
+	return startSandboxOn(t, "sqlite", env...)
+}
+
+// startSandboxOn is startSandbox on a new database of the backend.
+func startSandboxOn(t testing.TB, backend string, env ...string) *testServer {
+	t.Helper()
+	return startServerOn(t, backend, adminFixtures, append([]string{"DIALBOX_ADMIN_TOKEN=" + testAdminToken}, env...)...)
 }
 
 // admin sends an admin request that must succeed and decodes its result
@@ -153,8 +159,10 @@ func qaImport(t testing.TB, s *testServer, body string) (int, errorBody) {
 
 const oneContact = `{"contacts":[{"phone_number":"0912345678","ho_ten":"A"}]}`
 
-func TestAdminAuthAndIsolation(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminAuthAndIsolation(t *testing.T) { eachBackend(t, testAdminAuthAndIsolation) }
+
+func testAdminAuthAndIsolation(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	appToken := bearer(t, "qa-key", "qa-secret")
 	for _, auth := range []string{"", "Bearer", "Bearer wrong-token-0123456789", appToken, testAdminToken, "Basic " + testAdminToken} {
 		status, b := s.do(t, "GET", "/admin/v1/apps", auth, "")
@@ -210,8 +218,10 @@ func startDemoMain(t testing.TB, db string, env ...string) (*Main, string) {
 	return m, out.String()
 }
 
-func TestAdminApplications(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminApplications(t *testing.T) { eachBackend(t, testAdminApplications) }
+
+func testAdminApplications(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var created struct {
 		Application
 		APISecret   string `json:"api_secret"`
@@ -287,8 +297,10 @@ func TestAdminApplications(t *testing.T) {
 	}
 }
 
-func TestAdminWallet(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminWallet(t *testing.T) { eachBackend(t, testAdminWallet) }
+
+func testAdminWallet(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var w Wallet
 	s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
 	if !w.Prepaid || w.Balance != 1000000 || w.PricePerCall != 1000 || w.ExpiresAt == nil {
@@ -323,8 +335,10 @@ func TestAdminWallet(t *testing.T) {
 	s.adminFail(t, "GET", "/apps/nobody/wallet", "", 404)
 }
 
-func TestAdminPools(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminPools(t *testing.T) { eachBackend(t, testAdminPools) }
+
+func testAdminPools(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var p Pool
 	s.admin(t, "POST", "/apps/qa-key/pools", `{"key":"POOL_B","numbers":["02873000009"," 02873000008 "]}`, &p)
 	if p.Key != "POOL_B" || len(p.Numbers) != 2 || p.Numbers[0].Number != "02873000008" || !p.Numbers[0].Enabled {
@@ -378,8 +392,10 @@ func TestAdminPools(t *testing.T) {
 	}
 }
 
-func TestAdminScenarios(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminScenarios(t *testing.T) { eachBackend(t, testAdminScenarios) }
+
+func testAdminScenarios(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var sc adminScenario
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-new","name":"New","personalized_fields":["ma_kh"],
 		"call_config":{"max_concurrent":3,"re_call":{"times":1}}}`, &sc)
@@ -460,8 +476,10 @@ func TestAdminScenarios(t *testing.T) {
 	s.adminFail(t, "DELETE", "/apps/qa-key/scenarios/sc-new", "", 404)
 }
 
-func TestAdminCampaigns(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminCampaigns(t *testing.T) { eachBackend(t, testAdminCampaigns) }
+
+func testAdminCampaigns(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var c Campaign
 	s.admin(t, "POST", "/apps/qa-key/campaigns", `{"id":"camp-new","name":"December","scenario_id":"sc-remind"}`, &c)
 	if c.ID != "camp-new" || c.ScenarioID != "sc-remind" || c.Paused {
@@ -500,8 +518,10 @@ func TestAdminCampaigns(t *testing.T) {
 	}
 }
 
-func TestAdminWebhookEndpoints(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminWebhookEndpoints(t *testing.T) { eachBackend(t, testAdminWebhookEndpoints) }
+
+func testAdminWebhookEndpoints(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var e WebhookEndpoint
 	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"http://127.0.0.1:9/hook","events":["call.completed"]}`, &e)
 	if e.ID == "" || checkWebhookSecret(e.Secret) != nil || !e.Enabled || len(e.Events) != 1 {
@@ -533,8 +553,10 @@ func TestAdminWebhookEndpoints(t *testing.T) {
 	s.adminFail(t, "DELETE", "/apps/qa-key/webhooks/"+e.ID, "", 404)
 }
 
-func TestAdminContactsAndImports(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminContactsAndImports(t *testing.T) { eachBackend(t, testAdminContactsAndImports) }
+
+func testAdminContactsAndImports(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	if st, e := qaImport(t, s, `{"contacts":[{"phone_number":"0912345678","ho_ten":"A"},{"phone_number":"12"},"x",{"phone_number":"0912345679"}]}`); st != 200 {
 		t.Fatalf("import: %+v", e)
 	}
@@ -603,8 +625,10 @@ func TestAdminContactsAndImports(t *testing.T) {
 
 // TestAdminListPaging: the contact and webhook-message lists read the same
 // time range and cursor parameters, and refuse them alike.
-func TestAdminListPaging(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminListPaging(t *testing.T) { eachBackend(t, testAdminListPaging) }
+
+func testAdminListPaging(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	for _, list := range []string{"/apps/qa-key/contacts", "/apps/qa-key/webhook-messages"} {
 		s.admin(t, "GET", list+"?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&limit=500&cursor=7", "", nil)
 		for query, field := range map[string]string{
@@ -617,24 +641,28 @@ func TestAdminListPaging(t *testing.T) {
 }
 
 func TestAdminClock(t *testing.T) {
-	s := startSandbox(t)
-	var clock struct {
-		TimeScale float64 `json:"time_scale"`
-	}
-	s.admin(t, "GET", "/clock", "", &clock)
-	if clock.TimeScale != 1 {
-		t.Errorf("default time_scale %v", clock.TimeScale)
-	}
-	s.admin(t, "PUT", "/clock", `{"time_scale":120}`, &clock)
-	if clock.TimeScale != 120 || s.m.clock.TimeScale() != 120 {
-		t.Errorf("time_scale %v, dialer %v", clock.TimeScale, s.m.clock.TimeScale())
-	}
-	wantField(t, s.adminFail(t, "PUT", "/clock", `{"time_scale":0}`, 400), "time_scale")
-	wantField(t, s.adminFail(t, "PUT", "/clock", `{}`, 400), "time_scale")
+	eachBackend(t, func(t *testing.T, backend string) {
+		s := startSandboxOn(t, backend)
+		var clock struct {
+			TimeScale float64 `json:"time_scale"`
+		}
+		s.admin(t, "GET", "/clock", "", &clock)
+		if clock.TimeScale != 1 {
+			t.Errorf("default time_scale %v", clock.TimeScale)
+		}
+		s.admin(t, "PUT", "/clock", `{"time_scale":120}`, &clock)
+		if clock.TimeScale != 120 || s.m.clock.TimeScale() != 120 {
+			t.Errorf("time_scale %v, dialer %v", clock.TimeScale, s.m.clock.TimeScale())
+		}
+		wantField(t, s.adminFail(t, "PUT", "/clock", `{"time_scale":0}`, 400), "time_scale")
+		wantField(t, s.adminFail(t, "PUT", "/clock", `{}`, 400), "time_scale")
+	})
 }
 
-func TestAdminReset(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminReset(t *testing.T) { eachBackend(t, testAdminReset) }
+
+func testAdminReset(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	s.admin(t, "POST", "/apps", `{"api_key":"temp-key"}`, nil)
 	s.adminFail(t, "POST", "/apps/qa-key/scenarios/sc-remind/reject", "", 409)
 	s.admin(t, "POST", "/apps/qa-key/scenarios/sc-remind/edit", "", nil)
@@ -716,63 +744,65 @@ func TestAdminResetDemo(t *testing.T) {
 }
 
 func TestJournal(t *testing.T) {
-	s := startSandbox(t, "DIALBOX_JOURNAL_MAX_ENTRIES=3", "DIALBOX_JOURNAL_MAX_BODY_BYTES=20")
-	qaImport(t, s, oneContact)
-	s.public(t, "qa-key", "qa-secret", "GET", pathB+"?limit=99", "")
-	s.public(t, "other-key", "other-secret", "GET", pathB, "")
-	s.do(t, "GET", pathB, "Bearer nonsense", "")
-	s.public(t, "qa-key", "qa-secret", "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678"}]}`)
+	eachBackend(t, func(t *testing.T, backend string) {
+		s := startSandboxOn(t, backend, "DIALBOX_JOURNAL_MAX_ENTRIES=3", "DIALBOX_JOURNAL_MAX_BODY_BYTES=20")
+		qaImport(t, s, oneContact)
+		s.public(t, "qa-key", "qa-secret", "GET", pathB+"?limit=99", "")
+		s.public(t, "other-key", "other-secret", "GET", pathB, "")
+		s.do(t, "GET", pathB, "Bearer nonsense", "")
+		s.public(t, "qa-key", "qa-secret", "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678"}]}`)
 
-	type journal struct {
-		Requests []JournalEntry
-		Total    int
-	}
-	var j journal
-	s.admin(t, "GET", "/journal", "", &j)
-	if j.Total != 3 || len(j.Requests) != 3 {
-		t.Fatalf("journal keeps %d (%d), want the newest 3: %+v", j.Total, len(j.Requests), j.Requests)
-	}
-	newest, unauth, other := j.Requests[0], j.Requests[1], j.Requests[2]
-	if newest.ID != 5 || newest.Operation != "C" || newest.Method != "POST" || newest.Path != pathC || newest.Tenant != "qa-key" ||
-		newest.Status != 200 || newest.Code != 1 || newest.RequestBody != `{"campaign_id":"camp` || !newest.RequestTruncated ||
-		len(newest.ResponseBody) != 20 || !newest.ResponseTruncated || newest.LatencyMS <= 0 {
-		t.Errorf("newest entry %+v", newest)
-	}
-	if unauth.Status != 401 || unauth.Code != 401 || unauth.Tenant != "" || unauth.RequestBody != "" || unauth.RequestTruncated {
-		t.Errorf("unauthenticated entry %+v", unauth)
-	}
-	if other.Tenant != "other-key" || other.Operation != "B" {
-		t.Errorf("other tenant's entry %+v", other)
-	}
-
-	for query, want := range map[string]int{
-		"operation=B": 2, "tenant=qa-key": 1, "code=401": 1, "status=200": 2, "method=POST": 1,
-		"path=" + url.QueryEscape(pathC): 1, "since=2000-01-01T00:00:00Z": 3, "until=2000-01-01T00:00:00Z": 0,
-	} {
-		var c struct{ Count int }
-		s.admin(t, "GET", "/journal/count?"+query, "", &c)
-		if c.Count != want {
-			t.Errorf("count %s: %d, want %d", query, c.Count, want)
+		type journal struct {
+			Requests []JournalEntry
+			Total    int
 		}
-	}
-	s.admin(t, "GET", "/journal?limit=1&operation=B", "", &j)
-	if len(j.Requests) != 1 || j.Total != 2 {
-		t.Errorf("limited %+v", j)
-	}
-	wantField(t, s.adminFail(t, "GET", "/journal?status=99", "", 400), "status")
-	wantField(t, s.adminFail(t, "GET", "/journal?since=now", "", 400), "since")
+		var j journal
+		s.admin(t, "GET", "/journal", "", &j)
+		if j.Total != 3 || len(j.Requests) != 3 {
+			t.Fatalf("journal keeps %d (%d), want the newest 3: %+v", j.Total, len(j.Requests), j.Requests)
+		}
+		newest, unauth, other := j.Requests[0], j.Requests[1], j.Requests[2]
+		if newest.ID != 5 || newest.Operation != "C" || newest.Method != "POST" || newest.Path != pathC || newest.Tenant != "qa-key" ||
+			newest.Status != 200 || newest.Code != 1 || newest.RequestBody != `{"campaign_id":"camp` || !newest.RequestTruncated ||
+			len(newest.ResponseBody) != 20 || !newest.ResponseTruncated || newest.LatencyMS <= 0 {
+			t.Errorf("newest entry %+v", newest)
+		}
+		if unauth.Status != 401 || unauth.Code != 401 || unauth.Tenant != "" || unauth.RequestBody != "" || unauth.RequestTruncated {
+			t.Errorf("unauthenticated entry %+v", unauth)
+		}
+		if other.Tenant != "other-key" || other.Operation != "B" {
+			t.Errorf("other tenant's entry %+v", other)
+		}
 
-	s.admin(t, "DELETE", "/journal", "", nil)
-	s.admin(t, "GET", "/journal", "", &j)
-	if j.Total != 0 {
-		t.Errorf("after clear %+v", j)
-	}
-	// Admin requests are not journaled.
-	s.admin(t, "GET", "/apps", "", nil)
-	s.admin(t, "GET", "/journal", "", &j)
-	if j.Total != 0 {
-		t.Errorf("admin request journaled: %+v", j)
-	}
+		for query, want := range map[string]int{
+			"operation=B": 2, "tenant=qa-key": 1, "code=401": 1, "status=200": 2, "method=POST": 1,
+			"path=" + url.QueryEscape(pathC): 1, "since=2000-01-01T00:00:00Z": 3, "until=2000-01-01T00:00:00Z": 0,
+		} {
+			var c struct{ Count int }
+			s.admin(t, "GET", "/journal/count?"+query, "", &c)
+			if c.Count != want {
+				t.Errorf("count %s: %d, want %d", query, c.Count, want)
+			}
+		}
+		s.admin(t, "GET", "/journal?limit=1&operation=B", "", &j)
+		if len(j.Requests) != 1 || j.Total != 2 {
+			t.Errorf("limited %+v", j)
+		}
+		wantField(t, s.adminFail(t, "GET", "/journal?status=99", "", 400), "status")
+		wantField(t, s.adminFail(t, "GET", "/journal?since=now", "", 400), "since")
+
+		s.admin(t, "DELETE", "/journal", "", nil)
+		s.admin(t, "GET", "/journal", "", &j)
+		if j.Total != 0 {
+			t.Errorf("after clear %+v", j)
+		}
+		// Admin requests are not journaled.
+		s.admin(t, "GET", "/apps", "", nil)
+		s.admin(t, "GET", "/journal", "", &j)
+		if j.Total != 0 {
+			t.Errorf("admin request journaled: %+v", j)
+		}
+	})
 }
 
 func TestJournalMaxAge(t *testing.T) {
@@ -806,45 +836,47 @@ func TestAdminConfig(t *testing.T) {
 }
 
 func TestCLI(t *testing.T) {
-	s := startSandbox(t)
-	qaImport(t, s, oneContact)
-	cli := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		if err := run(context.Background(), append(args, "--database", s.db), &out, nil); err != nil {
-			t.Fatalf("dialbox %s: %v", strings.Join(args, " "), err)
+	eachBackend(t, func(t *testing.T, backend string) {
+		s := startSandboxOn(t, backend)
+		qaImport(t, s, oneContact)
+		cli := func(args ...string) string {
+			t.Helper()
+			var out bytes.Buffer
+			if err := run(context.Background(), append(args, "--database", s.db), &out, nil); err != nil {
+				t.Fatalf("dialbox %s: %v", strings.Join(args, " "), err)
+			}
+			return out.String()
 		}
-		return out.String()
-	}
-	out := cli("app", "create", "--name", "From CLI", "--api-key", "cli-key", "--api-secret", "cli-secret")
-	if !strings.Contains(out, "api_key:      cli-key") || !strings.Contains(out, "api_secret:   cli-secret") {
-		t.Errorf("app create:\n%s", out)
-	}
-	token := strings.TrimSpace(out[strings.Index(out, "access_token:")+len("access_token:"):])
-	if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return []byte("cli-secret"), nil }); err != nil {
-		t.Errorf("app create token: %v", err)
-	}
-	if out := cli("app", "list"); !strings.Contains(out, "cli-key") || !strings.Contains(out, "qa-key") {
-		t.Errorf("app list:\n%s", out)
-	}
-	if out := cli("token", "--app", "cli-key"); strings.Count(out, ".") != 2 {
-		t.Errorf("token: %s", out)
-	}
-	if out := cli("scenario", "list", "--app", "qa-key", "--status", "ACTIVE"); !strings.Contains(out, "sc-remind") || !strings.Contains(out, "sc-second") {
-		t.Errorf("scenario list:\n%s", out)
-	}
-	if out := cli("contacts", "list", "--app", "qa-key", "--phone", "0912345678"); !strings.Contains(out, "+84912345678") || !strings.Contains(out, "queued") {
-		t.Errorf("contacts list:\n%s", out)
-	}
-	for _, args := range [][]string{{"app"}, {"app", "remove"}, {"scenario", "list"}, {"contacts", "list", "--app", "nobody"}} {
-		if err := run(context.Background(), append(args, "--database", s.db), &bytes.Buffer{}, nil); err == nil {
-			t.Errorf("dialbox %v: no error", args)
+		out := cli("app", "create", "--name", "From CLI", "--api-key", "cli-key", "--api-secret", "cli-secret")
+		if !strings.Contains(out, "api_key:      cli-key") || !strings.Contains(out, "api_secret:   cli-secret") {
+			t.Errorf("app create:\n%s", out)
 		}
-	}
-	if err := run(context.Background(), []string{"app", "create", "--name", "Again", "--api-key", "cli-key", "--database", s.db}, &bytes.Buffer{}, nil); err == nil ||
-		!strings.Contains(err.Error(), "already exists") {
-		t.Errorf("duplicate app create: %v", err)
-	}
+		token := strings.TrimSpace(out[strings.Index(out, "access_token:")+len("access_token:"):])
+		if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return []byte("cli-secret"), nil }); err != nil {
+			t.Errorf("app create token: %v", err)
+		}
+		if out := cli("app", "list"); !strings.Contains(out, "cli-key") || !strings.Contains(out, "qa-key") {
+			t.Errorf("app list:\n%s", out)
+		}
+		if out := cli("token", "--app", "cli-key"); strings.Count(out, ".") != 2 {
+			t.Errorf("token: %s", out)
+		}
+		if out := cli("scenario", "list", "--app", "qa-key", "--status", "ACTIVE"); !strings.Contains(out, "sc-remind") || !strings.Contains(out, "sc-second") {
+			t.Errorf("scenario list:\n%s", out)
+		}
+		if out := cli("contacts", "list", "--app", "qa-key", "--phone", "0912345678"); !strings.Contains(out, "+84912345678") || !strings.Contains(out, "queued") {
+			t.Errorf("contacts list:\n%s", out)
+		}
+		for _, args := range [][]string{{"app"}, {"app", "remove"}, {"scenario", "list"}, {"contacts", "list", "--app", "nobody"}} {
+			if err := run(context.Background(), append(args, "--database", s.db), &bytes.Buffer{}, nil); err == nil {
+				t.Errorf("dialbox %v: no error", args)
+			}
+		}
+		if err := run(context.Background(), []string{"app", "create", "--name", "Again", "--api-key", "cli-key", "--database", s.db}, &bytes.Buffer{}, nil); err == nil ||
+			!strings.Contains(err.Error(), "already exists") {
+			t.Errorf("duplicate app create: %v", err)
+		}
+	})
 }
 
 // TestJournalKeepsAnswersCheaply: an answer a little larger than what the

@@ -31,7 +31,7 @@ var (
 // API serves the public operations of the spec.
 type API struct {
 	cfg      Config
-	store    *Store
+	store    Store
 	now      func() time.Time
 	log      *slog.Logger
 	importer *Importer
@@ -46,7 +46,7 @@ type API struct {
 	faults  *Faults
 }
 
-func NewAPI(cfg Config, store *Store, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
+func NewAPI(cfg Config, store Store, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
 		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
 		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
@@ -247,7 +247,7 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 	// The page is configuration only, so its JSON is kept with the rest of
 	// the store's configuration cache until a configuration write.
 	key := fmt.Sprintf("page\x00%d\x00%s\x00%d\x00%d\x00%s", app.ID, status, limit, offset, fieldsKey(fields))
-	page, err := cached(&a.store.catalog, key, func() (successBody, error) {
+	page, err := cached(a.store.configCache(), key, func() (successBody, error) {
 		scenarios, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
 		if err != nil {
 			return nil, err

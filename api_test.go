@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -586,10 +587,12 @@ var operationBCases = func() []apiCase {
 // TestOperations runs the tables of operations A, B and C in both HTTP
 // status modes (docs/design.md#http-status-of-error-bodies): "semantic" maps each code to its HTTP status,
 // "always_200" answers every body with 200; the bodies are the same.
-func TestOperations(t *testing.T) {
+func TestOperations(t *testing.T) { eachBackend(t, testOperations) }
+
+func testOperations(t *testing.T, backend string) {
 	for _, mode := range []string{StatusModeSemantic, StatusModeAlways} {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, testFixtures+manyScenarios(), "DIALBOX_API_ERROR_HTTP_STATUS="+mode)
+			s := startServerOn(t, backend, testFixtures+manyScenarios(), "DIALBOX_API_ERROR_HTTP_STATUS="+mode)
 			if got := s.m.Config.API.ErrorHTTPStatus; got != mode {
 				t.Fatalf("error_http_status = %q, want %q", got, mode)
 			}
@@ -611,8 +614,10 @@ func TestOperations(t *testing.T) {
 
 // TestAuthentication checks docs/design.md#authentication-checks-in-a-fixed-order for each operation: what is 401, what
 // is 1201, and which tokens are good.
-func TestAuthentication(t *testing.T) {
-	s := startServer(t, testFixtures)
+func TestAuthentication(t *testing.T) { eachBackend(t, testAuthentication) }
+
+func testAuthentication(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures)
 	s.exec(t, `UPDATE applications SET disabled = 1 WHERE api_key = 'disabled-key'`)
 	now := time.Now()
 	hs256 := func(claims jwt.MapClaims, secret string) string {
@@ -681,8 +686,10 @@ func TestAuthentication(t *testing.T) {
 
 // TestDefaultRegion: numbers without a country code are read in
 // phone.default_region (docs/design.md#contacts), here set to GB by environment.
-func TestDefaultRegion(t *testing.T) {
-	s := startServer(t, testFixtures, "DIALBOX_PHONE_DEFAULT_REGION=GB")
+func TestDefaultRegion(t *testing.T) { eachBackend(t, testDefaultRegion) }
+
+func testDefaultRegion(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures, "DIALBOX_PHONE_DEFAULT_REGION=GB")
 	tokens := testTokens(t)
 	seen := map[string]bool{}
 	for _, c := range []apiCase{
@@ -698,8 +705,10 @@ func TestDefaultRegion(t *testing.T) {
 
 // TestScenarioObject checks operation B's full scenario object (docs/design.md#operation-bs-parameters):
 // the fields in order, call_config as in docs/design.md#call-config, times in RFC 3339.
-func TestScenarioObject(t *testing.T) {
-	s := startServer(t, testFixtures)
+func TestScenarioObject(t *testing.T) { eachBackend(t, testScenarioObject) }
+
+func testScenarioObject(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures)
 	status, body := s.do(t, "GET", pathB+"?status=ACTIVE&limit=50", bearer(t, "qa-key", "qa-secret"), "")
 	if status != 200 {
 		t.Fatalf("HTTP %d %s", status, body)
@@ -817,7 +826,9 @@ func TestListOrder(t *testing.T) {
 // TestTooManyContacts: 413 over limits.max_contacts_per_request or
 // limits.max_body_bytes, with the defaults (10000, 16 MiB) and with the
 // limits set by environment.
-func TestTooManyContacts(t *testing.T) {
+func TestTooManyContacts(t *testing.T) { eachBackend(t, testTooManyContacts) }
+
+func testTooManyContacts(t *testing.T, backend string) {
 	contacts := func(n int) string {
 		return `{"contacts":[` + strings.TrimSuffix(strings.Repeat(`{"phone_number":"1"},`, n), ",") + `]}`
 	}
@@ -825,7 +836,7 @@ func TestTooManyContacts(t *testing.T) {
 		return `{"contacts":[{"phone_number":"0912345678","note":"` + strings.Repeat("a", n) + `"}]}`
 	}
 	t.Run("defaults", func(t *testing.T) {
-		s := startServer(t, testFixtures)
+		s := startServerOn(t, backend, testFixtures)
 		qa := bearer(t, "qa-key", "qa-secret")
 		for _, c := range []struct {
 			name, path, body string
@@ -847,7 +858,7 @@ func TestTooManyContacts(t *testing.T) {
 		}
 	})
 	t.Run("configured", func(t *testing.T) {
-		s := startServer(t, testFixtures, "DIALBOX_LIMITS_MAX_CONTACTS_PER_REQUEST=3", "DIALBOX_LIMITS_MAX_BODY_BYTES=1000")
+		s := startServerOn(t, backend, testFixtures, "DIALBOX_LIMITS_MAX_CONTACTS_PER_REQUEST=3", "DIALBOX_LIMITS_MAX_BODY_BYTES=1000")
 		qa := bearer(t, "qa-key", "qa-secret")
 		for _, c := range []struct {
 			name, body string
@@ -873,8 +884,10 @@ func TestTooManyContacts(t *testing.T) {
 
 // TestTenantIsolation: a token sees only its own tenant (docs/design.md#tenants-never-see-each-other). qa and
 // other both have a scenario "sc-remind"; each gets its own.
-func TestTenantIsolation(t *testing.T) {
-	s := startServer(t, testFixtures)
+func TestTenantIsolation(t *testing.T) { eachBackend(t, testTenantIsolation) }
+
+func testTenantIsolation(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures)
 	tokens := testTokens(t)
 	seen := map[string]bool{}
 	for _, c := range []apiCase{
@@ -922,7 +935,7 @@ func TestInternalErrors(t *testing.T) {
 			// The failed imports left nothing behind, and the store still works.
 			s.exec(t, `DROP TRIGGER break_import`)
 			var n int
-			if err := s.m.store.read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
+			if err := sqliteOf(t, s.m.store).read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("contacts after failed imports: %d (%v), want 0", n, err)
 			}
 			s.exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)
@@ -957,8 +970,10 @@ func TestHTTPStatusMapping(t *testing.T) {
 
 // TestConcurrentImports: 32 clients add 50 contacts each at once; every
 // contact_id is distinct, and every acknowledged one is in the store.
-func TestConcurrentImports(t *testing.T) {
-	s := startServer(t, testFixtures)
+func TestConcurrentImports(t *testing.T) { eachBackend(t, testConcurrentImports) }
+
+func testConcurrentImports(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures)
 	qa := bearer(t, "qa-key", "qa-secret")
 	const clients, perRequest = 32, 50
 	var mu sync.Mutex
@@ -1012,18 +1027,15 @@ func TestConcurrentImports(t *testing.T) {
 	if len(acked) != clients*perRequest {
 		t.Fatalf("%d distinct contact_ids acknowledged, want %d", len(acked), clients*perRequest)
 	}
-	rows, err := s.m.store.read.Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	stored := map[string]string{}
-	for rows.Next() {
-		var id, phone string
-		if err := rows.Scan(&id, &phone); err != nil {
-			t.Fatal(err)
-		}
-		stored[id] = phone
+	if err := s.m.store.metricsRows(context.Background(), `SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`,
+		func(scan func(...any) error) error {
+			var id, phone string
+			err := scan(&id, &phone)
+			stored[id] = phone
+			return err
+		}); err != nil {
+		t.Fatal(err)
 	}
 	if len(stored) != len(acked) {
 		t.Errorf("%d contacts stored, %d acknowledged", len(stored), len(acked))
@@ -1038,8 +1050,10 @@ func TestConcurrentImports(t *testing.T) {
 // TestConcurrentDuplicates: 32 requests add the same phone to a scenario
 // that forbids duplicates at the same moment; exactly one adds it, the
 // others find it queued (1403), and one row is stored.
-func TestConcurrentDuplicates(t *testing.T) {
-	s := startServer(t, testFixtures)
+func TestConcurrentDuplicates(t *testing.T) { eachBackend(t, testConcurrentDuplicates) }
+
+func testConcurrentDuplicates(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures)
 	qa := bearer(t, "qa-key", "qa-secret")
 	const clients = 32
 	statuses := make([]int, clients)
@@ -1072,8 +1086,10 @@ func TestConcurrentDuplicates(t *testing.T) {
 
 // TestDisabledHotlines: a pool is available only while one of its numbers
 // is enabled (2301, docs/design.md#order-of-checks-for-operations-a-and-c); hotlines are switched at run time.
-func TestDisabledHotlines(t *testing.T) {
-	s := startServer(t, testFixtures)
+func TestDisabledHotlines(t *testing.T) { eachBackend(t, testDisabledHotlines) }
+
+func testDisabledHotlines(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures)
 	tokens := testTokens(t)
 	seen := map[string]bool{}
 	pool := `(SELECT id FROM applications WHERE api_key = 'qa-key') AND pool_key = 'POOL_SYSTEM'`

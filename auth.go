@@ -26,13 +26,13 @@ func (f *authFailure) Error() string { return "authentication failed" }
 // authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
 // algorithm other than HS256 (none included) or expiry -> 401.
-func authenticate(ctx context.Context, store *Store, header string) (*Application, *APIError, error) {
+func authenticate(ctx context.Context, store Store, header string) (*Application, *APIError, error) {
 	raw, ok := strings.CutPrefix(header, "Bearer ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
 		return nil, errUnauthorized, nil
 	}
-	if app, ok, err := store.tokens.lookup(ctx, store, raw, time.Now()); ok || err != nil {
+	if app, ok, err := store.verifiedTokens().lookup(ctx, store, raw, time.Now()); ok || err != nil {
 		return app, nil, err
 	}
 	var app *Application
@@ -61,7 +61,7 @@ func authenticate(ctx context.Context, store *Store, header string) (*Applicatio
 	case err != nil: // malformed, bad signature, expired
 		return nil, errUnauthorized, nil
 	}
-	store.tokens.remember(raw, app, token.Claims)
+	store.verifiedTokens().remember(raw, app, token.Claims)
 	return app, nil, nil
 }
 
@@ -85,7 +85,7 @@ const maxCachedTokens = 10_000
 
 // lookup authenticates a token verified before; ok is false when the token
 // must be verified (again) the long way.
-func (c *tokenCache) lookup(ctx context.Context, store *Store, raw string, now time.Time) (*Application, bool, error) {
+func (c *tokenCache) lookup(ctx context.Context, store Store, raw string, now time.Time) (*Application, bool, error) {
 	c.mu.RLock()
 	v, ok := c.entries[raw]
 	c.mu.RUnlock()

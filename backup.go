@@ -56,6 +56,9 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 	if err != nil {
 		return err
 	}
+	if isPostgresURL(cfg.Database) {
+		return errNotSQLite("backup", "back it up with pg_dump or pg_basebackup")
+	}
 	dst := pos[0]
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("backup: %s exists; choose a new path", dst)
@@ -107,6 +110,9 @@ func runRestore(ctx context.Context, args []string, stdout io.Writer, env []stri
 	cfg, err := f.load(fs, env)
 	if err != nil {
 		return err
+	}
+	if isPostgresURL(cfg.Database) {
+		return errNotSQLite("restore", "restore it with pg_restore or psql")
 	}
 	src, dst := pos[0], cfg.Database
 	info, err := checkDatabaseFile(ctx, src)

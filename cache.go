@@ -15,6 +15,10 @@ import (
 type catalogCache struct {
 	version atomic.Uint64 // bumped after every commit that may change configuration
 	watch   *commitWatch  // other connections' commits (catalog_watch.go)
+	// deaf is set while a PostgreSQL node does not hear other nodes'
+	// configuration commits (store_postgres_notify.go): nothing is kept
+	// then, every read goes to the database.
+	deaf atomic.Bool
 
 	mu      sync.RWMutex // every request reads; only a miss writes
 	at      uint64       // version the entries were read at
@@ -34,7 +38,12 @@ func (c *catalogCache) invalidate() { c.version.Add(1) }
 // cached returns the remembered result of load under key, or runs load and
 // remembers it. Errors other than errNotFound are never remembered.
 func cached[T any](c *catalogCache, key string, load func() (T, error)) (T, error) {
-	c.watch.check(c)
+	if c.watch != nil { // SQLite's; nil on PostgreSQL
+		c.watch.check(c)
+	}
+	if c.deaf.Load() {
+		return load()
+	}
 	v := c.version.Load()
 	c.mu.RLock()
 	e, ok := c.entries[key]

@@ -34,7 +34,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	}
 	sub := cmd + " " + args[0]
 	fs, f := newFlagSet(sub)
-	var run func(context.Context, *Store, Config) error
+	var run func(context.Context, Store, Config) error
 	var check func() error // usage errors, found before the database is opened
 	switch sub {
 	case "app create":
@@ -42,13 +42,13 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 		key := fs.String("api-key", "", "API key (default: generated)")
 		secret := fs.String("api-secret", "", "API secret (default: generated)")
 		check = func() error { return requireFlag(sub, "--name NAME", *name) }
-		run = func(ctx context.Context, s *Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg Config) error {
 			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
 		}
 	case "app disable", "app enable", "app delete":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
-		run = func(ctx context.Context, s *Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg Config) error {
 			if args[0] == "delete" {
 				return cliAppDelete(ctx, s, stdout, *app)
 			}
@@ -57,7 +57,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	case "wallet show":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
-		run = func(ctx context.Context, s *Store, cfg Config) error { return cliWalletShow(ctx, s, stdout, *app) }
+		run = func(ctx context.Context, s Store, cfg Config) error { return cliWalletShow(ctx, s, stdout, *app) }
 	case "wallet top-up":
 		app := fs.String("app", "", "API key of the application")
 		amount := fs.Int64("amount", 0, "VND to add to the balance")
@@ -70,7 +70,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			}
 			return nil
 		}
-		run = func(ctx context.Context, s *Store, cfg Config) error { return cliTopUp(ctx, s, stdout, *app, *amount) }
+		run = func(ctx context.Context, s Store, cfg Config) error { return cliTopUp(ctx, s, stdout, *app, *amount) }
 	case "scenario submit", "scenario approve":
 		app := fs.String("app", "", "API key of the application")
 		scenario := fs.String("scenario", "", "scenario id")
@@ -80,15 +80,15 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			}
 			return requireFlag(sub, "--scenario ID", *scenario)
 		}
-		run = func(ctx context.Context, s *Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg Config) error {
 			return cliTransition(ctx, s, stdout, *app, *scenario, args[0])
 		}
 	case "app list":
-		run = func(ctx context.Context, s *Store, cfg Config) error { return cliAppList(ctx, s, stdout) }
+		run = func(ctx context.Context, s Store, cfg Config) error { return cliAppList(ctx, s, stdout) }
 	case "scenario list":
 		app := fs.String("app", "", "API key of the application")
 		status := fs.String("status", "", "DRAFT, ACTIVE, REVIEWING or REJECT")
-		run = func(ctx context.Context, s *Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg Config) error {
 			return cliScenarioList(ctx, s, stdout, *app, *status)
 		}
 	case "contacts list":
@@ -101,7 +101,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 		fs.StringVar(&cf.Phone, "phone", "", "phone number")
 		fs.IntVar(&cf.Limit, "limit", 50, "contacts per page")
 		fs.Int64Var(&cf.Cursor, "cursor", 0, "next cursor printed by the previous page")
-		run = func(ctx context.Context, s *Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg Config) error {
 			return cliContactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
 		}
 	default:
@@ -128,14 +128,14 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 
 // openStore reads the configuration as load does and opens its database,
 // for the commands that work on it directly; the caller closes the store.
-func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (*Store, Config, error) {
+func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, Config, error) {
 	cfg, err := f.load(fs, env)
 	if err != nil {
 		return nil, cfg, err
 	}
-	store, err := OpenStore(cfg.Database)
+	store, err := openConfiguredStore(context.Background(), cfg)
 	if err == nil {
-		store.recordings = recordingFiles(cfg) // an application deleted takes its recordings
+		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
 	}
 	return store, cfg, err
 }
@@ -157,7 +157,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	defer store.Close()
 	app, err := store.AppByKey(ctx, *appKey)
 	if errors.Is(err, errNotFound) {
-		return fmt.Errorf("token: no application has API key %q in %s", *appKey, cfg.Database)
+		return fmt.Errorf("token: no application has API key %q in %s", *appKey, databaseName(cfg.Database))
 	}
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	return nil
 }
 
-func cliAppCreate(ctx context.Context, s *Store, out io.Writer, name, key, secret string) error {
+func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
 	if key == "" {
 		key = randomHex(16)
 	}
@@ -192,7 +192,7 @@ func cliAppCreate(ctx context.Context, s *Store, out io.Writer, name, key, secre
 	return nil
 }
 
-func cliAppList(ctx context.Context, s *Store, out io.Writer) error {
+func cliAppList(ctx context.Context, s Store, out io.Writer) error {
 	apps, err := s.ListApps(ctx)
 	if err != nil {
 		return err
@@ -205,7 +205,7 @@ func cliAppList(ctx context.Context, s *Store, out io.Writer) error {
 	return tw.Flush()
 }
 
-func cliApp(ctx context.Context, s *Store, apiKey string) (*Application, error) {
+func cliApp(ctx context.Context, s Store, apiKey string) (*Application, error) {
 	if apiKey == "" {
 		return nil, fmt.Errorf("--app API_KEY is required")
 	}
@@ -216,7 +216,7 @@ func cliApp(ctx context.Context, s *Store, apiKey string) (*Application, error) 
 	return app, err
 }
 
-func cliScenarioList(ctx context.Context, s *Store, out io.Writer, apiKey, status string) error {
+func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status string) error {
 	app, err := cliApp(ctx, s, apiKey)
 	if err != nil {
 		return err
@@ -241,7 +241,7 @@ func cliScenarioList(ctx context.Context, s *Store, out io.Writer, apiKey, statu
 	return tw.Flush()
 }
 
-func cliContactList(ctx context.Context, s *Store, out io.Writer, apiKey string, f ContactFilter, region string) error {
+func cliContactList(ctx context.Context, s Store, out io.Writer, apiKey string, f ContactFilter, region string) error {
 	app, err := cliApp(ctx, s, apiKey)
 	if err != nil {
 		return err

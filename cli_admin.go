@@ -15,7 +15,7 @@ import (
 
 // cliSetAppDisabled disables or enables an application, as
 // POST /admin/v1/apps/:app/disable and /enable do.
-func cliSetAppDisabled(ctx context.Context, s *Store, out io.Writer, apiKey string, disabled bool) error {
+func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey string, disabled bool) error {
 	app, err := s.UpdateApp(ctx, apiKey, AppPatch{Disabled: &disabled}, time.Now())
 	if errors.Is(err, errNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
@@ -29,7 +29,7 @@ func cliSetAppDisabled(ctx context.Context, s *Store, out io.Writer, apiKey stri
 
 // cliAppDelete removes an application and everything it owns, as
 // DELETE /admin/v1/apps/:app does.
-func cliAppDelete(ctx context.Context, s *Store, out io.Writer, apiKey string) error {
+func cliAppDelete(ctx context.Context, s Store, out io.Writer, apiKey string) error {
 	err := s.DeleteApp(ctx, apiKey)
 	if errors.Is(err, errNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
@@ -41,7 +41,7 @@ func cliAppDelete(ctx context.Context, s *Store, out io.Writer, apiKey string) e
 	return nil
 }
 
-func cliWalletShow(ctx context.Context, s *Store, out io.Writer, apiKey string) error {
+func cliWalletShow(ctx context.Context, s Store, out io.Writer, apiKey string) error {
 	app, err := cliApp(ctx, s, apiKey)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func cliWalletShow(ctx context.Context, s *Store, out io.Writer, apiKey string) 
 
 // cliTopUp adds amount VND to the balance, as
 // POST /admin/v1/apps/:app/wallet/topup does.
-func cliTopUp(ctx context.Context, s *Store, out io.Writer, apiKey string, amount int64) error {
+func cliTopUp(ctx context.Context, s Store, out io.Writer, apiKey string, amount int64) error {
 	app, err := cliApp(ctx, s, apiKey)
 	if err != nil {
 		return err
@@ -62,7 +62,7 @@ func cliTopUp(ctx context.Context, s *Store, out io.Writer, apiKey string, amoun
 	return printWallet(ctx, s, out, app.ID)
 }
 
-func printWallet(ctx context.Context, s *Store, out io.Writer, appID int64) error {
+func printWallet(ctx context.Context, s Store, out io.Writer, appID int64) error {
 	w, err := s.Wallet(ctx, appID)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func printWallet(ctx context.Context, s *Store, out io.Writer, appID int64) erro
 
 // cliTransition moves a scenario along the transition named (submit,
 // approve), with the admin API's rules and wording.
-func cliTransition(ctx context.Context, s *Store, out io.Writer, apiKey, scenarioID, name string) error {
+func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID, name string) error {
 	app, err := cliApp(ctx, s, apiKey)
 	if err != nil {
 		return err

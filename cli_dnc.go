@@ -45,7 +45,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	if err != nil {
 		return err
 	}
-	store, err := OpenStore(cfg.Database)
+	store, err := openConfiguredStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 
 // cliDNCImport loads a list file with a progress bar on a terminal (plain
 // progress lines otherwise), then prints the report.
-func cliDNCImport(ctx context.Context, store *Store, stdout io.Writer, list int64, path, region string, replace bool) error {
+func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, list int64, path, region string, replace bool) error {
 	in, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("dnc import: %w", err)
@@ -141,7 +141,7 @@ func cliDNCImport(ctx context.Context, store *Store, stdout io.Writer, list int6
 		}
 	}
 	start := time.Now()
-	rep, err := store.ImportDNC(ctx, list, src, stat.Size(), region, replace, time.Now(), stored)
+	rep, err := importDNC(ctx, store, list, src, stat.Size(), region, replace, time.Now(), stored)
 	if err != nil {
 		return fmt.Errorf("dnc import: %s: %w", path, err)
 	}

@@ -39,6 +39,31 @@ type Config struct {
 	Sink       SinkConfig       `toml:"sink"`
 	Log        LogConfig        `toml:"log"`
 	Metrics    MetricsConfig    `toml:"metrics"`
+	Cluster    ClusterConfig    `toml:"cluster"`
+}
+
+// ClusterConfig is what a node on a shared PostgreSQL database calls
+// itself and how long what it claims outlives it
+// (docs/postgres.md#nodes-and-leases); SQLite ignores it.
+type ClusterConfig struct {
+	// NodeName starts the node id its leases carry; empty: the hostname.
+	NodeName string `toml:"node_name"`
+	// Lease is how long a call or webhook message claimed by a node stays
+	// its own without a renewal (renewed every third of it).
+	Lease Duration `toml:"lease"`
+}
+
+// validNodeName allows what reads well in a metric label and a log line.
+func validNodeName(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // HTTPConfig bounds how long a client may hold a connection, so slow or
@@ -235,6 +260,7 @@ func DefaultConfig() Config {
 		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
 		Sink:       SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
 		Log:        LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
+		Cluster:    ClusterConfig{Lease: Duration{30 * time.Second}},
 	}
 }
 
@@ -339,6 +365,8 @@ func (c *Config) validate() error {
 		return bad("listen", "must not be empty")
 	case c.Database == "":
 		return bad("database", "must not be empty")
+	case isPostgresURL(c.Database) && checkPostgresURL(c.Database) != nil:
+		return bad("database", "must be a SQLite file or a valid PostgreSQL URL like \"postgres://user:password@host:5432/dialbox\": "+checkPostgresURL(c.Database).Error())
 	case c.API.ErrorHTTPStatus != StatusModeSemantic && c.API.ErrorHTTPStatus != StatusModeAlways:
 		return bad("api.error_http_status", `must be "semantic" or "always_200"`)
 	case c.Limits.MaxContactsPerRequest < 1:
@@ -401,6 +429,10 @@ func (c *Config) validate() error {
 		return bad("log.level", `must be "debug", "info", "warn" or "error"`)
 	case c.Log.FlushInterval.Duration < 0:
 		return bad("log.flush_interval", "must not be negative")
+	case !validNodeName(c.Cluster.NodeName):
+		return bad("cluster.node_name", "must be at most 64 letters, digits, '.', '_' or '-' (or empty: the hostname)")
+	case c.Cluster.Lease.Duration < time.Second:
+		return bad("cluster.lease", "must be at least 1s")
 	}
 	for _, d := range c.Webhooks.RetrySchedule {
 		if d.Duration < 0 {

@@ -20,11 +20,11 @@ import (
 //go:embed schema.sql
 var schemaSQL string
 
-// Store is dialbox's only access to SQLite. Reads go through a small pool;
+// SQLiteStore is the Store on SQLite, the default. Reads go through a small pool;
 // every write goes through one writer goroutine that runs concurrent jobs in
 // a shared transaction (group commit), so N concurrent imports cost one
 // fsync instead of N while none is acknowledged before its commit.
-type Store struct {
+type SQLiteStore struct {
 	read  *sql.DB
 	write *sql.DB
 
@@ -58,13 +58,13 @@ var errStoreClosed = errors.New("store is closed")
 
 // OpenStore opens (creating if needed) the database at path, brings its
 // schema up to date and starts the writer.
-func OpenStore(path string) (*Store, error) {
+func OpenStore(path string) (*SQLiteStore, error) {
 	return openStoreAt(path, len(migrations()))
 }
 
 // openStoreAt migrates only up to version; tests use it to make a database
 // as an older dialbox would have left it.
-func openStoreAt(path string, version int) (*Store, error) {
+func openStoreAt(path string, version int) (*SQLiteStore, error) {
 	lock, err := lockDatabase(path)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func openStoreAt(path string, version int) (*Store, error) {
 	return s, nil
 }
 
-func openLockedStore(path string, version int) (*Store, error) {
+func openLockedStore(path string, version int) (*SQLiteStore, error) {
 	// SQLite would create the file with the umask's mode (often world-
 	// readable); it holds phone numbers and secrets. Its -wal and -shm
 	// files take the same mode.
@@ -104,7 +104,7 @@ func openLockedStore(path string, version int) (*Store, error) {
 	}
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
-	s := &Store{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
+	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
 	if err := s.stmts.prepare(write, version); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -118,7 +118,7 @@ func openLockedStore(path string, version int) (*Store, error) {
 }
 
 // Close finishes queued writes and closes the database.
-func (s *Store) Close() error {
+func (s *SQLiteStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -131,7 +131,7 @@ func (s *Store) Close() error {
 	return s.closeDBs()
 }
 
-func (s *Store) closeDBs() error {
+func (s *SQLiteStore) closeDBs() error {
 	s.catalog.watch.closeStatement()
 	s.stmts.close()
 	err := errors.Join(s.read.Close(), s.write.Close())
@@ -145,19 +145,23 @@ func (s *Store) closeDBs() error {
 var migrationHeader = regexp.MustCompile(`(?m)^-- migration (\d+):.*$`)
 
 // migrations splits schema.sql into its numbered blocks, in order.
-func migrations() []string {
-	locs := migrationHeader.FindAllStringSubmatchIndex(schemaSQL, -1)
+func migrations() []string { return splitMigrations("schema.sql", schemaSQL) }
+
+// splitMigrations splits a schema file into its "-- migration N:" blocks,
+// which must be numbered 1, 2, 3... in order.
+func splitMigrations(name, schema string) []string {
+	locs := migrationHeader.FindAllStringSubmatchIndex(schema, -1)
 	out := make([]string, 0, len(locs))
 	for i, loc := range locs {
-		n, _ := strconv.Atoi(schemaSQL[loc[2]:loc[3]])
+		n, _ := strconv.Atoi(schema[loc[2]:loc[3]])
 		if n != i+1 {
-			panic(fmt.Sprintf("schema.sql: migration %d found where %d was expected", n, i+1))
+			panic(fmt.Sprintf("%s: migration %d found where %d was expected", name, n, i+1))
 		}
-		end := len(schemaSQL)
+		end := len(schema)
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
 		}
-		out = append(out, schemaSQL[loc[0]:end])
+		out = append(out, schema[loc[0]:end])
 	}
 	return out
 }
@@ -194,27 +198,56 @@ func migrate(db *sql.DB, version int) error {
 }
 
 // SchemaVersion is the migration the database is at.
-func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+func (s *SQLiteStore) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
 	return v, err
 }
 
+func (s *SQLiteStore) Migrations(ctx context.Context) (at, known int, err error) {
+	at, err = s.SchemaVersion(ctx)
+	return at, len(migrations()), err
+}
+
+// Ping commits a no-op job through the writer: the lock can be taken and
+// the writer goroutine is alive.
+func (s *SQLiteStore) Ping(ctx context.Context) error {
+	return s.Write(ctx, func(*sql.Tx) error { return nil })
+}
+
+func (s *SQLiteStore) configCache() *catalogCache { return &s.catalog }
+
+func (s *SQLiteStore) verifiedTokens() *tokenCache { return &s.tokens }
+
+func (s *SQLiteStore) metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
+	rows, err := s.read.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // Write runs fn inside the writer's current transaction, isolated by a
 // savepoint: if fn fails, only its own changes are undone. It returns once
 // the transaction holding fn's changes is durably committed (or failed).
-func (s *Store) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLiteStore) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1)})
 }
 
 // WriteData is Write for jobs that change no configuration (applications,
 // wallets' settings, hotlines, scenarios, campaigns): imports, calls and
 // deliveries. They keep cached configuration reads valid.
-func (s *Store) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLiteStore) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
 }
 
-func (s *Store) write1(ctx context.Context, job writeJob) error {
+func (s *SQLiteStore) write1(ctx context.Context, job writeJob) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -232,7 +265,7 @@ func (s *Store) write1(ctx context.Context, job writeJob) error {
 	return <-job.result
 }
 
-func (s *Store) writer() {
+func (s *SQLiteStore) writer() {
 	defer close(s.done)
 	for job := range s.jobs {
 		batch := []writeJob{job}
@@ -252,7 +285,7 @@ func (s *Store) writer() {
 	}
 }
 
-func (s *Store) commit(batch []writeJob) {
+func (s *SQLiteStore) commit(batch []writeJob) {
 	start := time.Now()
 	defer func() { observeCommit(len(batch), time.Since(start)) }()
 	results := make([]error, len(batch))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -140,10 +139,5 @@ func (m *Main) repointDemoSink(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	url := sinkURL(m.URL(), "demo")
-	return m.store.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE webhook_endpoints SET url = ?, updated_at = ?
-			WHERE app_id = ? AND url LIKE '%/sink/demo' AND url <> ?`, url, ms(now), app.ID, url)
-		return err
-	})
+	return m.store.RepointDemoSink(ctx, app.ID, sinkURL(m.URL(), "demo"), now)
 }

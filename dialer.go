@@ -65,21 +65,28 @@ type Dialer interface {
 	// again, free) unless a person had answered a real call, which stays
 	// ANSWERED with the talk it had.
 	Dial(ctx context.Context, req DialRequest) DialResult
+	// Trunk is the name trunk stands for ("" is the first trunk), which
+	// calls record, and its capacity as configured, which the claim holds
+	// across every node on a shared store (docs/postgres.md#claiming-calls).
+	Trunk(trunk string) (string, TrunkCapacity)
 	// Reserve is the scheduler asking, before it claims contacts, how many
-	// of n calls may start now on trunk ("" is the first trunk). Each start
-	// granted holds one of the trunk's channels until Release(trunk). When
-	// fewer than n are granted, wait is how soon more may be (0: when a
-	// call ends).
+	// of n calls may start now on trunk, on this node. Each start granted
+	// holds one of the trunk's channels until Release(trunk), or
+	// Unreserve(trunk) when the store refused its claim. When fewer than n
+	// are granted, wait is how soon more may be (0: when a call ends).
 	Reserve(trunk string, n int) (granted int, wait time.Duration)
 	Release(trunk string)
+	Unreserve(trunk string)
 }
 
 // unlimitedTrunks is the capacity of a dialer without trunks: any number
 // of calls may start at any moment.
 type unlimitedTrunks struct{}
 
+func (unlimitedTrunks) Trunk(name string) (string, TrunkCapacity)    { return name, TrunkCapacity{} }
 func (unlimitedTrunks) Reserve(_ string, n int) (int, time.Duration) { return n, 0 }
 func (unlimitedTrunks) Release(string)                               {}
+func (unlimitedTrunks) Unreserve(string)                             {}
 
 // DialRequest is one call to place.
 type DialRequest struct {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"dialbox/internal/amd"
@@ -30,45 +29,12 @@ type SIPDialer struct {
 	voice       string
 	promptsDir  string // the WAV files of scripts' play steps
 	ringTimeout time.Duration
-	first       string   // name of the trunk "" stands for
 	registering []string // trunks with register = true
 	log         *slog.Logger
 
-	mu     sync.Mutex
-	trunks map[string]*trunkLoad
-}
-
-// trunkLoad is a trunk's capacity: calls up against its channels, and the
-// last max_cps starts, so that no second ever holds more than max_cps
-// starts. A window rather than even spacing lets one scheduler tick start
-// a second's worth of calls at once: spaced 1/max_cps apart, a tick (some
-// milliseconds of queries and a commit) started one call, and the trunk's
-// setup rate was the tick rate, not max_cps.
-type trunkLoad struct {
-	channels, up int
-	starts       []time.Time // ring of the last max_cps starts, oldest at head
-	head         int
-}
-
-// mayStart reports whether a call may start at now without a second
-// holding more than max_cps starts, and if not, how long until it may.
-func (t *trunkLoad) mayStart(now time.Time) (bool, time.Duration) {
-	if len(t.starts) < cap(t.starts) {
-		return true, 0
-	}
-	if wait := t.starts[t.head].Add(time.Second).Sub(now); wait > 0 {
-		return false, wait
-	}
-	return true, 0
-}
-
-func (t *trunkLoad) started(now time.Time) {
-	if len(t.starts) < cap(t.starts) {
-		t.starts = append(t.starts, now)
-		return
-	}
-	t.starts[t.head] = now
-	t.head = (t.head + 1) % len(t.starts)
+	// The trunks' capacity for the scheduler (dialer_trunks.go): Trunk,
+	// Reserve, Release, Unreserve and TrunkUses.
+	*trunkLoads
 }
 
 // NewSIPDialer starts dialbox's SIP user agent on sip.listen with the
@@ -76,7 +42,7 @@ func (t *trunkLoad) started(now time.Time) {
 func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	cacheDir := cfg.TTS.CacheDir
 	if cacheDir == "" {
-		cacheDir = filepath.Join(filepath.Dir(cfg.Database), "tts-cache")
+		cacheDir = filepath.Join(dataDir(cfg), "tts-cache")
 	}
 	speech, err := cfg.ttsEngine(cacheDir)
 	if err != nil {
@@ -88,18 +54,14 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	}
 	promptsDir := cfg.Voicebot.PromptsDir
 	if promptsDir == "" {
-		promptsDir = filepath.Join(filepath.Dir(cfg.Database), "prompts")
+		promptsDir = filepath.Join(dataDir(cfg), "prompts")
 	}
 	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
-		log: log, trunks: map[string]*trunkLoad{}}
+		log: log, trunkLoads: newTrunkLoads(cfg.SIP.Trunks)}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
 		Logger: log.With("part", "sip"), OnRegistration: reportRegistration}
-	for i, t := range cfg.SIP.Trunks {
-		if i == 0 {
-			d.first = t.Name
-		}
+	for _, t := range cfg.SIP.Trunks {
 		opts.Trunks = append(opts.Trunks, t.sipcall(cfg.SIP.NumberFormat))
-		d.trunks[t.Name] = &trunkLoad{channels: t.MaxChannels, starts: make([]time.Time, 0, t.MaxCPS)}
 		if t.Register {
 			d.registering = append(d.registering, t.Name)
 			sipTrunkRegistered.WithLabelValues(t.Name).Set(0) // until its first REGISTER is accepted
@@ -111,64 +73,6 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 	}
 	log.Info("SIP dialer ready", "listen", cfg.SIP.Listen, "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
 	return d, nil
-}
-
-func (d *SIPDialer) trunk(name string) string {
-	if name == "" {
-		return d.first
-	}
-	return name
-}
-
-// Reserve grants calls while the trunk has a free channel and the last
-// second holds fewer than max_cps starts.
-func (d *SIPDialer) Reserve(trunk string, n int) (int, time.Duration) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.trunks[d.trunk(trunk)]
-	if !ok {
-		return n, 0 // no such trunk: Dial fails the call and says why
-	}
-	now := time.Now()
-	granted := 0
-	for granted < n && t.up < t.channels {
-		ok, wait := t.mayStart(now)
-		if !ok {
-			return granted, wait
-		}
-		t.started(now)
-		t.up++
-		granted++
-	}
-	return granted, 0
-}
-
-// TrunkUse is a trunk's calls up against its channels, for the console.
-type TrunkUse struct {
-	Name         string
-	Up, Channels int
-}
-
-// TrunkUses lists every trunk's use, in the order of sip.trunks.
-func (d *SIPDialer) TrunkUses(names []string) []TrunkUse {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []TrunkUse
-	for _, n := range names {
-		if t, ok := d.trunks[n]; ok {
-			out = append(out, TrunkUse{Name: n, Up: t.up, Channels: t.channels})
-		}
-	}
-	return out
-}
-
-// Release frees the channel of a call that ended (or never started).
-func (d *SIPDialer) Release(trunk string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if t, ok := d.trunks[d.trunk(trunk)]; ok && t.up > 0 {
-		t.up--
-	}
 }
 
 // Dial renders the prompt, then calls req.To through the trunk from the
@@ -184,7 +88,7 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		}
 		return res
 	}
-	trunk := d.trunk(req.Trunk)
+	trunk := d.name(req.Trunk)
 
 	var s script.Script
 	if req.Script != nil {

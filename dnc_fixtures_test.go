@@ -10,22 +10,17 @@ import (
 )
 
 // dncNumbersOf lists the numbers on a list's current version, in E.164.
-func dncNumbersOf(t testing.TB, s *Store, list int64) []string {
+func dncNumbersOf(t testing.TB, s Store, list int64) []string {
 	t.Helper()
-	rows, err := s.read.Query(`SELECT n.number FROM dnc_lists l JOIN dnc_numbers n ON n.list_id = l.id
-		WHERE l.state = 'current' AND l.app_id IS ? ORDER BY n.number`, listApp(list))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	out := []string{}
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, dncE164(n))
-	}
+	queryRows(t, s, `SELECT n.number FROM dnc_lists l JOIN dnc_numbers n ON n.list_id = l.id
+		WHERE l.state = 'current' AND coalesce(l.app_id, 0) = ? ORDER BY n.number`, []any{list},
+		func(scan func(...any) error) error {
+			var n int64
+			err := scan(&n)
+			out = append(out, dncE164(n))
+			return err
+		})
 	return out
 }
 
@@ -45,12 +40,17 @@ api_secret = "fx-secret"
 // and its file are added to the national register at every start, and a
 // reset leaves the register as it is; an application's numbers are on its
 // list after a start and after a reset, which rebuilds that list.
-func TestDNCFixtures(t *testing.T) {
+func TestDNCFixtures(t *testing.T) { eachBackend(t, testDNCFixtures) }
+
+func testDNCFixtures(t *testing.T, backend string) {
 	dir := t.TempDir()
 	writeFileAt(t, filepath.Join(dir, "register.csv"), "so_dien_thoai,ten\n0913000002,A\nnot a number,B\n0913000001,C\n")
 	fixtures := filepath.Join(dir, "fixtures.toml")
 	writeFileAt(t, fixtures, dncFixtures)
 	db := filepath.Join(dir, "dialbox.db")
+	if backend != "sqlite" {
+		db = backendDatabase(t, backend)
+	}
 	start := func() *Main {
 		return startMain(t, io.Discard, []string{"--database", db, "--fixtures", fixtures}, []string{"DIALBOX_ENGINE_ENABLED=false"}, nil)
 	}
@@ -101,9 +101,9 @@ func TestDNCFixtures(t *testing.T) {
 	expect(m, "the next start", append(slices.Clone(all), "+84913000004"), own)
 }
 
-func mustOpenStore(t testing.TB, path string) *Store {
+func mustOpenStore(t testing.TB, database string) Store {
 	t.Helper()
-	s, err := OpenStore(path)
+	s, err := openConfiguredStore(context.Background(), configOn(database))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,11 +219,11 @@ func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
 	return p
 }
 
-// ImportDNC reads a list file (of size bytes, when above 0) and puts its
+// importDNC reads a list file (of size bytes, when above 0) and puts its
 // numbers on a list (nationalList or an application's id); with replace
 // they become the whole list. stored, when set, is told how many numbers
 // are stored so far of total.
-func (s *Store) ImportDNC(ctx context.Context, list int64, r io.Reader, size int64, region string, replace bool, now time.Time, stored func(done, total int)) (DNCReport, error) {
+func importDNC(ctx context.Context, s Store, list int64, r io.Reader, size int64, region string, replace bool, now time.Time, stored func(done, total int)) (DNCReport, error) {
 	numbers, rep, err := readDNCFile(ctx, r, size, region)
 	if err != nil {
 		return rep, err

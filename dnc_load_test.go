@@ -124,12 +124,14 @@ func TestDNCFileFormats(t *testing.T) {
 
 // Appending counts numbers already listed as duplicates; replacing makes
 // the file the whole list, and drops the old version's numbers.
-func TestDNCLoadAppendAndReplace(t *testing.T) {
-	s, ids := fixtureStore(t, dncTenant("dnc-a"))
+func TestDNCLoadAppendAndReplace(t *testing.T) { eachBackend(t, testDNCLoadAppendAndReplace) }
+
+func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"))
 	ctx := context.Background()
 	load := func(list int64, file string, replace bool) DNCReport {
 		t.Helper()
-		rep, err := s.ImportDNC(ctx, list, strings.NewReader(file), 0, "VN", replace, time.Now(), nil)
+		rep, err := importDNC(ctx, s, list, strings.NewReader(file), 0, "VN", replace, time.Now(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,9 +181,11 @@ func mustParseRegexp(t *testing.T, pattern string) *syntax.Regexp {
 }
 
 // `dialbox dnc` on the database a store (as a server would) has open.
-func TestDNCCLI(t *testing.T) {
-	path := t.TempDir() + "/dialbox.db"
-	s, ids := fixtureStoreAt(t, path, dncTenant("dnc-a"))
+func TestDNCCLI(t *testing.T) { eachBackend(t, testDNCCLI) }
+
+func testDNCCLI(t *testing.T, backend string) {
+	path := backendDatabase(t, backend)
+	s, ids := fixtureStoreIn(t, path, dncTenant("dnc-a"))
 	dnc := func(args ...string) string {
 		t.Helper()
 		var out strings.Builder
@@ -209,5 +213,40 @@ func TestDNCCLI(t *testing.T) {
 	}
 	if want := map[string]string{"+84912345679": ReasonDNCNational, "+84912000001": ReasonDNCTenant}; !mapsEqual(listed, want) {
 		t.Errorf("the store sees %v, want %v", listed, want)
+	}
+}
+
+// A replacing load switches at once: until its last commit the screen
+// sees the old list whole and none of the new one, after it the new one
+// alone (docs/compliance.md#how-lists-are-stored).
+func TestDNCReplaceSwitchesAtOnce(t *testing.T) { eachBackend(t, testDNCReplaceSwitchesAtOnce) }
+
+func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"))
+	ctx := context.Background()
+	const old, replacement = "+84912345670", "+84912345671"
+	dncAdd(t, s, nationalList, old)
+	n, _ := dncNumber(replacement)
+	listed := func() map[string]string {
+		got, err := s.dncListings(ctx, ids[0], []string{old, replacement}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	stored := 0
+	if _, err := s.LoadDNC(ctx, nationalList, []int64{n}, true, time.Now(), func(done int) {
+		stored = done
+		if got := listed(); !mapsEqual(got, map[string]string{old: ReasonDNCNational}) {
+			t.Errorf("while loading, with %d numbers stored: listed %v, want the old list alone", done, got)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 1 {
+		t.Errorf("progress said %d numbers stored, want 1", stored)
+	}
+	if got := listed(); !mapsEqual(got, map[string]string{replacement: ReasonDNCNational}) {
+		t.Errorf("after the load: listed %v, want the new list alone", got)
 	}
 }

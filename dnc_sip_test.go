@@ -103,7 +103,7 @@ func newOptOutFarEnd(t *testing.T, keyAt int, listed func(phone string) bool) *o
 func TestDNCOptOutOverSIP(t *testing.T) {
 	const phone = "+84913000031"
 	dir := t.TempDir()
-	var store *Store
+	var store Store
 	var appID int64
 	var ready sync.WaitGroup
 	ready.Add(1)

@@ -52,7 +52,7 @@ func dncTenant(key string) *FixtureApp {
 	return a
 }
 
-func dncAdd(t testing.TB, s *Store, list int64, phones ...string) {
+func dncAdd(t testing.TB, s Store, list int64, phones ...string) {
 	t.Helper()
 	if _, err := s.AddDNC(context.Background(), list, phones, time.Now()); err != nil {
 		t.Fatal(err)
@@ -60,25 +60,22 @@ func dncAdd(t testing.TB, s *Store, list int64, phones ...string) {
 }
 
 // dncEvents returns the payloads of the outbox's events of one type, by phone.
-func dncEvents(t testing.TB, s *Store, appID int64, typ string) map[string][]string {
+func dncEvents(t testing.TB, s Store, appID int64, typ string) map[string][]string {
 	t.Helper()
-	rows, err := s.read.Query(`SELECT payload FROM webhook_messages WHERE app_id = ? AND event_type = ?`, appID, typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	out := map[string][]string{}
-	for rows.Next() {
-		var payload string
-		if err := rows.Scan(&payload); err != nil {
-			t.Fatal(err)
-		}
-		var ev struct{ Data eventData }
-		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
-			t.Fatal(err)
-		}
-		out[ev.Data.Phone] = append(out[ev.Data.Phone], payload)
-	}
+	queryRows(t, s, `SELECT payload FROM webhook_messages WHERE app_id = ? AND event_type = ?`, []any{appID, typ},
+		func(scan func(...any) error) error {
+			var payload string
+			if err := scan(&payload); err != nil {
+				return err
+			}
+			var ev struct{ Data eventData }
+			if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+				return err
+			}
+			out[ev.Data.Phone] = append(out[ev.Data.Phone], payload)
+			return nil
+		})
 	return out
 }
 
@@ -95,8 +92,12 @@ func dncAdClock() func(*Engine) {
 // The national register screens advertising scenarios (adTenant's "sc");
 // a tenant's list screens all its scenarios.
 func TestDNCListedNumbersAreNeverDialled(t *testing.T) {
+	eachBackend(t, testDNCListedNumbersAreNeverDialled)
+}
+
+func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 	doc := loadContract(t)
-	s, ids := fixtureStore(t, adTenant("dnc-a"), adTenant("dnc-b"))
+	s, ids := fixtureStoreOn(t, backend, adTenant("dnc-a"), adTenant("dnc-b"))
 	a, b := ids[0], ids[1]
 	const (
 		national = "+84913000001" // on the national register: no tenant's advertising call
@@ -125,7 +126,8 @@ func TestDNCListedNumbersAreNeverDialled(t *testing.T) {
 	for name, contacts := range map[string][]string{"a": contactsA, "b": contactsB} {
 		for _, id := range contacts {
 			var phone string
-			s.read.QueryRow(`SELECT phone FROM contacts WHERE id = ?`, id).Scan(&phone)
+			queryRows(t, s, `SELECT phone FROM contacts WHERE id = ?`, []any{id},
+				func(scan func(...any) error) error { return scan(&phone) })
 			state, outcome, attempts := engContact(t, s, id)
 			want := wantOutcome[name][phone]
 			if want == "" {
@@ -144,21 +146,19 @@ func TestDNCListedNumbersAreNeverDialled(t *testing.T) {
 
 	// The audit, with the reason each was held.
 	reasons := map[string]string{}
-	rows, err := s.read.Query(`SELECT a.api_key, b.phone, b.reason, b.until IS NULL FROM call_blocks b
-		JOIN applications a ON a.id = b.app_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
+	queryRows(t, s, `SELECT a.api_key, b.phone, b.reason, coalesce(b.until, 0) FROM call_blocks b
+		JOIN applications a ON a.id = b.app_id`, nil, func(scan func(...any) error) error {
 		var app, phone, reason string
-		var block bool
-		rows.Scan(&app, &phone, &reason, &block)
-		if !block {
+		var until int64
+		if err := scan(&app, &phone, &reason, &until); err != nil {
+			return err
+		}
+		if until != 0 {
 			t.Errorf("%s %s: a block has an until", app, phone)
 		}
 		reasons[app+" "+phone] = reason
-	}
-	rows.Close()
+		return nil
+	})
 	wantReasons := map[string]string{
 		"dnc-a " + national: ReasonDNCNational, "dnc-a " + tenantA: ReasonDNCTenant, "dnc-a " + both: ReasonDNCNational,
 		"dnc-b " + national: ReasonDNCNational, "dnc-b " + both: ReasonDNCNational,
@@ -196,7 +196,7 @@ func TestDNCListedNumbersAreNeverDialled(t *testing.T) {
 
 	// Counted on /metrics.
 	rec := httptest.NewRecorder()
-	metricsHandler(s.read, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metricsHandler(s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{`dialbox_calls_blocked_total{reason="dnc_national"} 4`, `dialbox_calls_blocked_total{reason="dnc_tenant"} 1`,
 		`dialbox_calls_total{outcome="DO_NOT_CALL"} 5`} {
 		if !strings.Contains(rec.Body.String(), want) {
@@ -211,7 +211,11 @@ func TestDNCListedNumbersAreNeverDialled(t *testing.T) {
 // tenant's list is not, the tenant's list being the reason even when the
 // register holds the number too.
 func TestDNCCareScenarioDialsTheNationalRegister(t *testing.T) {
-	s, ids := fixtureStore(t, adTenant("dnc-a"))
+	eachBackend(t, testDNCCareScenarioDialsTheNationalRegister)
+}
+
+func testDNCCareScenarioDialsTheNationalRegister(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, adTenant("dnc-a"))
 	a := ids[0]
 	const (
 		national = "+84913000001"
@@ -235,16 +239,12 @@ func TestDNCCareScenarioDialsTheNationalRegister(t *testing.T) {
 		}
 	}
 	reasons := map[string]string{}
-	rows, err := s.read.Query(`SELECT phone, reason FROM call_blocks`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
+	queryRows(t, s, `SELECT phone, reason FROM call_blocks`, nil, func(scan func(...any) error) error {
 		var phone, reason string
-		rows.Scan(&phone, &reason)
+		err := scan(&phone, &reason)
 		reasons[phone] = reason
-	}
-	rows.Close()
+		return err
+	})
 	if want := map[string]string{tenantA: ReasonDNCTenant, both: ReasonDNCTenant}; !mapsEqual(reasons, want) {
 		t.Errorf("call_blocks %v, want %v", reasons, want)
 	}
@@ -253,7 +253,11 @@ func TestDNCCareScenarioDialsTheNationalRegister(t *testing.T) {
 // A number listed after its contact was added, before the engine reached
 // it, is not dialled: the lists are read at dial time.
 func TestDNCListedAfterImportIsNotDialled(t *testing.T) {
-	s, ids := fixtureStore(t, dncTenant("dnc-a"))
+	eachBackend(t, testDNCListedAfterImportIsNotDialled)
+}
+
+func testDNCListedAfterImportIsNotDialled(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"))
 	a := ids[0]
 	contacts := engImport(t, s, a, "sc", "", "+84913000011", "+84913000012")
 	dncAdd(t, s, a, "+84913000011")
@@ -283,7 +287,11 @@ func mapsEqual(a, b map[string]string) bool {
 // A tenant's list goes with its tenant (and a reset); the national register
 // is not tenant data and stays.
 func TestDNCTenantListGoesWithItsTenant(t *testing.T) {
-	s, ids := fixtureStore(t, dncTenant("dnc-a"), dncTenant("dnc-b"))
+	eachBackend(t, testDNCTenantListGoesWithItsTenant)
+}
+
+func testDNCTenantListGoesWithItsTenant(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"), dncTenant("dnc-b"))
 	dncAdd(t, s, nationalList, "+84913000001")
 	dncAdd(t, s, ids[0], "+84913000002", "+84913000003")
 	dncAdd(t, s, ids[1], "+84913000004")
@@ -306,7 +314,9 @@ func TestDNCTenantListGoesWithItsTenant(t *testing.T) {
 // tenant's list during the call, the call's result is opted_out, and the
 // next contact with that number, in another scenario of the tenant, ends
 // DO_NOT_CALL without being dialled; another tenant still calls it.
-func TestDNCOptOutByKeyPress(t *testing.T) {
+func TestDNCOptOutByKeyPress(t *testing.T) { eachBackend(t, testDNCOptOutByKeyPress) }
+
+func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	a, b := dncTenant("dnc-a"), dncTenant("dnc-b")
 	bot := *a.Scenarios[0]
 	bot.ID, bot.Name, bot.Content = "bot", "bot", ""
@@ -315,7 +325,7 @@ func TestDNCOptOutByKeyPress(t *testing.T) {
 			MaxDigits: 1, Timeout: "5s", Branches: map[string]string{"9": "stop"}}},
 		{Name: "stop", OptOut: &script.OptOut{Say: "Cảm ơn, chúng tôi sẽ không gọi lại."}}}}
 	a.Scenarios = append(a.Scenarios, &bot)
-	s, ids := fixtureStore(t, a, b)
+	s, ids := fixtureStoreOn(t, backend, a, b)
 	const phone = "+84913000021"
 	dialer := &recordingDialer{SimDialer: NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000,
 		Rules: []SimulatorRule{{Number: phone, Outcome: OutcomeAnswered, Digits: "9"}}})}
@@ -323,7 +333,8 @@ func TestDNCOptOutByKeyPress(t *testing.T) {
 	first := engImport(t, s, ids[0], "bot", "", phone)
 	engWaitAllDone(t, s, ids[0], 1)
 	var result string
-	s.read.QueryRow(`SELECT c.result FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ?`, first[0]).Scan(&result)
+	queryRows(t, s, `SELECT c.result FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ?`, []any{first[0]},
+		func(scan func(...any) error) error { return scan(&result) })
 	if _, outcome, _ := engContact(t, s, first[0]); outcome != OutcomeAnswered || result != script.OptedOut {
 		t.Fatalf("the opting-out call ended %s with result %q", outcome, result)
 	}

@@ -26,7 +26,7 @@ import (
 // can pay the least an answered call costs for this call on top of every
 // call already up.
 type Engine struct {
-	Store  *Store
+	Store  Store
 	Dialer Dialer
 	Log    *slog.Logger
 	// PollInterval bounds how long the scheduler sleeps when nothing wakes it.
@@ -88,7 +88,7 @@ type poolKey struct {
 // the events it queues, and lets faults force outcomes. timeScale is the
 // dialer's clock speed, which re_call delays follow; webhooks, faults and
 // timeScale may be nil.
-func NewEngine(store *Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig, timeScale func() float64) *Engine {
+func NewEngine(store Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig, timeScale func() float64) *Engine {
 	return &Engine{Store: store, Dialer: dialer, Log: log, PollInterval: cfg.PollInterval.Duration,
 		timeScale: timeScale, webhooks: webhooks, faults: faults, wake: make(chan struct{}, 1)}
 }
@@ -169,7 +169,7 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 	defer close(done)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var last time.Time
+	var last, lastTakeover time.Time
 	for {
 		select {
 		case <-stop:
@@ -188,8 +188,31 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 		}
 		last = time.Now()
 		next := e.tick(ctx)
+		if time.Since(lastTakeover) >= takeoverEvery {
+			lastTakeover = time.Now()
+			e.takeOver(ctx)
+		}
 		d := min(max(next.Sub(e.now()), time.Millisecond), e.PollInterval)
 		timer.Reset(d)
+	}
+}
+
+// takeoverEvery is how often a running engine settles the calls of nodes
+// that died (Store.takeOverCalls; at least every poll_interval).
+const takeoverEvery = 5 * time.Second
+
+// takeOver settles the calls of dead nodes, on a store several share.
+func (e *Engine) takeOver(ctx context.Context) {
+	n, err := e.Store.takeOverCalls(ctx, e.now(), e.webhooks.firstTry(time.Now()))
+	if err != nil {
+		if ctx.Err() == nil {
+			e.Log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		e.Log.Warn("engine: settled calls of a node whose lease ran out; their contacts are queued again", "calls", n)
+		e.webhooks.Notify()
 	}
 }
 
@@ -331,9 +354,11 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			}
 		}
 		// Last, the trunk: a contact is claimed only when its call can start
-		// now, within the trunk's channels and calls per second.
+		// now, within the trunk's channels and calls per second on this
+		// node; a shared store's claim holds them across every node.
+		trunk, capacity := e.Dialer.Trunk(pool.Trunk)
 		if len(due) > 0 {
-			granted, wait := e.Dialer.Reserve(pool.Trunk, len(due))
+			granted, wait := e.Dialer.Reserve(trunk, len(due))
 			if granted < len(due) && wait > 0 {
 				later(now.Add(wait))
 			}
@@ -341,7 +366,8 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		}
 		e.mu.Lock()
 		for _, c := range due {
-			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now, Trunk: pool.Trunk}
+			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now,
+				Trunk: trunk, Capacity: capacity}
 			if ad != nil {
 				claim.AdPhone = c.Phone
 			}
@@ -368,7 +394,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	if len(claims) == 0 {
 		return next
 	}
-	taken, err := e.Store.claimCalls(ctx, claims)
+	taken, err := e.Store.claimCalls(ctx, claims, e.now)
 	if err != nil {
 		logErr("engine: claiming calls", "err", err)
 		taken = nil
@@ -384,12 +410,24 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		go e.runCall(ctx, c, byKey[scenarioKey{c.AppID, c.ScenarioID}])
 	}
 	for _, c := range claims {
-		if !started[c.CallID] {
-			e.release(c)
+		if started[c.CallID] {
+			continue
+		}
+		e.Dialer.Unreserve(c.Trunk)
+		e.untake(c)
+		if c.Capacity.limited() {
+			// The store may have refused it for the trunk, full on other
+			// nodes, whose calls' ends do not wake this one.
+			later(now.Add(trunkRetry))
 		}
 	}
 	return next
 }
+
+// trunkRetry is how soon the scheduler tries again after a shared store
+// refused a claim on a trunk with a capacity: a second's starts leave the
+// window, or another node's call ends, without this node hearing of it.
+const trunkRetry = 50 * time.Millisecond
 
 func (e *Engine) window(cw CallWindow) (*callWindow, error) {
 	key := fmt.Sprint(cw)
@@ -450,7 +488,7 @@ func (e *Engine) pickHotline(pk poolKey, numbers []string, idle []int, routing s
 	return pick, slices.Delete(idle, k, k+1)
 }
 
-// take and release count a call against its limits; the caller of take
+// take and untake count a call against its limits; the caller of take
 // holds e.mu.
 func (e *Engine) take(c callClaim) {
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]++
@@ -461,8 +499,14 @@ func (e *Engine) take(c callClaim) {
 	}
 }
 
+// release frees what an ended call held.
 func (e *Engine) release(c callClaim) {
 	e.Dialer.Release(c.Trunk)
+	e.untake(c)
+}
+
+// untake is take undone.
+func (e *Engine) untake(c callClaim) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]--

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,7 +39,7 @@ func engTenant() *FixtureApp {
 }
 
 // engImport adds contacts as operation A (or C, with a campaign) would.
-func engImport(t testing.TB, s *Store, appID int64, scenario, campaign string, phones ...string) []string {
+func engImport(t testing.TB, s Store, appID int64, scenario, campaign string, phones ...string) []string {
 	t.Helper()
 	req := ImportRequest{AppID: appID, ScenarioID: scenario, CampaignID: campaign}
 	for i, p := range phones {
@@ -71,7 +70,7 @@ func engPhones(n, from int) []string {
 
 // engStart starts an engine on s with a fast simulated dialer (unless
 // dialer is set) and stops it when the test ends.
-func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func(*Engine)) *Engine {
+func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(*Engine)) *Engine {
 	t.Helper()
 	scale := 5000.0
 	if dialer == nil {
@@ -89,7 +88,7 @@ func engStart(t testing.TB, s *Store, dialer Dialer, hooks *Webhooks, setup func
 	return e
 }
 
-func engWaitAllDone(t testing.TB, s *Store, appID int64, n int) {
+func engWaitAllDone(t testing.TB, s Store, appID int64, n int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d contacts done", n), func() bool {
 		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE app_id = ? AND state = 'done'`, appID) == n
@@ -105,32 +104,27 @@ type engCall struct {
 }
 
 // engCalls returns a contact's calls in attempt order.
-func engCalls(t testing.TB, s *Store, contactID string) []engCall {
+func engCalls(t testing.TB, s Store, contactID string) []engCall {
 	t.Helper()
-	rows, err := s.read.Query(`SELECT c.id, c.hotline, coalesce(c.outcome, ''), c.attempt, coalesce(c.cause, 0),
-		c.started_at, coalesce(c.ended_at, 0), c.answered_at, c.duration, c.cost
-		FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ? ORDER BY c.attempt`, contactID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out []engCall
-	for rows.Next() {
-		var c engCall
-		if err := rows.Scan(&c.ID, &c.Hotline, &c.Outcome, &c.Attempt, &c.Cause, &c.Started, &c.Ended, &c.Answered, &c.Duration, &c.Cost); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-	}
+	queryRows(t, s, `SELECT c.id, c.hotline, coalesce(c.outcome, ''), c.attempt, coalesce(c.cause, 0),
+		c.started_at, coalesce(c.ended_at, 0), c.answered_at, c.duration, c.cost
+		FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ? ORDER BY c.attempt`, []any{contactID},
+		func(scan func(...any) error) error {
+			var c engCall
+			err := scan(&c.ID, &c.Hotline, &c.Outcome, &c.Attempt, &c.Cause, &c.Started, &c.Ended, &c.Answered, &c.Duration, &c.Cost)
+			out = append(out, c)
+			return err
+		})
 	return out
 }
 
-func engContact(t testing.TB, s *Store, id string) (state, outcome string, attempts int) {
+func engContact(t testing.TB, s Store, id string) (state, outcome string, attempts int) {
 	t.Helper()
 	var o *string
-	if err := s.read.QueryRow(`SELECT state, outcome, attempts FROM contacts WHERE id = ?`, id).Scan(&state, &o, &attempts); err != nil {
-		t.Fatal(err)
-	}
+	queryRows(t, s, `SELECT state, outcome, attempts FROM contacts WHERE id = ?`, []any{id}, func(scan func(...any) error) error {
+		return scan(&state, &o, &attempts)
+	})
 	if o != nil {
 		outcome = *o
 	}
@@ -138,11 +132,15 @@ func engContact(t testing.TB, s *Store, id string) (state, outcome string, attem
 }
 
 func TestEngineCallsEveryContactAndReportsIt(t *testing.T) {
+	eachBackend(t, testEngineCallsEveryContactAndReportsIt)
+}
+
+func testEngineCallsEveryContactAndReportsIt(t *testing.T, backend string) {
 	rcv := newWHReceiver(t)
 	app := engTenant()
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
 	app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	hooks := whStart(t, s, nil)
 	engStart(t, s, nil, hooks, nil)
 
@@ -240,7 +238,9 @@ func (d *limitDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	return res
 }
 
-func TestEngineConcurrencyLimits(t *testing.T) {
+func TestEngineConcurrencyLimits(t *testing.T) { eachBackend(t, testEngineConcurrencyLimits) }
+
+func testEngineConcurrencyLimits(t *testing.T, backend string) {
 	for _, tc := range []struct {
 		name          string
 		maxConcurrent int
@@ -258,7 +258,7 @@ func TestEngineConcurrencyLimits(t *testing.T) {
 			}
 			app.Scenarios[0].CallConfig.MaxConcurrent = tc.maxConcurrent
 			app.Scenarios[0].CallConfig.CallRouting = tc.routing
-			s, ids := fixtureStore(t, app)
+			s, ids := fixtureStoreOn(t, backend, app)
 			limit := min(tc.maxConcurrent, tc.hotlines)
 			d := newLimitDialer(NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000}), limit)
 			engStart(t, s, d, nil, nil)
@@ -281,12 +281,14 @@ func TestEngineConcurrencyLimits(t *testing.T) {
 	}
 }
 
-func TestEngineReCall(t *testing.T) {
+func TestEngineReCall(t *testing.T) { eachBackend(t, testEngineReCall) }
+
+func testEngineReCall(t *testing.T, backend string) {
 	app := engTenant()
 	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 2, Delay: 600, IsBusy: true, IsVoiceMail: true}
 	rcv := newWHReceiver(t)
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{EventCallCompleted}}}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	hooks := whStart(t, s, nil)
 	engStart(t, s, nil, hooks, nil)
 	// BUSY and VOICE_MAIL retry; NO_ANSWER, FAILED, REJECTED do not here;
@@ -354,11 +356,13 @@ type engClock struct{ ns atomic.Int64 }
 func (c *engClock) Now() time.Time  { return time.Unix(0, c.ns.Load()) }
 func (c *engClock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
 
-func TestEngineCallWindow(t *testing.T) {
+func TestEngineCallWindow(t *testing.T) { eachBackend(t, testEngineCallWindow) }
+
+func testEngineCallWindow(t *testing.T, backend string) {
 	app := engTenant()
 	cc := &app.Scenarios[0].CallConfig
 	cc.CallWindow = CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	hcm, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
 	clock := &engClock{}
 	// Saturday 10:00 in Ho Chi Minh City (after the contacts are imported,
@@ -392,7 +396,9 @@ func TestEngineCallWindow(t *testing.T) {
 	}
 }
 
-func TestEngineWalletChargesAndPauses(t *testing.T) {
+func TestEngineWalletChargesAndPauses(t *testing.T) { eachBackend(t, testEngineWalletChargesAndPauses) }
+
+func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	app := engTenant()
 	prepaid := true
 	// Room for exactly three answered 30 s calls at 1000 each.
@@ -400,7 +406,7 @@ func TestEngineWalletChargesAndPauses(t *testing.T) {
 	app.Scenarios[0].CallConfig.MaxConcurrent = 1
 	rcv := newWHReceiver(t)
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	appID := ids[0]
 	hooks := whStart(t, s, nil)
 	sim := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
@@ -446,13 +452,8 @@ func TestEngineWalletChargesAndPauses(t *testing.T) {
 		t.Fatalf("import with a negative balance: %v, want errWalletEmpty", err)
 	}
 	waiting := newV7()
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
-			VALUES (?, ?, 'sc', 'test', '+84913000004', '{}', 0, 0, 0, 0)`, waiting, appID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	storeExec(t, s, `INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+		VALUES (?, ?, 'sc', 'test', '+84913000004', '{}', 0, 0, 0, 0)`, waiting, appID)
 	for range 5 {
 		e.Notify(appID)
 		time.Sleep(30 * time.Millisecond)
@@ -462,12 +463,7 @@ func TestEngineWalletChargesAndPauses(t *testing.T) {
 	}
 	// Top up to just under the least a call can cost: still paused.
 	topUp := func(v int64) {
-		if err := s.Write(context.Background(), func(tx *sql.Tx) error {
-			_, err := tx.Exec(`UPDATE wallets SET balance = ? WHERE app_id = ?`, v, appID)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		storeExec(t, s, `UPDATE wallets SET balance = ? WHERE app_id = ?`, v, appID)
 		e.Notify(appID)
 	}
 	topUp(999)
@@ -521,7 +517,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 		claims = append(claims, callClaim{CallID: newV7(), AppID: appID, ScenarioID: "sc", Contact: c,
 			Hotline: app.HotlinePools[0].Numbers[i], Start: time.Now()})
 	}
-	if taken, err := s1.claimCalls(context.Background(), claims); err != nil || len(taken) != 3 {
+	if taken, err := s1.claimCalls(context.Background(), claims, time.Now); err != nil || len(taken) != 3 {
 		t.Fatalf("claim: %d %v", len(taken), err)
 	}
 	whEnqueue(t, s1, appID, 1)
@@ -572,15 +568,17 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	}
 }
 
-func TestEngineSettlesACallOnce(t *testing.T) {
+func TestEngineSettlesACallOnce(t *testing.T) { eachBackend(t, testEngineSettlesACallOnce) }
+
+func testEngineSettlesACallOnce(t *testing.T, backend string) {
 	app := engTenant()
 	prepaid := true
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 10000, PricePerCall: 1000}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	engImport(t, s, ids[0], "sc", "", "+84900000001")
 	due, _ := s.dueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
 	claim := callClaim{CallID: newV7(), AppID: ids[0], ScenarioID: "sc", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
-	if _, err := s.claimCalls(context.Background(), []callClaim{claim}); err != nil {
+	if _, err := s.claimCalls(context.Background(), []callClaim{claim}, time.Now); err != nil {
 		t.Fatal(err)
 	}
 	answered := time.Now()
@@ -611,10 +609,12 @@ func (d *slowDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 	return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: time.Now()}
 }
 
-func TestEngineStopAndStartAgain(t *testing.T) {
+func TestEngineStopAndStartAgain(t *testing.T) { eachBackend(t, testEngineStopAndStartAgain) }
+
+func testEngineStopAndStartAgain(t *testing.T, backend string) {
 	app := engTenant()
 	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 0}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	slow := &slowDialer{}
 	e := engStart(t, s, slow, nil, nil)
 	contacts := engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
@@ -638,19 +638,21 @@ func TestEngineStopAndStartAgain(t *testing.T) {
 }
 
 func TestEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T) {
+	eachBackend(t, testEngineWaitsForInactiveScenariosAndPausedCampaigns)
+}
+
+func testEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T, backend string) {
 	app := engTenant()
 	app.Scenarios[0].Status = StatusReviewing
 	second := *app.Scenarios[0]
 	second.ID, second.Status = "sc2", StatusActive
 	app.Scenarios = append(app.Scenarios, &second)
 	app.Campaigns = []FixtureCampaign{{ID: "camp", ScenarioID: "sc2"}}
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	appID := ids[0]
 	exec := func(q string, args ...any) {
 		t.Helper()
-		if err := s.Write(context.Background(), func(tx *sql.Tx) error { _, err := tx.Exec(q, args...); return err }); err != nil {
-			t.Fatal(err)
-		}
+		storeExec(t, s, q, args...)
 	}
 	exec(`UPDATE campaigns SET paused = 1 WHERE id = 'camp'`)
 	e := engStart(t, s, nil, nil, nil)
@@ -674,11 +676,15 @@ func TestEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T) {
 }
 
 func TestEngineMaxDurationBeforeDialAndPostpaid(t *testing.T) {
+	eachBackend(t, testEngineMaxDurationBeforeDialAndPostpaid)
+}
+
+func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	app := engTenant()
 	prepaid := false
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 0, PricePerCall: 500, PricePerMinute: 800}
 	app.Scenarios[0].CallConfig.MaxDuration = 45
-	s, ids := fixtureStore(t, app)
+	s, ids := fixtureStoreOn(t, backend, app)
 	faults := NewFaults(s)
 	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: OutcomeFailed, Probability: 1})
 	engStart(t, s, nil, nil, func(e *Engine) { e.faults = faults })

@@ -35,7 +35,7 @@ func TestNoHTMLEscaping(t *testing.T) {
 	}
 	raw("operation A's answer", body, `"ho_ten":"`+tag+`"`, `"note":"a\u2028b"`)
 	var stored string
-	if err := s.m.store.read.QueryRow(`SELECT fields FROM contacts`).Scan(&stored); err != nil {
+	if err := sqliteOf(t, s.m.store).read.QueryRow(`SELECT fields FROM contacts`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	raw("the stored fields", []byte(stored), `"ho_ten":"`+tag+`"`, `"note":"a\u2028b"`)
@@ -76,7 +76,7 @@ func TestNoHTMLEscaping(t *testing.T) {
 		t.Errorf("signature: %s", m.Error)
 	}
 	raw("the webhook payload", sink.Messages[0].Body, `"ho_ten":"`+tag+`"`, `"note":"a\u2028b"`)
-	if err := s.m.store.read.QueryRowContext(context.Background(), `SELECT payload FROM webhook_messages LIMIT 1`).Scan(&stored); err != nil {
+	if err := sqliteOf(t, s.m.store).read.QueryRowContext(context.Background(), `SELECT payload FROM webhook_messages LIMIT 1`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	raw("the stored payload", []byte(stored), `"ho_ten":"`+tag+`"`)

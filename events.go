@@ -111,40 +111,37 @@ type event struct {
 // enqueueEvent writes one outbox message per enabled endpoint of the
 // application subscribed to the event (an empty events list means all).
 func enqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
-	endpoints, err := subscribedEndpoints(tx, appID)
+	endpoints, err := subscribedEndpoints(sqliteTx{tx}, appID)
 	if err != nil {
 		return err
 	}
-	return enqueue(tx, endpoints, appID, eventType, data, now, firstTry)
+	return enqueue(sqliteTx{tx}, endpoints, appID, eventType, data, now, firstTry)
 }
 
 // subscribedEndpoints lists the application's enabled endpoints with the
 // events each wants.
-func subscribedEndpoints(tx *sql.Tx, appID int64) (map[string][]string, error) {
-	rows, err := tx.Query(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, appID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+func subscribedEndpoints(tx settleTx, appID int64) (map[string][]string, error) {
 	out := map[string][]string{}
-	for rows.Next() {
-		var id, events string
-		if err := rows.Scan(&id, &events); err != nil {
-			return nil, err
-		}
-		var list []string
-		if err := json.Unmarshal([]byte(events), &list); err != nil {
-			return nil, fmt.Errorf("webhook endpoint %s events: %w", id, err)
-		}
-		out[id] = list
-	}
-	return out, rows.Err()
+	err := tx.queryRows(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, []any{appID},
+		func(scan func(...any) error) error {
+			var id, events string
+			if err := scan(&id, &events); err != nil {
+				return err
+			}
+			var list []string
+			if err := json.Unmarshal([]byte(events), &list); err != nil {
+				return fmt.Errorf("webhook endpoint %s events: %w", id, err)
+			}
+			out[id] = list
+			return nil
+		})
+	return out, err
 }
 
 // enqueue writes the event once per endpoint subscribed to it. The event id
 // is shared by the copies; each copy has its own message id, which is its
 // webhook-id.
-func enqueue(tx *sql.Tx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
+func enqueue(tx settleTx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
 	var payload []byte
 	for ep, events := range endpoints {
 		if !subscribed(events, eventType) {
@@ -156,7 +153,7 @@ func enqueue(tx *sql.Tx, endpoints map[string][]string, appID int64, eventType s
 				return err
 			}
 		}
-		if _, err := tx.Exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
+		if err := tx.exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+newV7(), ep, appID, eventType, string(payload),
 			ms(firstTry), ms(now), ms(now)); err != nil {
 			return err

@@ -17,7 +17,7 @@ import (
 // statuses forced on webhook deliveries. Rules live in memory and are
 // dropped by a reset.
 type Faults struct {
-	store *Store // to find the scenario of operation C's campaign
+	store Store // to find the scenario of operation C's campaign
 
 	mu    sync.Mutex
 	rules []*FaultRule // in creation order; the first matching error rule answers
@@ -63,7 +63,7 @@ type FaultRule struct {
 	appID int64 // dial rules match the engine's application id
 }
 
-func NewFaults(store *Store) *Faults {
+func NewFaults(store Store) *Faults {
 	return &Faults{store: store}
 }
 

@@ -288,7 +288,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 // rules in the phone region, and resolves [dnc]'s file against the
 // fixtures file's folder; a bad number is an error of the file at its line
 // and key. The list file itself is read when it is applied, at start
-// (Store.ApplyFixtureRegister).
+// (applyFixtureRegister).
 func (ff *FixtureFile) readDNC(path, region string) error {
 	bad := func(key, msg string) error {
 		data, _ := os.ReadFile(path)
@@ -329,12 +329,12 @@ func (ff *FixtureFile) readDNC(path, region string) error {
 	return nil
 }
 
-// ApplyFixtureRegister adds the fixtures' [dnc] numbers and file to the
+// applyFixtureRegister adds the fixtures' [dnc] numbers and file to the
 // national register, as `dialbox dnc import` without --replace does; the
 // report counts the file's lines. It runs at start, not at a reset: the
 // register is not tenant data, and a reset leaves it as it is
 // (docs/compliance.md#fixtures).
-func (s *Store) ApplyFixtureRegister(ctx context.Context, d *FixtureDNC, region string, now time.Time) (DNCReport, error) {
+func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region string, now time.Time) (DNCReport, error) {
 	var rep DNCReport
 	if d == nil {
 		return rep, nil
@@ -416,7 +416,7 @@ func checkWebhookSecret(secret string) error {
 }
 
 // ApplyFixtures upserts every application of the file in one transaction.
-func (s *Store) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+func (s *SQLiteStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		for _, fa := range apps {
 			if err := applyFixtureApp(tx, fa, now); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 	"time"
@@ -42,14 +41,15 @@ func readyz(checks []readinessCheck) http.HandlerFunc {
 	}
 }
 
-// storeChecks are the database's readiness checks: the writer commits a
-// no-op job (the lock can be taken and the writer goroutine is alive), and
-// every migration of schema.sql is applied.
-func storeChecks(s *Store) []readinessCheck {
+// storeChecks are the database's readiness checks: the store takes a write
+// (SQLite: the writer commits a no-op job, so the lock can be taken and the
+// writer goroutine is alive; PostgreSQL: the server answers and is not
+// read-only), and every migration of its schema is applied.
+func storeChecks(s Store) []readinessCheck {
 	return []readinessCheck{
 		{"database", func(ctx context.Context) string {
 			done := make(chan error, 1)
-			go func() { done <- s.Write(ctx, func(*sql.Tx) error { return nil }) }()
+			go func() { done <- s.Ping(ctx) }()
 			select {
 			case err := <-done:
 				if err != nil {
@@ -61,11 +61,11 @@ func storeChecks(s *Store) []readinessCheck {
 			}
 		}},
 		{"migrations", func(ctx context.Context) string {
-			v, err := s.SchemaVersion(ctx)
+			v, want, err := s.Migrations(ctx)
 			if err != nil {
 				return "cannot read schema version: " + err.Error()
 			}
-			if want := len(migrations()); v != want {
+			if v != want {
 				return fmt.Sprintf("schema at migration %d of %d", v, want)
 			}
 			return ""

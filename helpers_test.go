@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/pgtest"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
 )
 
 // ---- a running dialbox ----
@@ -32,12 +34,61 @@ type testServer struct {
 	lastContentType string
 }
 
+// testBackends are the stores the tests that run on every backend use,
+// from one table: each gives a new, empty database of its kind, as
+// `database` names it. PostgreSQL's skips the test with the reason when
+// no server is configured (internal/pgtest).
+var testBackends = []struct {
+	name     string
+	database func(t testing.TB) string
+}{
+	{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "dialbox.db") }},
+	{"postgres", func(t testing.TB) string { return pgtest.Database(t) }},
+}
+
+// eachBackend runs test once per backend, as a subtest named after it.
+func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) { test(t, b.name) })
+	}
+}
+
+// configOn is the default configuration with database set.
+func configOn(database string) Config {
+	cfg := DefaultConfig()
+	cfg.Database = database
+	return cfg
+}
+
+func backendDatabase(t testing.TB, backend string) string {
+	t.Helper()
+	for _, b := range testBackends {
+		if b.name == backend {
+			return b.database(t)
+		}
+	}
+	t.Fatalf("no backend %q", backend)
+	return ""
+}
+
 // startServer writes the fixtures to a temp dir and starts dialbox with
-// serve's own flags.
+// serve's own flags, on SQLite.
 func startServer(t testing.TB, fixtures string, env ...string) *testServer {
 	t.Helper()
+	return startServerOn(t, "sqlite", fixtures, env...)
+}
+
+// startServerOn is startServer on a new database of the backend.
+func startServerOn(t testing.TB, backend, fixtures string, env ...string) *testServer {
+	t.Helper()
 	fx := writeFile(t, "fixtures.toml", fixtures)
-	return startServerAt(t, filepath.Join(filepath.Dir(fx), "dialbox.db"), fx, env...)
+	db := filepath.Join(filepath.Dir(fx), "dialbox.db") // the folders "beside the database" are the test's
+	if backend != "sqlite" {
+		db = backendDatabase(t, backend)
+		// "Beside the database" is the working directory on PostgreSQL.
+		env = append([]string{"DIALBOX_RECORDINGS_DIR=" + filepath.Join(filepath.Dir(fx), "recordings")}, env...)
+	}
+	return startServerAt(t, db, fx, env...)
 }
 
 func startServerAt(t testing.TB, db, fixtures string, env ...string) *testServer {
@@ -195,7 +246,7 @@ func mintToken(t testing.TB, app *Application) string {
 
 // ---- stores ----
 
-func openTestStore(t testing.TB) (*Store, string) {
+func openTestStore(t testing.TB) (*SQLiteStore, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dialbox.db")
 	s, err := OpenStore(path)
@@ -206,13 +257,39 @@ func openTestStore(t testing.TB) (*Store, string) {
 	return s, path
 }
 
+// fixtureStoreOn opens a fresh database of the backend holding the
+// tenants; it returns their ids.
+func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, []int64) {
+	t.Helper()
+	return fixtureStoreIn(t, backendDatabase(t, backend), apps...)
+}
+
+// fixtureStoreIn is fixtureStoreOn on the database `database` names, for
+// a test that opens it a second way (the CLI).
+func fixtureStoreIn(t testing.TB, database string, apps ...*FixtureApp) (Store, []int64) {
+	t.Helper()
+	s, err := openConfiguredStore(context.Background(), configOn(database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.ApplyFixtures(context.Background(), apps, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(apps))
+	for i, a := range apps {
+		ids[i] = a.id
+	}
+	return s, ids
+}
+
 // fixtureStore opens a fresh database holding the tenants; it returns their ids.
-func fixtureStore(t testing.TB, apps ...*FixtureApp) (*Store, []int64) {
+func fixtureStore(t testing.TB, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 	t.Helper()
 	return fixtureStoreAt(t, filepath.Join(t.TempDir(), "engine.db"), apps...)
 }
 
-func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*Store, []int64) {
+func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 	t.Helper()
 	s, err := OpenStore(path)
 	if err != nil {
@@ -229,9 +306,21 @@ func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*Store, []i
 	return s, ids
 }
 
-func storeExec(t testing.TB, s *Store, query string, args ...any) {
+// storeExec runs SQL through the store's own write path, for what no API
+// can do (disable an application, break a row on purpose); the SQL both
+// databases speak, with ? placeholders.
+func storeExec(t testing.TB, s Store, query string, args ...any) {
 	t.Helper()
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
+	if pg, ok := s.(*PostgresStore); ok {
+		if err := pg.configWrite(context.Background(), func(tx pgx.Tx) error {
+			_, err := tx.Exec(context.Background(), pgNumbered(query), args...)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return
+	}
+	if err := sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(query, args...)
 		return err
 	}); err != nil {
@@ -239,17 +328,69 @@ func storeExec(t testing.TB, s *Store, query string, args ...any) {
 	}
 }
 
-func queryInt(t testing.TB, s *Store, query string, args ...any) int {
+// storeWrite runs fn in a write transaction of either store.
+func storeWrite(t testing.TB, s Store, fn func(tx settleTx) error) {
+	t.Helper()
+	var err error
+	if pg, ok := s.(*PostgresStore); ok {
+		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx{ctx: context.Background(), tx: tx}) })
+	} else {
+		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// queryRows hands each row of a read to row, on either store; the SQL
+// both databases speak, with ? placeholders.
+func queryRows(t testing.TB, s Store, query string, args []any, row func(scan func(...any) error) error) {
+	t.Helper()
+	var err error
+	if pg, ok := s.(*PostgresStore); ok {
+		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error {
+			return pgTx{ctx: context.Background(), tx: tx}.queryRows(query, args, row)
+		})
+	} else {
+		tx, terr := sqliteOf(t, s).read.Begin()
+		if terr != nil {
+			t.Fatal(terr)
+		}
+		defer tx.Rollback()
+		err = sqliteTx{tx}.queryRows(query, args, row)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func queryInt(t testing.TB, s Store, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := s.read.QueryRow(query, args...).Scan(&n); err != nil {
+	if pg, ok := s.(*PostgresStore); ok {
+		if err := pg.pool.QueryRow(context.Background(), pgNumbered(query), args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return n
+	}
+	if err := sqliteOf(t, s).read.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
 }
 
+// sqliteOf is the SQLite store behind s, for tests that look inside it.
+func sqliteOf(t testing.TB, s Store) *SQLiteStore {
+	t.Helper()
+	ss, ok := s.(*SQLiteStore)
+	if !ok {
+		t.Fatalf("this test reads SQLite's own tables; the store is a %T", s)
+	}
+	return ss
+}
+
 // applyTestFixtures loads a fixtures text through LoadFixtures, as a start does.
-func applyTestFixtures(t testing.TB, s *Store, text string, now time.Time) {
+func applyTestFixtures(t testing.TB, s Store, text string, now time.Time) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fixtures.toml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {

@@ -57,7 +57,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 
-	store, err := OpenStore(cfg.Database)
+	store, err := openConfiguredStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 
 // importApp finds the application to import for; with no key given, the
 // only application of the database.
-func importApp(ctx context.Context, store *Store, key string) (*Application, error) {
+func importApp(ctx context.Context, store Store, key string) (*Application, error) {
 	if key != "" {
 		app, err := store.AppByKey(ctx, key)
 		if errors.Is(err, errNotFound) {
@@ -123,7 +123,7 @@ func importApp(ctx context.Context, store *Store, key string) (*Application, err
 // operation A; skipped rows are written, with their reason, to skippedPath.
 type csvImport struct {
 	importer    *Importer
-	store       *Store
+	store       Store
 	app         *Application
 	sc          *Scenario
 	campaignID  string

@@ -44,10 +44,12 @@ api_key = "other-key"
 api_secret = "other-secret"
 `
 
-// importDB makes a database holding importFixtures and returns its path.
-func importDB(t *testing.T) string {
+// importDB makes a database of the backend holding importFixtures and
+// returns its name, as `--database` takes it, and a folder for the test's
+// files.
+func importDB(t *testing.T, backend string) (db, dir string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir = t.TempDir()
 	fixtures := filepath.Join(dir, "fixtures.toml")
 	if err := os.WriteFile(fixtures, []byte(importFixtures), 0o600); err != nil {
 		t.Fatal(err)
@@ -56,7 +58,12 @@ func importDB(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := filepath.Join(dir, "import.db")
+	if backend != "sqlite" {
+		db = backendDatabase(t, backend)
+		fixtureStoreIn(t, db, ff.Applications...)
+		return db, dir
+	}
+	db = filepath.Join(dir, "import.db")
 	store, err := OpenStore(db)
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +72,14 @@ func importDB(t *testing.T) string {
 	if err := store.ApplyFixtures(context.Background(), ff.Applications, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return db, dir
 }
 
-func TestImportCommand(t *testing.T) {
-	db := importDB(t)
-	csvPath := filepath.Join(filepath.Dir(db), "contacts.csv")
+func TestImportCommand(t *testing.T) { eachBackend(t, testImportCommand) }
+
+func testImportCommand(t *testing.T, backend string) {
+	db, dir := importDB(t, backend)
+	csvPath := filepath.Join(dir, "contacts.csv")
 	os.WriteFile(csvPath, []byte("\ufeffphone_number,ho_ten,ghi_chu\n"+
 		"0912345678,Nguyen Van A,vip\n"+ // row 2: added
 		"not a phone,Tran B,\n"+ // row 3: invalid
@@ -85,7 +94,7 @@ func TestImportCommand(t *testing.T) {
 	if !strings.Contains(out.String(), "5 rows read, 2 contacts added, 3 skipped") {
 		t.Errorf("summary: %s", out.String())
 	}
-	f, err := os.Open(filepath.Join(filepath.Dir(db), "contacts.skipped.csv"))
+	f, err := os.Open(filepath.Join(dir, "contacts.skipped.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +122,7 @@ func TestImportCommand(t *testing.T) {
 		}
 	}
 
-	store, err := OpenStore(db)
+	store, err := openConfiguredStore(context.Background(), configOn(db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +149,7 @@ func TestImportCommand(t *testing.T) {
 			t.Errorf("import %v: %v, want %q", c.args, err, c.want)
 		}
 	}
-	noPhone := filepath.Join(filepath.Dir(db), "nophone.csv")
+	noPhone := filepath.Join(dir, "nophone.csv")
 	os.WriteFile(noPhone, []byte("phone,name\n0912345678,A\n"), 0o600)
 	if err := run(context.Background(), []string{"import", "--database", db, "--app", "imp-key", "--scenario", "sc-unique", noPhone}, io.Discard, nil); err == nil ||
 		!strings.Contains(err.Error(), "no phone_number column") {
@@ -192,7 +201,7 @@ func TestImportMemoryFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("imports 50k rows")
 	}
-	db := importDB(t)
+	db, _ := importDB(t, "sqlite") // the importer's heap, with SQLite working inside the same process
 	store, err := OpenStore(db)
 	if err != nil {
 		t.Fatal(err)

@@ -15,14 +15,14 @@ import (
 // balance). Operations A and C and `dialbox import` all go through it, so
 // a file and an API call accept and refuse the same contacts.
 type Importer struct {
-	store     *Store
+	store     Store
 	region    string // phone.default_region, to read phone numbers
 	maxQueued int64  // limits.max_queued_contacts
 	log       *slog.Logger
 	notify    func(appID int64) // told after contacts are added, so dialling starts at once; nil: no one
 }
 
-func NewImporter(store *Store, cfg Config, log *slog.Logger, notify func(appID int64)) *Importer {
+func NewImporter(store Store, cfg Config, log *slog.Logger, notify func(appID int64)) *Importer {
 	return &Importer{store: store, region: cfg.Phone.DefaultRegion, maxQueued: cfg.Limits.MaxQueuedContacts,
 		log: log, notify: notify}
 }

@@ -25,7 +25,7 @@ func TestIsolationMatrix(t *testing.T) {
 		t.Fatalf("other's import: %d %s", status, body)
 	}
 	var contactID, importID string
-	if err := s.m.store.read.QueryRowContext(context.Background(),
+	if err := sqliteOf(t, s.m.store).read.QueryRowContext(context.Background(),
 		`SELECT id, import_id FROM contacts WHERE scenario_id = 'sc-other'`).Scan(&contactID, &importID); err != nil {
 		t.Fatal(err)
 	}

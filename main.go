@@ -50,6 +50,7 @@ const usage = `usage:
   dialbox token --app API_KEY [--config FILE] [--database FILE]
   dialbox backup PATH [--config FILE] [--database FILE]
   dialbox restore BACKUP [--config FILE] [--database FILE]
+  dialbox migrate-to postgres://... [--replace | --verify-only] [--config FILE] [--database FILE]
   dialbox import (--scenario ID | --campaign ID) [--app API_KEY] [--chunk N] [--config FILE] [--database FILE] contacts.csv
   dialbox version
 ` + cliUsage + dncUsage
@@ -80,6 +81,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return runBackup(ctx, args, stdout, env)
 	case "restore":
 		return runRestore(ctx, args, stdout, env)
+	case "migrate-to":
+		return runMigrateTo(ctx, args, stdout, env)
 	case "import":
 		return runImport(ctx, args, stdout, env)
 	case "dnc":
@@ -104,7 +107,7 @@ type Main struct {
 	AccessLog *slog.Logger
 	logs      *logBuffer // behind both loggers when log.flush_interval > 0
 
-	store     *Store
+	store     Store
 	serveLock *os.File // held while serving: one server per database
 	// adminTokenFromEnv: Config.Admin.Token came from DIALBOX_ADMIN_TOKEN.
 	adminTokenFromEnv bool
@@ -215,14 +218,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if m.serveLock, err = lockServing(cfg.Database); err != nil {
-		return err
+	// A SQLite file has one server; PostgreSQL is shared by any number.
+	if !isPostgresURL(cfg.Database) {
+		if m.serveLock, err = lockServing(cfg.Database); err != nil {
+			return err
+		}
 	}
-	if m.store, err = OpenStore(cfg.Database); err != nil {
+	if m.store, err = openConfiguredStore(ctx, cfg); err != nil {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.recordings = recordingFiles(cfg)
+	m.store.setRecordings(recordingFiles(cfg))
 	defer func() {
 		if err != nil {
 			defer m.serveLock.Close()
@@ -320,7 +326,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Log.Error("server stopped", "err", err)
 		}
 	}()
-	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", cfg.Database)
+	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", databaseName(cfg.Database))
 	// Already serving: a stop signal from now on is for Close, not a failed start.
 	return m.printDemo(context.WithoutCancel(ctx))
 }
@@ -482,7 +488,7 @@ func (m *Main) applyFixtureRegister(ctx context.Context, d *FixtureDNC, now time
 		return nil
 	}
 	start := time.Now()
-	rep, err := m.store.ApplyFixtureRegister(ctx, d, m.Config.Phone.DefaultRegion, now)
+	rep, err := applyFixtureRegister(ctx, m.store, d, m.Config.Phone.DefaultRegion, now)
 	var bad *ConfigError
 	if errors.As(err, &bad) {
 		data, _ := os.ReadFile(m.Config.Fixtures)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -57,6 +56,48 @@ var (
 	}, []string{"version"})
 )
 
+// The counters of several nodes on one PostgreSQL (docs/postgres.md):
+// registered in a node's /metrics only when its store is PostgreSQL, so a
+// SQLite server's metrics stay as they were.
+var (
+	pgRegistry = prometheus.NewRegistry()
+
+	callClaims = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dialbox_call_claims_total",
+		Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
+	}, []string{"result"})
+	leaseTakeovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dialbox_lease_takeovers_total",
+		Help: "What another node claimed and left its lease to run out on, taken over by this node, by kind: call (settled CANCELED, not charged, queued again) or message (sent by this node).",
+	}, []string{"kind"})
+	leaseRenewalFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dialbox_lease_renewal_failures_total",
+		Help: "Renewals of this node's leases (its calls up, the webhook messages it holds) that failed; after cluster.lease without one they are another node's.",
+	})
+)
+
+// The kinds of dialbox_lease_takeovers_total.
+const (
+	takeoverCall    = "call"
+	takeoverMessage = "message"
+)
+
+func init() {
+	pgRegistry.MustRegister(callClaims, leaseTakeovers, leaseRenewalFailures)
+	// Both kinds show from the start, at 0.
+	leaseTakeovers.WithLabelValues(takeoverCall)
+	leaseTakeovers.WithLabelValues(takeoverMessage)
+}
+
+func observeClaims(asked, taken int) {
+	callClaims.WithLabelValues("taken").Add(float64(taken))
+	callClaims.WithLabelValues("refused").Add(float64(asked - taken))
+}
+
+func observeTakeover(kind string) { leaseTakeovers.WithLabelValues(kind).Inc() }
+
+func observeLeaseRenewalFailure() { leaseRenewalFailures.Inc() }
+
 func init() {
 	processRegistry.MustRegister(requestsTotal, requestDuration, contactsImported, contactsSkipped,
 		commitBatchJobs, commitDuration, sipTrunkRegistered, buildInfo,
@@ -82,18 +123,27 @@ func observeImport(added, skipped int) {
 // metricsHandler serves the process-wide metrics and this Main's database
 // gauges. A failing database query leaves its metrics out rather than
 // failing the whole scrape.
-func metricsHandler(db *sql.DB, log *slog.Logger) http.Handler {
+func metricsHandler(store Store, log *slog.Logger) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&dbCollector{db: db, log: log})
-	return promhttp.HandlerFor(prometheus.Gatherers{processRegistry, reg},
+	reg.MustRegister(&dbCollector{store: store, log: log})
+	gatherers := prometheus.Gatherers{processRegistry, reg}
+	if pg, ok := store.(interface{ nodeID() string }); ok {
+		node := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dialbox_node_info",
+			Help: "Always 1; the node label is the id this node's leases carry.", ConstLabels: prometheus.Labels{"node": pg.nodeID()}})
+		node.Set(1)
+		reg.MustRegister(node)
+		gatherers = append(gatherers, pgRegistry)
+	}
+	return promhttp.HandlerFor(gatherers,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 }
 
-// dbCollector reads on every scrape the values kept in SQLite, so they are
-// right after a restart and whichever component changed them.
+// dbCollector reads on every scrape the values kept in the database, so
+// they are right after a restart and whichever component changed them. Its
+// queries are in the SQL every store speaks (Store.metricsRows).
 type dbCollector struct {
-	db  *sql.DB
-	log *slog.Logger
+	store Store
+	log   *slog.Logger
 }
 
 var (
@@ -135,66 +185,56 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	failed := 0
-	run := func(name, query string, row func(*sql.Rows) error) {
-		rows, err := c.db.QueryContext(ctx, query)
-		if err == nil {
-			for rows.Next() && err == nil {
-				err = row(rows)
-			}
-			if err == nil {
-				err = rows.Err()
-			}
-			rows.Close()
-		}
-		if err != nil {
+	run := func(name, query string, row func(scan func(...any) error) error) {
+		if err := c.store.metricsRows(ctx, query, row); err != nil {
 			failed++
 			c.log.Warn("metrics query failed", "metric", name, "err", err)
 		}
 	}
 	run("queue_depth", `SELECT a.api_key, s.id,
 		(SELECT count(*) FROM contacts c WHERE c.app_id = s.app_id AND c.scenario_id = s.id AND c.state = 'queued')
-		FROM scenarios s JOIN applications a ON a.id = s.app_id`, func(r *sql.Rows) error {
+		FROM scenarios s JOIN applications a ON a.id = s.app_id`, func(scan func(...any) error) error {
 		var tenant, scenario string
 		var n float64
-		if err := r.Scan(&tenant, &scenario, &n); err != nil {
+		if err := scan(&tenant, &scenario, &n); err != nil {
 			return err
 		}
 		ch <- prometheus.MustNewConstMetric(descQueueDepth, prometheus.GaugeValue, n, tenant, scenario)
 		return nil
 	})
 	run("calls_in_progress", `SELECT a.api_key,
-		(SELECT count(*) FROM calls c WHERE c.app_id = a.id AND c.state = 'dialing') FROM applications a`, func(r *sql.Rows) error {
+		(SELECT count(*) FROM calls c WHERE c.app_id = a.id AND c.state = 'dialing') FROM applications a`, func(scan func(...any) error) error {
 		var tenant string
 		var n float64
-		if err := r.Scan(&tenant, &n); err != nil {
+		if err := scan(&tenant, &n); err != nil {
 			return err
 		}
 		ch <- prometheus.MustNewConstMetric(descCallsInProgress, prometheus.GaugeValue, n, tenant)
 		return nil
 	})
-	run("calls_total", `SELECT outcome, count(*) FROM calls WHERE state = 'ended' AND outcome IS NOT NULL GROUP BY outcome`, func(r *sql.Rows) error {
+	run("calls_total", `SELECT outcome, count(*) FROM calls WHERE state = 'ended' AND outcome IS NOT NULL GROUP BY outcome`, func(scan func(...any) error) error {
 		var outcome string
 		var n float64
-		if err := r.Scan(&outcome, &n); err != nil {
+		if err := scan(&outcome, &n); err != nil {
 			return err
 		}
 		ch <- prometheus.MustNewConstMetric(descCallsTotal, prometheus.CounterValue, n, outcome)
 		return nil
 	})
-	run("calls_blocked", `SELECT reason, count(*) FROM call_blocks GROUP BY reason`, func(r *sql.Rows) error {
+	run("calls_blocked", `SELECT reason, count(*) FROM call_blocks GROUP BY reason`, func(scan func(...any) error) error {
 		var reason string
 		var n float64
-		if err := r.Scan(&reason, &n); err != nil {
+		if err := scan(&reason, &n); err != nil {
 			return err
 		}
 		ch <- prometheus.MustNewConstMetric(descCallsBlocked, prometheus.CounterValue, n, reason)
 		return nil
 	})
-	run("wallet_balance", `SELECT a.api_key, w.prepaid, w.balance FROM wallets w JOIN applications a ON a.id = w.app_id`, func(r *sql.Rows) error {
+	run("wallet_balance", `SELECT a.api_key, w.prepaid <> 0, w.balance FROM wallets w JOIN applications a ON a.id = w.app_id`, func(scan func(...any) error) error {
 		var tenant string
 		var prepaid bool
 		var balance float64
-		if err := r.Scan(&tenant, &prepaid, &balance); err != nil {
+		if err := scan(&tenant, &prepaid, &balance); err != nil {
 			return err
 		}
 		p := "false"
@@ -206,16 +246,16 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	})
 	run("webhook_deliveries", `SELECT CASE WHEN status_code BETWEEN 200 AND 299 THEN 'success'
 			WHEN status_code IS NOT NULL THEN 'http_error' ELSE 'network_error' END, count(*)
-		FROM webhook_attempts GROUP BY 1`, func(r *sql.Rows) error {
+		FROM webhook_attempts GROUP BY 1`, func(scan func(...any) error) error {
 		var result string
 		var n float64
-		if err := r.Scan(&result, &n); err != nil {
+		if err := scan(&result, &n); err != nil {
 			return err
 		}
 		ch <- prometheus.MustNewConstMetric(descWebhookDeliveries, prometheus.CounterValue, n, result)
 		return nil
 	})
-	run("webhook_latency", webhookLatencyQuery(), func(r *sql.Rows) error {
+	run("webhook_latency", webhookLatencyQuery(), func(scan func(...any) error) error {
 		counts := make([]uint64, len(webhookLatencyBuckets))
 		var count uint64
 		var sumMS float64
@@ -223,7 +263,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
-		if err := r.Scan(dest...); err != nil {
+		if err := scan(dest...); err != nil {
 			return err
 		}
 		buckets := make(map[float64]uint64, len(counts))
@@ -233,10 +273,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstHistogram(descWebhookLatency, count, sumMS/1000, buckets)
 		return nil
 	})
-	run("outbox", `SELECT count(*), coalesce(min(created_at), 0) FROM webhook_messages WHERE state = 'pending'`, func(r *sql.Rows) error {
+	run("outbox", `SELECT count(*), coalesce(min(created_at), 0) FROM webhook_messages WHERE state = 'pending'`, func(scan func(...any) error) error {
 		var n float64
 		var oldest int64
-		if err := r.Scan(&n, &oldest); err != nil {
+		if err := scan(&n, &oldest); err != nil {
 			return err
 		}
 		age := 0.0
@@ -247,9 +287,9 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, age)
 		return nil
 	})
-	run("recordings", `SELECT count(*), coalesce(sum(recording_bytes), 0) FROM calls WHERE recording_bytes > 0`, func(r *sql.Rows) error {
+	run("recordings", `SELECT count(*), coalesce(sum(recording_bytes), 0) FROM calls WHERE recording_bytes > 0`, func(scan func(...any) error) error {
 		var files, bytes float64
-		if err := r.Scan(&files, &bytes); err != nil {
+		if err := scan(&files, &bytes); err != nil {
 			return err
 		}
 		ch <- prometheus.MustNewConstMetric(descRecordingFiles, prometheus.GaugeValue, files)
@@ -262,7 +302,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 func webhookLatencyQuery() string {
 	q := `SELECT count(*), coalesce(sum(latency_ms), 0)`
 	for _, le := range webhookLatencyBuckets {
-		q += `, coalesce(sum(latency_ms <= ` + strconv.FormatFloat(le*1000, 'f', -1, 64) + `), 0)`
+		q += `, count(*) FILTER (WHERE latency_ms <= ` + strconv.FormatFloat(le*1000, 'f', -1, 64) + `)`
 	}
 	return q + ` FROM webhook_attempts`
 }

@@ -566,7 +566,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 		}
 	}
 	count := func(query string) (n int) {
-		s.m.store.read.QueryRow(query).Scan(&n)
+		sqliteOf(t, s.m.store).read.QueryRow(query).Scan(&n)
 		return n
 	}
 	received := func() int {
@@ -737,12 +737,12 @@ func TestOpenAPIWebhookEvents(t *testing.T) {
 		t.Fatalf("operation A: %d %s", resp.StatusCode, body)
 	}
 	count := func() (done int) {
-		m.store.read.QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
+		sqliteOf(t, m.store).read.QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
 		return done
 	}
 	waitFor(t, "every contact completed", func() bool { return count() >= len(phones) })
 
-	rows, err := m.store.read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	rows, err := sqliteOf(t, m.store).read.Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}

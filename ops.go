@@ -23,7 +23,7 @@ type opsServer struct {
 // serve: router wrapped in the access log.
 func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 	m.ops = &opsServer{}
-	metrics := metricsHandler(m.store.read, m.Log)
+	metrics := metricsHandler(m.store, m.Log)
 	router.GET("/healthz", wrap(http.HandlerFunc(healthz)))
 	router.GET("/readyz", wrap(readyz(append(storeChecks(m.store), m.callingChecks()...))))
 	router.GET("/openapi.yaml", wrap(http.HandlerFunc(serveOpenAPI)))

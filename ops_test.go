@@ -6,11 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"dialbox/internal/pgtest"
+
+	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -20,8 +25,16 @@ import (
 // log written as JSON into logs, and returns it with a demo ACCESS_TOKEN.
 func startOpsServer(t *testing.T, logs io.Writer, env ...string) (*Main, string) {
 	t.Helper()
-	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LOG_FORMAT=json"}, env...)
-	m := startMain(t, io.Discard, []string{"--database", t.TempDir() + "/ops.db"}, env,
+	return startOpsServerOn(t, t.TempDir()+"/ops.db", logs, env...)
+}
+
+// startOpsServerOn is startOpsServer on the database named (a backend's,
+// testBackends).
+func startOpsServerOn(t *testing.T, db string, logs io.Writer, env ...string) (*Main, string) {
+	t.Helper()
+	env = append([]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LOG_FORMAT=json",
+		"DIALBOX_RECORDINGS_DIR=" + filepath.Join(t.TempDir(), "recordings")}, env...)
+	m := startMain(t, io.Discard, []string{"--database", db}, env,
 		func(m *Main) { m.SetLogOutput(logs) }) // as serve does: the access log batched, flushed by Close
 	t.Cleanup(func() { m.Close() })
 	app, err := m.store.DemoApp(context.Background())
@@ -74,8 +87,10 @@ next:
 	return 0, false
 }
 
-func TestMetrics(t *testing.T) {
-	m, token := startOpsServer(t, io.Discard)
+func TestMetrics(t *testing.T) { eachBackend(t, testMetrics) }
+
+func testMetrics(t *testing.T, backend string) {
+	m, token := startOpsServerOn(t, backendDatabase(t, backend), io.Discard)
 	base := m.URL()
 	before := scrapeMetrics(t, base+"/metrics")
 	imported0, _ := metricValue(before, "dialbox_contacts_imported_total")
@@ -119,6 +134,61 @@ func TestMetrics(t *testing.T) {
 	}
 	if n, _ := metricValue(after, "dialbox_metrics_db_errors"); n != 0 {
 		t.Errorf("%v metrics queries failed", n)
+	}
+	// The counters of several nodes show on PostgreSQL only.
+	for _, name := range []string{"dialbox_node_info", "dialbox_lease_takeovers_total", "dialbox_lease_renewal_failures_total"} {
+		if _, ok := metricValue(after, name); ok != (backend == "postgres") {
+			t.Errorf("%s shown: %v, on %s", name, ok, backend)
+		}
+	}
+}
+
+// On PostgreSQL /metrics names the node (cluster.node_name, then the
+// process and a part new at each start) and counts takeovers of both
+// kinds, and /readyz fails while the server takes no writes.
+func TestPostgresNodeMetricsAndReadiness(t *testing.T) {
+	db := pgtest.Database(t)
+	m, _ := startOpsServerOn(t, db, io.Discard, "DIALBOX_CLUSTER_NODE_NAME=node-a")
+	samples := scrapeMetrics(t, m.URL()+"/metrics")
+	nodes := samples["dialbox_node_info"]
+	prefix := fmt.Sprintf("node-a-%d-", os.Getpid())
+	if len(nodes) != 1 || !strings.HasPrefix(string(nodes[0].Metric["node"]), prefix) || nodes[0].Value != 1 {
+		t.Errorf("dialbox_node_info = %v, want one sample, node label starting %q", nodes, prefix)
+	}
+	for _, kind := range []string{"call", "message"} {
+		if _, ok := metricValue(samples, "dialbox_lease_takeovers_total", "kind", kind); !ok {
+			t.Errorf("dialbox_lease_takeovers_total{kind=%q} missing", kind)
+		}
+	}
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var name string
+	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ALTER DATABASE `+name+` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	m.store.(*PostgresStore).pool.Reset() // new sessions read the setting
+	resp, body := opsDo(t, "GET", m.URL()+"/readyz", "", "")
+	var ready struct {
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal(body, &ready); err != nil || resp.StatusCode != 503 ||
+		!strings.Contains(ready.Checks["database"], "not writable: the PostgreSQL server takes no writes") || ready.Checks["migrations"] != "ok" {
+		t.Errorf("readyz on a read-only server: %d %s", resp.StatusCode, body)
+	}
+	if _, err := conn.Exec(ctx, `ALTER DATABASE `+name+` RESET default_transaction_read_only`); err != nil {
+		t.Fatal(err)
+	}
+	m.store.(*PostgresStore).pool.Reset()
+	if resp, body := opsDo(t, "GET", m.URL()+"/readyz", "", ""); resp.StatusCode != 200 {
+		t.Errorf("readyz once writable again: %d %s", resp.StatusCode, body)
 	}
 }
 
@@ -193,8 +263,10 @@ func TestAccessLogAndRequestID(t *testing.T) {
 	}
 }
 
-func TestHealth(t *testing.T) {
-	m, _ := startOpsServer(t, io.Discard)
+func TestHealth(t *testing.T) { eachBackend(t, testHealth) }
+
+func testHealth(t *testing.T, backend string) {
+	m, _ := startOpsServerOn(t, backendDatabase(t, backend), io.Discard)
 	if resp, body := opsDo(t, "GET", m.URL()+"/healthz", "", ""); resp.StatusCode != 200 || !strings.Contains(string(body), `"alive"`) {
 		t.Errorf("healthz: %d %s", resp.StatusCode, body)
 	}

@@ -91,7 +91,7 @@ func TestMaxQueuedContacts(t *testing.T) {
 }
 
 // queueCountsExact checks the kept counts against counting the rows.
-func queueCountsExact(t *testing.T, s *Store, when string) {
+func queueCountsExact(t *testing.T, s Store, when string) {
 	t.Helper()
 	if n := queryInt(t, s, `SELECT count(*) FROM applications a JOIN queued_contacts q ON q.app_id = a.id
 		WHERE q.n <> (SELECT count(*) FROM contacts c WHERE c.app_id = a.id AND c.state <> 'done')`); n != 0 {

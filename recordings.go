@@ -26,12 +26,12 @@ import (
 type RecordingFiles struct{ Dir string }
 
 // recordingFiles is the folder cfg names: recordings.dir, or "recordings"
-// beside the database.
+// beside the database (dataDir).
 func recordingFiles(cfg Config) RecordingFiles {
 	if cfg.Recordings.Dir != "" {
 		return RecordingFiles{Dir: cfg.Recordings.Dir}
 	}
-	return RecordingFiles{Dir: filepath.Join(filepath.Dir(cfg.Database), "recordings")}
+	return RecordingFiles{Dir: filepath.Join(dataDir(cfg), "recordings")}
 }
 
 const recordingExt = ".wav"
@@ -77,7 +77,7 @@ const recordingSweepInterval = time.Hour
 // files no call lists (their contact deleted by another process, a crash
 // between a file and its call's settling, a removal that failed).
 type RecordingSweeper struct {
-	store     *Store
+	store     Store
 	files     RecordingFiles
 	retention time.Duration // 0: forever
 	log       *slog.Logger
@@ -86,7 +86,7 @@ type RecordingSweeper struct {
 	done sync.WaitGroup
 }
 
-func NewRecordingSweeper(store *Store, cfg Config, log *slog.Logger) *RecordingSweeper {
+func NewRecordingSweeper(store Store, cfg Config, log *slog.Logger) *RecordingSweeper {
 	return &RecordingSweeper{store: store, files: recordingFiles(cfg), log: log,
 		retention: time.Duration(cfg.Recordings.RetentionDays) * 24 * time.Hour}
 }

@@ -66,7 +66,7 @@ api_secret = "sd-secret"
 		m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
 	var app int64
-	if err := m.store.read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
+	if err := sqliteOf(t, m.store).read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	return m, app

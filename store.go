@@ -62,7 +62,7 @@ func scanApp(row interface{ Scan(...any) error }) (*Application, error) {
 }
 
 // AppByKey finds an application by its API key, disabled ones included.
-func (s *Store) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
+func (s *SQLiteStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
 	app, err := cached(&s.catalog, "app\x00"+apiKey, func() (*Application, error) {
 		return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
 	})
@@ -74,12 +74,12 @@ func (s *Store) AppByKey(ctx context.Context, apiKey string) (*Application, erro
 }
 
 // DemoApp is the demo tenant made on a first run, if there is one.
-func (s *Store) DemoApp(ctx context.Context) (*Application, error) {
+func (s *SQLiteStore) DemoApp(ctx context.Context) (*Application, error) {
 	return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`))
 }
 
 // CountApps counts every application.
-func (s *Store) CountApps(ctx context.Context) (int, error) {
+func (s *SQLiteStore) CountApps(ctx context.Context) (int, error) {
 	var n int
 	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
 	return n, err
@@ -87,13 +87,14 @@ func (s *Store) CountApps(ctx context.Context) (int, error) {
 
 // Wallet returns an application's wallet; an application without one is
 // postpaid.
-func (s *Store) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+func (s *SQLiteStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
 	return scanWallet(s.read.QueryRowContext(ctx, walletQuery, appID))
 }
 
-const walletQuery = `SELECT prepaid, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = ?`
+// prepaid <> 0: PostgreSQL's driver scans only a boolean into a bool.
+const walletQuery = `SELECT prepaid <> 0, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = ?`
 
-func scanWallet(row *sql.Row) (Wallet, error) {
+func scanWallet(row interface{ Scan(...any) error }) (Wallet, error) {
 	var w Wallet
 	var expires sql.NullInt64
 	err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute)
@@ -110,7 +111,7 @@ func scanWallet(row *sql.Row) (Wallet, error) {
 // WalletExpired reports whether the application's wallet is prepaid and
 // past its expiry at now. Prepaid and expiry change only with configuration
 // (the balance, which calls change, is not cached), so it is cached.
-func (s *Store) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
+func (s *SQLiteStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
 	w, err := cached(&s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
 		w, err := s.Wallet(ctx, appID)
 		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
@@ -119,7 +120,7 @@ func (s *Store) WalletExpired(ctx context.Context, appID int64, now time.Time) (
 }
 
 // PoolAvailable reports whether the pool has at least one enabled hotline.
-func (s *Store) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
+func (s *SQLiteStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
 	return cached(&s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
 		var ok bool
 		err := s.read.QueryRowContext(ctx,
@@ -162,7 +163,7 @@ func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 }
 
 // Scenario returns the tenant's scenario id, or errNotFound.
-func (s *Store) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+func (s *SQLiteStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
 	sc, err := cached(&s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
 		return scanScenario(s.read.QueryRowContext(ctx,
 			`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
@@ -175,7 +176,7 @@ func (s *Store) Scenario(ctx context.Context, appID int64, id string) (*Scenario
 
 // ListScenarios returns one page of the tenant's scenarios, newest first,
 // and how many match in all. status "" matches every status.
-func (s *Store) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+func (s *SQLiteStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
 	var total int
 	if err := s.read.QueryRowContext(ctx,
 		`SELECT count(*) FROM scenarios WHERE app_id = ? AND (? = '' OR status = ?)`, appID, status, status,
@@ -217,7 +218,7 @@ func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
 }
 
 // Campaign returns the tenant's campaign id, or errNotFound.
-func (s *Store) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+func (s *SQLiteStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
 	c, err := cached(&s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
 		return scanCampaign(s.read.QueryRowContext(ctx,
 			`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
@@ -246,7 +247,7 @@ type ImportResult struct {
 // have more than req.MaxQueued unfinished contacts, and errWalletEmpty when
 // a prepaid wallet cannot pay one call per added contact (for these two
 // nothing is recorded).
-func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
+func (s *SQLiteStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
@@ -282,7 +283,7 @@ func (s *Store) Import(ctx context.Context, req ImportRequest, now time.Time) (*
 
 // insertContacts adds the contacts in multi-row statements; RETURNING tells
 // which rows the pending-phone index let in, the others are duplicates.
-func insertContacts(tx *sql.Tx, s *Store, req ImportRequest, res *ImportResult, now time.Time) error {
+func insertContacts(tx *sql.Tx, s *SQLiteStore, req ImportRequest, res *ImportResult, now time.Time) error {
 	// The values every row shares are boxed once: this loop runs in the
 	// writer, which every import waits for.
 	var (
@@ -395,7 +396,7 @@ func insertContactsSQL(n int) string {
 // application over max unfinished contacts. The count, kept by triggers
 // (schema.sql migration 4), already includes them; read in the writer's
 // transaction, it is exact even under concurrent imports.
-func (s *Store) checkQueued(tx *sql.Tx, appID, max int64, added int) error {
+func (s *SQLiteStore) checkQueued(tx *sql.Tx, appID, max int64, added int) error {
 	if max <= 0 {
 		return nil
 	}
@@ -411,7 +412,7 @@ func (s *Store) checkQueued(tx *sql.Tx, appID, max int64, added int) error {
 
 // checkBalance fails with errWalletEmpty when a prepaid wallet cannot pay
 // the minimum charge of n calls.
-func (s *Store) checkBalance(tx *sql.Tx, appID int64, n int) error {
+func (s *SQLiteStore) checkBalance(tx *sql.Tx, appID int64, n int) error {
 	w, err := scanWallet(tx.Stmt(s.stmts.wallet).QueryRow(appID))
 	if err != nil {
 		return err
@@ -429,7 +430,7 @@ const (
 	importAllInvalid = 1403
 )
 
-func (s *Store) recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
+func (s *SQLiteStore) recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
 	if _, err := tx.Stmt(s.stmts.importRow).Exec(res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID), requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
 		return err
@@ -445,7 +446,7 @@ func (s *Store) recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, c
 
 // ContactIDs returns the contact_ids of every stored contact of an
 // application (tests use it to check that nothing acknowledged was lost).
-func (s *Store) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
+func (s *SQLiteStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT id FROM contacts WHERE app_id = ?`, appID)
 	if err != nil {
 		return nil, err
@@ -463,7 +464,7 @@ func (s *Store) ContactIDs(ctx context.Context, appID int64) (map[string]bool, e
 }
 
 // SkippedOf returns an import's skipped contacts with their reasons.
-func (s *Store) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
+func (s *SQLiteStore) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
 	rows, err := s.read.QueryContext(ctx,
 		`SELECT position, input, reason FROM skipped_contacts WHERE import_id = ? ORDER BY position`, importID)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 // AdSettings are a tenant's advertising settings: its own, or the decree's.
 // Configuration, so cached: the scheduler reads them at every tick.
-func (s *Store) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
+func (s *SQLiteStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
 	return cached(&s.catalog, fmt.Sprintf("advertising\x00%d", appID), func() (AdSettings, error) {
 		a := legalAdSettings()
 		err := s.read.QueryRowContext(ctx, `SELECT max_calls_per_number_per_day, hours_start, hours_end
@@ -28,7 +28,7 @@ func (s *Store) AdSettings(ctx context.Context, appID int64) (AdSettings, error)
 }
 
 // SetAdSettings stores a tenant's checked advertising settings.
-func (s *Store) SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error {
+func (s *SQLiteStore) SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error { return setAdSettingsTx(tx, appID, a, now) })
 }
 
@@ -47,7 +47,7 @@ func setAdSettingsTx(tx *sql.Tx, appID int64, a AdSettings, now time.Time) error
 // answeredAdCalls are, for each of phones, when the tenant's advertising
 // calls to it answered after since: one range of calls_ad_answered per
 // number, a few hundred numbers a query.
-func (s *Store) answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error) {
+func (s *SQLiteStore) answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error) {
 	out := map[string][]time.Time{}
 	const batch = 500
 	for from := 0; from < len(phones); from += batch {
@@ -88,31 +88,34 @@ type callDelay struct {
 
 // delayContacts moves each delayed contact's next attempt, with its audit
 // row, in one commit. A contact no longer queued is left alone.
-func (s *Store) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error {
-		for _, d := range delays {
-			var id, scenario string
-			err := tx.QueryRow(`UPDATE contacts SET next_attempt_at = ?, updated_at = ?
-				WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id`, ms(d.Until), ms(now), d.Contact.Seq).Scan(&id, &scenario)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at, until)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, d.AppID, scenario, id, d.Contact.Phone, d.Reason, ms(now), ms(d.Until)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+func (s *SQLiteStore) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return delayContactsTx(sqliteTx{tx}, delays, now) })
 }
 
-// ContactWait explains why a queued contact of an advertising scenario is
+// delayContactsTx is delayContacts in a transaction of either store.
+func delayContactsTx(tx settleTx, delays []callDelay, now time.Time) error {
+	for _, d := range delays {
+		var id, scenario string
+		err := tx.queryRow(`UPDATE contacts SET next_attempt_at = ?, updated_at = ?
+			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id`, ms(d.Until), ms(now), d.Contact.Seq).Scan(&id, &scenario)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at, until)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.AppID, scenario, id, d.Contact.Phone, d.Reason, ms(now), ms(d.Until)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contactWait explains why a queued contact of an advertising scenario is
 // not dialled at now, by the rules the engine applies (dialRules.wait);
 // nil for any other contact, or one the engine may dial now.
-func (s *Store) ContactWait(ctx context.Context, appID int64, c *ContactRecord, now time.Time) (*Wait, error) {
+func contactWait(ctx context.Context, s Store, appID int64, c *ContactRecord, now time.Time) (*Wait, error) {
 	if c.State != ContactQueued {
 		return nil, nil
 	}
@@ -138,26 +141,33 @@ func (s *Store) ContactWait(ctx context.Context, appID int64, c *ContactRecord, 
 	if err != nil {
 		return nil, err
 	}
-	timing := contactTiming{NextAttempt: c.NextAttemptAt}
+	timing, err := s.adTiming(ctx, appID, c, now.Add(-adDay))
+	if err != nil {
+		return nil, err
+	}
+	timing.NextAttempt = c.NextAttemptAt
+	return rules.wait(now, timing), nil
+}
+
+func (s *SQLiteStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error) {
+	var timing contactTiming
 	var reason string
 	var until sql.NullInt64
-	err = s.read.QueryRowContext(ctx, `SELECT reason, until FROM call_blocks WHERE contact_id = ? ORDER BY seq DESC LIMIT 1`,
+	err := s.read.QueryRowContext(ctx, `SELECT reason, until FROM call_blocks WHERE contact_id = ? ORDER BY seq DESC LIMIT 1`,
 		c.ID).Scan(&reason, &until)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return nil, err
+		return timing, err
 	case until.Valid:
 		timing.Delay = &Wait{Reason: reason, Until: nullTime(until)}
 	}
-	answered, err := s.answeredAdCalls(ctx, appID, []string{c.Phone}, now.Add(-adDay))
+	answered, err := s.answeredAdCalls(ctx, appID, []string{c.Phone}, since)
 	if err != nil {
-		return nil, err
+		return timing, err
 	}
 	timing.Answered = answered[c.Phone]
-	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`,
-		appID, c.Phone).Scan(&timing.Up); err != nil {
-		return nil, err
-	}
-	return rules.wait(now, timing), nil
+	err = s.read.QueryRowContext(ctx, `SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`,
+		appID, c.Phone).Scan(&timing.Up)
+	return timing, err
 }

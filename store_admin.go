@@ -14,7 +14,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The admin API's reads and writes. Every write goes through Store.Write
+// The admin API's reads and writes. Every write goes through SQLiteStore.Write
 // like the public API's, so admin changes share the group commit.
 
 func isUniqueViolation(err error) bool {
@@ -37,7 +37,7 @@ func changed(r sql.Result, err error) error {
 // ---- admin settings ----
 
 // AdminSetting returns a value of admin_settings, or "" when unset.
-func (s *Store) AdminSetting(ctx context.Context, key string) (string, error) {
+func (s *SQLiteStore) AdminSetting(ctx context.Context, key string) (string, error) {
 	var v string
 	err := s.read.QueryRowContext(ctx, `SELECT value FROM admin_settings WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -46,7 +46,7 @@ func (s *Store) AdminSetting(ctx context.Context, key string) (string, error) {
 	return v, err
 }
 
-func (s *Store) SetAdminSetting(ctx context.Context, key, value string) error {
+func (s *SQLiteStore) SetAdminSetting(ctx context.Context, key, value string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO admin_settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
@@ -54,10 +54,19 @@ func (s *Store) SetAdminSetting(ctx context.Context, key, value string) error {
 	})
 }
 
+// RepointDemoSink points the demo tenant's sink webhook at url.
+func (s *SQLiteStore) RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE webhook_endpoints SET url = ?, updated_at = ?
+			WHERE app_id = ? AND url LIKE '%/sink/demo' AND url <> ?`, url, ms(now), appID, url)
+		return err
+	})
+}
+
 // ---- applications ----
 
 // ListApps returns every application, oldest first.
-func (s *Store) ListApps(ctx context.Context) ([]*Application, error) {
+func (s *SQLiteStore) ListApps(ctx context.Context) ([]*Application, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+appColumns+` FROM applications ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -76,7 +85,7 @@ func (s *Store) ListApps(ctx context.Context) ([]*Application, error) {
 
 // CreateApp adds an application with a postpaid wallet; errConflict when the
 // API key is taken.
-func (s *Store) CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error) {
+func (s *SQLiteStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error) {
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		r, err := tx.Exec(`INSERT INTO applications (name, api_key, api_secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 			name, apiKey, apiSecret, ms(now), ms(now))
@@ -106,7 +115,7 @@ type AppPatch struct {
 	Disabled  *bool
 }
 
-func (s *Store) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error) {
+func (s *SQLiteStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error) {
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE applications SET name = coalesce(?, name), api_secret = coalesce(?, api_secret),
 			disabled = coalesce(?, disabled), updated_at = ? WHERE api_key = ?`,
@@ -120,7 +129,7 @@ func (s *Store) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now ti
 
 // DeleteApp removes an application and everything it owns, its calls'
 // recordings included.
-func (s *Store) DeleteApp(ctx context.Context, apiKey string) error {
+func (s *SQLiteStore) DeleteApp(ctx context.Context, apiKey string) error {
 	return s.deleteWithRecordings(ctx, `SELECT id FROM calls WHERE recording_bytes > 0
 		AND app_id = (SELECT id FROM applications WHERE api_key = ?)`, []any{apiKey}, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM applications WHERE api_key = ?`, apiKey))
@@ -131,7 +140,7 @@ func (s *Store) DeleteApp(ctx context.Context, apiKey string) error {
 
 // UpdateWallet changes an application's wallet in one transaction, so a
 // call charged meanwhile is not overwritten, and returns the result.
-func (s *Store) UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error) {
+func (s *SQLiteStore) UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error) {
 	var w Wallet
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -152,7 +161,7 @@ func (s *Store) UpdateWallet(ctx context.Context, appID int64, change func(*Wall
 
 // TopUp adds amount to the balance in one statement, so a call charged at
 // the same moment is not lost.
-func (s *Store) TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error {
+func (s *SQLiteStore) TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, updated_at) VALUES (?, 0, ?, ?)
 			ON CONFLICT (app_id) DO UPDATE SET balance = balance + excluded.balance, updated_at = excluded.updated_at`,
@@ -178,7 +187,7 @@ type Hotline struct {
 }
 
 // Pools returns the application's pools with their numbers; key "" means all.
-func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, error) {
+func (s *SQLiteStore) Pools(ctx context.Context, appID int64, key string) ([]*Pool, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT p.key, p.trunk, p.created_at, h.number, h.enabled
 		FROM hotline_pools p LEFT JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key
 		WHERE p.app_id = ? AND (? = '' OR p.key = ?)
@@ -211,7 +220,7 @@ func (s *Store) Pools(ctx context.Context, appID int64, key string) ([]*Pool, er
 type poolTrunk struct{ App, Key, Trunk string }
 
 // poolTrunks lists every pool, of every application, that names a trunk.
-func (s *Store) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
+func (s *SQLiteStore) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT a.api_key, p.key, p.trunk FROM hotline_pools p
 		JOIN applications a ON a.id = p.app_id WHERE p.trunk <> '' ORDER BY a.id, p.key`)
 	if err != nil {
@@ -231,7 +240,7 @@ func (s *Store) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
 
 // CreatePool adds a pool calling through trunk ("" for the first) with its
 // numbers; errConflict when the key is taken.
-func (s *Store) CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error {
+func (s *SQLiteStore) CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)`, appID, key, trunk, ms(now))
 		if isUniqueViolation(err) {
@@ -254,7 +263,7 @@ func insertHotlines(tx *sql.Tx, appID int64, pool string, numbers []string) erro
 	return nil
 }
 
-func (s *Store) DeletePool(ctx context.Context, appID int64, key string) error {
+func (s *SQLiteStore) DeletePool(ctx context.Context, appID int64, key string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM hotline_pools WHERE app_id = ? AND key = ?`, appID, key))
 	})
@@ -262,7 +271,7 @@ func (s *Store) DeletePool(ctx context.Context, appID int64, key string) error {
 
 // AddHotlines adds numbers (enabled) to an existing pool; numbers already
 // there are left as they are.
-func (s *Store) AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error {
+func (s *SQLiteStore) AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		var ok bool
 		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM hotline_pools WHERE app_id = ? AND key = ?)`, appID, pool).Scan(&ok); err != nil {
@@ -275,13 +284,13 @@ func (s *Store) AddHotlines(ctx context.Context, appID int64, pool string, numbe
 	})
 }
 
-func (s *Store) RemoveHotline(ctx context.Context, appID int64, pool, number string) error {
+func (s *SQLiteStore) RemoveHotline(ctx context.Context, appID int64, pool, number string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM hotlines WHERE app_id = ? AND pool_key = ? AND number = ?`, appID, pool, number))
 	})
 }
 
-func (s *Store) SetHotlineEnabled(ctx context.Context, appID int64, pool, number string, enabled bool) error {
+func (s *SQLiteStore) SetHotlineEnabled(ctx context.Context, appID int64, pool, number string, enabled bool) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE hotlines SET enabled = ? WHERE app_id = ? AND pool_key = ? AND number = ?`,
 			boolInt(enabled), appID, pool, number))
@@ -291,7 +300,7 @@ func (s *Store) SetHotlineEnabled(ctx context.Context, appID int64, pool, number
 // ---- scenarios ----
 
 // CreateScenario adds a scenario; errConflict when the id is taken.
-func (s *Store) CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+func (s *SQLiteStore) CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
 	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
@@ -308,7 +317,7 @@ func (s *Store) CreateScenario(ctx context.Context, sc *Scenario, now time.Time)
 }
 
 // UpdateScenario stores a scenario's editable fields (not its status).
-func (s *Store) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+func (s *SQLiteStore) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
 	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
@@ -335,7 +344,7 @@ func scenarioJSONColumns(sc *Scenario) (fields, config, scriptJSON string, err e
 
 // DeleteScenario removes a scenario with its campaigns and contacts, and
 // their calls' recordings.
-func (s *Store) DeleteScenario(ctx context.Context, appID int64, id string) error {
+func (s *SQLiteStore) DeleteScenario(ctx context.Context, appID int64, id string) error {
 	return s.deleteWithRecordings(ctx, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
 		WHERE c.recording_bytes > 0 AND k.app_id = ? AND k.scenario_id = ?`, []any{appID, id}, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
@@ -349,7 +358,7 @@ type errBadTransition struct{ status string }
 func (e errBadTransition) Error() string { return "scenario is " + e.status }
 
 // TransitionScenario moves a scenario to status to if it is in one of from.
-func (s *Store) TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error {
+func (s *SQLiteStore) TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		args := []any{to, ms(now), appID, id}
 		for _, f := range from {
@@ -374,7 +383,7 @@ func (s *Store) TransitionScenario(ctx context.Context, appID int64, id string, 
 
 // ---- campaigns ----
 
-func (s *Store) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
+func (s *SQLiteStore) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+campaignColumns+` FROM campaigns
 		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at, id`, appID, scenarioID, scenarioID)
 	if err != nil {
@@ -394,7 +403,7 @@ func (s *Store) ListCampaigns(ctx context.Context, appID int64, scenarioID strin
 
 // CreateCampaign adds a campaign of an existing scenario; errConflict when
 // the id is taken.
-func (s *Store) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error {
+func (s *SQLiteStore) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			c.AppID, c.ID, c.Name, c.ScenarioID, ms(now), ms(now))
@@ -405,7 +414,7 @@ func (s *Store) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) 
 	})
 }
 
-func (s *Store) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error {
+func (s *SQLiteStore) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE campaigns SET paused = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
 			boolInt(paused), ms(now), appID, id))
@@ -444,7 +453,7 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*WebhookEndpoint, error)
 	return &e, nil
 }
 
-func (s *Store) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
+func (s *SQLiteStore) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE app_id = ? ORDER BY created_at, id`, appID)
 	if err != nil {
@@ -462,13 +471,13 @@ func (s *Store) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint,
 	return out, rows.Err()
 }
 
-func (s *Store) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
+func (s *SQLiteStore) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
 	return scanEndpoint(s.read.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE app_id = ? AND id = ?`, appID, id))
 }
 
 // SaveEndpoint inserts or replaces an endpoint of appID.
-func (s *Store) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
+func (s *SQLiteStore) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
 	events, err := marshalJSON(e.Events)
 	if err != nil {
 		return err
@@ -484,7 +493,7 @@ func (s *Store) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoin
 	})
 }
 
-func (s *Store) DeleteEndpoint(ctx context.Context, appID int64, id string) error {
+func (s *SQLiteStore) DeleteEndpoint(ctx context.Context, appID int64, id string) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`DELETE FROM webhook_endpoints WHERE app_id = ? AND id = ?`, appID, id))
 	})
@@ -584,9 +593,34 @@ func optMS(t time.Time) int64 {
 }
 
 // Contacts returns one page of contacts, newest first, and the cursor of the
-// next page ("" on the last one). Only the filters given are in the query,
-// so SQLite can use the index of the phone (or of the application alone).
-func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+// next page ("" on the last one).
+func (s *SQLiteStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+	return contactsPage(appID, f, func(q string, args []any) interface{ Scan(...any) error } {
+		return s.read.QueryRowContext(ctx, q, args...)
+	}, func(q string, args []any) ([]*ContactRecord, error) {
+		rows, err := s.read.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := []*ContactRecord{}
+		for rows.Next() {
+			c, err := scanContact(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, rows.Err()
+	})
+}
+
+// contactsPage is Contacts on either store, given its way to read one row
+// and a page (queries with ? placeholders). Only the filters given are in
+// the query, so the database can use the index of the phone (or of the
+// application alone).
+func contactsPage(appID int64, f ContactFilter, queryRow func(q string, args []any) interface{ Scan(...any) error },
+	queryPage func(q string, args []any) ([]*ContactRecord, error)) ([]*ContactRecord, string, error) {
 	where, args := []string{"app_id = ?"}, []any{appID}
 	add := func(cond string, v any) {
 		where = append(where, cond)
@@ -599,8 +633,8 @@ func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*
 	var floor, scanned int64
 	filtered := f.ScenarioID != "" || f.CampaignID != "" || f.State != "" || f.Outcome != "" || !f.From.IsZero() || !f.To.IsZero()
 	if f.ScanLimit > 0 && f.Phone == "" && filtered { // unfiltered, or by phone, an index finds the page at once
-		err := s.read.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0), count(*) FROM (SELECT seq FROM contacts
-			WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?)`, append(args, f.ScanLimit)...).Scan(&floor, &scanned)
+		err := queryRow(`SELECT coalesce(min(seq), 0), count(*) FROM (SELECT seq FROM contacts
+			WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?) AS w`, append(args, f.ScanLimit)).Scan(&floor, &scanned)
 		if err != nil {
 			return nil, "", err
 		}
@@ -618,19 +652,10 @@ func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*
 	if !f.To.IsZero() {
 		add("created_at < ?", ms(f.To))
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+contactColumns+` FROM contacts
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)...)
+	out, err := queryPage(`SELECT `+contactColumns+` FROM contacts
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit))
 	if err != nil {
 		return nil, "", err
-	}
-	defer rows.Close()
-	out := []*ContactRecord{}
-	for rows.Next() {
-		c, err := scanContact(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, c)
 	}
 	next := ""
 	switch {
@@ -640,11 +665,11 @@ func (s *Store) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*
 		// The window ended before the page filled: look on below it.
 		next = strconv.FormatInt(floor, 10)
 	}
-	return out, next, rows.Err()
+	return out, next, nil
 }
 
 // Contact returns one contact of appID with every call attempt made to it.
-func (s *Store) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
+func (s *SQLiteStore) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
 	c, err := scanContact(s.read.QueryRowContext(ctx, `SELECT `+contactColumns+` FROM contacts WHERE app_id = ? AND id = ?`, appID, id))
 	if err != nil {
 		return nil, nil, err
@@ -713,7 +738,7 @@ func scanImport(row interface{ Scan(...any) error }) (*ImportRecord, error) {
 }
 
 // Imports returns the application's most recent imports, newest first.
-func (s *Store) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error) {
+func (s *SQLiteStore) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+importColumns+` FROM imports
 		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at DESC, rowid DESC LIMIT ?`,
 		appID, scenarioID, scenarioID, limit)
@@ -733,7 +758,7 @@ func (s *Store) Imports(ctx context.Context, appID int64, scenarioID string, lim
 }
 
 // ImportByID returns one import of appID.
-func (s *Store) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
+func (s *SQLiteStore) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
 	return scanImport(s.read.QueryRowContext(ctx, `SELECT `+importColumns+` FROM imports WHERE app_id = ? AND id = ?`, appID, id))
 }
 
@@ -787,7 +812,7 @@ func scanMessage(row interface{ Scan(...any) error }) (*WebhookMessage, error) {
 
 // Messages returns one page of webhook messages, newest first, and the
 // cursor of the next page.
-func (s *Store) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
+func (s *SQLiteStore) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM webhook_messages
 		WHERE app_id = ? AND (? = 0 OR seq < ?) AND (? = '' OR endpoint_id = ?)
 			AND (? = '' OR state = ?) AND (? = '' OR event_type = ?)
@@ -815,7 +840,7 @@ func (s *Store) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*
 }
 
 // Message returns one webhook message of appID with every delivery attempt.
-func (s *Store) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
+func (s *SQLiteStore) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
 	m, err := scanMessage(s.read.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM webhook_messages
 		WHERE app_id = ? AND id = ?`, appID, id))
 	if err != nil {
@@ -842,7 +867,7 @@ func (s *Store) Message(ctx context.Context, appID int64, id string) (*WebhookMe
 }
 
 // Redeliver puts a message back in the outbox, due now, whatever its state.
-func (s *Store) Redeliver(ctx context.Context, appID int64, id string, now time.Time) error {
+func (s *SQLiteStore) Redeliver(ctx context.Context, appID int64, id string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE webhook_messages SET state = 'pending', tries = 0, next_try_at = ?, updated_at = ?
 			WHERE app_id = ? AND id = ?`, ms(now), ms(now), appID, id))
@@ -851,7 +876,7 @@ func (s *Store) Redeliver(ctx context.Context, appID int64, id string, now time.
 
 // RecoverFailed puts every dead message of an endpoint created since then
 // back in the outbox, due now, and says how many.
-func (s *Store) RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error) {
+func (s *SQLiteStore) RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error) {
 	var n int64
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		r, err := tx.Exec(`UPDATE webhook_messages SET state = 'pending', tries = 0, next_try_at = ?, updated_at = ?
@@ -877,7 +902,7 @@ var resetTables = []string{
 
 // Reset wipes every tenant (and the recordings of their calls) and applies
 // apps, in one transaction.
-func (s *Store) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+func (s *SQLiteStore) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.deleteWithRecordings(ctx, `SELECT id FROM calls WHERE recording_bytes > 0`, nil, func(tx *sql.Tx) error {
 		for _, t := range resetTables {
 			if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {

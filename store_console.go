@@ -7,7 +7,8 @@ import (
 
 // The web console's reads beyond the admin API's: counts kept by the
 // triggers of migration 8, so each is a few primary-key reads whatever the
-// number of contacts (docs/console.md#fast-on-big-data).
+// number of contacts (docs/console.md#fast-on-big-data); PostgreSQL's are
+// in store_postgres_console.go.
 
 // Progress is a scenario's or a campaign's contacts by state, and the
 // finished ones by outcome.
@@ -42,7 +43,7 @@ func (p Progress) Answered() (pct float64, ok bool) {
 // ContactProgress counts one application's contacts: of one scenario
 // (campaignID "": all its contacts, campaigns included) or of one campaign.
 // Outcomes are whatever the rows hold, so a new outcome shows up as it is.
-func (s *Store) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error) {
+func (s *SQLiteStore) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT state, outcome, sum(n) FROM contact_counts
 		WHERE app_id = ? AND scenario_id = ? AND (? = '' OR campaign_id = ?) AND n <> 0
 		GROUP BY state, outcome`, appID, scenarioID, campaignID, campaignID)
@@ -75,14 +76,14 @@ func (s *Store) ContactProgress(ctx context.Context, appID int64, scenarioID, ca
 }
 
 // Unfinished is an application's contacts queued or in a call.
-func (s *Store) Unfinished(ctx context.Context, appID int64) (int64, error) {
+func (s *SQLiteStore) Unfinished(ctx context.Context, appID int64) (int64, error) {
 	var n int64
 	err := s.read.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM queued_contacts WHERE app_id = ?`, appID).Scan(&n)
 	return n, err
 }
 
 // MessageStates counts an endpoint's webhook messages by state.
-func (s *Store) MessageStates(ctx context.Context, endpointID string) (map[string]int64, error) {
+func (s *SQLiteStore) MessageStates(ctx context.Context, endpointID string) (map[string]int64, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT state, n FROM webhook_counts WHERE endpoint_id = ?`, endpointID)
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func (s *Store) MessageStates(ctx context.Context, endpointID string) (map[strin
 
 // Outcomes are the outcomes an application's contacts ended with, as
 // stored: the console's filter offers what the data holds.
-func (s *Store) Outcomes(ctx context.Context, appID int64) ([]string, error) {
+func (s *SQLiteStore) Outcomes(ctx context.Context, appID int64) ([]string, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT outcome FROM contact_counts
 		WHERE app_id = ? AND outcome <> '' AND n <> 0 ORDER BY outcome`, appID)
 	if err != nil {

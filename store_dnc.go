@@ -43,7 +43,7 @@ func dncE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }
 // when national is set (it restricts advertising calls alone:
 // docs/compliance.md#how-dialbox-enforces-it), and the national register
 // when both hold it. One query per few hundred numbers.
-func (s *Store) dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
+func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
 	lists := `l.app_id = ?`
 	if national {
 		lists = `(l.app_id IS NULL OR l.app_id = ?)`
@@ -128,7 +128,7 @@ func addDNCTx(tx *sql.Tx, list int64, phones []string, now time.Time) (int, erro
 
 // AddDNC puts E.164 numbers on a list (nationalList or an application's
 // id) and returns how many were new to it.
-func (s *Store) AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error) {
+func (s *SQLiteStore) AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error) {
 	var added int
 	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
 		added, err = addDNCTx(tx, list, phones, now)
@@ -151,7 +151,7 @@ const dncRowsPerInsert = 100
 // one short commit at the end (readers never see half a list; a load cut
 // short leaves the old list in force), and the old version is then deleted
 // a chunk at a time.
-func (s *Store) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
+func (s *SQLiteStore) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
 	var id int64
 	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
 		if replace {
@@ -238,7 +238,7 @@ func insertDNCNumbers(tx *sql.Tx, id int64, numbers []int64, addedAt any) (int, 
 
 // dropOldDNC deletes the versions of a list older than keep (replaced ones,
 // and loads that were cut short), a chunk of numbers per commit.
-func (s *Store) dropOldDNC(ctx context.Context, list, keep int64) error {
+func (s *SQLiteStore) dropOldDNC(ctx context.Context, list, keep int64) error {
 	rows, err := s.read.QueryContext(ctx, `SELECT id FROM dnc_lists WHERE app_id IS ? AND id < ? AND state <> 'current'`, listApp(list), keep)
 	if err != nil {
 		return err
@@ -283,7 +283,7 @@ func (s *Store) dropOldDNC(ctx context.Context, list, keep int64) error {
 
 // CountDNC is how many numbers a list holds, and when its current version
 // was loaded (zero: the list has none).
-func (s *Store) CountDNC(ctx context.Context, list int64) (int64, time.Time, error) {
+func (s *SQLiteStore) CountDNC(ctx context.Context, list int64) (int64, time.Time, error) {
 	var n, loaded sql.NullInt64
 	err := s.read.QueryRowContext(ctx, `SELECT l.loaded_at, (SELECT count(*) FROM dnc_numbers n WHERE n.list_id = l.id)
 		FROM dnc_lists l WHERE l.state = 'current' AND l.app_id IS ?`, listApp(list)).Scan(&loaded, &n)
@@ -297,7 +297,7 @@ func (s *Store) CountDNC(ctx context.Context, list int64) (int64, time.Time, err
 }
 
 // RemoveDNC takes an E.164 number off a list; errNotFound when it is not on it.
-func (s *Store) RemoveDNC(ctx context.Context, list int64, e164 string) error {
+func (s *SQLiteStore) RemoveDNC(ctx context.Context, list int64, e164 string) error {
 	n, ok := dncNumber(e164)
 	if !ok {
 		return errNotFound
@@ -318,7 +318,7 @@ type DNCListing struct {
 
 // LookupDNC lists the lists holding an E.164 number, the national register
 // first: with tenant 0 every tenant's, else only that tenant's.
-func (s *Store) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
+func (s *SQLiteStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
 	out := []DNCListing{}
 	n, ok := dncNumber(e164)
 	if !ok {

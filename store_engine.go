@@ -14,7 +14,7 @@ import (
 // ---- what the scheduler reads ----
 
 // activeScenarios are the scenarios the engine dials, oldest first.
-func (s *Store) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+func (s *SQLiteStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
 	// Read at every scheduler tick; it is configuration, so it is cached.
 	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
 		rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
@@ -53,7 +53,7 @@ type dueContact struct {
 
 // dueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
-func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
+func (s *SQLiteStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
@@ -76,7 +76,7 @@ func (s *Store) dueContacts(ctx context.Context, appID int64, scenarioID string,
 
 // nextDue is the earliest time after now at which a queued contact of the
 // scenario falls due; ok is false when none is waiting.
-func (s *Store) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
+func (s *SQLiteStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
 	var v sql.NullInt64
 	err = s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM contacts
 		WHERE app_id = ? AND scenario_id = ? AND state = 'queued' AND next_attempt_at > ?`,
@@ -100,12 +100,12 @@ type poolLines struct {
 // scheduler asks at every tick, and a pool of hundreds of numbers read
 // each time was a tenth of the CPU of a busy SIP trunk. Callers must not
 // change the slice.
-func (s *Store) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+func (s *SQLiteStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
 	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
 	return cached(&s.catalog, key, func() (poolLines, error) { return s.readHotlines(ctx, appID, poolKey) })
 }
 
-func (s *Store) readHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+func (s *SQLiteStore) readHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
 		JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
 		WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`, appID, poolKey)
@@ -133,9 +133,13 @@ type callClaim struct {
 	ScenarioID string
 	Contact    dueContact
 	Hotline    string
-	Trunk      string // the pool's, holding a channel reserved on it
-	Start      time.Time
-	Attempt    int // set by claimCalls
+	Trunk      string // the pool's (its name, "" resolved), holding a channel reserved on it
+	// Capacity is the trunk's as this node's configuration gives it, which
+	// a store several nodes share holds across them all; SQLite's one
+	// server leaves it to the dialer's Reserve.
+	Capacity TrunkCapacity
+	Start    time.Time
+	Attempt  int // set by claimCalls
 	// AdPhone is the number of an advertising scenario's call, which the
 	// daily limit counts (calls.ad_phone); "" for a care call.
 	AdPhone string
@@ -145,7 +149,7 @@ type callClaim struct {
 // one commit, before any is dialled: a crash after it leaves calls that the
 // next start settles. It returns the claims that took (a contact that is no
 // longer queued is left out).
-func (s *Store) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim, error) {
+func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim, _ func() time.Time) ([]callClaim, error) {
 	var out []callClaim
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
@@ -173,6 +177,9 @@ func (s *Store) claimCalls(ctx context.Context, claims []callClaim) ([]callClaim
 // callEnd is how a call ended and what the engine decided about it.
 type callEnd struct {
 	CallID string
+	// AppID is the call's tenant, whose writer settles it on PostgreSQL
+	// (any writer settles it right; the tenant's own batches best).
+	AppID  int64
 	Result DialResult
 	// Interrupted calls (dialbox stopped or crashed while they were up) are
 	// never charged, do not use up a re_call, and are tried again at once.
@@ -190,14 +197,14 @@ type callEnd struct {
 // endCall settles one call: the call record, the wallet charge, the
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
-func (s *Store) endCall(ctx context.Context, e callEnd) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(tx, e) })
+func (s *SQLiteStore) endCall(ctx context.Context, e callEnd) error {
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx{tx}, e) })
 }
 
 // settleInterrupted ends every call a previous run left up (a crash or a
 // kill): recorded CANCELED, not charged, the contact queued again. It
 // returns how many it settled.
-func (s *Store) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	n := 0
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		n = 0
@@ -219,7 +226,7 @@ func (s *Store) settleInterrupted(ctx context.Context, now, firstTry time.Time) 
 		}
 		for _, id := range ids {
 			res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
-			if err := endCallTx(tx, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
+			if err := endCallTx(sqliteTx{tx}, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
 				return err
 			}
 			n++
@@ -227,6 +234,12 @@ func (s *Store) settleInterrupted(ctx context.Context, now, firstTry time.Time) 
 		return nil
 	})
 	return n, err
+}
+
+// takeOverCalls settles nothing: one server owns a SQLite database (the
+// serve lock), and its start settled what an earlier run left up.
+func (s *SQLiteStore) takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
+	return 0, nil
 }
 
 // callCost is what a call costs: connected calls (ANSWERED, VOICE_MAIL)
@@ -254,13 +267,19 @@ func retries(rc ReCall, outcome string) bool {
 	return false
 }
 
-func endCallTx(tx *sql.Tx, e callEnd) error {
+// endCallTx settles a call: its record, the webhook events, then the
+// contact and the wallet. Those two last: on a database several nodes
+// share they are the tenant's hot rows (the contact's state moves the
+// tenant's count of unfinished contacts), locked until the commit, so
+// they are locked as late as possible (lockUnfinished, then the contact,
+// then the wallet; docs/postgres.md#claiming-calls).
+func endCallTx(tx settleTx, e callEnd) error {
 	var (
 		contactSeq, appID, startedMS int64
 		attempt                      int
 		hotline                      string
 	)
-	err := tx.QueryRow(`SELECT contact_seq, app_id, attempt, hotline, started_at FROM calls
+	err := tx.queryRow(`SELECT contact_seq, app_id, attempt, hotline, started_at FROM calls
 		WHERE id = ? AND state = 'dialing'`, e.CallID).Scan(&contactSeq, &appID, &attempt, &hotline, &startedMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // already settled: never charge or report a call twice
@@ -277,32 +296,23 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		return err
 	}
 	talk := int64((res.Talk + time.Second - 1) / time.Second) // started seconds
-	w, err := scanWallet(tx.QueryRow(walletQuery, appID))
+	w, err := scanWallet(tx.queryRow(walletQuery, appID))
 	if err != nil {
 		return err
 	}
 	cost := callCost(w, res, talk)
 	now := ms(e.Now)
-	if _, err := tx.Exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
+	if err := tx.exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
 		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ?, recording_bytes = ? WHERE id = ?`,
 		res.Outcome, res.Cause, nullMS(res.AnsweredAt), ms(res.EndedAt), talk, cost,
 		answeredBy, digits, result, string(steps), res.Recording, e.CallID); err != nil {
 		return err
 	}
-	if w.Prepaid && cost > 0 {
-		// A call up is never cut for money, so its full price is taken even
-		// when that goes below zero; the scheduler starts no call the
-		// balance cannot cover.
-		if _, err := tx.Exec(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
-			cost, now, appID); err != nil {
-			return err
-		}
-	}
 
 	willRetry := e.Interrupted
 	if !willRetry && retries(e.ReCall, res.Outcome) {
 		var counted int
-		if err := tx.QueryRow(`SELECT count(*) FROM calls WHERE contact_seq = ? AND state = 'ended'
+		if err := tx.queryRow(`SELECT count(*) FROM calls WHERE contact_seq = ? AND state = 'ended'
 			AND outcome <> 'CANCELED'`, contactSeq).Scan(&counted); err != nil {
 			return err
 		}
@@ -313,20 +323,10 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 		id, scenarioID, phone, fields string
 		campaignID                    sql.NullString
 	}
-	var q string
-	var args []any
-	if willRetry {
-		q, args = `UPDATE contacts SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE seq = ?`,
-			[]any{ms(e.RetryAt), now, contactSeq}
-	} else {
-		q, args = `UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
-			[]any{res.Outcome, now, contactSeq}
-	}
-	if err := tx.QueryRow(q+` RETURNING id, scenario_id, campaign_id, phone, fields`, args...).
+	if err := tx.queryRow(`SELECT id, scenario_id, campaign_id, phone, fields FROM contacts WHERE seq = ?`, contactSeq).
 		Scan(&c.id, &c.scenarioID, &c.campaignID, &c.phone, &c.fields); err != nil {
 		return err
 	}
-
 	data := eventData{
 		ContactID: c.id, Fields: json.RawMessage(c.fields), Phone: c.phone, ScenarioID: c.scenarioID,
 		CallID: e.CallID, Attempt: attempt, Hotline: hotline, Outcome: res.Outcome, Cause: res.Cause,
@@ -347,7 +347,7 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	}
 	if res.Recording > 0 {
 		var apiKey string
-		if err := tx.QueryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
+		if err := tx.queryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
 			return err
 		}
 		data.RecordingURL = recordingURL(e.RecordingBase, apiKey, c.id, e.CallID)
@@ -359,16 +359,43 @@ func endCallTx(tx *sql.Tx, e callEnd) error {
 	if err := enqueue(tx, endpoints, appID, EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
+	if !willRetry {
+		var total int64
+		if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
+			Scan(&data.Attempts, &total); err != nil {
+			return err
+		}
+		data.TotalCost = &total
+		if err := enqueue(tx, endpoints, appID, EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+			return err
+		}
+	}
+
 	if willRetry {
-		return nil
+		// Still unfinished: the tenant's count does not move.
+		if err := tx.exec(`UPDATE contacts SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE seq = ?`,
+			ms(e.RetryAt), now, contactSeq); err != nil {
+			return err
+		}
+	} else {
+		if err := tx.lockUnfinished(appID); err != nil {
+			return err
+		}
+		if err := tx.execLast(`UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
+			res.Outcome, now, contactSeq); err != nil {
+			return err
+		}
 	}
-	var total int64
-	if err := tx.QueryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
-		Scan(&data.Attempts, &total); err != nil {
-		return err
+	if w.Prepaid && cost > 0 {
+		// A call up is never cut for money, so its full price is taken even
+		// when that goes below zero; the scheduler starts no call the
+		// balance cannot cover.
+		if err := tx.execLast(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
+			cost, now, appID); err != nil {
+			return err
+		}
 	}
-	data.TotalCost = &total
-	return enqueue(tx, endpoints, appID, EventContactCompleted, data, e.Now, e.FirstTry)
+	return nil
 }
 
 // newV7 is a time-ordered UUID, cheap to index.
@@ -386,57 +413,60 @@ func newV7() string {
 // its call_blocks row, and its contact.completed event. No call.completed
 // is sent: no call was made (docs/compliance.md#the-do_not_call-outcome). A
 // contact no longer queued (a reset, a deleted scenario) is left alone.
-func (s *Store) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error {
-		endpoints := map[int64]map[string][]string{}
-		for _, h := range holds {
-			var (
-				data    eventData
-				attempt int
-				camp    sql.NullString
-				fields  string
-			)
-			err := tx.QueryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
-				WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id, campaign_id, phone, fields, attempts`,
-				OutcomeDoNotCall, ms(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			data.CallID, data.Attempt, data.Outcome, data.Cause = newV7(), attempt, OutcomeDoNotCall, outcomeCause[OutcomeDoNotCall]
-			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
-				VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
-				data.Outcome, data.Cause, ms(now), ms(now)); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at)
-				VALUES (?, ?, ?, ?, ?, ?)`, h.AppID, data.ScenarioID, data.ContactID, data.Phone, h.Reason, ms(now)); err != nil {
-				return err
-			}
-			eps, ok := endpoints[h.AppID]
-			if !ok {
-				if eps, err = subscribedEndpoints(tx, h.AppID); err != nil {
-					return err
-				}
-				endpoints[h.AppID] = eps
-			}
-			var total int64
-			if err := tx.QueryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, h.Contact.Seq).
-				Scan(&data.Attempts, &total); err != nil {
-				return err
-			}
-			data.Fields, data.TotalCost = json.RawMessage(fields), &total
-			if camp.Valid {
-				data.CampaignID = &camp.String
-			}
-			data.StartedAt, data.EndedAt = eventTime(now), eventTime(now)
-			data.AnsweredBy, data.Steps = AnsweredByUnknown, json.RawMessage(`[]`)
-			if err := enqueue(tx, eps, h.AppID, EventContactCompleted, data, now, firstTry); err != nil {
-				return err
-			}
+func (s *SQLiteStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return holdContactsTx(sqliteTx{tx}, holds, now, firstTry) })
+}
+
+// holdContactsTx is holdContacts in a transaction of either store.
+func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) error {
+	endpoints := map[int64]map[string][]string{}
+	for _, h := range holds {
+		var (
+			data    eventData
+			attempt int
+			camp    sql.NullString
+			fields  string
+		)
+		err := tx.queryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
+			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id, campaign_id, phone, fields, attempts`,
+			OutcomeDoNotCall, ms(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
 		}
-		return nil
-	})
+		if err != nil {
+			return err
+		}
+		data.CallID, data.Attempt, data.Outcome, data.Cause = newV7(), attempt, OutcomeDoNotCall, outcomeCause[OutcomeDoNotCall]
+		if err := tx.exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
+			VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
+			data.Outcome, data.Cause, ms(now), ms(now)); err != nil {
+			return err
+		}
+		if err := tx.exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at)
+			VALUES (?, ?, ?, ?, ?, ?)`, h.AppID, data.ScenarioID, data.ContactID, data.Phone, h.Reason, ms(now)); err != nil {
+			return err
+		}
+		eps, ok := endpoints[h.AppID]
+		if !ok {
+			if eps, err = subscribedEndpoints(tx, h.AppID); err != nil {
+				return err
+			}
+			endpoints[h.AppID] = eps
+		}
+		var total int64
+		if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, h.Contact.Seq).
+			Scan(&data.Attempts, &total); err != nil {
+			return err
+		}
+		data.Fields, data.TotalCost = json.RawMessage(fields), &total
+		if camp.Valid {
+			data.CampaignID = &camp.String
+		}
+		data.StartedAt, data.EndedAt = eventTime(now), eventTime(now)
+		data.AnsweredBy, data.Steps = AnsweredByUnknown, json.RawMessage(`[]`)
+		if err := enqueue(tx, eps, h.AppID, EventContactCompleted, data, now, firstTry); err != nil {
+			return err
+		}
+	}
+	return nil
 }

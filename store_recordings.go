@@ -11,9 +11,11 @@ import (
 // The queries of calls' recordings (recordings.go): calls.recording_bytes
 // lists a call's recording, 0 when it has none.
 
+func (s *SQLiteStore) setRecordings(f RecordingFiles) { s.recordings = f }
+
 // recordingOf is the size of a call's recording, 0 when it has none;
 // errNotFound when the application has no such contact with such a call.
-func (s *Store) recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
+func (s *SQLiteStore) recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
 	var n int64
 	err := s.read.QueryRowContext(ctx, `SELECT c.recording_bytes FROM calls c JOIN contacts k ON k.seq = c.contact_seq
 		WHERE k.app_id = ? AND k.id = ? AND c.id = ?`, appID, contactID, callID).Scan(&n)
@@ -26,7 +28,7 @@ func (s *Store) recordingOf(ctx context.Context, appID int64, contactID, callID 
 // expireRecordings unlists up to limit recordings of calls that ended
 // before, oldest first, and returns their calls, whose files the caller
 // removes.
-func (s *Store) expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error) {
+func (s *SQLiteStore) expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -44,7 +46,7 @@ type keptRecording struct{ up, listed bool }
 
 // recordingsKept reads, of calls ids, those that are up or list a
 // recording; calls missing (deleted) are left out.
-func (s *Store) recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error) {
+func (s *SQLiteStore) recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error) {
 	out := map[string]keptRecording{}
 	if len(ids) == 0 {
 		return out, nil
@@ -74,7 +76,7 @@ func (s *Store) recordingsKept(ctx context.Context, ids []string) (map[string]ke
 // contacts, scenario or application) and removes the recordings they
 // listed once it has committed. recorded selects, before the delete, the
 // calls with a recording that it deletes.
-func (s *Store) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx *sql.Tx) error) error {
+func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx *sql.Tx) error) error {
 	var ids []string
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error

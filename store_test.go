@@ -360,7 +360,7 @@ func TestImportSkipReasons(t *testing.T) {
 
 // fixtureSnapshot is every fixture-made row with its timestamps, and the
 // row count of every table.
-func fixtureSnapshot(t testing.TB, s *Store) map[string]string {
+func fixtureSnapshot(t testing.TB, s *SQLiteStore) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, q := range []string{
@@ -527,6 +527,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad value", "[api]\n# comment\nerror_http_status = \"sometimes\"\n", nil, `3: api.error_http_status: must be "semantic" or "always_200"`},
 		{"bad region", "[phone]\ndefault_region = \"XX\"\n", nil, `2: phone.default_region: "XX" is not a known region code like "VN"`},
 		{"bad duration", "[webhooks]\ntimeout = \"soon\"\n", nil, `2: webhooks.timeout: `},
+		{"bad PostgreSQL URL, password hidden", "database = \"postgres://me:secret@db:port/x\"\n", nil,
+			"1: database: must be a SQLite file or a valid PostgreSQL URL like \"postgres://user:password@host:5432/dialbox\": cannot parse `postgres://me:xxxxx@db:port/x`: invalid port"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeFile(t, "dialbox.toml", c.text)

@@ -19,7 +19,10 @@ type outMessage struct {
 
 // dueMessages returns up to limit pending messages due at now whose
 // endpoint is enabled, the longest waiting first.
-func (s *Store) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
+// releaseMessages has nothing to give back: SQLite does not lease messages.
+func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error { return nil }
+
+func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
 		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
 		WHERE m.state = 'pending' AND m.next_try_at <= ? AND e.enabled = 1
@@ -42,7 +45,7 @@ func (s *Store) dueMessages(ctx context.Context, now time.Time, limit int) ([]ou
 }
 
 // nextMessageDue is the earliest next_try_at after now of a pending message.
-func (s *Store) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+func (s *SQLiteStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var v sql.NullInt64
 	err := s.read.QueryRowContext(ctx, `SELECT min(next_try_at) FROM webhook_messages
 		WHERE state = 'pending' AND next_try_at > ?`, ms(now)).Scan(&v)
@@ -68,7 +71,7 @@ type deliveryAttempt struct {
 }
 
 // recordAttempt stores a try and moves the message on, in one commit.
-func (s *Store) recordAttempt(ctx context.Context, a deliveryAttempt) error {
+func (s *SQLiteStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
 	return s.WriteData(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRow(`UPDATE webhook_messages SET state = ?, attempts = attempts + 1, tries = ?,

@@ -50,7 +50,7 @@ const maxRetryAfter = 24 * time.Hour
 // only after its 2xx, so a crash in between sends it again, with the same
 // webhook-id.
 type Webhooks struct {
-	Store    *Store
+	Store    Store
 	Log      *slog.Logger
 	Workers  int
 	Timeout  time.Duration
@@ -77,7 +77,7 @@ type Webhooks struct {
 	records   sync.WaitGroup
 }
 
-func NewWebhooks(store *Store, faults *Faults, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
+func NewWebhooks(store Store, faults *Faults, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
 	schedule := make([]time.Duration, len(cfg.RetrySchedule))
 	for i, d := range cfg.RetrySchedule {
 		schedule[i] = d.Duration
@@ -183,6 +183,7 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 					w.mu.Lock()
 					delete(w.inflight, m.Seq)
 					w.mu.Unlock()
+					w.release([]int64{m.Seq})
 				default:
 					w.deliver(ctx, m)
 				}
@@ -223,7 +224,8 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		if err != nil && ctx.Err() == nil {
 			w.Log.Error("webhooks: reading the outbox", "err", err)
 		}
-		for _, m := range msgs {
+		var skipped []int64 // returned, but not to be tried now: given back
+		for i, m := range msgs {
 			w.mu.Lock()
 			_, skip := w.inflight[m.Seq]
 			if !skip {
@@ -231,19 +233,39 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 			}
 			w.mu.Unlock()
 			if skip {
+				skipped = append(skipped, m.Seq)
 				continue
 			}
 			select {
 			case jobs <- m:
 			case <-stop:
+				for _, rest := range msgs[i:] {
+					w.mu.Lock()
+					delete(w.inflight, rest.Seq)
+					w.mu.Unlock()
+					skipped = append(skipped, rest.Seq)
+				}
+				w.release(skipped)
 				return
 			}
 		}
+		w.release(skipped)
 		wait := webhookIdle
 		if t, ok, err := w.Store.nextMessageDue(ctx, now); err == nil && ok {
 			wait = min(wait, max(time.Until(t), time.Millisecond))
 		}
 		timer.Reset(wait)
+	}
+}
+
+// release gives messages back to the outbox (Store.releaseMessages), due
+// again at once; a failure only delays them until their lease runs out.
+func (w *Webhooks) release(seqs []int64) {
+	if len(seqs) == 0 {
+		return
+	}
+	if err := w.Store.releaseMessages(context.Background(), seqs); err != nil {
+		w.Log.Warn("webhooks: giving messages back to the outbox; they wait for their lease to run out", "messages", len(seqs), "err", err)
 	}
 }
 
@@ -268,6 +290,7 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 		status, retryAfter, err = w.send(ctx, m, start)
 		if err != nil && ctx.Err() != nil {
 			w.abandoned.Add(1)
+			w.release([]int64{m.Seq})
 			done()
 			return // stopping: not the receiver's fault, try again after the next Start
 		}

@@ -23,8 +23,12 @@ import (
 
 // Target is what one load run sends.
 type Target struct {
-	Addr string   // host:port on loopback
-	Reqs [][]byte // full prebuilt requests; worker w sends Reqs[(w+i) % len]
+	Addr string // host:port on loopback
+	// Addrs, when set, are several servers instead of Addr: each worker
+	// keeps a connection to each and sends its requests to them in turn
+	// (round-robin per request, as a load balancer spreads them).
+	Addrs []string
+	Reqs  [][]byte // full prebuilt requests; worker w sends Reqs[(w+i) % len]
 	// Check judges a response: units is what it counts for the run (contacts
 	// acknowledged for operation A, 1 for a good response elsewhere), ok
 	// false makes it an error.
@@ -51,8 +55,14 @@ const maxLatencySamples = 4 << 20
 // Run drives t with conc connections for at most dur and at most maxReqs
 // requests, whichever ends first.
 func Run(t Target, conc int, dur time.Duration, maxReqs int64) (Result, error) {
-	if err := checkLoopback(t.Addr); err != nil {
-		return Result{}, err
+	addrs := t.Addrs
+	if len(addrs) == 0 {
+		addrs = []string{t.Addr}
+	}
+	for _, a := range addrs {
+		if err := checkLoopback(a); err != nil {
+			return Result{}, err
+		}
 	}
 	if len(t.Reqs) == 0 || conc < 1 {
 		return Result{}, errors.New("load: nothing to send")
@@ -72,19 +82,21 @@ func Run(t Target, conc int, dur time.Duration, maxReqs int64) (Result, error) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var c *clientConn
+			conns := make([]*clientConn, len(addrs))
 			defer func() {
-				if c != nil {
-					c.Close()
+				for _, c := range conns {
+					if c != nil {
+						c.Close()
+					}
 				}
 			}()
 			lat := make([]time.Duration, 0, min(perWorker, 1<<16))
-			fail := func(err error) {
+			fail := func(k int, err error) {
 				bad.Add(1)
 				firstErr.CompareAndSwap(nil, err.Error())
-				if c != nil {
-					c.Close()
-					c = nil
+				if conns[k] != nil {
+					conns[k].Close()
+					conns[k] = nil
 				}
 			}
 			for i := 0; ; i++ {
@@ -95,25 +107,26 @@ func Run(t Target, conc int, dur time.Duration, maxReqs int64) (Result, error) {
 				if now.After(deadline) {
 					break
 				}
-				if c == nil {
+				k := (w + i) % len(addrs)
+				if conns[k] == nil {
 					var err error
-					if c, err = dialClient(t.Addr); err != nil {
-						fail(err)
+					if conns[k], err = dialClient(addrs[k]); err != nil {
+						fail(k, err)
 						time.Sleep(10 * time.Millisecond)
 						continue
 					}
 				}
 				req := t.Reqs[(w+i)%len(t.Reqs)]
 				t0 := time.Now()
-				status, body, closeAfter, err := c.Do(req)
+				status, body, closeAfter, err := conns[k].Do(req)
 				d := time.Since(t0)
 				if err != nil {
-					fail(err)
+					fail(k, err)
 					continue
 				}
 				u, good := t.Check(status, body)
 				if !good {
-					fail(fmt.Errorf("HTTP %d: %.200s", status, body))
+					fail(k, fmt.Errorf("HTTP %d: %.200s", status, body))
 				} else {
 					ok.Add(1)
 					units.Add(int64(u))
@@ -121,9 +134,9 @@ func Run(t Target, conc int, dur time.Duration, maxReqs int64) (Result, error) {
 						lat = append(lat, d)
 					}
 				}
-				if closeAfter && c != nil {
-					c.Close()
-					c = nil
+				if closeAfter && conns[k] != nil {
+					conns[k].Close()
+					conns[k] = nil
 				}
 			}
 			lats[w] = lat

@@ -57,6 +57,8 @@ type options struct {
 	sipRate    float64
 	sipPrompt  time.Duration
 	dncNumbers int64
+	postgres   string
+	pgCalls    int
 }
 
 func main() {
@@ -101,8 +103,10 @@ func main() {
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
 	fs.BoolVar(&o.wrk, "wrk", true, "cross-check the top-concurrency steps of the headline with wrk (installed with apt-get when missing and root)")
 	fs.Int64Var(&o.dncNumbers, "dnc-numbers", 10_000_000, "lines of the do-not-call register the dnc phase loads")
+	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL server of the postgres phase, a URL whose user may create databases (default: a throwaway cluster, postgresql installed with apt-get when missing and root)")
+	fs.IntVar(&o.pgCalls, "pg-calls", 5000, "contacts the postgres phase's engine runs call, on one node and on three")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
-	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,sip,console,dnc", "phases to run (peers needs main; console reuses growth's database when it ran)")
+	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,postgres,sip,console,dnc", "phases to run (peers needs main; console reuses growth's database when it ran)")
 	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")
 	fs.IntVar(&o.sipCalls, "sip-calls", 600, "calls each caller of the SIP phase places")
 	fs.Float64Var(&o.sipRate, "sip-rate", 1500, "calls per second offered in the SIP phase (near what sipp sets up on 2 cores: a higher offer overflows the callee's socket)")
@@ -139,9 +143,16 @@ func main() {
 		if !set["dnc-numbers"] {
 			o.dncNumbers = 200_000
 		}
+		if !set["pg-calls"] {
+			o.pgCalls = 1000
+		}
 	}
 	if *sipOnly {
 		*phaseList = "sip"
+	}
+	if o.pgCalls < 1 || o.pgCalls > 1_000_000 {
+		fmt.Fprintln(os.Stderr, "bench: -pg-calls must be 1 to 1000000")
+		os.Exit(2)
 	}
 	if o.sipCalls < 1 || o.sipCalls > 5000 || o.sipRate <= 0 || o.sipRate > 5000 || o.sipPrompt < 100*time.Millisecond || o.sipPrompt > time.Minute {
 		fmt.Fprintln(os.Stderr, "bench: -sip-calls must be 1 to 5000, -sip-rate above 0 and at most 5000, -sip-prompt 100ms to 1m")
@@ -162,10 +173,10 @@ func main() {
 	o.phases = map[string]bool{}
 	for _, ph := range strings.Split(*phaseList, ",") {
 		switch ph = strings.TrimSpace(ph); ph {
-		case "limits", "main", "peers", "growth", "webhooks", "sip", "console", "dnc":
+		case "limits", "main", "peers", "growth", "webhooks", "postgres", "sip", "console", "dnc":
 			o.phases[ph] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, sip, console, dnc)\n", ph)
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, postgres, sip, console, dnc)\n", ph)
 			os.Exit(2)
 		}
 	}
@@ -211,6 +222,8 @@ type Harness struct {
 	o        options
 	commit   string // what is measured, as the report names it
 	server   int    // process group of the server under test, for its CPU use
+	also     []int  // more process groups whose CPU counts as the server's (other nodes)
+	db       int    // a local PostgreSQL's postmaster: its and its backends' CPU count as the server's
 	repo     string
 	scratch  string
 	tempDir  bool
@@ -237,7 +250,12 @@ type Harness struct {
 	sipSkip      string // why the SIP phase did not run
 	sipVer       string
 	dnc          *DNCResult
-	dncSkip      string // why the do-not-call phase did not run
+	dncSkip      string    // why the do-not-call phase did not run
+	pg           *pgServer // the postgres phase's server, once up
+	pgSkip       string    // why the postgres phase did not run, or where it stopped
+	pgNotes      []string
+	pgChecks     []string         // PASS/MISS lines: acknowledged contacts stored
+	pgCalls      []*pgCallsResult // the engine on one node and on three
 }
 
 type sizeRow struct {
@@ -292,6 +310,10 @@ func logf(format string, args ...any) {
 }
 
 func (h *Harness) cleanup() {
+	if h.pg != nil {
+		h.pg.stop(h.o.keep)
+		h.pg = nil
+	}
 	if h.tempDir && !h.o.keep && h.scratch != "" {
 		os.RemoveAll(h.scratch)
 	}
@@ -404,6 +426,11 @@ func (h *Harness) Run() error {
 	} else {
 		h.webhookSkip = "not run (-phases)"
 	}
+	if h.o.phases["postgres"] {
+		h.postgresPhase(fixtures)
+	} else {
+		h.pgSkip = "not run (-phases)"
+	}
 	if h.o.phases["sip"] {
 		h.sipPhase()
 	} else {
@@ -484,19 +511,34 @@ func (h *Harness) stepFor(dur time.Duration, key, label string, t Target, conc i
 // measure runs one load and makes its point, with the CPU the server used
 // meanwhile.
 func (h *Harness) measure(key, label string, conc int, load func() (Result, error)) *Point {
-	cpu0 := groupCPU(h.server)
+	cpu0 := h.serverCPU()
 	r, err := load()
-	cpu := groupCPU(h.server) - cpu0
+	cpu := h.serverCPU() - cpu0
 	p := &Point{Key: key, Label: label, Conc: conc}
 	if err != nil {
 		p.Skipped = err.Error()
 		return p
 	}
 	p.Req, p.Units, p.P50, p.P99, p.Errors, p.ErrMsg = r.ReqPerSec(), r.UnitPerSec(), r.P50, r.P99, r.Errors, r.ErrMsg
-	if h.server > 0 {
+	if h.server > 0 || len(h.also) > 0 || h.db > 0 {
 		p.Cores = cpu.Seconds() / r.Elapsed.Seconds()
 	}
 	return p
+}
+
+// serverCPU is the CPU time used so far by the server under test and the
+// groups counted with it.
+func (h *Harness) serverCPU() time.Duration {
+	var t time.Duration
+	for _, g := range append([]int{h.server}, h.also...) {
+		if g > 0 {
+			t += groupCPU(g)
+		}
+	}
+	if h.db > 0 {
+		t += treeCPU(h.db)
+	}
+	return t
 }
 
 // limits measures the bare net/http server and raw SQLite inserts.

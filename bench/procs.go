@@ -202,6 +202,17 @@ func procStatusKB(pid int, field string) (int64, error) {
 // process group pgid, read from /proc; a process that already ended is not
 // counted (the servers under test run until the end of their steps).
 func groupCPU(pgid int) time.Duration {
+	return procCPU(func(pid, ppid, pgrp int) bool { return pgrp == pgid || pid == pgid })
+}
+
+// treeCPU is groupCPU for a process and its children, for a server whose
+// children each lead a process group of their own (PostgreSQL's backends).
+func treeCPU(parent int) time.Duration {
+	return procCPU(func(pid, ppid, pgrp int) bool { return pid == parent || ppid == parent })
+}
+
+// procCPU sums the CPU time of the running processes match selects.
+func procCPU(match func(pid, ppid, pgrp int) bool) time.Duration {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -226,7 +237,9 @@ func groupCPU(pgid int) time.Duration {
 		if len(f) < 13 {
 			continue
 		}
-		if pg, _ := strconv.Atoi(f[2]); pg != pgid && pid != pgid {
+		ppid, _ := strconv.Atoi(f[1])
+		pg, _ := strconv.Atoi(f[2])
+		if !match(pid, ppid, pg) {
 			continue
 		}
 		ut, _ := strconv.ParseInt(f[11], 10, 64)

@@ -204,6 +204,7 @@ func (h *Harness) report() error {
 	h.steps(w)
 	h.crossCheckSection(w)
 	if !profiling {
+		h.pgSection(w)
 		h.sipSection(w)
 		h.dncSection(w)
 		w("\n### Targets (issue 5)\n\n")
@@ -279,8 +280,8 @@ func (h *Harness) steps(w func(string, ...any)) {
 	w("|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, k := range h.order {
 		p := h.points[k]
-		if strings.HasPrefix(k, "wrk:") {
-			continue // in the cross-check section
+		if strings.HasPrefix(k, "wrk:") || isPgKey(k) {
+			continue // in the cross-check and PostgreSQL sections
 		}
 		req, units := "-", "-"
 		if p.Req > 0 {
@@ -449,6 +450,13 @@ func (h *Harness) headline(w func(string, ...any)) {
 			}
 			w("| op A, %d contacts/request, durable | %s contacts/s, p99 %s | %s | stores nothing |\n", n, num(a.Units), lat(a.P99), lim)
 		}
+	}
+	if a := h.got(fmt.Sprintf("pg:A100@%d", top)); a != nil {
+		lim := "-"
+		if raw, rawName := h.pgRawLimit(); raw != nil {
+			lim = fmt.Sprintf("%s %s rows/s (dialbox %s)", rawName, num(raw.Units), pct(a.Units, raw.Units))
+		}
+		w("| op A, 100 contacts/request, durable, on PostgreSQL | %s contacts/s, p99 %s | %s | stores nothing |\n", num(a.Units), lat(a.P99), lim)
 	}
 	if g := h.got(fmt.Sprintf("g2:A100@%d", top)); g != nil {
 		if g0 := h.got(fmt.Sprintf("g0:A100@%d", top)); g0 != nil {

@@ -37,11 +37,20 @@ func aptTool(bin, pkg string) (string, error) {
 	if p, err := exec.LookPath(bin); err == nil {
 		return p, nil
 	}
+	if err := aptInstall(bin, pkg); err != nil {
+		return "", err
+	}
+	return exec.LookPath(bin)
+}
+
+// aptInstall installs the Debian package pkg (which brings what) when the
+// harness runs as root; the error says why it could not.
+func aptInstall(what, pkg string) error {
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("%s is not installed (apt-get install %s) and the harness is not root", bin, pkg)
+		return fmt.Errorf("%s is not installed (apt-get install %s) and the harness is not root", what, pkg)
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "", fmt.Errorf("%s is not installed and there is no apt-get", bin)
+		return fmt.Errorf("%s is not installed and there is no apt-get", what)
 	}
 	logf("installing %s with apt-get", pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -57,13 +66,11 @@ func aptTool(bin, pkg string) (string, error) {
 	}
 	if install() != nil { // the package lists may be missing on a fresh machine
 		if out, err := exec.CommandContext(ctx, "apt-get", "update", "-q").CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get update: %v: %s", err, lastLine(string(out)))
+			return fmt.Errorf("apt-get update: %v: %s", err, lastLine(string(out)))
 		}
-		if err := install(); err != nil {
-			return "", err
-		}
+		return install()
 	}
-	return exec.LookPath(bin)
+	return nil
 }
 
 var (

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed schema_postgres.sql
+var schemaPostgresSQL string
+
+// isPostgresURL tells a PostgreSQL URL from a SQLite path in `database`
+// (docs/postgres.md).
+func isPostgresURL(database string) bool {
+	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
+}
+
+// checkPostgresURL says what is wrong with a PostgreSQL URL, if anything.
+func checkPostgresURL(url string) error {
+	_, err := pgx.ParseConfig(url)
+	return err
+}
+
+// postgresMigrations splits schema_postgres.sql into its numbered blocks.
+func postgresMigrations() []string {
+	return splitMigrations("schema_postgres.sql", schemaPostgresSQL)
+}
+
+// migrateLock is the advisory lock every migration transaction takes, so
+// nodes starting together apply each block once, one after the other.
+const migrateLock = `SELECT pg_advisory_xact_lock(7412001)`
+
+// migratePostgres applies every migration after the database's version,
+// each in its own transaction, up to version.
+func migratePostgres(ctx context.Context, pool *pgxpool.Pool, version int) error {
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, migrateLock+`;
+			CREATE TABLE IF NOT EXISTS dialbox_schema (
+				one     integer PRIMARY KEY DEFAULT 1 CHECK (one = 1),
+				version integer NOT NULL
+			);
+			INSERT INTO dialbox_schema (version) VALUES (0) ON CONFLICT DO NOTHING`)
+		return err
+	}); err != nil {
+		return err
+	}
+	all := postgresMigrations()
+	current, err := postgresVersion(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if current > len(all) {
+		return fmt.Errorf("made by a newer dialbox (schema version %d, this one knows %d)", current, len(all))
+	}
+	for v := current + 1; v <= version; v++ {
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var at int
+			if _, err := tx.Exec(ctx, migrateLock); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, `SELECT version FROM dialbox_schema`).Scan(&at); err != nil {
+				return err
+			}
+			if at >= v {
+				return nil // another node applied it while this one waited
+			}
+			// Without arguments Exec runs the block as one simple query, all
+			// its statements in this transaction.
+			if _, err := tx.Exec(ctx, all[v-1]); err != nil {
+				return fmt.Errorf("migration %d: %w", v, err)
+			}
+			_, err := tx.Exec(ctx, `UPDATE dialbox_schema SET version = $1`, v)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func postgresVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, `SELECT version FROM dialbox_schema`).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return v, err
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// Store is everything the rest of dialbox asks of its database: the public
+// API, the importer, the engine, webhook delivery, the admin API, fixtures,
+// the CLI, health and metrics go through it and nothing else. SQLiteStore
+// (db.go) is the default; the design behind the methods the engine and
+// delivery call, which several nodes on one PostgreSQL must share, is in
+// docs/postgres.md#the-store-interface.
+//
+// Every write is durable when its method returns without error, and a
+// method that fails stored nothing.
+type Store interface {
+	Close() error
+
+	// ---- health ----
+
+	// Ping commits a no-op write through the store's normal write path.
+	Ping(ctx context.Context) error
+	// Migrations says which migration the database is at and the last one
+	// this dialbox knows.
+	Migrations(ctx context.Context) (at, known int, err error)
+	// metricsRows runs one of metrics.go's read-only queries, written in
+	// the SQL every store speaks, and hands each row to row.
+	metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error
+
+	// ---- caches ----
+
+	// configCache is the cache of configuration reads, invalidated by
+	// every configuration write, this process's or another's (cache.go).
+	configCache() *catalogCache
+	// verifiedTokens holds the ACCESS_TOKENs already verified (auth.go).
+	verifiedTokens() *tokenCache
+
+	// ---- the public API and imports (store.go) ----
+
+	AppByKey(ctx context.Context, apiKey string) (*Application, error)
+	DemoApp(ctx context.Context) (*Application, error)
+	CountApps(ctx context.Context) (int, error)
+	Wallet(ctx context.Context, appID int64) (Wallet, error)
+	WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error)
+	PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error)
+	Scenario(ctx context.Context, appID int64, id string) (*Scenario, error)
+	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error)
+	Campaign(ctx context.Context, appID int64, id string) (*Campaign, error)
+	Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error)
+	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
+	SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error)
+	ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error
+	// RepointDemoSink points the demo tenant's sink webhook at url.
+	RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error
+
+	// ---- the engine (store_engine.go) ----
+
+	activeScenarios(ctx context.Context) ([]*Scenario, error)
+	enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error)
+	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error)
+	nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
+	// claimCalls is the authority on what may be dialled: it returns the
+	// claims that took. A contact no longer queued is left out; a store
+	// shared by several nodes also leaves out what would exceed the
+	// scenario's max_concurrent, a busy hotline or the wallet across all
+	// of them, and gives a claim whichever of its scenario's contacts is
+	// due first, as another node may have taken the one it names
+	// (docs/postgres.md#claiming-calls). now is the engine's
+	// clock: a shared store stamps each call's start with it once the
+	// claim holds, so a call's recorded start never precedes the end of
+	// the call it took the place of on another node; SQLite's one server
+	// keeps the claims' Start.
+	claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error)
+	endCall(ctx context.Context, e callEnd) error
+	// settleInterrupted ends the calls no running dialbox holds any more;
+	// the engine's start calls it. On SQLite (one server) that is every
+	// call up; on a shared store, the calls whose lease ran out.
+	settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
+	// takeOverCalls is what a running engine calls every takeoverEvery: on
+	// a shared store it settles the calls of nodes that died (their lease
+	// ran out); on SQLite, which one server owns, there are none.
+	takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
+
+	// ---- webhook delivery (store_webhooks.go) ----
+
+	dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error)
+	// releaseMessages gives back messages dueMessages returned that the
+	// caller will not try now (an attempt of this process at them is still
+	// being recorded), so they are due again at once; a store that leases
+	// messages (docs/postgres.md#claiming-calls) ends their leases.
+	releaseMessages(ctx context.Context, seqs []int64) error
+	nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
+	recordAttempt(ctx context.Context, a deliveryAttempt) error
+
+	// ---- calls' recordings (store_recordings.go) ----
+
+	// setRecordings names the folder of the calls' recordings, whose files
+	// the deletes of calls (DeleteApp, DeleteScenario, Reset) remove once
+	// committed; none until it is called.
+	setRecordings(f RecordingFiles)
+	recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
+	expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
+	recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error)
+
+	// ---- the calling rules at dial time (store_dnc.go, store_adcalls.go) ----
+
+	// dncListings says which of phones (E.164) are on the tenant's list or,
+	// when national is set (advertising calls), on the national register,
+	// and which: ReasonDNCNational or ReasonDNCTenant.
+	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
+	// holdContacts ends the due contacts a do-not-call list holds, each
+	// with its attempt record, audit row and event, in one commit.
+	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
+	// answeredAdCalls are, for each of phones, when the tenant's
+	// advertising calls to it answered after since.
+	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
+	// delayContacts moves delayed contacts' next attempts, with their
+	// audit rows, in one commit.
+	delayContacts(ctx context.Context, delays []callDelay, now time.Time) error
+	// contactTiming reads what decides a queued advertising contact's
+	// wait beside its next attempt: its last delay, the number's answered
+	// advertising calls since since, and its calls up (contactWait).
+	adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error)
+
+	// ---- do-not-call lists (store_dnc.go) ----
+
+	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
+	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
+	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
+	RemoveDNC(ctx context.Context, list int64, e164 string) error
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error)
+
+	// ---- advertising settings (store_adcalls.go) ----
+
+	AdSettings(ctx context.Context, appID int64) (AdSettings, error)
+	SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error
+
+	// ---- the web console's counts (store_console.go) ----
+
+	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error)
+	Unfinished(ctx context.Context, appID int64) (int64, error)
+	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
+	Outcomes(ctx context.Context, appID int64) ([]string, error)
+
+	// ---- the admin API and the CLI (store_admin.go) ----
+
+	AdminSetting(ctx context.Context, key string) (string, error)
+	SetAdminSetting(ctx context.Context, key, value string) error
+	ListApps(ctx context.Context) ([]*Application, error)
+	CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error)
+	UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error)
+	DeleteApp(ctx context.Context, apiKey string) error
+	UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error)
+	TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error
+	Pools(ctx context.Context, appID int64, key string) ([]*Pool, error)
+	poolTrunks(ctx context.Context) ([]poolTrunk, error)
+	CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error
+	DeletePool(ctx context.Context, appID int64, key string) error
+	AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error
+	RemoveHotline(ctx context.Context, appID int64, pool, number string) error
+	SetHotlineEnabled(ctx context.Context, appID int64, pool, number string, enabled bool) error
+	CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error
+	UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error
+	DeleteScenario(ctx context.Context, appID int64, id string) error
+	TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error
+	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error)
+	CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error
+	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error
+	Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error)
+	Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error)
+	SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error
+	DeleteEndpoint(ctx context.Context, appID int64, id string) error
+	Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error)
+	Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error)
+	Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error)
+	ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error)
+	Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error)
+	Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error)
+	Redeliver(ctx context.Context, appID int64, id string, now time.Time) error
+	RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error)
+	Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error
+}
+
+var (
+	_ Store = (*SQLiteStore)(nil)
+	_ Store = (*PostgresStore)(nil)
+)

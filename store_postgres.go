@@ -1,0 +1,575 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgresStore is the store on PostgreSQL, for several dialbox nodes on
+// one database (docs/postgres.md). It is being built in steps (see
+// docs/postgres.md#status): so far the public API's reads, imports with
+// group commit, and fixtures.
+type PostgresStore struct {
+	pool *pgxpool.Pool
+	// node names this process in the leases it takes (nodeIDFor).
+	node string
+	// lease is how long a claim of this node outlives its last renewal.
+	lease time.Duration
+	// heldMessages are the outbox messages this node took and has neither
+	// recorded an attempt of nor given back: the ones whose leases it
+	// renews.
+	heldMu       sync.Mutex
+	heldMessages map[int64]struct{}
+
+	mu      sync.RWMutex // guards closed against importing racing Close
+	closed  bool
+	writers []chan pgJob
+	// settlers group-commit calls' settling (settle), taken in turn.
+	settlers    []chan pgJob
+	nextSettler atomic.Uint64
+	// stopLeases ends keepLeases, which renews this node's call leases.
+	stopLeases chan struct{}
+	// stopFolding ends keepCountsFolded (store_postgres_console.go).
+	stopFolding chan struct{}
+	// stopListening ends listenConfig (store_postgres_notify.go).
+	stopListening context.CancelFunc
+	done          sync.WaitGroup
+
+	catalog catalogCache
+	tokens  tokenCache
+	// recordings is where the calls' recordings are (setRecordings).
+	recordings RecordingFiles
+}
+
+// pgJob is one import or call settling waiting for its writer's next
+// commit.
+type pgJob struct {
+	fn func(pgx.Tx) error
+	// last holds the statements fn left to the end of the batch (pgTx's
+	// execLast): writes to a tenant's hot rows, which the transaction then
+	// holds only for one round trip and the commit.
+	last   *[]pgStmt
+	result chan error
+}
+
+// pgStmt is one statement left to the end of a batch.
+type pgStmt struct {
+	query string
+	args  []any
+}
+
+// postgresWriters is how many group-commit writers run, each with its own
+// connection and transaction. Imports of one application always go to the
+// same writer: its unfinished-contacts count (a row every import updates)
+// and its pending-phone index are then only ever written by one of them,
+// so two writers never wait on each other, nor deadlock.
+const postgresWriters = 4
+
+// postgresSettlers is how many group-commit writers settle calls. Every
+// settle writes its tenant's hot rows (the count of unfinished contacts,
+// the wallet), which a transaction holds until its commit: one commit per
+// call would make a tenant's settles on every node wait on each other's
+// disk flushes one by one, where a batch waits once.
+const postgresSettlers = 2
+
+// OpenPostgres connects to the database at url, brings its schema up to
+// date and starts the writers; node names this node and sets its leases.
+func OpenPostgres(ctx context.Context, url string, node ClusterConfig) (*PostgresStore, error) {
+	return openPostgresAt(ctx, url, len(postgresMigrations()), node)
+}
+
+// nodeIDFor is the id of a node named name (the hostname when empty): the
+// process id and a random part make every start a new node, so a
+// restarted node never renews the leases its last run left, which another
+// node settles (docs/postgres.md#nodes-and-leases).
+func nodeIDFor(name string) string {
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), uuid.NewString()[:8])
+}
+
+func openPostgresAt(ctx context.Context, url string, version int, node ClusterConfig) (*PostgresStore, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	// Acknowledged means committed: whatever the server's default, this
+	// node's commits wait for the WAL flush.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	cfg.MaxConns = max(cfg.MaxConns, postgresWriters+4)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	if err := migratePostgres(ctx, pool, version); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	s := &PostgresStore{pool: pool, node: nodeIDFor(node.NodeName), lease: node.Lease.Duration,
+		heldMessages: map[int64]struct{}{}}
+	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
+	s.done.Add(3)
+	go s.keepLeases(s.stopLeases)
+	go s.keepCountsFolded(s.stopFolding)
+	s.catalog.deaf.Store(true) // until listenConfig listens
+	listenCtx, stopListening := context.WithCancel(context.Background())
+	s.stopListening = stopListening
+	go s.listenConfig(listenCtx)
+	for range postgresWriters {
+		jobs := make(chan pgJob, 1024)
+		s.writers = append(s.writers, jobs)
+		s.done.Add(1)
+		go s.writer(jobs)
+	}
+	for range postgresSettlers {
+		jobs := make(chan pgJob, 1024)
+		s.settlers = append(s.settlers, jobs)
+		s.done.Add(1)
+		go s.writer(jobs)
+	}
+	return s, nil
+}
+
+// Close finishes queued imports and closes the pool.
+func (s *PostgresStore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for _, w := range append(s.writers, s.settlers...) {
+		close(w)
+	}
+	close(s.stopLeases)
+	close(s.stopFolding)
+	s.stopListening()
+	s.mu.Unlock()
+	s.done.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks the database takes writes: a transaction that starts and
+// commits is not enough, as a standby (after a failover the URL may still
+// name the old primary) or default_transaction_read_only runs one.
+func (s *PostgresStore) Ping(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var readOnly string
+		if err := tx.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&readOnly); err != nil {
+			return err
+		}
+		if readOnly == "on" {
+			return errors.New("the PostgreSQL server takes no writes (a standby, or default_transaction_read_only is on)")
+		}
+		return nil
+	})
+}
+
+func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
+	at, err = postgresVersion(ctx, s.pool)
+	return at, len(postgresMigrations()), err
+}
+
+// nodeID is the id this node's leases carry, shown in /metrics.
+func (s *PostgresStore) nodeID() string { return s.node }
+
+func (s *PostgresStore) configCache() *catalogCache { return &s.catalog }
+
+func (s *PostgresStore) verifiedTokens() *tokenCache { return &s.tokens }
+
+// groupJob runs fn (an import) in the group commit of the application's
+// writer and returns once its transaction has committed (or failed).
+func (s *PostgresStore) groupJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
+	return s.submit(ctx, s.writers[uint64(appID)%postgresWriters], pgJob{fn: fn})
+}
+
+// settleJob runs fn (a call's settling) in the group commit of the next
+// settler, the statements it leaves in last at the end of the batch.
+func (s *PostgresStore) settleJob(ctx context.Context, fn func(pgx.Tx) error, last *[]pgStmt) error {
+	return s.submit(ctx, s.settlers[s.nextSettler.Add(1)%postgresSettlers], pgJob{fn: fn, last: last})
+}
+
+func (s *PostgresStore) submit(ctx context.Context, writer chan pgJob, job pgJob) error {
+	job.result = make(chan error, 1)
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return errStoreClosed
+	}
+	select {
+	case writer <- job:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	// Wait even if ctx ends now: the job may already be committing.
+	return <-job.result
+}
+
+func (s *PostgresStore) writer(jobs chan pgJob) {
+	defer s.done.Done()
+	for job := range jobs {
+		batch := []pgJob{job}
+	collect:
+		for len(batch) < maxJobsPerCommit {
+			select {
+			case j, ok := <-jobs:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, j)
+			default:
+				break collect
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs the batch in one transaction, each job in its own savepoint
+// so a failing job undoes only its own rows, then the statements the jobs
+// left to the end in one round trip (a failing one fails the batch), and
+// answers every job after the commit.
+func (s *PostgresStore) commit(batch []pgJob) {
+	start := time.Now()
+	defer func() { observeCommit(len(batch), time.Since(start)) }()
+	ctx := context.Background()
+	results := make([]error, len(batch))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for i, job := range batch {
+			if _, err := tx.Exec(ctx, `SAVEPOINT job`); err != nil {
+				return err
+			}
+			if results[i] = runPgJob(job.fn, tx); results[i] != nil {
+				if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT job`); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT job`); err != nil {
+				return err
+			}
+		}
+		var last pgx.Batch
+		for i, job := range batch {
+			if results[i] == nil && job.last != nil {
+				for _, st := range *job.last {
+					last.Queue(st.query, st.args...)
+				}
+			}
+		}
+		if last.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, &last).Close()
+	})
+	for i, job := range batch {
+		if err != nil {
+			job.result <- fmt.Errorf("commit: %w", err)
+		} else {
+			job.result <- results[i]
+		}
+	}
+}
+
+// runPgJob keeps a panicking job from taking its writer down.
+func runPgJob(fn func(pgx.Tx) error, tx pgx.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("write job panicked: %v", r)
+		}
+	}()
+	return fn(tx)
+}
+
+// pgRow lets the scanners shared with SQLite (scanApp, scanScenario, ...)
+// read a pgx row: pgx's "no rows" becomes database/sql's, which they turn
+// into errNotFound.
+type pgRow struct{ pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sql.ErrNoRows
+	}
+	return err
+}
+
+// Flags are integers 0/1 as on SQLite; pgx scans only booleans into bool.
+const (
+	pgAppColumns      = `id, name, api_key, api_secret, disabled <> 0, is_demo <> 0, created_at, updated_at`
+	pgCampaignColumns = `app_id, id, name, scenario_id, paused <> 0, created_at, updated_at`
+	pgWalletQuery     = `SELECT prepaid <> 0, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = $1`
+)
+
+// ---- the public API's reads ----
+
+func (s *PostgresStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
+	app, err := cached(&s.catalog, "app\x00"+apiKey, func() (*Application, error) {
+		return scanApp(pgRow{s.pool.QueryRow(ctx, `SELECT `+pgAppColumns+` FROM applications WHERE api_key = $1`, apiKey)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	clone := *app
+	return &clone, nil
+}
+
+func (s *PostgresStore) DemoApp(ctx context.Context) (*Application, error) {
+	return scanApp(pgRow{s.pool.QueryRow(ctx, `SELECT `+pgAppColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`)})
+}
+
+func (s *PostgresStore) CountApps(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+	return n, err
+}
+
+func (s *PostgresStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+	return scanPgWallet(s.pool.QueryRow(ctx, pgWalletQuery, appID))
+}
+
+func scanPgWallet(row pgx.Row) (Wallet, error) {
+	var w Wallet
+	var expires *int64
+	err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Wallet{}, nil // no wallet: postpaid
+	}
+	if expires != nil {
+		t := fromMS(*expires)
+		w.ExpiresAt = &t
+	}
+	return w, err
+}
+
+func (s *PostgresStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
+	w, err := cached(&s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
+		w, err := s.Wallet(ctx, appID)
+		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
+	})
+	return w.Expired(now), err
+}
+
+func (s *PostgresStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
+	return cached(&s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
+		var ok bool
+		err := s.pool.QueryRow(ctx,
+			`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = $1 AND pool_key = $2 AND enabled = 1)`,
+			appID, poolKey).Scan(&ok)
+		return ok, err
+	})
+}
+
+func (s *PostgresStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+	sc, err := cached(&s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
+		return scanScenario(pgRow{s.pool.QueryRow(ctx,
+			`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc.clone(), nil
+}
+
+func (s *PostgresStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+	var total int
+	if err := s.pool.QueryRow(ctx,
+		`SELECT count(*) FROM scenarios WHERE app_id = $1 AND ($2 = '' OR status = $2)`, appID, status,
+	).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	// COLLATE "C": ties ordered by id byte by byte, as SQLite orders them.
+	rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+		WHERE app_id = $1 AND ($2 = '' OR status = $2)
+		ORDER BY created_at DESC, id COLLATE "C" LIMIT $3 OFFSET $4`, appID, status, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []*Scenario
+	for rows.Next() {
+		sc, err := scanScenario(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, sc)
+	}
+	return out, total, rows.Err()
+}
+
+func (s *PostgresStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+	c, err := cached(&s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
+		return scanCampaign(pgRow{s.pool.QueryRow(ctx,
+			`SELECT `+pgCampaignColumns+` FROM campaigns WHERE app_id = $1 AND id = $2`, appID, id)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	clone := *c
+	return &clone, nil
+}
+
+// ---- imports ----
+
+// Import is SQLiteStore.Import's contract on PostgreSQL: the contacts go in
+// with one statement per request (arrays unnested), and the request is
+// answered once its writer's transaction has committed.
+func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
+	var res *ImportResult
+	allInvalid := false
+	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) error {
+		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
+		allInvalid = false
+		if err := pgInsertContacts(ctx, tx, req, res, now); err != nil {
+			return err
+		}
+		if len(res.Added) == 0 {
+			allInvalid = true
+			return pgRecordImport(ctx, tx, req, res, importAllInvalid, now)
+		}
+		if req.MaxQueued > 0 {
+			// Kept by the triggers of migrations 4 and 13, already counting the rows
+			// just inserted; this transaction holds the row until it commits.
+			var n int64
+			if err := tx.QueryRow(ctx, `SELECT n FROM queued_contacts WHERE app_id = $1`, req.AppID).Scan(&n); err != nil {
+				return err
+			}
+			if n > req.MaxQueued {
+				return errQueueFull(n-int64(len(res.Added)), req.MaxQueued, len(res.Added))
+			}
+		}
+		w, err := scanPgWallet(tx.QueryRow(ctx, pgWalletQuery, req.AppID))
+		if err != nil {
+			return err
+		}
+		if w.Prepaid && w.Balance < int64(len(res.Added))*w.PricePerCall {
+			return errWalletEmpty
+		}
+		return pgRecordImport(ctx, tx, req, res, importAdded, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	observeImport(len(res.Added), len(res.Skipped))
+	if allInvalid {
+		return res, errAllInvalid
+	}
+	return res, nil
+}
+
+// pgInsertContacts inserts every contact of the request in one statement;
+// RETURNING tells which the pending-phone index let in.
+func pgInsertContacts(ctx context.Context, tx pgx.Tx, req ImportRequest, res *ImportResult, now time.Time) error {
+	ids := make([]string, len(req.Contacts))
+	phones := make([]string, len(req.Contacts))
+	fields := make([]string, len(req.Contacts))
+	for i, c := range req.Contacts {
+		ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO contacts
+		(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+		SELECT u.id, $4, $5, $6, $7, u.phone, u.fields, $8, $9, $9, $9
+		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, phone, fields, n)
+		ORDER BY u.n
+		ON CONFLICT DO NOTHING RETURNING id`,
+		ids, phones, fields, req.AppID, req.ScenarioID, nullString(req.CampaignID), res.ImportID,
+		boolInt(req.UniquePhone), ms(now))
+	if err != nil {
+		return err
+	}
+	inserted := make(map[string]bool, len(req.Contacts))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		inserted[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range req.Contacts {
+		if !inserted[c.ID] {
+			input, _ := marshalJSON(c.Input)
+			res.Skipped = append(res.Skipped, SkippedContact{Position: c.Position, Input: input,
+				Reason: "phone_number is already queued for this scenario"})
+			continue
+		}
+		res.Added = append(res.Added, AddedContact{ID: c.ID, Echo: c.Echo})
+	}
+	return nil
+}
+
+func pgRecordImport(ctx context.Context, tx pgx.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
+	requested := len(req.Contacts) + len(req.Skipped)
+	if _, err := tx.Exec(ctx, `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
+		requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
+		return err
+	}
+	if len(res.Skipped) == 0 {
+		return nil
+	}
+	positions := make([]int32, len(res.Skipped))
+	inputs := make([]string, len(res.Skipped))
+	reasons := make([]string, len(res.Skipped))
+	for i, sk := range res.Skipped {
+		positions[i], inputs[i], reasons[i] = int32(sk.Position), string(sk.Input), sk.Reason
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO skipped_contacts (import_id, position, input, reason)
+		SELECT $1, u.position, u.input, u.reason FROM unnest($2::int[], $3::text[], $4::text[]) AS u(position, input, reason)`,
+		res.ImportID, positions, inputs, reasons)
+	return err
+}
+
+func (s *PostgresStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM contacts WHERE app_id = $1`, appID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+func (s *PostgresStore) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT position, input, reason FROM skipped_contacts WHERE import_id = $1 ORDER BY position`, importID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SkippedContact
+	for rows.Next() {
+		var sk SkippedContact
+		var input string
+		if err := rows.Scan(&sk.Position, &input, &sk.Reason); err != nil {
+			return nil, err
+		}
+		sk.Input = []byte(input)
+		out = append(out, sk)
+	}
+	return out, rows.Err()
+}

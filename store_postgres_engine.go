@@ -1,0 +1,605 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The engine on PostgreSQL, where several nodes dial one queue: a claim is
+// the authority on what may be dialled (trunk channels and calls per
+// second under a lock per trunk; max_concurrent, busy hotlines, the wallet
+// and the call window under a lock per tenant; all counted across every
+// node), each call is leased to its node, the node renews its leases,
+// and a call whose lease ran out is settled by whichever node sees it
+// first (docs/postgres.md#claiming-calls).
+
+func (s *PostgresStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id COLLATE "C"`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []*Scenario
+		for rows.Next() {
+			sc, err := scanScenario(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sc)
+		}
+		return out, rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Scenario, len(list))
+	for i, sc := range list {
+		out[i] = sc.clone()
+	}
+	return out, nil
+}
+
+func (s *PostgresStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
+	return cached(&s.catalog, key, func() (poolLines, error) {
+		rows, err := s.pool.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
+			JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
+			WHERE p.app_id = $1 AND p.key = $2 ORDER BY h.number COLLATE "C"`, appID, poolKey)
+		if err != nil {
+			return poolLines{}, err
+		}
+		defer rows.Close()
+		var out poolLines
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&out.Trunk, &n); err != nil {
+				return poolLines{}, err
+			}
+			out.Numbers = append(out.Numbers, n)
+		}
+		return out, rows.Err()
+	})
+}
+
+func (s *PostgresStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
+		WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $3
+			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+		ORDER BY c.next_attempt_at, c.seq LIMIT $4`, appID, scenarioID, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []dueContact
+	for rows.Next() {
+		var c dueContact
+		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (s *PostgresStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error) {
+	var v *int64
+	err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM contacts
+		WHERE app_id = $1 AND scenario_id = $2 AND state = 'queued' AND next_attempt_at > $3`,
+		appID, scenarioID, ms(now)).Scan(&v)
+	if err != nil || v == nil {
+		return time.Time{}, false, err
+	}
+	return fromMS(*v), true, nil
+}
+
+// claimCalls claims in one transaction: first the locks of the claims'
+// trunks, in the order of their keys, then tenant by tenant in the order of
+// their ids, so every claim takes its locks in one global order and two
+// nodes claiming on the same trunks for the same tenants never deadlock.
+func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error) {
+	byApp := map[int64][]callClaim{}
+	var apps []int64
+	for _, c := range claims {
+		if _, ok := byApp[c.AppID]; !ok {
+			apps = append(apps, c.AppID)
+		}
+		byApp[c.AppID] = append(byApp[c.AppID], c)
+	}
+	slices.Sort(apps)
+	var out []callClaim
+	leaseUntil := ms(time.Now().Add(s.lease))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		room, err := lockTrunks(ctx, tx, claims, now)
+		if err != nil {
+			return err
+		}
+		for _, app := range apps {
+			taken, err := s.claimForApp(ctx, tx, app, byApp[app], room, leaseUntil, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, taken...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	observeClaims(len(claims), len(out))
+	return out, nil
+}
+
+// trunkLockClass is the first key of every trunk's advisory lock (the
+// two-key space, apart from the one-key locks of migrations and folds).
+const trunkLockClass = 7412002
+
+// trunkLockKey is a trunk's second key: its name hashed. Two names on one
+// key share a lock, which costs nothing but waiting.
+func trunkLockKey(name string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int32(h.Sum32())
+}
+
+// lockTrunks takes, before any tenant's lock, the lock of every trunk with
+// a capacity among the claims, in the order of their keys, and returns how
+// many more calls each may start: its max_channels less its calls up on
+// every node, and its max_cps less its calls started in the second before
+// the claim's time, read once the locks are held (and any stamped after
+// it, by a node whose clock runs ahead). Calls
+// up, and starts, only grow through claims, which hold these locks, so the
+// counts stay true until the commit. A trunk without a capacity (the
+// simulator) is neither locked nor counted: it is not in the map.
+func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() time.Time) (map[string]int, error) {
+	capacity := map[string]TrunkCapacity{}
+	for _, c := range claims {
+		if c.Capacity.limited() {
+			capacity[c.Trunk] = c.Capacity
+		}
+	}
+	if len(capacity) == 0 {
+		return nil, nil
+	}
+	names := slices.Sorted(maps.Keys(capacity))
+	var keys []int32
+	for _, n := range names {
+		keys = append(keys, trunkLockKey(n))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	// ORDER BY: a volatile function of the select list runs after the sort.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, k) FROM unnest($2::int[]) AS k ORDER BY k`,
+		trunkLockClass, keys); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `SELECT t.name,
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > $2)
+		FROM unnest($1::text[]) AS t(name)`, names, ms(now())-1000)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	room := map[string]int{}
+	for rows.Next() {
+		var name string
+		var up, started int
+		if err := rows.Scan(&name, &up, &started); err != nil {
+			return nil, err
+		}
+		c, left := capacity[name], math.MaxInt
+		if c.Channels > 0 {
+			left = min(left, c.Channels-up)
+		}
+		if c.CPS > 0 {
+			left = min(left, c.CPS-started)
+		}
+		room[name] = max(left, 0)
+	}
+	return room, rows.Err()
+}
+
+// claimForApp takes what the tenant's limits allow of its claims. The lock
+// on the tenant's row serializes its claims across nodes; calls up only
+// ever grow through such claims, so the counts read under it stay true
+// until the commit. (NO KEY: imports, which reference the row, go on.)
+// trunkRoom is what the claims' trunks still allow (lockTrunks), less what
+// this transaction took already.
+func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, trunkRoom map[string]int,
+	leaseUntil int64, now func() time.Time) ([]callClaim, error) {
+	var one int
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
+		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil // deleted since the scheduler read it
+	} else if err != nil {
+		return nil, err
+	}
+	// In one round trip, as the lock is held until the commit: the wallet,
+	// the tenant's calls up and which of the claims' hotlines are busy.
+	var hotlines []string
+	for _, c := range claims {
+		hotlines = append(hotlines, c.Hotline)
+	}
+	var w Wallet
+	var expires *int64
+	var appCalls int
+	var busyList []string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(w.prepaid, 0) <> 0, coalesce(w.balance, 0), w.expires_at,
+			coalesce(w.price_per_call, 0), coalesce(w.price_per_minute, 0), c.up, c.busy
+		FROM (SELECT count(*) AS up, coalesce(array_agg(hotline) FILTER (WHERE hotline = ANY($2)), '{}') AS busy
+			FROM calls WHERE app_id = $1 AND state = 'dialing') c
+		LEFT JOIN wallets w ON w.app_id = $1`, appID, hotlines).
+		Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute, &appCalls, &busyList); err != nil {
+		return nil, err
+	}
+	if expires != nil {
+		t := fromMS(*expires)
+		w.ExpiresAt = &t
+	}
+	// The wallet, as Engine.budget reads it (no wallet: postpaid): a
+	// prepaid one must hold the least an answered call costs for each call
+	// up and each new one.
+	least := max(w.PricePerCall, w.PricePerMinute)
+	walletLeft, unlimited := 0, !w.Prepaid
+	start := claims[0].Start
+	switch {
+	case unlimited:
+	case w.Expired(start) || w.Balance < least:
+		return nil, nil
+	case least == 0:
+		unlimited = true
+	default:
+		walletLeft = int(w.Balance/least) - appCalls
+	}
+	busy := map[string]bool{}
+	for _, h := range busyList {
+		busy[h] = true
+	}
+
+	// The claims on free hotlines, by scenario in the order they came.
+	var scenarios []string
+	byScenario := map[string][]callClaim{}
+	for _, c := range claims {
+		if busy[c.Hotline] {
+			continue
+		}
+		if _, ok := byScenario[c.ScenarioID]; !ok {
+			scenarios = append(scenarios, c.ScenarioID)
+		}
+		byScenario[c.ScenarioID] = append(byScenario[c.ScenarioID], c)
+	}
+	var out []callClaim
+	for _, id := range scenarios {
+		group := byScenario[id]
+		room, err := scenarioRoom(ctx, tx, appID, id, group[0].Start)
+		if err != nil {
+			return nil, err
+		}
+		n := min(len(group), room)
+		if !unlimited {
+			n = min(n, walletLeft)
+		}
+		// A scenario's claims share its pool's trunk.
+		trunk := group[0].Trunk
+		left, limited := trunkRoom[trunk]
+		if limited {
+			n = min(n, left)
+		}
+		if n <= 0 {
+			continue
+		}
+		var taken []callClaim
+		if group[0].AdPhone != "" {
+			taken, err = s.takeAdvertising(ctx, tx, appID, group, n, leaseUntil, now())
+		} else {
+			taken, err = s.takeDue(ctx, tx, appID, id, group[:n], leaseUntil, now())
+		}
+		if err != nil {
+			return nil, err
+		}
+		walletLeft -= len(taken)
+		if limited {
+			trunkRoom[trunk] -= len(taken)
+		}
+		out = append(out, taken...)
+	}
+	return out, nil
+}
+
+// adCallsOf counts, for the numbers of the advertising claims, the
+// tenant's advertising calls that hold the per-number daily limit: those
+// up on any node and those answered in the last adDay, as dialRules.wait
+// counts them; with the limit read in the claim's transaction. Calls up
+// only grow through claims, which hold the tenant's lock, and an answer
+// is committed before its call stops being up, so the count stays true
+// until the commit (docs/postgres.md#claiming-calls).
+func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, start time.Time) (map[string]int, int, error) {
+	var phones []string
+	for _, c := range claims {
+		if c.AdPhone != "" {
+			phones = append(phones, c.AdPhone)
+		}
+	}
+	if len(phones) == 0 {
+		return nil, 0, nil
+	}
+	ads, err := pgAdSettings(ctx, tx, appID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := tx.Query(ctx, `SELECT ad_phone, count(*) FROM calls
+		WHERE app_id = $1 AND ad_phone = ANY($2) AND ad_phone IS NOT NULL
+			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > $3))
+		GROUP BY ad_phone`, appID, phones, ms(start.Add(-adDay)))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var p string
+		var n int
+		if err := rows.Scan(&p, &n); err != nil {
+			return nil, 0, err
+		}
+		out[p] = n
+	}
+	return out, ads.MaxCallsPerNumberPerDay, rows.Err()
+}
+
+// takeAdvertising claims up to n of an advertising scenario's claims for
+// exactly the contacts they name: those the engine screened against the
+// national register and whose numbers it found under the daily limit
+// (docs/compliance.md#how-dialbox-enforces-it). The limit is checked
+// again here against every node's calls. SKIP LOCKED: a contact another
+// node is claiming is left to it; one it claimed already is no longer
+// queued.
+func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, group []callClaim, n int,
+	leaseUntil int64, start time.Time) ([]callClaim, error) {
+	adCalls, adLimit, err := adCallsOf(ctx, tx, appID, group, start)
+	if err != nil {
+		return nil, err
+	}
+	var taken []callClaim
+	for _, c := range group {
+		if len(taken) == n {
+			break
+		}
+		if adCalls[c.AdPhone] >= adLimit {
+			continue
+		}
+		err := tx.QueryRow(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $2,
+			lease_node = $3, lease_until = $4
+			WHERE seq = (SELECT seq FROM contacts WHERE seq = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED)
+			RETURNING attempts`, c.Contact.Seq, ms(start), s.node, leaseUntil).Scan(&c.Attempt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.Start = start
+		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk, ad_phone)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(start),
+			c.ScenarioID, c.Trunk, c.AdPhone); err != nil {
+			return nil, err
+		}
+		adCalls[c.AdPhone]++
+		taken = append(taken, c)
+	}
+	return taken, nil
+}
+
+// takeDue gives each claim of the group one of the scenario's contacts due
+// at start, the longest waiting first, and records its call, all started
+// at start. The claims name the contacts their node read as due, but
+// another node may have taken those meanwhile: every node reads the same
+// head of the queue, so a claim of exactly those would mostly come back
+// empty. SKIP LOCKED: a contact another node is claiming is left to it,
+// not waited for. A number on the tenant's do-not-call list is passed
+// over: the engine screened the contacts it read, not those it is given
+// (an advertising scenario's, which the national register screens too,
+// are claimed as named: takeAdvertising). start is read once the tenant's counts hold: a call
+// another node ended and settled to make room was read as ended, so it is
+// recorded ending before this one starts (max_concurrent and the hotlines
+// can be checked from the records).
+func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []callClaim,
+	leaseUntil int64, start time.Time) ([]callClaim, error) {
+	rows, err := tx.Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $4,
+			lease_node = $5, lease_until = $6
+		WHERE seq IN (SELECT c.seq FROM contacts c
+			WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $4
+				AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+					WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+				AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
+					WHERE l.state = 'current' AND l.app_id = $1
+						AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
+			ORDER BY c.next_attempt_at, c.seq LIMIT $3 FOR UPDATE OF c SKIP LOCKED)
+		RETURNING seq, phone, fields, attempts`, appID, scenarioID, len(group), ms(start), s.node, leaseUntil)
+	if err != nil {
+		return nil, err
+	}
+	var taken []callClaim
+	for rows.Next() {
+		c := group[len(taken)]
+		if err := rows.Scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Start = start
+		taken = append(taken, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	var ids, hotlines, trunks []string
+	var seqs []int64
+	var attempts []int32
+	for _, c := range taken {
+		ids, hotlines, trunks = append(ids, c.CallID), append(hotlines, c.Hotline), append(trunks, c.Trunk)
+		seqs, attempts = append(seqs, c.Contact.Seq), append(attempts, int32(c.Attempt))
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
+		SELECT id, seq, $6, attempt, hotline, $7, $8, trunk
+		FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[]) AS u(id, seq, attempt, hotline, trunk)`,
+		ids, seqs, attempts, hotlines, trunks, appID, ms(start), scenarioID); err != nil {
+		return nil, err
+	}
+	return taken, nil
+}
+
+// scenarioRoom is how many more calls the scenario may start at now: its
+// max_concurrent less its calls up on every node, or 0 when it is no
+// longer ACTIVE or now is outside its call window (another node changed
+// it since this one's cache was read).
+func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now time.Time) (int, error) {
+	sc, err := scanScenario(pgRow{tx.QueryRow(ctx, `SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)})
+	if errors.Is(err, errNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if sc.Status != StatusActive {
+		return 0, nil
+	}
+	if w, err := parseCallWindow(sc.CallConfig.CallWindow); err != nil || !w.Contains(now) {
+		return 0, nil
+	}
+	var up int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM calls WHERE app_id = $1 AND scenario_id = $2 AND state = 'dialing'`,
+		appID, id).Scan(&up); err != nil {
+		return 0, err
+	}
+	return sc.CallConfig.MaxConcurrent - up, nil
+}
+
+// endCall settles one call as SQLite does (endCallTx), in its own
+// transaction.
+func (s *PostgresStore) endCall(ctx context.Context, e callEnd) error {
+	_, err := s.settle(ctx, e)
+	return err
+}
+
+// settle is endCall, saying whether it settled the call (false: it was
+// settled already). It runs in a settler's group commit (settleJob):
+// every call's end writes its tenant's hot rows (the count of unfinished
+// contacts, the wallet), which a transaction holds until its commit, so
+// those writes are left to the end of the batch (execLast), in the order
+// an import takes them (the count before the contact). The call's row is
+// locked first, so of two nodes settling one call (its own and one taking
+// over a lease that ran out) the second finds it ended and does nothing.
+func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
+	settled := false
+	var last []pgStmt
+	err := s.settleJob(ctx, func(tx pgx.Tx) error {
+		var appID int64
+		err := tx.QueryRow(ctx, `SELECT app_id FROM calls WHERE id = $1 AND state = 'dialing' FOR UPDATE`, e.CallID).Scan(&appID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := endCallTx(pgTx{ctx: ctx, tx: tx, last: &last}, e); err != nil {
+			return err
+		}
+		settled = true
+		return nil
+	}, &last)
+	return settled && err == nil, err
+}
+
+// settleInterrupted settles the calls whose lease ran out: their node
+// died, or stopped without settling them. On PostgreSQL it is what a start
+// does and what every node does every takeoverEvery (takeOverCalls); a
+// restarted node's calls of its last run wait out their lease like any
+// other's, as its new run is a new node. Each call is settled in its own
+// transaction, as endCall settles it.
+func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
+		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < $1 ORDER BY c.id`, ms(time.Now()))
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
+		ok, err := s.settle(ctx, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry})
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+			observeTakeover(takeoverCall)
+		}
+	}
+	return n, nil
+}
+
+func (s *PostgresStore) takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
+	return s.settleInterrupted(ctx, now, firstTry)
+}
+
+// renewLeases pushes back the lease of every call this node has up and of
+// every webhook message it holds (heldMessages): a message's attempt may
+// outlast a lease (webhooks.timeout), and must not be sent by another node
+// meanwhile. A row another transaction holds is skipped, not waited for:
+// it is being settled or recorded (which ends its lease), and waiting
+// would hold the rows renewed so far against that transaction, a deadlock
+// when it settles several calls at once.
+func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
+	until := ms(now.Add(s.lease))
+	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE seq IN (
+		SELECT seq FROM contacts WHERE lease_node = $1 AND state = 'dialing' FOR UPDATE SKIP LOCKED)`,
+		s.node, until); err != nil {
+		return err
+	}
+	held := s.heldMessageSeqs()
+	if len(held) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE seq IN (
+		SELECT seq FROM webhook_messages WHERE seq = ANY($3) AND lease_node = $1 FOR UPDATE SKIP LOCKED)`,
+		s.node, until, held)
+	return err
+}
+
+// keepLeases renews this node's leases every third of the lease until the
+// store closes.
+func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
+	defer s.done.Done()
+	t := time.NewTicker(s.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
+			if err := s.renewLeases(ctx, time.Now()); err != nil {
+				observeLeaseRenewalFailure()
+			}
+			cancel()
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The outbox on PostgreSQL: messages are claimed with a lease, so two
+// nodes never send one message while both are alive, and a node that dies
+// loses its messages to the others when the lease runs out
+// (docs/postgres.md#claiming-calls).
+
+// dueMessages claims up to limit pending messages due at now whose endpoint
+// is enabled, the longest waiting first. A message under a lease, this
+// node's or another's, is left out until the lease runs out (or an attempt
+// is recorded); otherwise messages still in flight would fill every answer
+// and the ones behind them would wait. A message whose lease another node
+// left to run out is taken over (counted in /metrics). The node renews the
+// leases of the messages it holds until it records or gives them back
+// (renewLeases).
+func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
+		FROM webhook_endpoints e, (
+			SELECT d.seq, d.lease_node AS was FROM webhook_messages d JOIN webhook_endpoints de ON de.id = d.endpoint_id
+			WHERE d.state = 'pending' AND d.next_try_at <= $3 AND de.enabled = 1
+				AND (d.lease_until IS NULL OR d.lease_until <= $3)
+			ORDER BY d.next_try_at, d.seq LIMIT $4
+			FOR UPDATE OF d SKIP LOCKED) p
+		WHERE m.seq = p.seq AND e.id = m.endpoint_id
+		RETURNING m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at, coalesce(p.was, '')`,
+		s.node, ms(now.Add(s.lease)), ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type due struct {
+		outMessage
+		at int64
+	}
+	var list []due
+	for rows.Next() {
+		var d due
+		var payload, was string
+		if err := rows.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.URL, &d.Secret, &payload, &d.Tries, &d.at, &was); err != nil {
+			return nil, err
+		}
+		if was != "" && was != s.node {
+			observeTakeover(takeoverMessage)
+		}
+		d.Payload = []byte(payload)
+		list = append(list, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	s.heldMu.Lock()
+	for _, d := range list {
+		s.heldMessages[d.Seq] = struct{}{}
+	}
+	s.heldMu.Unlock()
+	// RETURNING keeps no order: the longest waiting first, as on SQLite.
+	slices.SortFunc(list, func(a, b due) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.Seq, b.Seq))
+	})
+	out := make([]outMessage, len(list))
+	for i, d := range list {
+		out[i] = d.outMessage
+	}
+	return out, nil
+}
+
+// releaseMessages ends this node's leases on messages it will not try now.
+// Should that fail, the leases are no longer renewed and run out.
+func (s *PostgresStore) releaseMessages(ctx context.Context, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	s.letGo(seqs...)
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_node = NULL, lease_until = NULL
+		WHERE seq = ANY($1) AND lease_node = $2`, seqs, s.node)
+	return err
+}
+
+// nextMessageDue is the earliest next_try_at after now of a pending message.
+func (s *PostgresStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	var v *int64
+	err := s.pool.QueryRow(ctx, `SELECT min(next_try_at) FROM webhook_messages
+		WHERE state = 'pending' AND next_try_at > $1`, ms(now)).Scan(&v)
+	if err != nil || v == nil {
+		return time.Time{}, false, err
+	}
+	return fromMS(*v), true, nil
+}
+
+// recordAttempt stores a try, moves the message on and gives up its lease,
+// in one commit. Should that fail, the lease is no longer renewed: the
+// message is sent again when it runs out.
+func (s *PostgresStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
+	s.letGo(a.Seq)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `UPDATE webhook_messages SET state = $1, attempts = attempts + 1, tries = $2,
+			next_try_at = $3, updated_at = $4, lease_node = NULL, lease_until = NULL WHERE seq = $5 RETURNING attempts`,
+			a.State, a.Tries, ms(a.NextTryAt), ms(a.At), a.Seq).Scan(&n); err != nil {
+			return err
+		}
+		var status any
+		if a.Status != 0 {
+			status = a.Status
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), ms(a.At)); err != nil {
+			return err
+		}
+		if a.DisableEndpoint {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0, updated_at = $1 WHERE id = $2`,
+				ms(a.At), a.EndpointID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// letGo stops renewing the leases of messages this node is done with.
+func (s *PostgresStore) letGo(seqs ...int64) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	for _, seq := range seqs {
+		delete(s.heldMessages, seq)
+	}
+}
+
+// heldMessageSeqs are the messages whose leases this node renews.
+func (s *PostgresStore) heldMessageSeqs() []int64 {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	out := make([]int64, 0, len(s.heldMessages))
+	for seq := range s.heldMessages {
+		out = append(out, seq)
+	}
+	return out
+}
