@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -179,8 +178,12 @@ func testAdminAuthAndIsolation(t *testing.T, backend string) {
 	s.adminFail(t, "GET", "/apps/nobody/scenarios", "", 404)
 }
 
-func TestAdminGeneratedToken(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "dialbox.db")
+// The token a first start generates is kept (hashed) in the database, so
+// a restart on the same database takes it.
+func TestAdminGeneratedToken(t *testing.T) { eachBackend(t, testAdminGeneratedToken) }
+
+func testAdminGeneratedToken(t *testing.T, backend string) {
+	db := backendDatabase(t, backend)
 	m, out := startDemoMain(t, db)
 	_, rest, ok := strings.Cut(out, "Admin API token")
 	if !ok {
@@ -640,8 +643,10 @@ func testAdminListPaging(t *testing.T, backend string) {
 	}
 }
 
-func TestAdminClock(t *testing.T) {
-	s := startSandbox(t)
+func TestAdminClock(t *testing.T) { eachBackend(t, testAdminClock) }
+
+func testAdminClock(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var clock struct {
 		TimeScale float64 `json:"time_scale"`
 	}
@@ -706,8 +711,10 @@ func testAdminReset(t *testing.T, backend string) {
 	}
 }
 
-func TestAdminResetDemo(t *testing.T) {
-	m, _ := startDemoMain(t, filepath.Join(t.TempDir(), "dialbox.db"), "DIALBOX_ADMIN_TOKEN="+testAdminToken)
+func TestAdminResetDemo(t *testing.T) { eachBackend(t, testAdminResetDemo) }
+
+func testAdminResetDemo(t *testing.T, backend string) {
+	m, _ := startDemoMain(t, backendDatabase(t, backend), "DIALBOX_ADMIN_TOKEN="+testAdminToken)
 	defer m.Close()
 	s := &testServer{m: m, url: m.URL()}
 	demo, err := m.store.DemoApp(context.Background())
@@ -741,8 +748,10 @@ func TestAdminResetDemo(t *testing.T) {
 	}
 }
 
-func TestJournal(t *testing.T) {
-	s := startSandbox(t, "DIALBOX_JOURNAL_MAX_ENTRIES=3", "DIALBOX_JOURNAL_MAX_BODY_BYTES=20")
+func TestJournal(t *testing.T) { eachBackend(t, testJournal) }
+
+func testJournal(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend, "DIALBOX_JOURNAL_MAX_ENTRIES=3", "DIALBOX_JOURNAL_MAX_BODY_BYTES=20")
 	qaImport(t, s, oneContact)
 	s.public(t, "qa-key", "qa-secret", "GET", pathB+"?limit=99", "")
 	s.public(t, "other-key", "other-secret", "GET", pathB, "")
@@ -831,8 +840,10 @@ func TestAdminConfig(t *testing.T) {
 	}
 }
 
-func TestCLI(t *testing.T) {
-	s := startSandbox(t)
+func TestCLI(t *testing.T) { eachBackend(t, testCLI) }
+
+func testCLI(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	qaImport(t, s, oneContact)
 	cli := func(args ...string) string {
 		t.Helper()

@@ -15,8 +15,10 @@ func cliRun(db string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func TestCLIAppCreateNeedsName(t *testing.T) {
-	s := startSandbox(t)
+func TestCLIAppCreateNeedsName(t *testing.T) { eachBackend(t, testCLIAppCreateNeedsName) }
+
+func testCLIAppCreateNeedsName(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	_, err := cliRun(s.db, "app", "create", "--api-key", "nameless")
 	if err == nil || !strings.Contains(err.Error(), "--name NAME is required") {
 		t.Fatalf("app create without --name: %v", err)
@@ -27,8 +29,10 @@ func TestCLIAppCreateNeedsName(t *testing.T) {
 // TestCLIAdminCommands: the CLI's counterparts of the admin API change the
 // database under a running server, which sees each change at its next
 // request.
-func TestCLIAdminCommands(t *testing.T) {
-	s := startSandbox(t)
+func TestCLIAdminCommands(t *testing.T) { eachBackend(t, testCLIAdminCommands) }
+
+func testCLIAdminCommands(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	cli := func(args ...string) string {
 		t.Helper()
 		out, err := cliRun(s.db, args...)
@@ -56,15 +60,11 @@ func TestCLIAdminCommands(t *testing.T) {
 	if out := cli("app", "disable", "--app", "qa-key"); !strings.Contains(out, "disabled: true") {
 		t.Errorf("app disable:\n%s", out)
 	}
-	if code := publicB(); code != errAppNotFound.Code {
-		t.Errorf("operation B of a disabled application: code %d", code)
-	}
+	seenAfter(t, backend, "the application disabled (operation B answers it is not found)", func() bool { return publicB() == errAppNotFound.Code })
 	if out := cli("app", "enable", "--app", "qa-key"); !strings.Contains(out, "disabled: false") {
 		t.Errorf("app enable:\n%s", out)
 	}
-	if code := publicB(); code != 0 {
-		t.Errorf("operation B after enable: code %d", code)
-	}
+	seenAfter(t, backend, "the application enabled (operation B answers)", func() bool { return publicB() == 0 })
 
 	// wallet
 	if out := cli("wallet", "show", "--app", "qa-key"); !strings.Contains(out, "balance:          1000000\n") ||
@@ -74,11 +74,11 @@ func TestCLIAdminCommands(t *testing.T) {
 	if out := cli("wallet", "top-up", "--app", "qa-key", "--amount", "5000"); !strings.Contains(out, "balance:          1005000\n") {
 		t.Errorf("wallet top-up:\n%s", out)
 	}
-	var w Wallet
-	s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
-	if w.Balance != 1_005_000 {
-		t.Errorf("balance after the CLI's top-up: %d", w.Balance)
-	}
+	seenAfter(t, backend, "the CLI's top-up", func() bool {
+		var w Wallet
+		s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
+		return w.Balance == 1_005_000
+	})
 	cliFails("--amount is required and must be a positive number of VND", "wallet", "top-up", "--app", "qa-key", "--amount", "0")
 	cliFails("--amount is required", "wallet", "top-up", "--app", "qa-key")
 	cliFails(`no application has API key "nobody"`, "wallet", "show", "--app", "nobody")
@@ -98,13 +98,9 @@ func TestCLIAdminCommands(t *testing.T) {
 	if out := cli("scenario", "submit", "--app", "qa-key", "--scenario", "sc-cli"); !strings.Contains(out, "status: REVIEWING") {
 		t.Errorf("scenario submit:\n%s", out)
 	}
-	if st := scenario(); st != StatusReviewing {
-		t.Errorf("after the CLI's submit the server shows %s", st)
-	}
+	seenAfter(t, backend, "the CLI's submit", func() bool { return scenario() == StatusReviewing })
 	cli("scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
-	if st := scenario(); st != StatusActive {
-		t.Errorf("after the CLI's approve the server shows %s", st)
-	}
+	seenAfter(t, backend, "the CLI's approve", func() bool { return scenario() == StatusActive })
 	adminWords := s.adminFail(t, "POST", "/apps/qa-key/scenarios/sc-cli/approve", "", 409).Message
 	cliFails(adminWords, "scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
 	cliFails(s.adminFail(t, "POST", "/apps/qa-key/scenarios/nope/submit", "", 404).Message,
@@ -116,7 +112,10 @@ func TestCLIAdminCommands(t *testing.T) {
 	if out := cli("app", "delete", "--app", "other-key"); out != "deleted: other-key\n" {
 		t.Errorf("app delete: %q", out)
 	}
-	s.adminFail(t, "GET", "/apps/other-key", "", 404)
+	seenAfter(t, backend, "the CLI's delete", func() bool {
+		status, _ := s.do(t, "GET", "/admin/v1/apps/other-key", adminAuth, "")
+		return status == 404
+	})
 	cliFails(`no application has API key "other-key"`, "app", "delete", "--app", "other-key")
 	cliFails("--app API_KEY is required", "app", "disable")
 

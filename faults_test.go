@@ -33,8 +33,10 @@ func addFault(t testing.TB, s *testServer, body string) FaultRule {
 
 // TestFaultEveryErrorCode forces every row of the spec's error tables (and
 // dialbox's extensions) once, then checks the next request is served.
-func TestFaultEveryErrorCode(t *testing.T) {
-	s := startSandbox(t)
+func TestFaultEveryErrorCode(t *testing.T) { eachBackend(t, testFaultEveryErrorCode) }
+
+func testFaultEveryErrorCode(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	cases := []struct {
 		op      string
 		code    int
@@ -76,7 +78,7 @@ func TestFaultEveryErrorCode(t *testing.T) {
 	}
 
 	// always_200 applies to injected errors as to real ones.
-	s2 := startSandbox(t, "DIALBOX_API_ERROR_HTTP_STATUS=always_200")
+	s2 := startSandboxOn(t, backend, "DIALBOX_API_ERROR_HTTP_STATUS=always_200")
 	addFault(t, s2, `{"kind":"error","operation":"C","code":500}`)
 	method, path, body := validRequest("C")
 	if status, b := s2.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body); status != 200 ||
@@ -85,8 +87,10 @@ func TestFaultEveryErrorCode(t *testing.T) {
 	}
 }
 
-func TestFaultFiltersAndLifetimes(t *testing.T) {
-	s := startSandbox(t)
+func TestFaultFiltersAndLifetimes(t *testing.T) { eachBackend(t, testFaultFiltersAndLifetimes) }
+
+func testFaultFiltersAndLifetimes(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	qa := func(op string) int {
 		method, path, body := validRequest(op)
 		st, _ := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body)
@@ -170,8 +174,10 @@ func TestFaultFiltersAndLifetimes(t *testing.T) {
 	}
 }
 
-func TestFaultLatency(t *testing.T) {
-	s := startSandbox(t)
+func TestFaultLatency(t *testing.T) { eachBackend(t, testFaultLatency) }
+
+func testFaultLatency(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	fixed := addFault(t, s, `{"kind":"latency","operation":"B","api_key":"qa-key","delay_ms":60}`)
 	random := addFault(t, s, `{"kind":"latency","operation":"A","delay_ms":20,"delay_max_ms":40,"times":1}`)
 	// Only lower bounds are checked: a sleep is never shorter than asked.
@@ -205,8 +211,10 @@ func TestFaultLatency(t *testing.T) {
 // TestFaultDialAndWebhook runs the engine and the deliverer: a dial rule
 // forces a call's outcome, webhook rules fail deliveries, and the admin
 // API's redeliver and recover bring the messages to the sink.
-func TestFaultDialAndWebhook(t *testing.T) {
-	s := startSandbox(t, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_ENGINE_POLL_INTERVAL=50ms",
+func TestFaultDialAndWebhook(t *testing.T) { eachBackend(t, testFaultDialAndWebhook) }
+
+func testFaultDialAndWebhook(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_ENGINE_POLL_INTERVAL=50ms",
 		"DIALBOX_WEBHOOKS_RETRY_SCHEDULE=0s,0s,0s")
 	s.admin(t, "PUT", "/clock", `{"time_scale":100000}`, nil)
 	var ep WebhookEndpoint

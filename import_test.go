@@ -44,33 +44,33 @@ api_key = "other-key"
 api_secret = "other-secret"
 `
 
-// importDB makes a database holding importFixtures and returns its path.
-func importDB(t *testing.T) string {
+// importDB makes a database of the backend holding importFixtures and
+// returns it as `database` names it.
+func importDB(t *testing.T, backend string) string {
 	t.Helper()
-	dir := t.TempDir()
-	fixtures := filepath.Join(dir, "fixtures.toml")
-	if err := os.WriteFile(fixtures, []byte(importFixtures), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ff, err := LoadFixtures(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(dir, "import.db")
-	store, err := OpenStore(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := backendDatabase(t, backend)
+	store := openDatabase(t, db)
 	defer store.Close()
-	if err := store.ApplyFixtures(context.Background(), ff.Applications, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	applyTestFixtures(t, store, importFixtures, time.Now())
 	return db
 }
 
-func TestImportCommand(t *testing.T) {
-	db := importDB(t)
-	csvPath := filepath.Join(filepath.Dir(db), "contacts.csv")
+// openDatabase opens the store `database` names, as the CLI does; the
+// caller closes it.
+func openDatabase(t *testing.T, database string) Store {
+	t.Helper()
+	store, err := openConfiguredStore(context.Background(), configOn(database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+func TestImportCommand(t *testing.T) { eachBackend(t, testImportCommand) }
+
+func testImportCommand(t *testing.T, backend string) {
+	db := importDB(t, backend)
+	csvPath := filepath.Join(t.TempDir(), "contacts.csv")
 	os.WriteFile(csvPath, []byte("\ufeffphone_number,ho_ten,ghi_chu\n"+
 		"0912345678,Nguyen Van A,vip\n"+ // row 2: added
 		"not a phone,Tran B,\n"+ // row 3: invalid
@@ -85,7 +85,7 @@ func TestImportCommand(t *testing.T) {
 	if !strings.Contains(out.String(), "5 rows read, 2 contacts added, 3 skipped") {
 		t.Errorf("summary: %s", out.String())
 	}
-	f, err := os.Open(filepath.Join(filepath.Dir(db), "contacts.skipped.csv"))
+	f, err := os.Open(filepath.Join(filepath.Dir(csvPath), "contacts.skipped.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +113,7 @@ func TestImportCommand(t *testing.T) {
 		}
 	}
 
-	store, err := OpenStore(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openDatabase(t, db)
 	app, _ := store.AppByKey(context.Background(), "imp-key")
 	ids, _ := store.ContactIDs(context.Background(), app.ID)
 	store.Close()
@@ -140,7 +137,7 @@ func TestImportCommand(t *testing.T) {
 			t.Errorf("import %v: %v, want %q", c.args, err, c.want)
 		}
 	}
-	noPhone := filepath.Join(filepath.Dir(db), "nophone.csv")
+	noPhone := filepath.Join(filepath.Dir(csvPath), "nophone.csv")
 	os.WriteFile(noPhone, []byte("phone,name\n0912345678,A\n"), 0o600)
 	if err := run(context.Background(), []string{"import", "--database", db, "--app", "imp-key", "--scenario", "sc-unique", noPhone}, io.Discard, nil); err == nil ||
 		!strings.Contains(err.Error(), "no phone_number column") {
@@ -150,8 +147,10 @@ func TestImportCommand(t *testing.T) {
 
 // TestImportWhileServing imports into the database of a running server,
 // naming no application (the demo tenant is the only one).
-func TestImportWhileServing(t *testing.T) {
-	m, _ := startOpsServer(t, io.Discard)
+func TestImportWhileServing(t *testing.T) { eachBackend(t, testImportWhileServing) }
+
+func testImportWhileServing(t *testing.T, backend string) {
+	m, _ := startOpsServerOn(t, backendDatabase(t, backend), io.Discard)
 	csvPath := filepath.Join(t.TempDir(), "c.csv")
 	os.WriteFile(csvPath, []byte("phone_number,ho_ten\n0912345678,A\n0912345679,B\n"), 0o600)
 	var out bytes.Buffer
@@ -188,15 +187,13 @@ func (r *rowsReader) Read(p []byte) (int, error) {
 // TestImportMemoryFlat imports 50k rows and checks that the live heap after
 // the last chunk is no larger than after the tenth: memory follows the
 // chunk, not the file.
-func TestImportMemoryFlat(t *testing.T) {
+func TestImportMemoryFlat(t *testing.T) { eachBackend(t, testImportMemoryFlat) }
+
+func testImportMemoryFlat(t *testing.T, backend string) {
 	if testing.Short() {
 		t.Skip("imports 50k rows")
 	}
-	db := importDB(t)
-	store, err := OpenStore(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openDatabase(t, importDB(t, backend))
 	defer store.Close()
 	app, _ := store.AppByKey(context.Background(), "imp-key")
 	cfg := DefaultConfig()

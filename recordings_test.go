@@ -95,11 +95,13 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func TestRecordingsSimulated(t *testing.T) {
+func TestRecordingsSimulated(t *testing.T) { eachBackend(t, testRecordingsSimulated) }
+
+func testRecordingsSimulated(t *testing.T, backend string) {
 	doc := loadContract(t)
-	s := startServer(t, voicebotFixtures(recordingScenarios), "DIALBOX_ADMIN_TOKEN="+testAdminToken,
+	s := startServerOn(t, backend, voicebotFixtures(recordingScenarios), "DIALBOX_ADMIN_TOKEN="+testAdminToken,
 		"DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000", "DIALBOX_ENGINE_POLL_INTERVAL=10ms")
-	dir := filepath.Join(filepath.Dir(s.db), "recordings")
+	dir := recordingFiles(s.m.Config).Dir
 	ctx := context.Background()
 
 	// call_config.record shows only when on, and is a boolean.
@@ -191,15 +193,11 @@ func TestRecordingsSimulated(t *testing.T) {
 	wantMessage("/admin/v1/apps/bot-key/contacts/"+busyID+"/calls/"+busy.ID+"/recording", "Recording is not found")
 
 	// In the webhooks: the URL on the recorded call's, nothing on the others.
-	rows, err := sqliteOf(t, s.m.store).read.Query(`SELECT event_type, payload FROM webhook_messages`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	withURL := 0
-	for rows.Next() {
+	queryRows(t, s.m.store, `SELECT event_type, payload FROM webhook_messages`, nil, func(scan func(...any) error) error {
 		var typ, payload string
-		if err := rows.Scan(&typ, &payload); err != nil {
-			t.Fatal(err)
+		if err := scan(&typ, &payload); err != nil {
+			return err
 		}
 		var v any
 		json.Unmarshal([]byte(payload), &v)
@@ -222,8 +220,8 @@ func TestRecordingsSimulated(t *testing.T) {
 		case ev.Data.CallID == rec.ID:
 			withURL++
 		}
-	}
-	rows.Close()
+		return nil
+	})
 	if withURL != 2 {
 		t.Errorf("%d events carry the recording_url, want call.completed and contact.completed", withURL)
 	}

@@ -50,9 +50,11 @@ type sinkPage struct {
 	Count    int
 }
 
-func TestSink(t *testing.T) {
+func TestSink(t *testing.T) { eachBackend(t, testSink) }
+
+func testSink(t *testing.T, backend string) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	s := startSandbox(t, "DIALBOX_SINK_SECRET="+secret, "DIALBOX_SINK_MAX_MESSAGES=3")
+	s := startSandboxOn(t, backend, "DIALBOX_SINK_SECRET="+secret, "DIALBOX_SINK_MAX_MESSAGES=3")
 	postSink(t, s, "crm", secret, "msg_1", `{"type":"call.completed","id":"evt_1","data":{}}`)
 	postSink(t, s, "crm", defaultSinkSecret, "msg_2", `{"type":"contact.completed","id":"evt_2","data":{}}`)
 	postSink(t, s, "other", "", "", `not json`)
