@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -74,9 +73,11 @@ func TestDNCSlowUploadOutlastsTheTimeouts(t *testing.T) {
 // the import: the registered number ends DO_NOT_CALL in the advertising
 // scenario, never dialled, and is called in the care scenario (the
 // register restricts advertising calls only); an unlisted one is called.
-func TestDNCImportBesideARunningServer(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "dialbox.db")
-	s, ids := fixtureStoreAt(t, db, adTenant("dnc-a"))
+func TestDNCImportBesideARunningServer(t *testing.T) { eachBackend(t, testDNCImportBesideARunningServer) }
+
+func testDNCImportBesideARunningServer(t *testing.T, backend string) {
+	db := backendDatabase(t, backend)
+	s, ids := fixtureStoreIn(t, db, adTenant("dnc-a"))
 	dialer := newRecordingDialer()
 	e := engStart(t, s, dialer, nil, dncAdClock())
 	file := writeFile(t, "register.txt", "0913000101\n0913000102\n")

@@ -403,8 +403,10 @@ func TestVoicebotFixtures(t *testing.T) {
 
 // TestVoicebotDialFaults: dial fault rules force a simulated callee's keys
 // (ANSWERED) or a voicemail box (VOICE_MAIL); contradictions are refused.
-func TestVoicebotDialFaults(t *testing.T) {
-	s := startSandbox(t)
+func TestVoicebotDialFaults(t *testing.T) { eachBackend(t, testVoicebotDialFaults) }
+
+func testVoicebotDialFaults(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var rule FaultRule
 	s.admin(t, "POST", "/faults", `{"kind":"dial","phone":"0912000001","digits":"1"}`, &rule)
 	if rule.Outcome != OutcomeAnswered || rule.Digits == nil || *rule.Digits != "1" {
