@@ -73,7 +73,9 @@ func TestDNCSlowUploadOutlastsTheTimeouts(t *testing.T) {
 // the import: the registered number ends DO_NOT_CALL in the advertising
 // scenario, never dialled, and is called in the care scenario (the
 // register restricts advertising calls only); an unlisted one is called.
-func TestDNCImportBesideARunningServer(t *testing.T) { eachBackend(t, testDNCImportBesideARunningServer) }
+func TestDNCImportBesideARunningServer(t *testing.T) {
+	eachBackend(t, testDNCImportBesideARunningServer)
+}
 
 func testDNCImportBesideARunningServer(t *testing.T, backend string) {
 	db := backendDatabase(t, backend)
