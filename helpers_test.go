@@ -21,6 +21,7 @@ import (
 	"dialbox/internal/pgtest"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ---- a running dialbox ----
@@ -35,16 +36,29 @@ type testServer struct {
 }
 
 // testBackends are the stores the tests that run on every backend use,
-// from one table: each gives a new, empty database of its kind, as
-// `database` names it. PostgreSQL's skips the test with the reason when
-// no server is configured (internal/pgtest).
+// from one table: each gives a new database of its kind, as `database`
+// names it, holding no data. PostgreSQL's skips the test with the reason
+// when no server is configured (internal/pgtest), and is a copy of
+// migratedPostgres.
 var testBackends = []struct {
 	name     string
 	database func(t testing.TB) string
 }{
 	{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "dialbox.db") }},
-	{"postgres", func(t testing.TB) string { return pgtest.Database(t) }},
+	{"postgres", migratedPostgres.Database},
 }
+
+// migratedPostgres is a PostgreSQL database migrated once per test run
+// and copied for each test: copying it is cheaper than migrating a new
+// one (docs/postgres.md#running-the-tests). TestMain drops it.
+var migratedPostgres = &pgtest.Template{Prepare: func(ctx context.Context, url string) error {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return migratePostgres(ctx, pool, len(postgresMigrations()))
+}}
 
 // eachBackend runs test once per backend, as a subtest named after it.
 func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
