@@ -18,7 +18,11 @@ import (
 // apart, three times the 500 ms both timeouts are set to, never pausing
 // for as long as one.
 func TestDNCSlowUploadOutlastsTheTimeouts(t *testing.T) {
-	s := startSandbox(t, "DIALBOX_HTTP_READ_TIMEOUT=500ms", "DIALBOX_HTTP_WRITE_TIMEOUT=500ms")
+	eachBackend(t, testDNCSlowUploadOutlastsTheTimeouts)
+}
+
+func testDNCSlowUploadOutlastsTheTimeouts(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend, "DIALBOX_HTTP_READ_TIMEOUT=500ms", "DIALBOX_HTTP_WRITE_TIMEOUT=500ms")
 	const pieces = 30
 	pr, pw := io.Pipe()
 	go func() {

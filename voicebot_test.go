@@ -312,8 +312,10 @@ func TestVoicebotSimulatedKeys(t *testing.T) {
 // TestVoicebotAdminValidation: a bad script is a 400 with one detail per
 // problem naming the step and field; a script without content is callable;
 // operation B shows no script; null removes it.
-func TestVoicebotAdminValidation(t *testing.T) {
-	s := startSandbox(t)
+func TestVoicebotAdminValidation(t *testing.T) { eachBackend(t, testVoicebotAdminValidation) }
+
+func testVoicebotAdminValidation(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	bad := `{"id":"bot","script":{"steps":[
 		{"name":"greet","say":{"text":"Xin chào","next":"menu"}},
 		{"name":"menu","gather":{"max_digits":1,"timeout":"5s","branches":{"1":"confirm"}}},
