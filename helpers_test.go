@@ -396,6 +396,23 @@ func queryRows(t testing.TB, s Store, query string, args []any, row func(scan fu
 	}
 }
 
+// queryRow scans the first row of a read into dest, on either store; the
+// SQL both databases speak, with ? placeholders.
+func queryRow(t testing.TB, s Store, query string, args []any, dest ...any) {
+	t.Helper()
+	found := false
+	queryRows(t, s, query, args, func(scan func(...any) error) error {
+		if found {
+			return nil
+		}
+		found = true
+		return scan(dest...)
+	})
+	if !found {
+		t.Fatalf("%s: no row", query)
+	}
+}
+
 func queryInt(t testing.TB, s Store, query string, args ...any) int {
 	t.Helper()
 	var n int

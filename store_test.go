@@ -268,8 +268,10 @@ func TestGroupCommit(t *testing.T) {
 
 // TestImportSkipReasons: every skipped contact is recorded with its
 // position, its input and why, for 1403 too; a 1105 records nothing.
-func TestImportSkipReasons(t *testing.T) {
-	s, _ := openTestStore(t)
+func TestImportSkipReasons(t *testing.T) { eachBackend(t, testImportSkipReasons) }
+
+func testImportSkipReasons(t *testing.T, backend string) {
+	s, _ := fixtureStoreOn(t, backend)
 	ctx := context.Background()
 	now := time.Now()
 	applyTestFixtures(t, s, testFixtures, now)
