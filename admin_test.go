@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -179,8 +178,12 @@ func testAdminAuthAndIsolation(t *testing.T, backend string) {
 	s.adminFail(t, "GET", "/apps/nobody/scenarios", "", 404)
 }
 
-func TestAdminGeneratedToken(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "dialbox.db")
+// The token a first start generates is kept (hashed) in the database, so
+// a restart on the same database takes it.
+func TestAdminGeneratedToken(t *testing.T) { eachBackend(t, testAdminGeneratedToken) }
+
+func testAdminGeneratedToken(t *testing.T, backend string) {
+	db := backendDatabase(t, backend)
 	m, out := startDemoMain(t, db)
 	_, rest, ok := strings.Cut(out, "Admin API token")
 	if !ok {
@@ -640,23 +643,23 @@ func testAdminListPaging(t *testing.T, backend string) {
 	}
 }
 
-func TestAdminClock(t *testing.T) {
-	eachBackend(t, func(t *testing.T, backend string) {
-		s := startSandboxOn(t, backend)
-		var clock struct {
-			TimeScale float64 `json:"time_scale"`
-		}
-		s.admin(t, "GET", "/clock", "", &clock)
-		if clock.TimeScale != 1 {
-			t.Errorf("default time_scale %v", clock.TimeScale)
-		}
-		s.admin(t, "PUT", "/clock", `{"time_scale":120}`, &clock)
-		if clock.TimeScale != 120 || s.m.clock.TimeScale() != 120 {
-			t.Errorf("time_scale %v, dialer %v", clock.TimeScale, s.m.clock.TimeScale())
-		}
-		wantField(t, s.adminFail(t, "PUT", "/clock", `{"time_scale":0}`, 400), "time_scale")
-		wantField(t, s.adminFail(t, "PUT", "/clock", `{}`, 400), "time_scale")
-	})
+func TestAdminClock(t *testing.T) { eachBackend(t, testAdminClock) }
+
+func testAdminClock(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
+	var clock struct {
+		TimeScale float64 `json:"time_scale"`
+	}
+	s.admin(t, "GET", "/clock", "", &clock)
+	if clock.TimeScale != 1 {
+		t.Errorf("default time_scale %v", clock.TimeScale)
+	}
+	s.admin(t, "PUT", "/clock", `{"time_scale":120}`, &clock)
+	if clock.TimeScale != 120 || s.m.clock.TimeScale() != 120 {
+		t.Errorf("time_scale %v, dialer %v", clock.TimeScale, s.m.clock.TimeScale())
+	}
+	wantField(t, s.adminFail(t, "PUT", "/clock", `{"time_scale":0}`, 400), "time_scale")
+	wantField(t, s.adminFail(t, "PUT", "/clock", `{}`, 400), "time_scale")
 }
 
 func TestAdminReset(t *testing.T) { eachBackend(t, testAdminReset) }
@@ -708,8 +711,10 @@ func testAdminReset(t *testing.T, backend string) {
 	}
 }
 
-func TestAdminResetDemo(t *testing.T) {
-	m, _ := startDemoMain(t, filepath.Join(t.TempDir(), "dialbox.db"), "DIALBOX_ADMIN_TOKEN="+testAdminToken)
+func TestAdminResetDemo(t *testing.T) { eachBackend(t, testAdminResetDemo) }
+
+func testAdminResetDemo(t *testing.T, backend string) {
+	m, _ := startDemoMain(t, backendDatabase(t, backend), "DIALBOX_ADMIN_TOKEN="+testAdminToken)
 	defer m.Close()
 	s := &testServer{m: m, url: m.URL()}
 	demo, err := m.store.DemoApp(context.Background())
@@ -743,66 +748,66 @@ func TestAdminResetDemo(t *testing.T) {
 	}
 }
 
-func TestJournal(t *testing.T) {
-	eachBackend(t, func(t *testing.T, backend string) {
-		s := startSandboxOn(t, backend, "DIALBOX_JOURNAL_MAX_ENTRIES=3", "DIALBOX_JOURNAL_MAX_BODY_BYTES=20")
-		qaImport(t, s, oneContact)
-		s.public(t, "qa-key", "qa-secret", "GET", pathB+"?limit=99", "")
-		s.public(t, "other-key", "other-secret", "GET", pathB, "")
-		s.do(t, "GET", pathB, "Bearer nonsense", "")
-		s.public(t, "qa-key", "qa-secret", "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678"}]}`)
+func TestJournal(t *testing.T) { eachBackend(t, testJournal) }
 
-		type journal struct {
-			Requests []JournalEntry
-			Total    int
-		}
-		var j journal
-		s.admin(t, "GET", "/journal", "", &j)
-		if j.Total != 3 || len(j.Requests) != 3 {
-			t.Fatalf("journal keeps %d (%d), want the newest 3: %+v", j.Total, len(j.Requests), j.Requests)
-		}
-		newest, unauth, other := j.Requests[0], j.Requests[1], j.Requests[2]
-		if newest.ID != 5 || newest.Operation != "C" || newest.Method != "POST" || newest.Path != pathC || newest.Tenant != "qa-key" ||
-			newest.Status != 200 || newest.Code != 1 || newest.RequestBody != `{"campaign_id":"camp` || !newest.RequestTruncated ||
-			len(newest.ResponseBody) != 20 || !newest.ResponseTruncated || newest.LatencyMS <= 0 {
-			t.Errorf("newest entry %+v", newest)
-		}
-		if unauth.Status != 401 || unauth.Code != 401 || unauth.Tenant != "" || unauth.RequestBody != "" || unauth.RequestTruncated {
-			t.Errorf("unauthenticated entry %+v", unauth)
-		}
-		if other.Tenant != "other-key" || other.Operation != "B" {
-			t.Errorf("other tenant's entry %+v", other)
-		}
+func testJournal(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend, "DIALBOX_JOURNAL_MAX_ENTRIES=3", "DIALBOX_JOURNAL_MAX_BODY_BYTES=20")
+	qaImport(t, s, oneContact)
+	s.public(t, "qa-key", "qa-secret", "GET", pathB+"?limit=99", "")
+	s.public(t, "other-key", "other-secret", "GET", pathB, "")
+	s.do(t, "GET", pathB, "Bearer nonsense", "")
+	s.public(t, "qa-key", "qa-secret", "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678"}]}`)
 
-		for query, want := range map[string]int{
-			"operation=B": 2, "tenant=qa-key": 1, "code=401": 1, "status=200": 2, "method=POST": 1,
-			"path=" + url.QueryEscape(pathC): 1, "since=2000-01-01T00:00:00Z": 3, "until=2000-01-01T00:00:00Z": 0,
-		} {
-			var c struct{ Count int }
-			s.admin(t, "GET", "/journal/count?"+query, "", &c)
-			if c.Count != want {
-				t.Errorf("count %s: %d, want %d", query, c.Count, want)
-			}
-		}
-		s.admin(t, "GET", "/journal?limit=1&operation=B", "", &j)
-		if len(j.Requests) != 1 || j.Total != 2 {
-			t.Errorf("limited %+v", j)
-		}
-		wantField(t, s.adminFail(t, "GET", "/journal?status=99", "", 400), "status")
-		wantField(t, s.adminFail(t, "GET", "/journal?since=now", "", 400), "since")
+	type journal struct {
+		Requests []JournalEntry
+		Total    int
+	}
+	var j journal
+	s.admin(t, "GET", "/journal", "", &j)
+	if j.Total != 3 || len(j.Requests) != 3 {
+		t.Fatalf("journal keeps %d (%d), want the newest 3: %+v", j.Total, len(j.Requests), j.Requests)
+	}
+	newest, unauth, other := j.Requests[0], j.Requests[1], j.Requests[2]
+	if newest.ID != 5 || newest.Operation != "C" || newest.Method != "POST" || newest.Path != pathC || newest.Tenant != "qa-key" ||
+		newest.Status != 200 || newest.Code != 1 || newest.RequestBody != `{"campaign_id":"camp` || !newest.RequestTruncated ||
+		len(newest.ResponseBody) != 20 || !newest.ResponseTruncated || newest.LatencyMS <= 0 {
+		t.Errorf("newest entry %+v", newest)
+	}
+	if unauth.Status != 401 || unauth.Code != 401 || unauth.Tenant != "" || unauth.RequestBody != "" || unauth.RequestTruncated {
+		t.Errorf("unauthenticated entry %+v", unauth)
+	}
+	if other.Tenant != "other-key" || other.Operation != "B" {
+		t.Errorf("other tenant's entry %+v", other)
+	}
 
-		s.admin(t, "DELETE", "/journal", "", nil)
-		s.admin(t, "GET", "/journal", "", &j)
-		if j.Total != 0 {
-			t.Errorf("after clear %+v", j)
+	for query, want := range map[string]int{
+		"operation=B": 2, "tenant=qa-key": 1, "code=401": 1, "status=200": 2, "method=POST": 1,
+		"path=" + url.QueryEscape(pathC): 1, "since=2000-01-01T00:00:00Z": 3, "until=2000-01-01T00:00:00Z": 0,
+	} {
+		var c struct{ Count int }
+		s.admin(t, "GET", "/journal/count?"+query, "", &c)
+		if c.Count != want {
+			t.Errorf("count %s: %d, want %d", query, c.Count, want)
 		}
-		// Admin requests are not journaled.
-		s.admin(t, "GET", "/apps", "", nil)
-		s.admin(t, "GET", "/journal", "", &j)
-		if j.Total != 0 {
-			t.Errorf("admin request journaled: %+v", j)
-		}
-	})
+	}
+	s.admin(t, "GET", "/journal?limit=1&operation=B", "", &j)
+	if len(j.Requests) != 1 || j.Total != 2 {
+		t.Errorf("limited %+v", j)
+	}
+	wantField(t, s.adminFail(t, "GET", "/journal?status=99", "", 400), "status")
+	wantField(t, s.adminFail(t, "GET", "/journal?since=now", "", 400), "since")
+
+	s.admin(t, "DELETE", "/journal", "", nil)
+	s.admin(t, "GET", "/journal", "", &j)
+	if j.Total != 0 {
+		t.Errorf("after clear %+v", j)
+	}
+	// Admin requests are not journaled.
+	s.admin(t, "GET", "/apps", "", nil)
+	s.admin(t, "GET", "/journal", "", &j)
+	if j.Total != 0 {
+		t.Errorf("admin request journaled: %+v", j)
+	}
 }
 
 func TestJournalMaxAge(t *testing.T) {
@@ -835,48 +840,48 @@ func TestAdminConfig(t *testing.T) {
 	}
 }
 
-func TestCLI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, backend string) {
-		s := startSandboxOn(t, backend)
-		qaImport(t, s, oneContact)
-		cli := func(args ...string) string {
-			t.Helper()
-			var out bytes.Buffer
-			if err := run(context.Background(), append(args, "--database", s.db), &out, nil); err != nil {
-				t.Fatalf("dialbox %s: %v", strings.Join(args, " "), err)
-			}
-			return out.String()
+func TestCLI(t *testing.T) { eachBackend(t, testCLI) }
+
+func testCLI(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
+	qaImport(t, s, oneContact)
+	cli := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), append(args, "--database", s.db), &out, nil); err != nil {
+			t.Fatalf("dialbox %s: %v", strings.Join(args, " "), err)
 		}
-		out := cli("app", "create", "--name", "From CLI", "--api-key", "cli-key", "--api-secret", "cli-secret")
-		if !strings.Contains(out, "api_key:      cli-key") || !strings.Contains(out, "api_secret:   cli-secret") {
-			t.Errorf("app create:\n%s", out)
+		return out.String()
+	}
+	out := cli("app", "create", "--name", "From CLI", "--api-key", "cli-key", "--api-secret", "cli-secret")
+	if !strings.Contains(out, "api_key:      cli-key") || !strings.Contains(out, "api_secret:   cli-secret") {
+		t.Errorf("app create:\n%s", out)
+	}
+	token := strings.TrimSpace(out[strings.Index(out, "access_token:")+len("access_token:"):])
+	if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return []byte("cli-secret"), nil }); err != nil {
+		t.Errorf("app create token: %v", err)
+	}
+	if out := cli("app", "list"); !strings.Contains(out, "cli-key") || !strings.Contains(out, "qa-key") {
+		t.Errorf("app list:\n%s", out)
+	}
+	if out := cli("token", "--app", "cli-key"); strings.Count(out, ".") != 2 {
+		t.Errorf("token: %s", out)
+	}
+	if out := cli("scenario", "list", "--app", "qa-key", "--status", "ACTIVE"); !strings.Contains(out, "sc-remind") || !strings.Contains(out, "sc-second") {
+		t.Errorf("scenario list:\n%s", out)
+	}
+	if out := cli("contacts", "list", "--app", "qa-key", "--phone", "0912345678"); !strings.Contains(out, "+84912345678") || !strings.Contains(out, "queued") {
+		t.Errorf("contacts list:\n%s", out)
+	}
+	for _, args := range [][]string{{"app"}, {"app", "remove"}, {"scenario", "list"}, {"contacts", "list", "--app", "nobody"}} {
+		if err := run(context.Background(), append(args, "--database", s.db), &bytes.Buffer{}, nil); err == nil {
+			t.Errorf("dialbox %v: no error", args)
 		}
-		token := strings.TrimSpace(out[strings.Index(out, "access_token:")+len("access_token:"):])
-		if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return []byte("cli-secret"), nil }); err != nil {
-			t.Errorf("app create token: %v", err)
-		}
-		if out := cli("app", "list"); !strings.Contains(out, "cli-key") || !strings.Contains(out, "qa-key") {
-			t.Errorf("app list:\n%s", out)
-		}
-		if out := cli("token", "--app", "cli-key"); strings.Count(out, ".") != 2 {
-			t.Errorf("token: %s", out)
-		}
-		if out := cli("scenario", "list", "--app", "qa-key", "--status", "ACTIVE"); !strings.Contains(out, "sc-remind") || !strings.Contains(out, "sc-second") {
-			t.Errorf("scenario list:\n%s", out)
-		}
-		if out := cli("contacts", "list", "--app", "qa-key", "--phone", "0912345678"); !strings.Contains(out, "+84912345678") || !strings.Contains(out, "queued") {
-			t.Errorf("contacts list:\n%s", out)
-		}
-		for _, args := range [][]string{{"app"}, {"app", "remove"}, {"scenario", "list"}, {"contacts", "list", "--app", "nobody"}} {
-			if err := run(context.Background(), append(args, "--database", s.db), &bytes.Buffer{}, nil); err == nil {
-				t.Errorf("dialbox %v: no error", args)
-			}
-		}
-		if err := run(context.Background(), []string{"app", "create", "--name", "Again", "--api-key", "cli-key", "--database", s.db}, &bytes.Buffer{}, nil); err == nil ||
-			!strings.Contains(err.Error(), "already exists") {
-			t.Errorf("duplicate app create: %v", err)
-		}
-	})
+	}
+	if err := run(context.Background(), []string{"app", "create", "--name", "Again", "--api-key", "cli-key", "--database", s.db}, &bytes.Buffer{}, nil); err == nil ||
+		!strings.Contains(err.Error(), "already exists") {
+		t.Errorf("duplicate app create: %v", err)
+	}
 }
 
 // TestJournalKeepsAnswersCheaply: an answer a little larger than what the

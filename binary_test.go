@@ -21,11 +21,16 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the binary the tests built, once they are done.
+// TestMain removes the binary the tests built and the migrated PostgreSQL
+// database they copied, once they are done.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	if err := migratedPostgres.Drop(); err != nil {
+		fmt.Fprintf(os.Stderr, "drop the migrated PostgreSQL template: %v\n", err)
+		code = max(code, 1)
 	}
 	os.Exit(code)
 }

@@ -100,8 +100,10 @@ func TestParseCallWindowErrors(t *testing.T) {
 
 // TestCallWindowDaysUpperCased: days are read in any case and stored and
 // echoed as the contract spells them, from the admin API and fixtures alike.
-func TestCallWindowDaysUpperCased(t *testing.T) {
-	s := startSandbox(t)
+func TestCallWindowDaysUpperCased(t *testing.T) { eachBackend(t, testCallWindowDaysUpperCased) }
+
+func testCallWindowDaysUpperCased(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var sc struct {
 		CallConfig CallConfig `json:"call_config"`
 	}

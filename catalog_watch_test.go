@@ -134,8 +134,10 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 // TestServerSeesTheCLI: an application created with `dialbox app create`
 // beside a running server is known to the server's next request, though it
 // had looked the key up (and remembered the miss) before.
-func TestServerSeesTheCLI(t *testing.T) {
-	s := startSandbox(t)
+func TestServerSeesTheCLI(t *testing.T) { eachBackend(t, testServerSeesTheCLI) }
+
+func testServerSeesTheCLI(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	token := bearer(t, "cli-key", "cli-secret")
 	s.adminFail(t, "GET", "/apps/cli-key", "", 404)
 	if status, e := s.public(t, "cli-key", "cli-secret", "GET", pathB, ""); status != 401 || e.Code != errAppNotFound.Code {
@@ -145,12 +147,13 @@ func TestServerSeesTheCLI(t *testing.T) {
 		"--api-secret", "cli-secret", "--database", s.db}, io.Discard, nil); err != nil {
 		t.Fatal(err)
 	}
+	seenAfter(t, backend, "the application the CLI created (operation B answers)", func() bool {
+		status, _ := s.do(t, "GET", pathB, token, "")
+		return status == 200
+	})
 	var app Application
 	s.admin(t, "GET", "/apps/cli-key", "", &app)
 	if app.Name != "From CLI" {
 		t.Errorf("GET /admin/v1/apps/cli-key: %+v", app)
-	}
-	if status, b := s.do(t, "GET", pathB, token, ""); status != 200 {
-		t.Errorf("application created by the CLI: HTTP %d %s", status, b)
 	}
 }

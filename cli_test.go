@@ -15,8 +15,10 @@ func cliRun(db string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func TestCLIAppCreateNeedsName(t *testing.T) {
-	s := startSandbox(t)
+func TestCLIAppCreateNeedsName(t *testing.T) { eachBackend(t, testCLIAppCreateNeedsName) }
+
+func testCLIAppCreateNeedsName(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	_, err := cliRun(s.db, "app", "create", "--api-key", "nameless")
 	if err == nil || !strings.Contains(err.Error(), "--name NAME is required") {
 		t.Fatalf("app create without --name: %v", err)
@@ -27,117 +29,102 @@ func TestCLIAppCreateNeedsName(t *testing.T) {
 // TestCLIAdminCommands: the CLI's counterparts of the admin API change the
 // database under a running server, which sees each change at its next
 // request.
-func TestCLIAdminCommands(t *testing.T) {
-	eachBackend(t, func(t *testing.T, backend string) {
-		s := startSandboxOn(t, backend)
-		cli := func(args ...string) string {
-			t.Helper()
-			out, err := cliRun(s.db, args...)
-			if err != nil {
-				t.Fatalf("dialbox %s: %v", strings.Join(args, " "), err)
-			}
-			return out
-		}
-		cliFails := func(want string, args ...string) {
-			t.Helper()
-			if _, err := cliRun(s.db, args...); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("dialbox %s: %v, want an error saying %q", strings.Join(args, " "), err, want)
-			}
-		}
-		// seen checks what a CLI write changed, as the server answers it:
-		// at once on SQLite (the cache checks the file before each read),
-		// once the change's notification arrives on PostgreSQL
-		// (docs/postgres.md#configuration-changes).
-		seen := func(what string, cond func() bool) {
-			t.Helper()
-			if backend == "sqlite" {
-				if !cond() {
-					t.Errorf("the server does not show %s at once", what)
-				}
-				return
-			}
-			waitFor(t, what, cond)
-		}
-		publicB := func() int {
-			t.Helper()
-			_, e := s.public(t, "qa-key", "qa-secret", "GET", pathB, "")
-			return e.Code
-		}
+func TestCLIAdminCommands(t *testing.T) { eachBackend(t, testCLIAdminCommands) }
 
-		// disable, enable
-		if code := publicB(); code != 0 {
-			t.Fatalf("operation B before: code %d", code)
+func testCLIAdminCommands(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
+	cli := func(args ...string) string {
+		t.Helper()
+		out, err := cliRun(s.db, args...)
+		if err != nil {
+			t.Fatalf("dialbox %s: %v", strings.Join(args, " "), err)
 		}
-		if out := cli("app", "disable", "--app", "qa-key"); !strings.Contains(out, "disabled: true") {
-			t.Errorf("app disable:\n%s", out)
+		return out
+	}
+	cliFails := func(want string, args ...string) {
+		t.Helper()
+		if _, err := cliRun(s.db, args...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("dialbox %s: %v, want an error saying %q", strings.Join(args, " "), err, want)
 		}
-		seen("operation B refused for a disabled application", func() bool { return publicB() == errAppNotFound.Code })
-		if out := cli("app", "enable", "--app", "qa-key"); !strings.Contains(out, "disabled: false") {
-			t.Errorf("app enable:\n%s", out)
-		}
-		seen("operation B served after enable", func() bool { return publicB() == 0 })
+	}
+	publicB := func() int {
+		t.Helper()
+		_, e := s.public(t, "qa-key", "qa-secret", "GET", pathB, "")
+		return e.Code
+	}
 
-		// wallet
-		if out := cli("wallet", "show", "--app", "qa-key"); !strings.Contains(out, "balance:          1000000\n") ||
-			!strings.Contains(out, "expires_at:       2099-01-01T00:00:00Z\n") {
-			t.Errorf("wallet show:\n%s", out)
-		}
-		if out := cli("wallet", "top-up", "--app", "qa-key", "--amount", "5000"); !strings.Contains(out, "balance:          1005000\n") {
-			t.Errorf("wallet top-up:\n%s", out)
-		}
+	// disable, enable
+	if code := publicB(); code != 0 {
+		t.Fatalf("operation B before: code %d", code)
+	}
+	if out := cli("app", "disable", "--app", "qa-key"); !strings.Contains(out, "disabled: true") {
+		t.Errorf("app disable:\n%s", out)
+	}
+	seenAfter(t, backend, "the application disabled (operation B answers it is not found)", func() bool { return publicB() == errAppNotFound.Code })
+	if out := cli("app", "enable", "--app", "qa-key"); !strings.Contains(out, "disabled: false") {
+		t.Errorf("app enable:\n%s", out)
+	}
+	seenAfter(t, backend, "the application enabled (operation B answers)", func() bool { return publicB() == 0 })
+
+	// wallet
+	if out := cli("wallet", "show", "--app", "qa-key"); !strings.Contains(out, "balance:          1000000\n") ||
+		!strings.Contains(out, "expires_at:       2099-01-01T00:00:00Z\n") {
+		t.Errorf("wallet show:\n%s", out)
+	}
+	if out := cli("wallet", "top-up", "--app", "qa-key", "--amount", "5000"); !strings.Contains(out, "balance:          1005000\n") {
+		t.Errorf("wallet top-up:\n%s", out)
+	}
+	seenAfter(t, backend, "the CLI's top-up", func() bool {
 		var w Wallet
 		s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
-		if w.Balance != 1_005_000 {
-			t.Errorf("balance after the CLI's top-up: %d", w.Balance)
-		}
-		cliFails("--amount is required and must be a positive number of VND", "wallet", "top-up", "--app", "qa-key", "--amount", "0")
-		cliFails("--amount is required", "wallet", "top-up", "--app", "qa-key")
-		cliFails(`no application has API key "nobody"`, "wallet", "show", "--app", "nobody")
-
-		// scenario submit, approve: the admin API's transitions and words
-		scenario := func() string {
-			t.Helper()
-			var sc adminScenario
-			s.admin(t, "GET", "/apps/qa-key/scenarios/sc-cli", "", &sc)
-			return sc.Status
-		}
-		s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-cli","content":"x"}`, nil)
-		if st := scenario(); st != StatusDraft {
-			t.Fatalf("new scenario %s", st)
-		}
-		cliFails("Cannot approve a scenario in status DRAFT (only from REVIEWING)", "scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
-		if out := cli("scenario", "submit", "--app", "qa-key", "--scenario", "sc-cli"); !strings.Contains(out, "status: REVIEWING") {
-			t.Errorf("scenario submit:\n%s", out)
-		}
-		seen("the scenario REVIEWING after the CLI's submit", func() bool { return scenario() == StatusReviewing })
-		cli("scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
-		seen("the scenario ACTIVE after the CLI's approve", func() bool { return scenario() == StatusActive })
-		adminWords := s.adminFail(t, "POST", "/apps/qa-key/scenarios/sc-cli/approve", "", 409).Message
-		cliFails(adminWords, "scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
-		cliFails(s.adminFail(t, "POST", "/apps/qa-key/scenarios/nope/submit", "", 404).Message,
-			"scenario", "submit", "--app", "qa-key", "--scenario", "nope")
-		cliFails("--scenario ID is required", "scenario", "submit", "--app", "qa-key")
-
-		// delete
-		s.admin(t, "GET", "/apps/other-key", "", nil)
-		if out := cli("app", "delete", "--app", "other-key"); out != "deleted: other-key\n" {
-			t.Errorf("app delete: %q", out)
-		}
-		seen("the application gone after the CLI's delete", func() bool {
-			status, _ := s.do(t, "GET", "/admin/v1/apps/other-key", adminAuth, "")
-			return status == 404
-		})
-		s.adminFail(t, "GET", "/apps/other-key", "", 404)
-		cliFails(`no application has API key "other-key"`, "app", "delete", "--app", "other-key")
-		cliFails("--app API_KEY is required", "app", "disable")
-
-		var help bytes.Buffer
-		run(context.Background(), []string{"help"}, &help, nil)
-		for _, line := range []string{"app disable|enable|delete --app API_KEY", "wallet show --app API_KEY",
-			"wallet top-up --app API_KEY --amount VND", "scenario submit|approve --app API_KEY --scenario ID"} {
-			if !strings.Contains(help.String(), line) {
-				t.Errorf("dialbox help does not show %q", line)
-			}
-		}
+		return w.Balance == 1_005_000
 	})
+	cliFails("--amount is required and must be a positive number of VND", "wallet", "top-up", "--app", "qa-key", "--amount", "0")
+	cliFails("--amount is required", "wallet", "top-up", "--app", "qa-key")
+	cliFails(`no application has API key "nobody"`, "wallet", "show", "--app", "nobody")
+
+	// scenario submit, approve: the admin API's transitions and words
+	scenario := func() string {
+		t.Helper()
+		var sc adminScenario
+		s.admin(t, "GET", "/apps/qa-key/scenarios/sc-cli", "", &sc)
+		return sc.Status
+	}
+	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-cli","content":"x"}`, nil)
+	if st := scenario(); st != StatusDraft {
+		t.Fatalf("new scenario %s", st)
+	}
+	cliFails("Cannot approve a scenario in status DRAFT (only from REVIEWING)", "scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
+	if out := cli("scenario", "submit", "--app", "qa-key", "--scenario", "sc-cli"); !strings.Contains(out, "status: REVIEWING") {
+		t.Errorf("scenario submit:\n%s", out)
+	}
+	seenAfter(t, backend, "the CLI's submit", func() bool { return scenario() == StatusReviewing })
+	cli("scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
+	seenAfter(t, backend, "the CLI's approve", func() bool { return scenario() == StatusActive })
+	adminWords := s.adminFail(t, "POST", "/apps/qa-key/scenarios/sc-cli/approve", "", 409).Message
+	cliFails(adminWords, "scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
+	cliFails(s.adminFail(t, "POST", "/apps/qa-key/scenarios/nope/submit", "", 404).Message,
+		"scenario", "submit", "--app", "qa-key", "--scenario", "nope")
+	cliFails("--scenario ID is required", "scenario", "submit", "--app", "qa-key")
+
+	// delete
+	s.admin(t, "GET", "/apps/other-key", "", nil)
+	if out := cli("app", "delete", "--app", "other-key"); out != "deleted: other-key\n" {
+		t.Errorf("app delete: %q", out)
+	}
+	seenAfter(t, backend, "the CLI's delete", func() bool {
+		status, _ := s.do(t, "GET", "/admin/v1/apps/other-key", adminAuth, "")
+		return status == 404
+	})
+	cliFails(`no application has API key "other-key"`, "app", "delete", "--app", "other-key")
+	cliFails("--app API_KEY is required", "app", "disable")
+
+	var help bytes.Buffer
+	run(context.Background(), []string{"help"}, &help, nil)
+	for _, line := range []string{"app disable|enable|delete --app API_KEY", "wallet show --app API_KEY",
+		"wallet top-up --app API_KEY --amount VND", "scenario submit|approve --app API_KEY --scenario ID"} {
+		if !strings.Contains(help.String(), line) {
+			t.Errorf("dialbox help does not show %q", line)
+		}
+	}
 }

@@ -356,8 +356,10 @@ func TestSIPScriptAMD(t *testing.T) {
 // TestScenarioAMDSetting: call_config.amd is off by default and then absent
 // from the scenario's JSON (its bytes as before), settable by the admin API
 // and checked for its type.
-func TestScenarioAMDSetting(t *testing.T) {
-	s := startSandbox(t)
+func TestScenarioAMDSetting(t *testing.T) { eachBackend(t, testScenarioAMDSetting) }
+
+func testScenarioAMDSetting(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var raw json.RawMessage
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"amd-off","content":"x"}`, &raw)
 	if strings.Contains(string(raw), `"amd"`) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +18,11 @@ import (
 // apart, three times the 500 ms both timeouts are set to, never pausing
 // for as long as one.
 func TestDNCSlowUploadOutlastsTheTimeouts(t *testing.T) {
-	s := startSandbox(t, "DIALBOX_HTTP_READ_TIMEOUT=500ms", "DIALBOX_HTTP_WRITE_TIMEOUT=500ms")
+	eachBackend(t, testDNCSlowUploadOutlastsTheTimeouts)
+}
+
+func testDNCSlowUploadOutlastsTheTimeouts(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend, "DIALBOX_HTTP_READ_TIMEOUT=500ms", "DIALBOX_HTTP_WRITE_TIMEOUT=500ms")
 	const pieces = 30
 	pr, pw := io.Pipe()
 	go func() {
@@ -75,8 +78,12 @@ func TestDNCSlowUploadOutlastsTheTimeouts(t *testing.T) {
 // scenario, never dialled, and is called in the care scenario (the
 // register restricts advertising calls only); an unlisted one is called.
 func TestDNCImportBesideARunningServer(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "dialbox.db")
-	s, ids := fixtureStoreAt(t, db, adTenant("dnc-a"))
+	eachBackend(t, testDNCImportBesideARunningServer)
+}
+
+func testDNCImportBesideARunningServer(t *testing.T, backend string) {
+	db := backendDatabase(t, backend)
+	s, ids := fixtureStoreIn(t, db, adTenant("dnc-a"))
 	dialer := newRecordingDialer()
 	e := engStart(t, s, dialer, nil, dncAdClock())
 	file := writeFile(t, "register.txt", "0913000101\n0913000102\n")

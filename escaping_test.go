@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,9 +10,11 @@ import (
 // TestNoHTMLEscaping: <, > and & reach public answers, admin answers, the
 // stored fields and the signed webhook payloads as they were sent, never
 // as \u003c, \u003e, \u0026; U+2028 is written \u2028 on every path.
-func TestNoHTMLEscaping(t *testing.T) {
+func TestNoHTMLEscaping(t *testing.T) { eachBackend(t, testNoHTMLEscaping) }
+
+func testNoHTMLEscaping(t *testing.T, backend string) {
 	const tag = `<b>&</b>`
-	s := startSandbox(t, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000")
+	s := startSandboxOn(t, backend, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000")
 	raw := func(what string, body []byte, want ...string) {
 		t.Helper()
 		for _, w := range want {
@@ -35,9 +36,7 @@ func TestNoHTMLEscaping(t *testing.T) {
 	}
 	raw("operation A's answer", body, `"ho_ten":"`+tag+`"`, `"note":"a\u2028b"`)
 	var stored string
-	if err := sqliteOf(t, s.m.store).read.QueryRow(`SELECT fields FROM contacts`).Scan(&stored); err != nil {
-		t.Fatal(err)
-	}
+	queryRow(t, s.m.store, `SELECT fields FROM contacts`, nil, &stored)
 	raw("the stored fields", []byte(stored), `"ho_ten":"`+tag+`"`, `"note":"a\u2028b"`)
 	_, body = s.do(t, "GET", "/admin/v1/apps/qa-key/contacts", adminAuth, "")
 	raw("the admin API's contact list", body, `"ho_ten":"`+tag+`"`)
@@ -76,9 +75,7 @@ func TestNoHTMLEscaping(t *testing.T) {
 		t.Errorf("signature: %s", m.Error)
 	}
 	raw("the webhook payload", sink.Messages[0].Body, `"ho_ten":"`+tag+`"`, `"note":"a\u2028b"`)
-	if err := sqliteOf(t, s.m.store).read.QueryRowContext(context.Background(), `SELECT payload FROM webhook_messages LIMIT 1`).Scan(&stored); err != nil {
-		t.Fatal(err)
-	}
+	queryRow(t, s.m.store, `SELECT payload FROM webhook_messages LIMIT 1`, nil, &stored)
 	raw("the stored payload", []byte(stored), `"ho_ten":"`+tag+`"`)
 	_, body = s.do(t, "GET", "/admin/v1/sink?name=esc", adminAuth, "")
 	if !strings.Contains(string(body), tag) {

@@ -21,6 +21,7 @@ import (
 	"dialbox/internal/pgtest"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ---- a running dialbox ----
@@ -35,21 +36,52 @@ type testServer struct {
 }
 
 // testBackends are the stores the tests that run on every backend use,
-// from one table: each gives a new, empty database of its kind, as
-// `database` names it. PostgreSQL's skips the test with the reason when
-// no server is configured (internal/pgtest).
+// from one table: each gives a new database of its kind, as `database`
+// names it, holding no data. PostgreSQL's skips the test with the reason
+// when no server is configured (internal/pgtest), and is a copy of
+// migratedPostgres.
 var testBackends = []struct {
 	name     string
 	database func(t testing.TB) string
 }{
 	{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "dialbox.db") }},
-	{"postgres", func(t testing.TB) string { return pgtest.Database(t) }},
+	{"postgres", migratedPostgres.Database},
 }
+
+// migratedPostgres is a PostgreSQL database migrated once per test run
+// and copied for each test: copying it is cheaper than migrating a new
+// one (docs/postgres.md#running-the-tests). TestMain drops it.
+var migratedPostgres = &pgtest.Template{Prepare: func(ctx context.Context, url string) error {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return migratePostgres(ctx, pool, len(postgresMigrations()))
+}}
 
 // eachBackend runs test once per backend, as a subtest named after it.
 func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 	for _, b := range testBackends {
 		t.Run(b.name, func(t *testing.T) { test(t, b.name) })
+	}
+}
+
+// seenAfter checks cond, what a running server answers after another
+// process (the CLI) changed its database, and fails the test with what if
+// it never holds. On SQLite the server sees the commit at its next
+// request (catalog_watch.go), so cond must hold at once; on PostgreSQL it
+// sees it once the commit's notification arrives, milliseconds later
+// (docs/postgres.md#configuration-changes), so cond is polled there.
+func seenAfter(t testing.TB, backend, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if backend == "sqlite" || time.Now().After(deadline) {
+			t.Errorf("the server does not see %s", what)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -361,6 +393,23 @@ func queryRows(t testing.TB, s Store, query string, args []any, row func(scan fu
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// queryRow scans the first row of a read into dest, on either store; the
+// SQL both databases speak, with ? placeholders.
+func queryRow(t testing.TB, s Store, query string, args []any, dest ...any) {
+	t.Helper()
+	found := false
+	queryRows(t, s, query, args, func(scan func(...any) error) error {
+		if found {
+			return nil
+		}
+		found = true
+		return scan(dest...)
+	})
+	if !found {
+		t.Fatalf("%s: no row", query)
 	}
 }
 

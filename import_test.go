@@ -45,41 +45,32 @@ api_secret = "other-secret"
 `
 
 // importDB makes a database of the backend holding importFixtures and
-// returns its name, as `--database` takes it, and a folder for the test's
-// files.
-func importDB(t *testing.T, backend string) (db, dir string) {
+// returns it as `database` names it.
+func importDB(t *testing.T, backend string) string {
 	t.Helper()
-	dir = t.TempDir()
-	fixtures := filepath.Join(dir, "fixtures.toml")
-	if err := os.WriteFile(fixtures, []byte(importFixtures), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ff, err := LoadFixtures(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if backend != "sqlite" {
-		db = backendDatabase(t, backend)
-		fixtureStoreIn(t, db, ff.Applications...)
-		return db, dir
-	}
-	db = filepath.Join(dir, "import.db")
-	store, err := OpenStore(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := backendDatabase(t, backend)
+	store := openDatabase(t, db)
 	defer store.Close()
-	if err := store.ApplyFixtures(context.Background(), ff.Applications, time.Now()); err != nil {
+	applyTestFixtures(t, store, importFixtures, time.Now())
+	return db
+}
+
+// openDatabase opens the store `database` names, as the CLI does; the
+// caller closes it.
+func openDatabase(t *testing.T, database string) Store {
+	t.Helper()
+	store, err := openConfiguredStore(context.Background(), configOn(database))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return db, dir
+	return store
 }
 
 func TestImportCommand(t *testing.T) { eachBackend(t, testImportCommand) }
 
 func testImportCommand(t *testing.T, backend string) {
-	db, dir := importDB(t, backend)
-	csvPath := filepath.Join(dir, "contacts.csv")
+	db := importDB(t, backend)
+	csvPath := filepath.Join(t.TempDir(), "contacts.csv")
 	os.WriteFile(csvPath, []byte("\ufeffphone_number,ho_ten,ghi_chu\n"+
 		"0912345678,Nguyen Van A,vip\n"+ // row 2: added
 		"not a phone,Tran B,\n"+ // row 3: invalid
@@ -94,7 +85,7 @@ func testImportCommand(t *testing.T, backend string) {
 	if !strings.Contains(out.String(), "5 rows read, 2 contacts added, 3 skipped") {
 		t.Errorf("summary: %s", out.String())
 	}
-	f, err := os.Open(filepath.Join(dir, "contacts.skipped.csv"))
+	f, err := os.Open(filepath.Join(filepath.Dir(csvPath), "contacts.skipped.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +113,7 @@ func testImportCommand(t *testing.T, backend string) {
 		}
 	}
 
-	store, err := openConfiguredStore(context.Background(), configOn(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openDatabase(t, db)
 	app, _ := store.AppByKey(context.Background(), "imp-key")
 	ids, _ := store.ContactIDs(context.Background(), app.ID)
 	store.Close()
@@ -149,7 +137,7 @@ func testImportCommand(t *testing.T, backend string) {
 			t.Errorf("import %v: %v, want %q", c.args, err, c.want)
 		}
 	}
-	noPhone := filepath.Join(dir, "nophone.csv")
+	noPhone := filepath.Join(filepath.Dir(csvPath), "nophone.csv")
 	os.WriteFile(noPhone, []byte("phone,name\n0912345678,A\n"), 0o600)
 	if err := run(context.Background(), []string{"import", "--database", db, "--app", "imp-key", "--scenario", "sc-unique", noPhone}, io.Discard, nil); err == nil ||
 		!strings.Contains(err.Error(), "no phone_number column") {
@@ -159,8 +147,10 @@ func testImportCommand(t *testing.T, backend string) {
 
 // TestImportWhileServing imports into the database of a running server,
 // naming no application (the demo tenant is the only one).
-func TestImportWhileServing(t *testing.T) {
-	m, _ := startOpsServer(t, io.Discard)
+func TestImportWhileServing(t *testing.T) { eachBackend(t, testImportWhileServing) }
+
+func testImportWhileServing(t *testing.T, backend string) {
+	m, _ := startOpsServerOn(t, backendDatabase(t, backend), io.Discard)
 	csvPath := filepath.Join(t.TempDir(), "c.csv")
 	os.WriteFile(csvPath, []byte("phone_number,ho_ten\n0912345678,A\n0912345679,B\n"), 0o600)
 	var out bytes.Buffer
@@ -197,15 +187,13 @@ func (r *rowsReader) Read(p []byte) (int, error) {
 // TestImportMemoryFlat imports 50k rows and checks that the live heap after
 // the last chunk is no larger than after the tenth: memory follows the
 // chunk, not the file.
-func TestImportMemoryFlat(t *testing.T) {
+func TestImportMemoryFlat(t *testing.T) { eachBackend(t, testImportMemoryFlat) }
+
+func testImportMemoryFlat(t *testing.T, backend string) {
 	if testing.Short() {
 		t.Skip("imports 50k rows")
 	}
-	db, _ := importDB(t, "sqlite") // the importer's heap, with SQLite working inside the same process
-	store, err := OpenStore(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openDatabase(t, importDB(t, backend))
 	defer store.Close()
 	app, _ := store.AppByKey(context.Background(), "imp-key")
 	cfg := DefaultConfig()

@@ -8,15 +8,16 @@ package main
 // admin token is not an application token.
 
 import (
-	"context"
 	"net/http"
 	"sort"
 	"strings"
 	"testing"
 )
 
-func TestIsolationMatrix(t *testing.T) {
-	s := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+testAdminToken)
+func TestIsolationMatrix(t *testing.T) { eachBackend(t, testIsolationMatrix) }
+
+func testIsolationMatrix(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures, "DIALBOX_ADMIN_TOKEN="+testAdminToken)
 	qa := "Bearer " + mintFor(t, s, "qa-key")
 	other := "Bearer " + mintFor(t, s, "other-key")
 	// other has a contact, so contact and import routes have a real target.
@@ -25,10 +26,7 @@ func TestIsolationMatrix(t *testing.T) {
 		t.Fatalf("other's import: %d %s", status, body)
 	}
 	var contactID, importID string
-	if err := sqliteOf(t, s.m.store).read.QueryRowContext(context.Background(),
-		`SELECT id, import_id FROM contacts WHERE scenario_id = 'sc-other'`).Scan(&contactID, &importID); err != nil {
-		t.Fatal(err)
-	}
+	queryRow(t, s.m.store, `SELECT id, import_id FROM contacts WHERE scenario_id = 'sc-other'`, nil, &contactID, &importID)
 
 	t.Run("public", func(t *testing.T) {
 		for _, c := range []struct{ name, method, theirs, missing, body string }{

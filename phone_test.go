@@ -71,8 +71,10 @@ func TestPhoneLetters(t *testing.T) {
 
 // TestPhoneLettersSkipped: through operation A the contact is skipped with
 // its reason, the others are added.
-func TestPhoneLettersSkipped(t *testing.T) {
-	s := startSandbox(t)
+func TestPhoneLettersSkipped(t *testing.T) { eachBackend(t, testPhoneLettersSkipped) }
+
+func testPhoneLettersSkipped(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	status, body := s.do(t, "POST", opA("sc-remind"), bearer(t, "qa-key", "qa-secret"),
 		`{"contacts":[{"phone_number":"09123ABC78","ho_ten":"A"},{"phone_number":"0912345679","ho_ten":"B"}]}`)
 	var ok struct {

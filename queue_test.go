@@ -24,8 +24,10 @@ func queueContacts(n, from int) string {
 // Over limits.max_queued_contacts, operations A and C answer 429 with a
 // reason and add nothing; contacts that finish make room again; each
 // application has its own bound.
-func TestMaxQueuedContacts(t *testing.T) {
-	s := startServer(t, testFixtures, "DIALBOX_LIMITS_MAX_QUEUED_CONTACTS=3")
+func TestMaxQueuedContacts(t *testing.T) { eachBackend(t, testMaxQueuedContacts) }
+
+func testMaxQueuedContacts(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures, "DIALBOX_LIMITS_MAX_QUEUED_CONTACTS=3")
 	qa, other := bearer(t, "qa-key", "qa-secret"), bearer(t, "other-key", "other-secret")
 	campaign := func(n, from int) string {
 		return `{"campaign_id":"camp-1",` + strings.TrimPrefix(queueContacts(n, from), "{")

@@ -9,8 +9,10 @@ import (
 // TestRateLimit: an application over limits.burst gets 429 Too many
 // requests with Retry-After, in the envelope, while another application's
 // bucket is untouched.
-func TestRateLimit(t *testing.T) {
-	s := startServer(t, testFixtures, "DIALBOX_LIMITS_RATE_PER_SECOND=0.01", "DIALBOX_LIMITS_BURST=2")
+func TestRateLimit(t *testing.T) { eachBackend(t, testRateLimit) }
+
+func testRateLimit(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures, "DIALBOX_LIMITS_RATE_PER_SECOND=0.01", "DIALBOX_LIMITS_BURST=2")
 	qa := "Bearer " + mintFor(t, s, "qa-key")
 	other := "Bearer " + mintFor(t, s, "other-key")
 	for i := 0; i < 2; i++ {
@@ -39,8 +41,10 @@ func TestRateLimit(t *testing.T) {
 
 // TestImportsShedOverLimit: with every import slot taken, one more import is
 // answered 429 with Retry-After at once instead of queueing.
-func TestImportsShedOverLimit(t *testing.T) {
-	s := startServer(t, testFixtures, "DIALBOX_LIMITS_MAX_CONCURRENT_IMPORTS=1")
+func TestImportsShedOverLimit(t *testing.T) { eachBackend(t, testImportsShedOverLimit) }
+
+func testImportsShedOverLimit(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures, "DIALBOX_LIMITS_MAX_CONCURRENT_IMPORTS=1")
 	api := "Bearer " + mintFor(t, s, "qa-key")
 	slots := s.m.api.imports
 	slots <- struct{}{} // an import in progress holds the only slot

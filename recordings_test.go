@@ -95,202 +95,202 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func TestRecordingsSimulated(t *testing.T) {
-	eachBackend(t, func(t *testing.T, backend string) {
-		doc := loadContract(t)
-		s := startServerOn(t, backend, voicebotFixtures(recordingScenarios), "DIALBOX_ADMIN_TOKEN="+testAdminToken,
-			"DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000", "DIALBOX_ENGINE_POLL_INTERVAL=10ms")
-		dir := s.m.engine.Recordings.Dir // beside the SQLite file; the test's folder on PostgreSQL
-		ctx := context.Background()
+func TestRecordingsSimulated(t *testing.T) { eachBackend(t, testRecordingsSimulated) }
 
-		// call_config.record shows only when on, and is a boolean.
-		var raw json.RawMessage
-		s.admin(t, "GET", "/apps/bot-key/scenarios/plain", "", &raw)
-		if strings.Contains(string(raw), `"record"`) {
-			t.Errorf("a scenario that does not record shows the key: %s", raw)
-		}
-		s.admin(t, "GET", "/apps/bot-key/scenarios/rec", "", &raw)
-		if !strings.Contains(string(raw), `"record":true`) {
-			t.Errorf("record = true not shown: %s", raw)
-		}
-		wantField(t, s.adminFail(t, "PATCH", "/apps/bot-key/scenarios/plain", `{"call_config":{"record":"yes"}}`, 400), "call_config")
+func testRecordingsSimulated(t *testing.T, backend string) {
+	doc := loadContract(t)
+	s := startServerOn(t, backend, voicebotFixtures(recordingScenarios), "DIALBOX_ADMIN_TOKEN="+testAdminToken,
+		"DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000", "DIALBOX_ENGINE_POLL_INTERVAL=10ms")
+	dir := recordingFiles(s.m.Config).Dir
+	ctx := context.Background()
 
-		recID, rec := recordOne(t, s, "rec", "+84900000010")
-		busyID, busy := recordOne(t, s, "rec", "+84900000002")
-		plainID, plain := recordOne(t, s, "plain", "+84900000010")
+	// call_config.record shows only when on, and is a boolean.
+	var raw json.RawMessage
+	s.admin(t, "GET", "/apps/bot-key/scenarios/plain", "", &raw)
+	if strings.Contains(string(raw), `"record"`) {
+		t.Errorf("a scenario that does not record shows the key: %s", raw)
+	}
+	s.admin(t, "GET", "/apps/bot-key/scenarios/rec", "", &raw)
+	if !strings.Contains(string(raw), `"record":true`) {
+		t.Errorf("record = true not shown: %s", raw)
+	}
+	wantField(t, s.adminFail(t, "PATCH", "/apps/bot-key/scenarios/plain", `{"call_config":{"record":"yes"}}`, 400), "call_config")
 
-		// Listed on the call, with the admin URL of the file.
-		path := "/admin/v1/apps/bot-key/contacts/" + recID + "/calls/" + rec.ID + "/recording"
-		if rec.RecordingURL == nil || *rec.RecordingURL != s.url+path {
-			t.Fatalf("recording_url %v, want %s", rec.RecordingURL, s.url+path)
-		}
-		if busy.RecordingURL != nil || plain.RecordingURL != nil {
-			t.Errorf("calls without a recording list one: %v %v", busy.RecordingURL, plain.RecordingURL)
-		}
-		file := filepath.Join(dir, rec.ID+".wav")
-		for _, id := range []string{busy.ID, plain.ID} {
-			if exists(filepath.Join(dir, id+".wav")) {
-				t.Errorf("call %s without a recording has a file", id)
-			}
-		}
+	recID, rec := recordOne(t, s, "rec", "+84900000010")
+	busyID, busy := recordOne(t, s, "rec", "+84900000002")
+	plainID, plain := recordOne(t, s, "plain", "+84900000010")
 
-		// Downloaded: the file's bytes, as audio/wav.
+	// Listed on the call, with the admin URL of the file.
+	path := "/admin/v1/apps/bot-key/contacts/" + recID + "/calls/" + rec.ID + "/recording"
+	if rec.RecordingURL == nil || *rec.RecordingURL != s.url+path {
+		t.Fatalf("recording_url %v, want %s", rec.RecordingURL, s.url+path)
+	}
+	if busy.RecordingURL != nil || plain.RecordingURL != nil {
+		t.Errorf("calls without a recording list one: %v %v", busy.RecordingURL, plain.RecordingURL)
+	}
+	file := filepath.Join(dir, rec.ID+".wav")
+	for _, id := range []string{busy.ID, plain.ID} {
+		if exists(filepath.Join(dir, id+".wav")) {
+			t.Errorf("call %s without a recording has a file", id)
+		}
+	}
+
+	// Downloaded: the file's bytes, as audio/wav.
+	resp, body, err := request("GET", s.url+path, adminAuth, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/wav" || !bytes.Equal(body, onDisk) ||
+		resp.ContentLength != int64(len(onDisk)) {
+		t.Fatalf("download: %d %s, %d bytes (length %d), file %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"),
+			len(body), resp.ContentLength, len(onDisk))
+	}
+	checkContract(t, "GET", s.url+path, resp.StatusCode, resp.Header, body)
+	// As long as the simulated talk, silent but for the 1 at 1 s.
+	wav, err := audio.DecodeWAV(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wav.Rate != 8000 || len(wav.Samples) != 11360 {
+		t.Errorf("%d Hz, %v; want 8000 Hz, 1.42 s", wav.Rate, wav.Duration())
+	}
+	key := wav.Samples[8000:8800]
+	if audio.ToneLevel(key, 8000, 697) < 6000 || audio.ToneLevel(key, 8000, 1209) < 6000 || audio.RMS(wav.Samples[:7900]) != 0 {
+		t.Errorf("the key 1 is not at 1 s: %.0f %.0f, before it RMS %.0f", audio.ToneLevel(key, 8000, 697),
+			audio.ToneLevel(key, 8000, 1209), audio.RMS(wav.Samples[:7900]))
+	}
+	// Not found: another contact's call, a call without a recording.
+	wantMessage := func(path, msg string) {
+		t.Helper()
 		resp, body, err := request("GET", s.url+path, adminAuth, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		onDisk, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/wav" || !bytes.Equal(body, onDisk) ||
-			resp.ContentLength != int64(len(onDisk)) {
-			t.Fatalf("download: %d %s, %d bytes (length %d), file %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"),
-				len(body), resp.ContentLength, len(onDisk))
+		if err != nil || resp.StatusCode != 404 || !strings.Contains(string(body), msg) {
+			t.Errorf("GET %s: %d %s, want 404 %s", path, resp.StatusCode, body, msg)
 		}
 		checkContract(t, "GET", s.url+path, resp.StatusCode, resp.Header, body)
-		// As long as the simulated talk, silent but for the 1 at 1 s.
-		wav, err := audio.DecodeWAV(bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if wav.Rate != 8000 || len(wav.Samples) != 11360 {
-			t.Errorf("%d Hz, %v; want 8000 Hz, 1.42 s", wav.Rate, wav.Duration())
-		}
-		key := wav.Samples[8000:8800]
-		if audio.ToneLevel(key, 8000, 697) < 6000 || audio.ToneLevel(key, 8000, 1209) < 6000 || audio.RMS(wav.Samples[:7900]) != 0 {
-			t.Errorf("the key 1 is not at 1 s: %.0f %.0f, before it RMS %.0f", audio.ToneLevel(key, 8000, 697),
-				audio.ToneLevel(key, 8000, 1209), audio.RMS(wav.Samples[:7900]))
-		}
-		// Not found: another contact's call, a call without a recording.
-		wantMessage := func(path, msg string) {
-			t.Helper()
-			resp, body, err := request("GET", s.url+path, adminAuth, "")
-			if err != nil || resp.StatusCode != 404 || !strings.Contains(string(body), msg) {
-				t.Errorf("GET %s: %d %s, want 404 %s", path, resp.StatusCode, body, msg)
-			}
-			checkContract(t, "GET", s.url+path, resp.StatusCode, resp.Header, body)
-		}
-		// The console's contact page plays it, from its own route behind the
-		// session; without a session the file is not served.
-		console := signedIn(t, s)
-		_, page := console.get("/console/apps/bot-key/contacts/" + recID)
-		player := "/console/apps/bot-key/contacts/" + recID + "/calls/" + rec.ID + "/recording"
-		if !strings.Contains(page, `<audio controls preload="none" src="`+player+`">`) {
-			t.Errorf("the console's contact page has no player for %s", player)
-		}
-		if _, page := console.get("/console/apps/bot-key/contacts/" + busyID); strings.Contains(page, "<audio") {
-			t.Error("the console shows a player for a call without a recording")
-		}
-		if resp, got := console.get(player); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/wav" || got != string(onDisk) {
-			t.Errorf("console recording: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(got))
-		}
-		if resp, got := newConsoleClient(t, s.url).get(player); resp.StatusCode != 404 || strings.Contains(got, "RIFF") {
-			t.Errorf("console recording without a session: %d", resp.StatusCode)
-		}
-		wantMessage("/admin/v1/apps/bot-key/contacts/"+plainID+"/calls/"+rec.ID+"/recording", "Call is not found")
-		wantMessage("/admin/v1/apps/bot-key/contacts/"+busyID+"/calls/"+busy.ID+"/recording", "Recording is not found")
+	}
+	// The console's contact page plays it, from its own route behind the
+	// session; without a session the file is not served.
+	console := signedIn(t, s)
+	_, page := console.get("/console/apps/bot-key/contacts/" + recID)
+	player := "/console/apps/bot-key/contacts/" + recID + "/calls/" + rec.ID + "/recording"
+	if !strings.Contains(page, `<audio controls preload="none" src="`+player+`">`) {
+		t.Errorf("the console's contact page has no player for %s", player)
+	}
+	if _, page := console.get("/console/apps/bot-key/contacts/" + busyID); strings.Contains(page, "<audio") {
+		t.Error("the console shows a player for a call without a recording")
+	}
+	if resp, got := console.get(player); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/wav" || got != string(onDisk) {
+		t.Errorf("console recording: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(got))
+	}
+	if resp, got := newConsoleClient(t, s.url).get(player); resp.StatusCode != 404 || strings.Contains(got, "RIFF") {
+		t.Errorf("console recording without a session: %d", resp.StatusCode)
+	}
+	wantMessage("/admin/v1/apps/bot-key/contacts/"+plainID+"/calls/"+rec.ID+"/recording", "Call is not found")
+	wantMessage("/admin/v1/apps/bot-key/contacts/"+busyID+"/calls/"+busy.ID+"/recording", "Recording is not found")
 
-		// In the webhooks: the URL on the recorded call's, nothing on the others.
-		withURL := 0
-		queryRows(t, s.m.store, `SELECT event_type, payload FROM webhook_messages`, nil, func(scan func(...any) error) error {
-			var typ, payload string
-			if err := scan(&typ, &payload); err != nil {
-				return err
-			}
-			var v any
-			json.Unmarshal([]byte(payload), &v)
-			schema := doc.Webhooks[typ].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-			if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
-				t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
-			}
-			var ev struct {
-				Data struct {
-					CallID       string  `json:"call_id"`
-					RecordingURL *string `json:"recording_url"`
-				}
-			}
-			json.Unmarshal([]byte(payload), &ev)
-			switch {
-			case ev.Data.CallID == rec.ID && (ev.Data.RecordingURL == nil || *ev.Data.RecordingURL != s.url+path):
-				t.Errorf("%s of the recorded call: recording_url %v", typ, ev.Data.RecordingURL)
-			case ev.Data.CallID != rec.ID && strings.Contains(payload, "recording_url"):
-				t.Errorf("%s of a call without a recording: %s", typ, payload)
-			case ev.Data.CallID == rec.ID:
-				withURL++
-			}
-			return nil
-		})
-		if withURL != 2 {
-			t.Errorf("%d events carry the recording_url, want call.completed and contact.completed", withURL)
+	// In the webhooks: the URL on the recorded call's, nothing on the others.
+	withURL := 0
+	queryRows(t, s.m.store, `SELECT event_type, payload FROM webhook_messages`, nil, func(scan func(...any) error) error {
+		var typ, payload string
+		if err := scan(&typ, &payload); err != nil {
+			return err
 		}
-
-		// Disk use on /metrics.
-		diskUse := func() (float64, float64) {
-			t.Helper()
-			m := scrapeMetrics(t, s.url+"/metrics")
-			files, ok1 := metricValue(m, "dialbox_recordings_files")
-			size, ok2 := metricValue(m, "dialbox_recordings_bytes")
-			if !ok1 || !ok2 {
-				t.Fatal("no recordings metrics")
-			}
-			return files, size
+		var v any
+		json.Unmarshal([]byte(payload), &v)
+		schema := doc.Webhooks[typ].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
+		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
 		}
-		if files, size := diskUse(); files != 1 || size != float64(len(onDisk)) {
-			t.Errorf("metrics: %v files, %v bytes; want 1, %d", files, size, len(onDisk))
-		}
-
-		// Retention (90 days by default): kept at 89 days, removed at 91; with
-		// retention_days = 0, kept for ever.
-		forever := s.m.Config
-		forever.Recordings.RetentionDays = 0
-		if n, err := NewRecordingSweeper(s.m.store, forever, discardLog()).Sweep(ctx, time.Now().AddDate(100, 0, 0)); err != nil || n != 0 || !exists(file) {
-			t.Errorf("retention 0 removed %d (%v)", n, err)
-		}
-		if n, err := s.m.sweeper.Sweep(ctx, time.Now().AddDate(0, 0, 89)); err != nil || n != 0 || !exists(file) {
-			t.Errorf("at 89 days the sweep removed %d (%v)", n, err)
-		}
-		if n, err := s.m.sweeper.Sweep(ctx, time.Now().AddDate(0, 0, 91)); err != nil || n != 1 || exists(file) {
-			t.Errorf("at 91 days the sweep removed %d (%v); file there: %v", n, err, exists(file))
-		}
-		if calls := s.contactCalls(t, recID); calls[0].RecordingURL != nil {
-			t.Errorf("an expired recording is still listed: %s", *calls[0].RecordingURL)
-		}
-		wantMessage(path, "Recording is not found")
-		if files, size := diskUse(); files != 0 || size != 0 {
-			t.Errorf("metrics after retention: %v files, %v bytes", files, size)
-		}
-
-		// Orphans: files no call lists go, others in the folder stay.
-		for _, name := range []string{"stray.wav", rec.ID + ".wav", "gone.wav.part", "notes.txt"} {
-			writeFileAt(t, filepath.Join(dir, name), "x")
-		}
-		if n, err := s.m.sweeper.Sweep(ctx, time.Now()); err != nil || n != 3 || !exists(filepath.Join(dir, "notes.txt")) {
-			t.Errorf("orphan sweep removed %d (%v)", n, err)
-		}
-
-		// Deleted with the contact: by a scenario's delete, a reset, an
-		// application's delete.
-		for _, del := range []struct{ what, method, path string }{
-			{"scenario", "DELETE", "/apps/bot-key/scenarios/rec"},
-			{"reset", "POST", "/reset"},
-			{"application", "DELETE", "/apps/bot-key"},
-		} {
-			if del.what != "scenario" {
-				// The reset brought the fixtures back; make a recording to delete.
-				s.admin(t, "POST", "/reset", "", nil)
-			}
-			_, c := recordOne(t, s, "rec", "+84900000010")
-			f := filepath.Join(dir, c.ID+".wav")
-			if c.RecordingURL == nil || !exists(f) {
-				t.Fatalf("%s: no recording to delete", del.what)
-			}
-			s.admin(t, del.method, del.path, "", nil)
-			if exists(f) {
-				t.Errorf("the %s's delete left the recording", del.what)
+		var ev struct {
+			Data struct {
+				CallID       string  `json:"call_id"`
+				RecordingURL *string `json:"recording_url"`
 			}
 		}
+		json.Unmarshal([]byte(payload), &ev)
+		switch {
+		case ev.Data.CallID == rec.ID && (ev.Data.RecordingURL == nil || *ev.Data.RecordingURL != s.url+path):
+			t.Errorf("%s of the recorded call: recording_url %v", typ, ev.Data.RecordingURL)
+		case ev.Data.CallID != rec.ID && strings.Contains(payload, "recording_url"):
+			t.Errorf("%s of a call without a recording: %s", typ, payload)
+		case ev.Data.CallID == rec.ID:
+			withURL++
+		}
+		return nil
 	})
+	if withURL != 2 {
+		t.Errorf("%d events carry the recording_url, want call.completed and contact.completed", withURL)
+	}
+
+	// Disk use on /metrics.
+	diskUse := func() (float64, float64) {
+		t.Helper()
+		m := scrapeMetrics(t, s.url+"/metrics")
+		files, ok1 := metricValue(m, "dialbox_recordings_files")
+		size, ok2 := metricValue(m, "dialbox_recordings_bytes")
+		if !ok1 || !ok2 {
+			t.Fatal("no recordings metrics")
+		}
+		return files, size
+	}
+	if files, size := diskUse(); files != 1 || size != float64(len(onDisk)) {
+		t.Errorf("metrics: %v files, %v bytes; want 1, %d", files, size, len(onDisk))
+	}
+
+	// Retention (90 days by default): kept at 89 days, removed at 91; with
+	// retention_days = 0, kept for ever.
+	forever := s.m.Config
+	forever.Recordings.RetentionDays = 0
+	if n, err := NewRecordingSweeper(s.m.store, forever, discardLog()).Sweep(ctx, time.Now().AddDate(100, 0, 0)); err != nil || n != 0 || !exists(file) {
+		t.Errorf("retention 0 removed %d (%v)", n, err)
+	}
+	if n, err := s.m.sweeper.Sweep(ctx, time.Now().AddDate(0, 0, 89)); err != nil || n != 0 || !exists(file) {
+		t.Errorf("at 89 days the sweep removed %d (%v)", n, err)
+	}
+	if n, err := s.m.sweeper.Sweep(ctx, time.Now().AddDate(0, 0, 91)); err != nil || n != 1 || exists(file) {
+		t.Errorf("at 91 days the sweep removed %d (%v); file there: %v", n, err, exists(file))
+	}
+	if calls := s.contactCalls(t, recID); calls[0].RecordingURL != nil {
+		t.Errorf("an expired recording is still listed: %s", *calls[0].RecordingURL)
+	}
+	wantMessage(path, "Recording is not found")
+	if files, size := diskUse(); files != 0 || size != 0 {
+		t.Errorf("metrics after retention: %v files, %v bytes", files, size)
+	}
+
+	// Orphans: files no call lists go, others in the folder stay.
+	for _, name := range []string{"stray.wav", rec.ID + ".wav", "gone.wav.part", "notes.txt"} {
+		writeFileAt(t, filepath.Join(dir, name), "x")
+	}
+	if n, err := s.m.sweeper.Sweep(ctx, time.Now()); err != nil || n != 3 || !exists(filepath.Join(dir, "notes.txt")) {
+		t.Errorf("orphan sweep removed %d (%v)", n, err)
+	}
+
+	// Deleted with the contact: by a scenario's delete, a reset, an
+	// application's delete.
+	for _, del := range []struct{ what, method, path string }{
+		{"scenario", "DELETE", "/apps/bot-key/scenarios/rec"},
+		{"reset", "POST", "/reset"},
+		{"application", "DELETE", "/apps/bot-key"},
+	} {
+		if del.what != "scenario" {
+			// The reset brought the fixtures back; make a recording to delete.
+			s.admin(t, "POST", "/reset", "", nil)
+		}
+		_, c := recordOne(t, s, "rec", "+84900000010")
+		f := filepath.Join(dir, c.ID+".wav")
+		if c.RecordingURL == nil || !exists(f) {
+			t.Fatalf("%s: no recording to delete", del.what)
+		}
+		s.admin(t, del.method, del.path, "", nil)
+		if exists(f) {
+			t.Errorf("the %s's delete left the recording", del.what)
+		}
+	}
 }
 
 // TestRecordingOverSIP: dialbox says a 440 Hz prompt (0.8 s, then a 3 s

@@ -37,8 +37,10 @@ func rawRequest(t *testing.T, s *testServer, method, target, auth string) (int, 
 // TestNoRedirects: a path httprouter would redirect (trailing slash, dot
 // segments, wrong case) gets the API's JSON 404, under /api and /admin
 // alike, never an HTML 301 or 308.
-func TestNoRedirects(t *testing.T) {
-	s := startSandbox(t)
+func TestNoRedirects(t *testing.T) { eachBackend(t, testNoRedirects) }
+
+func testNoRedirects(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	qa := bearer(t, "qa-key", "qa-secret")
 	_, _, notFound := rawRequest(t, s, "GET", "/nowhere", "")
 	if notFound != `{"status":0,"code":404,"message":"Not found"}` {

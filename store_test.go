@@ -268,8 +268,10 @@ func TestGroupCommit(t *testing.T) {
 
 // TestImportSkipReasons: every skipped contact is recorded with its
 // position, its input and why, for 1403 too; a 1105 records nothing.
-func TestImportSkipReasons(t *testing.T) {
-	s, _ := openTestStore(t)
+func TestImportSkipReasons(t *testing.T) { eachBackend(t, testImportSkipReasons) }
+
+func testImportSkipReasons(t *testing.T, backend string) {
+	s, _ := fixtureStoreOn(t, backend)
 	ctx := context.Background()
 	now := time.Now()
 	applyTestFixtures(t, s, testFixtures, now)
@@ -360,31 +362,31 @@ func TestImportSkipReasons(t *testing.T) {
 
 // fixtureSnapshot is every fixture-made row with its timestamps, and the
 // row count of every table.
-func fixtureSnapshot(t testing.TB, s *SQLiteStore) map[string]string {
+func fixtureSnapshot(t testing.TB, s Store) map[string]string {
 	t.Helper()
+	tables := `SELECT 'rows ' || name, 0 FROM sqlite_schema WHERE type = 'table'`
+	if _, ok := s.(*PostgresStore); ok {
+		tables = `SELECT 'rows ' || table_name, 0 FROM information_schema.tables WHERE table_schema = 'public'`
+	}
 	out := map[string]string{}
 	for _, q := range []string{
 		`SELECT 'app ' || api_key, name || '|' || api_secret || '|' || disabled || '|' || created_at || '|' || updated_at FROM applications`,
-		`SELECT 'wallet ' || app_id, prepaid || '|' || balance || '|' || ifnull(expires_at, '') || '|' || price_per_call || '|' || updated_at FROM wallets`,
-		`SELECT 'pool ' || app_id || ' ' || key, created_at FROM hotline_pools`,
-		`SELECT 'hotline ' || app_id || ' ' || pool_key || ' ' || number, enabled FROM hotlines`,
+		`SELECT 'wallet ' || app_id, prepaid || '|' || balance || '|' || coalesce(expires_at || '', '') || '|' || price_per_call || '|' || updated_at FROM wallets`,
+		`SELECT 'pool ' || app_id || ' ' || key, created_at || '' FROM hotline_pools`,
+		`SELECT 'hotline ' || app_id || ' ' || pool_key || ' ' || number, enabled || '' FROM hotlines`,
 		`SELECT 'scenario ' || app_id || ' ' || id, status || '|' || call_config || '|' || created_at || '|' || updated_at FROM scenarios`,
 		`SELECT 'campaign ' || app_id || ' ' || id, scenario_id || '|' || created_at || '|' || updated_at FROM campaigns`,
 		`SELECT 'webhook ' || app_id || ' ' || url, id || '|' || created_at || '|' || updated_at FROM webhook_endpoints`,
-		`SELECT 'rows ' || name, 0 FROM sqlite_schema WHERE type = 'table'`,
+		tables,
 	} {
-		rows, err := s.read.Query(q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		for rows.Next() {
+		queryRows(t, s, q, nil, func(scan func(...any) error) error {
 			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
-				t.Fatal(err)
+			if err := scan(&k, &v); err != nil {
+				return err
 			}
 			out[k] = v
-		}
-		rows.Close()
+			return nil
+		})
 	}
 	for k := range out {
 		if table, ok := strings.CutPrefix(k, "rows "); ok {
@@ -398,8 +400,10 @@ func fixtureSnapshot(t testing.TB, s *SQLiteStore) map[string]string {
 // no row (updated_at included) and duplicates none; changing one scenario
 // in the file changes that scenario only; a wallet's balance is an opening
 // balance that a restart does not reset.
-func TestFixturesIdempotent(t *testing.T) {
-	s, _ := openTestStore(t)
+func TestFixturesIdempotent(t *testing.T) { eachBackend(t, testFixturesIdempotent) }
+
+func testFixturesIdempotent(t *testing.T, backend string) {
+	s, _ := fixtureStoreOn(t, backend)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	text := testFixtures + manyScenarios()
 	applyTestFixtures(t, s, text, t0)

@@ -31,8 +31,10 @@ func TestInvalidUTF8Field(t *testing.T) {
 // TestInvalidUTF8Refused: a string that is not UTF-8, in any body the
 // public or admin API reads, is 400 naming the field, and nothing is
 // stored (encoding/json would have stored U+FFFD in its place).
-func TestInvalidUTF8Refused(t *testing.T) {
-	s := startSandbox(t)
+func TestInvalidUTF8Refused(t *testing.T) { eachBackend(t, testInvalidUTF8Refused) }
+
+func testInvalidUTF8Refused(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	qa := bearer(t, "qa-key", "qa-secret")
 	for _, c := range []struct{ path, body, field string }{
 		{opA("sc-remind"), `{"contacts":[{"phone_number":"0912345678","ho_ten":"Nguy` + "\xe1" + `n"}]}`, "contacts[0].ho_ten"},

@@ -312,8 +312,10 @@ func TestVoicebotSimulatedKeys(t *testing.T) {
 // TestVoicebotAdminValidation: a bad script is a 400 with one detail per
 // problem naming the step and field; a script without content is callable;
 // operation B shows no script; null removes it.
-func TestVoicebotAdminValidation(t *testing.T) {
-	s := startSandbox(t)
+func TestVoicebotAdminValidation(t *testing.T) { eachBackend(t, testVoicebotAdminValidation) }
+
+func testVoicebotAdminValidation(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	bad := `{"id":"bot","script":{"steps":[
 		{"name":"greet","say":{"text":"Xin chào","next":"menu"}},
 		{"name":"menu","gather":{"max_digits":1,"timeout":"5s","branches":{"1":"confirm"}}},
@@ -403,8 +405,10 @@ func TestVoicebotFixtures(t *testing.T) {
 
 // TestVoicebotDialFaults: dial fault rules force a simulated callee's keys
 // (ANSWERED) or a voicemail box (VOICE_MAIL); contradictions are refused.
-func TestVoicebotDialFaults(t *testing.T) {
-	s := startSandbox(t)
+func TestVoicebotDialFaults(t *testing.T) { eachBackend(t, testVoicebotDialFaults) }
+
+func testVoicebotDialFaults(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
 	var rule FaultRule
 	s.admin(t, "POST", "/faults", `{"kind":"dial","phone":"0912000001","digits":"1"}`, &rule)
 	if rule.Outcome != OutcomeAnswered || rule.Digits == nil || *rule.Digits != "1" {

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -35,5 +36,55 @@ func TestDatabase(t *testing.T) {
 	}
 	if other := Database(t); other == url {
 		t.Errorf("two calls gave the same database %s", url)
+	}
+}
+
+// A template is prepared once and copied whole for each database asked of
+// it; each copy is a database of its own, and Drop removes the template.
+func TestTemplate(t *testing.T) {
+	ctx := context.Background()
+	prepared := 0
+	tp := &Template{Prepare: func(ctx context.Context, url string) error {
+		prepared++
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, `CREATE TABLE t (v integer); INSERT INTO t VALUES (7)`)
+		return err
+	}}
+	var urls []string
+	for range 2 {
+		url := tp.Database(t)
+		urls = append(urls, url)
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := conn.QueryRow(ctx, `SELECT v FROM t`).Scan(&v); err != nil || v != 7 {
+			t.Errorf("copy holds %d (%v), want the prepared row", v, err)
+		}
+		// A change to one copy is its own.
+		if _, err := conn.Exec(ctx, `UPDATE t SET v = 8`); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(ctx)
+	}
+	if prepared != 1 || urls[0] == urls[1] {
+		t.Errorf("prepared %d times; databases %v", prepared, urls)
+	}
+	if err := tp.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, os.Getenv("DIALBOX_TEST_POSTGRES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, tp.name).Scan(&left); err != nil || left != 0 {
+		t.Errorf("the template is still there after Drop (%d, %v)", left, err)
 	}
 }
