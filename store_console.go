@@ -58,20 +58,9 @@ func (s *SQLiteStore) ContactProgress(ctx context.Context, appID int64, scenario
 		if err := rows.Scan(&state, &outcome, &n); err != nil {
 			return Progress{}, err
 		}
-		switch state {
-		case ContactQueued:
-			p.Queued += n
-		case ContactDialing:
-			p.Dialing += n
-		default:
-			p.Done += n
-			p.Outcomes = append(p.Outcomes, OutcomeCount{outcome, n})
-		}
+		p.add(state, outcome, n)
 	}
-	sort.Slice(p.Outcomes, func(i, j int) bool {
-		a, b := p.Outcomes[i], p.Outcomes[j]
-		return a.N > b.N || (a.N == b.N && a.Outcome < b.Outcome)
-	})
+	p.sortOutcomes()
 	return p, rows.Err()
 }
 
@@ -119,4 +108,25 @@ func (s *SQLiteStore) Outcomes(ctx context.Context, appID int64) ([]string, erro
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// add counts n contacts in state, and under their outcome once done.
+func (p *Progress) add(state, outcome string, n int64) {
+	switch state {
+	case ContactQueued:
+		p.Queued += n
+	case ContactDialing:
+		p.Dialing += n
+	default:
+		p.Done += n
+		p.Outcomes = append(p.Outcomes, OutcomeCount{outcome, n})
+	}
+}
+
+// sortOutcomes puts the most common outcome first, ties by name.
+func (p *Progress) sortOutcomes() {
+	sort.Slice(p.Outcomes, func(i, j int) bool {
+		a, b := p.Outcomes[i], p.Outcomes[j]
+		return a.N > b.N || (a.N == b.N && a.Outcome < b.Outcome)
+	})
 }

@@ -334,16 +334,22 @@ func (s *SQLiteStore) LookupDNC(ctx context.Context, tenant int64, e164 string) 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var l DNCListing
+		var app string
 		var since int64
-		if err := rows.Scan(&l.App, &since); err != nil {
+		if err := rows.Scan(&app, &since); err != nil {
 			return nil, err
 		}
-		l.List, l.Since = "national", fromMS(since)
-		if l.App != "" {
-			l.List = "tenant"
-		}
-		out = append(out, l)
+		out = append(out, dncListing(app, since))
 	}
 	return out, rows.Err()
+}
+
+// dncListing is a lookup's row: the list's tenant (its API key, "" for
+// the national register) and since when the number is on it.
+func dncListing(app string, since int64) DNCListing {
+	l := DNCListing{List: "national", App: app, Since: fromMS(since)}
+	if app != "" {
+		l.List = "tenant"
+	}
+	return l
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,20 +42,9 @@ func (s *PostgresStore) ContactProgress(ctx context.Context, appID int64, scenar
 		if err := rows.Scan(&state, &outcome, &n); err != nil {
 			return Progress{}, err
 		}
-		switch state {
-		case ContactQueued:
-			p.Queued += n
-		case ContactDialing:
-			p.Dialing += n
-		default:
-			p.Done += n
-			p.Outcomes = append(p.Outcomes, OutcomeCount{outcome, n})
-		}
+		p.add(state, outcome, n)
 	}
-	sort.Slice(p.Outcomes, func(i, j int) bool {
-		a, b := p.Outcomes[i], p.Outcomes[j]
-		return a.N > b.N || (a.N == b.N && a.Outcome < b.Outcome)
-	})
+	p.sortOutcomes()
 	return p, rows.Err()
 }
 

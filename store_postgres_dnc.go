@@ -259,16 +259,12 @@ func (s *PostgresStore) LookupDNC(ctx context.Context, tenant int64, e164 string
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var l DNCListing
+		var app string
 		var since int64
-		if err := rows.Scan(&l.App, &since); err != nil {
+		if err := rows.Scan(&app, &since); err != nil {
 			return nil, err
 		}
-		l.List, l.Since = "national", fromMS(since)
-		if l.App != "" {
-			l.List = "tenant"
-		}
-		out = append(out, l)
+		out = append(out, dncListing(app, since))
 	}
 	return out, rows.Err()
 }
