@@ -32,7 +32,7 @@ func (s *SQLiteStore) expireRecordings(ctx context.Context, before time.Time, li
 	var ids []string
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		var err error
-		ids, err = queryStrings(tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
+		ids, err = queryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
 			WHERE recording_bytes > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?) RETURNING id`, ms(before), limit)
 		return err
 	})
@@ -80,7 +80,7 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 	var ids []string
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if ids, err = queryStrings(tx, recorded, args...); err != nil {
+		if ids, err = queryStrings(ctx, tx, recorded, args...); err != nil {
 			return err
 		}
 		return del(tx)
@@ -91,8 +91,12 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 	return err
 }
 
-func queryStrings(tx *sql.Tx, query string, args ...any) ([]string, error) {
-	rows, err := tx.Query(query, args...)
+// queryStrings reads a query's one text column, on a transaction or the
+// database.
+func queryStrings(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
