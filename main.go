@@ -286,6 +286,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
 	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
+	m.webhooks.SelfURL = m.URL()
 	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
 	m.engine.Recordings, m.engine.RecordingBase = recordingFiles(cfg), m.recordingBase()
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
