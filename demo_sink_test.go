@@ -85,6 +85,32 @@ func testDemoSinkOnEveryNode(t *testing.T, backend string) {
 	demoResultReachesSink(t, first, demoPhoneLocal)
 }
 
+// TestDemoSinkMovedFromAnAddress: a demo tenant an older dialbox made, its
+// webhook on one server's address, is moved to /sink/demo at the next start.
+func TestDemoSinkMovedFromAnAddress(t *testing.T) { eachBackend(t, testDemoSinkMovedFromAnAddress) }
+
+func testDemoSinkMovedFromAnAddress(t *testing.T, backend string) {
+	db := backendDatabase(t, backend)
+	old := startDemoNode(t, db)
+	old.exec(t, `UPDATE webhook_endpoints SET url = 'http://127.0.0.1:1/sink/demo'`)
+	old.exec(t, `INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
+		SELECT 'other', app_id, 'http://127.0.0.1:1/sink/qa', secret, events, enabled, created_at, updated_at FROM webhook_endpoints`)
+	if err := old.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old.m = nil
+	s := startDemoNode(t, db)
+	var hooks struct{ Webhooks []WebhookEndpoint }
+	s.admin(t, "GET", "/apps/demo-key/webhooks", "", &hooks)
+	urls := map[string]bool{}
+	for _, h := range hooks.Webhooks {
+		urls[h.URL] = true
+	}
+	if len(urls) != 2 || !urls["/sink/demo"] || !urls["http://127.0.0.1:1/sink/qa"] {
+		t.Errorf("webhooks after the start %+v: want the demo's moved to /sink/demo and the other kept", hooks.Webhooks)
+	}
+}
+
 // TestWebhookURLForms: an endpoint's URL is an http(s) URL or names the
 // built-in sink of the delivering node; nothing else is taken.
 func TestWebhookURLForms(t *testing.T) {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,18 @@ func testSandboxClockNow(t *testing.T, backend string) {
 	}
 	if _, body := c.get("/console/"); !strings.Contains(body, "Sandbox time") {
 		t.Errorf("the header does not say the clock is moved:\n%s", body)
+	}
+	// The clock page's forms: back to the real time, and a time set.
+	c.post("/console/clock", url.Values{"csrf": {c.csrf("/console/clock")}, "real": {"1"}})
+	if s.m.sandboxNow.Offset() != 0 {
+		t.Errorf("the console's button left the clock moved by %s", s.m.sandboxNow.Offset())
+	}
+	if _, body := c.get("/console/"); strings.Contains(body, "Sandbox time") {
+		t.Errorf("the header says the clock is moved on the real time")
+	}
+	c.post("/console/clock", url.Values{"csrf": {c.csrf("/console/clock")}, "now": {night.Format(time.RFC3339)}})
+	if now := s.m.sandboxNow.Now(); now.Before(night) || now.After(night.Add(time.Minute)) {
+		t.Errorf("the console set the time to %s, want %s", now, night)
 	}
 
 	s.admin(t, "PUT", "/clock", `{"now":"`+morning.Format(time.RFC3339)+`"}`, &clock)
