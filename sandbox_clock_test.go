@@ -157,3 +157,21 @@ func TestSandboxClockRefusals(t *testing.T) {
 		t.Errorf("offset back to 0: %+v", clock)
 	}
 }
+
+// TestSandboxClockWalletExpiry: a wallet's expires_at is judged at the
+// sandbox's time, so 1104 is tested by moving the clock past it.
+func TestSandboxClockWalletExpiry(t *testing.T) { eachBackend(t, testSandboxClockWalletExpiry) }
+
+func testSandboxClockWalletExpiry(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
+	expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	s.admin(t, "PATCH", "/apps/qa-key/wallet", `{"expires_at":"`+expires.Format(time.RFC3339)+`"}`, nil)
+	s.admin(t, "PUT", "/clock", `{"offset_seconds":259200}`, nil) // three days on
+	if _, e := qaImport(t, s, oneContact); e.Code != 1104 {
+		t.Errorf("three days on, past expires_at %s: %+v, want 1104", expires, e)
+	}
+	s.admin(t, "PUT", "/clock", `{"offset_seconds":0}`, nil)
+	if status, e := qaImport(t, s, oneContact); status != 200 {
+		t.Errorf("on the real time, before expires_at: %d %+v", status, e)
+	}
+}
