@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/sandboxclock"
+
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -35,6 +37,10 @@ type Admin struct {
 	sink      *Sink
 	// clock is the simulator's; nil with real calls, whose time is fixed.
 	clock Clock
+	// sandboxNow is the time the rules of calling read (a contact's wait);
+	// nil with real calls. now stays the real time: it stamps records and
+	// schedules deliveries.
+	sandboxNow *sandboxclock.Clock
 	// trunks are the names a pool may give as its trunk; nil: any (the
 	// simulated dialer has no trunks).
 	trunks map[string]bool

@@ -54,7 +54,7 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 			calls[i].RecordingURL = recordingURL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
-	wait, err := contactWait(r.Context(), a.store, app.ID, c, a.now())
+	wait, err := contactWait(r.Context(), a.store, app.ID, c, a.sandboxNow.Now())
 	return contactWithCalls{c, wait, calls}, err
 }
 

@@ -6,6 +6,10 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
+
+	"dialbox/internal/sandboxclock"
 
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
@@ -14,7 +18,8 @@ import (
 // ---- reset and clock ----
 
 // resetState returns everything to the start: tenants as the fixtures (or
-// the demo tenant) make them, no fault rules, an empty journal and sink.
+// the demo tenant) make them, no fault rules, an empty journal and sink,
+// the real time back on the sandbox clock (its time scale stays).
 func (a *Admin) resetState(r *http.Request, _ httprouter.Params) (any, error) {
 	err := a.reset(r.Context())
 	var bad *ConfigError
@@ -27,19 +32,38 @@ func (a *Admin) resetState(r *http.Request, _ httprouter.Params) (any, error) {
 	a.faults.Clear()
 	a.journal.Clear()
 	a.sink.Clear("")
+	if a.sandboxNow != nil {
+		a.sandboxNow.SetOffset(0)
+	}
 	return a.listApps(r, nil)
 }
 
+// clockBody changes the time scale, the sandbox's now, or both; now and
+// offset_seconds are two ways to say the same thing.
 type clockBody struct {
-	TimeScale *float64 `json:"time_scale"`
+	TimeScale     *float64 `json:"time_scale"`
+	Now           *string  `json:"now"`
+	OffsetSeconds *int64   `json:"offset_seconds"`
 }
 
-func (a *Admin) getClock(*http.Request, httprouter.Params) (any, error) {
+// clockState is the clock as GET and PUT /admin/v1/clock answer it.
+type clockState struct {
+	TimeScale     float64   `json:"time_scale"`
+	Now           time.Time `json:"now"`
+	OffsetSeconds int64     `json:"offset_seconds"`
+}
+
+func (a *Admin) clockState() clockState {
 	scale := 1.0
 	if a.clock != nil {
 		scale = a.clock.TimeScale()
 	}
-	return map[string]float64{"time_scale": scale}, nil
+	return clockState{TimeScale: scale, Now: a.sandboxNow.Now().UTC(),
+		OffsetSeconds: int64(a.sandboxNow.Offset().Round(time.Second) / time.Second)}
+}
+
+func (a *Admin) getClock(*http.Request, httprouter.Params) (any, error) {
+	return a.clockState(), nil
 }
 
 func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
@@ -47,21 +71,88 @@ func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	if err := a.setTimeScale(b.TimeScale); err != nil {
+	if b.TimeScale == nil && b.Now == nil && b.OffsetSeconds == nil {
+		return nil, invalid("time_scale", "is required, unless now or offset_seconds is given")
+	}
+	if b.Now != nil && b.OffsetSeconds != nil {
+		return nil, invalid("offset_seconds", "give now or offset_seconds, not both")
+	}
+	// Everything is checked before anything changes.
+	if b.TimeScale != nil {
+		if err := a.checkTimeScale(b.TimeScale); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	switch {
+	case b.Now != nil:
+		err = a.setSandboxNow(*b.Now)
+	case b.OffsetSeconds != nil:
+		err = a.setSandboxOffset(*b.OffsetSeconds)
+	}
+	if err != nil {
 		return nil, err
+	}
+	if b.TimeScale != nil {
+		a.clock.SetTimeScale(*b.TimeScale)
 	}
 	return a.getClock(r, ps)
 }
 
-// setTimeScale is the clock's change, for the admin API and the console.
+// setTimeScale is the time scale's change, for the admin API and the console.
 func (a *Admin) setTimeScale(scale *float64) error {
+	if err := a.checkTimeScale(scale); err != nil {
+		return err
+	}
+	a.clock.SetTimeScale(*scale)
+	return nil
+}
+
+func (a *Admin) checkTimeScale(scale *float64) error {
 	if scale == nil || *scale <= 0 || math.IsInf(*scale, 0) || math.IsNaN(*scale) {
 		return invalid("time_scale", "is required and must be a positive number")
 	}
 	if a.clock == nil {
 		return invalid("time_scale", `is always 1 with real calls (dialer.kind = "sip")`)
 	}
-	a.clock.SetTimeScale(*scale)
+	return nil
+}
+
+// realTimeOnly refuses to move the time of a server making real calls: a
+// moved clock would dial people at hours their call windows forbid.
+const realTimeOnly = `is always the real time with real calls (dialer.kind = "sip")`
+
+// maxOffsetDays is sandboxclock.MaxOffset in the words of the answers.
+const maxOffsetDays = int64(sandboxclock.MaxOffset / (24 * time.Hour))
+
+// setSandboxNow moves the sandbox's now to the RFC 3339 time given, from
+// which it advances at real speed; the engine looks again at once.
+func (a *Admin) setSandboxNow(value string) error {
+	if a.sandboxNow == nil {
+		return invalid("now", realTimeOnly)
+	}
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(value))
+	if err != nil {
+		return invalid("now", `must be a time in RFC 3339 with its offset, like "2026-11-30T22:00:00+07:00"`)
+	}
+	if !a.sandboxNow.Set(at) {
+		return invalid("now", fmt.Sprintf("must be within %d days of the real time", maxOffsetDays))
+	}
+	a.wake(0)
+	return nil
+}
+
+// setSandboxOffset moves the sandbox's now seconds from the real time; 0
+// brings the real time back.
+func (a *Admin) setSandboxOffset(seconds int64) error {
+	if a.sandboxNow == nil {
+		return invalid("offset_seconds", realTimeOnly)
+	}
+	if seconds > maxOffsetDays*86400 || seconds < -maxOffsetDays*86400 ||
+		!a.sandboxNow.SetOffset(time.Duration(seconds)*time.Second) {
+		return invalid("offset_seconds", fmt.Sprintf("must be within %d days (either way) of the real time", maxOffsetDays))
+	}
+	a.wake(0)
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -69,8 +68,8 @@ func (b *endpointBody) apply(e *WebhookEndpoint) error {
 	if b.Enabled != nil {
 		e.Enabled = *b.Enabled
 	}
-	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return invalid("url", "must be an http:// or https:// URL")
+	if err := checkWebhookURL(e.URL); err != nil {
+		return invalid("url", err.Error())
 	}
 	if err := checkWebhookSecret(e.Secret); err != nil {
 		return invalid("secret", err.Error())

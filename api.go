@@ -30,8 +30,10 @@ var (
 
 // API serves the public operations of the spec.
 type API struct {
-	cfg      Config
-	store    Store
+	cfg   Config
+	store Store
+	// now is the rules' time (a wallet's expiry, when contacts are due):
+	// the sandbox clock's. Rate limits keep the real time.
 	now      func() time.Time
 	log      *slog.Logger
 	importer *Importer
@@ -101,7 +103,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 	if apiErr := a.faults.apply(w, r, ps, op, app); apiErr != nil {
 		return nil, apiErr
 	}
-	if ok, wait := a.limits.allow(app.ID, a.now()); !ok {
+	if ok, wait := a.limits.allow(app.ID, time.Now()); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
 		return nil, errRateLimited
 	}

@@ -142,6 +142,9 @@ type layoutData struct {
 	Flash    *flash
 	SignedIn bool
 	Status   int // an error page's HTTP status
+	// SandboxNow is the sandbox's time when the admin clock moved it, so
+	// every page says the rules are judged at another time; nil otherwise.
+	SandboxNow *time.Time
 }
 
 // consolePage serves a GET: the view to render, or an error for
@@ -253,6 +256,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 
 // render writes a whole page; a template error becomes a plain 500.
 func (c *Console) render(w http.ResponseWriter, status int, d layoutData) {
+	if d.SignedIn && c.admin.sandboxNow.Offset() != 0 {
+		now := c.admin.sandboxNow.Now()
+		d.SandboxNow = &now
+	}
 	var buf bytes.Buffer
 	if err := c.pages[d.Page].ExecuteTemplate(&buf, "layout", d); err != nil {
 		c.log.Error("console template failed", "page", d.Page, "err", err)

@@ -68,7 +68,7 @@ func (c *Console) overviewLive(r *http.Request, _ httprouter.Params) (liveFunc, 
 }
 
 func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
-	now := c.now()
+	now := c.admin.sandboxNow.Now() // the time the holds are judged at
 	apps, err := c.admin.store.ListApps(ctx)
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 		return nil, err
 	}
 	live := c.engine.Live()
-	row, err := c.scenarioRow(ctx, app, wallet, d.Scenario, live, c.now())
+	row, err := c.scenarioRow(ctx, app, wallet, d.Scenario, live, c.admin.sandboxNow.Now())
 	if err != nil {
 		return nil, err
 	}

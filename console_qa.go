@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -274,19 +275,37 @@ func (c *Console) resetSink(r *http.Request, _ httprouter.Params, _ *session) (s
 // ---- clock ----
 
 type clockView struct {
-	TimeScale float64
-	Real      bool // real calls: the time scale is fixed at 1
+	clockState
+	Real   bool   // real calls: the time scale is fixed at 1, the time is the real one
+	Offset string // how far the sandbox's now is moved, "" when it is not
 }
 
 func (c *Console) clockPage(*http.Request, httprouter.Params) (*view, error) {
-	d := &clockView{TimeScale: 1, Real: c.admin.clock == nil}
-	if c.admin.clock != nil {
-		d.TimeScale = c.admin.clock.TimeScale()
+	d := &clockView{clockState: c.admin.clockState(), Real: c.admin.clock == nil}
+	if off := c.admin.sandboxNow.Offset().Round(time.Second); off != 0 {
+		d.Offset = off.String()
+		if off > 0 {
+			d.Offset = "+" + d.Offset
+		}
 	}
 	return &view{Page: "clock", Title: "Clock", Data: d}, nil
 }
 
+// setClock is the clock page's three forms: the time scale, the sandbox's
+// now, and back to the real time.
 func (c *Console) setClock(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
+	switch {
+	case r.PostFormValue("real") != "":
+		if err := c.admin.setSandboxOffset(0); err != nil {
+			return "/console/clock", "", err
+		}
+		return "/console/clock", "The sandbox's clock is back on the real time.", nil
+	case r.PostFormValue("now") != "":
+		if err := c.admin.setSandboxNow(r.PostFormValue("now")); err != nil {
+			return "/console/clock", "", err
+		}
+		return "/console/clock", "The sandbox's time is now " + c.admin.sandboxNow.Now().UTC().Format("2006-01-02 15:04:05 UTC") + ".", nil
+	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(r.PostFormValue("time_scale")), 64)
 	if err != nil {
 		return "/console/clock", "", invalid("time_scale", "must be a positive number")

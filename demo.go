@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// demoTenant is the demo fixture with its webhook on this server's sink. It
+// demoTenant is the demo fixture with its webhook on the sink of the node
+// that delivers, so it works from every node of a cluster. It
 // keeps the secret of an existing demo tenant, so tokens printed at start
 // still work after a reset.
 func (m *Main) demoTenant(ctx context.Context, now time.Time) *FixtureApp {
@@ -16,7 +17,7 @@ func (m *Main) demoTenant(ctx context.Context, now time.Time) *FixtureApp {
 	if old, err := m.store.DemoApp(ctx); err == nil {
 		fa.APISecret = old.APISecret
 	}
-	fa.Webhooks = []FixtureWebhook{{URL: sinkURL(m.URL(), "demo"), Secret: m.Config.Sink.Secret}}
+	fa.Webhooks = []FixtureWebhook{{URL: localSinkURL("demo"), Secret: m.Config.Sink.Secret}}
 	return fa
 }
 
@@ -128,9 +129,10 @@ func envValue(env []string, key string) string {
 	return v
 }
 
-// repointDemoSink points the demo tenant's sink webhook at this server's
-// sink. It was made with the address of the first start; a server started
-// later on another --listen would post the demo's results to nobody.
+// repointDemoSink moves a demo sink webhook an older dialbox made, with the
+// address of the server that started last, to the sink of the node that
+// delivers: with the old form a server started on another --listen, or a
+// cluster whose last node stopped, posted the demo's results to nobody.
 func (m *Main) repointDemoSink(ctx context.Context, now time.Time) error {
 	app, err := m.store.DemoApp(ctx)
 	if errors.Is(err, errNotFound) {
@@ -139,5 +141,5 @@ func (m *Main) repointDemoSink(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return m.store.RepointDemoSink(ctx, app.ID, sinkURL(m.URL(), "demo"), now)
+	return m.store.RepointDemoSink(ctx, app.ID, localSinkURL("demo"), now)
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,8 +267,8 @@ func (ff *FixtureFile) validate() *ConfigError {
 		}
 		for wi, wh := range fa.Webhooks {
 			key := fmt.Sprintf("%s.webhooks[%d]", at, wi)
-			if u, err := url.Parse(wh.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return bad(key+".url", "must be an http:// or https:// URL")
+			if err := checkWebhookURL(wh.URL); err != nil {
+				return bad(key+".url", "%s", err)
 			}
 			if err := checkWebhookSecret(wh.Secret); err != nil {
 				return bad(key+".secret", "%s", err)

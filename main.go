@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/sandboxclock"
+
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -116,12 +118,15 @@ type Main struct {
 	server            *http.Server
 	ops               *opsServer
 
-	sip      *SIPDialer // when dialer.kind is "sip", to hang up its calls at the end
-	clock    Clock      // the simulator's; nil with real calls
-	engine   *Engine
-	webhooks *Webhooks
-	sweeper  *RecordingSweeper
-	console  *Console // nil when console.enabled is false
+	sip   *SIPDialer // when dialer.kind is "sip", to hang up its calls at the end
+	clock Clock      // the simulator's; nil with real calls
+	// sandboxNow is the time the rules of calling read, which the admin
+	// API may move; nil with real calls, which keep the real time.
+	sandboxNow *sandboxclock.Clock
+	engine     *Engine
+	webhooks   *Webhooks
+	sweeper    *RecordingSweeper
+	console    *Console // nil when console.enabled is false
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -284,13 +289,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	} else {
 		sim := NewSimDialer(cfg.Simulator)
 		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
+		m.sandboxNow = &sandboxclock.Clock{}
 	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
+	m.webhooks.SelfURL = m.URL()
 	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
+	m.engine.Now = m.sandboxNow.Now
 	m.engine.Recordings, m.engine.RecordingBase = recordingFiles(cfg), m.recordingBase()
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
+	m.api.now = m.sandboxNow.Now
 
 	router := newRouter()
 	m.api.routes(router)
@@ -431,7 +440,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		return err
 	}
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
-		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
+		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}

@@ -665,6 +665,17 @@ func TestSIPAdminPoolTrunk(t *testing.T) {
 	if err != nil || resp.StatusCode != 400 || !strings.Contains(string(body), "time_scale") {
 		t.Errorf("time_scale changed with real calls: %v %s", err, body)
 	}
+	// Real calls keep the real time (docs/sandbox.md#the-clock).
+	for body, field := range map[string]string{`{"now":"2030-01-01T22:00:00Z"}`: "now", `{"offset_seconds":3600}`: "offset_seconds"} {
+		resp, answer, err := request("PUT", r.m.URL()+"/admin/v1/clock", "Bearer "+sipAdminToken, body)
+		if err != nil || resp.StatusCode != 400 || !strings.Contains(string(answer), `"field":"`+field+`"`) {
+			t.Errorf("%s with real calls: %v %s", body, err, answer)
+		}
+	}
+	resp, body, err = request("GET", r.m.URL()+"/admin/v1/clock", "Bearer "+sipAdminToken, "")
+	if err != nil || resp.StatusCode != 200 || !strings.Contains(string(body), `"offset_seconds":0`) {
+		t.Errorf("the clock with real calls: %v %s", err, body)
+	}
 }
 
 // TestSIPKilledMidCallSettlesOnce kills the real binary while a real call

@@ -54,7 +54,8 @@ func (s *SQLiteStore) SetAdminSetting(ctx context.Context, key, value string) er
 	})
 }
 
-// RepointDemoSink points the demo tenant's sink webhook at url.
+// RepointDemoSink points the demo tenant's sink webhook, made by an older
+// dialbox with a server's address, at url.
 func (s *SQLiteStore) RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE webhook_endpoints SET url = ?, updated_at = ?

@@ -51,7 +51,8 @@ type Store interface {
 	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
 	SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error)
 	ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error
-	// RepointDemoSink points the demo tenant's sink webhook at url.
+	// RepointDemoSink points the demo tenant's sink webhook, made by an
+	// older dialbox with a server's address, at url.
 	RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error
 
 	// ---- the engine (store_engine.go) ----

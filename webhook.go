@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,9 @@ type Webhooks struct {
 	Timeout  time.Duration
 	Schedule []time.Duration
 	Client   *http.Client
+	// SelfURL is this node's own address, where a webhook URL of the form
+	// /sink/{name} is delivered (sink.go).
+	SelfURL string
 	// faults may answer for the receiver (the admin API's webhook rules),
 	// and then nothing is sent; nil: none.
 	faults *Faults
@@ -342,7 +346,11 @@ func (w *Webhooks) send(ctx context.Context, m outMessage, at time.Time) (int, t
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL, bytes.NewReader(m.Payload))
+	target := m.URL
+	if strings.HasPrefix(target, localSinkPrefix) {
+		target = w.SelfURL + target
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(m.Payload))
 	if err != nil {
 		return 0, 0, err
 	}
