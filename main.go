@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/destinations"
+
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -286,7 +288,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
 	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
-	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
+	policy, err := destinations.New(cfg.Phone.DefaultRegion, cfg.Destinations)
+	if err != nil {
+		return err
+	}
+	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, policy, timeScale)
 	m.engine.Recordings, m.engine.RecordingBase = recordingFiles(cfg), m.recordingBase()
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
