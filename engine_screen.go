@@ -40,12 +40,16 @@ func (e *Engine) screen(ctx context.Context, sc *Scenario, due []dueContact) (di
 	if len(due) == 0 {
 		return due, nil, nil
 	}
+	tenant, err := e.Store.appDestinations(ctx, sc.AppID)
+	if err != nil {
+		return nil, nil, err
+	}
 	hold := func(c dueContact, reason string) {
 		held = append(held, callHold{AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Reason: reason})
 	}
 	dial = due[:0:0]
 	for _, c := range due {
-		if reason := e.destinations.Check(c.Phone, destinations.Rules{}); reason != destinations.Allowed {
+		if reason := e.destinations.Check(c.Phone, tenant); reason != destinations.Allowed {
 			hold(c, string(reason))
 		} else {
 			dial = append(dial, c)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/destinations"
 	"dialbox/internal/script"
 
 	"github.com/BurntSushi/toml"
@@ -63,6 +64,10 @@ type FixtureApp struct {
 	// the decree's; left out, they stay as they are: the decree's for a new
 	// tenant (docs/compliance.md#settings-and-their-bounds).
 	Advertising *FixtureAdvertising `toml:"advertising"`
+	// Destinations are the tenant's own allow and deny prefixes
+	// (docs/compliance.md#destinations); given, they replace both lists,
+	// left out they stay as they are.
+	Destinations *destinations.Rules `toml:"destinations"`
 
 	isDemo bool
 	id     int64 // set once applied
@@ -219,6 +224,14 @@ func (ff *FixtureFile) validate() *ConfigError {
 		if fa.Advertising != nil {
 			if err := fa.Advertising.settings().check(); err != nil {
 				return bad(at+".advertising."+err.Field, "%s", err.Reason)
+			}
+		}
+		if fa.Destinations != nil {
+			var fe *destinations.FieldError
+			if err := fa.Destinations.Validate(); errors.As(err, &fe) {
+				return bad(at+".destinations."+fe.Field, "%s", fe.Message)
+			} else if err != nil {
+				return bad(at+".destinations", "%s", err)
 			}
 		}
 		pools := map[string]bool{}
