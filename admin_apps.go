@@ -35,11 +35,8 @@ func (b appBody) checkDestinations() error {
 	if b.Destinations == nil {
 		return nil
 	}
-	var fe *destinations.FieldError
-	if err := b.Destinations.Validate(); errors.As(err, &fe) {
+	if fe := b.Destinations.Validate(); fe != nil {
 		return invalid("destinations."+fe.Field, fe.Message)
-	} else if err != nil {
-		return invalid("destinations", err.Error())
 	}
 	return nil
 }

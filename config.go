@@ -19,31 +19,32 @@ import (
 // Config is every setting of dialbox. config.example.toml documents each key
 // with its default; DefaultConfig is where those defaults live.
 type Config struct {
-	Listen   string       `toml:"listen"`
-	Database string       `toml:"database"`
-	Fixtures string       `toml:"fixtures"`
-	HTTP     HTTPConfig   `toml:"http"`
-	API      APIConfig    `toml:"api"`
-	Limits   LimitsConfig `toml:"limits"`
-	Phone    PhoneConfig  `toml:"phone"`
+	Listen     string           `toml:"listen"`
+	Database   string           `toml:"database"`
+	Fixtures   string           `toml:"fixtures"`
+	HTTP       HTTPConfig       `toml:"http"`
+	API        APIConfig        `toml:"api"`
+	Limits     LimitsConfig     `toml:"limits"`
+	Phone      PhoneConfig      `toml:"phone"`
+	Engine     EngineConfig     `toml:"engine"`
+	Simulator  SimulatorConfig  `toml:"simulator"`
+	Dialer     DialerConfig     `toml:"dialer"`
+	SIP        SIPConfig        `toml:"sip"`
+	TTS        TTSConfig        `toml:"tts"`
+	Voicebot   VoicebotConfig   `toml:"voicebot"`
+	Recordings RecordingsConfig `toml:"recordings"`
+	Webhooks   WebhooksConfig   `toml:"webhooks"`
+	Admin      AdminConfig      `toml:"admin"`
+	Console    ConsoleConfig    `toml:"console"`
+	Journal    JournalConfig    `toml:"journal"`
+	Sink       SinkConfig       `toml:"sink"`
+	Log        LogConfig        `toml:"log"`
+	Metrics    MetricsConfig    `toml:"metrics"`
+	Cluster    ClusterConfig    `toml:"cluster"`
+
 	// Destinations are the operator's allow and deny prefixes of the
 	// destination policy (docs/compliance.md#destinations).
 	Destinations destinations.Rules `toml:"destinations"`
-	Engine       EngineConfig       `toml:"engine"`
-	Simulator    SimulatorConfig    `toml:"simulator"`
-	Dialer       DialerConfig       `toml:"dialer"`
-	SIP          SIPConfig          `toml:"sip"`
-	TTS          TTSConfig          `toml:"tts"`
-	Voicebot     VoicebotConfig     `toml:"voicebot"`
-	Recordings   RecordingsConfig   `toml:"recordings"`
-	Webhooks     WebhooksConfig     `toml:"webhooks"`
-	Admin        AdminConfig        `toml:"admin"`
-	Console      ConsoleConfig      `toml:"console"`
-	Journal      JournalConfig      `toml:"journal"`
-	Sink         SinkConfig         `toml:"sink"`
-	Log          LogConfig          `toml:"log"`
-	Metrics      MetricsConfig      `toml:"metrics"`
-	Cluster      ClusterConfig      `toml:"cluster"`
 }
 
 // ClusterConfig is what a node on a shared PostgreSQL database calls
@@ -244,10 +245,8 @@ func DefaultConfig() Config {
 			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000, MemoryMiB: 100},
 		HTTP: HTTPConfig{ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
 			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second}},
-		Phone: PhoneConfig{DefaultRegion: "VN"},
-		// Empty, not nil: what config.example.toml's "allow = []" reads as.
-		Destinations: destinations.Rules{Allow: []string{}, Deny: []string{}},
-		Engine:       EngineConfig{Enabled: true, PollInterval: Duration{time.Second}},
+		Phone:  PhoneConfig{DefaultRegion: "VN"},
+		Engine: EngineConfig{Enabled: true, PollInterval: Duration{time.Second}},
 		Simulator: SimulatorConfig{
 			Seed:      1,
 			TimeScale: 1,
@@ -267,6 +266,8 @@ func DefaultConfig() Config {
 		Sink:       SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
 		Log:        LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
 		Cluster:    ClusterConfig{Lease: Duration{30 * time.Second}},
+		// Empty, not nil: what config.example.toml's "allow = []" reads as.
+		Destinations: destinations.Rules{Allow: []string{}, Deny: []string{}},
 	}
 }
 
@@ -445,12 +446,8 @@ func (c *Config) validate() error {
 			return bad("webhooks.retry_schedule", "delays must not be negative")
 		}
 	}
-	if err := c.Destinations.Validate(); err != nil {
-		var fe *destinations.FieldError
-		if errors.As(err, &fe) {
-			return bad("destinations."+fe.Field, fe.Message)
-		}
-		return err
+	if fe := c.Destinations.Validate(); fe != nil {
+		return bad("destinations."+fe.Field, fe.Message)
 	}
 	if err := c.Simulator.validate(); err != nil {
 		return err

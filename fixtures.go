@@ -227,11 +227,8 @@ func (ff *FixtureFile) validate() *ConfigError {
 			}
 		}
 		if fa.Destinations != nil {
-			var fe *destinations.FieldError
-			if err := fa.Destinations.Validate(); errors.As(err, &fe) {
+			if fe := fa.Destinations.Validate(); fe != nil {
 				return bad(at+".destinations."+fe.Field, "%s", fe.Message)
-			} else if err != nil {
-				return bad(at+".destinations", "%s", err)
 			}
 		}
 		pools := map[string]bool{}

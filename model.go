@@ -13,17 +13,18 @@ import (
 // Application is a tenant: its API key names it in ACCESS_TOKENs and its
 // secret signs them.
 type Application struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	APIKey    string `json:"api_key"`
-	APISecret string `json:"-"`
-	Disabled  bool   `json:"disabled"`
-	IsDemo    bool   `json:"is_demo"`
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	APIKey    string    `json:"api_key"`
+	APISecret string    `json:"-"`
+	Disabled  bool      `json:"disabled"`
+	IsDemo    bool      `json:"is_demo"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+
 	// Destinations are the tenant's own allow and deny prefixes of the
 	// destination policy (docs/compliance.md#destinations).
 	Destinations destinations.Rules `json:"destinations"`
-	CreatedAt    time.Time          `json:"created_at"`
-	UpdatedAt    time.Time          `json:"updated_at"`
 }
 
 // Wallet is an application's balance. A postpaid wallet skips every balance

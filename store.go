@@ -76,12 +76,6 @@ func scanDestinations(allow, deny string) (destinations.Rules, error) {
 	if err := json.Unmarshal([]byte(deny), &r.Deny); err != nil {
 		return r, fmt.Errorf("destination_deny: %w", err)
 	}
-	if r.Allow == nil {
-		r.Allow = []string{}
-	}
-	if r.Deny == nil {
-		r.Deny = []string{}
-	}
 	return r, nil
 }
 

@@ -57,7 +57,7 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
 // Validate checks every prefix's form and the size of each list.
-func (r Rules) Validate() error {
+func (r Rules) Validate() *FieldError {
 	for _, l := range []struct {
 		field    string
 		prefixes []string
@@ -107,8 +107,8 @@ func New(home string, global Rules) (*Policy, error) {
 	if phonenumbers.GetCountryCodeForRegion(home) == 0 {
 		return nil, fmt.Errorf("%q is not a known region code", home)
 	}
-	if err := global.Validate(); err != nil {
-		return nil, err
+	if fe := global.Validate(); fe != nil {
+		return nil, fe
 	}
 	return &Policy{home: home, global: global}, nil
 }

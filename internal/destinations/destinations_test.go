@@ -1,7 +1,6 @@
 package destinations
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -86,17 +85,14 @@ func TestValidate(t *testing.T) {
 		{Rules{Deny: []string{"-x"}}, "deny"},
 		{Rules{Allow: make([]string, MaxPrefixes+1)}, "allow"},
 	} {
-		err := tc.rules.Validate()
+		fe := tc.rules.Validate()
 		switch {
-		case tc.field == "" && err != nil:
-			t.Errorf("%v: %v", tc.rules, err)
-		case tc.field != "" && err == nil:
+		case tc.field == "" && fe != nil:
+			t.Errorf("%v: %v", tc.rules, fe)
+		case tc.field != "" && fe == nil:
 			t.Errorf("%v: no error", tc.rules)
-		case tc.field != "":
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Message, "+") {
-				t.Errorf("%v: %v, want an error on %s naming the form", tc.rules, err, tc.field)
-			}
+		case tc.field != "" && (fe.Field != tc.field || !strings.Contains(fe.Message, "+")):
+			t.Errorf("%v: %v, want an error on %s naming the form", tc.rules, fe, tc.field)
 		}
 	}
 }
