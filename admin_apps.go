@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"dialbox/internal/destinations"
+
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -22,6 +24,21 @@ type appBody struct {
 	APIKey    *string `json:"api_key"`
 	APISecret *string `json:"api_secret"`
 	Disabled  *bool   `json:"disabled"`
+	// Destinations are the tenant's own allow and deny prefixes
+	// (docs/admin.md#destination-rules); given, they replace both lists.
+	Destinations *destinations.Rules `json:"destinations"`
+}
+
+// checkDestinations refuses a prefix that is not "+" and digits, or too
+// many, naming the list.
+func (b appBody) checkDestinations() error {
+	if b.Destinations == nil {
+		return nil
+	}
+	if fe := b.Destinations.Validate(); fe != nil {
+		return invalid("destinations."+fe.Field, fe.Message)
+	}
+	return nil
 }
 
 // createdApp is the only answer that shows an application's secret.
@@ -46,7 +63,14 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	case secret == "":
 		return nil, invalid("api_secret", "must not be empty")
 	}
-	app, err := a.store.CreateApp(r.Context(), deref(b.Name, key), key, secret, a.now())
+	if err := b.checkDestinations(); err != nil {
+		return nil, err
+	}
+	var rules destinations.Rules
+	if b.Destinations != nil {
+		rules = *b.Destinations
+	}
+	app, err := a.store.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
 	if errors.Is(err, errConflict) {
 		return nil, conflict("An application with api_key %q already exists", key)
 	}
@@ -75,7 +99,10 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 	case b.APISecret != nil && *b.APISecret == "":
 		return nil, invalid("api_secret", "must not be empty")
 	}
-	return a.patchApp(r, ps, AppPatch{Name: b.Name, APISecret: b.APISecret, Disabled: b.Disabled})
+	if err := b.checkDestinations(); err != nil {
+		return nil, err
+	}
+	return a.patchApp(r, ps, AppPatch{Name: b.Name, APISecret: b.APISecret, Disabled: b.Disabled, Destinations: b.Destinations})
 }
 
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p AppPatch) (any, error) {

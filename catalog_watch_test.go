@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"dialbox/internal/destinations"
 )
 
 // discardResponse is a ResponseWriter that keeps nothing, so a benchmark
@@ -92,7 +94,7 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 		t.Fatalf("scenario %s", sc.Status)
 	}
 
-	if _, err := other.CreateApp(ctx, "New", "new", "secret", time.Now()); err != nil {
+	if _, err := other.CreateApp(ctx, "New", "new", "secret", destinations.Rules{}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.TransitionScenario(ctx, app.ID, "sc", []string{StatusReviewing}, StatusActive, time.Now()); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"dialbox/internal/destinations"
 )
 
 // The CLI's common tasks work on the database directly (the server may be
@@ -177,7 +179,7 @@ func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret
 	if secret == "" {
 		secret = randomHex(24)
 	}
-	app, err := s.CreateApp(ctx, name, key, secret, time.Now())
+	app, err := s.CreateApp(ctx, name, key, secret, destinations.Rules{}, time.Now())
 	if errors.Is(err, errConflict) {
 		return fmt.Errorf("app create: an application with API key %q already exists", key)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/destinations"
 	"dialbox/internal/sipcall"
 
 	"github.com/BurntSushi/toml"
@@ -40,6 +41,10 @@ type Config struct {
 	Log        LogConfig        `toml:"log"`
 	Metrics    MetricsConfig    `toml:"metrics"`
 	Cluster    ClusterConfig    `toml:"cluster"`
+
+	// Destinations are the operator's allow and deny prefixes of the
+	// destination policy (docs/compliance.md#destinations).
+	Destinations destinations.Rules `toml:"destinations"`
 }
 
 // ClusterConfig is what a node on a shared PostgreSQL database calls
@@ -261,6 +266,8 @@ func DefaultConfig() Config {
 		Sink:       SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
 		Log:        LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
 		Cluster:    ClusterConfig{Lease: Duration{30 * time.Second}},
+		// Empty, not nil: what config.example.toml's "allow = []" reads as.
+		Destinations: destinations.Rules{Allow: []string{}, Deny: []string{}},
 	}
 }
 
@@ -438,6 +445,9 @@ func (c *Config) validate() error {
 		if d.Duration < 0 {
 			return bad("webhooks.retry_schedule", "delays must not be negative")
 		}
+	}
+	if fe := c.Destinations.Validate(); fe != nil {
+		return bad("destinations."+fe.Field, fe.Message)
 	}
 	if err := c.Simulator.validate(); err != nil {
 		return err

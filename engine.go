@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"dialbox/internal/destinations"
 )
 
 // Engine dials queued contacts (docs/design.md#the-call-engine). One scheduler goroutine decides
@@ -46,6 +48,9 @@ type Engine struct {
 	// faults may force the outcome of a call (the admin API's dial rules);
 	// nil: none.
 	faults *Faults
+	// destinations is the policy of the numbers that may be dialled at all
+	// (engine_screen.go).
+	destinations *destinations.Policy
 
 	wake chan struct{}
 
@@ -84,13 +89,14 @@ type poolKey struct {
 	key string
 }
 
-// NewEngine makes an engine that dials through dialer, tells webhooks of
-// the events it queues, and lets faults force outcomes. timeScale is the
-// dialer's clock speed, which re_call delays follow; webhooks, faults and
-// timeScale may be nil.
-func NewEngine(store Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig, timeScale func() float64) *Engine {
+// NewEngine makes an engine that dials through dialer the numbers policy
+// allows, tells webhooks of the events it queues, and lets faults force
+// outcomes. timeScale is the dialer's clock speed, which re_call delays
+// follow; webhooks, faults and timeScale may be nil.
+func NewEngine(store Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig,
+	policy *destinations.Policy, timeScale func() float64) *Engine {
 	return &Engine{Store: store, Dialer: dialer, Log: log, PollInterval: cfg.PollInterval.Duration,
-		timeScale: timeScale, webhooks: webhooks, faults: faults, wake: make(chan struct{}, 1)}
+		timeScale: timeScale, webhooks: webhooks, faults: faults, destinations: policy, wake: make(chan struct{}, 1)}
 }
 
 func (e *Engine) now() time.Time {
@@ -335,7 +341,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		}
 		due, blocked, err := e.screen(ctx, sc, due)
 		if err != nil {
-			logErr("engine: reading the do-not-call lists; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
+			logErr("engine: reading the destination rules or the do-not-call lists; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
 			continue
 		}
 		if len(blocked) > 0 {
@@ -382,7 +388,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	}
 	if len(holds) > 0 {
 		if err := e.Store.holdContacts(ctx, holds, now, e.webhooks.firstTry(time.Now())); err != nil {
-			logErr("engine: ending contacts on a do-not-call list", "err", err)
+			logErr("engine: ending contacts the calling rules hold", "err", err)
 		}
 		e.webhooks.Notify()
 	}

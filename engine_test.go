@@ -77,7 +77,7 @@ func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(
 		dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
 	e := NewEngine(s, dialer, hooks, nil, discardLog(), EngineConfig{PollInterval: Duration{20 * time.Millisecond}},
-		func() float64 { return scale })
+		testPolicy(t, DefaultConfig()), func() float64 { return scale })
 	if setup != nil {
 		setup(e)
 	}

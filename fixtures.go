@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/destinations"
 	"dialbox/internal/script"
 
 	"github.com/BurntSushi/toml"
@@ -62,6 +63,10 @@ type FixtureApp struct {
 	// the decree's; left out, they stay as they are: the decree's for a new
 	// tenant (docs/compliance.md#settings-and-their-bounds).
 	Advertising *FixtureAdvertising `toml:"advertising"`
+	// Destinations are the tenant's own allow and deny prefixes
+	// (docs/compliance.md#destinations); given, they replace both lists,
+	// left out they stay as they are.
+	Destinations *destinations.Rules `toml:"destinations"`
 
 	isDemo bool
 	id     int64 // set once applied
@@ -218,6 +223,11 @@ func (ff *FixtureFile) validate() *ConfigError {
 		if fa.Advertising != nil {
 			if err := fa.Advertising.settings().check(); err != nil {
 				return bad(at+".advertising."+err.Field, "%s", err.Reason)
+			}
+		}
+		if fa.Destinations != nil {
+			if fe := fa.Destinations.Validate(); fe != nil {
+				return bad(at+".destinations."+fe.Field, "%s", fe.Message)
 			}
 		}
 		pools := map[string]bool{}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/destinations"
 	"dialbox/internal/sandboxclock"
 
 	"github.com/julienschmidt/httprouter"
@@ -293,7 +294,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
 	m.webhooks.SelfURL = m.URL()
-	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, timeScale)
+	policy, err := destinations.New(cfg.Phone.DefaultRegion, cfg.Destinations)
+	if err != nil {
+		return err
+	}
+	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, policy, timeScale)
 	m.engine.Now = m.sandboxNow.Now
 	m.engine.Recordings, m.engine.RecordingBase = recordingFiles(cfg), m.recordingBase()
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)

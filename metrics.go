@@ -152,9 +152,9 @@ var (
 	descCallsInProgress = prometheus.NewDesc("dialbox_calls_in_progress",
 		"Calls being dialled or talking now.", []string{"tenant"}, nil)
 	descCallsTotal = prometheus.NewDesc("dialbox_calls_total",
-		"Ended call attempts by outcome (ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER, CANCELED, and DO_NOT_CALL for an attempt a do-not-call list kept from being dialled).", []string{"outcome"}, nil)
+		"Ended call attempts by outcome (ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER, CANCELED, and DO_NOT_CALL for an attempt a do-not-call list or the destination policy kept from being dialled).", []string{"outcome"}, nil)
 	descCallsBlocked = prometheus.NewDesc("dialbox_calls_blocked_total",
-		"Attempts the calling rules kept from being dialled, by reason (dnc_national, dnc_tenant; daily_limit, advertising_hours: delayed, not dropped).", []string{"reason"}, nil)
+		"Attempts the calling rules kept from being dialled, by reason (dnc_national, dnc_tenant; destination_premium, destination_special, destination_foreign, destination_denied; daily_limit, advertising_hours: delayed, not dropped).", []string{"reason"}, nil)
 	descWalletBalance = prometheus.NewDesc("dialbox_wallet_balance_vnd",
 		"Wallet balance per tenant in VND (prepaid=\"false\": postpaid, not checked).", []string{"tenant", "prepaid"}, nil)
 	descWebhookDeliveries = prometheus.NewDesc("dialbox_webhook_deliveries_total",

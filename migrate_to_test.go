@@ -674,9 +674,10 @@ func TestMigrateToOlderSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.CreateApp(context.Background(), "Old tenant", "old-key", "old-secret", time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	// As that older dialbox wrote it: CreateApp now writes columns of later
+	// migrations.
+	storeExec(t, old, `INSERT INTO applications (name, api_key, api_secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		"Old tenant", "old-key", "old-secret", ms(time.Now()), ms(time.Now()))
 	old.Close()
 	out, err := migrateTo(t, target, "--database", source)
 	if err != nil {

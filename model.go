@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/destinations"
 	"dialbox/internal/script"
 )
 
@@ -20,6 +21,10 @@ type Application struct {
 	IsDemo    bool      `json:"is_demo"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+
+	// Destinations are the tenant's own allow and deny prefixes of the
+	// destination policy (docs/compliance.md#destinations).
+	Destinations destinations.Rules `json:"destinations"`
 }
 
 // Wallet is an application's balance. A postpaid wallet skips every balance

@@ -278,7 +278,7 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 		}
 	}
 	// The admin API: a leaked secret or any unknown property is refused.
-	app := `{"id":1,"name":"QA","api_key":"qa-key","disabled":false,"is_demo":false,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"`
+	app := `{"id":1,"name":"QA","api_key":"qa-key","disabled":false,"is_demo":false,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","destinations":{"allow":[],"deny":[]}`
 	hook := `{"id":"h","url":"https://example.com/h","events":[],"enabled":true,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"`
 	for _, r := range []struct {
 		name, method, path string
@@ -289,6 +289,8 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 		{"api_secret on one application", "GET", "/admin/v1/apps/qa-key", 200, `{"status":1,"result":` + app + `,"api_secret":"s"}}`},
 		{"api_secret after disabling", "POST", "/admin/v1/apps/qa-key/disable", 200, `{"status":1,"result":` + app + `,"api_secret":"s"}}`},
 		{"an unknown application property", "GET", "/admin/v1/apps/qa-key", 200, `{"status":1,"result":` + app + `,"owner":"x"}}`},
+		{"a destination prefix without its +", "GET", "/admin/v1/apps/qa-key", 200,
+			`{"status":1,"result":` + strings.Replace(app, `"allow":[]`, `"allow":["65"]`, 1) + `}}`},
 		{"an unknown envelope property", "GET", "/admin/v1/apps/qa-key", 200, `{"status":1,"result":` + app + `},"debug":true}`},
 		{"the created application without its token", "POST", "/admin/v1/apps", 200, `{"status":1,"result":` + app + `,"api_secret":"s"}}`},
 		{"the secret in the webhook list", "GET", "/admin/v1/apps/qa-key/webhooks", 200, `{"status":1,"result":{"webhooks":[` + hook + `,"secret":"whsec_x"}]}}`},

@@ -355,3 +355,9 @@ CREATE TABLE advertising_settings (
 );
 -- The admin API's explanation of a contact's wait reads its last delay.
 CREATE INDEX call_blocks_by_contact ON call_blocks (contact_id, seq);
+
+-- migration 11: each tenant's destination rules (docs/compliance.md#destinations)
+-- JSON arrays of E.164 prefixes ("+8491"), checked before they are stored;
+-- '[]': none, the operator's policy alone.
+ALTER TABLE applications ADD COLUMN destination_allow TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE applications ADD COLUMN destination_deny  TEXT NOT NULL DEFAULT '[]';

@@ -500,3 +500,9 @@ CREATE TRIGGER queued_contacts_deleted AFTER DELETE ON contacts
 -- (the simulator's, trunk '') are left out of both indexes.
 CREATE INDEX calls_live_by_trunk ON calls (trunk) WHERE state = 'dialing' AND trunk <> '';
 CREATE INDEX calls_starts_by_trunk ON calls (trunk, started_at) WHERE trunk <> '';
+
+-- migration 15: each tenant's destination rules (docs/compliance.md#destinations)
+-- JSON arrays of E.164 prefixes ("+8491"), checked before they are stored;
+-- '[]': none, the operator's policy alone.
+ALTER TABLE applications ADD COLUMN destination_allow text NOT NULL DEFAULT '[]';
+ALTER TABLE applications ADD COLUMN destination_deny  text NOT NULL DEFAULT '[]';

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"dialbox/internal/destinations"
 	"dialbox/internal/script"
 )
 
@@ -45,12 +46,13 @@ func boolInt(b bool) int {
 
 // ---- applications, wallets, pools ----
 
-const appColumns = `id, name, api_key, api_secret, disabled, is_demo, created_at, updated_at`
+const appColumns = `id, name, api_key, api_secret, disabled, is_demo, created_at, updated_at, destination_allow, destination_deny`
 
 func scanApp(row interface{ Scan(...any) error }) (*Application, error) {
 	var a Application
 	var created, updated int64
-	err := row.Scan(&a.ID, &a.Name, &a.APIKey, &a.APISecret, &a.Disabled, &a.IsDemo, &created, &updated)
+	var allow, deny string
+	err := row.Scan(&a.ID, &a.Name, &a.APIKey, &a.APISecret, &a.Disabled, &a.IsDemo, &created, &updated, &allow, &deny)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound
 	}
@@ -58,7 +60,36 @@ func scanApp(row interface{ Scan(...any) error }) (*Application, error) {
 		return nil, err
 	}
 	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	if a.Destinations, err = scanDestinations(allow, deny); err != nil {
+		return nil, fmt.Errorf("application %q: %w", a.APIKey, err)
+	}
 	return &a, nil
+}
+
+// scanDestinations reads a tenant's destination rules as stored
+// (migration 11): JSON arrays, shown as [] when empty.
+func scanDestinations(allow, deny string) (destinations.Rules, error) {
+	r := destinations.Rules{Allow: []string{}, Deny: []string{}}
+	if err := json.Unmarshal([]byte(allow), &r.Allow); err != nil {
+		return r, fmt.Errorf("destination_allow: %w", err)
+	}
+	if err := json.Unmarshal([]byte(deny), &r.Deny); err != nil {
+		return r, fmt.Errorf("destination_deny: %w", err)
+	}
+	return r, nil
+}
+
+// destinationsJSON is how a tenant's rules are stored: each list a JSON
+// array, never null.
+func destinationsJSON(r destinations.Rules) (allow, deny string) {
+	list := func(prefixes []string) string {
+		if len(prefixes) == 0 {
+			return "[]"
+		}
+		b, _ := json.Marshal(prefixes) // strings only: cannot fail
+		return string(b)
+	}
+	return list(r.Allow), list(r.Deny)
 }
 
 // AppByKey finds an application by its API key, disabled ones included.
@@ -520,6 +551,13 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 	if fa.Advertising != nil {
 		if err := setAdSettingsTx(tx, appID, fa.Advertising.settings(), now); err != nil {
 			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
+		}
+	}
+	if fa.Destinations != nil {
+		allow, deny := destinationsJSON(*fa.Destinations)
+		if _, err := tx.Exec(`UPDATE applications SET destination_allow = ?, destination_deny = ?, updated_at = ?
+			WHERE id = ? AND (destination_allow <> ? OR destination_deny <> ?)`, allow, deny, at, appID, allow, deny); err != nil {
+			return fmt.Errorf("application %q destinations: %w", fa.APIKey, err)
 		}
 	}
 

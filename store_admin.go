@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/destinations"
+
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -86,10 +88,11 @@ func (s *SQLiteStore) ListApps(ctx context.Context) ([]*Application, error) {
 
 // CreateApp adds an application with a postpaid wallet; errConflict when the
 // API key is taken.
-func (s *SQLiteStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error) {
+func (s *SQLiteStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*Application, error) {
+	allow, deny := destinationsJSON(rules)
 	err := s.Write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.Exec(`INSERT INTO applications (name, api_key, api_secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-			name, apiKey, apiSecret, ms(now), ms(now))
+		r, err := tx.Exec(`INSERT INTO applications (name, api_key, api_secret, created_at, updated_at, destination_allow, destination_deny)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, name, apiKey, apiSecret, ms(now), ms(now), allow, deny)
 		if isUniqueViolation(err) {
 			return errConflict
 		}
@@ -114,13 +117,26 @@ type AppPatch struct {
 	Name      *string
 	APISecret *string
 	Disabled  *bool
+	// Destinations replaces both of the tenant's lists of prefixes.
+	Destinations *destinations.Rules
+}
+
+// destinationColumns are p's rules as stored, nil for each when p keeps them.
+func (p AppPatch) destinationColumns() (allow, deny *string) {
+	if p.Destinations == nil {
+		return nil, nil
+	}
+	a, d := destinationsJSON(*p.Destinations)
+	return &a, &d
 }
 
 func (s *SQLiteStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error) {
+	allow, deny := p.destinationColumns()
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		return changed(tx.Exec(`UPDATE applications SET name = coalesce(?, name), api_secret = coalesce(?, api_secret),
-			disabled = coalesce(?, disabled), updated_at = ? WHERE api_key = ?`,
-			p.Name, p.APISecret, p.Disabled, ms(now), apiKey))
+			disabled = coalesce(?, disabled), destination_allow = coalesce(?, destination_allow),
+			destination_deny = coalesce(?, destination_deny), updated_at = ? WHERE api_key = ?`,
+			p.Name, p.APISecret, p.Disabled, allow, deny, ms(now), apiKey))
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"dialbox/internal/destinations"
+
 	"github.com/google/uuid"
 )
 
@@ -469,4 +471,22 @@ func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) erro
 		}
 	}
 	return nil
+}
+
+// appDestinations reads the tenant's own destination rules, as every
+// other configuration read, through the cache a configuration write
+// clears.
+func (s *SQLiteStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
+	return cached(&s.catalog, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
+		var allow, deny string
+		err := s.read.QueryRowContext(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = ?`,
+			appID).Scan(&allow, &deny)
+		if errors.Is(err, sql.ErrNoRows) {
+			return destinations.Rules{}, errNotFound
+		}
+		if err != nil {
+			return destinations.Rules{}, err
+		}
+		return scanDestinations(allow, deny)
+	})
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"time"
+
+	"dialbox/internal/destinations"
 )
 
 // Store is everything the rest of dialbox asks of its database: the public
@@ -110,7 +112,10 @@ type Store interface {
 	// when national is set (advertising calls), on the national register,
 	// and which: ReasonDNCNational or ReasonDNCTenant.
 	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
-	// holdContacts ends the due contacts a do-not-call list holds, each
+	// appDestinations are the tenant's own prefixes of the destination
+	// policy (docs/compliance.md#destinations), from the configuration cache.
+	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
+	// holdContacts ends the due contacts a calling rule holds, each
 	// with its attempt record, audit row and event, in one commit.
 	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
 	// answeredAdCalls are, for each of phones, when the tenant's
@@ -149,7 +154,7 @@ type Store interface {
 	AdminSetting(ctx context.Context, key string) (string, error)
 	SetAdminSetting(ctx context.Context, key, value string) error
 	ListApps(ctx context.Context) ([]*Application, error)
-	CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error)
+	CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*Application, error)
 	UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error)
 	DeleteApp(ctx context.Context, apiKey string) error
 	UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error)

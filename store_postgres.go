@@ -309,7 +309,7 @@ func (r pgRow) Scan(dest ...any) error {
 
 // Flags are integers 0/1 as on SQLite; pgx scans only booleans into bool.
 const (
-	pgAppColumns      = `id, name, api_key, api_secret, disabled <> 0, is_demo <> 0, created_at, updated_at`
+	pgAppColumns      = `id, name, api_key, api_secret, disabled <> 0, is_demo <> 0, created_at, updated_at, destination_allow, destination_deny`
 	pgCampaignColumns = `app_id, id, name, scenario_id, paused <> 0, created_at, updated_at`
 	pgWalletQuery     = `SELECT prepaid <> 0, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = $1`
 )

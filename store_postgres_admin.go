@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"dialbox/internal/destinations"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -120,11 +122,12 @@ func (s *PostgresStore) ListApps(ctx context.Context) ([]*Application, error) {
 		`SELECT `+pgAppColumns+` FROM applications ORDER BY id`)
 }
 
-func (s *PostgresStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, now time.Time) (*Application, error) {
+func (s *PostgresStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*Application, error) {
+	allow, deny := destinationsJSON(rules)
 	err := s.configWrite(ctx, func(tx pgx.Tx) error {
 		var id int64
-		err := tx.QueryRow(ctx, `INSERT INTO applications (name, api_key, api_secret, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $4) RETURNING id`, name, apiKey, apiSecret, ms(now)).Scan(&id)
+		err := tx.QueryRow(ctx, `INSERT INTO applications (name, api_key, api_secret, created_at, updated_at, destination_allow, destination_deny)
+			VALUES ($1, $2, $3, $4, $4, $5, $6) RETURNING id`, name, apiKey, apiSecret, ms(now), allow, deny).Scan(&id)
 		if isPgUniqueViolation(err) {
 			return errConflict
 		}
@@ -146,10 +149,12 @@ func (s *PostgresStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch
 		d := boolInt(*p.Disabled)
 		disabled = &d
 	}
+	allow, deny := p.destinationColumns()
 	err := s.configWrite(ctx, func(tx pgx.Tx) error {
 		return pgChanged(tx.Exec(ctx, `UPDATE applications SET name = coalesce($1, name), api_secret = coalesce($2, api_secret),
-			disabled = coalesce($3, disabled), updated_at = $4 WHERE api_key = $5`,
-			p.Name, p.APISecret, disabled, ms(now), apiKey))
+			disabled = coalesce($3, disabled), destination_allow = coalesce($4, destination_allow),
+			destination_deny = coalesce($5, destination_deny), updated_at = $6 WHERE api_key = $7`,
+			p.Name, p.APISecret, disabled, allow, deny, ms(now), apiKey))
 	})
 	if err != nil {
 		return nil, err

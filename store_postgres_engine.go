@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"dialbox/internal/destinations"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -602,4 +604,20 @@ func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
 			cancel()
 		}
 	}
+}
+
+// appDestinations is SQLite's, on PostgreSQL.
+func (s *PostgresStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
+	return cached(&s.catalog, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
+		var allow, deny string
+		err := s.pool.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = $1`,
+			appID).Scan(&allow, &deny)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return destinations.Rules{}, errNotFound
+		}
+		if err != nil {
+			return destinations.Rules{}, err
+		}
+		return scanDestinations(allow, deny)
+	})
 }

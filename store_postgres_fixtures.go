@@ -63,6 +63,13 @@ func pgApplyFixtureApp(ctx context.Context, tx pgx.Tx, fa *FixtureApp, now time.
 			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
 		}
 	}
+	if fa.Destinations != nil {
+		allow, deny := destinationsJSON(*fa.Destinations)
+		if _, err := tx.Exec(ctx, `UPDATE applications SET destination_allow = $1, destination_deny = $2, updated_at = $3
+			WHERE id = $4 AND (destination_allow <> $1 OR destination_deny <> $2)`, allow, deny, at, appID); err != nil {
+			return fmt.Errorf("application %q destinations: %w", fa.APIKey, err)
+		}
+	}
 
 	for _, p := range fa.HotlinePools {
 		if _, err := tx.Exec(ctx, `INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES ($1, $2, $3, $4)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/destinations"
 	"dialbox/internal/pgtest"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -161,7 +162,7 @@ func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 	if err := nodes[0].SetAdminSetting(ctx, "k", "v"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodes[0].CreateApp(ctx, "second", "second-key", "second-secret", time.Now()); err != nil {
+	if _, err := nodes[0].CreateApp(ctx, "second", "second-key", "second-secret", destinations.Rules{}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "node 1 seeing the new application", func() bool {

@@ -531,6 +531,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad value", "[api]\n# comment\nerror_http_status = \"sometimes\"\n", nil, `3: api.error_http_status: must be "semantic" or "always_200"`},
 		{"bad region", "[phone]\ndefault_region = \"XX\"\n", nil, `2: phone.default_region: "XX" is not a known region code like "VN"`},
 		{"bad duration", "[webhooks]\ntimeout = \"soon\"\n", nil, `2: webhooks.timeout: `},
+		{"bad destination prefix", "[destinations]\nallow = [\"+65\"]\ndeny = [\"1900\"]\n", nil,
+			`3: destinations.deny: "1900" is not a number prefix: "+" and 1 to 15 digits, like "+8491"`},
 		{"bad PostgreSQL URL, password hidden", "database = \"postgres://me:secret@db:port/x\"\n", nil,
 			"1: database: must be a SQLite file or a valid PostgreSQL URL like \"postgres://user:password@host:5432/dialbox\": cannot parse `postgres://me:xxxxx@db:port/x`: invalid port"},
 	} {
