@@ -220,6 +220,11 @@ func (c *Config) validateCalling() error {
 			return bad(key+".max_cps", "must be at least 1")
 		case t.Register && t.Username == "":
 			return bad(key+".username", "is required with register = true: the user the trunk registers")
+		case t.Username != "" && t.Password == "":
+			// Most likely a misspelt variable: starting anyway would fail
+			// every call 401/407 (docs/sip.md#security).
+			return bad(key+".password", "is empty while username is %q: set %s (or password in this file)",
+				t.Username, trunkPasswordEnv(t.Name))
 		}
 		names[t.Name] = true
 	}

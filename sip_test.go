@@ -630,6 +630,17 @@ func TestSIPConfigErrorsNameTheKey(t *testing.T) {
 		t.Errorf("pool with an unknown trunk: %v", err)
 	}
 
+	// A username with no password from the file or the environment: a
+	// misspelt variable would otherwise fail every call 401/407.
+	noPassword := writeFile(t, "nopass.toml", "[[sip.trunks]]\nname = \"main-2\"\naddress = \"pbx\"\nusername = \"dialbox\"\n")
+	_, err = LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN2_PASSWORD=misspelt"})
+	if !errors.As(err, &ce) || ce.Key != "sip.trunks[0].password" || !strings.Contains(ce.Msg, "DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD") {
+		t.Errorf("a trunk with a username and no password: %v, want an error naming sip.trunks[0].password and DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD", err)
+	}
+	if _, err := LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD=env"}); err != nil {
+		t.Errorf("the same trunk with its password in the environment: %v", err)
+	}
+
 	// The password comes from the environment too, and wins.
 	path := writeFile(t, "env.toml", "[[sip.trunks]]\nname = \"main-2\"\naddress = \"pbx\"\npassword = \"file\"\n")
 	c, err := LoadConfig(path, []string{"DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD=env"})
