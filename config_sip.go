@@ -87,7 +87,9 @@ type TTSConfig struct {
 	Engine string `toml:"engine"`
 	Voice  string `toml:"voice"`
 	// Command is the argv, split at spaces, of a program writing a WAV to
-	// stdout; "{text}" and "{voice}" in its arguments are substituted.
+	// stdout; "{text}" and "{voice}" in its arguments are substituted,
+	// "{text}" only where it cannot be an option (tts.NewCommand), else
+	// the text is on its stdin.
 	Command string `toml:"command"`
 	// URL is a GET URL template answering a WAV.
 	URL string `toml:"url"`
