@@ -164,7 +164,7 @@ func TestCacheErrors(t *testing.T) {
 
 // The real engines behind a cache: the command runs once for a text.
 func TestCacheWithCommand(t *testing.T) {
-	cmd, argsFile := helperCommand(t, "wav", "{text}")
+	cmd, argsFile := helperCommand(t, "wav", "--", "{text}")
 	c, _ := NewCache(t.TempDir(), cmd)
 	if _, err := c.Synthesize(context.Background(), "một", "vi"); err != nil {
 		t.Fatal(err)
