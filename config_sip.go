@@ -93,8 +93,19 @@ type TTSConfig struct {
 	Command string `toml:"command"`
 	// URL is a GET URL template answering a WAV.
 	URL string `toml:"url"`
-	// CacheDir keeps every rendering; empty: "tts-cache" beside the database.
+	// CacheDir keeps the renderings; empty: "tts-cache" beside the database.
 	CacheDir string `toml:"cache_dir"`
+	// The cache's bounds (docs/sip.md#text-to-speech), each 0 for none: its
+	// total size, how long a rendering stays unused, and the free space a
+	// rendering stored must leave on its file system.
+	CacheMaxMiB     int64    `toml:"cache_max_mib"`
+	CacheMaxAge     Duration `toml:"cache_max_age"`
+	CacheMinFreeMiB int64    `toml:"cache_min_free_mib"`
+}
+
+// cacheLimits are the cache's bounds in bytes.
+func (t TTSConfig) cacheLimits() tts.CacheLimits {
+	return tts.CacheLimits{MaxBytes: t.CacheMaxMiB << 20, MaxAge: t.CacheMaxAge.Duration, MinFree: t.CacheMinFreeMiB << 20}
 }
 
 // fillTrunkDefaults gives each trunk the defaults of the keys it leaves out.
@@ -233,6 +244,14 @@ func (c *Config) validateCalling() error {
 	if c.Dialer.Kind == DialerSIP && len(s.Trunks) == 0 {
 		return bad("sip.trunks", `dialer.kind = "sip" needs at least one [[sip.trunks]]`)
 	}
+	switch {
+	case c.TTS.CacheMaxMiB < 0:
+		return bad("tts.cache_max_mib", "must not be negative (0: no size bound)")
+	case c.TTS.CacheMaxAge.Duration < 0:
+		return bad("tts.cache_max_age", "must not be negative (0: no age bound)")
+	case c.TTS.CacheMinFreeMiB < 0:
+		return bad("tts.cache_min_free_mib", "must not be negative (0: no free-space floor)")
+	}
 	switch c.TTS.Engine {
 	case TTSEspeak:
 	case TTSCommand:
@@ -278,5 +297,5 @@ func (c *Config) ttsEngine(cacheDir string) (*tts.Cache, error) {
 	default:
 		engine = tts.NewEspeak("")
 	}
-	return tts.NewCache(cacheDir, engine)
+	return tts.NewCache(cacheDir, engine, c.TTS.cacheLimits())
 }

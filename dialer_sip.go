@@ -25,7 +25,7 @@ const causeTTSFailed = 500
 // played to whoever answers (docs/calling.md#real-calls-over-sip).
 type SIPDialer struct {
 	ua          *sipcall.UserAgent
-	speech      tts.Engine
+	speech      *tts.Cache // the engine, behind its cache
 	voice       string
 	promptsDir  string // the WAV files of scripts' play steps
 	ringTimeout time.Duration
