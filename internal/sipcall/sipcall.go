@@ -52,8 +52,9 @@ type Options struct {
 	NoRTPTimeout time.Duration
 	// Trunks are the trunks calls can go through, by Name.
 	Trunks []Trunk
-	// Logger receives diago's and sipgo's logs (bar a few sipgo writes to
-	// its package default); nil is slog.Default().
+	// Logger receives diago's and sipgo's logs, rate-limited and cut
+	// (liblog.go), and the lines they write to their package defaults
+	// (those of the latest UserAgent); nil is slog.Default().
 	Logger *slog.Logger
 	// OnRegistration is told where a registering trunk stands after each
 	// of its REGISTERs, from the registration's goroutine; nil: nobody.
@@ -200,9 +201,12 @@ func New(opts Options) (*UserAgent, error) {
 		media.RTPPortStart, media.RTPPortEnd = opts.RTPPortMin, opts.RTPPortMax
 	}
 
+	// The libraries' lines, rate-limited and cut; our own go to log as is.
+	libLog := slog.New(newLibraryHandler(log.Handler(), time.Now))
+	routeLibraryDefaults(libLog)
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("dialbox"),
-		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log)),
-		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log)))
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(libLog)),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(libLog)))
 	if err != nil {
 		return nil, fmt.Errorf("sipcall: %w", err)
 	}
@@ -211,7 +215,7 @@ func New(opts Options) (*UserAgent, error) {
 		transports = append(transports, "tcp")
 	}
 	dopts := []diago.DiagoOption{
-		diago.WithLogger(log),
+		diago.WithLogger(libLog),
 		diago.WithServerRequestMiddleware(rejectNewInvites),
 	}
 	for _, network := range transports {
