@@ -38,6 +38,8 @@ type DialerConfig struct {
 // SIPConfig is dialbox's SIP user agent and the trunks it calls through;
 // read only when dialer.kind is "sip", checked always.
 type SIPConfig struct {
+	// Listen is host:port; an empty host is the address the system
+	// reaches the trunks from (sipcall.Options.ListenAddr).
 	Listen     string `toml:"listen"`
 	ExternalIP string `toml:"external_ip"`
 	// RTPPorts is "min-max"; empty lets the system pick each port.
@@ -194,7 +196,7 @@ func (c *Config) validateCalling() error {
 	host, portStr, err := net.SplitHostPort(s.Listen)
 	port, perr := strconv.Atoi(portStr)
 	if err != nil || perr != nil || port < 0 || port > 65535 || (host != "" && net.ParseIP(host) == nil) {
-		return bad("sip.listen", "%q is not an IP address and port like \"0.0.0.0:5060\"", s.Listen)
+		return bad("sip.listen", "%q is not an IP address and port like \"10.0.0.5:5060\" (or \":5060\": the address the trunks are reached from)", s.Listen)
 	}
 	if s.ExternalIP != "" && net.ParseIP(s.ExternalIP) == nil {
 		return bad("sip.external_ip", "%q is not an IP address", s.ExternalIP)

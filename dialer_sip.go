@@ -71,7 +71,7 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 		d.forgetRegistrations()
 		return nil, err
 	}
-	log.Info("SIP dialer ready", "listen", cfg.SIP.Listen, "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
+	log.Info("SIP dialer ready", "listen", d.ua.ListenAddr(), "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
 	return d, nil
 }
 

@@ -14,7 +14,7 @@ import (
 
 // sipgo and diago log through the UserAgent's logger behind a
 // libraryHandler, which keeps what anyone on the network can make them log
-// small (docs/sip.md#logs): sipgo writes every datagram it cannot parse, at
+// small (docs/sip.md#security): sipgo writes every datagram it cannot parse, at
 // ERROR, payload and all, so a flood of junk on the SIP port would flood
 // the log.
 const (
