@@ -2,7 +2,8 @@ package main
 
 // docs/sip.md's softphone walk-through, run for real: baresip, configured
 // with the page's own files, answers dialbox's call to the demo number and
-// hears the prompt; the result reaches the sink. Only the page's ports are
+// hears the prompt, or presses a key a script asks for; the result reaches
+// the sink. Only the page's ports are
 // swapped (for free ones), and its espeak-ng for the test's TTS engine (a
 // tone), so that baresip is the one tool the test needs.
 
