@@ -84,6 +84,9 @@ type CacheStats struct {
 
 const cacheExt = ".wav"
 
+// tempPrefix starts the name of a rendering being stored.
+const tempPrefix = ".tmp-"
+
 // sweepEvery is how often, at most, stores sweep for renderings past
 // MaxAge when the size bound does not ask for a sweep first.
 const sweepEvery = time.Hour
@@ -188,7 +191,7 @@ func (c *Cache) store(path string, b audio.Buffer) error {
 			return nil
 		}
 	}
-	f, err := os.CreateTemp(c.dir, ".tmp-*")
+	f, err := os.CreateTemp(c.dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("tts cache: %w", err)
 	}
@@ -247,12 +250,17 @@ func (c *Cache) sweep(free int64) error {
 	var files []file
 	var total int64
 	for _, e := range entries {
-		if !isEntry(e) {
-			continue
-		}
 		info, err := e.Info()
 		if err != nil {
 			continue // removed meanwhile
+		}
+		if strings.HasPrefix(e.Name(), tempPrefix) && now.Sub(info.ModTime()) >= sweepEvery {
+			// Half a file a crash left: stores take a moment, not an hour.
+			os.Remove(filepath.Join(c.dir, e.Name()))
+			continue
+		}
+		if !isEntry(e) {
+			continue
 		}
 		files = append(files, file{e.Name(), info.Size(), info.ModTime()})
 		total += info.Size()
