@@ -252,9 +252,9 @@ func DefaultConfig() Config {
 			TimeScale: 1,
 		},
 		Dialer: DialerConfig{Kind: DialerSimulated},
-		SIP: SIPConfig{Listen: "0.0.0.0:5060", RTPPorts: "10000-20000", RingTimeout: Duration{45 * time.Second},
+		SIP: SIPConfig{Listen: ":5060", RTPPorts: "10000-20000", RingTimeout: Duration{45 * time.Second},
 			NumberFormat: sipcall.NumberE164},
-		TTS: TTSConfig{Engine: TTSEspeak, Voice: "vi"},
+		TTS: TTSConfig{Engine: TTSEspeak, Voice: "vi", CacheMaxMiB: 1024, CacheMaxAge: Duration{7 * 24 * time.Hour}, CacheMinFreeMiB: 1024},
 		Webhooks: WebhooksConfig{
 			Workers:       8,
 			Timeout:       Duration{15 * time.Second},

@@ -38,6 +38,8 @@ type DialerConfig struct {
 // SIPConfig is dialbox's SIP user agent and the trunks it calls through;
 // read only when dialer.kind is "sip", checked always.
 type SIPConfig struct {
+	// Listen is host:port; an empty host is the address the system
+	// reaches the trunks from (sipcall.Options.ListenAddr).
 	Listen     string `toml:"listen"`
 	ExternalIP string `toml:"external_ip"`
 	// RTPPorts is "min-max"; empty lets the system pick each port.
@@ -87,12 +89,25 @@ type TTSConfig struct {
 	Engine string `toml:"engine"`
 	Voice  string `toml:"voice"`
 	// Command is the argv, split at spaces, of a program writing a WAV to
-	// stdout; "{text}" and "{voice}" in its arguments are substituted.
+	// stdout; "{text}" and "{voice}" in its arguments are substituted,
+	// "{text}" only where it cannot be an option (tts.NewCommand), else
+	// the text is on its stdin.
 	Command string `toml:"command"`
 	// URL is a GET URL template answering a WAV.
 	URL string `toml:"url"`
-	// CacheDir keeps every rendering; empty: "tts-cache" beside the database.
+	// CacheDir keeps the renderings; empty: "tts-cache" beside the database.
 	CacheDir string `toml:"cache_dir"`
+	// The cache's bounds (docs/sip.md#text-to-speech), each 0 for none: its
+	// total size, how long a rendering stays unused, and the free space a
+	// rendering stored must leave on its file system.
+	CacheMaxMiB     int64    `toml:"cache_max_mib"`
+	CacheMaxAge     Duration `toml:"cache_max_age"`
+	CacheMinFreeMiB int64    `toml:"cache_min_free_mib"`
+}
+
+// cacheLimits are the cache's bounds in bytes.
+func (t TTSConfig) cacheLimits() tts.CacheLimits {
+	return tts.CacheLimits{MaxBytes: t.CacheMaxMiB << 20, MaxAge: t.CacheMaxAge.Duration, MinFree: t.CacheMinFreeMiB << 20}
 }
 
 // fillTrunkDefaults gives each trunk the defaults of the keys it leaves out.
@@ -181,7 +196,7 @@ func (c *Config) validateCalling() error {
 	host, portStr, err := net.SplitHostPort(s.Listen)
 	port, perr := strconv.Atoi(portStr)
 	if err != nil || perr != nil || port < 0 || port > 65535 || (host != "" && net.ParseIP(host) == nil) {
-		return bad("sip.listen", "%q is not an IP address and port like \"0.0.0.0:5060\"", s.Listen)
+		return bad("sip.listen", "%q is not an IP address and port like \"10.0.0.5:5060\" (or \":5060\": the address the trunks are reached from)", s.Listen)
 	}
 	if s.ExternalIP != "" && net.ParseIP(s.ExternalIP) == nil {
 		return bad("sip.external_ip", "%q is not an IP address", s.ExternalIP)
@@ -220,11 +235,24 @@ func (c *Config) validateCalling() error {
 			return bad(key+".max_cps", "must be at least 1")
 		case t.Register && t.Username == "":
 			return bad(key+".username", "is required with register = true: the user the trunk registers")
+		case t.Username != "" && t.Password == "":
+			// Most likely a misspelt variable: starting anyway would fail
+			// every call 401/407 (docs/sip.md#security).
+			return bad(key+".password", "is empty while username is %q: set %s (or password in this file)",
+				t.Username, trunkPasswordEnv(t.Name))
 		}
 		names[t.Name] = true
 	}
 	if c.Dialer.Kind == DialerSIP && len(s.Trunks) == 0 {
 		return bad("sip.trunks", `dialer.kind = "sip" needs at least one [[sip.trunks]]`)
+	}
+	switch {
+	case c.TTS.CacheMaxMiB < 0:
+		return bad("tts.cache_max_mib", "must not be negative (0: no size bound)")
+	case c.TTS.CacheMaxAge.Duration < 0:
+		return bad("tts.cache_max_age", "must not be negative (0: no age bound)")
+	case c.TTS.CacheMinFreeMiB < 0:
+		return bad("tts.cache_min_free_mib", "must not be negative (0: no free-space floor)")
 	}
 	switch c.TTS.Engine {
 	case TTSEspeak:
@@ -271,5 +299,5 @@ func (c *Config) ttsEngine(cacheDir string) (*tts.Cache, error) {
 	default:
 		engine = tts.NewEspeak("")
 	}
-	return tts.NewCache(cacheDir, engine)
+	return tts.NewCache(cacheDir, engine, c.TTS.cacheLimits())
 }

@@ -25,7 +25,7 @@ const causeTTSFailed = 500
 // played to whoever answers (docs/calling.md#real-calls-over-sip).
 type SIPDialer struct {
 	ua          *sipcall.UserAgent
-	speech      tts.Engine
+	speech      *tts.Cache // the engine, behind its cache
 	voice       string
 	promptsDir  string // the WAV files of scripts' play steps
 	ringTimeout time.Duration
@@ -71,7 +71,7 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 		d.forgetRegistrations()
 		return nil, err
 	}
-	log.Info("SIP dialer ready", "listen", cfg.SIP.Listen, "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
+	log.Info("SIP dialer ready", "listen", d.ua.ListenAddr(), "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
 	return d, nil
 }
 

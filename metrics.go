@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"dialbox/internal/tts"
 )
 
 // Counters and histograms of things that happen in this process live in
@@ -120,12 +122,13 @@ func observeImport(added, skipped int) {
 	contactsSkipped.Add(float64(skipped))
 }
 
-// metricsHandler serves the process-wide metrics and this Main's database
-// gauges. A failing database query leaves its metrics out rather than
-// failing the whole scrape.
-func metricsHandler(store Store, log *slog.Logger) http.Handler {
+// metricsHandler serves the process-wide metrics, this Main's database
+// gauges and its other collectors. A failing database query leaves its
+// metrics out rather than failing the whole scrape.
+func metricsHandler(store Store, log *slog.Logger, more ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&dbCollector{store: store, log: log})
+	reg.MustRegister(more...)
 	gatherers := prometheus.Gatherers{processRegistry, reg}
 	if pg, ok := store.(interface{ nodeID() string }); ok {
 		node := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dialbox_node_info",
@@ -136,6 +139,44 @@ func metricsHandler(store Store, log *slog.Logger) http.Handler {
 	}
 	return promhttp.HandlerFor(gatherers,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+}
+
+var (
+	descTTSCacheEntries = prometheus.NewDesc("dialbox_tts_cache_entries",
+		"Renderings in the TTS cache (tts.cache_dir), one WAV file each.", nil, nil)
+	descTTSCacheBytes = prometheus.NewDesc("dialbox_tts_cache_bytes",
+		"Size of the renderings in the TTS cache, bounded by tts.cache_max_mib.", nil, nil)
+	descTTSCacheHits = prometheus.NewDesc("dialbox_tts_cache_hits_total",
+		"Prompts answered from the TTS cache since the start.", nil, nil)
+	descTTSCacheMisses = prometheus.NewDesc("dialbox_tts_cache_misses_total",
+		"Prompts the TTS engine rendered since the start.", nil, nil)
+	descTTSCacheEvictions = prometheus.NewDesc("dialbox_tts_cache_evictions_total",
+		"Renderings removed from the TTS cache since the start: unused for tts.cache_max_age, or the least recently used beyond tts.cache_max_mib or tts.cache_min_free_mib.", nil, nil)
+	descTTSCacheSkipped = prometheus.NewDesc("dialbox_tts_cache_skipped_total",
+		"Renderings not stored since the start, because the cache's file system had less than tts.cache_min_free_mib free even after the cache gave back its own.", nil, nil)
+)
+
+// ttsCacheCollector reads the SIP dialer's TTS cache on every scrape: its
+// files as they are on disk (docs/sip.md#text-to-speech).
+type ttsCacheCollector struct {
+	cache *tts.Cache
+	log   *slog.Logger
+}
+
+func (c ttsCacheCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c ttsCacheCollector) Collect(ch chan<- prometheus.Metric) {
+	s, err := c.cache.Stats()
+	if err != nil {
+		c.log.Warn("metrics: reading the TTS cache", "err", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descTTSCacheEntries, prometheus.GaugeValue, float64(s.Entries))
+	ch <- prometheus.MustNewConstMetric(descTTSCacheBytes, prometheus.GaugeValue, float64(s.Bytes))
+	ch <- prometheus.MustNewConstMetric(descTTSCacheHits, prometheus.CounterValue, float64(s.Hits))
+	ch <- prometheus.MustNewConstMetric(descTTSCacheMisses, prometheus.CounterValue, float64(s.Misses))
+	ch <- prometheus.MustNewConstMetric(descTTSCacheEvictions, prometheus.CounterValue, float64(s.Evicted))
+	ch <- prometheus.MustNewConstMetric(descTTSCacheSkipped, prometheus.CounterValue, float64(s.Skipped))
 }
 
 // dbCollector reads on every scrape the values kept in the database, so

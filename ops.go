@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // opsServer is what an operator needs around the API: /metrics (on the
@@ -23,7 +24,11 @@ type opsServer struct {
 // serve: router wrapped in the access log.
 func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 	m.ops = &opsServer{}
-	metrics := metricsHandler(m.store, m.Log)
+	var more []prometheus.Collector
+	if m.sip != nil {
+		more = append(more, ttsCacheCollector{cache: m.sip.speech, log: m.Log})
+	}
+	metrics := metricsHandler(m.store, m.Log, more...)
 	router.GET("/healthz", wrap(http.HandlerFunc(healthz)))
 	router.GET("/readyz", wrap(readyz(append(storeChecks(m.store), m.callingChecks()...))))
 	router.GET("/openapi.yaml", wrap(http.HandlerFunc(serveOpenAPI)))

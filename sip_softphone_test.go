@@ -2,13 +2,15 @@ package main
 
 // docs/sip.md's softphone walk-through, run for real: baresip, configured
 // with the page's own files, answers dialbox's call to the demo number and
-// hears the prompt; the result reaches the sink. Only the page's ports are
+// hears the prompt, or presses a key a script asks for; the result reaches
+// the sink. Only the page's ports are
 // swapped (for free ones), and its espeak-ng for the test's TTS engine (a
 // tone), so that baresip is the one tool the test needs.
 
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -37,7 +39,20 @@ var (
 	printedSink     = regexp.MustCompile(`curl -s (\S+/admin/v1/sink) -H 'Authorization: ([^']+)'`)
 )
 
-func TestSIPSoftphoneWalkthrough(t *testing.T) {
+// softphone is the walk-through's two programs running: baresip, with its
+// keyboard on keys, and dialbox, with the curl lines its first run printed.
+type softphone struct {
+	dir       string
+	tts       *sipTTS
+	phoneOut  *lockedWriter
+	keys      io.Writer // baresip's standard input, its terminal's keys
+	opA, sink []string  // printedOpA's and printedSink's matches
+}
+
+// startSoftphone runs steps 1 to 4 of the walk-through: baresip and dialbox
+// started with the page's files.
+func startSoftphone(t *testing.T) *softphone {
+	t.Helper()
 	baresip := testtool.Require(t, "baresip", "baresip")
 	b, err := os.ReadFile(filepath.Join("docs", "sip.md"))
 	if err != nil {
@@ -70,9 +85,14 @@ func TestSIPSoftphoneWalkthrough(t *testing.T) {
 
 	// baresip -f baresip, in the folder, as the page runs it; -t ends it
 	// even if this test dies before its cleanup.
-	var phoneOut lockedWriter
+	sp := &softphone{dir: dir, phoneOut: &lockedWriter{}}
 	cmd := exec.Command(baresip, "-f", "baresip", "-t", "300")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &phoneOut, &phoneOut
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, sp.phoneOut, sp.phoneOut
+	keys, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.keys = keys
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -82,16 +102,16 @@ func TestSIPSoftphoneWalkthrough(t *testing.T) {
 		cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
-			t.Logf("baresip's output:\n%s", phoneOut.String())
+			t.Logf("baresip's output:\n%s", sp.phoneOut.String())
 		}
 	})
 	waitFor(t, "baresip ready", func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("baresip exited: %s", phoneOut.String())
+			t.Fatalf("baresip exited: %s", sp.phoneOut.String())
 		default:
 		}
-		return strings.Contains(phoneOut.String(), "baresip is ready.")
+		return strings.Contains(sp.phoneOut.String(), "baresip is ready.")
 	})
 
 	// ./dialbox serve --config softphone.toml; its first-run block says how
@@ -99,27 +119,30 @@ func TestSIPSoftphoneWalkthrough(t *testing.T) {
 	var printed lockedWriter
 	m := startMain(t, &printed, []string{"--config", cfg, "--database", filepath.Join(dir, "softphone.db")}, nil, nil)
 	t.Cleanup(func() { m.Close() })
-	opA := printedOpA.FindStringSubmatch(printed.String())
-	sink := printedSink.FindStringSubmatch(printed.String())
-	if opA == nil || sink == nil {
+	sp.opA = printedOpA.FindStringSubmatch(printed.String())
+	sp.sink = printedSink.FindStringSubmatch(printed.String())
+	if sp.opA == nil || sp.sink == nil {
 		t.Fatalf("the first-run block has no operation A or sink line:\n%s", printed.String())
 	}
-	resp, body, err := request("POST", opA[1], opA[2], opA[3])
+	sp.tts = tts
+	return sp
+}
+
+// call runs step 5, the printed operation A line.
+func (sp *softphone) call(t *testing.T) {
+	t.Helper()
+	resp, body, err := request("POST", sp.opA[1], sp.opA[2], sp.opA[3])
 	if err != nil || resp.StatusCode != 200 || !strings.Contains(string(body), `"status":1`) {
 		t.Fatalf("the printed operation A line: %v %s", err, body)
 	}
+}
 
-	var call struct {
-		Outcome    string     `json:"outcome"`
-		Cause      int        `json:"cause"`
-		Phone      string     `json:"phone"`
-		AnsweredAt *time.Time `json:"answered_at"`
-		EndedAt    time.Time  `json:"ended_at"`
-		Duration   int        `json:"duration"`
-		Cost       int        `json:"cost"`
-	}
+// completed is step 6: the data of the first verified call.completed in
+// the sink.
+func (sp *softphone) completed(t *testing.T, data any) {
+	t.Helper()
 	waitFor(t, "the call's result in the sink", func() bool {
-		_, body, err := request("GET", sink[1], sink[2], "")
+		_, body, err := request("GET", sp.sink[1], sp.sink[2], "")
 		if err != nil {
 			return false
 		}
@@ -137,11 +160,28 @@ func TestSIPSoftphoneWalkthrough(t *testing.T) {
 		json.Unmarshal(body, &got)
 		for _, msg := range got.Result.Messages {
 			if msg.EventType == "call.completed" && msg.Verified {
-				return json.Unmarshal(msg.Body.Data, &call) == nil
+				return json.Unmarshal(msg.Body.Data, data) == nil
 			}
 		}
 		return false
 	})
+}
+
+func TestSIPSoftphoneWalkthrough(t *testing.T) {
+	sp := startSoftphone(t)
+	tts, dir := sp.tts, sp.dir
+	sp.call(t)
+
+	var call struct {
+		Outcome    string     `json:"outcome"`
+		Cause      int        `json:"cause"`
+		Phone      string     `json:"phone"`
+		AnsweredAt *time.Time `json:"answered_at"`
+		EndedAt    time.Time  `json:"ended_at"`
+		Duration   int        `json:"duration"`
+		Cost       int        `json:"cost"`
+	}
+	sp.completed(t, &call)
 
 	// The prompt (0.8 s of tone) was played whole, and the talk billed.
 	var talk time.Duration
@@ -180,6 +220,48 @@ func TestSIPSoftphoneWalkthrough(t *testing.T) {
 	t.Logf("baresip heard %.2f s, RMS %.0f", float64(len(heard.Samples))/float64(heard.Rate), rms(heard.Samples))
 	if r := rms(heard.Samples); r < 1000 {
 		t.Errorf("baresip heard RMS %.0f; want the tone, well above silence", r)
+	}
+}
+
+// TestSIPSoftphonePressesAKey is step 8: the demo scenario given the
+// page's press1.json, a key typed in baresip's terminal during the call
+// reaches the gather, whose branch sets the result.
+func TestSIPSoftphonePressesAKey(t *testing.T) {
+	sp := startSoftphone(t)
+	b, err := os.ReadFile(filepath.Join("docs", "sip.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := softphoneBlock(t, string(b), "press1.json")
+	admin := strings.Replace(sp.sink[1], "/admin/v1/sink", "/admin/v1/apps/demo-key/scenarios/demo-scenario", 1)
+	if resp, body, err := request("PATCH", admin, sp.sink[2], script); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("PATCH the page's press1.json: %v %s", err, body)
+	}
+	sp.call(t)
+	waitFor(t, "baresip's call established", func() bool {
+		return strings.Contains(sp.phoneOut.String(), "Call established")
+	})
+	if _, err := io.WriteString(sp.keys, "1"); err != nil {
+		t.Fatal(err)
+	}
+	var call struct {
+		Outcome string `json:"outcome"`
+		Digits  string `json:"digits"`
+		Result  string `json:"result"`
+		Steps   []struct {
+			Name     string `json:"name"`
+			Input    string `json:"input"`
+			TimedOut bool   `json:"timed_out"`
+		} `json:"steps"`
+	}
+	sp.completed(t, &call)
+	t.Logf("%s, digits %q, result %q, steps %+v", call.Outcome, call.Digits, call.Result, call.Steps)
+	if !strings.Contains(sp.phoneOut.String(), "send DTMF digit: '1'") {
+		t.Errorf("baresip did not say it sent the key")
+	}
+	if call.Outcome != OutcomeAnswered || call.Digits != "1" || call.Result != "confirmed" {
+		t.Errorf("the call ended %s with digits %q and result %q; want ANSWERED, the key 1 pressed and the result confirmed",
+			call.Outcome, call.Digits, call.Result)
 	}
 }
 

@@ -418,6 +418,27 @@ func TestSIPCallsThroughTheEngine(t *testing.T) {
 		t.Errorf("the same text was synthesised %d times, want 1 (the cache)", asked)
 	}
 
+	// /metrics counts the cache: its files and bytes as on disk, its hits
+	// and misses.
+	files, _ := filepath.Glob(filepath.Join(r.dir, "tts", "*.wav"))
+	var onDisk int64
+	for _, f := range files {
+		if info, err := os.Stat(f); err == nil {
+			onDisk += info.Size()
+		}
+	}
+	metrics := scrapeMetrics(t, r.m.URL()+"/metrics")
+	entries, okE := metricValue(metrics, "dialbox_tts_cache_entries")
+	size, okB := metricValue(metrics, "dialbox_tts_cache_bytes")
+	hits, okH := metricValue(metrics, "dialbox_tts_cache_hits_total")
+	misses, okM := metricValue(metrics, "dialbox_tts_cache_misses_total")
+	_, okEv := metricValue(metrics, "dialbox_tts_cache_evictions_total")
+	_, okS := metricValue(metrics, "dialbox_tts_cache_skipped_total")
+	if !okE || !okB || !okH || !okM || !okEv || !okS || len(files) == 0 || int(entries) != len(files) || int64(size) != onDisk || hits < 1 || misses < 2 {
+		t.Errorf("/metrics: tts cache entries %v bytes %v hits %v misses %v (evictions and skipped shown: %v %v); on disk %d files, %d bytes",
+			entries, size, hits, misses, okEv, okS, len(files), onDisk)
+	}
+
 	// Every answer and log line, and /metrics, leave the password out.
 	sipNoPassword(t, r)
 }
@@ -603,6 +624,10 @@ func TestSIPConfigErrorsNameTheKey(t *testing.T) {
 		{"[tts]\nengine = \"festival\"\n", "tts.engine"},
 		{"[tts]\nengine = \"command\"\n", "tts.command"},
 		{"[tts]\nengine = \"http\"\nurl = \"ftp://x/{text}\"\n", "tts.url"},
+		{"[tts]\nengine = \"command\"\ncommand = \"espeak-ng --stdout {text}\"\n", "tts.command"},
+		{"[tts]\ncache_max_mib = -1\n", "tts.cache_max_mib"},
+		{"[tts]\ncache_max_age = \"-1h\"\n", "tts.cache_max_age"},
+		{"[tts]\ncache_min_free_mib = -1\n", "tts.cache_min_free_mib"},
 	} {
 		path := writeFile(t, "dialbox.toml", tc.config)
 		_, err := LoadConfig(path, nil)
@@ -628,6 +653,17 @@ func TestSIPConfigErrorsNameTheKey(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Key != "applications[0].hotline_pools[0].trunk" || ce.Line == 0 {
 		t.Errorf("pool with an unknown trunk: %v", err)
+	}
+
+	// A username with no password from the file or the environment: a
+	// misspelt variable would otherwise fail every call 401/407.
+	noPassword := writeFile(t, "nopass.toml", "[[sip.trunks]]\nname = \"main-2\"\naddress = \"pbx\"\nusername = \"dialbox\"\n")
+	_, err = LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN2_PASSWORD=misspelt"})
+	if !errors.As(err, &ce) || ce.Key != "sip.trunks[0].password" || !strings.Contains(ce.Msg, "DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD") {
+		t.Errorf("a trunk with a username and no password: %v, want an error naming sip.trunks[0].password and DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD", err)
+	}
+	if _, err := LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD=env"}); err != nil {
+		t.Errorf("the same trunk with its password in the environment: %v", err)
 	}
 
 	// The password comes from the environment too, and wins.

@@ -336,7 +336,13 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 		keys = make(chan rune, 64)
 		heard = &hearing{frames: make(chan []int16, 64)}
 	}
-	go readRTP(d.RTPPacketReader, dtmfPT, rtpSeen, digits, keys, heard, rec)
+	// The host that answered: its RTP may come from another of its
+	// addresses than its SDP gave (peerOnly).
+	var answeredFrom net.IP
+	if host, _, err := net.SplitHostPort(d.InviteResponse.Source()); err == nil {
+		answeredFrom = net.ParseIP(host)
+	}
+	go readRTP(d.RTPPacketReader, answeredFrom, dtmfPT, rtpSeen, digits, keys, heard, rec)
 	stopPrompt, promptDone := make(chan struct{}), make(chan error, 1)
 	if req.Talk != nil {
 		talkCtx, stopTalk := context.WithCancel(context.Background())
@@ -435,12 +441,12 @@ func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []by
 // buffer drops it), its audio decoded to heard while someone listens
 // (when not nil) and to rec (when not nil) and, at the end, the DTMF
 // digits it carried on digits.
-func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune, heard *hearing, rec *recording) {
+func readRTP(pr *media.RTPPacketReader, answeredFrom net.IP, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune, heard *hearing, rec *recording) {
 	var dtmf DTMFReader
 	var got []rune
 	buf := make([]byte, media.RTPBufSize)
 	for {
-		keepPeerOnly(pr)
+		keepPeerOnly(pr, answeredFrom)
 		n, err := pr.Read(buf)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -476,12 +482,18 @@ func readRTP(pr *media.RTPPacketReader, dtmfPT int, seen chan<- struct{}, digits
 	digits <- string(got)
 }
 
-// peerOnly drops RTP that does not come from the address the far end's SDP
-// gave. diago reads from anyone: its only guard, media.RTPSourceLock, is
-// off by default and locks onto whichever source first sends 4 packets in
-// sequence.
+// peerOnly drops RTP that does not come from the far end: from the address
+// its SDP gave, or from that port at the IP its SIP answer came from. diago
+// reads from anyone: its only guard, media.RTPSourceLock, is off by default
+// and locks onto whichever source first sends 4 packets in sequence.
+//
+// The second address is a host with several that announces one in its SDP
+// and sends from the one its route takes, as baresip on 127.0.0.1 does
+// (docs/sip.md#try-it-with-a-softphone): it is the host that answered the
+// call, so a stranger gains nothing.
 type peerOnly struct {
-	s *media.RTPSession
+	s            *media.RTPSession
+	answeredFrom net.IP
 }
 
 func (p *peerOnly) ReadRTP(buf []byte, pkt *rtp.Packet) (int, error) {
@@ -493,7 +505,8 @@ func (p *peerOnly) ReadRTP(buf []byte, pkt *rtp.Packet) (int, error) {
 		// ReadRTPFromAddr and Raddr belong to this reading goroutine and to
 		// the negotiated session.
 		sess := p.s.Sess
-		if from, ok := sess.ReadRTPFromAddr.(*net.UDPAddr); ok && from.Port == sess.Raddr.Port && from.IP.Equal(sess.Raddr.IP) {
+		from, ok := sess.ReadRTPFromAddr.(*net.UDPAddr)
+		if ok && from.Port == sess.Raddr.Port && (from.IP.Equal(sess.Raddr.IP) || p.answeredFrom != nil && from.IP.Equal(p.answeredFrom)) {
 			return n, nil
 		}
 	}
@@ -501,8 +514,8 @@ func (p *peerOnly) ReadRTP(buf []byte, pkt *rtp.Packet) (int, error) {
 
 // keepPeerOnly puts peerOnly in front of the packet reader's RTP session,
 // again after a re-INVITE has replaced that session.
-func keepPeerOnly(pr *media.RTPPacketReader) {
+func keepPeerOnly(pr *media.RTPPacketReader, answeredFrom net.IP) {
 	if s, ok := pr.Reader().(*media.RTPSession); ok {
-		pr.UpdateReader(&peerOnly{s: s})
+		pr.UpdateReader(&peerOnly{s: s, answeredFrom: answeredFrom})
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/sipcall/sipcalltest"
+
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo"
@@ -416,6 +418,28 @@ func TestCallReceivesDTMFStartingWithZeroDuration(t *testing.T) {
 	checkEnd(t, res, true, EndPromptDone, 200, OutcomeAnswered)
 	if res.Digits != "55#" {
 		t.Errorf("digits %q, want 55#", res.Digits)
+	}
+}
+
+// A far end whose SDP gives another of its addresses than the one its RTP
+// comes from, on the same port, as baresip does: its keys are the callee's,
+// since its SIP answer came from where its RTP comes from.
+func TestCallReceivesDTMFFromTheAnsweringAddress(t *testing.T) {
+	t.Parallel()
+	fe := sipcalltest.NewFarEndAnnouncing(t, net.IPv4(127, 0, 0, 2), func(d *diago.DialogServerSession) {
+		d.Answer()
+		for _, ev := range []byte{1, 2} {
+			if err := sendDTMF(d.RTPPacketWriter, ev); err != nil {
+				t.Error(err)
+			}
+		}
+		listen(t, d, nil)
+	})
+	u := newTestUA(t, Trunk{Name: "pbx", Address: fe.Address("udp")}, nil)
+	res := call(u, testCtx(t), tone(600), nil)
+	checkEnd(t, res, true, EndPromptDone, 200, OutcomeAnswered)
+	if res.Digits != "12" {
+		t.Errorf("digits %q, want 12", res.Digits)
 	}
 }
 

@@ -36,8 +36,11 @@ var ErrClosed = errors.New("sipcall: user agent is closed")
 // Options configure a UserAgent.
 type Options struct {
 	// ListenAddr is the host:port SIP listens on, over UDP, and over TCP
-	// as well when a trunk uses TCP. Port 0 picks a free port (tests);
-	// an empty host listens on every interface.
+	// as well when a trunk uses TCP. Port 0 picks a free port (tests). An
+	// empty host is the address the system reaches the trunks from
+	// (127.0.0.1 with no trunk), and every interface only when they are
+	// reached from several or a trunk's host does not resolve, with a
+	// warning: anyone on a network that need not reach SIP should not.
 	ListenAddr string
 	// ExternalIP is the public address put in Contact, Via and SDP when
 	// dialbox is behind NAT; empty uses the listen (or interface) address.
@@ -52,8 +55,9 @@ type Options struct {
 	NoRTPTimeout time.Duration
 	// Trunks are the trunks calls can go through, by Name.
 	Trunks []Trunk
-	// Logger receives diago's and sipgo's logs (bar a few sipgo writes to
-	// its package default); nil is slog.Default().
+	// Logger receives diago's and sipgo's logs, rate-limited and cut
+	// (liblog.go), and the lines they write to their package defaults
+	// (those of the latest UserAgent); nil is slog.Default().
 	Logger *slog.Logger
 	// OnRegistration is told where a registering trunk stands after each
 	// of its REGISTERs, from the registration's goroutine; nil: nobody.
@@ -131,6 +135,7 @@ type UserAgent struct {
 	ua           *sipgo.UserAgent
 	dg           *diago.Diago
 	trunks       map[string]trunk
+	listenHost   string
 	noRTPTimeout time.Duration
 	log          *slog.Logger
 	stopServe    context.CancelFunc
@@ -161,10 +166,7 @@ func New(opts Options) (*UserAgent, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return nil, fmt.Errorf("sipcall: listen address %q: bad port", opts.ListenAddr)
 	}
-	if host == "" {
-		host = "0.0.0.0"
-	}
-	if net.ParseIP(host) == nil {
+	if host != "" && net.ParseIP(host) == nil {
 		return nil, fmt.Errorf("sipcall: listen address %q: host must be an IP address", opts.ListenAddr)
 	}
 	if opts.ExternalIP != "" && net.ParseIP(opts.ExternalIP) == nil {
@@ -196,13 +198,22 @@ func New(opts Options) (*UserAgent, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if host == "" {
+		var why error
+		if host, why = trunksLocalIP(trunks); why != nil {
+			log.Warn("sip: listening on every interface: "+why.Error()+"; set the listen address to pin one", "listen", net.JoinHostPort(host, portStr))
+		}
+	}
 	if opts.RTPPortMin != 0 {
 		media.RTPPortStart, media.RTPPortEnd = opts.RTPPortMin, opts.RTPPortMax
 	}
 
+	// The libraries' lines, rate-limited and cut; our own go to log as is.
+	libLog := slog.New(newLibraryHandler(log.Handler(), time.Now))
+	routeLibraryDefaults(libLog)
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("dialbox"),
-		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log)),
-		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log)))
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(libLog)),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(libLog)))
 	if err != nil {
 		return nil, fmt.Errorf("sipcall: %w", err)
 	}
@@ -211,7 +222,7 @@ func New(opts Options) (*UserAgent, error) {
 		transports = append(transports, "tcp")
 	}
 	dopts := []diago.DiagoOption{
-		diago.WithLogger(log),
+		diago.WithLogger(libLog),
 		diago.WithServerRequestMiddleware(rejectNewInvites),
 	}
 	for _, network := range transports {
@@ -225,6 +236,7 @@ func New(opts Options) (*UserAgent, error) {
 		ua:           ua,
 		dg:           diago.NewDiago(ua, dopts...),
 		trunks:       trunks,
+		listenHost:   host,
 		noRTPTimeout: opts.NoRTPTimeout,
 		log:          log,
 
@@ -284,6 +296,32 @@ func waitUDPListener(ua *sipgo.UserAgent, host string) error {
 	}
 }
 
+// trunksLocalIP is the local address the system sends to every trunk from,
+// found without sending anything (a UDP socket's connect only picks a
+// route). It is "0.0.0.0", with the reason, when there is no one such
+// address.
+func trunksLocalIP(trunks map[string]trunk) (string, error) {
+	local := ""
+	for _, t := range trunks {
+		c, err := net.Dial("udp", net.JoinHostPort(t.host, strconv.Itoa(t.port)))
+		if err != nil {
+			return "0.0.0.0", fmt.Errorf("trunk %q: %w", t.Name, err)
+		}
+		ip := c.LocalAddr().(*net.UDPAddr).IP.String()
+		c.Close()
+		switch {
+		case local == "":
+			local = ip
+		case local != ip:
+			return "0.0.0.0", fmt.Errorf("the trunks are reached from %s and from %s", local, ip)
+		}
+	}
+	if local == "" {
+		return "127.0.0.1", nil // no trunk: nothing to reach
+	}
+	return local, nil
+}
+
 func validateTrunk(t Trunk) (trunk, error) {
 	if t.Name == "" {
 		return trunk{}, errors.New("sipcall: a trunk has no name")
@@ -339,6 +377,16 @@ func (u *UserAgent) Close() error {
 	u.registering.Wait()
 	u.stopServe()
 	return u.ua.Close()
+}
+
+// ListenAddr is the address SIP listens on: the IP bound (chosen from the
+// trunks when Options.ListenAddr left it out) and the UDP port.
+func (u *UserAgent) ListenAddr() string {
+	port := 0
+	if ports := u.ua.TransportLayer().ListenPorts("udp"); len(ports) > 0 {
+		port = ports[0]
+	}
+	return net.JoinHostPort(u.listenHost, strconv.Itoa(port))
 }
 
 // begin registers a call; false once Close has started.

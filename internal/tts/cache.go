@@ -6,11 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 
@@ -23,13 +28,44 @@ import (
 // a temporary name and renamed, so a reader never sees half a file; one that
 // does not decode anyway (a damaged disk, a hand edit) is rendered again and
 // replaced. Safe for concurrent use: calls that ask at once for a text not
-// yet cached share one rendering. Nothing is ever evicted.
+// yet cached share one rendering.
+//
+// Its CacheLimits bound it (docs/sip.md#text-to-speech): a prompt with a
+// contact's fields is a new text per contact, so an unbounded cache grows
+// with every campaign. A file's modification time is its last use (a hit
+// sets it); sweeps remove the renderings unused for MaxAge, then the least
+// recently used until the rest fits in MaxBytes with room to spare, and a
+// rendering that would leave less than MinFree free on the file system is
+// not stored at all once the cache has given back what it can.
 type Cache struct {
 	dir    string
 	engine Engine
+	limits CacheLimits
 	flight singleflight.Group // renderings under way, by path
 	hits   atomic.Int64
 	misses atomic.Int64
+
+	evicted atomic.Int64 // renderings removed by sweeps
+	skipped atomic.Int64 // renderings not stored, for want of free space
+
+	// Tests set the clock and the file system's free space.
+	now       func() time.Time
+	freeSpace func(dir string) (int64, bool)
+
+	mu        sync.Mutex // serialises sweeps and the estimate below
+	estimate  int64      // bytes on disk as of the last sweep, plus those stored since
+	lastSweep time.Time
+}
+
+// CacheLimits bound a Cache; a zero field sets no bound.
+type CacheLimits struct {
+	// MaxBytes bounds the renderings' total size.
+	MaxBytes int64
+	// MaxAge is how long a rendering is kept after its last use.
+	MaxAge time.Duration
+	// MinFree is the free space a stored rendering must leave on the
+	// cache's file system (where the database may live too).
+	MinFree int64
 }
 
 // CacheStats describes a cache: the renderings on disk, and how Synthesize
@@ -39,16 +75,35 @@ type CacheStats struct {
 	Bytes   int64
 	Hits    int64
 	Misses  int64
+	// Evicted counts the renderings sweeps removed (too old, or the least
+	// recently used beyond MaxBytes or MinFree); Skipped those not stored
+	// because the file system was short of MinFree.
+	Evicted int64
+	Skipped int64
 }
 
 const cacheExt = ".wav"
 
-// NewCache returns engine behind a cache in dir, creating dir if needed.
-func NewCache(dir string, engine Engine) (*Cache, error) {
+// tempPrefix starts the name of a rendering being stored.
+const tempPrefix = ".tmp-"
+
+// sweepEvery is how often, at most, stores sweep for renderings past
+// MaxAge when the size bound does not ask for a sweep first.
+const sweepEvery = time.Hour
+
+// NewCache returns engine behind a cache in dir, creating dir if needed, and
+// sweeps what an earlier run left there into limits.
+func NewCache(dir string, engine Engine, limits CacheLimits) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tts cache: %w", err)
 	}
-	return &Cache{dir: dir, engine: engine}, nil
+	c := &Cache{dir: dir, engine: engine, limits: limits, now: time.Now, freeSpace: freeSpace}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.sweep(0); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Name is the cached engine's name: the cache renders nothing differently.
@@ -89,14 +144,22 @@ func (c *Cache) Synthesize(ctx context.Context, text, voice string) (audio.Buffe
 	return v.(audio.Buffer), nil
 }
 
-// load reads a stored rendering; false when there is none that decodes.
+// load reads a stored rendering and marks it used; false when there is
+// none that decodes.
 func (c *Cache) load(path string) (audio.Buffer, bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return audio.Buffer{}, false
 	}
 	b, err := audio.DecodeWAV(bytes.NewReader(data))
-	return b, err == nil && b.Rate == audio.PhoneRate
+	if err != nil || b.Rate != audio.PhoneRate {
+		return audio.Buffer{}, false
+	}
+	// Its last use, for the sweeps; a file a sweep just removed stays
+	// removed, and this answer is still good.
+	now := c.now()
+	_ = os.Chtimes(path, now, now)
+	return b, true
 }
 
 // path is the entry's file: a SHA-256 of the length-prefixed engine name,
@@ -112,8 +175,23 @@ func (c *Cache) path(text, voice string) string {
 	return filepath.Join(c.dir, hex.EncodeToString(h.Sum(nil))+cacheExt)
 }
 
+// store writes a rendering, unless the file system is short of MinFree
+// even after the cache gave back its own space: then the rendering serves
+// this call only, and counts as skipped.
 func (c *Cache) store(path string, b audio.Buffer) error {
-	f, err := os.CreateTemp(c.dir, ".tmp-*")
+	size := int64(44 + 2*len(b.Samples)) // the WAV EncodeWAV writes
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if short := c.shortOfFree(size); short > 0 {
+		if err := c.sweep(short); err != nil {
+			return err
+		}
+		if c.shortOfFree(size) > 0 {
+			c.skipped.Add(1)
+			return nil
+		}
+	}
+	f, err := os.CreateTemp(c.dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("tts cache: %w", err)
 	}
@@ -122,24 +200,104 @@ func (c *Cache) store(path string, b audio.Buffer) error {
 		err = cerr
 	}
 	if err == nil {
+		now := c.now()
+		err = os.Chtimes(f.Name(), now, now)
+	}
+	if err == nil {
 		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("tts cache: storing a rendering: %w", err)
 	}
+	c.estimate += size
+	if c.limits.MaxBytes > 0 && c.estimate > c.limits.MaxBytes || c.now().Sub(c.lastSweep) >= sweepEvery {
+		return c.sweep(0)
+	}
 	return nil
+}
+
+// shortOfFree is how many bytes the file system lacks to take size more
+// and keep MinFree free; 0 when it has them, or MinFree is not set, or the
+// system cannot tell.
+func (c *Cache) shortOfFree(size int64) int64 {
+	if c.limits.MinFree <= 0 {
+		return 0
+	}
+	free, ok := c.freeSpace(c.dir)
+	if !ok {
+		return 0
+	}
+	return max(0, c.limits.MinFree+size-free)
+}
+
+// sweep removes the renderings unused for MaxAge, then the least recently
+// used until the rest fits in nine tenths of MaxBytes (so that the next
+// sweeps are some renderings away) and at least free bytes were given
+// back. Called with mu held.
+func (c *Cache) sweep(free int64) error {
+	now := c.now()
+	c.lastSweep = now
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		return fmt.Errorf("tts cache: %w", err)
+	}
+	type file struct {
+		name string
+		size int64
+		used time.Time
+	}
+	var files []file
+	var total int64
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		if strings.HasPrefix(e.Name(), tempPrefix) && now.Sub(info.ModTime()) >= sweepEvery {
+			// Half a file a crash left: stores take a moment, not an hour.
+			os.Remove(filepath.Join(c.dir, e.Name()))
+			continue
+		}
+		if !isEntry(e) {
+			continue
+		}
+		files = append(files, file{e.Name(), info.Size(), info.ModTime()})
+		total += info.Size()
+	}
+	slices.SortFunc(files, func(a, b file) int { return a.used.Compare(b.used) })
+	keep := c.limits.MaxBytes / 10 * 9
+	var freed int64
+	for _, f := range files {
+		expired := c.limits.MaxAge > 0 && now.Sub(f.used) > c.limits.MaxAge
+		if !expired && (c.limits.MaxBytes <= 0 || total <= keep) && freed >= free {
+			break // the rest are newer
+		}
+		if err := os.Remove(filepath.Join(c.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("tts cache: %w", err)
+		}
+		total -= f.size
+		freed += f.size
+		c.evicted.Add(1)
+	}
+	c.estimate = total
+	return nil
+}
+
+// isEntry tells a rendering from the temporary files of those being stored.
+func isEntry(e fs.DirEntry) bool {
+	return e.Type().IsRegular() && strings.HasSuffix(e.Name(), cacheExt) && !strings.HasPrefix(e.Name(), ".")
 }
 
 // Stats counts the renderings on disk and their size.
 func (c *Cache) Stats() (CacheStats, error) {
-	s := CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
+	s := CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evicted: c.evicted.Load(), Skipped: c.skipped.Load()}
 	entries, err := os.ReadDir(c.dir)
 	if err != nil {
 		return s, fmt.Errorf("tts cache: %w", err)
 	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), cacheExt) || strings.HasPrefix(e.Name(), ".") {
+		if !isEntry(e) {
 			continue
 		}
 		info, err := e.Info()

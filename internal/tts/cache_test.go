@@ -3,11 +3,13 @@ package tts
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"dialbox/internal/audio"
 )
@@ -50,7 +52,7 @@ func cacheFiles(t *testing.T, dir string) []string {
 func TestCacheReusesRenderings(t *testing.T) {
 	dir := t.TempDir()
 	eng := &counting{name: "fake"}
-	c, err := NewCache(dir, eng)
+	c, err := NewCache(dir, eng, CacheLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestCacheReusesRenderings(t *testing.T) {
 	// Another text, another voice, another engine: each its own rendering.
 	c.Synthesize(ctx, "Xin chào chị Bình", "vi")
 	c.Synthesize(ctx, "Xin chào anh An", "vi+f2")
-	other, _ := NewCache(dir, &counting{name: "other"})
+	other, _ := NewCache(dir, &counting{name: "other"}, CacheLimits{})
 	other.Synthesize(ctx, "Xin chào anh An", "vi")
 	if eng.calls != 3 {
 		t.Errorf("engine ran %d times, want 3", eng.calls)
@@ -95,7 +97,7 @@ func TestCacheReusesRenderings(t *testing.T) {
 
 	// After a restart the renderings are still there.
 	eng2 := &counting{name: "fake"}
-	restarted, _ := NewCache(dir, eng2)
+	restarted, _ := NewCache(dir, eng2, CacheLimits{})
 	if _, err := restarted.Synthesize(ctx, "Xin chào anh An", "vi"); err != nil || eng2.calls != 0 {
 		t.Errorf("after a restart: %v, engine ran %d times", err, eng2.calls)
 	}
@@ -104,7 +106,7 @@ func TestCacheReusesRenderings(t *testing.T) {
 func TestCacheRerendersCorruptEntries(t *testing.T) {
 	dir := t.TempDir()
 	eng := &counting{name: "fake"}
-	c, _ := NewCache(dir, eng)
+	c, _ := NewCache(dir, eng, CacheLimits{})
 	ctx := context.Background()
 	want, _ := c.Synthesize(ctx, "xin chào", "vi")
 	path := filepath.Join(dir, cacheFiles(t, dir)[0])
@@ -139,7 +141,7 @@ func TestCacheRerendersCorruptEntries(t *testing.T) {
 func TestCacheErrors(t *testing.T) {
 	dir := t.TempDir()
 	boom := errors.New("engine down")
-	c, _ := NewCache(dir, &counting{name: "fake", fail: boom})
+	c, _ := NewCache(dir, &counting{name: "fake", fail: boom}, CacheLimits{})
 	if _, err := c.Synthesize(context.Background(), "x", "vi"); !errors.Is(err, boom) {
 		t.Fatalf("error %v, want the engine's", err)
 	}
@@ -149,7 +151,7 @@ func TestCacheErrors(t *testing.T) {
 
 	// A cache directory that vanished is an error, not a silent re-render.
 	gone := filepath.Join(t.TempDir(), "cache")
-	c, _ = NewCache(gone, &counting{name: "fake"})
+	c, _ = NewCache(gone, &counting{name: "fake"}, CacheLimits{})
 	os.RemoveAll(gone)
 	if _, err := c.Synthesize(context.Background(), "x", "vi"); err == nil || !strings.Contains(err.Error(), "tts cache") {
 		t.Errorf("error %v, want the cache's", err)
@@ -157,15 +159,15 @@ func TestCacheErrors(t *testing.T) {
 	if _, err := c.Stats(); err == nil {
 		t.Error("Stats of a missing directory: no error")
 	}
-	if _, err := NewCache(filepath.Join(dir, "\x00"), &counting{}); err == nil {
+	if _, err := NewCache(filepath.Join(dir, "\x00"), &counting{}, CacheLimits{}); err == nil {
 		t.Error("NewCache accepted an impossible directory")
 	}
 }
 
 // The real engines behind a cache: the command runs once for a text.
 func TestCacheWithCommand(t *testing.T) {
-	cmd, argsFile := helperCommand(t, "wav", "{text}")
-	c, _ := NewCache(t.TempDir(), cmd)
+	cmd, argsFile := helperCommand(t, "wav", "--", "{text}")
+	c, _ := NewCache(t.TempDir(), cmd, CacheLimits{})
 	if _, err := c.Synthesize(context.Background(), "một", "vi"); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func TestCacheWithCommand(t *testing.T) {
 func TestCacheConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	engine := &counting{name: "fake"}
-	c, _ := NewCache(dir, engine)
+	c, _ := NewCache(dir, engine, CacheLimits{})
 	texts := []string{"một", "hai", "ba hai", "bốn bốn"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -215,5 +217,140 @@ func TestCacheConcurrent(t *testing.T) {
 	}
 	if files := cacheFiles(t, dir); len(files) != len(texts) {
 		t.Errorf("files %v", files)
+	}
+}
+
+// bounded is a cache of dir with limits, on a clock the test moves.
+func bounded(t *testing.T, dir string, eng Engine, limits CacheLimits, clock *time.Time) *Cache {
+	t.Helper()
+	c, err := NewCache(dir, eng, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return *clock }
+	return c
+}
+
+// entrySize is the file of one of counting's renderings.
+var entrySize = int64(44 + 2*len(toneBuffer(audio.PhoneRate, 0.25).Samples))
+
+// TestCacheBoundedBySize: a text per contact never takes the cache past
+// MaxBytes; the least recently used go first, so a text spoken on every
+// call stays.
+func TestCacheBoundedBySize(t *testing.T) {
+	dir := t.TempDir()
+	eng := &counting{name: "fake"}
+	clock := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	limit := 10 * entrySize
+	c := bounded(t, dir, eng, CacheLimits{MaxBytes: limit}, &clock)
+	ctx := context.Background()
+	for i := range 40 {
+		clock = clock.Add(time.Second)
+		if _, err := c.Synthesize(ctx, "Xin chào, mời bạn nghe", "vi"); err != nil {
+			t.Fatal(err)
+		}
+		clock = clock.Add(time.Second)
+		if _, err := c.Synthesize(ctx, fmt.Sprintf("Xin chào khách hàng số %d", i), "vi"); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := c.Stats(); st.Bytes > limit {
+			t.Fatalf("after %d contacts the cache holds %d bytes, over its %d", i+1, st.Bytes, limit)
+		}
+	}
+	st, _ := c.Stats()
+	if eng.calls != 41 || st.Evicted < 30 || st.Entries < 2 {
+		t.Errorf("engine ran %d times (want 41: the common text once), stats %+v", eng.calls, st)
+	}
+
+	// A restart with a smaller bound sweeps at once.
+	if c = bounded(t, dir, eng, CacheLimits{MaxBytes: 3 * entrySize}, &clock); len(cacheFiles(t, dir)) > 3 {
+		t.Errorf("reopened with room for 3 renderings, the cache keeps %v", cacheFiles(t, dir))
+	}
+}
+
+// TestCacheBoundedByAge: a rendering unused for MaxAge is removed, at the
+// next start or by a store an hour after the last sweep; one in use stays.
+func TestCacheBoundedByAge(t *testing.T) {
+	dir := t.TempDir()
+	eng := &counting{name: "fake"}
+	clock := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	c := bounded(t, dir, eng, CacheLimits{MaxAge: 24 * time.Hour}, &clock)
+	ctx := context.Background()
+	c.Synthesize(ctx, "cũ", "vi")
+	c.Synthesize(ctx, "dùng hằng ngày", "vi")
+	for range 3 {
+		clock = clock.Add(12 * time.Hour)
+		c.Synthesize(ctx, "dùng hằng ngày", "vi") // a hit: used again
+	}
+	c.Synthesize(ctx, "mới", "vi") // a store, over an hour after the last sweep
+	if st, _ := c.Stats(); st.Entries != 2 || st.Evicted != 1 {
+		t.Errorf("stats %+v: want the text unused for 36 h gone, 2 left", st)
+	}
+	calls := eng.calls
+	c.Synthesize(ctx, "dùng hằng ngày", "vi")
+	if eng.calls != calls {
+		t.Error("the text in use was rendered again")
+	}
+
+	// Files an earlier run left, unused for longer than MaxAge: removed at
+	// the start (on the real clock).
+	old := time.Now().Add(-48 * time.Hour)
+	for _, name := range cacheFiles(t, dir) {
+		os.Chtimes(filepath.Join(dir, name), old, old)
+	}
+	// And half a file a crash left: a store an hour old is not under way.
+	orphan := filepath.Join(dir, ".tmp-123")
+	if err := os.WriteFile(orphan, []byte("RIFF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(orphan, old, old)
+	c, err := NewCache(dir, eng, CacheLimits{MaxAge: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files := cacheFiles(t, dir); len(files) != 0 {
+		t.Errorf("renderings unused for 48 h, or half a file, survived a start: %v", files)
+	}
+}
+
+// TestCacheLeavesMinFree: on a file system (simulated) the cache shares
+// with the database, a rendering that would leave less than MinFree free
+// makes the cache give back its least recently used ones first; when that
+// is not enough, it is spoken but not stored.
+func TestCacheLeavesMinFree(t *testing.T) {
+	dir := t.TempDir()
+	eng := &counting{name: "fake"}
+	clock := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	const minFree = 1 << 20
+	capacity := int64(minFree) + 3*entrySize + entrySize/2 // room for 3 renderings above the floor
+	c := bounded(t, dir, eng, CacheLimits{MinFree: minFree}, &clock)
+	c.freeSpace = func(string) (int64, bool) {
+		st, err := c.Stats()
+		return capacity - st.Bytes, err == nil
+	}
+	ctx := context.Background()
+	for i := range 10 {
+		clock = clock.Add(time.Second)
+		if _, err := c.Synthesize(ctx, fmt.Sprintf("khách hàng %d", i), "vi"); err != nil {
+			t.Fatal(err)
+		}
+		if free, _ := c.freeSpace(dir); free < minFree {
+			t.Fatalf("after %d renderings %d bytes are free, under the floor of %d", i+1, free, minFree)
+		}
+	}
+	if st, _ := c.Stats(); st.Entries != 3 || st.Skipped != 0 || st.Evicted != 7 {
+		t.Errorf("stats %+v: want the 3 newest kept, 7 given back, none skipped", st)
+	}
+
+	// The disk is short before the cache holds anything: speak, store nothing.
+	capacity = minFree - 1
+	os.RemoveAll(dir)
+	os.Mkdir(dir, 0o755)
+	b, err := c.Synthesize(ctx, "đĩa đầy", "vi")
+	if err != nil || len(b.Samples) == 0 {
+		t.Fatalf("a full disk failed the rendering: %v", err)
+	}
+	if st, _ := c.Stats(); st.Entries != 0 || st.Skipped != 1 {
+		t.Errorf("stats %+v: want nothing stored, one skipped", st)
 	}
 }

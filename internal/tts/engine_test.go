@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,8 +21,9 @@ import (
 // The command engine's tests run this test binary as the TTS command: with
 // helperEnv set, TestMain acts as the program instead of running tests.
 const (
-	helperEnv     = "DIALBOX_TTS_TEST_HELPER" // what to do: wav, fail, garbage, flood, silent, hang
-	helperArgsEnv = "DIALBOX_TTS_TEST_ARGS"   // where to write the arguments it got, as JSON
+	helperEnv      = "DIALBOX_TTS_TEST_HELPER" // what to do: wav, fail, garbage, flood, silent, hang
+	helperArgsEnv  = "DIALBOX_TTS_TEST_ARGS"   // where to write the arguments it got, as JSON
+	helperStdinEnv = "DIALBOX_TTS_TEST_STDIN"  // where to write what it read on stdin
 )
 
 func TestMain(m *testing.M) {
@@ -34,6 +36,13 @@ func TestMain(m *testing.M) {
 func helperMain(mode string) int {
 	if path := os.Getenv(helperArgsEnv); path != "" {
 		b, _ := json.Marshal(os.Args[1:])
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
+	if path := os.Getenv(helperStdinEnv); path != "" {
+		b, _ := io.ReadAll(os.Stdin)
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -106,7 +115,7 @@ func helperCommand(t *testing.T, mode string, args ...string) (*Command, string)
 func TestCommandSubstitutesEachArgumentWithoutAShell(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "marker")
 	text := `Xin chào; touch ` + marker + ` && echo $(touch ` + marker + `) | cat "{voice}" 'x' * > ` + marker + "\n--help"
-	c, argsFile := helperCommand(t, "wav", "--text={text}", "{voice}", "{text}|{voice}", "{x} {TEXT} literal")
+	c, argsFile := helperCommand(t, "wav", "--text={text}", "{voice}", "{x} {TEXT} literal", "--", "{text}|{voice}")
 	b, err := c.Synthesize(context.Background(), text, "vi -v")
 	if err != nil {
 		t.Fatal(err)
@@ -121,12 +130,112 @@ func TestCommandSubstitutesEachArgumentWithoutAShell(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--text=" + text, "vi -v", text + "|vi -v", "{x} {TEXT} literal"}
+	want := []string{"--text=" + text, "vi -v", "{x} {TEXT} literal", "--", text + "|vi -v"}
 	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 		t.Errorf("the command got\n%q\nwant\n%q", got, want)
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a shell ran the text: %s exists (%v)", marker, err)
+	}
+}
+
+// hostileTexts are a tenant's field values that a program would obey as
+// options, were they passed as its arguments.
+var hostileTexts = []string{"-f/etc/passwd", "--version", " -f/etc/passwd", "xin chào\n-f/etc/passwd\n--help", "-"}
+
+// TestCommandTextNeverAnOption: the text reaches the program after "--", as
+// the value of a "--name=" option, or on standard input, never where it
+// could be read as an option; a template that would put it there is
+// refused.
+func TestCommandTextNeverAnOption(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		argv     func(text string) []string
+		stdinHas bool
+	}{
+		{"after --", []string{"--stdout", "-v", "{voice}", "--", "{text}"},
+			func(text string) []string { return []string{"--stdout", "-v", "vi", "--", text} }, false},
+		{"as an option's value", []string{"--text={text}", "-v", "{voice}"},
+			func(text string) []string { return []string{"--text=" + text, "-v", "vi"} }, false},
+		{"on stdin", []string{"--stdout", "-v", "{voice}"},
+			func(string) []string { return []string{"--stdout", "-v", "vi"} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, argsFile := helperCommand(t, "wav", tc.args...)
+			stdinFile := filepath.Join(t.TempDir(), "stdin")
+			t.Setenv(helperStdinEnv, stdinFile)
+			for _, text := range hostileTexts {
+				if _, err := c.Synthesize(context.Background(), text, "vi"); err != nil {
+					t.Fatalf("%q: %v", text, err)
+				}
+				raw, err := os.ReadFile(argsFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				if err := json.Unmarshal(raw, &got); err != nil {
+					t.Fatal(err)
+				}
+				if want := tc.argv(text); strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+					t.Errorf("%q: the command got %q, want %q", text, got, want)
+				}
+				stdin, err := os.ReadFile(stdinFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.stdinHas && string(stdin) != text {
+					t.Errorf("%q: stdin held %q, want the text", text, stdin)
+				}
+			}
+		})
+	}
+	// Anywhere else the text could begin an argument, or finish an option
+	// whose letters it chooses: refused before anything runs.
+	for _, args := range [][]string{
+		{"{text}"}, {"-v", "{voice}", "{text}"}, {"{text}", "--"}, {"{text}|{voice}"}, {"-{text}"},
+		{"-t{text}"}, {"--{text}"}, {"-w", "out.wav", "{voice}{text}"}, {"--text", "{text}"},
+	} {
+		if _, err := NewCommand(append([]string{"say"}, args...)); err == nil {
+			t.Errorf("NewCommand(say %q) accepted a template that can pass the text as an option", args)
+		}
+	}
+}
+
+// TestCommandEspeakHostileFields: espeak-ng behind the command engine, in
+// the two ways docs/sip.md shows, speaks a hostile field value rather than
+// obeying it: "-f FILE" would read a file aloud (a long prompt), "--version"
+// would print no WAV.
+func TestCommandEspeakHostileFields(t *testing.T) {
+	path := testtool.Require(t, "espeak-ng", "espeak-ng")
+	book := filepath.Join(t.TempDir(), "book.txt")
+	if err := os.WriteFile(book, bytes.Repeat([]byte("một hai ba bốn năm sáu bảy tám chín mười. "), 40), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{
+		{path, "--stdout", "-v", "{voice}", "--", "{text}"},
+		{path, "--stdout", "-v", "{voice}"},
+	} {
+		c, err := NewCommand(argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range append(hostileTexts, "-f"+book, "-f "+book) {
+			b, err := c.Synthesize(context.Background(), text, "vi")
+			if err != nil {
+				t.Errorf("%q with %q: %v", argv, text, err)
+				continue
+			}
+			// The book read aloud lasts minutes; the texts themselves a few
+			// seconds at most ("-" alone is a moment of silence).
+			if text == "-" {
+				if b.Duration() > time.Second {
+					t.Errorf("%q with %q: %v of audio", argv, text, b.Duration())
+				}
+				continue
+			}
+			expectPhoneAudio(t, b, 100*time.Millisecond, 15*time.Second)
+		}
 	}
 }
 
@@ -138,7 +247,7 @@ func TestCommandErrors(t *testing.T) {
 		{"flood", "wrote more than 67108864 bytes"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			e, _ := helperCommand(t, c.mode, "{text}")
+			e, _ := helperCommand(t, c.mode, "--", "{text}")
 			_, err := e.Synthesize(context.Background(), "xin chào", "xx")
 			if err == nil || !strings.Contains(err.Error(), c.says) {
 				t.Fatalf("error %v, want one saying %q", err, c.says)

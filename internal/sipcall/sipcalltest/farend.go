@@ -43,6 +43,19 @@ func NewFarEnd(t testing.TB, tcp bool, handle func(d *diago.DialogServerSession)
 // with 405, as diago does).
 func NewRegistrarFarEnd(t testing.TB, tcp bool, reg *Registrar, handle func(d *diago.DialogServerSession)) *FarEnd {
 	t.Helper()
+	return newFarEnd(t, tcp, reg, nil, handle)
+}
+
+// NewFarEndAnnouncing is NewFarEnd (UDP) whose SDP gives sdpIP as its RTP
+// address while it sends RTP from 127.0.0.1, as a host with several
+// addresses may.
+func NewFarEndAnnouncing(t testing.TB, sdpIP net.IP, handle func(d *diago.DialogServerSession)) *FarEnd {
+	t.Helper()
+	return newFarEnd(t, false, nil, sdpIP, handle)
+}
+
+func newFarEnd(t testing.TB, tcp bool, reg *Registrar, sdpIP net.IP, handle func(d *diago.DialogServerSession)) *FarEnd {
+	t.Helper()
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("farend"),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(quiet)),
 		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(quiet)))
@@ -63,7 +76,7 @@ func NewRegistrarFarEnd(t testing.TB, tcp bool, reg *Registrar, handle func(d *d
 		opts = append(opts, diago.WithServer(srv))
 	}
 	for _, n := range networks {
-		opts = append(opts, diago.WithTransport(diago.Transport{Transport: n, BindHost: "127.0.0.1"}))
+		opts = append(opts, diago.WithTransport(diago.Transport{Transport: n, BindHost: "127.0.0.1", MediaExternalIP: sdpIP}))
 	}
 	dg := diago.NewDiago(ua, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
