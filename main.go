@@ -122,6 +122,7 @@ type Main struct {
 	webhooks *Webhooks
 	sweeper  *RecordingSweeper
 	console  *Console // nil when console.enabled is false
+	sink     *Sink
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -436,7 +437,23 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
-	router.POST("/sink/:name", sink.receive)
+	m.sink = sink
+	access, err := m.sinkAccess(ctx)
+	if err != nil {
+		return err
+	}
+	switch access {
+	case SinkAccessOpen:
+		router.POST("/sink/:name", sink.receive)
+	case SinkAccessAdmin:
+		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+			if !admin.authorized(r) {
+				writeAdminError(w, errUnauthorized)
+				return
+			}
+			sink.receive(w, r, ps)
+		})
+	}
 	if m.Config.Console.Enabled {
 		var trunks []string
 		for _, t := range m.Config.SIP.Trunks {
@@ -459,6 +476,27 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}
 	return nil
+}
+
+// sinkAccess is who may post to the sink, sink.access with "auto" decided:
+// open on a sandbox (the simulated dialer, or a database with the demo
+// tenant, whose webhook is the sink), off on a server making real calls for
+// its tenants only (docs/sandbox.md#who-may-post-to-the-sink).
+func (m *Main) sinkAccess(ctx context.Context) (string, error) {
+	if m.Config.Sink.Access != SinkAccessAuto {
+		return m.Config.Sink.Access, nil
+	}
+	if m.Config.Dialer.Kind != DialerSIP {
+		return SinkAccessOpen, nil
+	}
+	switch _, err := m.store.DemoApp(ctx); {
+	case err == nil:
+		return SinkAccessOpen, nil
+	case errors.Is(err, errNotFound):
+		return SinkAccessOff, nil
+	default:
+		return "", err
+	}
 }
 
 // resetTenants stops calling, replaces every tenant by the fixtures (or the
