@@ -168,6 +168,9 @@ type JournalConfig struct {
 	MaxAge Duration `toml:"max_age"`
 	// MaxBodyBytes is how much of each request and response body is kept.
 	MaxBodyBytes int `toml:"max_body_bytes"`
+	// MaxBytes bounds what the kept entries hold in memory (oldest dropped
+	// first).
+	MaxBytes int `toml:"max_bytes"`
 }
 
 type SinkConfig struct {
@@ -275,7 +278,7 @@ func DefaultConfig() Config {
 		},
 		Recordings: RecordingsConfig{RetentionDays: 90},
 		Console:    ConsoleConfig{Enabled: true, SessionMaxAge: Duration{12 * time.Hour}},
-		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
+		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096, MaxBytes: 16 << 20},
 		Sink: SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000, MaxBytes: 8 << 20, MaxBodyBytes: 64 << 10,
 			Access: SinkAccessAuto},
 		Log:     LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
@@ -438,6 +441,9 @@ func (c *Config) validate() error {
 		return bad("journal.max_age", "must be positive")
 	case c.Journal.MaxBodyBytes < 0:
 		return bad("journal.max_body_bytes", "must not be negative")
+	case c.Journal.MaxEntries > 0 && c.Journal.MaxBytes < maxJournalEntryBytes(c.Journal.MaxBodyBytes):
+		return bad("journal.max_bytes", fmt.Sprintf("must be at least %d, what one entry with journal.max_body_bytes = %d may hold",
+			maxJournalEntryBytes(c.Journal.MaxBodyBytes), c.Journal.MaxBodyBytes))
 	case checkWebhookSecret(c.Sink.Secret) != nil:
 		return bad("sink.secret", checkWebhookSecret(c.Sink.Secret).Error())
 	case c.Sink.MaxMessages < 1:
