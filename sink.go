@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -100,9 +102,13 @@ func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Code: 413, Message: "Webhook body too large"})
 		return
 	}
-	m := &SinkMessage{Name: name, ReceivedAt: time.Now().UTC(),
-		WebhookID: r.Header.Get(standardwebhooks.HeaderWebhookID), Timestamp: r.Header.Get(standardwebhooks.HeaderWebhookTimestamp),
-		Signature: r.Header.Get(standardwebhooks.HeaderWebhookSignature)}
+	// Copies of exactly what is counted: the name is a slice of the
+	// request's path (and its query), the body's buffer may be twice its size.
+	body = bytes.Clone(body)
+	m := &SinkMessage{Name: strings.Clone(name), ReceivedAt: time.Now().UTC(),
+		WebhookID: strings.Clone(r.Header.Get(standardwebhooks.HeaderWebhookID)),
+		Timestamp: strings.Clone(r.Header.Get(standardwebhooks.HeaderWebhookTimestamp)),
+		Signature: strings.Clone(r.Header.Get(standardwebhooks.HeaderWebhookSignature))}
 	if err := s.verifier.Verify(body, r.Header); err != nil {
 		m.Error = err.Error()
 	} else {
