@@ -38,4 +38,9 @@ func TestJournalBoundedInBytes(t *testing.T) {
 		t.Errorf("newest entry keeps a %d-byte Authorization, a %d-byte path (cut: %v), a %d-byte query (cut: %v); want each cut at %d",
 			len(newest.authorization), len(newest.Path), newest.PathTruncated, len(newest.Query), newest.QueryTruncated, maxJournalFieldBytes)
 	}
+	// The console's "copy as curl" says its command cannot send the request
+	// as it came.
+	if _, page := signedIn(t, s).get("/console/journal/" + itoa(newest.ID)); !strings.Contains(page, "longer than the journal keeps") {
+		t.Errorf("the request's console page does not say its path, query or headers were cut:\n%s", page)
+	}
 }
