@@ -288,8 +288,12 @@ func (j *Journal) dropOld(now time.Time) {
 	}
 }
 
-// size is how many entries the journal keeps and the bytes they retain.
+// size is how many entries the journal keeps and the bytes they retain
+// (none when it is off).
 func (j *Journal) size() (entries, bytes int) {
+	if j == nil {
+		return 0, 0
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.n, j.bytes

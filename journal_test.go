@@ -28,6 +28,9 @@ func TestJournalBoundedInBytes(t *testing.T) {
 	if entries == 0 || entries == 30 || retained > maxBytes || retained < maxBytes-maxJournalEntryBytes(4096) {
 		t.Errorf("the journal keeps %d entries in %d bytes; want the newest within %d", entries, retained, maxBytes)
 	}
+	if v, ok := metricValue(scrapeMetrics(t, s.url+"/metrics"), "dialbox_memory_retained_bytes", "part", "journal"); !ok || int(v) != retained {
+		t.Errorf("dialbox_memory_retained_bytes{part=\"journal\"} = %v, %v; want %d", v, ok, retained)
+	}
 	newest, ok := journal.Entry(journal.Latest())
 	if !ok {
 		t.Fatal("the newest request is not journaled")

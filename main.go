@@ -122,7 +122,7 @@ type Main struct {
 	webhooks *Webhooks
 	sweeper  *RecordingSweeper
 	console  *Console // nil when console.enabled is false
-	sink     *Sink
+	sink     *Sink    // the webhook sink, mounted by mountAdmin
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -301,6 +301,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
 	})
+	if m.sink, err = NewSink(cfg.Sink); err != nil {
+		return err
+	}
 	handler, err := m.startOps(router)
 	if err != nil {
 		return err
@@ -427,17 +430,13 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	if err != nil {
 		return err
 	}
-	sink, err := NewSink(m.Config.Sink)
-	if err != nil {
-		return err
-	}
+	sink := m.sink
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
-	m.sink = sink
 	access, err := m.sinkAccess(ctx)
 	if err != nil {
 		return err

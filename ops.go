@@ -23,7 +23,11 @@ type opsServer struct {
 // serve: router wrapped in the access log.
 func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 	m.ops = &opsServer{}
-	metrics := metricsHandler(m.store, m.Log)
+	metrics := metricsHandler(m.store, m.Log, retainedBytesGauges(map[string]func() (int, int){
+		"journal":     m.api.journal.size,
+		"sink":        m.sink.size,
+		"token_cache": m.store.verifiedTokens().size,
+	})...)
 	router.GET("/healthz", wrap(http.HandlerFunc(healthz)))
 	router.GET("/readyz", wrap(readyz(append(storeChecks(m.store), m.callingChecks()...))))
 	router.GET("/openapi.yaml", wrap(http.HandlerFunc(serveOpenAPI)))

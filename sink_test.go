@@ -139,6 +139,9 @@ func TestSinkBoundedInBytes(t *testing.T) {
 	if retained > maxBytes || retained < maxBytes-2*len(last) || messages > maxBytes/len(raw) {
 		t.Errorf("after the flood the sink keeps %d messages in %d bytes; want the newest that fit in %d", messages, retained, maxBytes)
 	}
+	if v, ok := metricValue(scrapeMetrics(t, s.url+"/metrics"), "dialbox_memory_retained_bytes", "part", "sink"); !ok || int(v) != retained {
+		t.Errorf("dialbox_memory_retained_bytes{part=\"sink\"} = %v, %v; want %d", v, ok, retained)
+	}
 	var p struct {
 		Messages []struct {
 			Body       json.RawMessage `json:"body"`
