@@ -52,6 +52,9 @@ type writeJob struct {
 	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
 	// never the tenants' configuration, so they leave the catalog cache valid.
 	dataOnly bool
+	// alone jobs commit in a transaction of their own: the storage probe,
+	// whose SQLITE_FULL may roll back the whole transaction it is in.
+	alone bool
 }
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
@@ -223,14 +226,15 @@ func (s *SQLiteStore) CheckStorage(ctx context.Context) error {
 	if failure == nil {
 		return nil
 	}
-	if err := s.Write(ctx, func(tx *sql.Tx) error {
+	probe := func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO admin_settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writehealth.ProbeKey, writehealth.ProbeValue); err != nil {
 			return err
 		}
 		_, err := tx.Exec(`DELETE FROM admin_settings WHERE key = ?`, writehealth.ProbeKey)
 		return err
-	}); err != nil {
+	}
+	if err := s.write1(ctx, writeJob{fn: probe, result: make(chan error, 1), dataOnly: true, alone: true}); err != nil {
 		return fmt.Errorf("a write could not be stored (%v), nor can a probe write: %w", failure, err)
 	}
 	s.storage.Clear(failure)
@@ -292,10 +296,15 @@ func (s *SQLiteStore) writer() {
 	for job := range s.jobs {
 		batch := []writeJob{job}
 	collect:
-		for len(batch) < maxJobsPerCommit {
+		for !job.alone && len(batch) < maxJobsPerCommit {
 			select {
 			case j, ok := <-s.jobs:
 				if !ok {
+					break collect
+				}
+				if j.alone {
+					s.commit(batch)
+					batch = []writeJob{j}
 					break collect
 				}
 				batch = append(batch, j)
