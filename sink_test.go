@@ -80,6 +80,11 @@ func testSink(t *testing.T, backend string) {
 		string(unsigned.Body) != "null" || string(unsigned.BodyBase64) != "not json" {
 		t.Errorf("unsigned message %+v", unsigned)
 	}
+	// The console shows a body as the bytes that arrived, JSON or not.
+	if _, page := signedIn(t, s).get("/console/sink"); !strings.Contains(page, "<pre>not json</pre>") ||
+		!strings.Contains(page, "<pre>{&#34;type&#34;:&#34;call.completed&#34;") {
+		t.Errorf("the console's sink page does not show the bodies as received:\n%s", page)
+	}
 
 	for query, want := range map[string]int{
 		"name=crm": 2, "name=other": 1, "verified=true": 1, "verified=false": 2,
