@@ -811,7 +811,7 @@ func testJournal(t *testing.T, backend string) {
 }
 
 func TestJournalMaxAge(t *testing.T) {
-	j := NewJournal(JournalConfig{MaxEntries: 10, MaxAge: Duration{time.Hour}})
+	j := NewJournal(JournalConfig{MaxEntries: 10, MaxAge: Duration{time.Hour}, MaxBytes: 1 << 20})
 	now := time.Now()
 	for _, at := range []time.Time{now.Add(-3 * time.Hour), now.Add(-2 * time.Hour), now.Add(-time.Minute), now} {
 		j.add(&JournalEntry{At: at, Operation: "A"})
@@ -833,6 +833,10 @@ func TestAdminConfig(t *testing.T) {
 		"DIALBOX_JOURNAL_MAX_BODY_BYTES=-1": "journal.max_body_bytes",
 		"DIALBOX_SINK_SECRET=nope":          "sink.secret",
 		"DIALBOX_SINK_MAX_MESSAGES=0":       "sink.max_messages",
+		"DIALBOX_JOURNAL_MAX_BYTES=1000":    "journal.max_bytes",
+		"DIALBOX_SINK_MAX_BODY_BYTES=0":     "sink.max_body_bytes",
+		"DIALBOX_SINK_MAX_BYTES=1000":       "sink.max_bytes",
+		"DIALBOX_SINK_ACCESS=public":        "sink.access",
 	} {
 		if _, err := LoadConfig("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error naming %s", env, err, key)
@@ -888,7 +892,7 @@ func testCLI(t *testing.T, backend string) {
 // journal keeps is referenced, not copied; a much larger one is copied in
 // part, so the journal never pins big bodies; both read back the same.
 func TestJournalKeepsAnswersCheaply(t *testing.T) {
-	j := NewJournal(JournalConfig{MaxEntries: 10, MaxAge: Duration{time.Hour}, MaxBodyBytes: 100})
+	j := NewJournal(JournalConfig{MaxEntries: 10, MaxAge: Duration{time.Hour}, MaxBodyBytes: 100, MaxBytes: 1 << 20})
 	small, big := bytes.Repeat([]byte("s"), 150), bytes.Repeat([]byte("b"), 10_000)
 	for _, body := range [][]byte{small, big} {
 		w, done := j.begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), "B")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"sync"
@@ -68,26 +69,52 @@ func authenticate(ctx context.Context, store Store, header string) (*Application
 // tokenCache remembers tokens already verified: a client sends the same
 // token with every request, and checking its HMAC and decoding its claims
 // is most of what operation B costs otherwise. Only a verified token gets
-// in, keyed by its exact text, and it counts only while its application
-// keeps the secret that verified it and its exp/nbf still allow it.
+// in, keyed by the SHA-256 of its exact text (a tenant may sign tokens of
+// any size; the cache must not keep them), and it counts only while its
+// application keeps the secret that verified it and its exp/nbf still
+// allow it.
 type tokenCache struct {
 	mu      sync.RWMutex
-	entries map[string]verifiedToken
+	entries map[tokenDigest]verifiedToken
+	bytes   int // what the entries retain, by cachedTokenBytes
 }
+
+type tokenDigest [sha256.Size]byte
+
+func digestToken(raw string) tokenDigest { return sha256.Sum256([]byte(raw)) }
 
 type verifiedToken struct {
 	apiKey, secret string
 	exp, nbf       time.Time // zero when the token has no such claim
 }
 
-// maxCachedTokens bounds the cache; it starts over when full.
-const maxCachedTokens = 10_000
+// The cache starts over when it would hold more than maxCachedTokens
+// tokens or maxCachedTokenBytes bytes (an application's key and secret have
+// no length limit of their own).
+const (
+	maxCachedTokens     = 10_000
+	maxCachedTokenBytes = 4 << 20
+)
+
+// cachedTokenBytes is what one entry retains: its digest, the strings it
+// holds and about what a map slot and the struct cost.
+func cachedTokenBytes(v verifiedToken) int {
+	return sha256.Size + len(v.apiKey) + len(v.secret) + 96
+}
+
+// size is how many tokens the cache holds and the bytes they retain.
+func (c *tokenCache) size() (entries, bytes int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries), c.bytes
+}
 
 // lookup authenticates a token verified before; ok is false when the token
 // must be verified (again) the long way.
 func (c *tokenCache) lookup(ctx context.Context, store Store, raw string, now time.Time) (*Application, bool, error) {
+	digest := digestToken(raw)
 	c.mu.RLock()
-	v, ok := c.entries[raw]
+	v, ok := c.entries[digest]
 	c.mu.RUnlock()
 	// The same tests as the parser's validator: exp is exclusive, nbf inclusive.
 	if !ok || (!v.exp.IsZero() && !now.Before(v.exp)) || (!v.nbf.IsZero() && now.Before(v.nbf)) {
@@ -111,12 +138,17 @@ func (c *tokenCache) remember(raw string, app *Application, claims jwt.Claims) {
 	if nbf, err := claims.GetNotBefore(); err == nil && nbf != nil {
 		v.nbf = nbf.Time
 	}
+	digest := digestToken(raw)
+	size := cachedTokenBytes(v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) >= maxCachedTokens {
-		c.entries = map[string]verifiedToken{}
+	if old, ok := c.entries[digest]; ok {
+		c.bytes -= cachedTokenBytes(old)
+	} else if c.entries == nil || len(c.entries) >= maxCachedTokens || c.bytes+size > maxCachedTokenBytes {
+		c.entries, c.bytes = map[tokenDigest]verifiedToken{}, 0
 	}
-	c.entries[raw] = v
+	c.entries[digest] = v
+	c.bytes += size
 }
 
 // MintToken makes an ACCESS_TOKEN for an application, as a customer would:

@@ -122,13 +122,13 @@ func TestTokenCache(t *testing.T) {
 		}
 	}
 	check("first use", 0)
-	if _, ok := s.tokens.entries[token]; !ok {
+	if _, ok := s.tokens.entries[digestToken(token)]; !ok {
 		t.Fatal("a verified token was not remembered")
 	}
 	check("second use, from the cache", 0)
 	// A remembered token is answered without the parser: this one could
 	// not be parsed at all.
-	s.tokens.entries["remembered, not a JWT"] = verifiedToken{apiKey: "k", secret: "s1"}
+	s.tokens.entries[digestToken("remembered, not a JWT")] = verifiedToken{apiKey: "k", secret: "s1"}
 	if app, apiErr, err := authenticate(ctx, s, "Bearer remembered, not a JWT"); app == nil || apiErr != nil || err != nil {
 		t.Errorf("a remembered token was not answered from the cache: %v %v", apiErr, err)
 	}
@@ -144,7 +144,7 @@ func TestTokenCache(t *testing.T) {
 
 	// exp is exclusive and nbf inclusive, as the parser's validator has them.
 	now := time.Unix(1_800_000_000, 0)
-	s.tokens.entries["timed"] = verifiedToken{apiKey: "k", secret: "s2", exp: now.Add(time.Hour), nbf: now}
+	s.tokens.entries[digestToken("timed")] = verifiedToken{apiKey: "k", secret: "s2", exp: now.Add(time.Hour), nbf: now}
 	for _, c := range []struct {
 		at   time.Time
 		want bool

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,6 +173,9 @@ type JournalConfig struct {
 	MaxAge Duration `toml:"max_age"`
 	// MaxBodyBytes is how much of each request and response body is kept.
 	MaxBodyBytes int `toml:"max_body_bytes"`
+	// MaxBytes bounds what the kept entries hold in memory (oldest dropped
+	// first).
+	MaxBytes int `toml:"max_bytes"`
 }
 
 type SinkConfig struct {
@@ -179,7 +183,24 @@ type SinkConfig struct {
 	Secret string `toml:"secret"`
 	// MaxMessages bounds the messages kept in memory (oldest dropped first).
 	MaxMessages int `toml:"max_messages"`
+	// MaxBytes bounds what the kept messages of every name together hold
+	// (oldest dropped first).
+	MaxBytes int `toml:"max_bytes"`
+	// MaxBodyBytes is the largest body the sink takes (413 beyond).
+	MaxBodyBytes int `toml:"max_body_bytes"`
+	// Access is who may post to the sink: "open" (anyone), "admin" (the
+	// admin token), "off" (no sink), or "auto": open on a sandbox, off
+	// otherwise (docs/sandbox.md#who-may-post-to-the-sink).
+	Access string `toml:"access"`
 }
+
+// Who may post to /sink/{name} (sink.access).
+const (
+	SinkAccessAuto  = "auto"
+	SinkAccessOpen  = "open"
+	SinkAccessAdmin = "admin"
+	SinkAccessOff   = "off"
+)
 
 type LogConfig struct {
 	// Format is "text" or "json"; Level is "debug", "info", "warn" or "error".
@@ -262,10 +283,11 @@ func DefaultConfig() Config {
 		},
 		Recordings: RecordingsConfig{RetentionDays: 90},
 		Console:    ConsoleConfig{Enabled: true, SessionMaxAge: Duration{12 * time.Hour}},
-		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096},
-		Sink:       SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000},
-		Log:        LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
-		Cluster:    ClusterConfig{Lease: Duration{30 * time.Second}},
+		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096, MaxBytes: 16 << 20},
+		Sink: SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000, MaxBytes: 8 << 20, MaxBodyBytes: 64 << 10,
+			Access: SinkAccessAuto},
+		Log:     LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
+		Cluster: ClusterConfig{Lease: Duration{30 * time.Second}},
 		// Empty, not nil: what config.example.toml's "allow = []" reads as.
 		Destinations: destinations.Rules{Allow: []string{}, Deny: []string{}},
 	}
@@ -426,10 +448,19 @@ func (c *Config) validate() error {
 		return bad("journal.max_age", "must be positive")
 	case c.Journal.MaxBodyBytes < 0:
 		return bad("journal.max_body_bytes", "must not be negative")
+	case c.Journal.MaxEntries > 0 && c.Journal.MaxBytes < maxJournalEntryBytes(c.Journal.MaxBodyBytes):
+		return bad("journal.max_bytes", fmt.Sprintf("must be at least %d, what one entry with journal.max_body_bytes = %d may hold",
+			maxJournalEntryBytes(c.Journal.MaxBodyBytes), c.Journal.MaxBodyBytes))
 	case checkWebhookSecret(c.Sink.Secret) != nil:
 		return bad("sink.secret", checkWebhookSecret(c.Sink.Secret).Error())
 	case c.Sink.MaxMessages < 1:
 		return bad("sink.max_messages", "must be at least 1")
+	case c.Sink.MaxBodyBytes < 1:
+		return bad("sink.max_body_bytes", "must be at least 1")
+	case c.Sink.MaxBytes < c.Sink.MaxBodyBytes:
+		return bad("sink.max_bytes", fmt.Sprintf("must be at least sink.max_body_bytes (%d), or a body the sink takes could not be kept", c.Sink.MaxBodyBytes))
+	case !slices.Contains([]string{SinkAccessAuto, SinkAccessOpen, SinkAccessAdmin, SinkAccessOff}, c.Sink.Access):
+		return bad("sink.access", `must be "auto", "open", "admin" or "off"`)
 	case c.Log.Format != "text" && c.Log.Format != "json":
 		return bad("log.format", `must be "text" or "json"`)
 	case !validLogLevel(c.Log.Level):

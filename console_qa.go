@@ -97,6 +97,9 @@ func (c *Console) journalLive(r *http.Request, _ httprouter.Params) (liveFunc, e
 type journalEntryView struct {
 	Entry *JournalEntry
 	Curl  string
+	// The command cannot send the request as it came: its path, query,
+	// Authorization or Content-Type was longer than the journal keeps.
+	CutBeforeBody bool
 }
 
 func (c *Console) journalEntryPage(r *http.Request, ps httprouter.Params) (*view, error) {
@@ -113,7 +116,8 @@ func (c *Console) journalEntryPage(r *http.Request, ps httprouter.Params) (*view
 		scheme = "https"
 	}
 	return &view{Page: "journal_entry", Title: "Request " + ps.ByName("entry"),
-		Data: &journalEntryView{Entry: e, Curl: curlCommand(scheme+"://"+r.Host, e)}}, nil
+		Data: &journalEntryView{Entry: e, Curl: curlCommand(scheme+"://"+r.Host, e),
+			CutBeforeBody: e.PathTruncated || e.QueryTruncated || e.headersTruncated}}, nil
 }
 
 // curlCommand is a shell command sending e's request again to base: same

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"dialbox/internal/writehealth"
+
 	_ "modernc.org/sqlite"
 )
 
@@ -37,7 +39,8 @@ type SQLiteStore struct {
 	lock  *os.File   // shared lock that keeps restore away (dblock_unix.go)
 
 	catalog catalogCache
-	tokens  tokenCache // verified ACCESS_TOKENs (auth.go)
+	tokens  tokenCache        // verified ACCESS_TOKENs (auth.go)
+	storage writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
 	// calls deleted; none when the store was opened without a config.
 	recordings RecordingFiles
@@ -49,6 +52,9 @@ type writeJob struct {
 	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
 	// never the tenants' configuration, so they leave the catalog cache valid.
 	dataOnly bool
+	// alone jobs commit in a transaction of their own: the storage probe,
+	// whose SQLITE_FULL may roll back the whole transaction it is in.
+	alone bool
 }
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
@@ -215,6 +221,26 @@ func (s *SQLiteStore) Ping(ctx context.Context) error {
 	return s.Write(ctx, func(*sql.Tx) error { return nil })
 }
 
+func (s *SQLiteStore) CheckStorage(ctx context.Context) error {
+	failure := s.storage.Failure()
+	if failure == nil {
+		return nil
+	}
+	probe := func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO admin_settings (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writehealth.ProbeKey, writehealth.ProbeValue); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`DELETE FROM admin_settings WHERE key = ?`, writehealth.ProbeKey)
+		return err
+	}
+	if err := s.write1(ctx, writeJob{fn: probe, result: make(chan error, 1), dataOnly: true, alone: true}); err != nil {
+		return fmt.Errorf("a write could not be stored (%v), nor can a probe write: %w", failure, err)
+	}
+	s.storage.Clear(failure)
+	return nil
+}
+
 func (s *SQLiteStore) configCache() *catalogCache { return &s.catalog }
 
 func (s *SQLiteStore) verifiedTokens() *tokenCache { return &s.tokens }
@@ -270,10 +296,15 @@ func (s *SQLiteStore) writer() {
 	for job := range s.jobs {
 		batch := []writeJob{job}
 	collect:
-		for len(batch) < maxJobsPerCommit {
+		for !job.alone && len(batch) < maxJobsPerCommit {
 			select {
 			case j, ok := <-s.jobs:
 				if !ok {
+					break collect
+				}
+				if j.alone {
+					s.commit(batch)
+					batch = []writeJob{j}
 					break collect
 				}
 				batch = append(batch, j)
@@ -303,8 +334,11 @@ func (s *SQLiteStore) commit(batch []writeJob) {
 			results[i] = runJob(job.fn, tx)
 			if results[i] != nil {
 				if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
+					// SQLITE_FULL may roll the whole transaction back,
+					// savepoints included: say why, without handing the
+					// job's error (wrapped) to the batch's other jobs.
 					tx.Rollback()
-					return err
+					return fmt.Errorf("%v, then rolling back to its savepoint: %w", results[i], err)
 				}
 			}
 			if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
@@ -325,7 +359,9 @@ func (s *SQLiteStore) commit(batch []writeJob) {
 	if committing {
 		s.catalog.watch.committed(&s.catalog) // after the invalidation: a read waiting on it sees that too
 	}
+	s.storage.Note(err)
 	for i, job := range batch {
+		s.storage.Note(results[i])
 		if err != nil {
 			job.result <- fmt.Errorf("commit: %w", err)
 		} else {

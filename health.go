@@ -44,7 +44,8 @@ func readyz(checks []readinessCheck) http.HandlerFunc {
 // storeChecks are the database's readiness checks: the store takes a write
 // (SQLite: the writer commits a no-op job, so the lock can be taken and the
 // writer goroutine is alive; PostgreSQL: the server answers and is not
-// read-only), and every migration of its schema is applied.
+// read-only) and, after a write failed for want of room, stores a probe
+// write again; and every migration of its schema is applied.
 func storeChecks(s Store) []readinessCheck {
 	return []readinessCheck{
 		{"database", func(ctx context.Context) string {
@@ -52,6 +53,9 @@ func storeChecks(s Store) []readinessCheck {
 			go func() { done <- s.Ping(ctx) }()
 			select {
 			case err := <-done:
+				if err == nil {
+					err = s.CheckStorage(ctx)
+				}
 				if err != nil {
 					return "not writable: " + err.Error()
 				}

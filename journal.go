@@ -5,23 +5,43 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Journal keeps the latest public API requests with their responses, for
 // tests to verify what a client sent (like WireMock's /__admin/requests).
-// It lives in memory, bounded by count and age: it is a test aid, not an
-// audit log, and a restart empties it.
+// It lives in memory, bounded by count, bytes and age: it is a test aid,
+// not an audit log, and a restart empties it.
 type Journal struct {
-	maxAge  time.Duration
-	bodyMax int
+	maxAge   time.Duration
+	bodyMax  int
+	maxBytes int
 
 	mu    sync.Mutex
 	seq   int64
 	ring  []*JournalEntry // oldest at start, len(ring) slots
 	start int
 	n     int
+	bytes int // what the entries retain, by their retained
+}
+
+// maxJournalFieldBytes is how much of the path, the query and the
+// Authorization and Content-Type headers an entry keeps: a request's line
+// and headers may reach 1 MB each, and failed authentications are
+// journaled too (docs/sandbox.md#6-verify-what-your-client-sent-the-journal).
+const maxJournalFieldBytes = 4096
+
+// journalEntryOverhead is about what an entry costs beside its strings
+// and bodies: the struct, its ring slot, the string headers.
+const journalEntryOverhead = 400
+
+// maxJournalEntryBytes is the most one entry retains with bodies cut at
+// bodyMax: the path, query and two headers at their cut, the request body,
+// and an answer's buffer kept by reference (at most twice what is kept).
+func maxJournalEntryBytes(bodyMax int) int {
+	return 4*maxJournalFieldBytes + bodyMax + 2*max(bodyMax, codePrefixLen) + journalEntryOverhead + 1024
 }
 
 // JournalEntry is one public API request and the answer it got.
@@ -31,6 +51,8 @@ type JournalEntry struct {
 	Method            string    `json:"method"`
 	Path              string    `json:"path"`
 	Query             string    `json:"query,omitempty"`
+	PathTruncated     bool      `json:"path_truncated,omitempty"`
+	QueryTruncated    bool      `json:"query_truncated,omitempty"`
 	Operation         string    `json:"operation"`
 	Tenant            string    `json:"tenant,omitempty"` // API key, once authenticated
 	Status            int       `json:"status"`           // HTTP status
@@ -44,13 +66,33 @@ type JournalEntry struct {
 
 	// The headers "copy as curl" needs to send the request again
 	// (docs/console.md#request-journal); kept in memory, never answered
-	// by the admin API.
+	// by the admin API. Cut at maxJournalFieldBytes like the path.
 	authorization, contentType string
+	headersTruncated           bool
 
 	// The answer as written, kept without a copy and turned into
 	// ResponseBody only when the entry is read (most never are).
 	response      []byte
 	responseTotal int
+	responseHeld  int // bytes of the buffer response refers to
+
+	retained int // what the entry holds in memory, counted in Journal.bytes
+}
+
+// cutField is s cut at maxJournalFieldBytes, copied: a part of a request's
+// line or header would otherwise keep all of it in memory.
+func cutField(s string) (string, bool) {
+	if len(s) > maxJournalFieldBytes {
+		return strings.Clone(s[:maxJournalFieldBytes]), true
+	}
+	return strings.Clone(s), false
+}
+
+// retainedBytes is what e holds in memory.
+func (e *JournalEntry) retainedBytes() int {
+	return len(e.Method) + len(e.Path) + len(e.Query) + len(e.Operation) + len(e.Tenant) + len(e.Fault) +
+		len(e.authorization) + len(e.contentType) + len(e.RequestBody) + len(e.ResponseBody) + e.responseHeld +
+		journalEntryOverhead
 }
 
 // NewJournal returns nil (no journal) when cfg keeps no entries.
@@ -58,7 +100,8 @@ func NewJournal(cfg JournalConfig) *Journal {
 	if cfg.MaxEntries == 0 {
 		return nil
 	}
-	return &Journal{maxAge: cfg.MaxAge.Duration, bodyMax: cfg.MaxBodyBytes, ring: make([]*JournalEntry, cfg.MaxEntries)}
+	return &Journal{maxAge: cfg.MaxAge.Duration, bodyMax: cfg.MaxBodyBytes, maxBytes: cfg.MaxBytes,
+		ring: make([]*JournalEntry, cfg.MaxEntries)}
 }
 
 // begin starts recording a request; the returned writer and request must be
@@ -68,9 +111,15 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 		return w, func() {}
 	}
 	start := time.Now()
-	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, codePrefixLen),
-		entry: &JournalEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Operation: op,
-			authorization: r.Header.Get("Authorization"), contentType: r.Header.Get("Content-Type")}}
+	e := &JournalEntry{At: start.UTC(), Operation: op}
+	e.Method, _ = cutField(r.Method)
+	e.Path, e.PathTruncated = cutField(r.URL.Path)
+	e.Query, e.QueryTruncated = cutField(r.URL.RawQuery)
+	var authCut, typeCut bool
+	e.authorization, authCut = cutField(r.Header.Get("Authorization"))
+	e.contentType, typeCut = cutField(r.Header.Get("Content-Type"))
+	e.headersTruncated = authCut || typeCut
+	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, codePrefixLen), entry: e}
 	if r.Body == nil { // a request made in a test rather than read by the server
 		r.Body = http.NoBody
 	}
@@ -88,6 +137,7 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 		}
 		e.RequestBody, e.RequestTruncated = req.buf.String(j.bodyMax)
 		e.response, e.responseTotal = rec.body[:min(len(rec.body), j.bodyMax)], rec.total
+		e.responseHeld = max(rec.held, cap(rec.body))
 		j.add(e)
 	}
 }
@@ -111,6 +161,7 @@ type journalWriter struct {
 	status int
 	max    int
 	body   []byte // the first max bytes written
+	held   int    // the size of the buffer body refers to, when kept by reference
 	total  int
 	entry  *JournalEntry
 }
@@ -133,7 +184,7 @@ func (w *journalWriter) Write(b []byte) (int, error) {
 			// writeBody's bodies never change once written: keep a
 			// reference (capacity cut, so a later append copies), unless
 			// it would pin a body much larger than what is kept.
-			w.body = keep[:len(keep):len(keep)]
+			w.body, w.held = keep[:len(keep):len(keep)], cap(b)
 		} else {
 			w.body = append(w.body, keep...)
 		}
@@ -194,37 +245,58 @@ func bodyCode(b []byte) int {
 	return code
 }
 
-// materialize fills ResponseBody from the kept answer, once; the caller
-// holds the journal's lock.
-func (e *JournalEntry) materialize() {
+// materialize fills e's ResponseBody from the kept answer, once, which
+// lets go of the answer's buffer; the caller holds the journal's lock.
+func (j *Journal) materialize(e *JournalEntry) {
 	if e.response != nil {
 		e.ResponseBody, e.ResponseTruncated = string(e.response), e.responseTotal > len(e.response)
-		e.response = nil
+		e.response, e.responseHeld = nil, 0
+		j.bytes -= e.retained
+		e.retained = e.retainedBytes()
+		j.bytes += e.retained
 	}
 }
 
+// add keeps e, dropping the oldest entries first for a slot and to stay
+// within maxBytes.
 func (j *Journal) add(e *JournalEntry) {
+	e.retained = e.retainedBytes()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.seq++
 	e.ID = j.seq
-	if j.n == len(j.ring) {
-		j.ring[j.start] = nil
-		j.start = (j.start + 1) % len(j.ring)
-		j.n--
+	for j.n > 0 && (j.n == len(j.ring) || j.bytes+e.retained > j.maxBytes) {
+		j.dropOldest()
 	}
 	j.ring[(j.start+j.n)%len(j.ring)] = e
 	j.n++
+	j.bytes += e.retained
 	j.dropOld(e.At)
+}
+
+func (j *Journal) dropOldest() {
+	j.bytes -= j.ring[j.start].retained
+	j.ring[j.start] = nil
+	j.start = (j.start + 1) % len(j.ring)
+	j.n--
 }
 
 // dropOld forgets entries older than maxAge at now.
 func (j *Journal) dropOld(now time.Time) {
 	for j.n > 0 && now.Sub(j.ring[j.start].At) > j.maxAge {
-		j.ring[j.start] = nil
-		j.start = (j.start + 1) % len(j.ring)
-		j.n--
+		j.dropOldest()
 	}
+}
+
+// size is how many entries the journal keeps and the bytes they retain
+// (none when it is off).
+func (j *Journal) size() (entries, bytes int) {
+	if j == nil {
+		return 0, 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n, j.bytes
 }
 
 // JournalFilter selects entries; zero fields match all.
@@ -259,7 +331,7 @@ func (j *Journal) Find(f JournalFilter, limit int) ([]*JournalEntry, int) {
 		if f.match(e) {
 			total++
 			if len(out) < limit {
-				e.materialize()
+				j.materialize(e)
 				out = append(out, e)
 			}
 		}
@@ -276,7 +348,7 @@ func (j *Journal) Entry(id int64) (*JournalEntry, bool) {
 	defer j.mu.Unlock()
 	for i := range j.n {
 		if e := j.ring[(j.start+i)%len(j.ring)]; e.ID == id {
-			e.materialize()
+			j.materialize(e)
 			copy := *e
 			return &copy, true
 		}
@@ -303,5 +375,5 @@ func (j *Journal) Clear() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	clear(j.ring)
-	j.start, j.n = 0, 0
+	j.start, j.n, j.bytes = 0, 0, 0
 }

@@ -128,6 +128,7 @@ type Main struct {
 	webhooks   *Webhooks
 	sweeper    *RecordingSweeper
 	console    *Console // nil when console.enabled is false
+	sink       *Sink    // the webhook sink, mounted by mountAdmin
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -314,6 +315,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
 	})
+	if m.sink, err = NewSink(cfg.Sink); err != nil {
+		return err
+	}
 	handler, err := m.startOps(router)
 	if err != nil {
 		return err
@@ -440,17 +444,29 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	if err != nil {
 		return err
 	}
-	sink, err := NewSink(m.Config.Sink)
-	if err != nil {
-		return err
-	}
+	sink := m.sink
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
-	router.POST("/sink/:name", sink.receive)
+	access, err := m.sinkAccess(ctx)
+	if err != nil {
+		return err
+	}
+	switch access {
+	case SinkAccessOpen:
+		router.POST("/sink/:name", sink.receive)
+	case SinkAccessAdmin:
+		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+			if !admin.authorized(r) {
+				writeAdminError(w, errUnauthorized)
+				return
+			}
+			sink.receive(w, r, ps)
+		})
+	}
 	if m.Config.Console.Enabled {
 		var trunks []string
 		for _, t := range m.Config.SIP.Trunks {
@@ -473,6 +489,27 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}
 	return nil
+}
+
+// sinkAccess is who may post to the sink, sink.access with "auto" decided:
+// open on a sandbox (the simulated dialer, or a database with the demo
+// tenant, whose webhook is the sink), off on a server making real calls for
+// its tenants only (docs/sandbox.md#who-may-post-to-the-sink).
+func (m *Main) sinkAccess(ctx context.Context) (string, error) {
+	if m.Config.Sink.Access != SinkAccessAuto {
+		return m.Config.Sink.Access, nil
+	}
+	if m.Config.Dialer.Kind != DialerSIP {
+		return SinkAccessOpen, nil
+	}
+	switch _, err := m.store.DemoApp(ctx); {
+	case err == nil:
+		return SinkAccessOpen, nil
+	case errors.Is(err, errNotFound):
+		return SinkAccessOff, nil
+	default:
+		return "", err
+	}
 }
 
 // resetTenants stops calling, replaces every tenant by the fixtures (or the

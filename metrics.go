@@ -125,10 +125,10 @@ func observeImport(added, skipped int) {
 // metricsHandler serves the process-wide metrics, this Main's database
 // gauges and its other collectors. A failing database query leaves its
 // metrics out rather than failing the whole scrape.
-func metricsHandler(store Store, log *slog.Logger, more ...prometheus.Collector) http.Handler {
+func metricsHandler(store Store, log *slog.Logger, collectors ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&dbCollector{store: store, log: log})
-	reg.MustRegister(more...)
+	reg.MustRegister(collectors...)
 	gatherers := prometheus.Gatherers{processRegistry, reg}
 	if pg, ok := store.(interface{ nodeID() string }); ok {
 		node := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dialbox_node_info",
@@ -177,6 +177,19 @@ func (c ttsCacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descTTSCacheMisses, prometheus.CounterValue, float64(s.Misses))
 	ch <- prometheus.MustNewConstMetric(descTTSCacheEvictions, prometheus.CounterValue, float64(s.Evicted))
 	ch <- prometheus.MustNewConstMetric(descTTSCacheSkipped, prometheus.CounterValue, float64(s.Skipped))
+}
+
+// retainedBytesGauges report what each part of memory bounded in bytes
+// holds, read at each scrape: size gives a part's entries and bytes.
+func retainedBytesGauges(parts map[string]func() (entries, bytes int)) []prometheus.Collector {
+	var gauges []prometheus.Collector
+	for part, size := range parts {
+		gauges = append(gauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dialbox_memory_retained_bytes",
+			Help:        "Bytes held in memory by the request journal, the webhook sink and the verified-token cache, each within its bound.",
+			ConstLabels: prometheus.Labels{"part": part}},
+			func() float64 { _, bytes := size(); return float64(bytes) }))
+	}
+	return gauges
 }
 
 // dbCollector reads on every scrape the values kept in the database, so

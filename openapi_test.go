@@ -675,8 +675,11 @@ func TestOpenAPIAdmin(t *testing.T) {
 	if status, _ := c.send("POST", "/sink/contract", "", `{"type":"call.completed"}`); status != 204 {
 		t.Errorf("POST /sink/contract: %d, want 204", status)
 	}
-	if status, _ := c.send("POST", "/sink/contract", "", strings.Repeat(" ", maxSinkBody+1)); status != 413 {
-		t.Errorf("POST /sink/contract over 1 MiB: %d, want 413", status)
+	if status, _ := c.send("POST", "/sink/contract", "", strings.Repeat(" ", s.m.Config.Sink.MaxBodyBytes+1)); status != 413 {
+		t.Errorf("POST /sink/contract over sink.max_body_bytes: %d, want 413", status)
+	}
+	if status, _ := c.send("POST", "/sink/"+strings.Repeat("n", maxSinkNameBytes+1), "", `{}`); status != 400 {
+		t.Errorf("POST /sink/ with a long name: %d, want 400", status)
 	}
 	c.do("DELETE", "/admin/v1/sink", "", 200)
 	c.do("DELETE", "/admin/v1/faults", "", 200)
@@ -705,6 +708,15 @@ func TestOpenAPIAdmin(t *testing.T) {
 				body = `{}`
 			}
 			c.do(key[0], adminPath(key[1], "never-seen"), body, 500)
+		}
+	}
+
+	// The sink behind the admin token, and no sink.
+	for access, want := range map[string]int{"admin": 401, "off": 404} {
+		other := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken, "DIALBOX_SINK_ACCESS="+access)
+		oc := &adminContract{t: t, url: other.url, auth: c.auth, seen: c.seen}
+		if status, _ := oc.send("POST", "/sink/contract", "", `{"type":"call.completed"}`); status != want {
+			t.Errorf("POST /sink/contract with sink.access %s: %d, want %d", access, status, want)
 		}
 	}
 

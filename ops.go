@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // opsServer is what an operator needs around the API: /metrics (on the
@@ -24,11 +23,15 @@ type opsServer struct {
 // serve: router wrapped in the access log.
 func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 	m.ops = &opsServer{}
-	var more []prometheus.Collector
+	collectors := retainedBytesGauges(map[string]func() (int, int){
+		"journal":     m.api.journal.size,
+		"sink":        m.sink.size,
+		"token_cache": m.store.verifiedTokens().size,
+	})
 	if m.sip != nil {
-		more = append(more, ttsCacheCollector{cache: m.sip.speech, log: m.Log})
+		collectors = append(collectors, ttsCacheCollector{cache: m.sip.speech, log: m.Log})
 	}
-	metrics := metricsHandler(m.store, m.Log, more...)
+	metrics := metricsHandler(m.store, m.Log, collectors...)
 	router.GET("/healthz", wrap(http.HandlerFunc(healthz)))
 	router.GET("/readyz", wrap(readyz(append(storeChecks(m.store), m.callingChecks()...))))
 	router.GET("/openapi.yaml", wrap(http.HandlerFunc(serveOpenAPI)))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -340,4 +341,86 @@ func TestLogBuffer(t *testing.T) {
 		t.Fatalf("after Close: %q", got)
 	}
 	b.Close() // a second Close is harmless
+}
+
+// TestReadyzWhenWritesCannotBeStored: with the database full, imports fail
+// with 1402 and /readyz says the server is not ready, until a write can be
+// stored again. Full is real on each store: SQLite at its max_page_count
+// (SQLITE_FULL, as on a full disk), PostgreSQL answering disk_full (53100)
+// from a trigger, the error a full disk gives.
+func TestReadyzWhenWritesCannotBeStored(t *testing.T) {
+	eachBackend(t, testReadyzWhenWritesCannotBeStored)
+}
+
+func testReadyzWhenWritesCannotBeStored(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
+	ctx := context.Background()
+	var fill, free func()
+	switch store := s.m.store.(type) {
+	case *SQLiteStore:
+		// max_page_count is the writer connection's: set it there.
+		pragma := func(set func(pages int) int) {
+			if err := store.Write(ctx, func(tx *sql.Tx) error {
+				var pages int
+				if err := tx.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+					return err
+				}
+				_, err := tx.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, set(pages)))
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fill = func() { pragma(func(pages int) int { return pages }) }
+		free = func() { pragma(func(int) int { return 1 << 30 }) }
+	case *PostgresStore:
+		exec := func(sql string) {
+			if _, err := store.pool.Exec(ctx, sql); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fill = func() {
+			exec(`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`)
+			for _, table := range []string{"contacts", "admin_settings"} {
+				exec(`CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION disk_full()`)
+			}
+		}
+		free = func() { exec(`DROP FUNCTION disk_full() CASCADE`) }
+	}
+	contacts := make([]string, 500)
+	for i := range contacts {
+		contacts[i] = fmt.Sprintf(`{"phone_number":"09123%05d","ho_ten":"%s"}`, i, strings.Repeat("x", 200))
+	}
+	body := `{"contacts":[` + strings.Join(contacts, ",") + `]}`
+	readiness := func() (int, string) {
+		resp, b := opsDo(t, "GET", s.url+"/readyz", "", "")
+		var ready struct {
+			Checks map[string]string `json:"checks"`
+		}
+		json.Unmarshal(b, &ready)
+		return resp.StatusCode, ready.Checks["database"]
+	}
+	if status, check := readiness(); status != 200 {
+		t.Fatalf("readyz before: %d %s", status, check)
+	}
+
+	fill()
+	if _, e := qaImport(t, s, body); e.Code != 1402 {
+		t.Fatalf("an import into a full database: %+v, want 1402", e)
+	}
+	// Asked again, it still fails: the database is still full.
+	for range 2 {
+		if status, check := readiness(); status != 503 || !strings.Contains(check, "not writable") {
+			t.Errorf("readyz while writes cannot be stored: %d %q", status, check)
+		}
+	}
+
+	free()
+	if status, check := readiness(); status != 200 {
+		t.Errorf("readyz once writes are stored again: %d %q", status, check)
+	}
+	if _, e := qaImport(t, s, body); e.Code != 0 {
+		t.Errorf("an import once there is room: %+v", e)
+	}
 }

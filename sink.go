@@ -1,34 +1,44 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // Sink is the sandbox's own webhook receiver: POST /sink/{name} stores what
-// arrives (in memory, the newest max_messages) with the result of checking
-// its Standard Webhooks signature against sink.secret, so a developer sees
-// call results without writing a receiver. It always answers 204: a bad
-// signature is reported on the stored message, not by failing the delivery.
+// arrives (in memory, the newest that fit in sink.max_messages and
+// sink.max_bytes) with the result of checking its Standard Webhooks
+// signature against sink.secret, so a developer sees call results without
+// writing a receiver. It answers 204 to a delivery it kept: a bad signature
+// is reported on the stored message, not by failing the delivery.
 type Sink struct {
 	verifier *standardwebhooks.Webhook
 	max      int
+	maxBytes int
+	maxBody  int
 
-	mu   sync.Mutex
-	seq  int64
-	msgs []*SinkMessage // oldest first
+	mu    sync.Mutex
+	seq   int64
+	msgs  []*SinkMessage // oldest first
+	bytes int            // what msgs retain, by their retainedBytes
 }
 
-// SinkMessage is one webhook the sink received.
+// SinkMessage is one webhook the sink received. Its body is kept as the
+// bytes that arrived, in one of two fields: a JSON body is answered as
+// itself under "body", any other under "body_base64" (base64 only when
+// encoded; docs/sandbox.md#7-read-the-webhooks-the-sink).
 type SinkMessage struct {
 	ID         int64           `json:"id"`
 	Name       string          `json:"name"` // the {name} of /sink/{name}
@@ -39,18 +49,38 @@ type SinkMessage struct {
 	Verified   bool            `json:"verified"`
 	Error      string          `json:"error,omitempty"` // why the signature did not verify
 	EventType  string          `json:"event_type"`
-	Body       json.RawMessage `json:"body"`
+	Body       json.RawMessage `json:"body"`                  // a JSON body; null otherwise
+	BodyBase64 []byte          `json:"body_base64,omitempty"` // a body that is not JSON
 }
 
-// maxSinkBody bounds one received webhook.
-const maxSinkBody = 1 << 20
+// Raw is the body as received.
+func (m *SinkMessage) Raw() []byte {
+	if m.Body != nil {
+		return m.Body
+	}
+	return m.BodyBase64
+}
+
+// retainedBytes is what a message keeps in memory: its body and strings as
+// received, and about what the struct and its slot cost.
+func (m *SinkMessage) retainedBytes() int {
+	return len(m.Raw()) + len(m.Name) + len(m.WebhookID) + len(m.Timestamp) + len(m.Signature) +
+		len(m.Error) + len(m.EventType) + 160
+}
+
+// The sink's name and signature headers are short in every real delivery;
+// longer ones are refused, so one message is bounded by its body.
+const (
+	maxSinkNameBytes   = 256
+	maxSinkHeaderBytes = 1024
+)
 
 func NewSink(cfg SinkConfig) (*Sink, error) {
 	v, err := standardwebhooks.NewWebhook(cfg.Secret)
 	if err != nil {
 		return nil, err
 	}
-	return &Sink{verifier: v, max: cfg.MaxMessages}, nil
+	return &Sink{verifier: v, max: cfg.MaxMessages, maxBytes: cfg.MaxBytes, maxBody: cfg.MaxBodyBytes}, nil
 }
 
 // localSinkPrefix starts a webhook URL naming the built-in sink of
@@ -79,14 +109,29 @@ func checkWebhookURL(s string) error {
 }
 
 func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSinkBody))
+	name := ps.ByName("name")
+	if len(name) > maxSinkNameBytes {
+		writeJSON(w, http.StatusBadRequest, errorBody{Code: 400, Message: fmt.Sprintf("Sink name longer than %d bytes", maxSinkNameBytes)})
+		return
+	}
+	for _, h := range []string{standardwebhooks.HeaderWebhookID, standardwebhooks.HeaderWebhookTimestamp, standardwebhooks.HeaderWebhookSignature} {
+		if len(r.Header.Get(h)) > maxSinkHeaderBytes {
+			writeJSON(w, http.StatusBadRequest, errorBody{Code: 400, Message: fmt.Sprintf("Header %s longer than %d bytes", h, maxSinkHeaderBytes)})
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.maxBody)))
 	if err != nil {
 		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Code: 413, Message: "Webhook body too large"})
 		return
 	}
-	m := &SinkMessage{Name: ps.ByName("name"), ReceivedAt: time.Now().UTC(),
-		WebhookID: r.Header.Get(standardwebhooks.HeaderWebhookID), Timestamp: r.Header.Get(standardwebhooks.HeaderWebhookTimestamp),
-		Signature: r.Header.Get(standardwebhooks.HeaderWebhookSignature)}
+	// Copies of exactly what is counted: the name is a slice of the
+	// request's path (and its query), the body's buffer may be twice its size.
+	body = bytes.Clone(body)
+	m := &SinkMessage{Name: strings.Clone(name), ReceivedAt: time.Now().UTC(),
+		WebhookID: strings.Clone(r.Header.Get(standardwebhooks.HeaderWebhookID)),
+		Timestamp: strings.Clone(r.Header.Get(standardwebhooks.HeaderWebhookTimestamp)),
+		Signature: strings.Clone(r.Header.Get(standardwebhooks.HeaderWebhookSignature))}
 	if err := s.verifier.Verify(body, r.Header); err != nil {
 		m.Error = err.Error()
 	} else {
@@ -95,21 +140,43 @@ func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	var event struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(body, &event) == nil {
-		m.EventType = event.Type
+	// JSON readers of the admin API must get valid UTF-8 back.
+	if json.Valid(body) && utf8.Valid(body) {
 		m.Body = body
+		if json.Unmarshal(body, &event) == nil {
+			m.EventType = event.Type
+		}
 	} else {
-		m.Body, _ = marshalJSON(string(body)) // not JSON: kept as a string
+		m.BodyBase64 = body
 	}
+	s.add(m)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// add keeps m and drops the oldest messages until the sink is within its
+// bounds again.
+func (s *Sink) add(m *SinkMessage) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.seq++
 	m.ID = s.seq
-	if len(s.msgs) == s.max {
-		s.msgs = append(s.msgs[:0:0], s.msgs[1:]...)
-	}
 	s.msgs = append(s.msgs, m)
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+	s.bytes += m.retainedBytes()
+	drop := 0
+	for len(s.msgs)-drop > s.max || s.bytes > s.maxBytes {
+		s.bytes -= s.msgs[drop].retainedBytes()
+		drop++
+	}
+	if drop > 0 {
+		s.msgs = append(s.msgs[:0:0], s.msgs[drop:]...)
+	}
+}
+
+// size is how many messages the sink keeps and the bytes they retain.
+func (s *Sink) size() (messages, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.msgs), s.bytes
 }
 
 // SinkFilter selects received webhooks; zero fields match all.
@@ -146,6 +213,8 @@ func (s *Sink) Clear(name string) {
 	for _, m := range s.msgs {
 		if name != "" && m.Name != name {
 			kept = append(kept, m)
+		} else {
+			s.bytes -= m.retainedBytes()
 		}
 	}
 	clear(s.msgs[len(kept):])

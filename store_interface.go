@@ -23,6 +23,10 @@ type Store interface {
 
 	// Ping commits a no-op write through the store's normal write path.
 	Ping(ctx context.Context) error
+	// CheckStorage is nil unless a write failed for want of room (a full
+	// disk, ...): then it tries a probe write, and the failure is forgotten
+	// once one is stored (internal/writehealth).
+	CheckStorage(ctx context.Context) error
 	// Migrations says which migration the database is at and the last one
 	// this dialbox knows.
 	Migrations(ctx context.Context) (at, known int, err error)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dialbox/internal/writehealth"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,6 +49,8 @@ type PostgresStore struct {
 
 	catalog catalogCache
 	tokens  tokenCache
+	// storage is the last import or settling that failed for want of room.
+	storage writehealth.State
 	// recordings is where the calls' recordings are (setRecordings).
 	recordings RecordingFiles
 }
@@ -177,6 +181,25 @@ func (s *PostgresStore) Ping(ctx context.Context) error {
 	})
 }
 
+func (s *PostgresStore) CheckStorage(ctx context.Context) error {
+	failure := s.storage.Failure()
+	if failure == nil {
+		return nil
+	}
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO admin_settings (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writehealth.ProbeKey, writehealth.ProbeValue); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM admin_settings WHERE key = $1`, writehealth.ProbeKey)
+		return err
+	}); err != nil {
+		return fmt.Errorf("a write could not be stored (%v), nor can a probe write: %w", failure, err)
+	}
+	s.storage.Clear(failure)
+	return nil
+}
+
 func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
 	at, err = postgresVersion(ctx, s.pool)
 	return at, len(postgresMigrations()), err
@@ -275,7 +298,9 @@ func (s *PostgresStore) commit(batch []pgJob) {
 		}
 		return tx.SendBatch(ctx, &last).Close()
 	})
+	s.storage.Note(err)
 	for i, job := range batch {
+		s.storage.Note(results[i])
 		if err != nil {
 			job.result <- fmt.Errorf("commit: %w", err)
 		} else {

@@ -674,3 +674,28 @@ func TestStoreSettings(t *testing.T) {
 		t.Errorf("journal_mode %q, synchronous %d, foreign_keys %d; want wal, 2 (FULL), 1", mode, sync, fk)
 	}
 }
+
+// TestWriterCommitsAloneJobsAlone: a job marked alone (the storage probe,
+// whose SQLITE_FULL may roll back its whole transaction) never shares a
+// transaction with other jobs, queued before or after it.
+func TestWriterCommitsAloneJobsAlone(t *testing.T) {
+	s, _ := fixtureStore(t)
+	release := make(chan struct{})
+	blocker := writeJob{fn: func(*sql.Tx) error { <-release; return nil }, result: make(chan error, 1)}
+	s.jobs <- blocker
+	txOf := make([]*sql.Tx, 3)
+	jobs := make([]writeJob, 3)
+	for i := range jobs {
+		jobs[i] = writeJob{fn: func(tx *sql.Tx) error { txOf[i] = tx; return nil }, result: make(chan error, 1), alone: i == 1}
+		s.jobs <- jobs[i] // queued while the writer waits in blocker's batch
+	}
+	close(release)
+	for _, j := range append([]writeJob{blocker}, jobs...) {
+		if err := <-j.result; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if txOf[1] == txOf[0] || txOf[1] == txOf[2] {
+		t.Errorf("the alone job shared a transaction: %p before, %p alone, %p after", txOf[0], txOf[1], txOf[2])
+	}
+}
