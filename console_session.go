@@ -200,6 +200,9 @@ func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status in
 func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	c.headers(w)
 	now := c.now()
+	if !c.readForm(w, r, nil) {
+		return
+	}
 	ck, err := r.Cookie(signinCookie)
 	if err != nil || !(&session{csrf: ck.Value}).checkCSRF(r) {
 		c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",

@@ -501,3 +501,64 @@ func testConsolePagesOnEveryStore(t *testing.T, backend string) {
 		t.Error("the phone search listed another number")
 	}
 }
+
+// A huge form field or filter is refused, not echoed: neither the answer
+// nor the next page's message (kept in the session) carries more than a
+// short prefix of it, and a body over the console's bound is refused
+// whole (docs/console.md#security).
+func TestConsoleBoundsFormFields(t *testing.T) {
+	s := startSandbox(t)
+	c := signedIn(t, s)
+	long := strings.Repeat("A", 5000)
+	noEcho := func(what, body string) {
+		t.Helper()
+		if strings.Contains(body, strings.Repeat("A", 100)) {
+			t.Errorf("%s echoed the field (%d bytes of answer)", what, len(body))
+		}
+	}
+	refused := func(what string, resp *http.Response, body string, status int) {
+		t.Helper()
+		if resp.StatusCode != status {
+			t.Errorf("%s answered %d, want %d", what, resp.StatusCode, status)
+		}
+		noEcho(what, body)
+	}
+	// A field over the bound, in a form whose action quotes that field.
+	resp, body := c.post("/console/faults", url.Values{"csrf": {c.csrf("/console/faults")}, "kind": {"error"},
+		"target": {"A:1402"}, "api_key": {long}})
+	refused("a 5,000-byte api_key", resp, body, http.StatusBadRequest)
+	if !strings.Contains(body, "api_key is longer than 1,000 bytes") {
+		t.Errorf("the refusal does not say which field and the bound:\n%s", body)
+	}
+	_, body = c.get("/console/faults")
+	noEcho("the page after it", body)
+	// Under the bound, the admin API's own check quotes a short prefix only.
+	resp, _ = c.post("/console/faults", url.Values{"csrf": {c.csrf("/console/faults")}, "kind": {"error"},
+		"target": {"A:1402"}, "api_key": {strings.Repeat("A", 900)}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a 900-byte api_key answered %d, want the redirect with its message", resp.StatusCode)
+	}
+	_, body = c.get(resp.Header.Get("Location"))
+	noEcho("the message about a 900-byte api_key", body)
+	if !strings.Contains(body, "is not an application") {
+		t.Errorf("the page does not say why:\n%s", body)
+	}
+	// A whole body over the console's bound: refused before it is read.
+	resp, body = c.post("/console/clock", url.Values{"csrf": {c.csrf("/console/clock")}, "time_scale": {"2"},
+		"pad": {strings.Repeat("A", 5<<20)}})
+	refused("a 5 MB form", resp, body, http.StatusRequestEntityTooLarge)
+	if s.m.console.admin.clock.TimeScale() == 2 {
+		t.Error("the 5 MB form was acted on")
+	}
+	// Filters too: a page's query field over the bound.
+	resp, body = c.get("/console/apps/qa-key/contacts?scenario_id=" + long)
+	refused("a 5,000-byte filter", resp, body, http.StatusBadRequest)
+	resp, body = c.get("/console/journal?app=" + long)
+	refused("a 5,000-byte journal filter", resp, body, http.StatusBadRequest)
+	resp, body = c.get("/console/live/journal?app=" + long)
+	refused("a 5,000-byte live filter", resp, body, http.StatusBadRequest)
+	// The sign-in form too.
+	fresh := newConsoleClient(t, s.url)
+	resp, body = fresh.post("/console/signin", url.Values{"csrf": {fresh.csrf("/console/signin")}, "token": {long}})
+	refused("a 5,000-byte token", resp, body, http.StatusBadRequest)
+}
