@@ -175,7 +175,7 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	now := time.Now()
 	s.m.console.now = func() time.Time { return now }
 	c := newConsoleClient(t, s.url)
-	for range signinBurst {
+	for range DefaultConfig().Admin.WrongTokensPerAddress {
 		if resp := c.signIn("wrong-token-0123456789"); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong token answered %d", resp.StatusCode)
 		}
@@ -183,7 +183,7 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	resp := c.signIn(testAdminToken)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("after %d wrong tokens the right one answered %d (Retry-After %q), want 429 with Retry-After",
-			signinBurst, resp.StatusCode, resp.Header.Get("Retry-After"))
+			DefaultConfig().Admin.WrongTokensPerAddress, resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	now = now.Add(time.Minute)
 	if resp := c.signIn(testAdminToken); resp.StatusCode != http.StatusSeeOther {

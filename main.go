@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/proxy"
+	"dialbox/internal/tokenlimit"
+
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -430,7 +433,15 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	if err != nil {
 		return err
 	}
+	proxies, err := proxy.Parse(m.Config.HTTP.TrustedProxies)
+	if err != nil {
+		return err
+	}
+	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
+		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
+		MaxAddresses: 10_000}, m.Log)
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
+		wrongTokens: wrongTokens, proxies: proxies,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
