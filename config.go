@@ -173,6 +173,10 @@ type ConsoleConfig struct {
 	// SessionMaxAge is how long a sign-in lasts; then the admin token is
 	// asked for again.
 	SessionMaxAge Duration `toml:"session_max_age"`
+	// SecureCookies marks the console's cookies Secure on every answer, for
+	// a TLS proxy that does not send X-Forwarded-Proto; without it they are
+	// Secure over TLS, to dialbox or to a trusted proxy saying so.
+	SecureCookies bool `toml:"secure_cookies"`
 }
 
 type JournalConfig struct {

@@ -35,6 +35,8 @@ type Console struct {
 	pages    map[string]*template.Template
 	static   http.Handler
 	sessions *sessions
+	// secureCookies is console.secure_cookies: every cookie Secure.
+	secureCookies bool
 	// liveEvery is how often a live page's stream looks for changes.
 	liveEvery time.Duration
 
@@ -52,7 +54,7 @@ const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img
 
 func newConsole(admin *Admin, engine *Engine, sip *SIPDialer, trunks []string, cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, log: log, now: time.Now,
-		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration),
+		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration), secureCookies: cfg.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{})}
 	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html")
 	if err != nil {

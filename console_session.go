@@ -139,7 +139,7 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, _ httproute
 func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, d signinData) {
 	token := randomToken()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: token, Path: "/console/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 3600})
+		Secure: c.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 3600})
 	c.render(w, status, layoutData{view: view{Page: "signin", Title: "Sign in", Data: d}, CSRF: token, Status: status})
 }
 
@@ -170,9 +170,16 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	}
 	id, _ := c.sessions.create(now)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/console/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(c.sessions.maxAge.Seconds())})
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/console/", MaxAge: -1})
+		Secure: c.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(c.sessions.maxAge.Seconds())})
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/console/", MaxAge: -1, Secure: c.secure(r)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// secure reports whether the console's cookies must be Secure: always with
+// console.secure_cookies, else when the browser spoke HTTPS, to dialbox or
+// to a trusted proxy saying so (docs/console.md#security).
+func (c *Console) secure(r *http.Request) bool {
+	return c.secureCookies || c.admin.proxies.HTTPS(r)
 }
 
 func (c *Console) signout(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {

@@ -562,3 +562,89 @@ func TestConsoleBoundsFormFields(t *testing.T) {
 	resp, body = fresh.post("/console/signin", url.Values{"csrf": {fresh.csrf("/console/signin")}, "token": {long}})
 	refused("a 5,000-byte token", resp, body, http.StatusBadRequest)
 }
+
+// signInBehind signs in as a browser behind a proxy sending header (name,
+// value pairs), and returns the sign-in form's cookie and the session's.
+// It carries cookies itself: a jar keeps Secure ones from plain HTTP.
+func signInBehind(t *testing.T, base string, header ...string) (form, session *http.Cookie) {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, body string, cookie *http.Cookie) (*http.Response, string) {
+		req, err := http.NewRequest(method, base+"/console/signin", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		if cookie != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	named := func(resp *http.Response, name string) *http.Cookie {
+		for _, ck := range resp.Cookies() {
+			if ck.Name == name {
+				return ck
+			}
+		}
+		t.Fatalf("no %s cookie in %v", name, resp.Header["Set-Cookie"])
+		return nil
+	}
+	resp, page := send("GET", "", nil)
+	form = named(resp, signinCookie)
+	m := csrfInput.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in page:\n%s", page)
+	}
+	resp, _ = send("POST", url.Values{"csrf": {m[1]}, "token": {testAdminToken}}.Encode(), form)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in answered %d", resp.StatusCode)
+	}
+	return form, named(resp, sessionCookie)
+}
+
+// Behind the TLS proxy docs/console.md recommends, the console's cookies
+// are Secure: when a trusted proxy says the browser spoke HTTPS, or always
+// with console.secure_cookies; a client's own X-Forwarded-Proto does not
+// count. "Copy as curl" names the scheme the browser spoke.
+func TestConsoleSecureCookieBehindTLSProxy(t *testing.T) {
+	const proto = "X-Forwarded-Proto"
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		header []string
+		secure bool
+		scheme string
+	}{
+		{"trusted proxy saying https", []string{"DIALBOX_HTTP_TRUSTED_PROXIES=127.0.0.1"}, []string{proto, "https"}, true, "https"},
+		{"trusted proxy saying http", []string{"DIALBOX_HTTP_TRUSTED_PROXIES=127.0.0.1"}, []string{proto, "http"}, false, "http"},
+		{"untrusted X-Forwarded-Proto", nil, []string{proto, "https"}, false, "http"},
+		{"console.secure_cookies", []string{"DIALBOX_CONSOLE_SECURE_COOKIES=true"}, nil, true, "http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSandbox(t, tc.env...)
+			form, session := signInBehind(t, s.url, tc.header...)
+			if form.Secure != tc.secure || session.Secure != tc.secure {
+				t.Errorf("sign-in cookie Secure %v, session cookie Secure %v, want %v", form.Secure, session.Secure, tc.secure)
+			}
+			if !session.HttpOnly || session.SameSite != http.SameSiteStrictMode {
+				t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict still", session)
+			}
+			s.do(t, "GET", pathB, "", "")
+			entries, _ := s.m.api.journal.Find(JournalFilter{}, 1)
+			header := append([]string{"Cookie", session.Name + "=" + session.Value}, tc.header...)
+			_, page, err := request("GET", s.url+"/console/journal/"+itoa(entries[0].ID), "", "", header...)
+			if want := "curl -sS -X GET &#39;" + tc.scheme + "://"; err != nil || !strings.Contains(string(page), want) {
+				t.Errorf("the page lacks %q (%v):\n%s", want, err, page)
+			}
+		})
+	}
+}
