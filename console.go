@@ -159,18 +159,19 @@ type consoleAction func(r *http.Request, ps httprouter.Params, s *session) (next
 // form needs), and a form's whole body, so nothing a client sends is
 // echoed back or kept in a session whole.
 const (
-	consoleMaxField = 1000
-	consoleMaxForm  = 64 << 10
+	consoleMaxField     = 1000
+	consoleMaxFieldName = 40 // the console's own are a few letters
+	consoleMaxForm      = 64 << 10
 )
 
-// checkFields refuses a field or filter over consoleMaxField, naming it
-// without quoting its value.
+// checkFields refuses a field or filter over consoleMaxField, or with a
+// name over consoleMaxFieldName, naming it without quoting its value.
 func checkFields(v url.Values) error {
 	for name, values := range v {
 		for _, s := range values {
-			if len(name) > 40 || len(s) > consoleMaxField {
+			if len(name) > consoleMaxFieldName || len(s) > consoleMaxField {
 				field := name
-				if len(name) > 40 {
+				if len(name) > consoleMaxFieldName {
 					field = "the field " + quotedPrefix(name)
 				}
 				return invalid(field, "is longer than "+thousands(consoleMaxField)+" bytes")

@@ -555,6 +555,8 @@ func TestConsoleBoundsFormFields(t *testing.T) {
 	refused("a 5,000-byte filter", resp, body, http.StatusBadRequest)
 	resp, body = c.get("/console/journal?app=" + long)
 	refused("a 5,000-byte journal filter", resp, body, http.StatusBadRequest)
+	resp, body = c.get("/console/journal?" + long + "=x")
+	refused("a filter with a 5,000-byte name", resp, body, http.StatusBadRequest)
 	resp, body = c.get("/console/live/journal?app=" + long)
 	refused("a 5,000-byte live filter", resp, body, http.StatusBadRequest)
 	// The sign-in form too.
