@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/tokenlimit"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -32,9 +34,13 @@ type Admin struct {
 	now       func() time.Time
 	log       *slog.Logger
 	tokenHash [sha256.Size]byte
-	journal   *Journal
-	faults    *Faults
-	sink      *Sink
+	// wrongTokens limits guesses of the token here and at the console's
+	// sign-in, by the client's address as proxies tells it.
+	wrongTokens *tokenlimit.Limiter
+	proxies     proxy.Trusted
+	journal     *Journal
+	faults      *Faults
+	sink        *Sink
 	// clock is the simulator's; nil with real calls, whose time is fixed.
 	clock Clock
 	// sandboxNow is the time the rules of calling read (a contact's wait);
@@ -195,8 +201,7 @@ func (a *Admin) handle(h handler) httprouter.Handle {
 				writeAdminError(w, errAdminInternal)
 			}
 		}()
-		if !a.authorized(r) {
-			writeAdminError(w, errUnauthorized)
+		if !a.authorize(w, r) {
 			return
 		}
 		result, err := h(r, ps)
@@ -218,13 +223,46 @@ func (a *Admin) handle(h handler) httprouter.Handle {
 	}
 }
 
-func (a *Admin) authorized(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+// authorize says whether r bears the admin token, under the limit of wrong
+// tokens; when it does not, the refusal is already answered.
+func (a *Admin) authorize(w http.ResponseWriter, r *http.Request) bool {
+	token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !bearer {
+		token = ""
+	}
+	right, retryAfter := a.checkToken(r, token, a.now())
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter)))
+		writeAdminError(w, errWrongTokens)
 		return false
 	}
-	h := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(h[:], a.tokenHash[:]) == 1
+	if !right {
+		writeAdminError(w, errUnauthorized)
+		return false
+	}
+	return true
+}
+
+// errWrongTokens answers a token refused unchecked by the limit on wrong
+// tokens (docs/admin.md#wrong-tokens).
+var errWrongTokens = &APIError{Code: 429, Message: "Too many wrong tokens"}
+
+// checkToken says whether token, presented by r's client to the admin API
+// or the console's sign-in, is the admin token, under the limit of wrong
+// tokens: the right one is checked first, and only refused (retryAfter >
+// 0, as a wrong one would be) within the limit's short back-off. No token
+// guesses nothing and costs nothing.
+func (a *Admin) checkToken(r *http.Request, token string, now time.Time) (right bool, retryAfter time.Duration) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return false, 0
+	}
+	h := sha256.Sum256([]byte(token))
+	right = subtle.ConstantTimeCompare(h[:], a.tokenHash[:]) == 1
+	if retryAfter = a.wrongTokens.Check(a.proxies.ClientAddr(r), right, now); retryAfter > 0 {
+		return false, retryAfter
+	}
+	return right, 0
 }
 
 // app resolves the :app path parameter (an API key).

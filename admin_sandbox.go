@@ -235,7 +235,7 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 	if rule.APIKey != "" {
 		app, err := a.store.AppByKey(r.Context(), rule.APIKey)
 		if errors.Is(err, errNotFound) {
-			return nil, invalid("api_key", fmt.Sprintf("%q is not an application", rule.APIKey))
+			return nil, invalid("api_key", quotedPrefix(rule.APIKey)+" is not an application")
 		}
 		if err != nil {
 			return nil, err

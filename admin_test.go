@@ -8,9 +8,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -827,20 +831,29 @@ func TestJournalMaxAge(t *testing.T) {
 
 func TestAdminConfig(t *testing.T) {
 	for env, key := range map[string]string{
-		"DIALBOX_ADMIN_TOKEN=short":         "admin.token",
-		"DIALBOX_JOURNAL_MAX_ENTRIES=-1":    "journal.max_entries",
-		"DIALBOX_JOURNAL_MAX_AGE=0s":        "journal.max_age",
-		"DIALBOX_JOURNAL_MAX_BODY_BYTES=-1": "journal.max_body_bytes",
-		"DIALBOX_SINK_SECRET=nope":          "sink.secret",
-		"DIALBOX_SINK_MAX_MESSAGES=0":       "sink.max_messages",
-		"DIALBOX_JOURNAL_MAX_BYTES=1000":    "journal.max_bytes",
-		"DIALBOX_SINK_MAX_BODY_BYTES=0":     "sink.max_body_bytes",
-		"DIALBOX_SINK_MAX_BYTES=1000":       "sink.max_bytes",
-		"DIALBOX_SINK_ACCESS=public":        "sink.access",
+		"DIALBOX_ADMIN_TOKEN=short":                  "admin.token",
+		"DIALBOX_JOURNAL_MAX_ENTRIES=-1":             "journal.max_entries",
+		"DIALBOX_JOURNAL_MAX_AGE=0s":                 "journal.max_age",
+		"DIALBOX_JOURNAL_MAX_BODY_BYTES=-1":          "journal.max_body_bytes",
+		"DIALBOX_SINK_SECRET=nope":                   "sink.secret",
+		"DIALBOX_SINK_MAX_MESSAGES=0":                "sink.max_messages",
+		"DIALBOX_JOURNAL_MAX_BYTES=1000":             "journal.max_bytes",
+		"DIALBOX_SINK_MAX_BODY_BYTES=0":              "sink.max_body_bytes",
+		"DIALBOX_SINK_MAX_BYTES=1000":                "sink.max_bytes",
+		"DIALBOX_SINK_ACCESS=public":                 "sink.access",
+		"DIALBOX_ADMIN_WRONG_TOKENS_PER_ADDRESS=0":   "admin.wrong_tokens_per_address",
+		"DIALBOX_ADMIN_WRONG_TOKENS_OVERALL=0":       "admin.wrong_tokens_overall",
+		"DIALBOX_ADMIN_WRONG_TOKEN_BACKOFF=500ms":    "admin.wrong_token_backoff",
+		"DIALBOX_ADMIN_WRONG_TOKEN_BACKOFF=2m":       "admin.wrong_token_backoff",
+		"DIALBOX_HTTP_TRUSTED_PROXIES=10.0.0.1,nope": "http.trusted_proxies",
 	} {
 		if _, err := LoadConfig("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error naming %s", env, err, key)
 		}
+	}
+	cfg, err := LoadConfig("", []string{"DIALBOX_HTTP_TRUSTED_PROXIES=10.0.0.1, 192.168.0.0/16"})
+	if err != nil || len(cfg.HTTP.TrustedProxies) != 2 {
+		t.Errorf("two trusted proxies: %v %v", cfg.HTTP.TrustedProxies, err)
 	}
 }
 
@@ -910,5 +923,141 @@ func TestJournalKeepsAnswersCheaply(t *testing.T) {
 		if e := entries[i]; e.ResponseBody != want || !e.ResponseTruncated {
 			t.Errorf("entry %d: %q truncated=%v", i, e.ResponseBody, e.ResponseTruncated)
 		}
+	}
+}
+
+// adminAs sends an admin request as the client a trusted proxy names in
+// X-Forwarded-For (none: as the connection's own address).
+func (s *testServer) adminAs(t testing.TB, forwardedFor, auth string) (*http.Response, []byte) {
+	t.Helper()
+	var header []string
+	if forwardedFor != "" {
+		header = []string{"X-Forwarded-For", forwardedFor}
+	}
+	resp, b, err := request("GET", s.url+"/admin/v1/apps", auth, "", header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+const adminLockedOut = `{"status":0,"code":429,"message":"Too many wrong tokens"}`
+
+// One limit of wrong admin tokens serves the console's sign-in and the
+// admin API: wrong tokens from one address on either lock both out, and
+// the right token waits only admin.wrong_token_backoff, not the minutes
+// the wrong ones wait (docs/admin.md#wrong-tokens).
+func TestWrongAdminTokensLimited(t *testing.T) {
+	s := startSandbox(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	s.m.console.now, s.m.console.admin.now = clock, clock
+	c := newConsoleClient(t, s.url)
+	for range 3 {
+		if resp := c.signIn("wrong-token-0123456789"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a wrong sign-in answered %d", resp.StatusCode)
+		}
+	}
+	for range 2 {
+		if resp, b := s.adminAs(t, "", "Bearer wrong-token-0123456789"); resp.StatusCode != 401 {
+			t.Fatalf("a wrong admin token answered %d %s", resp.StatusCode, b)
+		}
+	}
+	// The sixth wrong token from the address: 429 in the admin API's
+	// envelope, and the right token too within the back-off, alike.
+	for _, auth := range []string{"Bearer wrong-token-0123456789", adminAuth} {
+		resp, b := s.adminAs(t, "", auth)
+		if resp.StatusCode != 429 || string(b) != adminLockedOut || resp.Header.Get("Retry-After") != "2" {
+			t.Fatalf("locked out, %q answered %d %s (Retry-After %q), want 429 %s with Retry-After 2",
+				auth, resp.StatusCode, b, resp.Header.Get("Retry-After"), adminLockedOut)
+		}
+	}
+	if resp := c.signIn(testAdminToken); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("locked out, the right sign-in answered %d (Retry-After %q), want 429 with Retry-After 2",
+			resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// After the back-off the right token is taken, on both.
+	now = now.Add(2 * time.Second)
+	if resp, b := s.adminAs(t, "", adminAuth); resp.StatusCode != 200 {
+		t.Fatalf("after the back-off the right admin token answered %d %s", resp.StatusCode, b)
+	}
+	if resp := c.signIn(testAdminToken); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("after the back-off the right sign-in answered %d", resp.StatusCode)
+	}
+	// A wrong one is still refused unchecked within the back-off of the last.
+	if resp, _ := s.adminAs(t, "", "Bearer wrong-token-0123456789"); resp.StatusCode != 401 {
+		t.Fatalf("a wrong token after the back-off answered %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := s.adminAs(t, "", "Bearer wrong-token-0123456789"); resp.StatusCode != 429 {
+		t.Fatalf("a wrong token within the back-off answered %d, want 429", resp.StatusCode)
+	}
+}
+
+// Behind a trusted proxy each client address has its own limit, and all
+// of them one overall limit; X-Forwarded-For is believed from a trusted
+// proxy only, and from its right end; each lockout is logged once.
+func TestWrongAdminTokensPerAddressAndOverall(t *testing.T) {
+	var logs lockedBuffer
+	dir := t.TempDir()
+	fx := filepath.Join(dir, "fixtures.toml")
+	if err := os.WriteFile(fx, []byte(adminFixtures), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := startMain(t, io.Discard, []string{"--database", filepath.Join(dir, "dialbox.db"), "--fixtures", fx},
+		[]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_ADMIN_TOKEN=" + testAdminToken,
+			"DIALBOX_HTTP_TRUSTED_PROXIES=127.0.0.1", "DIALBOX_ADMIN_WRONG_TOKENS_OVERALL=10"},
+		func(m *Main) { m.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+	defer m.Close()
+	s := &testServer{m: m, url: m.URL()}
+	now := time.Now()
+	s.m.console.admin.now = func() time.Time { return now }
+	const wrong = "Bearer wrong-token-0123456789"
+	for range 5 {
+		if resp, _ := s.adminAs(t, "10.0.0.1", wrong); resp.StatusCode != 401 {
+			t.Fatalf("a wrong token from 10.0.0.1 answered %d", resp.StatusCode)
+		}
+	}
+	for range 3 {
+		if resp, _ := s.adminAs(t, "10.0.0.1", wrong); resp.StatusCode != 429 {
+			t.Fatalf("a sixth wrong token from 10.0.0.1 answered %d, want 429", resp.StatusCode)
+		}
+	}
+	// A client cannot leave its address behind by naming another first.
+	if resp, _ := s.adminAs(t, "192.0.2.9, 10.0.0.1", adminAuth); resp.StatusCode != 429 {
+		t.Fatalf("10.0.0.1 behind a forged address answered %d, want 429", resp.StatusCode)
+	}
+	// Another address is not held by 10.0.0.1's guesses.
+	if resp, b := s.adminAs(t, "10.0.0.2", adminAuth); resp.StatusCode != 200 {
+		t.Fatalf("the right token from 10.0.0.2 answered %d %s", resp.StatusCode, b)
+	}
+	// Nine wrong tokens so far: the tenth, from a new address, empties the
+	// overall limit, and then every address is held.
+	if resp, _ := s.adminAs(t, "10.0.0.3", wrong); resp.StatusCode != 401 {
+		t.Fatalf("a wrong token from 10.0.0.3 answered %d", resp.StatusCode)
+	}
+	for _, addr := range []string{"10.0.0.4", "10.0.0.5"} {
+		if resp, b := s.adminAs(t, addr, adminAuth); resp.StatusCode != 429 || string(b) != adminLockedOut {
+			t.Fatalf("overall locked out, the right token from %s answered %d %s", addr, resp.StatusCode, b)
+		}
+	}
+	now = now.Add(2 * time.Second)
+	if resp, b := s.adminAs(t, "10.0.0.4", adminAuth); resp.StatusCode != 200 {
+		t.Fatalf("after the back-off the right token answered %d %s", resp.StatusCode, b)
+	}
+	log := logs.String()
+	if n := strings.Count(log, "wrong admin tokens: locked out"); n != 2 ||
+		strings.Count(log, "client=10.0.0.1") != 1 || strings.Count(log, "client=overall") != 1 {
+		t.Errorf("want one lockout line for 10.0.0.1 and one overall, got %d:\n%s", n, log)
+	}
+
+	// Without trusted proxies X-Forwarded-For is the client's own word:
+	// every request is the connection's address.
+	plain := startSandbox(t)
+	plain.m.console.admin.now = func() time.Time { return now }
+	for range 5 {
+		plain.adminAs(t, "10.0.0.1", wrong)
+	}
+	if resp, _ := plain.adminAs(t, "10.0.0.2", adminAuth); resp.StatusCode != 429 {
+		t.Fatalf("an untrusted X-Forwarded-For escaped the limit: %d", resp.StatusCode)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/proxy"
 	"dialbox/internal/sipcall"
 
 	"github.com/BurntSushi/toml"
@@ -81,6 +82,11 @@ type HTTPConfig struct {
 	WriteTimeout      Duration `toml:"write_timeout"`
 	IdleTimeout       Duration `toml:"idle_timeout"`
 	ShutdownTimeout   Duration `toml:"shutdown_timeout"`
+	// TrustedProxies are the reverse proxies (addresses or networks) whose
+	// X-Forwarded-For and X-Forwarded-Proto are believed: the client's
+	// address for the limit on wrong admin tokens, and HTTPS for the
+	// console's cookies (internal/proxy). Empty: none.
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 type APIConfig struct {
@@ -155,6 +161,15 @@ type AdminConfig struct {
 	// Token is the admin API's bearer token; empty: one is generated on the
 	// first start and kept in the database (the first-run block prints it).
 	Token string `toml:"token"`
+	// WrongTokensPerAddress is how many wrong admin tokens (on the admin
+	// API and the console's sign-in together) one client address may send
+	// at once, and per minute after that; WrongTokensOverall the same for
+	// every address together. WrongTokenBackoff is how long the right token
+	// is refused after the last wrong one while a limit is reached
+	// (docs/admin.md#wrong-tokens).
+	WrongTokensPerAddress int      `toml:"wrong_tokens_per_address"`
+	WrongTokensOverall    int      `toml:"wrong_tokens_overall"`
+	WrongTokenBackoff     Duration `toml:"wrong_token_backoff"`
 }
 
 // ConsoleConfig is the web console's (docs/console.md#configuration).
@@ -164,6 +179,10 @@ type ConsoleConfig struct {
 	// SessionMaxAge is how long a sign-in lasts; then the admin token is
 	// asked for again.
 	SessionMaxAge Duration `toml:"session_max_age"`
+	// SecureCookies marks the console's cookies Secure on every answer, for
+	// a TLS proxy that does not send X-Forwarded-Proto; without it they are
+	// Secure over TLS, to dialbox or to a trusted proxy saying so.
+	SecureCookies bool `toml:"secure_cookies"`
 }
 
 type JournalConfig struct {
@@ -265,7 +284,8 @@ func DefaultConfig() Config {
 		Limits: LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100,
 			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000, MemoryMiB: 100},
 		HTTP: HTTPConfig{ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
-			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second}},
+			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second},
+			TrustedProxies: []string{}},
 		Phone:  PhoneConfig{DefaultRegion: "VN"},
 		Engine: EngineConfig{Enabled: true, PollInterval: Duration{time.Second}},
 		Simulator: SimulatorConfig{
@@ -282,6 +302,7 @@ func DefaultConfig() Config {
 			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
 		},
 		Recordings: RecordingsConfig{RetentionDays: 90},
+		Admin:      AdminConfig{WrongTokensPerAddress: 5, WrongTokensOverall: 30, WrongTokenBackoff: Duration{2 * time.Second}},
 		Console:    ConsoleConfig{Enabled: true, SessionMaxAge: Duration{12 * time.Hour}},
 		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096, MaxBytes: 16 << 20},
 		Sink: SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000, MaxBytes: 8 << 20, MaxBodyBytes: 64 << 10,
@@ -422,6 +443,8 @@ func (c *Config) validate() error {
 		return bad("http.idle_timeout", "must be positive")
 	case c.HTTP.ShutdownTimeout.Duration <= 0:
 		return bad("http.shutdown_timeout", "must be positive")
+	case trustedProxiesErr(c.HTTP.TrustedProxies) != nil:
+		return bad("http.trusted_proxies", trustedProxiesErr(c.HTTP.TrustedProxies).Error())
 	case !supportedRegion(c.Phone.DefaultRegion):
 		return bad("phone.default_region", fmt.Sprintf("%q is not a known region code like \"VN\"", c.Phone.DefaultRegion))
 	case c.Engine.PollInterval.Duration <= 0:
@@ -436,6 +459,12 @@ func (c *Config) validate() error {
 		return bad("webhooks.retry_schedule", "must list at least one delay")
 	case c.Admin.Token != "" && len(c.Admin.Token) < 16:
 		return bad("admin.token", "must be at least 16 characters (or empty to generate one)")
+	case c.Admin.WrongTokensPerAddress < 1:
+		return bad("admin.wrong_tokens_per_address", "must be at least 1")
+	case c.Admin.WrongTokensOverall < 1:
+		return bad("admin.wrong_tokens_overall", "must be at least 1")
+	case c.Admin.WrongTokenBackoff.Duration < time.Second || c.Admin.WrongTokenBackoff.Duration > time.Minute:
+		return bad("admin.wrong_token_backoff", "must be from 1s to 1m: the right token waits this long after a wrong one once a limit is reached")
 	case c.Recordings.RetentionDays < 0:
 		return bad("recordings.retention_days", "must not be negative (0: kept as long as their contact)")
 	case !validBaseURL(c.Recordings.BaseURL):
@@ -524,6 +553,12 @@ func (s *SimulatorConfig) validate() error {
 		}
 	}
 	return nil
+}
+
+// trustedProxiesErr says what is wrong with http.trusted_proxies, if anything.
+func trustedProxiesErr(list []string) error {
+	_, err := proxy.Parse(list)
+	return err
 }
 
 func supportedRegion(r string) bool {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -34,7 +35,8 @@ type Console struct {
 	pages    map[string]*template.Template
 	static   http.Handler
 	sessions *sessions
-	signins  *signinLimits
+	// secureCookies is console.secure_cookies: every cookie Secure.
+	secureCookies bool
 	// liveEvery is how often a live page's stream looks for changes.
 	liveEvery time.Duration
 
@@ -52,8 +54,8 @@ const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img
 
 func newConsole(admin *Admin, engine *Engine, sip *SIPDialer, trunks []string, cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, log: log, now: time.Now,
-		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration),
-		signins: newSigninLimits(), liveEvery: time.Second, stop: make(chan struct{})}
+		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration), secureCookies: cfg.SecureCookies,
+		liveEvery: time.Second, stop: make(chan struct{})}
 	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html")
 	if err != nil {
 		return nil, err
@@ -155,6 +157,61 @@ type consolePage func(r *http.Request, ps httprouter.Params) (*view, error)
 // and what to tell the user there.
 type consoleAction func(r *http.Request, ps httprouter.Params, s *session) (next string, done string, err error)
 
+// Bounds on what a browser sends the console (docs/console.md#security):
+// each form field and filter (a fault rule's message is the longest any
+// form needs), and a form's whole body, so nothing a client sends is
+// echoed back or kept in a session whole.
+const (
+	consoleMaxField     = 1000
+	consoleMaxFieldName = 40 // the console's own are a few letters
+	consoleMaxForm      = 64 << 10
+)
+
+// checkFields refuses a field or filter over consoleMaxField, or with a
+// name over consoleMaxFieldName, naming it without quoting its value.
+func checkFields(v url.Values) error {
+	for name, values := range v {
+		for _, s := range values {
+			if len(name) > consoleMaxFieldName || len(s) > consoleMaxField {
+				field := name
+				if len(name) > consoleMaxFieldName {
+					field = "the field " + quotedPrefix(name)
+				}
+				return invalid(field, "is longer than "+thousands(consoleMaxField)+" bytes")
+			}
+		}
+	}
+	return nil
+}
+
+// readForm reads a form's body (at most consoleMaxForm bytes) and checks
+// its fields and its query's; when it cannot, it answers the request with
+// the error page and returns false.
+func (c *Console) readForm(w http.ResponseWriter, r *http.Request, s *session) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, consoleMaxForm)
+	err := r.ParseForm()
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		d := layoutData{view: view{Page: "error", Title: "Too large",
+			Data: "This form is larger than " + strconv.Itoa(consoleMaxForm>>10) + " KiB: nothing was done."}, Status: 413}
+		if s != nil {
+			d.CSRF, d.SignedIn = s.csrf, true
+		}
+		c.render(w, http.StatusRequestEntityTooLarge, d)
+		return false
+	case err != nil:
+		err = invalid("form", "could not be read")
+	default:
+		err = checkFields(r.Form)
+	}
+	if err != nil {
+		c.fail(w, r, s, err)
+		return false
+	}
+	return true
+}
+
 // headers are the security headers of every console answer.
 func (c *Console) headers(w http.ResponseWriter) {
 	h := w.Header()
@@ -173,6 +230,10 @@ func (c *Console) page(h consolePage) httprouter.Handle {
 			return
 		}
 		defer c.recoverPanic(w, r, s)
+		if err := checkFields(r.URL.Query()); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
 		v, err := h(r, ps)
 		if err != nil {
 			c.fail(w, r, s, err)
@@ -207,6 +268,9 @@ func (c *Console) action(h consoleAction) httprouter.Handle {
 		if s == nil {
 			c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Signed out",
 				Data: "You are not signed in (or the session expired): sign in again, then repeat the action."}, Status: 403})
+			return
+		}
+		if !c.readForm(w, r, s) {
 			return
 		}
 		if !s.checkCSRF(r) {
@@ -305,25 +369,13 @@ var consoleFuncs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
 	"num": func(n any) string {
-		var v int64
 		switch x := n.(type) {
 		case int:
-			v = int64(x)
+			return thousands(int64(x))
 		case int64:
-			v = x
+			return thousands(x)
 		}
-		s := strconv.FormatInt(max(v, -v), 10)
-		var out []byte
-		for i := range s {
-			if i > 0 && (len(s)-i)%3 == 0 {
-				out = append(out, ',')
-			}
-			out = append(out, s[i])
-		}
-		if v < 0 {
-			return "-" + string(out)
-		}
-		return string(out)
+		return "0"
 	},
 	"answerRate": func(p Progress) string {
 		pct, ok := p.Answered()
@@ -344,4 +396,20 @@ var consoleFuncs = template.FuncMap{
 		}
 		return strconv.FormatInt(*p, 10)
 	},
+}
+
+// thousands writes v with a comma between each group of three digits.
+func thousands(v int64) string {
+	s := strconv.FormatInt(max(v, -v), 10)
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if v < 0 {
+		return "-" + string(out)
+	}
+	return string(out)
 }

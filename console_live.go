@@ -52,7 +52,11 @@ func (c *Console) live(open func(r *http.Request, ps httprouter.Params) (liveFun
 			w.WriteHeader(http.StatusNoContent) // an EventSource does not reconnect after a 204
 			return
 		}
-		render, err := open(r, ps)
+		err := checkFields(r.URL.Query())
+		var render liveFunc
+		if err == nil {
+			render, err = open(r, ps)
+		}
 		if err != nil {
 			status, msg, _ := consoleError(err)
 			http.Error(w, msg, status)

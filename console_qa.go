@@ -112,7 +112,7 @@ func (c *Console) journalEntryPage(r *http.Request, ps httprouter.Params) (*view
 		return nil, &Error{Code: ENOTFOUND, Entity: "Journal entry", Message: "Journal entry is not found (the journal keeps the latest requests only)"}
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if c.admin.proxies.HTTPS(r) { // the address the console was opened at, behind a TLS proxy too
 		scheme = "https"
 	}
 	return &view{Page: "journal_entry", Title: "Request " + ps.ByName("entry"),

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-	"golang.org/x/time/rate"
 )
 
 // The console's sign-in: the admin token, given once, is exchanged for a
@@ -124,58 +122,6 @@ func (ss *sessions) end(r *http.Request) {
 	}
 }
 
-// signinLimits slow down guessing: wrong tokens from one client address
-// take from a bucket of signinBurst, refilled at signinRate, as the public
-// API's rate limit does per application (429 with Retry-After).
-type signinLimits struct {
-	mu sync.Mutex
-	m  map[string]*rate.Limiter
-}
-
-const (
-	signinBurst = 5
-	signinRate  = rate.Limit(1.0 / 12) // 5 a minute
-)
-
-func newSigninLimits() *signinLimits { return &signinLimits{m: map[string]*rate.Limiter{}} }
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// wait is how long the client must wait before trying a token again (0:
-// it may try now).
-func (l *signinLimits) wait(addr string, now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.m[addr]
-	if b == nil {
-		return 0
-	}
-	r := b.ReserveN(now, 1)
-	defer r.CancelAt(now) // a look, not an attempt
-	return r.DelayFrom(now)
-}
-
-// failed counts a wrong token.
-func (l *signinLimits) failed(addr string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.m) >= 10_000 { // bounded: start over rather than grow
-		clear(l.m)
-	}
-	b := l.m[addr]
-	if b == nil {
-		b = rate.NewLimiter(signinRate, signinBurst)
-		l.m[addr] = b
-	}
-	b.AllowN(now, 1)
-}
-
 type signinData struct {
 	Next  string
 	Error string
@@ -193,13 +139,16 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, _ httproute
 func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, d signinData) {
 	token := randomToken()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: token, Path: "/console/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 3600})
+		Secure: c.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 3600})
 	c.render(w, status, layoutData{view: view{Page: "signin", Title: "Sign in", Data: d}, CSRF: token, Status: status})
 }
 
 func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	c.headers(w)
 	now := c.now()
+	if !c.readForm(w, r, nil) {
+		return
+	}
 	ck, err := r.Cookie(signinCookie)
 	if err != nil || !(&session{csrf: ck.Value}).checkCSRF(r) {
 		c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",
@@ -207,24 +156,30 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	addr := clientAddr(r)
-	if wait := c.signins.wait(addr, now); wait > 0 {
-		secs := retryAfterSeconds(wait)
+	right, retryAfter := c.admin.checkToken(r, r.PostFormValue("token"), now)
+	if retryAfter > 0 {
+		secs := retryAfterSeconds(retryAfter)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		c.renderSignin(w, r, http.StatusTooManyRequests, signinData{Next: next,
-			Error: "Too many wrong tokens from this address: try again in " + strconv.Itoa(secs) + " seconds."})
+			Error: "Too many wrong tokens: try again in " + strconv.Itoa(secs) + " seconds."})
 		return
 	}
-	if !c.admin.authorized(&http.Request{Header: http.Header{"Authorization": {"Bearer " + r.PostFormValue("token")}}}) {
-		c.signins.failed(addr, now)
+	if !right {
 		c.renderSignin(w, r, http.StatusUnauthorized, signinData{Next: next, Error: "That is not the admin token."})
 		return
 	}
 	id, _ := c.sessions.create(now)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/console/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(c.sessions.maxAge.Seconds())})
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/console/", MaxAge: -1})
+		Secure: c.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(c.sessions.maxAge.Seconds())})
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/console/", MaxAge: -1, Secure: c.secure(r)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// secure reports whether the console's cookies must be Secure: always with
+// console.secure_cookies, else when the browser spoke HTTPS, to dialbox or
+// to a trusted proxy saying so (docs/console.md#security).
+func (c *Console) secure(r *http.Request) bool {
+	return c.secureCookies || c.admin.proxies.HTTPS(r)
 }
 
 func (c *Console) signout(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {

@@ -175,7 +175,7 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	now := time.Now()
 	s.m.console.now = func() time.Time { return now }
 	c := newConsoleClient(t, s.url)
-	for range signinBurst {
+	for range DefaultConfig().Admin.WrongTokensPerAddress {
 		if resp := c.signIn("wrong-token-0123456789"); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong token answered %d", resp.StatusCode)
 		}
@@ -183,7 +183,7 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	resp := c.signIn(testAdminToken)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("after %d wrong tokens the right one answered %d (Retry-After %q), want 429 with Retry-After",
-			signinBurst, resp.StatusCode, resp.Header.Get("Retry-After"))
+			DefaultConfig().Admin.WrongTokensPerAddress, resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	now = now.Add(time.Minute)
 	if resp := c.signIn(testAdminToken); resp.StatusCode != http.StatusSeeOther {
@@ -499,5 +499,154 @@ func testConsolePagesOnEveryStore(t *testing.T, backend string) {
 	}
 	if _, body := c.get("/console/apps/qa-key/contacts?phone=0900000002"); strings.Contains(body, "&#43;84900000001") {
 		t.Error("the phone search listed another number")
+	}
+}
+
+// A huge form field or filter is refused, not echoed: neither the answer
+// nor the next page's message (kept in the session) carries more than a
+// short prefix of it, and a body over the console's bound is refused
+// whole (docs/console.md#security).
+func TestConsoleBoundsFormFields(t *testing.T) {
+	s := startSandbox(t)
+	c := signedIn(t, s)
+	long := strings.Repeat("A", 5000)
+	noEcho := func(what, body string) {
+		t.Helper()
+		if strings.Contains(body, strings.Repeat("A", 100)) {
+			t.Errorf("%s echoed the field (%d bytes of answer)", what, len(body))
+		}
+	}
+	refused := func(what string, resp *http.Response, body string, status int) {
+		t.Helper()
+		if resp.StatusCode != status {
+			t.Errorf("%s answered %d, want %d", what, resp.StatusCode, status)
+		}
+		noEcho(what, body)
+	}
+	// A field over the bound, in a form whose action quotes that field.
+	resp, body := c.post("/console/faults", url.Values{"csrf": {c.csrf("/console/faults")}, "kind": {"error"},
+		"target": {"A:1402"}, "api_key": {long}})
+	refused("a 5,000-byte api_key", resp, body, http.StatusBadRequest)
+	if !strings.Contains(body, "api_key is longer than 1,000 bytes") {
+		t.Errorf("the refusal does not say which field and the bound:\n%s", body)
+	}
+	_, body = c.get("/console/faults")
+	noEcho("the page after it", body)
+	// Under the bound, the admin API's own check quotes a short prefix only.
+	resp, _ = c.post("/console/faults", url.Values{"csrf": {c.csrf("/console/faults")}, "kind": {"error"},
+		"target": {"A:1402"}, "api_key": {strings.Repeat("A", 900)}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a 900-byte api_key answered %d, want the redirect with its message", resp.StatusCode)
+	}
+	_, body = c.get(resp.Header.Get("Location"))
+	noEcho("the message about a 900-byte api_key", body)
+	if !strings.Contains(body, "is not an application") {
+		t.Errorf("the page does not say why:\n%s", body)
+	}
+	// A whole body over the console's bound: refused before it is read.
+	resp, body = c.post("/console/clock", url.Values{"csrf": {c.csrf("/console/clock")}, "time_scale": {"2"},
+		"pad": {strings.Repeat("A", 5<<20)}})
+	refused("a 5 MB form", resp, body, http.StatusRequestEntityTooLarge)
+	if s.m.console.admin.clock.TimeScale() == 2 {
+		t.Error("the 5 MB form was acted on")
+	}
+	// Filters too: a page's query field over the bound.
+	resp, body = c.get("/console/apps/qa-key/contacts?scenario_id=" + long)
+	refused("a 5,000-byte filter", resp, body, http.StatusBadRequest)
+	resp, body = c.get("/console/journal?app=" + long)
+	refused("a 5,000-byte journal filter", resp, body, http.StatusBadRequest)
+	resp, body = c.get("/console/journal?" + long + "=x")
+	refused("a filter with a 5,000-byte name", resp, body, http.StatusBadRequest)
+	resp, body = c.get("/console/live/journal?app=" + long)
+	refused("a 5,000-byte live filter", resp, body, http.StatusBadRequest)
+	// The sign-in form too.
+	fresh := newConsoleClient(t, s.url)
+	resp, body = fresh.post("/console/signin", url.Values{"csrf": {fresh.csrf("/console/signin")}, "token": {long}})
+	refused("a 5,000-byte token", resp, body, http.StatusBadRequest)
+}
+
+// signInBehind signs in as a browser behind a proxy sending header (name,
+// value pairs), and returns the sign-in form's cookie and the session's.
+// It carries cookies itself: a jar keeps Secure ones from plain HTTP.
+func signInBehind(t *testing.T, base string, header ...string) (form, session *http.Cookie) {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, body string, cookie *http.Cookie) (*http.Response, string) {
+		req, err := http.NewRequest(method, base+"/console/signin", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		if cookie != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	named := func(resp *http.Response, name string) *http.Cookie {
+		for _, ck := range resp.Cookies() {
+			if ck.Name == name {
+				return ck
+			}
+		}
+		t.Fatalf("no %s cookie in %v", name, resp.Header["Set-Cookie"])
+		return nil
+	}
+	resp, page := send("GET", "", nil)
+	form = named(resp, signinCookie)
+	m := csrfInput.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in page:\n%s", page)
+	}
+	resp, _ = send("POST", url.Values{"csrf": {m[1]}, "token": {testAdminToken}}.Encode(), form)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in answered %d", resp.StatusCode)
+	}
+	return form, named(resp, sessionCookie)
+}
+
+// Behind the TLS proxy docs/console.md recommends, the console's cookies
+// are Secure: when a trusted proxy says the browser spoke HTTPS, or always
+// with console.secure_cookies; a client's own X-Forwarded-Proto does not
+// count. "Copy as curl" names the scheme the browser spoke.
+func TestConsoleSecureCookieBehindTLSProxy(t *testing.T) {
+	const proto = "X-Forwarded-Proto"
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		header []string
+		secure bool
+		scheme string
+	}{
+		{"trusted proxy saying https", []string{"DIALBOX_HTTP_TRUSTED_PROXIES=127.0.0.1"}, []string{proto, "https"}, true, "https"},
+		{"trusted proxy saying http", []string{"DIALBOX_HTTP_TRUSTED_PROXIES=127.0.0.1"}, []string{proto, "http"}, false, "http"},
+		{"untrusted X-Forwarded-Proto", nil, []string{proto, "https"}, false, "http"},
+		{"console.secure_cookies", []string{"DIALBOX_CONSOLE_SECURE_COOKIES=true"}, nil, true, "http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSandbox(t, tc.env...)
+			form, session := signInBehind(t, s.url, tc.header...)
+			if form.Secure != tc.secure || session.Secure != tc.secure {
+				t.Errorf("sign-in cookie Secure %v, session cookie Secure %v, want %v", form.Secure, session.Secure, tc.secure)
+			}
+			if !session.HttpOnly || session.SameSite != http.SameSiteStrictMode {
+				t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict still", session)
+			}
+			s.do(t, "GET", pathB, "", "")
+			entries, _ := s.m.api.journal.Find(JournalFilter{}, 1)
+			header := append([]string{"Cookie", session.Name + "=" + session.Value}, tc.header...)
+			_, page, err := request("GET", s.url+"/console/journal/"+itoa(entries[0].ID), "", "", header...)
+			if want := "curl -sS -X GET &#39;" + tc.scheme + "://"; err != nil || !strings.Contains(string(page), want) {
+				t.Errorf("the page lacks %q (%v):\n%s", want, err, page)
+			}
+		})
 	}
 }

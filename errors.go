@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Error is a domain error: what went wrong, in dialbox's own terms. The
@@ -110,4 +111,19 @@ func validationError(details ...FieldError) *Error {
 func errQueueFull(queued, max int64, adding int) *Error {
 	return &Error{Code: EQUEUEFULL, Message: "too many contacts queued", Details: []FieldError{{Field: "contacts",
 		Reason: fmt.Sprintf("%d contacts are queued, at most %d may be (limits.max_queued_contacts); these %d must wait until calls finish some", queued, max, adding)}}}
+}
+
+// quotedPrefix quotes what a client sent for a message about it: at most
+// its first 40 characters, then "…", so a message (and a console session
+// keeping it) never carries a whole field back.
+func quotedPrefix(s string) string {
+	const keep = 40
+	n := 0
+	for i := range s {
+		if n == keep {
+			return strconv.Quote(s[:i]) + "…"
+		}
+		n++
+	}
+	return strconv.Quote(s)
 }

@@ -103,6 +103,10 @@ func backendDatabase(t testing.TB, backend string) string {
 	return ""
 }
 
+// manyWrongTokens lifts the limit on wrong admin tokens for the tests
+// that send a wrong token to every admin route on purpose.
+var manyWrongTokens = []string{"DIALBOX_ADMIN_WRONG_TOKENS_PER_ADDRESS=1000000", "DIALBOX_ADMIN_WRONG_TOKENS_OVERALL=1000000"}
+
 // startServer writes the fixtures to a temp dir and starts dialbox with
 // serve's own flags, on SQLite.
 func startServer(t testing.TB, fixtures string, env ...string) *testServer {

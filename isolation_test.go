@@ -17,7 +17,7 @@ import (
 func TestIsolationMatrix(t *testing.T) { eachBackend(t, testIsolationMatrix) }
 
 func testIsolationMatrix(t *testing.T, backend string) {
-	s := startServerOn(t, backend, testFixtures, "DIALBOX_ADMIN_TOKEN="+testAdminToken)
+	s := startServerOn(t, backend, testFixtures, append([]string{"DIALBOX_ADMIN_TOKEN=" + testAdminToken}, manyWrongTokens...)...)
 	qa := "Bearer " + mintFor(t, s, "qa-key")
 	other := "Bearer " + mintFor(t, s, "other-key")
 	// other has a contact, so contact and import routes have a real target.

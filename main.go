@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/tokenlimit"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -445,7 +447,15 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		return err
 	}
 	sink := m.sink
+	proxies, err := proxy.Parse(m.Config.HTTP.TrustedProxies)
+	if err != nil {
+		return err
+	}
+	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
+		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
+		MaxAddresses: 10_000}, m.Log)
 	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
+		wrongTokens: wrongTokens, proxies: proxies,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
@@ -460,11 +470,9 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		router.POST("/sink/:name", sink.receive)
 	case SinkAccessAdmin:
 		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-			if !admin.authorized(r) {
-				writeAdminError(w, errUnauthorized)
-				return
+			if admin.authorize(w, r) {
+				sink.receive(w, r, ps)
 			}
-			sink.receive(w, r, ps)
 		})
 	}
 	if m.Config.Console.Enabled {

@@ -413,8 +413,8 @@ func adminOperations(t *testing.T) map[[2]string]*openapi3.Operation {
 // lists no status the server does not give.
 func TestOpenAPIAdmin(t *testing.T) {
 	const adminToken = "contract-admin-token-0123456789"
-	s := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken, "DIALBOX_ENGINE_ENABLED=true",
-		"DIALBOX_SIMULATOR_TIME_SCALE=1000", "DIALBOX_ENGINE_POLL_INTERVAL=10ms")
+	s := startServer(t, testFixtures, append([]string{"DIALBOX_ADMIN_TOKEN=" + adminToken, "DIALBOX_ENGINE_ENABLED=true",
+		"DIALBOX_SIMULATOR_TIME_SCALE=1000", "DIALBOX_ENGINE_POLL_INTERVAL=10ms"}, manyWrongTokens...)...)
 	c := &adminContract{t: t, url: s.url, auth: "Bearer " + adminToken, seen: map[string]bool{}}
 	ops := adminOperations(t)
 	if len(ops) < 55 {
@@ -435,6 +435,21 @@ func TestOpenAPIAdmin(t *testing.T) {
 		}
 		if strings.Contains(path, "{app}") {
 			c.do(method, adminPath(path, "nope"), `{}`, 404)
+		}
+	}
+
+	// On a server with the default limit of wrong tokens, once an address
+	// sent too many, every operation answers 429, whatever the token.
+	limited := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken)
+	at := time.Now()
+	limited.m.console.admin.now = func() time.Time { return at } // every request within the back-off
+	lc := &adminContract{t: t, url: limited.url, auth: "Bearer wrong-token", seen: c.seen}
+	for range DefaultConfig().Admin.WrongTokensPerAddress {
+		lc.send("GET", "/admin/v1/apps", "Bearer wrong-token", "")
+	}
+	for key := range ops {
+		if strings.HasPrefix(key[1], "/admin/") {
+			lc.do(key[0], adminPath(key[1], "qa-key"), `{}`, 429)
 		}
 	}
 
