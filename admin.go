@@ -73,10 +73,13 @@ const (
 // adminTokenHash returns the hash the admin API checks bearer tokens
 // against: the configured token's, else the stored one's. On the first start
 // without a configured token it generates one, stores it with its hash, and
-// returns it to be announced.
+// returns it to be announced. A configured token removes a generated one:
+// it opens nothing any more, and would stay readable in the database and
+// its backups (docs/admin.md#token).
 func adminTokenHash(ctx context.Context, store Store, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
-		return sha256.Sum256([]byte(configured)), "", nil
+		err := store.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
+		return sha256.Sum256([]byte(configured)), "", err
 	}
 	stored, err := store.AdminSetting(ctx, adminTokenSetting)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -905,6 +906,39 @@ func TestJournalKeepsAnswersCheaply(t *testing.T) {
 	for i, want := range []string{strings.Repeat("b", 100), strings.Repeat("s", 100)} {
 		if e := entries[i]; e.ResponseBody != want || !e.ResponseTruncated {
 			t.Errorf("entry %d: %q truncated=%v", i, e.ResponseBody, e.ResponseTruncated)
+		}
+	}
+}
+
+// A token dialbox generated is removed once admin.token is configured: it
+// no longer opens the admin API, so it must not stay readable in the
+// database and every backup of it (docs/admin.md#token).
+func TestConfiguredAdminTokenRemovesTheGenerated(t *testing.T) {
+	eachBackend(t, testConfiguredAdminTokenRemovesTheGenerated)
+}
+
+func testConfiguredAdminTokenRemovesTheGenerated(t *testing.T, backend string) {
+	db := backendDatabase(t, backend)
+	m, out := startDemoMain(t, db)
+	if !strings.Contains(out, "Admin API token (generated") {
+		t.Fatalf("no admin token generated on the first start:\n%s", out)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	generated := regexp.MustCompile(`dbx_admin_[0-9a-f]+`).FindString(out)
+	m, _ = startDemoMain(t, db, "DIALBOX_ADMIN_TOKEN="+testAdminToken)
+	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
+		if v, err := m.store.AdminSetting(context.Background(), key); err != nil || v != "" {
+			t.Errorf("admin setting %s is %q (%v) with admin.token configured, want it removed", key, v, err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if backend == "sqlite" { // nor left in the file's free pages
+		if b, err := os.ReadFile(db); err != nil || bytes.Contains(b, []byte(generated)) {
+			t.Errorf("the generated token %q is still in the database file (%v)", generated, err)
 		}
 	}
 }

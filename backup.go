@@ -75,6 +75,12 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 	// crash never leaves a half backup under the name asked for.
 	tmp := dst + ".partial"
 	os.Remove(tmp)
+	// VACUUM INTO would create the copy with the umask's mode, often
+	// world-readable; it holds every secret and phone number. It writes
+	// into an empty file it finds, which keeps this mode.
+	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
 	start := time.Now()
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
 		os.Remove(tmp)

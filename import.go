@@ -264,8 +264,15 @@ func (imp *csvImport) refused(err error, first int) error {
 // reason, then the row as read, so it can be fixed and imported again.
 func (imp *csvImport) writeSkipped(header []string, row int, rec []string, reason string) error {
 	if imp.skippedCSV == nil {
-		f, err := os.Create(imp.skippedPath)
+		// Owner-only: the rows hold phone numbers and personal fields. A
+		// file left by an earlier run keeps its mode through O_TRUNC, so
+		// it is set again.
+		f, err := os.OpenFile(imp.skippedPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
+			return err
+		}
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
 			return err
 		}
 		imp.out, imp.skippedCSV = f, csv.NewWriter(f)

@@ -90,6 +90,9 @@ func testImportCommand(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the skipped-rows file holds phone numbers but has mode %v (%v), want 600", info.Mode().Perm(), err)
+	}
 	rows, err := csv.NewReader(f).ReadAll()
 	if err != nil {
 		t.Fatal(err)
