@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/csvsafe"
+
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
@@ -276,9 +278,11 @@ func (imp *csvImport) writeSkipped(header []string, row int, rec []string, reaso
 			return err
 		}
 		imp.out, imp.skippedCSV = f, csv.NewWriter(f)
-		imp.skippedCSV.Write(append([]string{"row", "reason"}, header...))
+		imp.skippedCSV.Write(csvsafe.Row(append([]string{"row", "reason"}, header...)))
 	}
-	return imp.skippedCSV.Write(append([]string{strconv.Itoa(row), reason}, rec...))
+	// The file is opened in a spreadsheet to be fixed: no cell of it may
+	// run there as a formula.
+	return imp.skippedCSV.Write(csvsafe.Row(append([]string{strconv.Itoa(row), reason}, rec...)))
 }
 
 func (imp *csvImport) closeSkipped() error {
