@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -73,10 +75,6 @@ const dncCapacityMax = 20_000_000
 // flight.
 func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([]int64, DNCReport, error) {
 	var rep DNCReport
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-
 	chunks := make(chan dncChunk, 4)
 	results := make(chan dncParsed, 4)
 	var wg sync.WaitGroup
@@ -101,7 +99,7 @@ func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([
 		}
 	}()
 
-	unreadable, shown, err := splitDNCFile(ctx, cr, region, chunks, &rep)
+	unreadable, shown, err := splitDNCFile(ctx, r, region, chunks, &rep)
 	close(chunks)
 	wg.Wait()
 	close(results)
@@ -119,11 +117,22 @@ func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([
 	return unique, rep, nil
 }
 
-// splitDNCFile reads the records, finds the phone column and sends each
-// line's phone to the workers in chunks. It counts the lines that are not
-// CSV (unreadable) and returns the first of them; the workers judge the rest.
-func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks chan<- dncChunk, rep *DNCReport) (unreadable int, shown []DNCBadLine, err error) {
+// dncMaxLine bounds a line of a list file, in bytes: a longer one is one
+// bad line, skipped to its end, rather than a buffer that grows with it.
+const dncMaxLine = 64 << 10
+
+// errDNCNoColumn is a line with fewer fields than the phone column's.
+var errDNCNoColumn = errors.New("the line has no phone column")
+
+// splitDNCFile reads the file line by line, finds the phone column and
+// sends each line's phone to the workers in chunks. Each line is a CSV
+// record of its own: a quote left open ends with its line, so a bad line
+// is one bad line and never swallows the lines after it. It counts the
+// lines that are not CSV or too long (unreadable) and returns the first of
+// them; the workers judge the rest.
+func splitDNCFile(ctx context.Context, r io.Reader, region string, chunks chan<- dncChunk, rep *DNCReport) (unreadable int, shown []DNCBadLine, err error) {
 	const chunkLines = 4096
+	br := bufio.NewReaderSize(r, dncMaxLine)
 	col := -1
 	bad := func(line int, reason string) {
 		unreadable++
@@ -132,25 +141,35 @@ func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks cha
 		}
 	}
 	c := dncChunk{}
-	for n := 0; ; n++ {
-		if n%chunkLines == 0 && ctx.Err() != nil {
+	for line := 1; ; line++ {
+		if line%chunkLines == 0 && ctx.Err() != nil {
 			return unreadable, shown, ctx.Err()
 		}
-		rec, err := cr.Read()
+		text, tooLong, err := readDNCLine(br)
 		if err == io.EOF {
 			break
-		}
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			rep.Lines++
-			bad(pe.StartLine, "not CSV: "+pe.Err.Error())
-			continue
 		}
 		if err != nil {
 			return unreadable, shown, err
 		}
-		line, _ := cr.FieldPos(0)
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff")) // a spreadsheet's BOM
+		}
+		if tooLong {
+			rep.Lines++
+			bad(line, fmt.Sprintf("the line is longer than %d bytes", dncMaxLine))
+			continue
+		}
+		if len(text) == 0 {
+			continue // skipped and not counted, as CSV readers do
+		}
 		if col < 0 {
+			rec, err := dncRecord(text)
+			if err != nil {
+				rep.Lines++
+				bad(line, err.Error())
+				continue
+			}
 			var header bool
 			if col, header = dncPhoneColumn(rec, region); header {
 				continue
@@ -160,12 +179,13 @@ func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks cha
 			}
 		}
 		rep.Lines++
-		if col >= len(rec) {
-			bad(line, "the line has no phone column")
+		phone, err := dncField(text, col)
+		if err != nil {
+			bad(line, err.Error())
 			continue
 		}
 		c.lines = append(c.lines, line)
-		c.raws = append(c.raws, strings.Clone(rec[col]))
+		c.raws = append(c.raws, phone)
 		if len(c.lines) == chunkLines {
 			chunks <- c
 			c = dncChunk{}
@@ -177,12 +197,68 @@ func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks cha
 	return unreadable, shown, nil
 }
 
+// readDNCLine returns the next line without its end (\n or \r\n), valid
+// until the next read. A line longer than the reader's buffer is read to
+// its end and returned as tooLong. At the end of the file it returns io.EOF.
+func readDNCLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	line, err = br.ReadSlice('\n')
+	for errors.Is(err, bufio.ErrBufferFull) {
+		tooLong = true
+		_, err = br.ReadSlice('\n')
+	}
+	if err == io.EOF && (tooLong || len(line) > 0) {
+		err = nil // the last line has no end; the next read says EOF
+	}
+	if err != nil || tooLong {
+		return nil, tooLong, err
+	}
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), false, nil
+}
+
+// dncRecord reads a line as one CSV record.
+func dncRecord(line []byte) ([]string, error) {
+	cr := csv.NewReader(bytes.NewReader(line))
+	cr.FieldsPerRecord = -1
+	rec, err := cr.Read()
+	if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+		return nil, errors.New("not CSV: " + pe.Err.Error())
+	}
+	return rec, err
+}
+
+// dncField is the field col of a line read as CSV. A line without quotes,
+// nearly every one, is cut at its commas without a record's allocations.
+func dncField(line []byte, col int) (string, error) {
+	if bytes.IndexByte(line, '"') >= 0 {
+		rec, err := dncRecord(line)
+		if err != nil {
+			return "", err
+		}
+		if col >= len(rec) {
+			return "", errDNCNoColumn
+		}
+		return rec[col], nil
+	}
+	for range col {
+		i := bytes.IndexByte(line, ',')
+		if i < 0 {
+			return "", errDNCNoColumn
+		}
+		line = line[i+1:]
+	}
+	if i := bytes.IndexByte(line, ','); i >= 0 {
+		line = line[:i]
+	}
+	return string(line), nil
+}
+
 // dncPhoneColumn finds the phone column from the first record: a header
 // naming it (header true), else the first field that is a phone number,
 // else -1. A file of one column is that column.
 func dncPhoneColumn(rec []string, region string) (col int, header bool) {
 	for i, f := range rec {
-		name := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(f, "\ufeff")))
+		name := strings.ToLower(strings.TrimSpace(f))
 		if dncPhoneHeaders[name] {
 			return i, true
 		}
@@ -191,7 +267,7 @@ func dncPhoneColumn(rec []string, region string) (col int, header bool) {
 		return 0, false
 	}
 	for i, f := range rec {
-		if _, err := normalizePhone(strings.TrimPrefix(f, "\ufeff"), region); err == nil {
+		if _, err := normalizePhone(f, region); err == nil {
 			return i, false
 		}
 	}
@@ -201,7 +277,6 @@ func dncPhoneColumn(rec []string, region string) (col int, header bool) {
 func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
 	p := dncParsed{numbers: make([]int64, 0, len(c.raws))}
 	for i, raw := range c.raws {
-		raw = strings.TrimPrefix(raw, "\ufeff")
 		n, err := fast.number(raw)
 		if err != nil {
 			p.bad++
