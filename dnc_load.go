@@ -294,20 +294,55 @@ func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
 	return p
 }
 
+// dncLoad is how importDNC puts a file's numbers on a list.
+type dncLoad struct {
+	list    int64 // nationalList or an application's id
+	region  string
+	replace bool // the file becomes the whole list
+	// force replaces even when the list would lose more than
+	// dncReplaceMaxShrink of its numbers.
+	force bool
+	now   time.Time
+	// stored, when set, is told how many numbers are stored so far of total.
+	stored func(done, total int)
+}
+
+// dncReplaceMaxShrink is the share of its numbers a list may lose to a
+// replace that is not forced (docs/compliance.md#loading-the-national-register):
+// a register does not halve between two editions, a truncated file does.
+const dncReplaceMaxShrink = 0.5
+
+// dncShrinkError refuses a replace that would drop more than
+// dncReplaceMaxShrink of a list; the CLI and the admin API say how to
+// force it.
+type dncShrinkError struct{ listed, file int64 }
+
+func (e *dncShrinkError) Error() string {
+	return fmt.Sprintf("replacing the list would drop more than %.0f%% of its %d numbers (the file holds %d)",
+		dncReplaceMaxShrink*100, e.listed, e.file)
+}
+
 // importDNC reads a list file (of size bytes, when above 0) and puts its
-// numbers on a list (nationalList or an application's id); with replace
-// they become the whole list. stored, when set, is told how many numbers
-// are stored so far of total.
-func importDNC(ctx context.Context, s Store, list int64, r io.Reader, size int64, region string, replace bool, now time.Time, stored func(done, total int)) (DNCReport, error) {
-	numbers, rep, err := readDNCFile(ctx, r, size, region)
+// numbers on a list.
+func importDNC(ctx context.Context, s Store, r io.Reader, size int64, load dncLoad) (DNCReport, error) {
+	numbers, rep, err := readDNCFile(ctx, r, size, load.region)
 	if err != nil {
 		return rep, err
 	}
-	var progress func(int)
-	if stored != nil {
-		progress = func(done int) { stored(done, len(numbers)) }
+	if load.replace && !load.force {
+		listed, _, err := s.CountDNC(ctx, load.list)
+		if err != nil {
+			return rep, err
+		}
+		if float64(listed-int64(len(numbers))) > float64(listed)*dncReplaceMaxShrink {
+			return rep, &dncShrinkError{listed: listed, file: int64(len(numbers))}
+		}
 	}
-	gained, err := s.LoadDNC(ctx, list, numbers, replace, now, progress)
+	var progress func(int)
+	if load.stored != nil {
+		progress = func(done int) { load.stored(done, len(numbers)) }
+	}
+	gained, err := s.LoadDNC(ctx, load.list, numbers, load.replace, load.now, progress)
 	rep.Loaded = gained
 	rep.Duplicate += len(numbers) - gained
 	return rep, err

@@ -135,7 +135,7 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 	ctx := context.Background()
 	load := func(list int64, file string, replace bool) DNCReport {
 		t.Helper()
-		rep, err := importDNC(ctx, s, list, strings.NewReader(file), 0, "VN", replace, time.Now(), nil)
+		rep, err := importDNC(ctx, s, strings.NewReader(file), 0, dncLoad{list: list, region: "VN", replace: replace, now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func testDNCStrayQuoteIsOneBadLine(t *testing.T, backend string) {
 		}
 		fmt.Fprintf(&file, "09120%05d\n", i)
 	}
-	rep, err := importDNC(context.Background(), s, nationalList, strings.NewReader(file.String()), 0, "VN", true, time.Now(), nil)
+	rep, err := importDNC(context.Background(), s, strings.NewReader(file.String()), 0, dncLoad{list: nationalList, region: "VN", replace: true, now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
