@@ -102,7 +102,7 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
-	rep, err := importDNC(r.Context(), a.store, body, r.ContentLength,
+	rep, err := importDNC(r.Context(), a.store, body, dncLength{bytes: r.ContentLength, claimed: true},
 		dncLoad{list: list, region: a.region, replace: true, force: force, now: a.now()})
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dncFileError

@@ -143,7 +143,7 @@ func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, path strin
 	}
 	start := time.Now()
 	load.now, load.stored = start, stored
-	rep, err := importDNC(ctx, store, src, stat.Size(), load)
+	rep, err := importDNC(ctx, store, src, dncLength{bytes: stat.Size()}, load)
 	if shrink := (*dncShrinkError)(nil); errors.As(err, &shrink) {
 		return fmt.Errorf("dnc import: %s: %w; add --force to replace it anyway", path, err)
 	}

@@ -65,15 +65,25 @@ type dncParsed struct {
 // MB): a larger file's numbers grow past it as they are read.
 const dncCapacityMax = 20_000_000
 
+// dncLength is what is known of a list file's length before it is read.
+type dncLength struct {
+	bytes int64 // 0 (or less): unknown
+	// claimed: bytes is the client's word (an upload's Content-Length), a
+	// bound on what may come rather than what will.
+	claimed bool
+}
+
 // readDNCFile reads a list file and returns its numbers sorted without
 // repeats, with the report so far (Lines, Duplicate within the file, Bad).
-// size, when known (above 0), is the file's length in bytes: room for its
-// numbers is made at once, one per 10 bytes (a number and its newline take
-// at least that), since growing a slice of millions as the file is read
-// holds the old copy and the new one at once. Memory is then 8 bytes per
-// number (and under a byte per byte of the file) plus a few chunks in
-// flight.
-func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([]int64, DNCReport, error) {
+// A file's known length makes room for its numbers at once, one per 10
+// bytes (a number and its newline take at least that), since growing a
+// slice of millions as the file is read holds the old copy and the new one
+// at once. Memory is then 8 bytes per number (and under a byte per byte of
+// the file) plus a few chunks in flight. A claimed length makes no room
+// before the numbers arrive, or a body that claims 2 GB and stalls would
+// cost 160 MB unread: the room doubles as they come, never past what the
+// claim can hold.
+func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region string) ([]int64, DNCReport, error) {
 	var rep DNCReport
 	chunks := make(chan dncChunk, 4)
 	results := make(chan dncParsed, 4)
@@ -87,12 +97,20 @@ func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([
 			}
 		})
 	}
-	numbers := make([]int64, 0, min(max(size/10, 0), dncCapacityMax))
+	limit := min(max(length.bytes/10, 0), dncCapacityMax)
+	var numbers []int64
+	if !length.claimed {
+		numbers = make([]int64, 0, limit)
+	}
 	var first []DNCBadLine
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)
 		for p := range results {
+			if need := len(numbers) + len(p.numbers); length.claimed && need > cap(numbers) {
+				room := max(need, min(2*cap(numbers), int(limit)))
+				numbers = slices.Grow(numbers, room-len(numbers))
+			}
 			numbers = append(numbers, p.numbers...)
 			rep.Bad += p.bad
 			first = append(first, p.first...)
@@ -322,10 +340,9 @@ func (e *dncShrinkError) Error() string {
 		dncReplaceMaxShrink*100, e.listed, e.file)
 }
 
-// importDNC reads a list file (of size bytes, when above 0) and puts its
-// numbers on a list.
-func importDNC(ctx context.Context, s Store, r io.Reader, size int64, load dncLoad) (DNCReport, error) {
-	numbers, rep, err := readDNCFile(ctx, r, size, load.region)
+// importDNC reads a list file and puts its numbers on a list.
+func importDNC(ctx context.Context, s Store, r io.Reader, length dncLength, load dncLoad) (DNCReport, error) {
+	numbers, rep, err := readDNCFile(ctx, r, length, load.region)
 	if err != nil {
 		return rep, err
 	}

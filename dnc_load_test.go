@@ -104,7 +104,7 @@ func TestDNCFileFormats(t *testing.T) {
 			[]string{"+84912345670", "+84912345671"}, 0, 2, []int{2, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), int64(len(tc.file)), "VN")
+			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), dncLength{bytes: int64(len(tc.file))}, "VN")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestDNCFileFormats(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), 0, "VN"); err == nil {
+	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), dncLength{}, "VN"); err == nil {
 		t.Error("a CSV with no phone column was read")
 	}
 }
@@ -135,7 +135,7 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 	ctx := context.Background()
 	load := func(list int64, file string, replace bool) DNCReport {
 		t.Helper()
-		rep, err := importDNC(ctx, s, strings.NewReader(file), 0, dncLoad{list: list, region: "VN", replace: replace, now: time.Now()})
+		rep, err := importDNC(ctx, s, strings.NewReader(file), dncLength{}, dncLoad{list: list, region: "VN", replace: replace, now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func testDNCStrayQuoteIsOneBadLine(t *testing.T, backend string) {
 		}
 		fmt.Fprintf(&file, "09120%05d\n", i)
 	}
-	rep, err := importDNC(context.Background(), s, strings.NewReader(file.String()), 0, dncLoad{list: nationalList, region: "VN", replace: true, now: time.Now()})
+	rep, err := importDNC(context.Background(), s, strings.NewReader(file.String()), dncLength{}, dncLoad{list: nationalList, region: "VN", replace: true, now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

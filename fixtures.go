@@ -351,7 +351,7 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 			return rep, err
 		}
 		var fromFile []int64
-		fromFile, rep, err = readDNCFile(ctx, f, st.Size(), region)
+		fromFile, rep, err = readDNCFile(ctx, f, dncLength{bytes: st.Size()}, region)
 		var fileErr *dncFileError
 		if errors.As(err, &fileErr) {
 			return rep, &ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}
