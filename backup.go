@@ -31,8 +31,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // openPlain opens a database file without the Store (no migration, no
 // writer, no lock): backup reads a live database another process writes.
+// The file must exist (mode=rw): none of its users means to create one.
 func openPlain(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=rw&_pragma=busy_timeout(10000)")
 	if err != nil {
 		return nil, err
 	}

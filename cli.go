@@ -133,7 +133,7 @@ func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, Config, e
 	if err != nil {
 		return nil, cfg, err
 	}
-	store, err := openConfiguredStore(context.Background(), cfg)
+	store, err := openExistingStore(context.Background(), cfg)
 	if err == nil {
 		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
 	}

@@ -46,7 +46,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	if err != nil {
 		return err
 	}
-	store, err := openConfiguredStore(ctx, cfg)
+	store, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 
-	store, err := openConfiguredStore(ctx, cfg)
+	store, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
