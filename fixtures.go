@@ -197,6 +197,8 @@ func (ff *FixtureFile) validate() *ConfigError {
 		switch {
 		case fa.APIKey == "":
 			return bad(at+".api_key", "is required")
+		case apiKeyProblem(fa.APIKey) != "":
+			return bad(at+".api_key", "%q %s", fa.APIKey, apiKeyProblem(fa.APIKey))
 		case keys[fa.APIKey]:
 			return bad(at+".api_key", "%q is used by an earlier application", fa.APIKey)
 		case fa.APISecret == "":
