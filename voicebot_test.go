@@ -498,7 +498,7 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 
 // A script of the wrong shape is refused naming the field and what it must
 // be, in the admin API's words, never the decoder's Go types
-// (docs/voicebot.md#scripts).
+// (docs/voicebot.md#saving-a-script).
 func TestVoicebotAdminScriptShape(t *testing.T) {
 	s := startSandboxOn(t, "sqlite")
 	for _, c := range []struct{ script, field, reason string }{
