@@ -108,8 +108,11 @@ func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region stri
 		defer close(collected)
 		for p := range results {
 			if need := len(numbers) + len(p.numbers); length.claimed && need > cap(numbers) {
-				room := max(need, min(2*cap(numbers), int(limit)))
-				numbers = slices.Grow(numbers, room-len(numbers))
+				room := 2 * cap(numbers)
+				if limit > 0 { // a body without a length (chunked) just doubles
+					room = min(room, int(limit))
+				}
+				numbers = slices.Grow(numbers, max(need, room)-len(numbers))
 			}
 			numbers = append(numbers, p.numbers...)
 			rep.Bad += p.bad
