@@ -108,8 +108,10 @@ func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region stri
 		defer close(collected)
 		for p := range results {
 			if need := len(numbers) + len(p.numbers); length.claimed && need > cap(numbers) {
+				// Doubling, stopped once at the claim's bound; a body
+				// without a length (chunked), or past the bound, doubles.
 				room := 2 * cap(numbers)
-				if limit > 0 { // a body without a length (chunked) just doubles
+				if cap(numbers) < int(limit) {
 					room = min(room, int(limit))
 				}
 				numbers = slices.Grow(numbers, max(need, room)-len(numbers))
