@@ -42,6 +42,9 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	if len(pos) != n {
 		return fmt.Errorf("dnc %s: wrong arguments\n%s", sub, dncUsage)
 	}
+	if *force && (sub != "import" || !*replace) {
+		return fmt.Errorf("dnc %s: --force goes with import --replace only\n%s", sub, dncUsage)
+	}
 	cfg, err := f.load(fs, env)
 	if err != nil {
 		return err

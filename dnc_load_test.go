@@ -321,6 +321,9 @@ func testDNCReplaceRefusesToShrinkByHalf(t *testing.T, backend string) {
 	if _, err := dnc("import", one, "--replace"); err == nil || !strings.Contains(err.Error(), "--force") || count() != 5 {
 		t.Errorf("replacing five by one: %v, the list holds %d; want a refusal naming --force, the list kept", err, count())
 	}
+	if _, err := dnc("import", one, "--force"); err == nil || count() != 5 {
+		t.Errorf("--force without --replace: %v, the list holds %d; want a usage error", err, count())
+	}
 	if out, err := dnc("import", one, "--replace", "--force"); err != nil || count() != 1 {
 		t.Errorf("replacing five by one with --force: %v %s, the list holds %d", err, out, count())
 	}
