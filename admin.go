@@ -78,8 +78,7 @@ const (
 // its backups (docs/admin.md#token).
 func adminTokenHash(ctx context.Context, store Store, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
-		err := store.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
-		return sha256.Sum256([]byte(configured)), "", err
+		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, store)
 	}
 	stored, err := store.AdminSetting(ctx, adminTokenSetting)
 	if err != nil {
@@ -99,6 +98,22 @@ func adminTokenHash(ctx context.Context, store Store, configured string) ([sha25
 		return h, "", err
 	}
 	return h, token, nil
+}
+
+// forgetGeneratedAdminToken removes a generated admin token and its hash,
+// when the database holds one: a write at every start would be a
+// configuration change every node of a cluster hears about.
+func forgetGeneratedAdminToken(ctx context.Context, store Store) error {
+	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
+		v, err := store.AdminSetting(ctx, key)
+		if err != nil {
+			return err
+		}
+		if v != "" {
+			return store.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
+		}
+	}
+	return nil
 }
 
 func (a *Admin) routes(r *httprouter.Router) {
