@@ -85,10 +85,12 @@ const (
 // adminTokenHash returns the hash the admin API checks bearer tokens
 // against: the configured token's, else the stored one's. On the first start
 // without a configured token it generates one, stores it with its hash, and
-// returns it to be announced.
+// returns it to be announced. A configured token removes a generated one:
+// it opens nothing any more, and would stay readable in the database and
+// its backups (docs/admin.md#token).
 func adminTokenHash(ctx context.Context, store Store, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
-		return sha256.Sum256([]byte(configured)), "", nil
+		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, store)
 	}
 	stored, err := store.AdminSetting(ctx, adminTokenSetting)
 	if err != nil {
@@ -108,6 +110,22 @@ func adminTokenHash(ctx context.Context, store Store, configured string) ([sha25
 		return h, "", err
 	}
 	return h, token, nil
+}
+
+// forgetGeneratedAdminToken removes a generated admin token and its hash,
+// when the database holds one: a write at every start would be a
+// configuration change every node of a cluster hears about.
+func forgetGeneratedAdminToken(ctx context.Context, store Store) error {
+	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
+		v, err := store.AdminSetting(ctx, key)
+		if err != nil {
+			return err
+		}
+		if v != "" {
+			return store.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
+		}
+	}
+	return nil
 }
 
 func (a *Admin) routes(r *httprouter.Router) {

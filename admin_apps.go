@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"dialbox/internal/destinations"
 
@@ -57,11 +56,11 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 		return nil, invalid("disabled", "cannot be set on create")
 	}
 	key, secret := deref(b.APIKey, randomHex(16)), deref(b.APISecret, randomHex(24))
-	switch {
-	case strings.TrimSpace(key) == "" || strings.ContainsAny(key, "/?# "):
-		return nil, invalid("api_key", "must be a non-empty string without spaces, /, ? or #")
-	case secret == "":
-		return nil, invalid("api_secret", "must not be empty")
+	if problem := apiKeyProblem(key); problem != "" {
+		return nil, invalid("api_key", problem)
+	}
+	if problem := apiSecretProblem(secret); problem != "" {
+		return nil, invalid("api_secret", problem)
 	}
 	if err := b.checkDestinations(); err != nil {
 		return nil, err
@@ -93,11 +92,13 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	switch {
-	case b.APIKey != nil:
+	if b.APIKey != nil {
 		return nil, invalid("api_key", "cannot be changed; create another application")
-	case b.APISecret != nil && *b.APISecret == "":
-		return nil, invalid("api_secret", "must not be empty")
+	}
+	if b.APISecret != nil {
+		if problem := apiSecretProblem(*b.APISecret); problem != "" {
+			return nil, invalid("api_secret", problem)
+		}
 	}
 	if err := b.checkDestinations(); err != nil {
 		return nil, err

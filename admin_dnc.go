@@ -92,13 +92,26 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	if err != nil {
 		return nil, err
 	}
+	var force bool
+	switch r.URL.Query().Get("force") {
+	case "", "false":
+	case "true":
+		force = true
+	default:
+		return nil, invalid("force", "must be true or false")
+	}
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
-	rep, err := importDNC(r.Context(), a.store, list, body, r.ContentLength, a.region, true, a.now(), nil)
+	rep, err := importDNC(r.Context(), a.store, body, dncLength{bytes: r.ContentLength, claimed: true},
+		dncLoad{list: list, region: a.region, replace: true, force: force, now: a.now()})
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dncFileError
 	if errors.As(err, &fileErr) {
 		return nil, invalid("body", fileErr.Error())
+	}
+	if shrink := (*dncShrinkError)(nil); errors.As(err, &shrink) {
+		return nil, conflict("Replacing the list would drop more than %.0f%% of its %d numbers (the file holds %d); send it with ?force=true to replace the list anyway",
+			dncReplaceMaxShrink*100, shrink.listed, shrink.file)
 	}
 	return rep, err
 }

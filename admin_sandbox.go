@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -268,6 +269,14 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 	case FaultError:
 		if faultCodes[rule.Code] == nil {
 			return nil, invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
+		}
+		if rule.Operation != "" && !faultAnswerable(rule.Operation, rule.Code) {
+			codes := make([]string, len(operationCodes[rule.Operation]))
+			for i, c := range operationCodes[rule.Operation] {
+				codes[i] = strconv.Itoa(c)
+			}
+			return nil, invalid("code", fmt.Sprintf("operation %s never answers %d; its codes are %s",
+				rule.Operation, rule.Code, strings.Join(codes, ", ")))
 		}
 	case FaultLatency:
 		if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {

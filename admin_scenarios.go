@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"dialbox/internal/script"
@@ -121,13 +122,27 @@ func (b *scenarioBody) applyScript(sc *Scenario) error {
 	dec := json.NewDecoder(bytes.NewReader(b.Script))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return invalid("script", "must be a script object: "+err.Error())
+		return scriptShapeError(err)
 	}
 	if err := s.Validate(); err != nil {
 		return validationError(scriptProblems("script", err)...)
 	}
 	sc.Script = &s
 	return nil
+}
+
+// scriptShapeError is the decoder's refusal of a script in the admin API's
+// words: the field and what it must be, never Go's types
+// (docs/voicebot.md#saving-a-script).
+func scriptShapeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return invalid("script."+typeErr.Field, "must be "+jsonKind(typeErr.Type))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return invalid("script", strings.TrimPrefix(err.Error(), "json: unknown field ")+" is not a known field")
+	}
+	return invalid("script", `must be an object with steps ({"steps":[{"name":...,"say":{...}}, ...]}), or null to remove it`)
 }
 
 // scriptProblems turns script.Validate's error into field errors under

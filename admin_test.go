@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -244,8 +245,8 @@ func testAdminApplications(t *testing.T, backend string) {
 		t.Fatalf("new tenant's token: %d %s", status, b)
 	}
 
-	s.admin(t, "POST", "/apps", `{"name":"Given","api_key":"given-key","api_secret":"given-secret"}`, &created)
-	if created.APIKey != "given-key" || created.APISecret != "given-secret" {
+	s.admin(t, "POST", "/apps", `{"name":"Given","api_key":"given-key","api_secret":"given-secret-0123"}`, &created)
+	if created.APIKey != "given-key" || created.APISecret != "given-secret-0123" {
 		t.Fatalf("created %+v", created)
 	}
 	s.adminFail(t, "POST", "/apps", `{"api_key":"given-key"}`, 409)
@@ -268,14 +269,14 @@ func testAdminApplications(t *testing.T, backend string) {
 	if app.Name != "Given" {
 		t.Errorf("get %+v", app)
 	}
-	s.admin(t, "PATCH", "/apps/given-key", `{"name":"Renamed","api_secret":"new-secret"}`, &app)
+	s.admin(t, "PATCH", "/apps/given-key", `{"name":"Renamed","api_secret":"new-secret-012345"}`, &app)
 	if app.Name != "Renamed" {
 		t.Errorf("update %+v", app)
 	}
-	if st, _ := s.public(t, "given-key", "given-secret", "GET", pathB, ""); st != 401 {
+	if st, _ := s.public(t, "given-key", "given-secret-0123", "GET", pathB, ""); st != 401 {
 		t.Errorf("old secret after rotation: HTTP %d", st)
 	}
-	if st, _ := s.public(t, "given-key", "new-secret", "GET", pathB, ""); st != 200 {
+	if st, _ := s.public(t, "given-key", "new-secret-012345", "GET", pathB, ""); st != 200 {
 		t.Errorf("new secret: HTTP %d", st)
 	}
 	wantField(t, s.adminFail(t, "PATCH", "/apps/given-key", `{"api_key":"x"}`, 400), "api_key")
@@ -299,7 +300,7 @@ func testAdminApplications(t *testing.T, backend string) {
 	s.admin(t, "DELETE", "/apps/given-key", "", nil)
 	s.adminFail(t, "GET", "/apps/given-key", "", 404)
 	s.adminFail(t, "DELETE", "/apps/given-key", "", 404)
-	if _, e := s.public(t, "given-key", "new-secret", "GET", pathB, ""); e.Code != 1201 {
+	if _, e := s.public(t, "given-key", "new-secret-012345", "GET", pathB, ""); e.Code != 1201 {
 		t.Errorf("deleted tenant: %+v", e)
 	}
 }
@@ -870,12 +871,12 @@ func testCLI(t *testing.T, backend string) {
 		}
 		return out.String()
 	}
-	out := cli("app", "create", "--name", "From CLI", "--api-key", "cli-key", "--api-secret", "cli-secret")
-	if !strings.Contains(out, "api_key:      cli-key") || !strings.Contains(out, "api_secret:   cli-secret") {
+	out := cli("app", "create", "--name", "From CLI", "--api-key", "cli-key", "--api-secret", "cli-secret-012345")
+	if !strings.Contains(out, "api_key:      cli-key") || !strings.Contains(out, "api_secret:   cli-secret-012345") {
 		t.Errorf("app create:\n%s", out)
 	}
 	token := strings.TrimSpace(out[strings.Index(out, "access_token:")+len("access_token:"):])
-	if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return []byte("cli-secret"), nil }); err != nil {
+	if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return []byte("cli-secret-012345"), nil }); err != nil {
 		t.Errorf("app create token: %v", err)
 	}
 	if out := cli("app", "list"); !strings.Contains(out, "cli-key") || !strings.Contains(out, "qa-key") {
@@ -1059,5 +1060,66 @@ func TestWrongAdminTokensPerAddressAndOverall(t *testing.T) {
 	}
 	if resp, _ := plain.adminAs(t, "10.0.0.2", adminAuth); resp.StatusCode != 429 {
 		t.Fatalf("an untrusted X-Forwarded-For escaped the limit: %d", resp.StatusCode)
+	}
+}
+
+// A token dialbox generated is removed once admin.token is configured: it
+// no longer opens the admin API, so it must not stay readable in the
+// database and every backup of it (docs/admin.md#token).
+func TestConfiguredAdminTokenRemovesTheGenerated(t *testing.T) {
+	eachBackend(t, testConfiguredAdminTokenRemovesTheGenerated)
+}
+
+func testConfiguredAdminTokenRemovesTheGenerated(t *testing.T, backend string) {
+	db := backendDatabase(t, backend)
+	m, out := startDemoMain(t, db)
+	if !strings.Contains(out, "Admin API token (generated") {
+		t.Fatalf("no admin token generated on the first start:\n%s", out)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	generated := regexp.MustCompile(`dbx_admin_[0-9a-f]+`).FindString(out)
+	m, _ = startDemoMain(t, db, "DIALBOX_ADMIN_TOKEN="+testAdminToken)
+	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
+		if v, err := m.store.AdminSetting(context.Background(), key); err != nil || v != "" {
+			t.Errorf("admin setting %s is %q (%v) with admin.token configured, want it removed", key, v, err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if backend == "sqlite" { // nor left in the file's free pages
+		if b, err := os.ReadFile(db); err != nil || bytes.Contains(b, []byte(generated)) {
+			t.Errorf("the generated token %q is still in the database file (%v)", generated, err)
+		}
+	}
+}
+
+// An API key is a path segment of the admin API and a claim of every
+// token: letters, digits, '.', '_' and '-', starting with a letter or a
+// digit, so "..", "/" and control characters never get in. A secret the
+// admin API or the CLI is given has at least 16 characters, as
+// admin.token (docs/admin.md#routes).
+func TestAppKeyAndSecretRules(t *testing.T) {
+	s := startSandboxOn(t, "sqlite")
+	for _, key := range []string{"..", ".", "a/b", "a\u0001b", "a\tb", "tên", "-x", strings.Repeat("k", 65)} {
+		body, _ := json.Marshal(map[string]string{"api_key": key})
+		wantField(t, s.adminFail(t, "POST", "/apps", string(body), 400), "api_key")
+		if _, err := cliRun(s.db, "app", "create", "--name", "x", "--api-key", key); err == nil || !strings.Contains(err.Error(), "--api-key") {
+			t.Errorf("app create --api-key %q: %v", key, err)
+		}
+	}
+	s.admin(t, "POST", "/apps", `{"api_key":"Crm.staging_2-b","api_secret":"0123456789abcdef"}`, nil)
+	for _, secret := range []string{"s", "0123456789abcde"} {
+		wantField(t, s.adminFail(t, "POST", "/apps", `{"api_secret":"`+secret+`"}`, 400), "api_secret")
+		wantField(t, s.adminFail(t, "PATCH", "/apps/Crm.staging_2-b", `{"api_secret":"`+secret+`"}`, 400), "api_secret")
+		if _, err := cliRun(s.db, "app", "create", "--name", "x", "--api-secret", secret); err == nil || !strings.Contains(err.Error(), "--api-secret") {
+			t.Errorf("app create --api-secret %q: %v", secret, err)
+		}
+	}
+	fixtures := writeFile(t, "fixtures.toml", "[[applications]]\napi_key = \"..\"\napi_secret = \"qa-secret\"\n")
+	if _, err := LoadFixtures(fixtures); err == nil || !strings.Contains(err.Error(), "applications[0].api_key") {
+		t.Errorf("fixtures with api_key \"..\": %v", err)
 	}
 }

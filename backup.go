@@ -31,8 +31,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // openPlain opens a database file without the Store (no migration, no
 // writer, no lock): backup reads a live database another process writes.
+// The file must exist (mode=rw): none of its users means to create one.
 func openPlain(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=rw&_pragma=busy_timeout(10000)")
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +76,12 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 	// crash never leaves a half backup under the name asked for.
 	tmp := dst + ".partial"
 	os.Remove(tmp)
+	// VACUUM INTO would create the copy with the umask's mode, often
+	// world-readable; it holds every secret and phone number. It writes
+	// into an empty file it finds, which keeps this mode.
+	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
 	start := time.Now()
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
 		os.Remove(tmp)

@@ -162,3 +162,21 @@ func TestRestoreRefusesDatabaseInUse(t *testing.T) {
 		t.Error("restored a file that is not a database")
 	}
 }
+
+// A backup holds every secret and phone number of the database: only its
+// owner may read it, whatever the umask (docs/operations.md#backup-and-restore).
+func TestBackupIsPrivate(t *testing.T) {
+	s, db := openTestStore(t)
+	s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if err := run(context.Background(), []string{"backup", backup, "--database", db}, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("backup written with mode %o, want 600", perm)
+	}
+}

@@ -140,13 +140,13 @@ func TestServerSeesTheCLI(t *testing.T) { eachBackend(t, testServerSeesTheCLI) }
 
 func testServerSeesTheCLI(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	token := bearer(t, "cli-key", "cli-secret")
+	token := bearer(t, "cli-key", "cli-secret-012345")
 	s.adminFail(t, "GET", "/apps/cli-key", "", 404)
-	if status, e := s.public(t, "cli-key", "cli-secret", "GET", pathB, ""); status != 401 || e.Code != errAppNotFound.Code {
+	if status, e := s.public(t, "cli-key", "cli-secret-012345", "GET", pathB, ""); status != 401 || e.Code != errAppNotFound.Code {
 		t.Fatalf("unknown application: HTTP %d %+v", status, e)
 	}
 	if err := run(context.Background(), []string{"app", "create", "--name", "From CLI", "--api-key", "cli-key",
-		"--api-secret", "cli-secret", "--database", s.db}, io.Discard, nil); err != nil {
+		"--api-secret", "cli-secret-012345", "--database", s.db}, io.Discard, nil); err != nil {
 		t.Fatal(err)
 	}
 	seenAfter(t, backend, "the application the CLI created (operation B answers)", func() bool {

@@ -43,7 +43,15 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 		name := fs.String("name", "", "name of the application")
 		key := fs.String("api-key", "", "API key (default: generated)")
 		secret := fs.String("api-secret", "", "API secret (default: generated)")
-		check = func() error { return requireFlag(sub, "--name NAME", *name) }
+		check = func() error {
+			if problem := apiKeyProblem(*key); *key != "" && problem != "" {
+				return fmt.Errorf("%s: --api-key %s", sub, problem)
+			}
+			if problem := apiSecretProblem(*secret); *secret != "" && problem != "" {
+				return fmt.Errorf("%s: --api-secret %s", sub, problem)
+			}
+			return requireFlag(sub, "--name NAME", *name)
+		}
 		run = func(ctx context.Context, s Store, cfg Config) error {
 			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
 		}
@@ -135,7 +143,7 @@ func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, Config, e
 	if err != nil {
 		return nil, cfg, err
 	}
-	store, err := openConfiguredStore(context.Background(), cfg)
+	store, err := openExistingStore(context.Background(), cfg)
 	if err == nil {
 		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
 	}

@@ -16,7 +16,7 @@ import (
 // while a server runs on it (its engine reads the lists at every dial), as
 // the admin API's /dnc routes do (docs/compliance.md#loading-the-national-register).
 
-const dncUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace]   load a list file into the national register (or a tenant's list)
+const dncUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace [--force]]   load a list file into the national register (or a tenant's list)
   dialbox dnc add|remove|check NUMBER [--app API_KEY]
   dialbox dnc count [--app API_KEY]
 `
@@ -29,6 +29,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	fs, f := newFlagSet("dnc " + sub)
 	appKey := fs.String("app", "", "API key of the tenant whose list it is (default: the national register)")
 	replace := fs.Bool("replace", false, "import: the file becomes the whole list")
+	force := fs.Bool("force", false, "import --replace: even when the list would lose more than half of its numbers")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -41,11 +42,14 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	if len(pos) != n {
 		return fmt.Errorf("dnc %s: wrong arguments\n%s", sub, dncUsage)
 	}
+	if *force && (sub != "import" || !*replace) {
+		return fmt.Errorf("dnc %s: --force goes with import --replace only\n%s", sub, dncUsage)
+	}
 	cfg, err := f.load(fs, env)
 	if err != nil {
 		return err
 	}
-	store, err := openConfiguredStore(ctx, cfg)
+	store, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -60,7 +64,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	}
 	region := cfg.Phone.DefaultRegion
 	if sub == "import" {
-		return cliDNCImport(ctx, store, stdout, list, pos[0], region, *replace)
+		return cliDNCImport(ctx, store, stdout, pos[0], dncLoad{list: list, region: region, replace: *replace, force: *force})
 	}
 	if sub == "count" {
 		n, _, err := store.CountDNC(ctx, list)
@@ -109,7 +113,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 
 // cliDNCImport loads a list file with a progress bar on a terminal (plain
 // progress lines otherwise), then prints the report.
-func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, list int64, path, region string, replace bool) error {
+func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, path string, load dncLoad) error {
 	in, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("dnc import: %w", err)
@@ -141,7 +145,11 @@ func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, list int64
 		}
 	}
 	start := time.Now()
-	rep, err := importDNC(ctx, store, list, src, stat.Size(), region, replace, time.Now(), stored)
+	load.now, load.stored = start, stored
+	rep, err := importDNC(ctx, store, src, dncLength{bytes: stat.Size()}, load)
+	if shrink := (*dncShrinkError)(nil); errors.As(err, &shrink) {
+		return fmt.Errorf("dnc import: %s: %w; add --force to replace it anyway", path, err)
+	}
 	if err != nil {
 		return fmt.Errorf("dnc import: %s: %w", path, err)
 	}

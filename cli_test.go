@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"dialbox/internal/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // cliRun runs `dialbox args... --database db` in-process and returns what
@@ -126,5 +131,67 @@ func testCLIAdminCommands(t *testing.T, backend string) {
 		if !strings.Contains(help.String(), line) {
 			t.Errorf("dialbox help does not show %q", line)
 		}
+	}
+}
+
+// Commands that read or change data need an existing dialbox database: a
+// mistyped --database is an error naming it, and creates nothing; only
+// serve creates a database (docs/operations.md#which-commands-create-the-database).
+// On PostgreSQL, a database without dialbox's schema is refused alike.
+func TestCommandsNeedAnExistingDatabase(t *testing.T) {
+	eachBackend(t, testCommandsNeedAnExistingDatabase)
+}
+
+func testCommandsNeedAnExistingDatabase(t *testing.T, backend string) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "typo.db")
+	if backend == "postgres" {
+		db = pgtest.Database(t) // exists, but empty
+	}
+	contacts := writeFile(t, "contacts.csv", "phone_number\n0912345678\n")
+	register := writeFile(t, "register.txt", "0912345678\n")
+	for _, args := range [][]string{
+		{"app", "list"},
+		{"app", "create", "--name", "typo"},
+		{"wallet", "show", "--app", "qa-key"},
+		{"scenario", "list", "--app", "qa-key"},
+		{"contacts", "list", "--app", "qa-key"},
+		{"token", "--app", "qa-key"},
+		{"import", "--scenario", "sc", contacts},
+		{"dnc", "count"},
+		{"dnc", "import", register},
+		{"dnc", "add", "0912345678"},
+	} {
+		_, err := cliRun(db, args...)
+		if want := "dialbox serve"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), databaseName(db)) {
+			t.Errorf("dialbox %s on %s: %v; want an error naming the database and %q", strings.Join(args, " "), backend, err, want)
+		}
+	}
+	if backend == "sqlite" {
+		if left, _ := filepath.Glob(db + "*"); len(left) > 0 {
+			t.Errorf("the commands left %v", left)
+		}
+		return
+	}
+	pool, err := pgxpool.New(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var tables int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables); err != nil || tables != 0 {
+		t.Errorf("the commands made %d tables in the empty database (%v)", tables, err)
+	}
+}
+
+// A database made by serve is one the commands work on, and an empty
+// SQLite file (not a dialbox database) is refused as a mistyped one is.
+func TestCommandsRefuseAFileThatIsNotADatabase(t *testing.T) {
+	empty := writeFile(t, "empty.db", "")
+	if _, err := cliRun(empty, "app", "list"); err == nil || !strings.Contains(err.Error(), "not a dialbox database") {
+		t.Errorf("app list on an empty file: %v", err)
+	}
+	if b, _ := os.ReadFile(empty); len(b) != 0 {
+		t.Errorf("app list wrote %d bytes into the empty file", len(b))
 	}
 }

@@ -172,6 +172,30 @@ func splitMigrations(name, schema string) []string {
 	return out
 }
 
+// checkSQLiteIsDialbox checks that path is a SQLite file dialbox made,
+// without creating or changing it: it exists and has a schema version. A
+// server may run on it: read through SQLite, its WAL counts.
+func checkSQLiteIsDialbox(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return errNoDatabase(path, "does not exist")
+	} else if err != nil {
+		return fmt.Errorf("database %s: %w", path, err)
+	}
+	db, err := openPlain(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var version int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return errNoDatabase(path, "is not a dialbox database ("+err.Error()+")")
+	}
+	if version == 0 {
+		return errNoDatabase(path, "is not a dialbox database (it has no schema version)")
+	}
+	return nil
+}
+
 // migrate applies every migration after the database's user_version, each
 // in its own transaction, up to version.
 func migrate(db *sql.DB, version int) error {

@@ -83,6 +83,31 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, version int) error
 	return nil
 }
 
+// checkPostgresIsDialbox checks, without changing it, that the database
+// at url holds dialbox's schema: PostgreSQL never creates a database, but
+// an existing one named by mistake (postgres, another application's)
+// would otherwise get dialbox's tables.
+func checkPostgresIsDialbox(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer conn.Close(ctx)
+	var made bool
+	version := 0
+	err = conn.QueryRow(ctx, `SELECT to_regclass('dialbox_schema') IS NOT NULL`).Scan(&made)
+	if err == nil && made {
+		version, err = postgresVersion(ctx, conn)
+	}
+	if err != nil {
+		return fmt.Errorf("database %s: %w", databaseName(url), err)
+	}
+	if version == 0 {
+		return errNoDatabase(url, "holds no dialbox schema")
+	}
+	return nil
+}
+
 func postgresVersion(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (int, error) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -63,20 +65,26 @@ type dncParsed struct {
 // MB): a larger file's numbers grow past it as they are read.
 const dncCapacityMax = 20_000_000
 
+// dncLength is what is known of a list file's length before it is read.
+type dncLength struct {
+	bytes int64 // 0 (or less): unknown
+	// claimed: bytes is the client's word (an upload's Content-Length), a
+	// bound on what may come rather than what will.
+	claimed bool
+}
+
 // readDNCFile reads a list file and returns its numbers sorted without
 // repeats, with the report so far (Lines, Duplicate within the file, Bad).
-// size, when known (above 0), is the file's length in bytes: room for its
-// numbers is made at once, one per 10 bytes (a number and its newline take
-// at least that), since growing a slice of millions as the file is read
-// holds the old copy and the new one at once. Memory is then 8 bytes per
-// number (and under a byte per byte of the file) plus a few chunks in
-// flight.
-func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([]int64, DNCReport, error) {
+// A file's known length makes room for its numbers at once, one per 10
+// bytes (a number and its newline take at least that), since growing a
+// slice of millions as the file is read holds the old copy and the new one
+// at once. Memory is then 8 bytes per number (and under a byte per byte of
+// the file) plus a few chunks in flight. A claimed length makes no room
+// before the numbers arrive, or a body that claims 2 GB and stalls would
+// cost 160 MB unread: the room doubles as they come, never past what the
+// claim can hold.
+func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region string) ([]int64, DNCReport, error) {
 	var rep DNCReport
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-
 	chunks := make(chan dncChunk, 4)
 	results := make(chan dncParsed, 4)
 	var wg sync.WaitGroup
@@ -89,19 +97,32 @@ func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([
 			}
 		})
 	}
-	numbers := make([]int64, 0, min(max(size/10, 0), dncCapacityMax))
+	limit := min(max(length.bytes/10, 0), dncCapacityMax)
+	var numbers []int64
+	if !length.claimed {
+		numbers = make([]int64, 0, limit)
+	}
 	var first []DNCBadLine
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)
 		for p := range results {
+			if need := len(numbers) + len(p.numbers); length.claimed && need > cap(numbers) {
+				// Doubling, stopped once at the claim's bound; a body
+				// without a length (chunked), or past the bound, doubles.
+				room := 2 * cap(numbers)
+				if cap(numbers) < int(limit) {
+					room = min(room, int(limit))
+				}
+				numbers = slices.Grow(numbers, max(need, room)-len(numbers))
+			}
 			numbers = append(numbers, p.numbers...)
 			rep.Bad += p.bad
 			first = append(first, p.first...)
 		}
 	}()
 
-	unreadable, shown, err := splitDNCFile(ctx, cr, region, chunks, &rep)
+	unreadable, shown, err := splitDNCFile(ctx, r, region, chunks, &rep)
 	close(chunks)
 	wg.Wait()
 	close(results)
@@ -119,11 +140,22 @@ func readDNCFile(ctx context.Context, r io.Reader, size int64, region string) ([
 	return unique, rep, nil
 }
 
-// splitDNCFile reads the records, finds the phone column and sends each
-// line's phone to the workers in chunks. It counts the lines that are not
-// CSV (unreadable) and returns the first of them; the workers judge the rest.
-func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks chan<- dncChunk, rep *DNCReport) (unreadable int, shown []DNCBadLine, err error) {
+// dncMaxLine bounds a line of a list file, in bytes: a longer one is one
+// bad line, skipped to its end, rather than a buffer that grows with it.
+const dncMaxLine = 64 << 10
+
+// errDNCNoColumn is a line with fewer fields than the phone column's.
+var errDNCNoColumn = errors.New("the line has no phone column")
+
+// splitDNCFile reads the file line by line, finds the phone column and
+// sends each line's phone to the workers in chunks. Each line is a CSV
+// record of its own: a quote left open ends with its line, so a bad line
+// is one bad line and never swallows the lines after it. It counts the
+// lines that are not CSV or too long (unreadable) and returns the first of
+// them; the workers judge the rest.
+func splitDNCFile(ctx context.Context, r io.Reader, region string, chunks chan<- dncChunk, rep *DNCReport) (unreadable int, shown []DNCBadLine, err error) {
 	const chunkLines = 4096
+	br := bufio.NewReaderSize(r, dncMaxLine)
 	col := -1
 	bad := func(line int, reason string) {
 		unreadable++
@@ -132,25 +164,35 @@ func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks cha
 		}
 	}
 	c := dncChunk{}
-	for n := 0; ; n++ {
-		if n%chunkLines == 0 && ctx.Err() != nil {
+	for line := 1; ; line++ {
+		if line%chunkLines == 0 && ctx.Err() != nil {
 			return unreadable, shown, ctx.Err()
 		}
-		rec, err := cr.Read()
+		text, tooLong, err := readDNCLine(br)
 		if err == io.EOF {
 			break
-		}
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			rep.Lines++
-			bad(pe.StartLine, "not CSV: "+pe.Err.Error())
-			continue
 		}
 		if err != nil {
 			return unreadable, shown, err
 		}
-		line, _ := cr.FieldPos(0)
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff")) // a spreadsheet's BOM
+		}
+		if tooLong {
+			rep.Lines++
+			bad(line, fmt.Sprintf("the line is longer than %d bytes", dncMaxLine))
+			continue
+		}
+		if len(text) == 0 {
+			continue // skipped and not counted, as CSV readers do
+		}
 		if col < 0 {
+			rec, err := dncRecord(text)
+			if err != nil {
+				rep.Lines++
+				bad(line, err.Error())
+				continue
+			}
 			var header bool
 			if col, header = dncPhoneColumn(rec, region); header {
 				continue
@@ -160,12 +202,13 @@ func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks cha
 			}
 		}
 		rep.Lines++
-		if col >= len(rec) {
-			bad(line, "the line has no phone column")
+		phone, err := dncField(text, col)
+		if err != nil {
+			bad(line, err.Error())
 			continue
 		}
 		c.lines = append(c.lines, line)
-		c.raws = append(c.raws, strings.Clone(rec[col]))
+		c.raws = append(c.raws, phone)
 		if len(c.lines) == chunkLines {
 			chunks <- c
 			c = dncChunk{}
@@ -177,12 +220,68 @@ func splitDNCFile(ctx context.Context, cr *csv.Reader, region string, chunks cha
 	return unreadable, shown, nil
 }
 
+// readDNCLine returns the next line without its end (\n or \r\n), valid
+// until the next read. A line longer than the reader's buffer is read to
+// its end and returned as tooLong. At the end of the file it returns io.EOF.
+func readDNCLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	line, err = br.ReadSlice('\n')
+	for errors.Is(err, bufio.ErrBufferFull) {
+		tooLong = true
+		_, err = br.ReadSlice('\n')
+	}
+	if err == io.EOF && (tooLong || len(line) > 0) {
+		err = nil // the last line has no end; the next read says EOF
+	}
+	if err != nil || tooLong {
+		return nil, tooLong, err
+	}
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), false, nil
+}
+
+// dncRecord reads a line as one CSV record.
+func dncRecord(line []byte) ([]string, error) {
+	cr := csv.NewReader(bytes.NewReader(line))
+	cr.FieldsPerRecord = -1
+	rec, err := cr.Read()
+	if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+		return nil, errors.New("not CSV: " + pe.Err.Error())
+	}
+	return rec, err
+}
+
+// dncField is the field col of a line read as CSV. A line without quotes,
+// nearly every one, is cut at its commas without a record's allocations.
+func dncField(line []byte, col int) (string, error) {
+	if bytes.IndexByte(line, '"') >= 0 {
+		rec, err := dncRecord(line)
+		if err != nil {
+			return "", err
+		}
+		if col >= len(rec) {
+			return "", errDNCNoColumn
+		}
+		return rec[col], nil
+	}
+	for range col {
+		i := bytes.IndexByte(line, ',')
+		if i < 0 {
+			return "", errDNCNoColumn
+		}
+		line = line[i+1:]
+	}
+	if i := bytes.IndexByte(line, ','); i >= 0 {
+		line = line[:i]
+	}
+	return string(line), nil
+}
+
 // dncPhoneColumn finds the phone column from the first record: a header
 // naming it (header true), else the first field that is a phone number,
 // else -1. A file of one column is that column.
 func dncPhoneColumn(rec []string, region string) (col int, header bool) {
 	for i, f := range rec {
-		name := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(f, "\ufeff")))
+		name := strings.ToLower(strings.TrimSpace(f))
 		if dncPhoneHeaders[name] {
 			return i, true
 		}
@@ -191,7 +290,7 @@ func dncPhoneColumn(rec []string, region string) (col int, header bool) {
 		return 0, false
 	}
 	for i, f := range rec {
-		if _, err := normalizePhone(strings.TrimPrefix(f, "\ufeff"), region); err == nil {
+		if _, err := normalizePhone(f, region); err == nil {
 			return i, false
 		}
 	}
@@ -201,7 +300,6 @@ func dncPhoneColumn(rec []string, region string) (col int, header bool) {
 func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
 	p := dncParsed{numbers: make([]int64, 0, len(c.raws))}
 	for i, raw := range c.raws {
-		raw = strings.TrimPrefix(raw, "\ufeff")
 		n, err := fast.number(raw)
 		if err != nil {
 			p.bad++
@@ -219,20 +317,54 @@ func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
 	return p
 }
 
-// importDNC reads a list file (of size bytes, when above 0) and puts its
-// numbers on a list (nationalList or an application's id); with replace
-// they become the whole list. stored, when set, is told how many numbers
-// are stored so far of total.
-func importDNC(ctx context.Context, s Store, list int64, r io.Reader, size int64, region string, replace bool, now time.Time, stored func(done, total int)) (DNCReport, error) {
-	numbers, rep, err := readDNCFile(ctx, r, size, region)
+// dncLoad is how importDNC puts a file's numbers on a list.
+type dncLoad struct {
+	list    int64 // nationalList or an application's id
+	region  string
+	replace bool // the file becomes the whole list
+	// force replaces even when the list would lose more than
+	// dncReplaceMaxShrink of its numbers.
+	force bool
+	now   time.Time
+	// stored, when set, is told how many numbers are stored so far of total.
+	stored func(done, total int)
+}
+
+// dncReplaceMaxShrink is the share of its numbers a list may lose to a
+// replace that is not forced (docs/compliance.md#loading-the-national-register):
+// a register does not halve between two editions, a truncated file does.
+const dncReplaceMaxShrink = 0.5
+
+// dncShrinkError refuses a replace that would drop more than
+// dncReplaceMaxShrink of a list; the CLI and the admin API say how to
+// force it.
+type dncShrinkError struct{ listed, file int64 }
+
+func (e *dncShrinkError) Error() string {
+	return fmt.Sprintf("replacing the list would drop more than %.0f%% of its %d numbers (the file holds %d)",
+		dncReplaceMaxShrink*100, e.listed, e.file)
+}
+
+// importDNC reads a list file and puts its numbers on a list.
+func importDNC(ctx context.Context, s Store, r io.Reader, length dncLength, load dncLoad) (DNCReport, error) {
+	numbers, rep, err := readDNCFile(ctx, r, length, load.region)
 	if err != nil {
 		return rep, err
 	}
-	var progress func(int)
-	if stored != nil {
-		progress = func(done int) { stored(done, len(numbers)) }
+	if load.replace && !load.force {
+		listed, _, err := s.CountDNC(ctx, load.list)
+		if err != nil {
+			return rep, err
+		}
+		if float64(listed-int64(len(numbers))) > float64(listed)*dncReplaceMaxShrink {
+			return rep, &dncShrinkError{listed: listed, file: int64(len(numbers))}
+		}
 	}
-	gained, err := s.LoadDNC(ctx, list, numbers, replace, now, progress)
+	var progress func(int)
+	if load.stored != nil {
+		progress = func(done int) { load.stored(done, len(numbers)) }
+	}
+	gained, err := s.LoadDNC(ctx, load.list, numbers, load.replace, load.now, progress)
 	rep.Loaded = gained
 	rep.Duplicate += len(numbers) - gained
 	return rep, err

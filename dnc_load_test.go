@@ -98,9 +98,13 @@ func TestDNCFileFormats(t *testing.T) {
 			[]string{"+84912345678", "+84912345679"}, 0, 1, []int{3}},
 		{"a line that is not CSV", "phone\n0912345678\n\"09123\"45679\n0912345670\n",
 			[]string{"+84912345670", "+84912345678"}, 0, 1, []int{3}},
+		{"a stray quote swallows no later line", "phone,name\n0912345670,\"A\n0912345671,B\n\"0912345672\n0912345673,D\r\n",
+			[]string{"+84912345671", "+84912345673"}, 0, 2, []int{2, 4}},
+		{"a line too long", "0912345670\n" + strings.Repeat("9", dncMaxLine) + "\n0912345671\n" + strings.Repeat("9", dncMaxLine),
+			[]string{"+84912345670", "+84912345671"}, 0, 2, []int{2, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), int64(len(tc.file)), "VN")
+			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), dncLength{bytes: int64(len(tc.file))}, "VN")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +121,7 @@ func TestDNCFileFormats(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), 0, "VN"); err == nil {
+	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), dncLength{}, "VN"); err == nil {
 		t.Error("a CSV with no phone column was read")
 	}
 }
@@ -131,7 +135,7 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 	ctx := context.Background()
 	load := func(list int64, file string, replace bool) DNCReport {
 		t.Helper()
-		rep, err := importDNC(ctx, s, list, strings.NewReader(file), 0, "VN", replace, time.Now(), nil)
+		rep, err := importDNC(ctx, s, strings.NewReader(file), dncLength{}, dncLoad{list: list, region: "VN", replace: replace, now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,5 +252,95 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	}
 	if got := listed(); !mapsEqual(got, map[string]string{replacement: ReasonDNCNational}) {
 		t.Errorf("after the load: listed %v, want the new list alone", got)
+	}
+}
+
+// A stray " in a list file is one bad line: every later line is still
+// read, and lines = loaded + duplicate + bad (docs/compliance.md#list-files).
+func TestDNCStrayQuoteIsOneBadLine(t *testing.T) { eachBackend(t, testDNCStrayQuoteIsOneBadLine) }
+
+func testDNCStrayQuoteIsOneBadLine(t *testing.T, backend string) {
+	s, _ := fixtureStoreOn(t, backend)
+	var file strings.Builder
+	for i := range 1000 {
+		if i == 1 {
+			file.WriteString(`"`)
+		}
+		fmt.Fprintf(&file, "09120%05d\n", i)
+	}
+	rep, err := importDNC(context.Background(), s, strings.NewReader(file.String()), dncLength{}, dncLoad{list: nationalList, region: "VN", replace: true, now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Lines != 1000 || rep.Loaded != 999 || rep.Bad != 1 || len(rep.BadLines) != 1 || rep.BadLines[0].Line != 2 {
+		t.Errorf("report %+v; want 1000 lines, 999 loaded, line 2 bad", rep)
+	}
+	if rep.Lines != rep.Loaded+rep.Duplicate+rep.Bad {
+		t.Errorf("report %+v: lines are not loaded + duplicate + bad", rep)
+	}
+	if n, _, err := s.CountDNC(context.Background(), nationalList); err != nil || n != 999 {
+		t.Errorf("the list holds %d numbers (%v), want 999", n, err)
+	}
+}
+
+// A replace that would drop more than half of a list is refused unless
+// forced, by the CLI and by the admin API: a truncated file must not
+// become the register (docs/compliance.md#loading-the-national-register).
+func TestDNCReplaceRefusesToShrinkByHalf(t *testing.T) {
+	eachBackend(t, testDNCReplaceRefusesToShrinkByHalf)
+}
+
+func testDNCReplaceRefusesToShrinkByHalf(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
+	var full strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&full, "09130%05d\n", i)
+	}
+	dnc := func(args ...string) (string, error) {
+		var out strings.Builder
+		err := run(context.Background(), append([]string{"dnc"}, append(args, "--database", s.db)...), &out, nil)
+		return out.String(), err
+	}
+	count := func() int64 {
+		t.Helper()
+		n, _, err := s.m.store.CountDNC(context.Background(), nationalList)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if out, err := dnc("import", writeFile(t, "full.txt", full.String()), "--replace"); err != nil {
+		t.Fatalf("first load: %v %s", err, out)
+	}
+	// Five of ten left is half: allowed. One of five is not.
+	half := writeFile(t, "half.txt", "0913000000\n0913000001\n0913000002\n0913000003\n0913000004\n")
+	if out, err := dnc("import", half, "--replace"); err != nil || count() != 5 {
+		t.Fatalf("replacing ten by five: %v %s, the list holds %d", err, out, count())
+	}
+	one := writeFile(t, "one.txt", "0913000000\n")
+	if _, err := dnc("import", one, "--replace"); err == nil || !strings.Contains(err.Error(), "--force") || count() != 5 {
+		t.Errorf("replacing five by one: %v, the list holds %d; want a refusal naming --force, the list kept", err, count())
+	}
+	if _, err := dnc("import", one, "--force"); err == nil || count() != 5 {
+		t.Errorf("--force without --replace: %v, the list holds %d; want a usage error", err, count())
+	}
+	if out, err := dnc("import", one, "--replace", "--force"); err != nil || count() != 1 {
+		t.Errorf("replacing five by one with --force: %v %s, the list holds %d", err, out, count())
+	}
+
+	if out, err := dnc("import", writeFile(t, "full.txt", full.String()), "--replace"); err != nil || count() != 10 {
+		t.Fatalf("growing the list again: %v %s", err, out)
+	}
+	if e := s.adminFail(t, "PUT", "/dnc/numbers", "0913000000\n", 409); !strings.Contains(e.Message, "force=true") {
+		t.Errorf("PUT of one number over ten: %q does not say how to force it", e.Message)
+	}
+	if count() != 10 {
+		t.Errorf("the refused PUT left %d numbers, want 10", count())
+	}
+	s.adminFail(t, "PUT", "/dnc/numbers?force=yes", "0913000000\n", 400)
+	var rep DNCReport
+	s.admin(t, "PUT", "/dnc/numbers?force=true", "0913000000\n", &rep)
+	if rep.Loaded != 1 || count() != 1 {
+		t.Errorf("forced PUT: %+v, the list holds %d", rep, count())
 	}
 }

@@ -113,3 +113,18 @@ func testDNCImportBesideARunningServer(t *testing.T, backend string) {
 		t.Errorf("dialled %v: want the unlisted number and the care scenario's call to the registered one", dialed)
 	}
 }
+
+// An upload's Content-Length is the client's word: room for its numbers
+// is made as they arrive, never for bytes only declared, or a body that
+// declares 2 GB and stalls would cost 160 MB before one byte is read
+// (docs/compliance.md#loading-the-national-register).
+func TestDNCUploadRoomFollowsTheBody(t *testing.T) {
+	numbers, _, err := readDNCFile(context.Background(), strings.NewReader("0912345678\n0912345679\n"),
+		dncLength{bytes: 2_000_000_000, claimed: true}, "VN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(numbers) != 2 || cap(numbers) > 4096 {
+		t.Errorf("2 numbers read with room made for %d", cap(numbers))
+	}
+}

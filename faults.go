@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -111,7 +112,7 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	candidates := make([]*FaultRule, 0, len(f.rules))
 	needScenario := false
 	for _, rule := range f.rules {
-		if (rule.Kind == FaultError || rule.Kind == FaultLatency) &&
+		if (rule.Kind == FaultLatency || rule.Kind == FaultError && faultAnswerable(op.name, rule.Code)) &&
 			(rule.Operation == "" || rule.Operation == op.name) && (rule.APIKey == "" || rule.APIKey == app.APIKey) {
 			candidates = append(candidates, rule)
 			needScenario = needScenario || rule.ScenarioID != ""
@@ -217,6 +218,16 @@ var operationCodes = map[string][]int{
 	"A": {400, 401, 1201, 3001, 413, 429, 1208, 1104, 2301, 1403, 1105, 1402, 9999},
 	"B": {400, 401, 1201, 429, 9999},
 	"C": {400, 401, 1201, 404, 413, 429, 1208, 1104, 2301, 1403, 1105, 1402, 500},
+}
+
+// faultAnswerable reports whether operation op (A, B or C) answers code:
+// the one rule of which code a fault rule may force on which operation.
+// The admin API refuses a rule naming an operation that never answers its
+// code, a rule naming none fires only on those that do, and the console
+// offers each operation the codes of operationCodes
+// (docs/sandbox.md#3-force-any-error).
+func faultAnswerable(op string, code int) bool {
+	return slices.Contains(operationCodes[op], code)
 }
 
 func faultError(op operation, code int, message string) *APIError {

@@ -121,11 +121,11 @@ func testFaultFiltersAndLifetimes(t *testing.T, backend string) {
 	}
 	s.admin(t, "DELETE", "/faults/"+rule.ID, "", nil)
 
-	// Every operation, until removed, with the given message.
-	rule = addFault(t, s, `{"kind":"error","code":9999,"message":"Boom","probability":1}`)
+	// Every operation (all three answer 401), until removed, with the given message.
+	rule = addFault(t, s, `{"kind":"error","code":401,"message":"Boom","probability":1}`)
 	for _, op := range []string{"A", "B", "C", "B"} {
 		method, path, body := validRequest(op)
-		if st, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body); st != 500 || string(b) != `{"status":0,"code":9999,"message":"Boom"}` {
+		if st, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body); st != 401 || string(b) != `{"status":0,"code":401,"message":"Boom"}` {
 			t.Errorf("%s: %d %s", op, st, b)
 		}
 	}
@@ -136,7 +136,7 @@ func testFaultFiltersAndLifetimes(t *testing.T, backend string) {
 	}
 	// The first matching error rule answers; a rule for B leaves A alone.
 	addFault(t, s, `{"kind":"error","operation":"B","code":400}`)
-	if _, e := s.public(t, "qa-key", "qa-secret", "GET", pathB, ""); e.Code != 9999 {
+	if _, e := s.public(t, "qa-key", "qa-secret", "GET", pathB, ""); e.Code != 401 {
 		t.Errorf("first rule should answer: %+v", e)
 	}
 	s.admin(t, "DELETE", "/faults", "", nil)
@@ -343,5 +343,41 @@ func TestFaultHooks(t *testing.T) {
 	b, _ := json.Marshal(f.List())
 	if !strings.Contains(string(b), `"hits":1`) || strings.Contains(string(b), `"id":"2"`) {
 		t.Errorf("rules after use: %s", b)
+	}
+}
+
+// A rule forces only a code its operation answers (docs/api.md's tables),
+// by the one rule the console's choices follow too: B with 1402 is refused,
+// and a rule naming no operation fires only on those that answer its code
+// (docs/sandbox.md#3-force-any-error).
+func TestFaultCodesTheOperationAnswers(t *testing.T) {
+	s := startSandboxOn(t, "sqlite")
+	for _, body := range []string{
+		`{"kind":"error","operation":"B","code":1402}`,
+		`{"kind":"error","operation":"B","code":3001}`,
+		`{"kind":"error","operation":"A","code":500}`,
+		`{"kind":"error","operation":"C","code":9999}`,
+	} {
+		e := s.adminFail(t, "POST", "/faults", body, 400)
+		wantField(t, e, "code")
+	}
+	addFault(t, s, `{"kind":"error","code":1402}`)
+	addFault(t, s, `{"kind":"error","code":9999}`)
+	for op, want := range map[string]int{"A": 1402, "B": 9999, "C": 1402} {
+		method, path, body := validRequest(op)
+		status, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body)
+		var e errorBody
+		json.Unmarshal(b, &e)
+		if e.Code != want {
+			t.Errorf("%s under rules for 1402 and 9999: HTTP %d %s, want code %d", op, status, b, want)
+		}
+	}
+	// The console offers each operation its own codes, and refuses another.
+	for op, codes := range operationCodes {
+		for _, code := range codes {
+			if !faultAnswerable(op, code) {
+				t.Errorf("the console offers %s:%d, which the admin API refuses", op, code)
+			}
+		}
 	}
 }

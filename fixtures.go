@@ -201,6 +201,8 @@ func (ff *FixtureFile) validate() *ConfigError {
 		switch {
 		case fa.APIKey == "":
 			return bad(at+".api_key", "is required")
+		case apiKeyProblem(fa.APIKey) != "":
+			return bad(at+".api_key", "%q %s", fa.APIKey, apiKeyProblem(fa.APIKey))
 		case keys[fa.APIKey]:
 			return bad(at+".api_key", "%q is used by an earlier application", fa.APIKey)
 		case fa.APISecret == "":
@@ -360,7 +362,7 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 			return rep, err
 		}
 		var fromFile []int64
-		fromFile, rep, err = readDNCFile(ctx, f, st.Size(), region)
+		fromFile, rep, err = readDNCFile(ctx, f, dncLength{bytes: st.Size()}, region)
 		var fileErr *dncFileError
 		if errors.As(err, &fileErr) {
 			return rep, &ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}

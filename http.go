@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -233,7 +234,7 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type.String()))
+			return invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type))
 		case rules.strict && strings.HasPrefix(err.Error(), "json: unknown field "):
 			return invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
 		case !rules.strict || errors.Is(err, io.EOF):
@@ -249,7 +250,10 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 	return nil
 }
 
-func jsonKind(goType string) string {
+// jsonKind is what a value of Go type t is in JSON, as an error's reason
+// says it.
+func jsonKind(t reflect.Type) string {
+	goType := t.String()
 	switch strings.TrimPrefix(goType, "*") {
 	case "string":
 		return "a string"
@@ -260,6 +264,12 @@ func jsonKind(goType string) string {
 	}
 	if strings.HasPrefix(goType, "[]") {
 		return "an array"
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct || t.Kind() == reflect.Map {
+		return "an object"
 	}
 	return "of type " + goType
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/csvsafe"
+
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
@@ -57,7 +59,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 
-	store, err := openConfiguredStore(ctx, cfg)
+	store, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -264,14 +266,23 @@ func (imp *csvImport) refused(err error, first int) error {
 // reason, then the row as read, so it can be fixed and imported again.
 func (imp *csvImport) writeSkipped(header []string, row int, rec []string, reason string) error {
 	if imp.skippedCSV == nil {
-		f, err := os.Create(imp.skippedPath)
+		// Owner-only: the rows hold phone numbers and personal fields. A
+		// file left by an earlier run keeps its mode through O_TRUNC, so
+		// it is set again.
+		f, err := os.OpenFile(imp.skippedPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return err
 		}
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return err
+		}
 		imp.out, imp.skippedCSV = f, csv.NewWriter(f)
-		imp.skippedCSV.Write(append([]string{"row", "reason"}, header...))
+		imp.skippedCSV.Write(csvsafe.Row(append([]string{"row", "reason"}, header...)))
 	}
-	return imp.skippedCSV.Write(append([]string{strconv.Itoa(row), reason}, rec...))
+	// The file is opened in a spreadsheet to be fixed: no cell of it may
+	// run there as a formula.
+	return imp.skippedCSV.Write(csvsafe.Row(append([]string{strconv.Itoa(row), reason}, rec...)))
 }
 
 func (imp *csvImport) closeSkipped() error {

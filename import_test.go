@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,9 @@ func testImportCommand(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the skipped-rows file holds phone numbers but has mode %v (%v), want 600", info.Mode().Perm(), err)
+	}
 	rows, err := csv.NewReader(f).ReadAll()
 	if err != nil {
 		t.Fatal(err)
@@ -223,5 +227,80 @@ func testImportMemoryFlat(t *testing.T, backend string) {
 	t.Logf("live heap after 10k rows %.1f MiB, after %dk rows %.1f MiB", float64(first)/(1<<20), rows/1000, float64(last)/(1<<20))
 	if last > first+8<<20 {
 		t.Errorf("heap grew from %d to %d bytes over the file: rows are being kept", first, last)
+	}
+}
+
+// The skipped-rows file is opened in a spreadsheet to be fixed: a cell
+// that a spreadsheet would run as a formula gets a leading ' (text), while
+// a phone number written +84... stays as it was, and importing the fixed
+// file again reads it (docs/operations.md#bulk-import-from-a-file).
+func TestImportSkippedRowsAreSpreadsheetSafe(t *testing.T) {
+	eachBackend(t, testImportSkippedRowsAreSpreadsheetSafe)
+}
+
+func testImportSkippedRowsAreSpreadsheetSafe(t *testing.T, backend string) {
+	db := importDB(t, backend)
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "contacts.csv")
+	rows := [][]string{
+		{"phone_number", "ho_ten", "ghi_chu"},
+		{"0912345678", "A", ""},
+		{"=cmd|' /C calc'!A0", `=HYPERLINK("http://127.0.0.1/x","click")`, "@SUM(1+1)*cmd|' /C calc'!A0"},
+		{"+84 912 345 678", "-2+3+cmd|' /C calc'!A0", "\t=1+1"},
+		{"not a phone", "\r=1+1", "+1"},
+	}
+	var in bytes.Buffer
+	w := csv.NewWriter(&in)
+	w.WriteAll(rows)
+	os.WriteFile(csvPath, in.Bytes(), 0o600)
+	importFile := func(path string) [][]string {
+		t.Helper()
+		args := []string{"import", "--database", db, "--app", "imp-key", "--scenario", "sc-unique", path}
+		if err := run(context.Background(), args, io.Discard, nil); err != nil {
+			t.Fatalf("import %s: %v", path, err)
+		}
+		b, err := os.ReadFile(strings.TrimSuffix(path, ".csv") + ".skipped.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	got := importFile(csvPath)
+	want := [][]string{
+		{"row", "reason", "phone_number", "ho_ten", "ghi_chu"},
+		{"3", "", "'=cmd|' /C calc'!A0", `'=HYPERLINK("http://127.0.0.1/x","click")`, "'@SUM(1+1)*cmd|' /C calc'!A0"},
+		{"4", "phone_number repeats an earlier contact of this request", "+84 912 345 678", "'-2+3+cmd|' /C calc'!A0", "'\t=1+1"},
+		{"5", "", "not a phone", "'\r=1+1", "+1"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("skipped rows:\n%q", got)
+	}
+	for i := range want {
+		row := append([]string(nil), got[i]...)
+		if i == 1 || i == 3 { // the phone parser's wording is its own
+			row[1] = ""
+		}
+		if !slices.Equal(row, want[i]) {
+			t.Errorf("skipped row %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+
+	// The file as it is, imported again: the +84 number is read as the
+	// number already queued, not as a bad phone.
+	fixed := filepath.Join(dir, "fixed.csv")
+	b, _ := os.ReadFile(strings.TrimSuffix(csvPath, ".csv") + ".skipped.csv")
+	os.WriteFile(fixed, b, 0o600)
+	reason := ""
+	for _, row := range importFile(fixed) {
+		if slices.Contains(row, "+84 912 345 678") {
+			reason = row[1]
+		}
+	}
+	if reason != "phone_number is already queued for this scenario" {
+		t.Errorf("the skipped file imported again: the +84 number's reason is %q, want it read and found queued", reason)
 	}
 }

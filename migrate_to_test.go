@@ -53,7 +53,7 @@ func migrateToFill(t *testing.T) string {
 	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"`+rcv.URL()+`","secret":"`+whSecret+`"}`, nil)
 	// Nothing listens there: its messages die after three failed attempts.
 	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"http://127.0.0.1:1/hook","secret":"`+whSecret+`","events":["call.completed"]}`, nil)
-	s.admin(t, "POST", "/apps", `{"name":"Third tenant","api_key":"third-key","api_secret":"third-secret"}`, nil)
+	s.admin(t, "POST", "/apps", `{"name":"Third tenant","api_key":"third-key","api_secret":"third-secret-0123"}`, nil)
 	s.admin(t, "POST", "/apps/third-key/wallet/topup", `{"amount":50000}`, nil)
 	// Paused campaigns keep their contacts queued.
 	s.admin(t, "POST", "/apps/qa-key/campaigns/camp-2/pause", "", nil)
@@ -363,7 +363,7 @@ func TestMigrateTo(t *testing.T) {
 
 	// Identity columns go on past the copied ids: new rows are stored.
 	migrateToCheckIdentities(t, store)
-	pg.admin(t, "POST", "/apps", `{"name":"After the move","api_key":"after-key","api_secret":"after-secret"}`, nil)
+	pg.admin(t, "POST", "/apps", `{"name":"After the move","api_key":"after-key","api_secret":"after-secret-0123"}`, nil)
 	pg.admin(t, "POST", "/apps/after-key/dnc/numbers", `{"numbers":["0912000009"]}`, nil)
 	if status, b := pg.do(t, "POST", opA("sc-remind"), bearer(t, "qa-key", "qa-secret"),
 		`{"contacts":[{"phone_number":"0912000009"},{"phone_number":"nope"}]}`); status != 200 || !bytes.Contains(b, []byte(`"status":1`)) {

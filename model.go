@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/script"
@@ -25,6 +28,33 @@ type Application struct {
 	// Destinations are the tenant's own allow and deny prefixes of the
 	// destination policy (docs/compliance.md#destinations).
 	Destinations destinations.Rules `json:"destinations"`
+}
+
+// An API key is a path segment of the admin API (/admin/v1/apps/{key}) and
+// the apiKey claim of every ACCESS_TOKEN: letters, digits, '.', '_' and
+// '-', starting with a letter or a digit, so that "." and "..", a '/' or a
+// control character never become one (docs/admin.md#routes).
+var apiKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// apiSecretMinLength is the shortest secret the admin API and the CLI take,
+// as admin.token: a secret signs the tenant's tokens, and a short one is
+// guessed offline from any one of them.
+const apiSecretMinLength = 16
+
+// apiKeyProblem says what is wrong with key as an API key ("" if nothing).
+func apiKeyProblem(key string) string {
+	if apiKeyPattern.MatchString(key) {
+		return ""
+	}
+	return "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or a digit"
+}
+
+// apiSecretProblem says what is wrong with secret as a new API secret.
+func apiSecretProblem(secret string) string {
+	if utf8.RuneCountInString(secret) >= apiSecretMinLength {
+		return ""
+	}
+	return fmt.Sprintf("must have at least %d characters", apiSecretMinLength)
 }
 
 // Wallet is an application's balance. A postpaid wallet skips every balance

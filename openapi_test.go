@@ -467,7 +467,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 	c.do("POST", apps, `{"disabled":true}`, 400)
 	c.do("GET", qa, "", 200)
 	app := apps + "/" + created.APIKey
-	c.do("PATCH", app, `{"name":"Renamed","api_secret":"new-secret"}`, 200)
+	c.do("PATCH", app, `{"name":"Renamed","api_secret":"new-secret-012345"}`, 200)
 	c.do("PATCH", app, `{"api_key":"other"}`, 400)
 	c.do("POST", app+"/disable", "", 200)
 	c.do("POST", app+"/enable", "", 200)

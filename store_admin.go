@@ -56,6 +56,26 @@ func (s *SQLiteStore) SetAdminSetting(ctx context.Context, key, value string) er
 	})
 }
 
+// DeleteAdminSettings removes the keys, in one commit; a missing one is
+// no error. secure_delete zeroes what they held: a removed token must not
+// stay readable in the file's free pages (docs/admin.md#token).
+func (s *SQLiteStore) DeleteAdminSettings(ctx context.Context, keys ...string) error {
+	return s.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`PRAGMA secure_delete = ON`); err != nil {
+			return err
+		}
+		var err error
+		for _, key := range keys {
+			if _, err = tx.Exec(`DELETE FROM admin_settings WHERE key = ?`, key); err != nil {
+				break
+			}
+		}
+		// The writer's other deletes need not pay for zeroing.
+		_, off := tx.Exec(`PRAGMA secure_delete = OFF`)
+		return errors.Join(err, off)
+	})
+}
+
 // RepointDemoSink points the demo tenant's sink webhook, made by an older
 // dialbox with a server's address, at url.
 func (s *SQLiteStore) RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error {

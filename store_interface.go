@@ -157,6 +157,7 @@ type Store interface {
 
 	AdminSetting(ctx context.Context, key string) (string, error)
 	SetAdminSetting(ctx context.Context, key, value string) error
+	DeleteAdminSettings(ctx context.Context, keys ...string) error
 	ListApps(ctx context.Context) ([]*Application, error)
 	CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*Application, error)
 	UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error)

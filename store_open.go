@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"path/filepath"
 )
@@ -11,12 +12,39 @@ import (
 // PostgreSQL, shared by any number of dialbox nodes (docs/postgres.md);
 // anything else is the path of a SQLite file, the default.
 
-// openConfiguredStore opens the store cfg names.
+// openConfiguredStore opens the store cfg names, creating its schema (and
+// the SQLite file) when missing: serve's way, the one command that makes a
+// database.
 func openConfiguredStore(ctx context.Context, cfg Config) (Store, error) {
 	if isPostgresURL(cfg.Database) {
 		return OpenPostgres(ctx, cfg.Database, cfg.Cluster)
 	}
 	return OpenStore(cfg.Database)
+}
+
+// openExistingStore opens the store cfg names for a command that reads or
+// changes data: it must already be a dialbox database. Created here, a
+// mistyped --database would be a new empty database the command then
+// "succeeds" on (docs/operations.md#which-commands-create-the-database).
+// An older schema is still brought up to date, as serve would.
+func openExistingStore(ctx context.Context, cfg Config) (Store, error) {
+	if isPostgresURL(cfg.Database) {
+		if err := checkPostgresIsDialbox(ctx, cfg.Database); err != nil {
+			return nil, err
+		}
+		return OpenPostgres(ctx, cfg.Database, cfg.Cluster)
+	}
+	if err := checkSQLiteIsDialbox(ctx, cfg.Database); err != nil {
+		return nil, err
+	}
+	return OpenStore(cfg.Database)
+}
+
+// errNoDatabase says that database is no dialbox database, and how one is
+// made.
+func errNoDatabase(database, why string) error {
+	return fmt.Errorf("database %s %s: is --database (or database, DIALBOX_DATABASE) mistyped? Only `dialbox serve` creates a database: start it once on a new one",
+		databaseName(database), why)
 }
 
 // dataDir is where the folders that default to "beside the database"

@@ -107,6 +107,13 @@ func (s *PostgresStore) SetAdminSetting(ctx context.Context, key, value string) 
 	})
 }
 
+func (s *PostgresStore) DeleteAdminSettings(ctx context.Context, keys ...string) error {
+	return s.configWrite(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM admin_settings WHERE key = ANY($1)`, keys)
+		return err
+	})
+}
+
 func (s *PostgresStore) RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error {
 	return s.configWrite(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET url = $1, updated_at = $2

@@ -495,3 +495,23 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 		t.Errorf("migrated scenario %+v %v", sc, err)
 	}
 }
+
+// A script of the wrong shape is refused naming the field and what it must
+// be, in the admin API's words, never the decoder's Go types
+// (docs/voicebot.md#saving-a-script).
+func TestVoicebotAdminScriptShape(t *testing.T) {
+	s := startSandboxOn(t, "sqlite")
+	for _, c := range []struct{ script, field, reason string }{
+		{`"say hello"`, "script", "must be an object with steps"},
+		{`[]`, "script", "must be an object with steps"},
+		{`{"steps":"x"}`, "script.steps", "must be an array"},
+		{`{"steps":[{"name":1}]}`, "script.steps.name", "must be a string"},
+		{`{"steps":[{"name":"x","dance":{}}]}`, "script", `"dance" is not a known field`},
+	} {
+		e := s.adminFail(t, "POST", "/apps/qa-key/scenarios", `{"id":"bot","script":`+c.script+`}`, 400)
+		if len(e.Details) != 1 || e.Details[0].Field != c.field || !strings.Contains(e.Details[0].Reason, c.reason) ||
+			strings.Contains(e.Details[0].Reason, "json:") || strings.Contains(e.Details[0].Reason, "Go ") {
+			t.Errorf("script %s: %+v; want %s: %q, without the decoder's words", c.script, e.Details, c.field, c.reason)
+		}
+	}
+}
