@@ -148,6 +148,10 @@ type WebhooksConfig struct {
 	Workers       int        `toml:"workers"`
 	Timeout       Duration   `toml:"timeout"`
 	RetrySchedule []Duration `toml:"retry_schedule"`
+	// MaxInFlightPerEndpoint bounds one endpoint's attempts under way at
+	// once on this node, so a receiver that never answers holds only that
+	// many workers (docs/webhooks.md#fair-delivery).
+	MaxInFlightPerEndpoint int `toml:"max_in_flight_per_endpoint"`
 }
 
 type AdminConfig struct {
@@ -264,6 +268,9 @@ func DefaultConfig() Config {
 			Workers:       8,
 			Timeout:       Duration{15 * time.Second},
 			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
+			// A quarter of the workers: one stuck receiver leaves the others
+			// six of eight.
+			MaxInFlightPerEndpoint: 2,
 		},
 		Recordings: RecordingsConfig{RetentionDays: 90},
 		Console:    ConsoleConfig{Enabled: true, SessionMaxAge: Duration{12 * time.Hour}},
@@ -419,6 +426,8 @@ func (c *Config) validate() error {
 		return bad("webhooks.timeout", "must be positive")
 	case len(c.Webhooks.RetrySchedule) == 0:
 		return bad("webhooks.retry_schedule", "must list at least one delay")
+	case c.Webhooks.MaxInFlightPerEndpoint < 1:
+		return bad("webhooks.max_in_flight_per_endpoint", "must be at least 1")
 	case c.Admin.Token != "" && len(c.Admin.Token) < 16:
 		return bad("admin.token", "must be at least 16 characters (or empty to generate one)")
 	case c.Recordings.RetentionDays < 0:

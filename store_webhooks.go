@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 )
 
@@ -17,16 +18,21 @@ type outMessage struct {
 	Tries      int
 }
 
-// dueMessages returns up to limit pending messages due at now whose
-// endpoint is enabled, the longest waiting first.
 // releaseMessages has nothing to give back: SQLite does not lease messages.
 func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error { return nil }
 
-func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
+// dueMessages returns up to limit pending messages due at now whose
+// endpoint is enabled and not in skip, the longest waiting first.
+func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit int, skip []string) ([]outMessage, error) {
+	args := []any{ms(now)}
+	for _, id := range skip {
+		args = append(args, id)
+	}
 	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
 		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
 		WHERE m.state = 'pending' AND m.next_try_at <= ? AND e.enabled = 1
-		ORDER BY m.next_try_at, m.seq LIMIT ?`, ms(now), limit)
+			AND m.endpoint_id NOT IN (`+strings.TrimPrefix(strings.Repeat(",?", len(skip)), ",")+`)
+		ORDER BY m.next_try_at, m.seq LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}

@@ -48,14 +48,17 @@ const maxRetryAfter = 24 * time.Hour
 // of workers, each of which sends, signs per Standard Webhooks, and records
 // the attempt. Delivery is at least once: a message is marked delivered
 // only after its 2xx, so a crash in between sends it again, with the same
-// webhook-id.
+// webhook-id. No endpoint has more than MaxInFlight attempts under way at
+// once, so a receiver that never answers holds only that many workers and
+// the others serve every other endpoint (docs/webhooks.md#fair-delivery).
 type Webhooks struct {
-	Store    Store
-	Log      *slog.Logger
-	Workers  int
-	Timeout  time.Duration
-	Schedule []time.Duration
-	Client   *http.Client
+	Store       Store
+	Log         *slog.Logger
+	Workers     int
+	MaxInFlight int // per endpoint: webhooks.max_in_flight_per_endpoint
+	Timeout     time.Duration
+	Schedule    []time.Duration
+	Client      *http.Client
 	// faults may answer for the receiver (the admin API's webhook rules),
 	// and then nothing is sent; nil: none.
 	faults *Faults
@@ -68,10 +71,13 @@ type Webhooks struct {
 	done    chan struct{}
 	cancel  context.CancelFunc
 	// inflight holds messages sent or being sent whose attempt is not yet
-	// recorded (true), and those recorded since the dispatcher's last outbox
-	// read began (false): that read may predate the record and still show
-	// them due, which would send them twice.
-	inflight map[int64]bool
+	// recorded (sending), and those recorded since the dispatcher's last
+	// outbox read began (not sending): that read may predate the record and
+	// still show them due, which would send them twice.
+	inflight map[int64]flight
+	// sending counts each endpoint's messages in inflight that are sending,
+	// which MaxInFlight bounds.
+	sending map[string]int
 	// abandoned counts attempts cut by a stop, to be logged once.
 	abandoned atomic.Int64
 	records   sync.WaitGroup
@@ -83,7 +89,8 @@ func NewWebhooks(store Store, faults *Faults, log *slog.Logger, cfg WebhooksConf
 		schedule[i] = d.Duration
 	}
 	return &Webhooks{
-		Store: store, faults: faults, Log: log, Workers: cfg.Workers, Timeout: cfg.Timeout.Duration, Schedule: schedule,
+		Store: store, faults: faults, Log: log, Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlightPerEndpoint,
+		Timeout: cfg.Timeout.Duration, Schedule: schedule,
 		Client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               http.ProxyFromEnvironment,
@@ -128,7 +135,7 @@ func (w *Webhooks) Start() error {
 	}
 	w.running = true
 	w.stop, w.done = make(chan struct{}), make(chan struct{})
-	w.inflight = map[int64]bool{}
+	w.inflight, w.sending = map[int64]flight{}, map[string]int{}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.loop(ctx, w.stop, w.done)
@@ -181,7 +188,7 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 				select {
 				case <-stop: // handed over as Stop came: not under way yet
 					w.mu.Lock()
-					delete(w.inflight, m.Seq)
+					w.forget(m.Seq)
 					w.mu.Unlock()
 					w.release([]int64{m.Seq})
 				default:
@@ -208,41 +215,45 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		now := time.Now()
 		w.mu.Lock()
 		busy := 0
-		for seq, sending := range w.inflight {
-			if !sending {
+		for seq, f := range w.inflight {
+			if !f.sending {
 				delete(w.inflight, seq) // recorded before this read: it sees the record
 			} else {
 				busy++
 			}
 		}
+		full := w.endpointsFull()
 		w.mu.Unlock()
+		webhookEndpointsFull.Set(float64(len(full)))
 		if busy >= maxUnrecorded*w.Workers {
 			timer.Reset(webhookIdle) // a recorded attempt wakes us sooner
 			continue
 		}
-		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers)
+		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers, full)
 		if err != nil && ctx.Err() == nil {
 			w.Log.Error("webhooks: reading the outbox", "err", err)
 		}
 		var skipped []int64 // returned, but not to be tried now: given back
+		// filled: an endpoint reached its share during this pass, so the
+		// messages read behind its own were not looked at; read again at
+		// once, leaving it out.
+		filled := false
 		for i, m := range msgs {
 			w.mu.Lock()
-			_, skip := w.inflight[m.Seq]
-			if !skip {
-				w.inflight[m.Seq] = true
-			}
+			held, atShare := w.hold(m)
 			w.mu.Unlock()
-			if skip {
+			if !held {
+				filled = filled || atShare
 				skipped = append(skipped, m.Seq)
 				continue
 			}
 			select {
 			case jobs <- m:
 			case <-stop:
+				w.mu.Lock()
+				w.forget(m.Seq)
+				w.mu.Unlock()
 				for _, rest := range msgs[i:] {
-					w.mu.Lock()
-					delete(w.inflight, rest.Seq)
-					w.mu.Unlock()
 					skipped = append(skipped, rest.Seq)
 				}
 				w.release(skipped)
@@ -254,8 +265,65 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		if t, ok, err := w.Store.nextMessageDue(ctx, now); err == nil && ok {
 			wait = min(wait, max(time.Until(t), time.Millisecond))
 		}
+		if filled {
+			wait = 0
+		}
 		timer.Reset(wait)
 	}
+}
+
+// flight is a message of inflight: its endpoint, and whether it is being
+// sent (or its attempt recorded) rather than recorded already.
+type flight struct {
+	endpoint string
+	sending  bool
+}
+
+// hold marks m as being sent, unless it is in flight already or its
+// endpoint has its share (MaxInFlight) under way; atShare says it is the
+// latter. The caller holds w.mu.
+func (w *Webhooks) hold(m outMessage) (held, atShare bool) {
+	if _, ok := w.inflight[m.Seq]; ok {
+		return false, false
+	}
+	if w.sending[m.EndpointID] >= w.MaxInFlight {
+		return false, true
+	}
+	w.inflight[m.Seq] = flight{endpoint: m.EndpointID, sending: true}
+	w.sending[m.EndpointID]++
+	return true, false
+}
+
+// settle marks a held message's attempt as over, its endpoint's share
+// free again, while keeping it in inflight until the next outbox read. The
+// caller holds w.mu.
+func (w *Webhooks) settle(seq int64) {
+	f, ok := w.inflight[seq]
+	if !ok || !f.sending {
+		return
+	}
+	w.inflight[seq] = flight{endpoint: f.endpoint}
+	if w.sending[f.endpoint]--; w.sending[f.endpoint] <= 0 {
+		delete(w.sending, f.endpoint)
+	}
+}
+
+// forget drops a held message that was not sent. The caller holds w.mu.
+func (w *Webhooks) forget(seq int64) {
+	w.settle(seq)
+	delete(w.inflight, seq)
+}
+
+// endpointsFull are the endpoints with their share under way, which the
+// next outbox read leaves out. The caller holds w.mu.
+func (w *Webhooks) endpointsFull() []string {
+	full := []string{}
+	for endpoint, n := range w.sending {
+		if n >= w.MaxInFlight {
+			full = append(full, endpoint)
+		}
+	}
+	return full
 }
 
 // release gives messages back to the outbox (Store.releaseMessages), due
@@ -279,7 +347,7 @@ const maxUnrecorded = 4
 func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 	done := func() {
 		w.mu.Lock()
-		w.inflight[m.Seq] = false
+		w.settle(m.Seq)
 		w.mu.Unlock()
 		w.Notify()
 	}
