@@ -71,12 +71,12 @@ type Webhooks struct {
 	done    chan struct{}
 	cancel  context.CancelFunc
 	// inflight holds messages sent or being sent whose attempt is not yet
-	// recorded (sending), and those recorded since the dispatcher's last
-	// outbox read began (not sending): that read may predate the record and
-	// still show them due, which would send them twice.
+	// recorded, and those recorded since the dispatcher's last outbox read
+	// began: that read may predate the record and still show them due,
+	// which would send them twice.
 	inflight map[int64]flight
-	// sending counts each endpoint's messages in inflight that are sending,
-	// which MaxInFlight bounds.
+	// sending counts each endpoint's messages in inflight whose attempt is
+	// on the wire, which MaxInFlight bounds.
 	sending map[string]int
 	// abandoned counts attempts cut by a stop, to be logged once.
 	abandoned atomic.Int64
@@ -216,7 +216,7 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		w.mu.Lock()
 		busy := 0
 		for seq, f := range w.inflight {
-			if !f.sending {
+			if f.recorded {
 				delete(w.inflight, seq) // recorded before this read: it sees the record
 			} else {
 				busy++
@@ -272,11 +272,12 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 	}
 }
 
-// flight is a message of inflight: its endpoint, and whether it is being
-// sent (or its attempt recorded) rather than recorded already.
+// flight is a message of inflight: its endpoint, whether its attempt is on
+// the wire (counted in its endpoint's share), and whether it is recorded.
 type flight struct {
 	endpoint string
-	sending  bool
+	onWire   bool
+	recorded bool
 }
 
 // hold marks m as being sent, unless it is in flight already or its
@@ -289,28 +290,39 @@ func (w *Webhooks) hold(m outMessage) (held, atShare bool) {
 	if w.sending[m.EndpointID] >= w.MaxInFlight {
 		return false, true
 	}
-	w.inflight[m.Seq] = flight{endpoint: m.EndpointID, sending: true}
+	w.inflight[m.Seq] = flight{endpoint: m.EndpointID, onWire: true}
 	w.sending[m.EndpointID]++
 	return true, false
 }
 
-// settle marks a held message's attempt as over, its endpoint's share
-// free again, while keeping it in inflight until the next outbox read. The
-// caller holds w.mu.
-func (w *Webhooks) settle(seq int64) {
+// offWire marks a held message's attempt as answered (or given up): its
+// endpoint's share is free again, though the attempt may still be being
+// recorded. The caller holds w.mu.
+func (w *Webhooks) offWire(seq int64) {
 	f, ok := w.inflight[seq]
-	if !ok || !f.sending {
+	if !ok || !f.onWire {
 		return
 	}
-	w.inflight[seq] = flight{endpoint: f.endpoint}
+	f.onWire = false
+	w.inflight[seq] = f
 	if w.sending[f.endpoint]--; w.sending[f.endpoint] <= 0 {
 		delete(w.sending, f.endpoint)
 	}
 }
 
+// recorded marks a held message's attempt as stored; it stays in inflight
+// until the next outbox read, which sees the record. The caller holds w.mu.
+func (w *Webhooks) recorded(seq int64) {
+	w.offWire(seq)
+	if f, ok := w.inflight[seq]; ok {
+		f.recorded = true
+		w.inflight[seq] = f
+	}
+}
+
 // forget drops a held message that was not sent. The caller holds w.mu.
 func (w *Webhooks) forget(seq int64) {
-	w.settle(seq)
+	w.offWire(seq)
 	delete(w.inflight, seq)
 }
 
@@ -347,7 +359,7 @@ const maxUnrecorded = 4
 func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 	done := func() {
 		w.mu.Lock()
-		w.settle(m.Seq)
+		w.recorded(m.Seq)
 		w.mu.Unlock()
 		w.Notify()
 	}
@@ -363,6 +375,11 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 			return // stopping: not the receiver's fault, try again after the next Start
 		}
 	}
+	// The endpoint may take its next message while this attempt is recorded.
+	w.mu.Lock()
+	w.offWire(m.Seq)
+	w.mu.Unlock()
+	w.Notify()
 	now := time.Now()
 	a := deliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
 		State: msgPending, Tries: m.Tries + 1, NextTryAt: now}
