@@ -355,3 +355,11 @@ CREATE TABLE advertising_settings (
 );
 -- The admin API's explanation of a contact's wait reads its last delay.
 CREATE INDEX call_blocks_by_contact ON call_blocks (contact_id, seq);
+
+-- migration 11: webhook messages due, by endpoint
+-- Delivery takes each endpoint's oldest due messages with one range of
+-- this index, so an endpoint that has its share under way
+-- (webhooks.max_in_flight_per_endpoint) costs the others nothing however
+-- many of its messages wait (docs/webhooks.md#fair-delivery).
+CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
+    WHERE state = 'pending';

@@ -500,3 +500,11 @@ CREATE TRIGGER queued_contacts_deleted AFTER DELETE ON contacts
 -- (the simulator's, trunk '') are left out of both indexes.
 CREATE INDEX calls_live_by_trunk ON calls (trunk) WHERE state = 'dialing' AND trunk <> '';
 CREATE INDEX calls_starts_by_trunk ON calls (trunk, started_at) WHERE trunk <> '';
+
+-- migration 15: webhook messages due, by endpoint
+-- Delivery claims each endpoint's oldest due messages with one range of
+-- this index, so an endpoint that has its share under way
+-- (webhooks.max_in_flight_per_endpoint) costs the others nothing however
+-- many of its messages wait (docs/webhooks.md#fair-delivery).
+CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
+    WHERE state = 'pending';

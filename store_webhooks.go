@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"strings"
+	"errors"
+	"slices"
 	"time"
 )
 
@@ -22,32 +24,59 @@ type outMessage struct {
 func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error { return nil }
 
 // dueMessages returns up to limit pending messages due at now whose
-// endpoint is enabled and not in skip, the longest waiting first.
-func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit int, skip []string) ([]outMessage, error) {
-	args := []any{ms(now)}
-	for _, id := range skip {
-		args = append(args, id)
+// endpoint is enabled and not in skip, at most perEndpoint of each
+// endpoint's, the longest waiting first. It steps through the endpoints
+// with messages pending, then reads each one's oldest due messages: each
+// step is one range of webhook_messages_due_by_endpoint, so a skipped
+// endpoint's backlog is never read (SQLite has no LATERAL join to do it in
+// one query).
+func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
+	type due struct {
+		outMessage
+		at int64
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
-		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
-		WHERE m.state = 'pending' AND m.next_try_at <= ? AND e.enabled = 1
-			AND m.endpoint_id NOT IN (`+strings.TrimPrefix(strings.Repeat(",?", len(skip)), ",")+`)
-		ORDER BY m.next_try_at, m.seq LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []outMessage
-	for rows.Next() {
-		var m outMessage
-		var payload string
-		if err := rows.Scan(&m.Seq, &m.ID, &m.EndpointID, &m.URL, &m.Secret, &payload, &m.Tries); err != nil {
+	var list []due
+	for endpoint := ""; ; {
+		err := s.read.QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_messages
+			WHERE state = 'pending' AND endpoint_id > ? ORDER BY endpoint_id LIMIT 1`, endpoint).Scan(&endpoint)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
 			return nil, err
 		}
-		m.Payload = []byte(payload)
-		out = append(out, m)
+		if slices.Contains(skip, endpoint) {
+			continue
+		}
+		rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at
+			FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
+			WHERE m.endpoint_id = ? AND m.state = 'pending' AND m.next_try_at <= ? AND e.enabled = 1
+			ORDER BY m.next_try_at, m.seq LIMIT ?`, endpoint, ms(now), perEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var d due
+			var payload string
+			if err := rows.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.URL, &d.Secret, &payload, &d.Tries, &d.at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			d.Payload = []byte(payload)
+			list = append(list, d)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, err
+		}
 	}
-	return out, rows.Err()
+	slices.SortFunc(list, func(a, b due) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.Seq, b.Seq))
+	})
+	out := make([]outMessage, 0, min(len(list), limit))
+	for _, d := range list[:min(len(list), limit)] {
+		out = append(out, d.outMessage)
+	}
+	return out, nil
 }
 
 // nextMessageDue is the earliest next_try_at after now of a pending message.

@@ -229,7 +229,10 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 			timer.Reset(webhookIdle) // a recorded attempt wakes us sooner
 			continue
 		}
-		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers, full)
+		// busy more of each endpoint's than its share: on SQLite, which does
+		// not lease them, messages whose attempts are not yet recorded come
+		// first and are passed over.
+		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers, busy+w.MaxInFlight, full)
 		if err != nil && ctx.Err() == nil {
 			w.Log.Error("webhooks: reading the outbox", "err", err)
 		}
