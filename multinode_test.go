@@ -93,9 +93,7 @@ api_secret = "multi-secret"
 	var nodes [3]*mnNode
 	for i := range nodes {
 		// A lease of 2 s: the killed node's calls and messages are taken
-		// over within seconds, not the default 30 s. The one endpoint may
-		// use every worker: this test is of claims and leases, not of
-		// sharing workers between endpoints (webhook_test.go's is).
+		// over within seconds, not the default 30 s.
 		nodes[i] = mnStartNode(t, bin, dir, db, fixtures, i, fmt.Sprintf(`
 [engine]
 poll_interval = "20ms"
@@ -103,7 +101,6 @@ poll_interval = "20ms"
 time_scale = 2000.0
 [webhooks]
 workers = 4
-max_in_flight_per_endpoint = 4
 retry_schedule = ["0s", "50ms", "100ms", "200ms", "500ms", "1s", "1s", "1s"]
 [recordings]
 dir = %q

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -25,17 +26,19 @@ func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error {
 
 // dueMessages returns up to limit pending messages due at now whose
 // endpoint is enabled and not in skip, at most perEndpoint of each
-// endpoint's, the longest waiting first. It steps through the endpoints
-// with messages pending, then reads each one's oldest due messages: each
-// step is one range of webhook_messages_due_by_endpoint, so a skipped
-// endpoint's backlog is never read (SQLite has no LATERAL join to do it in
-// one query).
+// endpoint's, the longest waiting first. SQLite has no LATERAL join to do
+// it in one query, so it steps through the endpoints with messages
+// pending and takes each one's oldest due messages, each step one range of
+// webhook_messages_due_by_endpoint read from the index alone: a skipped
+// endpoint's backlog is never read. Only the messages chosen are then read
+// whole.
 func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
-	type due struct {
-		outMessage
-		at int64
+	enabled, err := queryStrings(ctx, s.read, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
+	if err != nil {
+		return nil, err
 	}
-	var list []due
+	type due struct{ seq, at int64 }
+	var chosen []due
 	for endpoint := ""; ; {
 		err := s.read.QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_messages
 			WHERE state = 'pending' AND endpoint_id > ? ORDER BY endpoint_id LIMIT 1`, endpoint).Scan(&endpoint)
@@ -45,38 +48,56 @@ func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, per
 		if err != nil {
 			return nil, err
 		}
-		if slices.Contains(skip, endpoint) {
+		if !slices.Contains(enabled, endpoint) || slices.Contains(skip, endpoint) {
 			continue
 		}
-		rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at
-			FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
-			WHERE m.endpoint_id = ? AND m.state = 'pending' AND m.next_try_at <= ? AND e.enabled = 1
-			ORDER BY m.next_try_at, m.seq LIMIT ?`, endpoint, ms(now), perEndpoint)
+		rows, err := s.read.QueryContext(ctx, `SELECT seq, next_try_at FROM webhook_messages
+			WHERE endpoint_id = ? AND state = 'pending' AND next_try_at <= ?
+			ORDER BY next_try_at, seq LIMIT ?`, endpoint, ms(now), perEndpoint)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
 			var d due
-			var payload string
-			if err := rows.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.URL, &d.Secret, &payload, &d.Tries, &d.at); err != nil {
+			if err := rows.Scan(&d.seq, &d.at); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			d.Payload = []byte(payload)
-			list = append(list, d)
+			chosen = append(chosen, d)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, err
 		}
 	}
-	slices.SortFunc(list, func(a, b due) int {
-		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.Seq, b.Seq))
-	})
-	out := make([]outMessage, 0, min(len(list), limit))
-	for _, d := range list[:min(len(list), limit)] {
-		out = append(out, d.outMessage)
+	slices.SortFunc(chosen, func(a, b due) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq)) })
+	chosen = chosen[:min(len(chosen), limit)]
+	if len(chosen) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	args := make([]any, len(chosen))
+	order := make(map[int64]int, len(chosen))
+	for i, d := range chosen {
+		args[i], order[d.seq] = d.seq, i
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
+		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
+		WHERE m.state = 'pending' AND m.seq IN (`+strings.TrimPrefix(strings.Repeat(",?", len(args)), ",")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]outMessage, 0, len(chosen))
+	for rows.Next() {
+		var m outMessage
+		var payload string
+		if err := rows.Scan(&m.Seq, &m.ID, &m.EndpointID, &m.URL, &m.Secret, &payload, &m.Tries); err != nil {
+			return nil, err
+		}
+		m.Payload = []byte(payload)
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b outMessage) int { return cmp.Compare(order[a.Seq], order[b.Seq]) })
+	return out, rows.Err()
 }
 
 // nextMessageDue is the earliest next_try_at after now of a pending message.
