@@ -107,6 +107,11 @@ type LimitsConfig struct {
 	// MaxQueuedContacts bounds each application's contacts not yet
 	// finished; an import over it is shed with 429. 0: unlimited.
 	MaxQueuedContacts int64 `toml:"max_queued_contacts"`
+	// MaxContactFieldBytes bounds each name and value of a contact, and
+	// MaxContactBytes the whole contact, as stored
+	// (docs/design.md#contact-sizes); over either, an import is refused.
+	MaxContactFieldBytes int `toml:"max_contact_field_bytes"`
+	MaxContactBytes      int `toml:"max_contact_bytes"`
 	// MemoryMiB is a soft limit on the process's memory: the garbage
 	// collector works harder as it nears it (0: no limit; GOMEMLIMIT wins).
 	MemoryMiB int64 `toml:"memory_mib"`
@@ -155,6 +160,10 @@ type WebhooksConfig struct {
 	Workers       int        `toml:"workers"`
 	Timeout       Duration   `toml:"timeout"`
 	RetrySchedule []Duration `toml:"retry_schedule"`
+	// MaxInFlightPerEndpoint bounds one endpoint's attempts under way at
+	// once on this node, so a receiver that never answers holds only that
+	// many workers (docs/webhooks.md#fair-delivery).
+	MaxInFlightPerEndpoint int `toml:"max_in_flight_per_endpoint"`
 }
 
 type AdminConfig struct {
@@ -250,6 +259,10 @@ type MetricsConfig struct {
 
 // defaultSinkSecret is the sandbox's well-known sink secret; the demo
 // tenant's webhook is signed with it.
+// minContactFieldBytes is the least limits.max_contact_field_bytes may be:
+// room for a phone number as people write it, "+84 (912) 345-678" and more.
+const minContactFieldBytes = 64
+
 const defaultSinkSecret = "whsec_ZGlhbGJveC1zYW5kYm94LXNpbmstc2VjcmV0"
 
 // Duration is a time.Duration written as "15s", "5m" in TOML and env.
@@ -282,7 +295,8 @@ func DefaultConfig() Config {
 		Database: "dialbox.db",
 		API:      APIConfig{ErrorHTTPStatus: StatusModeSemantic},
 		Limits: LimitsConfig{MaxContactsPerRequest: 10000, MaxBodyBytes: 16 << 20, Burst: 100,
-			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000, MemoryMiB: 100},
+			MaxConcurrentImports: 256, MaxQueuedContacts: 10_000_000, MemoryMiB: 100,
+			MaxContactFieldBytes: 1024, MaxContactBytes: 8192},
 		HTTP: HTTPConfig{ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
 			WriteTimeout: Duration{time.Minute}, IdleTimeout: Duration{2 * time.Minute}, ShutdownTimeout: Duration{10 * time.Second},
 			TrustedProxies: []string{}},
@@ -300,6 +314,9 @@ func DefaultConfig() Config {
 			Workers:       8,
 			Timeout:       Duration{15 * time.Second},
 			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
+			// A quarter of the workers: one stuck receiver leaves the others
+			// six of eight.
+			MaxInFlightPerEndpoint: 2,
 		},
 		Recordings: RecordingsConfig{RetentionDays: 90},
 		Admin:      AdminConfig{WrongTokensPerAddress: 5, WrongTokensOverall: 30, WrongTokenBackoff: Duration{2 * time.Second}},
@@ -431,6 +448,10 @@ func (c *Config) validate() error {
 		return bad("limits.max_concurrent_imports", "must be at least 1")
 	case c.Limits.MaxQueuedContacts < 0:
 		return bad("limits.max_queued_contacts", "must not be negative (0: unlimited)")
+	case c.Limits.MaxContactFieldBytes < minContactFieldBytes:
+		return bad("limits.max_contact_field_bytes", fmt.Sprintf("must be at least %d (a phone number must fit)", minContactFieldBytes))
+	case c.Limits.MaxContactBytes < c.Limits.MaxContactFieldBytes:
+		return bad("limits.max_contact_bytes", fmt.Sprintf("must be at least limits.max_contact_field_bytes (%d)", c.Limits.MaxContactFieldBytes))
 	case c.Limits.MemoryMiB < 0:
 		return bad("limits.memory_mib", "must not be negative (0: no limit)")
 	case c.HTTP.ReadHeaderTimeout.Duration <= 0:
@@ -457,6 +478,8 @@ func (c *Config) validate() error {
 		return bad("webhooks.timeout", "must be positive")
 	case len(c.Webhooks.RetrySchedule) == 0:
 		return bad("webhooks.retry_schedule", "must list at least one delay")
+	case c.Webhooks.MaxInFlightPerEndpoint < 1:
+		return bad("webhooks.max_in_flight_per_endpoint", "must be at least 1")
 	case c.Admin.Token != "" && len(c.Admin.Token) < 16:
 		return bad("admin.token", "must be at least 16 characters (or empty to generate one)")
 	case c.Admin.WrongTokensPerAddress < 1:

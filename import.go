@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -224,7 +226,9 @@ func (imp *csvImport) read(ctx context.Context, r io.Reader) error {
 func (imp *csvImport) importChunk(ctx context.Context, header []string, records [][]string) error {
 	first := imp.rows + 2
 	imp.rows += len(records)
-	items := make([]any, len(records))
+	items := make([]any, 0, len(records))
+	kept := make([]int, 0, len(records)) // the record of each item
+	var skips []SkippedContact           // by record, with their reasons
 	for i, rec := range records {
 		contact := make(map[string]any, len(header))
 		for j, v := range rec {
@@ -232,19 +236,35 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 				contact[header[j]] = v
 			}
 		}
-		items[i] = contact
+		// Over the size limits, a row is skipped here, so the database
+		// stores nothing of it; operations A and C refuse such a request.
+		if key, reason, over := imp.importer.sizes.oversized(contact); over {
+			if key != "" {
+				reason = key + " " + reason
+			}
+			skips = append(skips, SkippedContact{Position: i, Reason: reason})
+			continue
+		}
+		items = append(items, contact)
+		kept = append(kept, i)
 	}
-	res, err := imp.importer.Import(ctx, imp.app, imp.sc, imp.campaignID, items, time.Now())
-	switch code := errorCode(err); code {
-	case "", EALLINVALID:
-	case EIMPORTFAILED:
-		return fmt.Errorf("%s (rows from %d on were not imported)", errors.Unwrap(err), first)
-	default:
-		return imp.refused(err, first)
+	if len(items) > 0 {
+		res, err := imp.importer.Import(ctx, imp.app, imp.sc, imp.campaignID, items, time.Now())
+		switch code := errorCode(err); code {
+		case "", EALLINVALID:
+		case EIMPORTFAILED:
+			return fmt.Errorf("%s (rows from %d on were not imported)", errors.Unwrap(err), first)
+		default:
+			return imp.refused(err, first)
+		}
+		imp.added += len(res.Added)
+		for _, sk := range res.Skipped {
+			skips = append(skips, SkippedContact{Position: kept[sk.Position], Reason: sk.Reason})
+		}
 	}
-	imp.added += len(res.Added)
-	imp.skipped += len(res.Skipped)
-	for _, sk := range res.Skipped {
+	imp.skipped += len(skips)
+	slices.SortFunc(skips, func(a, b SkippedContact) int { return cmp.Compare(a.Position, b.Position) })
+	for _, sk := range skips {
 		if err := imp.writeSkipped(header, first+sk.Position, records[sk.Position], sk.Reason); err != nil {
 			return err
 		}

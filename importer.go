@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,24 +20,30 @@ type Importer struct {
 	store     Store
 	region    string // phone.default_region, to read phone numbers
 	maxQueued int64  // limits.max_queued_contacts
+	sizes     contactLimits
 	log       *slog.Logger
 	notify    func(appID int64) // told after contacts are added, so dialling starts at once; nil: no one
 }
 
 func NewImporter(store Store, cfg Config, log *slog.Logger, notify func(appID int64)) *Importer {
+	sizes := contactLimits{field: cfg.Limits.MaxContactFieldBytes, contact: cfg.Limits.MaxContactBytes}
 	return &Importer{store: store, region: cfg.Phone.DefaultRegion, maxQueued: cfg.Limits.MaxQueuedContacts,
-		log: log, notify: notify}
+		sizes: sizes, log: log, notify: notify}
 }
 
-// Import runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders after the body: content,
-// wallet expiry, hotline pool, contact validation, then the store (which
-// checks duplicates against queued contacts and the balance).
+// Import runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders after the body: the
+// contacts' sizes (the last check of the body), content, wallet expiry,
+// hotline pool, contact validation, then the store (which checks
+// duplicates against queued contacts and the balance).
 //
 // It adds items (decoded JSON contacts) to sc, and to campaignID if set,
 // for app at now. Refusals are domain errors; EALLINVALID comes with the
 // result, whose skipped contacts are recorded. A failure of the store is
 // EIMPORTFAILED, wrapping it.
 func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any, now time.Time) (*ImportResult, error) {
+	if err := im.checkSizes(items); err != nil {
+		return nil, err
+	}
 	if err := im.check(ctx, app, sc, now); err != nil {
 		return nil, err
 	}
@@ -145,4 +153,120 @@ next:
 		valid = append(valid, NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
 	}
 	return valid, skipped
+}
+
+// contactLimits bound what one contact may store
+// (docs/design.md#contact-sizes): each field's name and value
+// (limits.max_contact_field_bytes) and the whole contact
+// (limits.max_contact_bytes), counted as the JSON dialbox stores.
+type contactLimits struct{ field, contact int }
+
+// maxSizeDetails bounds the details of a refusal for size: enough to fix
+// a request, not a list as long as the request.
+const maxSizeDetails = 10
+
+// checkSizes refuses the whole import when a contact is over the limits,
+// naming each such field (at most maxSizeDetails), before anything of it
+// is stored: a skipped contact would store its input too.
+func (im *Importer) checkSizes(items []any) error {
+	var bad []FieldError
+	for i, item := range items {
+		key, reason, over := im.sizes.oversized(item)
+		if !over {
+			continue
+		}
+		field := fmt.Sprintf("contacts[%d]", i)
+		if key != "" {
+			field += "." + key
+		}
+		if bad = append(bad, FieldError{Field: field, Reason: reason}); len(bad) == maxSizeDetails {
+			break
+		}
+	}
+	if len(bad) > 0 {
+		return validationError(bad...)
+	}
+	return nil
+}
+
+// oversized says what of a contact is over the limits: the field's name
+// (empty when it is the contact as a whole, or a name itself too long to
+// repeat) and why.
+func (l contactLimits) oversized(item any) (key, reason string, over bool) {
+	obj, ok := item.(map[string]any)
+	if !ok {
+		if n := jsonSize(item); n > l.contact {
+			return "", fmt.Sprintf("is %d bytes, more than limits.max_contact_bytes (%d)", n, l.contact), true
+		}
+		return "", "", false
+	}
+	// Names in order, so the same request is always answered the same.
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	total := 2 + max(len(obj)-1, 0) // {} and the commas
+	for _, k := range keys {
+		name := jsonStringSize(k)
+		value, text := storedSize(obj[k])
+		switch {
+		case name > l.field:
+			return "", fmt.Sprintf("has a field name of %d bytes, more than limits.max_contact_field_bytes (%d)", name, l.field), true
+		case text > l.field:
+			return k, fmt.Sprintf("is %d bytes, more than limits.max_contact_field_bytes (%d)", text, l.field), true
+		}
+		total += name + 2 + 1 + value // "name":value
+	}
+	if total > l.contact {
+		return "", fmt.Sprintf("is %d bytes, more than limits.max_contact_bytes (%d)", total, l.contact), true
+	}
+	return "", "", false
+}
+
+// storedSize is the length of a field's value in the stored JSON, where a
+// number is kept as the string it was written as, and of its text alone
+// (without quotes): what a field's limit counts.
+func storedSize(v any) (value, text int) {
+	switch v := v.(type) {
+	case string:
+		n := jsonStringSize(v)
+		return n + 2, n
+	case json.Number:
+		return len(v) + 2, len(v)
+	}
+	n := jsonSize(v)
+	return n, n
+}
+
+// jsonSize is the length of v's JSON as marshalJSON writes it, without
+// writing it: contacts are measured on every import.
+func jsonSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return jsonStringSize(v) + 2
+	case json.Number:
+		return len(v)
+	case nil:
+		return len("null")
+	case bool:
+		if v {
+			return len("true")
+		}
+		return len("false")
+	case map[string]any:
+		n := 2 + max(len(v)-1, 0)
+		for k, e := range v {
+			n += jsonStringSize(k) + 2 + 1 + jsonSize(e)
+		}
+		return n
+	case []any:
+		n := 2 + max(len(v)-1, 0)
+		for _, e := range v {
+			n += jsonSize(e)
+		}
+		return n
+	}
+	b, _ := marshalJSON(v) // not a decoded JSON value: not expected
+	return len(b)
 }

@@ -105,3 +105,24 @@ func TestValidateContactsDuplicatesAllowed(t *testing.T) {
 		}
 	}
 }
+
+// A contact is measured as the JSON dialbox stores: jsonSize counts,
+// without writing it, exactly what marshalJSON writes, escapes included.
+func TestContactJSONSize(t *testing.T) {
+	items := decodeContacts(t, `[
+		{"phone_number":"0912345678","ho_ten":"Nguyễn Văn A","n":42,"x":null,"ok":true,"no":false},
+		{"a\"b":"quote \" backslash \\ tab \t nl \n nul \u0000 esc \u001b","<&>":"<b>&amp;</b>"},
+		{"sep":"\u2028\u2029","nested":{"k":[1,"two",{"three":3.5e10}],"e":{}},"list":[]},
+		"a string contact", 12, null, [1, 2], {}
+	]`)
+	items = append(items, map[string]any{"bad": "\xff\xfe not UTF-8"})
+	for i, item := range items {
+		b, err := marshalJSON(item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonSize(item); got != len(b) {
+			t.Errorf("item %d: jsonSize = %d, marshalJSON wrote %d bytes: %s", i, got, len(b), b)
+		}
+	}
+}

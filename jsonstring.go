@@ -27,6 +27,35 @@ func marshalJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
+// jsonStringSize is the length of appendJSONString's output for s, less
+// its two quotes, counted without writing it.
+func jsonStringSize(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			switch {
+			case c >= ' ' && c != '"' && c != '\\':
+				n++
+			case c == '"', c == '\\', c == '\b', c == '\f', c == '\n', c == '\r', c == '\t':
+				n += 2
+			default:
+				n += len(`\u0000`)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += len(`\ufffd`)
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
 // appendJSONString appends s as a JSON string exactly as marshalJSON writes
 // it: control characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028
 // and U+2029 escaped, everything else as it is.

@@ -52,6 +52,10 @@ var (
 		Name: "dialbox_sip_trunk_registered",
 		Help: "Per trunk with register = true: 1 while its last REGISTER was accepted, 0 while it fails (retried with backoff; the log says why).",
 	}, []string{"trunk"})
+	webhookEndpointsFull = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "dialbox_webhook_endpoints_at_share",
+		Help: "Webhook endpoints with webhooks.max_in_flight_per_endpoint attempts under way on this node at the dispatcher's last look: slow receivers; their other due messages wait, the other endpoints' do not.",
+	})
 	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dialbox_build_info",
 		Help: "Always 1; the version label is the running build.",
@@ -102,7 +106,7 @@ func observeLeaseRenewalFailure() { leaseRenewalFailures.Inc() }
 
 func init() {
 	processRegistry.MustRegister(requestsTotal, requestDuration, contactsImported, contactsSkipped,
-		commitBatchJobs, commitDuration, sipTrunkRegistered, buildInfo,
+		commitBatchJobs, commitDuration, sipTrunkRegistered, webhookEndpointsFull, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildInfo.WithLabelValues(versionString()).Set(1)
 }

@@ -168,3 +168,89 @@ func TestQueuedContactsCount(t *testing.T) {
 	engImport(t, s, fresh.id, "sc", "", engPhones(2, 400)...)
 	queueCountsExact(t, s, "after a reset")
 }
+
+// A contact's fields are bounded (limits.max_contact_field_bytes, default
+// 1 KB, and limits.max_contact_bytes, default 8 KB): one over either is
+// refused whole with 400 naming it, and nothing of the request is stored,
+// not even as a skipped contact; at the limits a contact is added.
+func TestContactSizeLimits(t *testing.T) { eachBackend(t, testContactSizeLimits) }
+
+func testContactSizeLimits(t *testing.T, backend string) {
+	s := startServerOn(t, backend, testFixtures)
+	qa := bearer(t, "qa-key", "qa-secret")
+	stored := func() int {
+		return queryInt(t, s.m.store, `SELECT (SELECT count(*) FROM contacts) + (SELECT count(*) FROM skipped_contacts)`)
+	}
+	body := func(contacts ...string) string { return `{"contacts":[` + strings.Join(contacts, ",") + `]}` }
+	campaign := func(contacts ...string) string {
+		return `{"campaign_id":"camp-1","contacts":[` + strings.Join(contacts, ",") + `]}`
+	}
+	refused := func(path, body, field, reason string) {
+		t.Helper()
+		before := stored()
+		code, got := s.do(t, http.MethodPost, path, qa, body)
+		var e errorBody
+		if err := json.Unmarshal(got, &e); err != nil || code != http.StatusBadRequest || e.Code != 400 ||
+			e.Message != "Validation Failed" || len(e.Details) != 1 || e.Details[0].Field != field ||
+			!strings.Contains(e.Details[0].Reason, reason) {
+			t.Fatalf("%d %.300s, want 400 Validation Failed naming %s (%q)", code, got, field, reason)
+		}
+		if n := stored(); n != before {
+			t.Errorf("a refused request stored %d rows", n-before)
+		}
+	}
+	fill := func(n int) string { return strings.Repeat("x", n) }
+	valid := `{"phone_number":"0912000001"}`
+
+	// One field one byte over: refused, the valid contact beside it too.
+	refused(opA("sc-remind"), body(valid, `{"phone_number":"0912000002","ghi_chu":"`+fill(1025)+`"}`),
+		"contacts[1].ghi_chu", "limits.max_contact_field_bytes")
+	refused(pathC, campaign(`{"phone_number":"0912000002","ghi_chu":"`+fill(1025)+`"}`),
+		"contacts[0].ghi_chu", "limits.max_contact_field_bytes")
+	// A quote counts as its escape, as stored: 513 of them are 1026 bytes.
+	refused(opA("sc-remind"), body(`{"phone_number":"0912000002","ghi_chu":"`+strings.Repeat(`\"`, 513)+`"}`),
+		"contacts[0].ghi_chu", "1026 bytes")
+	// Ten fields of 1000 bytes each: within the field limit, over the contact's.
+	var ten []string
+	for i := range 10 {
+		ten = append(ten, fmt.Sprintf(`"f%d":"%s"`, i, fill(1000)))
+	}
+	refused(opA("sc-remind"), body(`{"phone_number":"0912000003",`+strings.Join(ten, ",")+`}`),
+		"contacts[0]", "limits.max_contact_bytes")
+	// A contact that would be skipped (bad phone, a value of the wrong type,
+	// not an object) is refused too rather than stored as skipped.
+	refused(opA("sc-remind"), body(valid, `{"phone_number":"bad","ghi_chu":"`+fill(2000)+`"}`),
+		"contacts[1].ghi_chu", "limits.max_contact_field_bytes")
+	refused(opA("sc-remind"), body(valid, `{"phone_number":"0912000004","nested":{"x":"`+fill(2000)+`"}}`),
+		"contacts[1].nested", "limits.max_contact_field_bytes")
+	refused(opA("sc-remind"), body(valid, `"`+fill(9000)+`"`), "contacts[1]", "limits.max_contact_bytes")
+	// A field name is bounded as a value is; the answer does not repeat it.
+	refused(opA("sc-remind"), body(`{"phone_number":"0912000005","`+fill(1025)+`":"x"}`),
+		"contacts[0]", "a field name")
+	if n := stored(); n != 0 {
+		t.Fatalf("%d rows stored after refusals only", n)
+	}
+
+	// At the limits: a 1024-byte field, and a contact of 8192 bytes.
+	code, got := s.do(t, http.MethodPost, opA("sc-remind"), qa, body(`{"phone_number":"0912000006","ghi_chu":"`+fill(1024)+`"}`))
+	if code != http.StatusOK {
+		t.Fatalf("a field at the limit: %d %.300s", code, got)
+	}
+	contact := `{"phone_number":"0912000007","a":"` + fill(1024) + `"`
+	for i := 0; ; i++ {
+		next := fmt.Sprintf(`,"b%d":"%s"`, i, fill(1000))
+		if len(contact)+len(next)+1 > 8192 {
+			contact += fmt.Sprintf(`,"c":"%s"}`, fill(8192-len(contact)-len(`,"c":""}`)))
+			break
+		}
+		contact += next
+	}
+	if len(contact) != 8192 {
+		t.Fatalf("test contact is %d bytes", len(contact))
+	}
+	code, got = s.do(t, http.MethodPost, opA("sc-remind"), qa, body(contact))
+	if code != http.StatusOK {
+		t.Fatalf("a contact at the limit: %d %.300s", code, got)
+	}
+	refused(opA("sc-remind"), body(strings.Replace(contact, `"c":"`, `"c":"x`, 1)), "contacts[0]", "8193 bytes")
+}

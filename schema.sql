@@ -361,3 +361,11 @@ CREATE INDEX call_blocks_by_contact ON call_blocks (contact_id, seq);
 -- '[]': none, the operator's policy alone.
 ALTER TABLE applications ADD COLUMN destination_allow TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE applications ADD COLUMN destination_deny  TEXT NOT NULL DEFAULT '[]';
+
+-- migration 12: webhook messages due, by endpoint
+-- Delivery takes each endpoint's oldest due messages with one range of
+-- this index, so an endpoint that has its share under way
+-- (webhooks.max_in_flight_per_endpoint) costs the others nothing however
+-- many of its messages wait (docs/webhooks.md#fair-delivery).
+CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
+    WHERE state = 'pending';

@@ -506,3 +506,11 @@ CREATE INDEX calls_starts_by_trunk ON calls (trunk, started_at) WHERE trunk <> '
 -- '[]': none, the operator's policy alone.
 ALTER TABLE applications ADD COLUMN destination_allow text NOT NULL DEFAULT '[]';
 ALTER TABLE applications ADD COLUMN destination_deny  text NOT NULL DEFAULT '[]';
+
+-- migration 16: webhook messages due, by endpoint
+-- Delivery claims each endpoint's oldest due messages with one range of
+-- this index, so an endpoint that has its share under way
+-- (webhooks.max_in_flight_per_endpoint) costs the others nothing however
+-- many of its messages wait (docs/webhooks.md#fair-delivery).
+CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
+    WHERE state = 'pending';

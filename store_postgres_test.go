@@ -58,7 +58,7 @@ func TestPostgresOutboxClaimsAreExclusive(t *testing.T) {
 	for i, s := range nodes {
 		wg.Go(func() {
 			for {
-				msgs, err := s.dueMessages(context.Background(), now, 7)
+				msgs, err := s.dueMessages(context.Background(), now, 7, 7, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -92,14 +92,14 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	pgQueueMessages(t, nodes[0], appID, 3, now.Add(-time.Second))
-	held, err := nodes[0].dueMessages(ctx, now, 10)
+	held, err := nodes[0].dueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(held) != 3 {
 		t.Fatalf("node 0 took %d (%v), want 3", len(held), err)
 	}
-	if again, err := nodes[0].dueMessages(ctx, now, 10); err != nil || len(again) != 0 {
+	if again, err := nodes[0].dueMessages(ctx, now, 10, 10, nil); err != nil || len(again) != 0 {
 		t.Fatalf("node 0 asked again: %d (%v), want none (all in flight)", len(again), err)
 	}
-	if msgs, err := nodes[1].dueMessages(ctx, now.Add(nodes[0].lease-time.Second), 10); err != nil || len(msgs) != 0 {
+	if msgs, err := nodes[1].dueMessages(ctx, now.Add(nodes[0].lease-time.Second), 10, 10, nil); err != nil || len(msgs) != 0 {
 		t.Fatalf("node 1 took %d (%v) while node 0's lease holds, want 0", len(msgs), err)
 	}
 	// Node 0 records one attempt, then "dies" holding the other two.
@@ -109,7 +109,7 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 	}
 	later := now.Add(nodes[0].lease + time.Second)
 	takeovers := testutil.ToFloat64(leaseTakeovers.WithLabelValues(takeoverMessage))
-	msgs, err := nodes[1].dueMessages(ctx, later, 10)
+	msgs, err := nodes[1].dueMessages(ctx, later, 10, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestPostgresOutboxRelease(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	pgQueueMessages(t, nodes[0], appID, 2, now.Add(-time.Second))
-	held, err := nodes[0].dueMessages(ctx, now, 10)
+	held, err := nodes[0].dueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(held) != 2 {
 		t.Fatalf("node 0 took %d (%v), want 2", len(held), err)
 	}
@@ -186,13 +186,13 @@ func TestPostgresOutboxRelease(t *testing.T) {
 	if err := nodes[1].releaseMessages(ctx, []int64{held[0].Seq, held[1].Seq}); err != nil {
 		t.Fatal(err)
 	}
-	if msgs, err := nodes[1].dueMessages(ctx, now, 10); err != nil || len(msgs) != 0 {
+	if msgs, err := nodes[1].dueMessages(ctx, now, 10, 10, nil); err != nil || len(msgs) != 0 {
 		t.Fatalf("node 1 took %d (%v) under node 0's lease, want 0", len(msgs), err)
 	}
 	if err := nodes[0].releaseMessages(ctx, []int64{held[1].Seq}); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := nodes[1].dueMessages(ctx, now, 10)
+	msgs, err := nodes[1].dueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(msgs) != 1 || msgs[0].Seq != held[1].Seq {
 		t.Fatalf("after node 0 gave one back node 1 took %v (%v), want it", msgs, err)
 	}
@@ -206,7 +206,7 @@ func TestPostgresOutboxLeaseRenewal(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	pgQueueMessages(t, nodes[0], appID, 3, now.Add(-time.Second))
-	held, err := nodes[0].dueMessages(ctx, now, 10)
+	held, err := nodes[0].dueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(held) != 3 {
 		t.Fatalf("node 0 took %d (%v), want 3", len(held), err)
 	}
@@ -217,11 +217,11 @@ func TestPostgresOutboxLeaseRenewal(t *testing.T) {
 	if err := nodes[0].renewLeases(ctx, now.Add(lease/2)); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := nodes[1].dueMessages(ctx, now.Add(lease+time.Second), 10)
+	msgs, err := nodes[1].dueMessages(ctx, now.Add(lease+time.Second), 10, 10, nil)
 	if err != nil || len(msgs) != 1 || msgs[0].Seq != held[2].Seq {
 		t.Fatalf("past the first lease node 1 took %v (%v), want only the one node 0 let go", msgs, err)
 	}
-	msgs, err = nodes[1].dueMessages(ctx, now.Add(lease*3/2+time.Second), 10)
+	msgs, err = nodes[1].dueMessages(ctx, now.Add(lease*3/2+time.Second), 10, 10, nil)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("past the renewed lease node 1 took %d (%v), want node 0's other two", len(msgs), err)
 	}

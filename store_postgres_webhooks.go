@@ -15,24 +15,33 @@ import (
 // (docs/postgres.md#claiming-calls).
 
 // dueMessages claims up to limit pending messages due at now whose endpoint
-// is enabled, the longest waiting first. A message under a lease, this
+// is enabled and not in skip (this node has its share of them under way),
+// at most perEndpoint of each endpoint's, the longest waiting first. Each
+// endpoint's are one range of webhook_messages_due_by_endpoint: a skipped
+// endpoint's backlog is never read. A message under a lease, this
 // node's or another's, is left out until the lease runs out (or an attempt
 // is recorded); otherwise messages still in flight would fill every answer
 // and the ones behind them would wait. A message whose lease another node
 // left to run out is taken over (counted in /metrics). The node renews the
 // leases of the messages it holds until it records or gives them back
 // (renewLeases).
-func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
+func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
+	if skip == nil {
+		skip = []string{} // <> ALL(NULL) would leave out every message
+	}
 	rows, err := s.pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
 		FROM webhook_endpoints e, (
-			SELECT d.seq, d.lease_node AS was FROM webhook_messages d JOIN webhook_endpoints de ON de.id = d.endpoint_id
-			WHERE d.state = 'pending' AND d.next_try_at <= $3 AND de.enabled = 1
-				AND (d.lease_until IS NULL OR d.lease_until <= $3)
-			ORDER BY d.next_try_at, d.seq LIMIT $4
-			FOR UPDATE OF d SKIP LOCKED) p
+			SELECT d.seq, d.was FROM webhook_endpoints de CROSS JOIN LATERAL (
+				SELECT x.seq, x.lease_node AS was, x.next_try_at FROM webhook_messages x
+				WHERE x.endpoint_id = de.id AND x.state = 'pending' AND x.next_try_at <= $3
+					AND (x.lease_until IS NULL OR x.lease_until <= $3)
+				ORDER BY x.next_try_at, x.seq LIMIT $6
+				FOR UPDATE OF x SKIP LOCKED) d
+			WHERE de.enabled = 1 AND de.id <> ALL($5)
+			ORDER BY d.next_try_at, d.seq LIMIT $4) p
 		WHERE m.seq = p.seq AND e.id = m.endpoint_id
 		RETURNING m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at, coalesce(p.was, '')`,
-		s.node, ms(now.Add(s.lease)), ms(now), limit)
+		s.node, ms(now.Add(s.lease)), ms(now), limit, skip, perEndpoint)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,21 +21,72 @@ type outMessage struct {
 	Tries      int
 }
 
-// dueMessages returns up to limit pending messages due at now whose
-// endpoint is enabled, the longest waiting first.
 // releaseMessages has nothing to give back: SQLite does not lease messages.
 func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error { return nil }
 
-func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit int) ([]outMessage, error) {
+// dueMessages returns up to limit pending messages due at now whose
+// endpoint is enabled and not in skip, at most perEndpoint of each
+// endpoint's, the longest waiting first. SQLite has no LATERAL join to do
+// it in one query, so it steps through the endpoints with messages
+// pending and takes each one's oldest due messages, each step one range of
+// webhook_messages_due_by_endpoint read from the index alone: a skipped
+// endpoint's backlog is never read. Only the messages chosen are then read
+// whole.
+func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
+	enabled, err := queryStrings(ctx, s.read, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
+	if err != nil {
+		return nil, err
+	}
+	type due struct{ seq, at int64 }
+	var chosen []due
+	for endpoint := ""; ; {
+		err := s.read.QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_messages
+			WHERE state = 'pending' AND endpoint_id > ? ORDER BY endpoint_id LIMIT 1`, endpoint).Scan(&endpoint)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(enabled, endpoint) || slices.Contains(skip, endpoint) {
+			continue
+		}
+		rows, err := s.read.QueryContext(ctx, `SELECT seq, next_try_at FROM webhook_messages
+			WHERE endpoint_id = ? AND state = 'pending' AND next_try_at <= ?
+			ORDER BY next_try_at, seq LIMIT ?`, endpoint, ms(now), perEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var d due
+			if err := rows.Scan(&d.seq, &d.at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			chosen = append(chosen, d)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(chosen, func(a, b due) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq)) })
+	chosen = chosen[:min(len(chosen), limit)]
+	if len(chosen) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(chosen))
+	order := make(map[int64]int, len(chosen))
+	for i, d := range chosen {
+		args[i], order[d.seq] = d.seq, i
+	}
 	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
 		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
-		WHERE m.state = 'pending' AND m.next_try_at <= ? AND e.enabled = 1
-		ORDER BY m.next_try_at, m.seq LIMIT ?`, ms(now), limit)
+		WHERE m.state = 'pending' AND m.seq IN (`+strings.TrimPrefix(strings.Repeat(",?", len(args)), ",")+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []outMessage
+	out := make([]outMessage, 0, len(chosen))
 	for rows.Next() {
 		var m outMessage
 		var payload string
@@ -41,6 +96,7 @@ func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit int)
 		m.Payload = []byte(payload)
 		out = append(out, m)
 	}
+	slices.SortFunc(out, func(a, b outMessage) int { return cmp.Compare(order[a.Seq], order[b.Seq]) })
 	return out, rows.Err()
 }
 

@@ -49,14 +49,17 @@ const maxRetryAfter = 24 * time.Hour
 // of workers, each of which sends, signs per Standard Webhooks, and records
 // the attempt. Delivery is at least once: a message is marked delivered
 // only after its 2xx, so a crash in between sends it again, with the same
-// webhook-id.
+// webhook-id. No endpoint has more than MaxInFlight attempts under way at
+// once, so a receiver that never answers holds only that many workers and
+// the others serve every other endpoint (docs/webhooks.md#fair-delivery).
 type Webhooks struct {
-	Store    Store
-	Log      *slog.Logger
-	Workers  int
-	Timeout  time.Duration
-	Schedule []time.Duration
-	Client   *http.Client
+	Store       Store
+	Log         *slog.Logger
+	Workers     int
+	MaxInFlight int // per endpoint: webhooks.max_in_flight_per_endpoint
+	Timeout     time.Duration
+	Schedule    []time.Duration
+	Client      *http.Client
 	// SelfURL is this node's own address, where a webhook URL of the form
 	// /sink/{name} is delivered (sink.go).
 	SelfURL string
@@ -72,10 +75,13 @@ type Webhooks struct {
 	done    chan struct{}
 	cancel  context.CancelFunc
 	// inflight holds messages sent or being sent whose attempt is not yet
-	// recorded (true), and those recorded since the dispatcher's last outbox
-	// read began (false): that read may predate the record and still show
-	// them due, which would send them twice.
-	inflight map[int64]bool
+	// recorded, and those recorded since the dispatcher's last outbox read
+	// began: that read may predate the record and still show them due,
+	// which would send them twice.
+	inflight map[int64]flight
+	// sending counts each endpoint's messages in inflight whose attempt is
+	// on the wire, which MaxInFlight bounds.
+	sending map[string]int
 	// abandoned counts attempts cut by a stop, to be logged once.
 	abandoned atomic.Int64
 	records   sync.WaitGroup
@@ -87,7 +93,8 @@ func NewWebhooks(store Store, faults *Faults, log *slog.Logger, cfg WebhooksConf
 		schedule[i] = d.Duration
 	}
 	return &Webhooks{
-		Store: store, faults: faults, Log: log, Workers: cfg.Workers, Timeout: cfg.Timeout.Duration, Schedule: schedule,
+		Store: store, faults: faults, Log: log, Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlightPerEndpoint,
+		Timeout: cfg.Timeout.Duration, Schedule: schedule,
 		Client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               http.ProxyFromEnvironment,
@@ -132,7 +139,7 @@ func (w *Webhooks) Start() error {
 	}
 	w.running = true
 	w.stop, w.done = make(chan struct{}), make(chan struct{})
-	w.inflight = map[int64]bool{}
+	w.inflight, w.sending = map[int64]flight{}, map[string]int{}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.loop(ctx, w.stop, w.done)
@@ -185,7 +192,7 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 				select {
 				case <-stop: // handed over as Stop came: not under way yet
 					w.mu.Lock()
-					delete(w.inflight, m.Seq)
+					w.forget(m.Seq)
 					w.mu.Unlock()
 					w.release([]int64{m.Seq})
 				default:
@@ -212,41 +219,48 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		now := time.Now()
 		w.mu.Lock()
 		busy := 0
-		for seq, sending := range w.inflight {
-			if !sending {
+		for seq, f := range w.inflight {
+			if f.recorded {
 				delete(w.inflight, seq) // recorded before this read: it sees the record
 			} else {
 				busy++
 			}
 		}
+		full := w.endpointsFull()
 		w.mu.Unlock()
+		webhookEndpointsFull.Set(float64(len(full)))
 		if busy >= maxUnrecorded*w.Workers {
 			timer.Reset(webhookIdle) // a recorded attempt wakes us sooner
 			continue
 		}
-		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers)
+		// busy more of each endpoint's than its share: on SQLite, which does
+		// not lease them, messages whose attempts are not yet recorded come
+		// first and are passed over.
+		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers, busy+w.MaxInFlight, full)
 		if err != nil && ctx.Err() == nil {
 			w.Log.Error("webhooks: reading the outbox", "err", err)
 		}
 		var skipped []int64 // returned, but not to be tried now: given back
+		// filled: an endpoint reached its share during this pass, so the
+		// messages read behind its own were not looked at; read again at
+		// once, leaving it out.
+		filled := false
 		for i, m := range msgs {
 			w.mu.Lock()
-			_, skip := w.inflight[m.Seq]
-			if !skip {
-				w.inflight[m.Seq] = true
-			}
+			held, atShare := w.hold(m)
 			w.mu.Unlock()
-			if skip {
+			if !held {
+				filled = filled || atShare
 				skipped = append(skipped, m.Seq)
 				continue
 			}
 			select {
 			case jobs <- m:
 			case <-stop:
+				w.mu.Lock()
+				w.forget(m.Seq)
+				w.mu.Unlock()
 				for _, rest := range msgs[i:] {
-					w.mu.Lock()
-					delete(w.inflight, rest.Seq)
-					w.mu.Unlock()
 					skipped = append(skipped, rest.Seq)
 				}
 				w.release(skipped)
@@ -258,8 +272,77 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		if t, ok, err := w.Store.nextMessageDue(ctx, now); err == nil && ok {
 			wait = min(wait, max(time.Until(t), time.Millisecond))
 		}
+		if filled {
+			wait = 0
+		}
 		timer.Reset(wait)
 	}
+}
+
+// flight is a message of inflight: its endpoint, whether its attempt is on
+// the wire (counted in its endpoint's share), and whether it is recorded.
+type flight struct {
+	endpoint string
+	onWire   bool
+	recorded bool
+}
+
+// hold marks m as being sent, unless it is in flight already or its
+// endpoint has its share (MaxInFlight) under way; atShare says it is the
+// latter. The caller holds w.mu.
+func (w *Webhooks) hold(m outMessage) (held, atShare bool) {
+	if _, ok := w.inflight[m.Seq]; ok {
+		return false, false
+	}
+	if w.sending[m.EndpointID] >= w.MaxInFlight {
+		return false, true
+	}
+	w.inflight[m.Seq] = flight{endpoint: m.EndpointID, onWire: true}
+	w.sending[m.EndpointID]++
+	return true, false
+}
+
+// offWire marks a held message's attempt as answered (or given up): its
+// endpoint's share is free again, though the attempt may still be being
+// recorded. The caller holds w.mu.
+func (w *Webhooks) offWire(seq int64) {
+	f, ok := w.inflight[seq]
+	if !ok || !f.onWire {
+		return
+	}
+	f.onWire = false
+	w.inflight[seq] = f
+	if w.sending[f.endpoint]--; w.sending[f.endpoint] <= 0 {
+		delete(w.sending, f.endpoint)
+	}
+}
+
+// recorded marks a held message's attempt as stored; it stays in inflight
+// until the next outbox read, which sees the record. The caller holds w.mu.
+func (w *Webhooks) recorded(seq int64) {
+	w.offWire(seq)
+	if f, ok := w.inflight[seq]; ok {
+		f.recorded = true
+		w.inflight[seq] = f
+	}
+}
+
+// forget drops a held message that was not sent. The caller holds w.mu.
+func (w *Webhooks) forget(seq int64) {
+	w.offWire(seq)
+	delete(w.inflight, seq)
+}
+
+// endpointsFull are the endpoints with their share under way, which the
+// next outbox read leaves out. The caller holds w.mu.
+func (w *Webhooks) endpointsFull() []string {
+	full := []string{}
+	for endpoint, n := range w.sending {
+		if n >= w.MaxInFlight {
+			full = append(full, endpoint)
+		}
+	}
+	return full
 }
 
 // release gives messages back to the outbox (Store.releaseMessages), due
@@ -283,7 +366,7 @@ const maxUnrecorded = 4
 func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 	done := func() {
 		w.mu.Lock()
-		w.inflight[m.Seq] = false
+		w.recorded(m.Seq)
 		w.mu.Unlock()
 		w.Notify()
 	}
@@ -299,6 +382,11 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 			return // stopping: not the receiver's fault, try again after the next Start
 		}
 	}
+	// The endpoint may take its next message while this attempt is recorded.
+	w.mu.Lock()
+	w.offWire(m.Seq)
+	w.mu.Unlock()
+	w.Notify()
 	now := time.Now()
 	a := deliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
 		State: msgPending, Tries: m.Tries + 1, NextTryAt: now}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -346,6 +347,66 @@ func testWebhooksResumeAfterRestart(t *testing.T, backend string) {
 		if n != 1 {
 			t.Errorf("%s delivered %d times with a healthy receiver", id, n)
 		}
+	}
+}
+
+// A receiver that accepts and never answers holds only its share of the
+// workers (webhooks.max_in_flight_per_endpoint): another tenant's endpoint
+// gets every message while the slow one is still stuck, even though the
+// slow one's messages were queued first.
+func TestWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T) {
+	eachBackend(t, testWebhooksSlowEndpointTakesOnlyItsShare)
+}
+
+func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
+	slow, fast := newWHReceiver(t), newWHReceiver(t)
+	// Closed before the receiver's server is (cleanups run last first), so
+	// its requests end and the test does.
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var stuck, most atomic.Int64
+	slow.answer(func(r *http.Request) (int, http.Header) {
+		n := stuck.Add(1)
+		defer stuck.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return http.StatusServiceUnavailable, nil
+	})
+	other := whTenant(fast.URL())
+	other.Name, other.APIKey, other.APISecret = "other tenant", "other-key", "other-secret"
+	other.HotlinePools[0].Numbers = []string{"02873000009"}
+	other.Scenarios[0].ID = "sc-other"
+	s, ids := fixtureStoreOn(t, backend, whTenant(slow.URL()), other)
+	// Workers to spare beyond the share, and a timeout the test never
+	// reaches: the slow receiver holds every attempt it is given.
+	w := whStart(t, s, func(w *Webhooks) { w.Timeout = time.Hour })
+	share := int64(w.MaxInFlight) // the default, 2 of whStart's 4 workers
+	if share != 2 || w.Workers != 4 {
+		t.Fatalf("%d in flight per endpoint, %d workers; the test wants 2 of 4", share, w.Workers)
+	}
+	whEnqueue(t, s, ids[0], 20)
+	waitFor(t, "the slow receiver holding attempts", func() bool { return stuck.Load() >= share })
+	whEnqueue(t, s, ids[1], 20)
+	fast.waitFor(t, 20)
+	waitFor(t, "the fast endpoint's messages recorded as delivered", func() bool {
+		return queryInt(t, s, `SELECT count(*) FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
+			WHERE e.url = ? AND m.state = 'delivered'`, fast.URL()) == 20
+	})
+	waitFor(t, "the metric showing the slow endpoint at its share", func() bool {
+		return testutil.ToFloat64(webhookEndpointsFull) == 1
+	})
+	if n := stuck.Load(); n != share {
+		t.Errorf("the slow receiver holds %d attempts after the fast one got all, want %d (still stuck)", n, share)
+	}
+	if n := most.Load(); n > share {
+		t.Errorf("the slow receiver held %d attempts at once, more than its share of %d", n, share)
+	}
+	if n := queryInt(t, s, `SELECT count(*) FROM webhook_attempts`); n != 20 {
+		t.Errorf("%d attempts recorded, want the fast endpoint's 20 alone", n)
 	}
 }
 
