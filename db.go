@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
 
 	_ "modernc.org/sqlite"
@@ -27,6 +28,8 @@ var schemaSQL string
 // a shared transaction (group commit), so N concurrent imports cost one
 // fsync instead of N while none is acknowledged before its commit.
 type SQLiteStore struct {
+	sqlStore // the queries both stores share (store_tx.go)
+
 	read  *sql.DB
 	write *sql.DB
 
@@ -111,6 +114,8 @@ func openLockedStore(path string, version int) (*SQLiteStore, error) {
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
 	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
+	s.sqlStore = sqlStore{db: sqldb.SQL(read), catalog: &s.catalog,
+		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
 	if err := s.stmts.prepare(write, version); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -295,6 +300,14 @@ func (s *SQLiteStore) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 // deliveries. They keep cached configuration reads valid.
 func (s *SQLiteStore) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
+}
+
+// sqliteWrite is sqlStore's write over one of the writer's: fn's
+// statements ride in the writer's shared transaction.
+func sqliteWrite(write func(context.Context, func(*sql.Tx) error) error) func(context.Context, func(sqldb.Querier) error) error {
+	return func(ctx context.Context, fn func(sqldb.Querier) error) error {
+		return write(ctx, func(tx *sql.Tx) error { return fn(sqldb.SQLShared(tx)) })
+	}
 }
 
 func (s *SQLiteStore) write1(ctx context.Context, job writeJob) error {

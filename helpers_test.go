@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dialbox/internal/pgtest"
+	"dialbox/internal/sqldb"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -349,7 +350,7 @@ func storeExec(t testing.TB, s Store, query string, args ...any) {
 	t.Helper()
 	if pg, ok := s.(*PostgresStore); ok {
 		if err := pg.configWrite(context.Background(), func(tx pgx.Tx) error {
-			_, err := tx.Exec(context.Background(), pgNumbered(query), args...)
+			_, err := tx.Exec(context.Background(), sqldb.Numbered(query), args...)
 			return err
 		}); err != nil {
 			t.Fatalf("%s: %v", query, err)
@@ -421,7 +422,7 @@ func queryInt(t testing.TB, s Store, query string, args ...any) int {
 	t.Helper()
 	var n int
 	if pg, ok := s.(*PostgresStore); ok {
-		if err := pg.pool.QueryRow(context.Background(), pgNumbered(query), args...).Scan(&n); err != nil {
+		if err := pg.pool.QueryRow(context.Background(), sqldb.Numbered(query), args...).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}
 		return n

@@ -14,6 +14,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/script"
+	"dialbox/internal/sqldb"
 )
 
 // The queries of the public operations and the import; the machinery they
@@ -46,7 +47,9 @@ func boolInt(b bool) int {
 
 // ---- applications, wallets, pools ----
 
-const appColumns = `id, name, api_key, api_secret, disabled, is_demo, created_at, updated_at, destination_allow, destination_deny`
+// Flags are integers 0/1 on both databases; <> 0 reads them as booleans,
+// which pgx scans into a bool as database/sql does an integer.
+const appColumns = `id, name, api_key, api_secret, disabled <> 0, is_demo <> 0, created_at, updated_at, destination_allow, destination_deny`
 
 func scanApp(row interface{ Scan(...any) error }) (*Application, error) {
 	var a Application
@@ -93,9 +96,9 @@ func destinationsJSON(r destinations.Rules) (allow, deny string) {
 }
 
 // AppByKey finds an application by its API key, disabled ones included.
-func (s *SQLiteStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
-	app, err := cached(&s.catalog, "app\x00"+apiKey, func() (*Application, error) {
-		return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
+func (s *sqlStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
+	app, err := cached(s.catalog, "app\x00"+apiKey, func() (*Application, error) {
+		return scanApp(s.db.QueryRow(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
 	})
 	if err != nil {
 		return nil, err
@@ -105,21 +108,21 @@ func (s *SQLiteStore) AppByKey(ctx context.Context, apiKey string) (*Application
 }
 
 // DemoApp is the demo tenant made on a first run, if there is one.
-func (s *SQLiteStore) DemoApp(ctx context.Context) (*Application, error) {
-	return scanApp(s.read.QueryRowContext(ctx, `SELECT `+appColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`))
+func (s *sqlStore) DemoApp(ctx context.Context) (*Application, error) {
+	return scanApp(s.db.QueryRow(ctx, `SELECT `+appColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`))
 }
 
 // CountApps counts every application.
-func (s *SQLiteStore) CountApps(ctx context.Context) (int, error) {
+func (s *sqlStore) CountApps(ctx context.Context) (int, error) {
 	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM applications`).Scan(&n)
 	return n, err
 }
 
 // Wallet returns an application's wallet; an application without one is
 // postpaid.
-func (s *SQLiteStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
-	return scanWallet(s.read.QueryRowContext(ctx, walletQuery, appID))
+func (s *sqlStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+	return scanWallet(s.db.QueryRow(ctx, walletQuery, appID))
 }
 
 // prepaid <> 0: PostgreSQL's driver scans only a boolean into a bool.
@@ -142,8 +145,8 @@ func scanWallet(row interface{ Scan(...any) error }) (Wallet, error) {
 // WalletExpired reports whether the application's wallet is prepaid and
 // past its expiry at now. Prepaid and expiry change only with configuration
 // (the balance, which calls change, is not cached), so it is cached.
-func (s *SQLiteStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
-	w, err := cached(&s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
+func (s *sqlStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
+	w, err := cached(s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
 		w, err := s.Wallet(ctx, appID)
 		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
 	})
@@ -151,10 +154,10 @@ func (s *SQLiteStore) WalletExpired(ctx context.Context, appID int64, now time.T
 }
 
 // PoolAvailable reports whether the pool has at least one enabled hotline.
-func (s *SQLiteStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
-	return cached(&s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
+func (s *sqlStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
+	return cached(s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
 		var ok bool
-		err := s.read.QueryRowContext(ctx,
+		err := s.db.QueryRow(ctx,
 			`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1)`,
 			appID, poolKey).Scan(&ok)
 		return ok, err
@@ -194,9 +197,9 @@ func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 }
 
 // Scenario returns the tenant's scenario id, or errNotFound.
-func (s *SQLiteStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
-	sc, err := cached(&s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
-		return scanScenario(s.read.QueryRowContext(ctx,
+func (s *sqlStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+	sc, err := cached(s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
+		return scanScenario(s.db.QueryRow(ctx,
 			`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
 	})
 	if err != nil {
@@ -207,32 +210,24 @@ func (s *SQLiteStore) Scenario(ctx context.Context, appID int64, id string) (*Sc
 
 // ListScenarios returns one page of the tenant's scenarios, newest first,
 // and how many match in all. status "" matches every status.
-func (s *SQLiteStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+func (s *sqlStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
 	var total int
-	if err := s.read.QueryRowContext(ctx,
+	if err := s.db.QueryRow(ctx,
 		`SELECT count(*) FROM scenarios WHERE app_id = ? AND (? = '' OR status = ?)`, appID, status, status,
 	).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
+	// Ties ordered by id byte by byte, on both databases.
+	out, err := sqldb.Collect(ctx, s.db, scanScenario, `SELECT `+scenarioColumns+` FROM scenarios
 		WHERE app_id = ? AND (? = '' OR status = ?)
-		ORDER BY created_at DESC, id LIMIT ? OFFSET ?`, appID, status, status, limit, offset)
+		ORDER BY created_at DESC, id`+s.db.Dialect().CollateC()+` LIMIT ? OFFSET ?`, appID, status, status, limit, offset)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	var out []*Scenario
-	for rows.Next() {
-		sc, err := scanScenario(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, sc)
-	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
-const campaignColumns = `app_id, id, name, scenario_id, paused, created_at, updated_at`
+const campaignColumns = `app_id, id, name, scenario_id, paused <> 0, created_at, updated_at`
 
 func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
 	var c Campaign
@@ -249,9 +244,9 @@ func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
 }
 
 // Campaign returns the tenant's campaign id, or errNotFound.
-func (s *SQLiteStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
-	c, err := cached(&s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
-		return scanCampaign(s.read.QueryRowContext(ctx,
+func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+	c, err := cached(s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
+		return scanCampaign(s.db.QueryRow(ctx,
 			`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
 
 	"github.com/google/uuid"
@@ -22,6 +22,8 @@ import (
 // docs/postgres.md#status): so far the public API's reads, imports with
 // group commit, and fixtures.
 type PostgresStore struct {
+	sqlStore // the queries both stores share (store_tx.go)
+
 	pool *pgxpool.Pool
 	// node names this process in the leases it takes (nodeIDFor).
 	node string
@@ -122,6 +124,8 @@ func openPostgresAt(ctx context.Context, url string, version int, node ClusterCo
 	}
 	s := &PostgresStore{pool: pool, node: nodeIDFor(node.NodeName), lease: node.Lease.Duration,
 		heldMessages: map[int64]struct{}{}}
+	s.sqlStore = sqlStore{db: sqldb.PGX(pool), catalog: &s.catalog,
+		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
 	s.done.Add(3)
 	go s.keepLeases(s.stopLeases)
@@ -319,134 +323,6 @@ func runPgJob(fn func(pgx.Tx) error, tx pgx.Tx) (err error) {
 	return fn(tx)
 }
 
-// pgRow lets the scanners shared with SQLite (scanApp, scanScenario, ...)
-// read a pgx row: pgx's "no rows" becomes database/sql's, which they turn
-// into errNotFound.
-type pgRow struct{ pgx.Row }
-
-func (r pgRow) Scan(dest ...any) error {
-	err := r.Row.Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sql.ErrNoRows
-	}
-	return err
-}
-
-// Flags are integers 0/1 as on SQLite; pgx scans only booleans into bool.
-const (
-	pgAppColumns      = `id, name, api_key, api_secret, disabled <> 0, is_demo <> 0, created_at, updated_at, destination_allow, destination_deny`
-	pgCampaignColumns = `app_id, id, name, scenario_id, paused <> 0, created_at, updated_at`
-	pgWalletQuery     = `SELECT prepaid <> 0, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = $1`
-)
-
-// ---- the public API's reads ----
-
-func (s *PostgresStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
-	app, err := cached(&s.catalog, "app\x00"+apiKey, func() (*Application, error) {
-		return scanApp(pgRow{s.pool.QueryRow(ctx, `SELECT `+pgAppColumns+` FROM applications WHERE api_key = $1`, apiKey)})
-	})
-	if err != nil {
-		return nil, err
-	}
-	clone := *app
-	return &clone, nil
-}
-
-func (s *PostgresStore) DemoApp(ctx context.Context) (*Application, error) {
-	return scanApp(pgRow{s.pool.QueryRow(ctx, `SELECT `+pgAppColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`)})
-}
-
-func (s *PostgresStore) CountApps(ctx context.Context) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM applications`).Scan(&n)
-	return n, err
-}
-
-func (s *PostgresStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
-	return scanPgWallet(s.pool.QueryRow(ctx, pgWalletQuery, appID))
-}
-
-func scanPgWallet(row pgx.Row) (Wallet, error) {
-	var w Wallet
-	var expires *int64
-	err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Wallet{}, nil // no wallet: postpaid
-	}
-	if expires != nil {
-		t := fromMS(*expires)
-		w.ExpiresAt = &t
-	}
-	return w, err
-}
-
-func (s *PostgresStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
-	w, err := cached(&s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
-		w, err := s.Wallet(ctx, appID)
-		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
-	})
-	return w.Expired(now), err
-}
-
-func (s *PostgresStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
-	return cached(&s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
-		var ok bool
-		err := s.pool.QueryRow(ctx,
-			`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = $1 AND pool_key = $2 AND enabled = 1)`,
-			appID, poolKey).Scan(&ok)
-		return ok, err
-	})
-}
-
-func (s *PostgresStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
-	sc, err := cached(&s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
-		return scanScenario(pgRow{s.pool.QueryRow(ctx,
-			`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sc.clone(), nil
-}
-
-func (s *PostgresStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
-	var total int
-	if err := s.pool.QueryRow(ctx,
-		`SELECT count(*) FROM scenarios WHERE app_id = $1 AND ($2 = '' OR status = $2)`, appID, status,
-	).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	// COLLATE "C": ties ordered by id byte by byte, as SQLite orders them.
-	rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
-		WHERE app_id = $1 AND ($2 = '' OR status = $2)
-		ORDER BY created_at DESC, id COLLATE "C" LIMIT $3 OFFSET $4`, appID, status, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []*Scenario
-	for rows.Next() {
-		sc, err := scanScenario(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, sc)
-	}
-	return out, total, rows.Err()
-}
-
-func (s *PostgresStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
-	c, err := cached(&s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
-		return scanCampaign(pgRow{s.pool.QueryRow(ctx,
-			`SELECT `+pgCampaignColumns+` FROM campaigns WHERE app_id = $1 AND id = $2`, appID, id)})
-	})
-	if err != nil {
-		return nil, err
-	}
-	clone := *c
-	return &clone, nil
-}
-
 // ---- imports ----
 
 // Import is SQLiteStore.Import's contract on PostgreSQL: the contacts go in
@@ -476,7 +352,7 @@ func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.
 				return errQueueFull(n-int64(len(res.Added)), req.MaxQueued, len(res.Added))
 			}
 		}
-		w, err := scanPgWallet(tx.QueryRow(ctx, pgWalletQuery, req.AppID))
+		w, err := scanWallet(sqldb.PGXRow(tx.QueryRow(ctx, sqldb.Numbered(walletQuery), req.AppID)))
 		if err != nil {
 			return err
 		}

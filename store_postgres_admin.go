@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/sqldb"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,6 +55,13 @@ func (s *PostgresStore) configWrite(ctx context.Context, fn func(pgx.Tx) error) 
 // configuration.
 func (s *PostgresStore) dataWrite(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// pgxWrite is sqlStore's write over one of configWrite and dataWrite.
+func pgxWrite(write func(context.Context, func(pgx.Tx) error) error) func(context.Context, func(sqldb.Querier) error) error {
+	return func(ctx context.Context, fn func(sqldb.Querier) error) error {
+		return write(ctx, func(tx pgx.Tx) error { return fn(sqldb.PGX(tx)) })
+	}
 }
 
 // pgQuery reads every row of a query into a list.
@@ -126,7 +134,7 @@ func (s *PostgresStore) RepointDemoSink(ctx context.Context, appID int64, url st
 
 func (s *PostgresStore) ListApps(ctx context.Context) ([]*Application, error) {
 	return pgQuery(ctx, s, func(r pgx.Rows) (*Application, error) { return scanApp(r) },
-		`SELECT `+pgAppColumns+` FROM applications ORDER BY id`)
+		`SELECT `+appColumns+` FROM applications ORDER BY id`)
 }
 
 func (s *PostgresStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*Application, error) {
@@ -204,7 +212,7 @@ func (s *PostgresStore) UpdateWallet(ctx context.Context, appID int64, change fu
 	err := s.configWrite(ctx, func(tx pgx.Tx) error {
 		var err error
 		// FOR UPDATE: a call charged meanwhile, on any node, waits for this.
-		if w, err = scanPgWallet(tx.QueryRow(ctx, pgWalletQuery+` FOR UPDATE`, appID)); err != nil {
+		if w, err = scanWallet(sqldb.PGXRow(tx.QueryRow(ctx, sqldb.Numbered(walletQuery+` FOR UPDATE`), appID))); err != nil {
 			return err
 		}
 		change(&w)
@@ -383,7 +391,7 @@ func (s *PostgresStore) TransitionScenario(ctx context.Context, appID int64, id 
 
 func (s *PostgresStore) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
 	return pgQuery(ctx, s, func(r pgx.Rows) (*Campaign, error) { return scanCampaign(r) },
-		`SELECT `+pgCampaignColumns+` FROM campaigns
+		`SELECT `+campaignColumns+` FROM campaigns
 		WHERE app_id = $1 AND ($2 = '' OR scenario_id = $2) ORDER BY created_at, id COLLATE "C"`, appID, scenarioID)
 }
 
@@ -415,8 +423,8 @@ func (s *PostgresStore) Endpoints(ctx context.Context, appID int64) ([]*WebhookE
 }
 
 func (s *PostgresStore) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
-	return scanEndpoint(pgRow{s.pool.QueryRow(ctx, `SELECT `+pgEndpointColumns+` FROM webhook_endpoints
-		WHERE app_id = $1 AND id = $2`, appID, id)})
+	return scanEndpoint(sqldb.PGXRow(s.pool.QueryRow(ctx, `SELECT `+pgEndpointColumns+` FROM webhook_endpoints
+		WHERE app_id = $1 AND id = $2`, appID, id)))
 }
 
 func (s *PostgresStore) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
@@ -445,14 +453,14 @@ func (s *PostgresStore) DeleteEndpoint(ctx context.Context, appID int64, id stri
 
 func (s *PostgresStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
 	return contactsPage(appID, f, func(q string, args []any) interface{ Scan(...any) error } {
-		return pgRow{s.pool.QueryRow(ctx, pgNumbered(q), args...)}
+		return sqldb.PGXRow(s.pool.QueryRow(ctx, sqldb.Numbered(q), args...))
 	}, func(q string, args []any) ([]*ContactRecord, error) {
-		return pgQuery(ctx, s, func(r pgx.Rows) (*ContactRecord, error) { return scanContact(r) }, pgNumbered(q), args...)
+		return pgQuery(ctx, s, func(r pgx.Rows) (*ContactRecord, error) { return scanContact(r) }, sqldb.Numbered(q), args...)
 	})
 }
 
 func (s *PostgresStore) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
-	c, err := scanContact(pgRow{s.pool.QueryRow(ctx, `SELECT `+contactColumns+` FROM contacts WHERE app_id = $1 AND id = $2`, appID, id)})
+	c, err := scanContact(sqldb.PGXRow(s.pool.QueryRow(ctx, `SELECT `+contactColumns+` FROM contacts WHERE app_id = $1 AND id = $2`, appID, id)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -484,7 +492,7 @@ func (s *PostgresStore) Imports(ctx context.Context, appID int64, scenarioID str
 }
 
 func (s *PostgresStore) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
-	return scanImport(pgRow{s.pool.QueryRow(ctx, `SELECT `+importColumns+` FROM imports WHERE app_id = $1 AND id = $2`, appID, id)})
+	return scanImport(sqldb.PGXRow(s.pool.QueryRow(ctx, `SELECT `+importColumns+` FROM imports WHERE app_id = $1 AND id = $2`, appID, id)))
 }
 
 // ---- webhook messages ----
@@ -508,8 +516,8 @@ func (s *PostgresStore) Messages(ctx context.Context, appID int64, f MessageFilt
 }
 
 func (s *PostgresStore) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
-	m, err := scanMessage(pgRow{s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM webhook_messages
-		WHERE app_id = $1 AND id = $2`, appID, id)})
+	m, err := scanMessage(sqldb.PGXRow(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM webhook_messages
+		WHERE app_id = $1 AND id = $2`, appID, id)))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/sqldb"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -470,7 +471,7 @@ func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, sce
 // longer ACTIVE or now is outside its call window (another node changed
 // it since this one's cache was read).
 func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now time.Time) (int, error) {
-	sc, err := scanScenario(pgRow{tx.QueryRow(ctx, `SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)})
+	sc, err := scanScenario(sqldb.PGXRow(tx.QueryRow(ctx, `SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)))
 	if errors.Is(err, errNotFound) {
 		return 0, nil
 	}

@@ -3,12 +3,31 @@ package main
 import (
 	"context"
 	"database/sql"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
+
+	"dialbox/internal/sqldb"
 )
+
+// sqlStore holds the queries both stores run as one, over sqldb's Querier:
+// each written once, with ? placeholders, in the SQL both databases speak
+// (sqldb.Dialect for what they spell differently). Both stores embed it,
+// built when they open; what is truly one database's own (SQLite's writer
+// and prepared statements, PostgreSQL's writers, claims, leases, NOTIFY and
+// COPY) stays on the store itself (docs/architecture.md#one-query-layer).
+type sqlStore struct {
+	// db reads outside a transaction.
+	db sqldb.Querier
+	// catalog caches configuration reads (cache.go).
+	catalog *catalogCache
+	// writeConfig runs fn in a durable transaction that changes
+	// configuration: every node's configuration cache is invalidated once
+	// it commits.
+	writeConfig func(ctx context.Context, fn func(tx sqldb.Querier) error) error
+	// writeData runs fn in a durable transaction that changes no
+	// configuration (contacts, calls, wallets' balances, the outbox).
+	writeData func(ctx context.Context, fn func(tx sqldb.Querier) error) error
+}
 
 // settleTx is the part of a transaction that settling a call (endCallTx)
 // and queuing its webhook events (enqueue) use, so both stores run that
@@ -71,12 +90,12 @@ type pgTx struct {
 }
 
 func (t pgTx) exec(query string, args ...any) error {
-	_, err := t.tx.Exec(t.ctx, pgNumbered(query), args...)
+	_, err := t.tx.Exec(t.ctx, sqldb.Numbered(query), args...)
 	return err
 }
 
 func (t pgTx) queryRow(query string, args ...any) interface{ Scan(...any) error } {
-	return pgRow{t.tx.QueryRow(t.ctx, pgNumbered(query), args...)}
+	return sqldb.PGXRow(t.tx.QueryRow(t.ctx, sqldb.Numbered(query), args...))
 }
 
 func (t pgTx) lockUnfinished(appID int64) error {
@@ -87,12 +106,12 @@ func (t pgTx) execLast(query string, args ...any) error {
 	if t.last == nil {
 		return t.exec(query, args...)
 	}
-	*t.last = append(*t.last, pgStmt{pgNumbered(query), args})
+	*t.last = append(*t.last, pgStmt{sqldb.Numbered(query), args})
 	return nil
 }
 
 func (t pgTx) queryRows(query string, args []any, row func(scan func(...any) error) error) error {
-	rows, err := t.tx.Query(t.ctx, pgNumbered(query), args...)
+	rows, err := t.tx.Query(t.ctx, sqldb.Numbered(query), args...)
 	if err != nil {
 		return err
 	}
@@ -103,30 +122,4 @@ func (t pgTx) queryRows(query string, args []any, row func(scan func(...any) err
 		}
 	}
 	return rows.Err()
-}
-
-// numbered caches pgNumbered's answers: the shared queries are constants.
-var numbered sync.Map
-
-// pgNumbered rewrites a query's ? placeholders as PostgreSQL's $1, $2...;
-// a ? inside a quoted string is left alone.
-func pgNumbered(query string) string {
-	if q, ok := numbered.Load(query); ok {
-		return q.(string)
-	}
-	var b strings.Builder
-	n, quoted := 0, false
-	for _, r := range query {
-		switch {
-		case r == '\'':
-			quoted = !quoted
-		case r == '?' && !quoted:
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	numbered.Store(query, b.String())
-	return b.String()
 }
