@@ -104,12 +104,7 @@ func (s sqliteQuerier) Query(ctx context.Context, query string, args []any, row 
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return Each(rows, row)
 }
 
 // PGXQueryer is what pgx's pool, connection and transaction share.
@@ -145,6 +140,19 @@ func (p pgxQuerier) Query(ctx context.Context, query string, args []any, row fun
 		return err
 	}
 	defer rows.Close()
+	return Each(rows, row)
+}
+
+// Rows is what database/sql's and pgx's rows share.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Each hands each of rows to row, in order, and stops at its first error;
+// the caller closes rows.
+func Each(rows Rows, row func(scan func(...any) error) error) error {
 	for rows.Next() {
 		if err := row(rows.Scan); err != nil {
 			return err
