@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"dialbox/internal/testtool"
 )
 
 const (
@@ -998,7 +1000,7 @@ func TestWrongAdminTokensLimited(t *testing.T) {
 // of them one overall limit; X-Forwarded-For is believed from a trusted
 // proxy only, and from its right end; each lockout is logged once.
 func TestWrongAdminTokensPerAddressAndOverall(t *testing.T) {
-	var logs lockedBuffer
+	var logs testtool.LockedBuffer
 	dir := t.TempDir()
 	fx := filepath.Join(dir, "fixtures.toml")
 	if err := os.WriteFile(fx, []byte(adminFixtures), 0o600); err != nil {

@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"dialbox/internal/testtool"
 )
 
 var (
@@ -64,6 +67,59 @@ func dialboxBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return builtBin
+}
+
+// binaryProc is the real binary, started by a test.
+type binaryProc struct {
+	cmd     *exec.Cmd
+	out     *testtool.LockedBuffer // its stdout and stderr
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+}
+
+// runBinary starts bin with args, in the test's environment less every
+// DIALBOX_ variable but env's, and returns once ready answers a GET. The
+// process is killed at the test's end, and its output shown if the test
+// failed.
+func runBinary(t *testing.T, bin string, args, env []string, ready string) *binaryProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DIALBOX_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	p := &binaryProc{cmd: cmd, out: &testtool.LockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("dialbox output:\n%s", p.out.String())
+		}
+	})
+	waitFor(t, "dialbox to answer "+ready, func() bool {
+		select {
+		case <-p.exited:
+			t.Fatalf("dialbox exited at start:\n%s", p.out.String())
+		default:
+		}
+		resp, err := http.Get(ready)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	return p
 }
 
 // freeAddr is a loopback address nothing listens on (yet).

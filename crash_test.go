@@ -5,13 +5,11 @@ package main
 // restarted, and every contact_id it answered must be in the database.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,7 +29,7 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	first := startBinary(ctx, t, bin, db, fx)
+	first := startBinary(t, bin, db, fx)
 	token := bearer(t, "qa-key", "qa-secret")
 	var (
 		mu       sync.Mutex
@@ -99,7 +97,7 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 
 	// Restart on the same database and fixtures: it must come up, and its
 	// graceful stop must close the database cleanly.
-	second := startBinary(ctx, t, bin, db, fx)
+	second := startBinary(t, bin, db, fx)
 	status, body := second.do(t, "GET", pathB+"?fields=id&limit=1", token, "")
 	if status != 200 {
 		t.Fatalf("after restart: HTTP %d %s", status, body)
@@ -155,71 +153,15 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 
 type binaryServer struct {
 	testServer
-	cmd     *exec.Cmd
-	out     *lockedWriter
-	exited  chan struct{}
-	waitErr error // set before exited is closed
+	*binaryProc
 }
 
 // startBinary runs `dialbox serve` on a free port and waits until it answers.
-func startBinary(ctx context.Context, t *testing.T, bin, db, fixtures string) *binaryServer {
+func startBinary(t *testing.T, bin, db, fixtures string) *binaryServer {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", addr, "--database", db, "--fixtures", fixtures)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DIALBOX_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LIMITS_RATE_PER_SECOND=0")
-	out := &lockedWriter{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	b := &binaryServer{testServer: testServer{url: "http://" + addr, db: db}, cmd: cmd, out: out, exited: make(chan struct{})}
-	go func() {
-		b.waitErr = cmd.Wait()
-		close(b.exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-b.exited
-		if t.Failed() {
-			t.Logf("dialbox output:\n%s", out.String())
-		}
-	})
-	waitFor(t, "dialbox to answer on "+addr, func() bool {
-		select {
-		case <-b.exited:
-			t.Fatalf("dialbox exited at start:\n%s", out.String())
-		default:
-		}
-		resp, err := http.Get(b.url + pathB)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return true
-	})
-	return b
-}
-
-// lockedWriter lets the process's stdout and stderr share one buffer.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	url := "http://" + addr
+	p := runBinary(t, bin, []string{"serve", "--listen", addr, "--database", db, "--fixtures", fixtures},
+		[]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LIMITS_RATE_PER_SECOND=0"}, url+pathB)
+	return &binaryServer{testServer: testServer{url: url, db: db}, binaryProc: p}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dialbox/internal/sipcall/sipcalltest"
+	"dialbox/internal/testtool"
 
 	"github.com/emiago/diago"
 )
@@ -115,7 +116,7 @@ func TestDNCOptOutOverSIP(t *testing.T) {
 	writeFileAt(t, filepath.Join(dir, "fixtures.toml"), fmt.Sprintf(sipFixtures, optOutSIPScenarios))
 	cfg := filepath.Join(dir, "dialbox.toml")
 	writeFileAt(t, cfg, sipConfig(dir, &sipFarEnd{FarEnd: fe.FarEnd}, newSIPTTS(t), 10, 10, ""))
-	logs := &lockedWriter{}
+	logs := &testtool.LockedBuffer{}
 	m := startMain(t, logs, []string{"--config", cfg}, nil, func(m *Main) { m.SetLogOutput(logs) })
 	t.Cleanup(func() {
 		m.Close()

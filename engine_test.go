@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -703,61 +700,11 @@ func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	}
 }
 
-// engProc is the real binary, started by a test.
-type engProc struct {
-	cmd    *exec.Cmd
-	out    *bytes.Buffer
-	mu     *sync.Mutex
-	exited chan struct{}
-}
-
-type engSyncWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w engSyncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func engRunBinary(t *testing.T, bin, config, url string) *engProc {
+// engRunBinary serves the config with the real binary, whose public API
+// is at url.
+func engRunBinary(t *testing.T, bin, config, url string) *binaryProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--config", config)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DIALBOX_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	p := &engProc{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = engSyncWriter{p.mu, p.out}, engSyncWriter{p.mu, p.out}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			p.mu.Lock()
-			t.Logf("dialbox output:\n%s", p.out.String())
-			p.mu.Unlock()
-		}
-	})
-	waitFor(t, "dialbox to serve", func() bool {
-		select {
-		case <-p.exited:
-			t.Fatalf("dialbox exited: %s", p.out.String())
-		default:
-		}
-		resp, err := http.Get(url + "/api/v1/public-api/scenarios")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
-	return p
+	return runBinary(t, bin, []string{"serve", "--config", config}, nil, url+"/api/v1/public-api/scenarios")
 }
 
 // TestEngineSurvivesSIGKILL kills the real binary in the middle of a busy

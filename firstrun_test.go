@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dialbox/internal/testtool"
 )
 
 // TestFirstRun starts dialbox on an empty database as `go run .` does and
@@ -90,7 +92,7 @@ func signInPrintedConsole(t *testing.T, out, token string) {
 func firstRun(t *testing.T, env []string, flags ...string) (string, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedWriter
+	var out testtool.LockedBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, flags...), &out, env) }()
 	stop := func() {

@@ -6,6 +6,8 @@ package main
 // only bound a hung test.
 
 import (
+	"dialbox/internal/testtool"
+
 	"bytes"
 	"context"
 	"database/sql"
@@ -471,16 +473,10 @@ func writeFile(t testing.TB, name, text string) string {
 
 // ---- waiting and logs ----
 
-// waitFor polls cond until it holds; the timeout only bounds a hung test.
+// waitFor polls cond until it holds; the bound only ends a hung test.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testtool.WaitFor(t, what, 2*time.Minute, cond)
 }
 
 // testLogger shows the server's warnings with a failing test.

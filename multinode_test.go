@@ -32,7 +32,7 @@ import (
 // mnNode is one dialbox process of the multi-node test.
 type mnNode struct {
 	config, url string
-	proc        *engProc
+	proc        *binaryProc
 }
 
 func TestMultiNode(t *testing.T) {

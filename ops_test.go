@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"dialbox/internal/pgtest"
+	"dialbox/internal/testtool"
 
 	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
@@ -203,26 +203,8 @@ func TestMetricsSeparateListener(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the server's goroutines write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestAccessLogAndRequestID(t *testing.T) {
-	var logs lockedBuffer
+	var logs testtool.LockedBuffer
 	m, token := startOpsServer(t, &logs)
 	url := m.URL() + "/api/v1/public-api/scenarios"
 
@@ -312,7 +294,7 @@ func TestOpsConfig(t *testing.T) {
 	if cfg.Log.Format != "json" || cfg.Log.Level != "warn" || cfg.Metrics.Listen != "127.0.0.1:9090" {
 		t.Errorf("environment not applied: %+v %+v", cfg.Log, cfg.Metrics)
 	}
-	var buf lockedBuffer
+	var buf testtool.LockedBuffer
 	newLogger(cfg.Log, &buf).Info("dropped")
 	newLogger(cfg.Log, &buf).Warn("kept")
 	if got := buf.String(); strings.Contains(got, "dropped") || !strings.HasPrefix(got, `{"time"`) {
@@ -323,7 +305,7 @@ func TestOpsConfig(t *testing.T) {
 // TestLogBuffer: access-log lines wait in memory, but never behind a line
 // written at once, and Close writes what is left.
 func TestLogBuffer(t *testing.T) {
-	var out lockedBuffer
+	var out testtool.LockedBuffer
 	b := newLogBuffer(&out, time.Hour) // no timer flush within the test
 	fmt.Fprintln(b, "request 1")
 	if got := out.String(); got != "" {

@@ -44,7 +44,7 @@ var (
 type softphone struct {
 	dir       string
 	tts       *sipTTS
-	phoneOut  *lockedWriter
+	phoneOut  *testtool.LockedBuffer
 	keys      io.Writer // baresip's standard input, its terminal's keys
 	opA, sink []string  // printedOpA's and printedSink's matches
 }
@@ -85,7 +85,7 @@ func startSoftphone(t *testing.T) *softphone {
 
 	// baresip -f baresip, in the folder, as the page runs it; -t ends it
 	// even if this test dies before its cleanup.
-	sp := &softphone{dir: dir, phoneOut: &lockedWriter{}}
+	sp := &softphone{dir: dir, phoneOut: &testtool.LockedBuffer{}}
 	cmd := exec.Command(baresip, "-f", "baresip", "-t", "300")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, sp.phoneOut, sp.phoneOut
 	keys, err := cmd.StdinPipe()
@@ -116,7 +116,7 @@ func startSoftphone(t *testing.T) *softphone {
 
 	// ./dialbox serve --config softphone.toml; its first-run block says how
 	// to call and where to read the result.
-	var printed lockedWriter
+	var printed testtool.LockedBuffer
 	m := startMain(t, &printed, []string{"--config", cfg, "--database", filepath.Join(dir, "softphone.db")}, nil, nil)
 	t.Cleanup(func() { m.Close() })
 	sp.opA = printedOpA.FindStringSubmatch(printed.String())

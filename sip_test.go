@@ -26,6 +26,7 @@ import (
 
 	"dialbox/internal/audio"
 	"dialbox/internal/sipcall/sipcalltest"
+	"dialbox/internal/testtool"
 
 	"github.com/emiago/diago"
 	"github.com/emiago/sipgo/sip"
@@ -159,7 +160,7 @@ type sipRig struct {
 	m      *Main
 	fe     *sipFarEnd
 	tts    *sipTTS
-	logs   *lockedWriter
+	logs   *testtool.LockedBuffer
 	appID  int64
 	dir    string
 	closed bool
@@ -265,7 +266,7 @@ func startSIPRig(t *testing.T, channels, cps int) *sipRig {
 // the far end's registrar, when reg is not nil.
 func startRegisteringSIPRig(t *testing.T, channels, cps int, reg *sipcalltest.Registrar) *sipRig {
 	t.Helper()
-	r := &sipRig{fe: newRegistrarSIPFarEnd(t, reg), tts: newSIPTTS(t), logs: &lockedWriter{}, dir: t.TempDir()}
+	r := &sipRig{fe: newRegistrarSIPFarEnd(t, reg), tts: newSIPTTS(t), logs: &testtool.LockedBuffer{}, dir: t.TempDir()}
 	writeFileAt(t, filepath.Join(r.dir, "fixtures.toml"), fmt.Sprintf(sipFixtures, sipScenarios))
 	cfg := filepath.Join(r.dir, "dialbox.toml")
 	config := sipConfig(r.dir, r.fe, r.tts, channels, cps, "")

@@ -1,7 +1,6 @@
 package sipcall
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"dialbox/internal/sipcall/sipcalltest"
+	"dialbox/internal/testtool"
 
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
@@ -202,24 +202,6 @@ func TestCallCloseHangsUp(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects logs written from any goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // The far end challenges the first INVITE (401, or 407 as a proxy would)
 // and accepts the one that answers the challenge with the right password.
 func TestCallDigestAuth(t *testing.T) {
@@ -274,7 +256,7 @@ func TestCallDigestAuth(t *testing.T) {
 			})
 			tr := fe.trunk("udp")
 			tr.Username, tr.Password = user, tc.password
-			var logs lockedBuffer
+			var logs testtool.LockedBuffer
 			u := newTestUA(t, tr, func(o *Options) {
 				o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dialbox/internal/sipcall/sipcalltest"
+	"dialbox/internal/testtool"
 
 	"github.com/emiago/sipgo/sip"
 )
@@ -54,13 +55,7 @@ func (s *steppedWaits) next(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testtool.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // regRig is our user agent registering trunk "pbx" with a registrar.
@@ -69,7 +64,7 @@ type regRig struct {
 	fe     *sipcalltest.FarEnd
 	u      *UserAgent
 	steps  *steppedWaits
-	logs   *lockedBuffer
+	logs   *testtool.LockedBuffer
 	mu     sync.Mutex
 	states []Registration // as OnRegistration was told
 }
@@ -79,7 +74,7 @@ type regRig struct {
 // adjusts its options or the registrar.
 func startRegRig(t *testing.T, password string, grant int, edit func(*regRig, *Options)) *regRig {
 	t.Helper()
-	r := &regRig{reg: sipcalltest.NewRegistrar(regUser, regPassword, grant), steps: newSteppedWaits(), logs: &lockedBuffer{}}
+	r := &regRig{reg: sipcalltest.NewRegistrar(regUser, regPassword, grant), steps: newSteppedWaits(), logs: &testtool.LockedBuffer{}}
 	r.fe = sipcalltest.NewRegistrarFarEnd(t, true, r.reg, nil)
 	tr := Trunk{Name: "pbx", Address: r.fe.Address("udp"), Username: regUser, Password: password, Register: true}
 	r.u = newTestUA(t, tr, func(o *Options) {

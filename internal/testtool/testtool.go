@@ -1,7 +1,9 @@
-// Package testtool is how tests find the Debian tools some of them need
-// (espeak-ng, sipp, baresip): a test without its tool skips with the
-// reason, unless DIALBOX_REQUIRE_TOOLS=1 (what .ci/run sets after
-// installing them) makes the absence a failure, so CI never skips silently.
+// Package testtool is what dialbox's tests share across packages: how they
+// find the Debian tools some of them need (espeak-ng, sipp, baresip,
+// chromium: a test without its tool skips with the reason, unless
+// DIALBOX_REQUIRE_TOOLS=1, what .ci/run sets after installing them, makes
+// the absence a failure, so CI never skips silently), the one way they wait
+// for a condition, and the one buffer goroutines write logs to.
 package testtool
 
 import (
