@@ -124,6 +124,13 @@ func (e *Engine) Notify(appID int64) {
 	}
 }
 
+// Running says whether the engine is between Start and Stop (/readyz).
+func (e *Engine) Running() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running
+}
+
 // Start settles the calls a previous run left up, then starts dialling.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()

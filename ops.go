@@ -64,23 +64,15 @@ func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 // engine are running.
 func (m *Main) callingChecks() []readinessCheck {
 	checks := []readinessCheck{{"webhook_delivery", func(context.Context) string {
-		if w := m.webhooks; w != nil {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if w.running {
-				return ""
-			}
+		if m.webhooks != nil && m.webhooks.Running() {
+			return ""
 		}
 		return "not running"
 	}}}
 	if m.Config.Engine.Enabled {
 		checks = append(checks, readinessCheck{"engine", func(context.Context) string {
-			if e := m.engine; e != nil {
-				e.mu.Lock()
-				defer e.mu.Unlock()
-				if e.running {
-					return ""
-				}
+			if m.engine != nil && m.engine.Running() {
+				return ""
 			}
 			return "not running"
 		}})

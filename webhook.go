@@ -129,6 +129,13 @@ func (w *Webhooks) firstTry(now time.Time) time.Time {
 	return now.Add(w.Schedule[0])
 }
 
+// Running says whether delivery is between Start and Stop (/readyz).
+func (w *Webhooks) Running() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running
+}
+
 // Start begins delivering pending messages, those left by an earlier run
 // included.
 func (w *Webhooks) Start() error {
