@@ -33,7 +33,7 @@ func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error {
 // endpoint's backlog is never read. Only the messages chosen are then read
 // whole.
 func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
-	enabled, err := queryStrings(ctx, s.read, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
+	enabled, err := queryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
 	if err != nil {
 		return nil, err
 	}
