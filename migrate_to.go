@@ -17,6 +17,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
+
+	"dialbox/internal/sqldb"
 )
 
 // `dialbox migrate-to postgres://...` copies a stopped SQLite database into
@@ -539,11 +541,11 @@ func (m *migration) plan(ctx context.Context) error {
 // sqliteTables lists the SQLite file's own tables, SQLite's internal ones
 // left out.
 func sqliteTables(ctx context.Context, db *sql.DB) ([]string, error) {
-	return queryStrings(ctx, db, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	return queryStrings(ctx, sqldb.SQL(db), `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 }
 
 func sqliteColumns(ctx context.Context, db *sql.DB, table string) ([]string, error) {
-	return queryStrings(ctx, db, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+	return queryStrings(ctx, sqldb.SQL(db), `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
 }
 
 func (t copyTable) sqliteSelect() string {

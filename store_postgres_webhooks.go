@@ -5,8 +5,6 @@ import (
 	"context"
 	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The outbox on PostgreSQL: messages are claimed with a lease, so two
@@ -94,45 +92,12 @@ func (s *PostgresStore) releaseMessages(ctx context.Context, seqs []int64) error
 	return err
 }
 
-// nextMessageDue is the earliest next_try_at after now of a pending message.
-func (s *PostgresStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
-	var v *int64
-	err := s.pool.QueryRow(ctx, `SELECT min(next_try_at) FROM webhook_messages
-		WHERE state = 'pending' AND next_try_at > $1`, ms(now)).Scan(&v)
-	if err != nil || v == nil {
-		return time.Time{}, false, err
-	}
-	return fromMS(*v), true, nil
-}
-
-// recordAttempt stores a try, moves the message on and gives up its lease,
-// in one commit. Should that fail, the lease is no longer renewed: the
-// message is sent again when it runs out.
+// recordAttempt is sqlStore's, which ends the message's lease in the same
+// commit; this node first stops renewing it. Should the commit fail, the
+// lease runs out and the message is sent again.
 func (s *PostgresStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
 	s.letGo(a.Seq)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var n int
-		if err := tx.QueryRow(ctx, `UPDATE webhook_messages SET state = $1, attempts = attempts + 1, tries = $2,
-			next_try_at = $3, updated_at = $4, lease_node = NULL, lease_until = NULL WHERE seq = $5 RETURNING attempts`,
-			a.State, a.Tries, ms(a.NextTryAt), ms(a.At), a.Seq).Scan(&n); err != nil {
-			return err
-		}
-		var status any
-		if a.Status != 0 {
-			status = a.Status
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), ms(a.At)); err != nil {
-			return err
-		}
-		if a.DisableEndpoint {
-			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0, updated_at = $1 WHERE id = $2`,
-				ms(a.At), a.EndpointID); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.sqlStore.recordAttempt(ctx, a)
 }
 
 // letGo stops renewing the leases of messages this node is done with.

@@ -6,18 +6,24 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"dialbox/internal/sqldb"
 )
 
 // The queries of calls' recordings (recordings.go): calls.recording_bytes
-// lists a call's recording, 0 when it has none.
+// lists a call's recording, 0 when it has none. The files are on each
+// node's disk (recordings.dir), so on several nodes that folder is one
+// shared by all (docs/postgres.md#status); each store holds where it is.
 
 func (s *SQLiteStore) setRecordings(f RecordingFiles) { s.recordings = f }
 
+func (s *PostgresStore) setRecordings(f RecordingFiles) { s.recordings = f }
+
 // recordingOf is the size of a call's recording, 0 when it has none;
 // errNotFound when the application has no such contact with such a call.
-func (s *SQLiteStore) recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
+func (s *sqlStore) recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
 	var n int64
-	err := s.read.QueryRowContext(ctx, `SELECT c.recording_bytes FROM calls c JOIN contacts k ON k.seq = c.contact_seq
+	err := s.db.QueryRow(ctx, `SELECT c.recording_bytes FROM calls c JOIN contacts k ON k.seq = c.contact_seq
 		WHERE k.app_id = ? AND k.id = ? AND c.id = ?`, appID, contactID, callID).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, errNotFound
@@ -28,9 +34,9 @@ func (s *SQLiteStore) recordingOf(ctx context.Context, appID int64, contactID, c
 // expireRecordings unlists up to limit recordings of calls that ended
 // before, oldest first, and returns their calls, whose files the caller
 // removes.
-func (s *SQLiteStore) expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error) {
+func (s *sqlStore) expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	var ids []string
-	err := s.WriteData(ctx, func(tx *sql.Tx) error {
+	err := s.writeData(ctx, func(tx sqldb.Querier) error {
 		var err error
 		ids, err = queryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
 			WHERE recording_bytes > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?) RETURNING id`, ms(before), limit)
@@ -45,8 +51,9 @@ func (s *SQLiteStore) expireRecordings(ctx context.Context, before time.Time, li
 type keptRecording struct{ up, listed bool }
 
 // recordingsKept reads, of calls ids, those that are up or list a
-// recording; calls missing (deleted) are left out.
-func (s *SQLiteStore) recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error) {
+// recording; calls missing (deleted) are left out. The sweeper asks for
+// 500 at most at once, well within either database's count of arguments.
+func (s *sqlStore) recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error) {
 	out := map[string]keptRecording{}
 	if len(ids) == 0 {
 		return out, nil
@@ -55,21 +62,20 @@ func (s *SQLiteStore) recordingsKept(ctx context.Context, ids []string) (map[str
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT id, state = 'dialing', recording_bytes > 0 FROM calls
-		WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
+	err := s.db.Query(ctx, `SELECT id, state = 'dialing', recording_bytes > 0 FROM calls
+		WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args, func(scan func(...any) error) error {
+		var id string
+		var k keptRecording
+		if err := scan(&id, &k.up, &k.listed); err != nil {
+			return err
+		}
+		out[id] = k
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var k keptRecording
-		if err := rows.Scan(&id, &k.up, &k.listed); err != nil {
-			return nil, err
-		}
-		out[id] = k
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // deleteWithRecordings runs a write that deletes calls (with their
@@ -80,7 +86,7 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 	var ids []string
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if ids, err = queryStrings(ctx, tx, recorded, args...); err != nil {
+		if ids, err = queryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
 			return err
 		}
 		return del(tx)
@@ -91,23 +97,7 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 	return err
 }
 
-// queryStrings reads a query's one text column, on a transaction or the
-// database.
-func queryStrings(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+// queryStrings reads a query's one text column.
+func queryStrings(ctx context.Context, q sqldb.Querier, query string, args ...any) ([]string, error) {
+	return sqldb.Collect(ctx, q, func(r sqldb.Row) (v string, err error) { return v, r.Scan(&v) }, query, args...)
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"dialbox/internal/sqldb"
 )
 
 // outMessage is a pending webhook message ready to send.
@@ -33,7 +35,7 @@ func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error {
 // endpoint's backlog is never read. Only the messages chosen are then read
 // whole.
 func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
-	enabled, err := queryStrings(ctx, s.read, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
+	enabled, err := queryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +103,9 @@ func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, per
 }
 
 // nextMessageDue is the earliest next_try_at after now of a pending message.
-func (s *SQLiteStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+func (s *sqlStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var v sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT min(next_try_at) FROM webhook_messages
+	err := s.db.QueryRow(ctx, `SELECT min(next_try_at) FROM webhook_messages
 		WHERE state = 'pending' AND next_try_at > ?`, ms(now)).Scan(&v)
 	if err != nil || !v.Valid {
 		return time.Time{}, false, err
@@ -126,12 +128,18 @@ type deliveryAttempt struct {
 	DisableEndpoint bool
 }
 
-// recordAttempt stores a try and moves the message on, in one commit.
-func (s *SQLiteStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error {
+// recordAttempt stores a try and moves the message on, in one commit. On
+// PostgreSQL it also ends the message's lease: only PostgreSQL leases
+// messages (PostgresStore.recordAttempt, docs/postgres.md#claiming-calls).
+func (s *sqlStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
+	return s.writeData(ctx, func(tx sqldb.Querier) error {
+		lease := ""
+		if tx.Dialect() == sqldb.Postgres {
+			lease = ", lease_node = NULL, lease_until = NULL"
+		}
 		var n int
-		if err := tx.QueryRow(`UPDATE webhook_messages SET state = ?, attempts = attempts + 1, tries = ?,
-			next_try_at = ?, updated_at = ? WHERE seq = ? RETURNING attempts`,
+		if err := tx.QueryRow(ctx, `UPDATE webhook_messages SET state = ?, attempts = attempts + 1, tries = ?,
+			next_try_at = ?, updated_at = ?`+lease+` WHERE seq = ? RETURNING attempts`,
 			a.State, a.Tries, ms(a.NextTryAt), ms(a.At), a.Seq).Scan(&n); err != nil {
 			return err
 		}
@@ -139,12 +147,12 @@ func (s *SQLiteStore) recordAttempt(ctx context.Context, a deliveryAttempt) erro
 		if a.Status != 0 {
 			status = a.Status
 		}
-		if _, err := tx.Exec(`INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
 			VALUES (?, ?, ?, ?, ?, ?)`, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), ms(a.At)); err != nil {
 			return err
 		}
 		if a.DisableEndpoint {
-			if _, err := tx.Exec(`UPDATE webhook_endpoints SET enabled = 0, updated_at = ? WHERE id = ?`,
+			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0, updated_at = ? WHERE id = ?`,
 				ms(a.At), a.EndpointID); err != nil {
 				return err
 			}
