@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -1124,4 +1125,43 @@ func TestAppKeyAndSecretRules(t *testing.T) {
 	if _, err := LoadFixtures(fixtures); err == nil || !strings.Contains(err.Error(), "applications[0].api_key") {
 		t.Errorf("fixtures with api_key \"..\": %v", err)
 	}
+}
+
+// A pool of more numbers than one INSERT carries (insertHotlines) keeps
+// each number once, in byte order, on both stores; adding numbers already
+// there leaves them as they are.
+func TestBackendPoolOfManyNumbers(t *testing.T) {
+	forEachBackend(t, func() []*FixtureApp { return []*FixtureApp{engTenant()} }, func(t *testing.T, s Store, ids []int64) {
+		ctx := context.Background()
+		var numbers []string
+		for i := 1200; i >= 0; i-- {
+			numbers = append(numbers, fmt.Sprintf("0287%07d", i))
+		}
+		numbers = append(numbers, numbers[0], numbers[700]) // twice, in other statements
+		if err := s.CreatePool(ctx, ids[0], "big", "", numbers, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetHotlineEnabled(ctx, ids[0], "big", numbers[3], false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddHotlines(ctx, ids[0], "big", []string{numbers[3], "02879999999"}); err != nil {
+			t.Fatal(err)
+		}
+		pools, err := s.Pools(ctx, ids[0], "big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pools) != 1 || len(pools[0].Numbers) != 1202 {
+			t.Fatalf("pools = %d, numbers = %d; want 1 pool of 1202", len(pools), len(pools[0].Numbers))
+		}
+		for i, h := range pools[0].Numbers {
+			want := fmt.Sprintf("0287%07d", i)
+			if i == 1201 {
+				want = "02879999999"
+			}
+			if h.Number != want || h.Enabled != (want != numbers[3]) {
+				t.Fatalf("number %d = %+v, want %s enabled %v", i, h, want, want != numbers[3])
+			}
+		}
+	})
 }

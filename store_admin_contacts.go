@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"dialbox/internal/sqldb"
+)
+
+// The admin API's reads of contacts, their calls and imports, written once
+// for both stores (docs/architecture.md#one-query-layer).
+
+type ContactRecord struct {
+	ID            string            `json:"id"`
+	ScenarioID    string            `json:"scenario_id"`
+	CampaignID    string            `json:"campaign_id,omitempty"`
+	ImportID      string            `json:"import_id"`
+	Phone         string            `json:"phone"`
+	Fields        map[string]string `json:"fields"`
+	State         string            `json:"state"`
+	Attempts      int               `json:"attempts"`
+	NextAttemptAt time.Time         `json:"next_attempt_at"`
+	Outcome       string            `json:"outcome,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+
+	seq int64
+}
+
+type CallRecord struct {
+	ID         string     `json:"id"`
+	Attempt    int        `json:"attempt"`
+	Hotline    string     `json:"hotline"`
+	State      string     `json:"state"`
+	Outcome    string     `json:"outcome,omitempty"`
+	Cause      *int64     `json:"cause"`
+	StartedAt  time.Time  `json:"started_at"`
+	AnsweredAt *time.Time `json:"answered_at"`
+	EndedAt    *time.Time `json:"ended_at"`
+	Duration   int64      `json:"duration"`
+	Cost       int64      `json:"cost"`
+	// What the script did, as the call's webhooks say (callResults).
+	AnsweredBy string          `json:"answered_by"`
+	Digits     string          `json:"digits"`
+	Result     string          `json:"result"`
+	Steps      json.RawMessage `json:"steps"`
+	// RecordingURL is filled by the admin API when recorded is set
+	// (docs/voicebot.md#recordings); left out otherwise.
+	RecordingURL string `json:"recording_url,omitempty"`
+
+	recorded bool
+}
+
+// CursorPage is how the contact and webhook-message lists page: Limit rows
+// created in [From, To) (zero times: unbounded), newest first, after Cursor,
+// the seq of the last row of the previous page (0: the first page).
+type CursorPage struct {
+	From, To time.Time
+	Cursor   int64
+	Limit    int
+}
+
+// ContactFilter selects contacts of one application; zero fields match all.
+// ScanLimit, when above 0, bounds how many contacts (newest first) one page
+// looks through, so a filter that matches few of millions still answers at
+// once: the page may then hold fewer than Limit, with a cursor to look
+// further (docs/console.md#contacts).
+type ContactFilter struct {
+	ScenarioID, CampaignID, State, Outcome, Phone string
+	ScanLimit                                     int
+	CursorPage
+}
+
+const contactColumns = `seq, id, scenario_id, coalesce(campaign_id, ''), import_id, phone, fields, state, attempts,
+	next_attempt_at, coalesce(outcome, ''), created_at, updated_at`
+
+func scanContact(row interface{ Scan(...any) error }) (*ContactRecord, error) {
+	var c ContactRecord
+	var fields string
+	var next, created, updated int64
+	err := row.Scan(&c.seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
+		&next, &c.Outcome, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {
+		return nil, fmt.Errorf("contact %s fields: %w", c.ID, err)
+	}
+	c.NextAttemptAt, c.CreatedAt, c.UpdatedAt = fromMS(next), fromMS(created), fromMS(updated)
+	return &c, nil
+}
+
+// optMS is 0 for the zero time, so "? = 0 OR ..." skips an unset bound.
+func optMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return ms(t)
+}
+
+// Contacts returns one page of contacts, newest first, and the cursor of the
+// next page ("" on the last one). Only the filters given are in the query,
+// so the database can use the index of the phone (or of the application
+// alone).
+func (s *sqlStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+	where, args := []string{"app_id = ?"}, []any{appID}
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if f.Cursor != 0 {
+		add("seq < ?", f.Cursor)
+	}
+	// The scan window: the seq below which this page stops looking.
+	var floor, scanned int64
+	filtered := f.ScenarioID != "" || f.CampaignID != "" || f.State != "" || f.Outcome != "" || !f.From.IsZero() || !f.To.IsZero()
+	if f.ScanLimit > 0 && f.Phone == "" && filtered { // unfiltered, or by phone, an index finds the page at once
+		err := s.db.QueryRow(ctx, `SELECT coalesce(min(seq), 0), count(*) FROM (SELECT seq FROM contacts
+			WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?) AS w`, append(args, f.ScanLimit)...).Scan(&floor, &scanned)
+		if err != nil {
+			return nil, "", err
+		}
+		add("seq >= ?", floor)
+	}
+	for _, c := range []struct{ col, v string }{{"scenario_id", f.ScenarioID}, {"campaign_id", f.CampaignID},
+		{"state", f.State}, {"outcome", f.Outcome}, {"phone", f.Phone}} {
+		if c.v != "" {
+			add(c.col+" = ?", c.v)
+		}
+	}
+	if !f.From.IsZero() {
+		add("created_at >= ?", ms(f.From))
+	}
+	if !f.To.IsZero() {
+		add("created_at < ?", ms(f.To))
+	}
+	out, err := sqldb.Collect(ctx, s.db, scanContact, `SELECT `+contactColumns+` FROM contacts
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)...)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	switch {
+	case len(out) == f.Limit:
+		next = strconv.FormatInt(out[len(out)-1].seq, 10)
+	case f.ScanLimit > 0 && scanned == int64(f.ScanLimit):
+		// The window ended before the page filled: look on below it.
+		next = strconv.FormatInt(floor, 10)
+	}
+	return out, next, nil
+}
+
+// Contact returns one contact of appID with every call attempt made to it.
+func (s *sqlStore) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
+	c, err := scanContact(s.db.QueryRow(ctx, `SELECT `+contactColumns+` FROM contacts WHERE app_id = ? AND id = ?`, appID, id))
+	if err != nil {
+		return nil, nil, err
+	}
+	calls, err := sqldb.Collect(ctx, s.db, scanCall, `SELECT id, attempt, hotline, state, coalesce(outcome, ''), cause,
+		started_at, answered_at, ended_at, duration, cost, answered_by, digits, result, steps, recording_bytes > 0
+		FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, calls, nil
+}
+
+func scanCall(row sqldb.Row) (CallRecord, error) {
+	var k CallRecord
+	var cause, answered, ended sql.NullInt64
+	var started int64
+	var steps string
+	if err := row.Scan(&k.ID, &k.Attempt, &k.Hotline, &k.State, &k.Outcome, &cause, &started, &answered, &ended,
+		&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps, &k.recorded); err != nil {
+		return k, err
+	}
+	k.StartedAt, k.Steps = fromMS(started), json.RawMessage(steps)
+	k.Cause, k.AnsweredAt, k.EndedAt = nullInt(cause), nullTime(answered), nullTime(ended)
+	return k, nil
+}
+
+func nullInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
+}
+
+func nullTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+type ImportRecord struct {
+	ID         string    `json:"id"`
+	ScenarioID string    `json:"scenario_id"`
+	CampaignID string    `json:"campaign_id,omitempty"`
+	Requested  int       `json:"requested"`
+	Added      int       `json:"added"`
+	Skipped    int       `json:"skipped"`
+	Code       int       `json:"code"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+const importColumns = `id, scenario_id, coalesce(campaign_id, ''), requested, added, skipped, code, created_at`
+
+func scanImport(row sqldb.Row) (*ImportRecord, error) {
+	var im ImportRecord
+	var created int64
+	err := row.Scan(&im.ID, &im.ScenarioID, &im.CampaignID, &im.Requested, &im.Added, &im.Skipped, &im.Code, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	im.CreatedAt = fromMS(created)
+	return &im, err
+}
+
+// Imports returns the application's most recent imports, newest first.
+func (s *sqlStore) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error) {
+	// Ties of created_at fall in the order the imports were made: SQLite's
+	// rowid, PostgreSQL's seq (its imports have no rowid).
+	made := "rowid"
+	if s.db.Dialect() == sqldb.Postgres {
+		made = "seq"
+	}
+	return sqldb.Collect(ctx, s.db, scanImport, `SELECT `+importColumns+` FROM imports
+		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at DESC, `+made+` DESC LIMIT ?`,
+		appID, scenarioID, scenarioID, limit)
+}
+
+// ImportByID returns one import of appID.
+func (s *sqlStore) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
+	return scanImport(s.db.QueryRow(ctx, `SELECT `+importColumns+` FROM imports WHERE app_id = ? AND id = ?`, appID, id))
+}
