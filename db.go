@@ -274,20 +274,6 @@ func (s *SQLiteStore) configCache() *catalogCache { return &s.catalog }
 
 func (s *SQLiteStore) verifiedTokens() *tokenCache { return &s.tokens }
 
-func (s *SQLiteStore) metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
-	rows, err := s.read.QueryContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // Write runs fn inside the writer's current transaction, isolated by a
 // savepoint: if fn fails, only its own changes are undone. It returns once
 // the transaction holding fn's changes is durably committed (or failed).

@@ -82,20 +82,6 @@ func pgQuery[T any](ctx context.Context, s *PostgresStore, scan func(pgx.Rows) (
 	return out, rows.Err()
 }
 
-func (s *PostgresStore) metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
-	rows, err := s.pool.Query(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // ---- admin settings ----
 
 func (s *PostgresStore) AdminSetting(ctx context.Context, key string) (string, error) {
