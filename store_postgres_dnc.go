@@ -64,7 +64,7 @@ func (s *PostgresStore) holdContacts(ctx context.Context, holds []callHold, now,
 			slices.Compact(apps)); err != nil {
 			return err
 		}
-		return holdContactsTx(pgTx{ctx: ctx, tx: tx}, holds, now, firstTry)
+		return holdContactsTx(pgTx(ctx, tx, nil), holds, now, firstTry)
 	})
 }
 

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"maps"
 	"math"
 	"slices"
 	"time"
 
-	"dialbox/internal/destinations"
 	"dialbox/internal/sqldb"
 
 	"github.com/jackc/pgx/v5"
@@ -23,88 +21,6 @@ import (
 // node), each call is leased to its node, the node renews its leases,
 // and a call whose lease ran out is settled by whichever node sees it
 // first (docs/postgres.md#claiming-calls).
-
-func (s *PostgresStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
-	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
-		rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
-			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id COLLATE "C"`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []*Scenario
-		for rows.Next() {
-			sc, err := scanScenario(rows)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sc)
-		}
-		return out, rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Scenario, len(list))
-	for i, sc := range list {
-		out[i] = sc.clone()
-	}
-	return out, nil
-}
-
-func (s *PostgresStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
-	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
-	return cached(&s.catalog, key, func() (poolLines, error) {
-		rows, err := s.pool.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
-			JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
-			WHERE p.app_id = $1 AND p.key = $2 ORDER BY h.number COLLATE "C"`, appID, poolKey)
-		if err != nil {
-			return poolLines{}, err
-		}
-		defer rows.Close()
-		var out poolLines
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&out.Trunk, &n); err != nil {
-				return poolLines{}, err
-			}
-			out.Numbers = append(out.Numbers, n)
-		}
-		return out, rows.Err()
-	})
-}
-
-func (s *PostgresStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
-		WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $3
-			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
-				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
-		ORDER BY c.next_attempt_at, c.seq LIMIT $4`, appID, scenarioID, ms(now), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []dueContact
-	for rows.Next() {
-		var c dueContact
-		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-func (s *PostgresStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error) {
-	var v *int64
-	err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM contacts
-		WHERE app_id = $1 AND scenario_id = $2 AND state = 'queued' AND next_attempt_at > $3`,
-		appID, scenarioID, ms(now)).Scan(&v)
-	if err != nil || v == nil {
-		return time.Time{}, false, err
-	}
-	return fromMS(*v), true, nil
-}
 
 // claimCalls claims in one transaction: first the locks of the claims'
 // trunks, in the order of their keys, then tenant by tenant in the order of
@@ -519,7 +435,7 @@ func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if err := endCallTx(pgTx{ctx: ctx, tx: tx, last: &last}, e); err != nil {
+		if err := endCallTx(pgTx(ctx, tx, &last), e); err != nil {
 			return err
 		}
 		settled = true
@@ -535,12 +451,8 @@ func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 // other's, as its new run is a new node. Each call is settled in its own
 // transaction, as endCall settles it.
 func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
-		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < $1 ORDER BY c.id`, ms(time.Now()))
-	if err != nil {
-		return 0, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := sqldb.Collect(ctx, s.db, scanCallID, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
+		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < ? ORDER BY c.id`, ms(time.Now()))
 	if err != nil {
 		return 0, err
 	}
@@ -605,20 +517,4 @@ func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
 			cancel()
 		}
 	}
-}
-
-// appDestinations is SQLite's, on PostgreSQL.
-func (s *PostgresStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
-	return cached(&s.catalog, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
-		var allow, deny string
-		err := s.pool.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = $1`,
-			appID).Scan(&allow, &deny)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return destinations.Rules{}, errNotFound
-		}
-		if err != nil {
-			return destinations.Rules{}, err
-		}
-		return scanDestinations(allow, deny)
-	})
 }
