@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"dialbox/internal/destinations"
@@ -390,8 +391,25 @@ func newV7() string {
 // its call_blocks row, and its contact.completed event. No call.completed
 // is sent: no call was made (docs/compliance.md#the-do_not_call-outcome). A
 // contact no longer queued (a reset, a deleted scenario) is left alone.
-func (s *SQLiteStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return holdContactsTx(sqliteTx(tx), holds, now, firstTry) })
+// On PostgreSQL the tenants' counts of unfinished contacts are locked
+// first, in the order of their ids, in one statement, as a settle and an
+// import take them, so none of them deadlocks with another; SQLite's one
+// writer needs no lock.
+func (s *sqlStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
+	return s.writeData(ctx, func(q sqldb.Querier) error {
+		if q.Dialect() == sqldb.Postgres {
+			var apps []int64
+			for _, h := range holds {
+				apps = append(apps, h.AppID)
+			}
+			slices.Sort(apps)
+			if _, err := q.Exec(ctx, `SELECT 1 FROM queued_contacts WHERE app_id = ANY(?) ORDER BY app_id FOR UPDATE`,
+				slices.Compact(apps)); err != nil {
+				return err
+			}
+		}
+		return holdContactsTx(settleOn(ctx, q), holds, now, firstTry)
+	})
 }
 
 // holdContactsTx is holdContacts in a transaction of either store.

@@ -74,11 +74,18 @@ func (t txQueries) queryRows(query string, args []any, row func(scan func(...any
 	return t.q.Query(t.ctx, query, args, row)
 }
 
+// settleOn is settleTx on a transaction's Querier (sqlStore's writeData),
+// with its database's lockUnfinished and execLast run at once.
+func settleOn(ctx context.Context, q sqldb.Querier) settleTx {
+	if q.Dialect() == sqldb.Postgres {
+		return pgSettle{txQueries{ctx, q}, nil}
+	}
+	return sqliteSettle{txQueries{ctx, q}}
+}
+
 // sqliteTx is settleTx in the SQLite writer's shared transaction, whose
 // statements run to their end whatever a caller's context (sqldb.SQLShared).
-func sqliteTx(tx *sql.Tx) settleTx {
-	return sqliteSettle{txQueries{context.Background(), sqldb.SQLShared(tx)}}
-}
+func sqliteTx(tx *sql.Tx) settleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
 
 type sqliteSettle struct{ txQueries }
 
