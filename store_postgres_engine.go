@@ -103,20 +103,15 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() t
 		trunkLockClass, keys); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `SELECT t.name,
-			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
-			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > $2)
-		FROM unnest($1::text[]) AS t(name)`, names, ms(now())-1000)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	room := map[string]int{}
-	for rows.Next() {
+	err := sqldb.PGX(tx).Query(ctx, `SELECT t.name,
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > ?)
+		FROM unnest(?::text[]) AS t(name)`, []any{ms(now()) - 1000, names}, func(scan func(...any) error) error {
 		var name string
 		var up, started int
-		if err := rows.Scan(&name, &up, &started); err != nil {
-			return nil, err
+		if err := scan(&name, &up, &started); err != nil {
+			return err
 		}
 		c, left := capacity[name], math.MaxInt
 		if c.Channels > 0 {
@@ -126,8 +121,12 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() t
 			left = min(left, c.CPS-started)
 		}
 		room[name] = max(left, 0)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return room, rows.Err()
+	return room, nil
 }
 
 // claimForApp takes what the tenant's limits allow of its claims. The lock
@@ -258,24 +257,23 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, 
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := tx.Query(ctx, `SELECT ad_phone, count(*) FROM calls
-		WHERE app_id = $1 AND ad_phone = ANY($2) AND ad_phone IS NOT NULL
-			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > $3))
-		GROUP BY ad_phone`, appID, phones, ms(start.Add(-adDay)))
+	out := map[string]int{}
+	err = sqldb.PGX(tx).Query(ctx, `SELECT ad_phone, count(*) FROM calls
+		WHERE app_id = ? AND ad_phone = ANY(?) AND ad_phone IS NOT NULL
+			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > ?))
+		GROUP BY ad_phone`, []any{appID, phones, ms(start.Add(-adDay))}, func(scan func(...any) error) error {
+		var p string
+		var n int
+		if err := scan(&p, &n); err != nil {
+			return err
+		}
+		out[p] = n
+		return nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var p string
-		var n int
-		if err := rows.Scan(&p, &n); err != nil {
-			return nil, 0, err
-		}
-		out[p] = n
-	}
-	return out, ads.MaxCallsPerNumberPerDay, rows.Err()
+	return out, ads.MaxCallsPerNumberPerDay, nil
 }
 
 // takeAdvertising claims up to n of an advertising scenario's claims for
@@ -336,31 +334,28 @@ func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID in
 // can be checked from the records).
 func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []callClaim,
 	leaseUntil int64, start time.Time) ([]callClaim, error) {
-	rows, err := tx.Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $4,
-			lease_node = $5, lease_until = $6
+	var taken []callClaim
+	err := sqldb.PGX(tx).Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?,
+			lease_node = ?, lease_until = ?
 		WHERE seq IN (SELECT c.seq FROM contacts c
-			WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $4
+			WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 				AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
 					WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
 				AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
-					WHERE l.state = 'current' AND l.app_id = $1
+					WHERE l.state = 'current' AND l.app_id = ?
 						AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
-			ORDER BY c.next_attempt_at, c.seq LIMIT $3 FOR UPDATE OF c SKIP LOCKED)
-		RETURNING seq, phone, fields, attempts`, appID, scenarioID, len(group), ms(start), s.node, leaseUntil)
+			ORDER BY c.next_attempt_at, c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED)
+		RETURNING seq, phone, fields, attempts`, []any{ms(start), s.node, leaseUntil, appID, scenarioID, ms(start), appID, len(group)},
+		func(scan func(...any) error) error {
+			c := group[len(taken)]
+			if err := scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
+				return err
+			}
+			c.Start = start
+			taken = append(taken, c)
+			return nil
+		})
 	if err != nil {
-		return nil, err
-	}
-	var taken []callClaim
-	for rows.Next() {
-		c := group[len(taken)]
-		if err := rows.Scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		c.Start = start
-		taken = append(taken, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	if len(taken) == 0 {
