@@ -111,11 +111,11 @@ type event struct {
 // enqueueEvent writes one outbox message per enabled endpoint of the
 // application subscribed to the event (an empty events list means all).
 func enqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
-	endpoints, err := subscribedEndpoints(sqliteTx{tx}, appID)
+	endpoints, err := subscribedEndpoints(sqliteTx(tx), appID)
 	if err != nil {
 		return err
 	}
-	return enqueue(sqliteTx{tx}, endpoints, appID, eventType, data, now, firstTry)
+	return enqueue(sqliteTx(tx), endpoints, appID, eventType, data, now, firstTry)
 }
 
 // subscribedEndpoints lists the application's enabled endpoints with the

@@ -372,9 +372,9 @@ func storeWrite(t testing.TB, s Store, fn func(tx settleTx) error) {
 	t.Helper()
 	var err error
 	if pg, ok := s.(*PostgresStore); ok {
-		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx{ctx: context.Background(), tx: tx}) })
+		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx(context.Background(), tx, nil)) })
 	} else {
-		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
+		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(sqliteTx(tx)) })
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +388,7 @@ func queryRows(t testing.TB, s Store, query string, args []any, row func(scan fu
 	var err error
 	if pg, ok := s.(*PostgresStore); ok {
 		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error {
-			return pgTx{ctx: context.Background(), tx: tx}.queryRows(query, args, row)
+			return pgTx(context.Background(), tx, nil).queryRows(query, args, row)
 		})
 	} else {
 		tx, terr := sqliteOf(t, s).read.Begin()
@@ -396,7 +396,7 @@ func queryRows(t testing.TB, s Store, query string, args []any, row func(scan fu
 			t.Fatal(terr)
 		}
 		defer tx.Rollback()
-		err = sqliteTx{tx}.queryRows(query, args, row)
+		err = sqliteTx(tx).queryRows(query, args, row)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)

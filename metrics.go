@@ -204,6 +204,12 @@ type dbCollector struct {
 	log   *slog.Logger
 }
 
+// metricsRows runs one of dbCollector's queries, which take no arguments,
+// on either database.
+func (s *sqlStore) metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
+	return s.db.Query(ctx, query, nil, row)
+}
+
 var (
 	descQueueDepth = prometheus.NewDesc("dialbox_queue_depth",
 		"Contacts queued (waiting for their next attempt) per scenario.", []string{"tenant", "scenario"}, nil)

@@ -89,7 +89,7 @@ type callDelay struct {
 // delayContacts moves each delayed contact's next attempt, with its audit
 // row, in one commit. A contact no longer queued is left alone.
 func (s *SQLiteStore) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return delayContactsTx(sqliteTx{tx}, delays, now) })
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return delayContactsTx(sqliteTx(tx), delays, now) })
 }
 
 // delayContactsTx is delayContacts in a transaction of either store.

@@ -53,11 +53,6 @@ func changedRows(n int64, err error) error {
 	return err
 }
 
-// metricsRows runs one of metrics.go's read-only queries.
-func (s *sqlStore) metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
-	return s.db.Query(ctx, query, nil, row)
-}
-
 // ---- admin settings ----
 
 // AdminSetting returns a value of admin_settings, or "" when unset.

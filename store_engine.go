@@ -6,34 +6,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/sqldb"
 
 	"github.com/google/uuid"
 )
 
 // ---- what the scheduler reads ----
 
-// activeScenarios are the scenarios the engine dials, oldest first.
-func (s *SQLiteStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+// activeScenarios are the scenarios the engine dials, oldest first (ties
+// by tenant, then by id byte by byte, on both databases).
+func (s *sqlStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
 	// Read at every scheduler tick; it is configuration, so it is cached.
-	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
-		rows, err := s.read.QueryContext(ctx, `SELECT `+scenarioColumns+` FROM scenarios
-			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []*Scenario
-		for rows.Next() {
-			sc, err := scanScenario(rows)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sc)
-		}
-		return out, rows.Err()
+	list, err := cached(s.catalog, "active scenarios", func() ([]*Scenario, error) {
+		return sqldb.Collect(ctx, s.db, scanScenario, `SELECT `+scenarioColumns+` FROM scenarios
+			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`+s.db.Dialect().CollateC())
 	})
 	if err != nil {
 		return nil, err
@@ -55,38 +45,31 @@ type dueContact struct {
 
 // dueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
-func (s *SQLiteStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
+func (s *sqlStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
+	return sqldb.Collect(ctx, s.db, scanDueContact, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
 				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
 		ORDER BY c.next_attempt_at, c.seq LIMIT ?`, appID, scenarioID, ms(now), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []dueContact
-	for rows.Next() {
-		var c dueContact
-		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+}
+
+func scanDueContact(row sqldb.Row) (dueContact, error) {
+	var c dueContact
+	err := row.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign)
+	return c, err
 }
 
 // nextDue is the earliest time after now at which a queued contact of the
 // scenario falls due; ok is false when none is waiting.
-func (s *SQLiteStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
-	var v sql.NullInt64
-	err = s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM contacts
+func (s *sqlStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
+	var v *int64
+	err = s.db.QueryRow(ctx, `SELECT min(next_attempt_at) FROM contacts
 		WHERE app_id = ? AND scenario_id = ? AND state = 'queued' AND next_attempt_at > ?`,
 		appID, scenarioID, ms(now)).Scan(&v)
-	if err != nil || !v.Valid {
+	if err != nil || v == nil {
 		return time.Time{}, false, err
 	}
-	return fromMS(v.Int64), true, nil
+	return fromMS(*v), true, nil
 }
 
 // poolLines is what the scheduler reads of a hotline pool: its enabled
@@ -102,28 +85,27 @@ type poolLines struct {
 // scheduler asks at every tick, and a pool of hundreds of numbers read
 // each time was a tenth of the CPU of a busy SIP trunk. Callers must not
 // change the slice.
-func (s *SQLiteStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+func (s *sqlStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
 	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
-	return cached(&s.catalog, key, func() (poolLines, error) { return s.readHotlines(ctx, appID, poolKey) })
-}
-
-func (s *SQLiteStore) readHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
-		JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
-		WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`, appID, poolKey)
-	if err != nil {
-		return poolLines{}, err
-	}
-	defer rows.Close()
-	var out poolLines
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&out.Trunk, &n); err != nil {
+	return cached(s.catalog, key, func() (poolLines, error) {
+		// Numbers ordered byte by byte, on both databases.
+		var out poolLines
+		err := s.db.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
+			JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
+			WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`+s.db.Dialect().CollateC(), []any{appID, poolKey},
+			func(scan func(...any) error) error {
+				var n string
+				if err := scan(&out.Trunk, &n); err != nil {
+					return err
+				}
+				out.Numbers = append(out.Numbers, n)
+				return nil
+			})
+		if err != nil {
 			return poolLines{}, err
 		}
-		out.Numbers = append(out.Numbers, n)
-	}
-	return out, rows.Err()
+		return out, nil
+	})
 }
 
 // ---- what the scheduler writes ----
@@ -200,7 +182,7 @@ type callEnd struct {
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *SQLiteStore) endCall(ctx context.Context, e callEnd) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx{tx}, e) })
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx(tx), e) })
 }
 
 // settleInterrupted ends every call a previous run left up (a crash or a
@@ -210,25 +192,13 @@ func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.
 	n := 0
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		n = 0
-		rows, err := tx.Query(`SELECT id FROM calls WHERE state = 'dialing'`)
+		ids, err := sqldb.Collect(ctx, sqldb.SQLShared(tx), scanCallID, `SELECT id FROM calls WHERE state = 'dialing'`)
 		if err != nil {
-			return err
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Close(); err != nil {
 			return err
 		}
 		for _, id := range ids {
 			res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
-			if err := endCallTx(sqliteTx{tx}, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
+			if err := endCallTx(sqliteTx(tx), callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
 				return err
 			}
 			n++
@@ -236,6 +206,12 @@ func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.
 		return nil
 	})
 	return n, err
+}
+
+func scanCallID(row sqldb.Row) (string, error) {
+	var id string
+	err := row.Scan(&id)
+	return id, err
 }
 
 // takeOverCalls settles nothing: one server owns a SQLite database (the
@@ -415,8 +391,25 @@ func newV7() string {
 // its call_blocks row, and its contact.completed event. No call.completed
 // is sent: no call was made (docs/compliance.md#the-do_not_call-outcome). A
 // contact no longer queued (a reset, a deleted scenario) is left alone.
-func (s *SQLiteStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return holdContactsTx(sqliteTx{tx}, holds, now, firstTry) })
+// On PostgreSQL the tenants' counts of unfinished contacts are locked
+// first, in the order of their ids, in one statement, as a settle and an
+// import take them, so none of them deadlocks with another; SQLite's one
+// writer needs no lock.
+func (s *sqlStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
+	return s.writeData(ctx, func(q sqldb.Querier) error {
+		if q.Dialect() == sqldb.Postgres {
+			var apps []int64
+			for _, h := range holds {
+				apps = append(apps, h.AppID)
+			}
+			slices.Sort(apps)
+			if _, err := q.Exec(ctx, `SELECT 1 FROM queued_contacts WHERE app_id = ANY(?) ORDER BY app_id FOR UPDATE`,
+				slices.Compact(apps)); err != nil {
+				return err
+			}
+		}
+		return holdContactsTx(settleOn(ctx, q), holds, now, firstTry)
+	})
 }
 
 // holdContactsTx is holdContacts in a transaction of either store.
@@ -476,10 +469,10 @@ func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) erro
 // appDestinations reads the tenant's own destination rules, as every
 // other configuration read, through the cache a configuration write
 // clears.
-func (s *SQLiteStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
-	return cached(&s.catalog, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
+func (s *sqlStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
+	return cached(s.catalog, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
 		var allow, deny string
-		err := s.read.QueryRowContext(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = ?`,
+		err := s.db.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = ?`,
 			appID).Scan(&allow, &deny)
 		if errors.Is(err, sql.ErrNoRows) {
 			return destinations.Rules{}, errNotFound

@@ -75,7 +75,7 @@ func (s *PostgresStore) answeredAdCalls(ctx context.Context, appID int64, phones
 }
 
 func (s *PostgresStore) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return delayContactsTx(pgTx{ctx: ctx, tx: tx}, delays, now) })
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return delayContactsTx(pgTx(ctx, tx, nil), delays, now) })
 }
 
 func (s *PostgresStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error) {

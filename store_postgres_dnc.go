@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,24 +47,6 @@ func (s *PostgresStore) dncListings(ctx context.Context, appID int64, phones []s
 		}
 	}
 	return out, rows.Err()
-}
-
-// holdContacts runs holdContactsTx, the tenants' counts of unfinished
-// contacts locked first in the order of their ids, as a settle and an
-// import take them, so none of them deadlocks with another.
-func (s *PostgresStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
-	var apps []int64
-	for _, h := range holds {
-		apps = append(apps, h.AppID)
-	}
-	slices.Sort(apps)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM queued_contacts WHERE app_id = ANY($1) ORDER BY app_id FOR UPDATE`,
-			slices.Compact(apps)); err != nil {
-			return err
-		}
-		return holdContactsTx(pgTx{ctx: ctx, tx: tx}, holds, now, firstTry)
-	})
 }
 
 // pgCurrentList is currentList on PostgreSQL; two nodes making a list's

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"maps"
 	"math"
 	"slices"
 	"time"
 
-	"dialbox/internal/destinations"
 	"dialbox/internal/sqldb"
 
 	"github.com/jackc/pgx/v5"
@@ -23,88 +21,6 @@ import (
 // node), each call is leased to its node, the node renews its leases,
 // and a call whose lease ran out is settled by whichever node sees it
 // first (docs/postgres.md#claiming-calls).
-
-func (s *PostgresStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
-	list, err := cached(&s.catalog, "active scenarios", func() ([]*Scenario, error) {
-		rows, err := s.pool.Query(ctx, `SELECT `+scenarioColumns+` FROM scenarios
-			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id COLLATE "C"`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []*Scenario
-		for rows.Next() {
-			sc, err := scanScenario(rows)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sc)
-		}
-		return out, rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Scenario, len(list))
-	for i, sc := range list {
-		out[i] = sc.clone()
-	}
-	return out, nil
-}
-
-func (s *PostgresStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
-	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
-	return cached(&s.catalog, key, func() (poolLines, error) {
-		rows, err := s.pool.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
-			JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
-			WHERE p.app_id = $1 AND p.key = $2 ORDER BY h.number COLLATE "C"`, appID, poolKey)
-		if err != nil {
-			return poolLines{}, err
-		}
-		defer rows.Close()
-		var out poolLines
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&out.Trunk, &n); err != nil {
-				return poolLines{}, err
-			}
-			out.Numbers = append(out.Numbers, n)
-		}
-		return out, rows.Err()
-	})
-}
-
-func (s *PostgresStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
-		WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $3
-			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
-				WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
-		ORDER BY c.next_attempt_at, c.seq LIMIT $4`, appID, scenarioID, ms(now), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []dueContact
-	for rows.Next() {
-		var c dueContact
-		if err := rows.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-func (s *PostgresStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error) {
-	var v *int64
-	err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM contacts
-		WHERE app_id = $1 AND scenario_id = $2 AND state = 'queued' AND next_attempt_at > $3`,
-		appID, scenarioID, ms(now)).Scan(&v)
-	if err != nil || v == nil {
-		return time.Time{}, false, err
-	}
-	return fromMS(*v), true, nil
-}
 
 // claimCalls claims in one transaction: first the locks of the claims'
 // trunks, in the order of their keys, then tenant by tenant in the order of
@@ -187,20 +103,15 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() t
 		trunkLockClass, keys); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `SELECT t.name,
-			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
-			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > $2)
-		FROM unnest($1::text[]) AS t(name)`, names, ms(now())-1000)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	room := map[string]int{}
-	for rows.Next() {
+	err := sqldb.PGX(tx).Query(ctx, `SELECT t.name,
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
+			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > ?)
+		FROM unnest(?::text[]) AS t(name)`, []any{ms(now()) - 1000, names}, func(scan func(...any) error) error {
 		var name string
 		var up, started int
-		if err := rows.Scan(&name, &up, &started); err != nil {
-			return nil, err
+		if err := scan(&name, &up, &started); err != nil {
+			return err
 		}
 		c, left := capacity[name], math.MaxInt
 		if c.Channels > 0 {
@@ -210,8 +121,12 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() t
 			left = min(left, c.CPS-started)
 		}
 		room[name] = max(left, 0)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return room, rows.Err()
+	return room, nil
 }
 
 // claimForApp takes what the tenant's limits allow of its claims. The lock
@@ -342,24 +257,23 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, 
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := tx.Query(ctx, `SELECT ad_phone, count(*) FROM calls
-		WHERE app_id = $1 AND ad_phone = ANY($2) AND ad_phone IS NOT NULL
-			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > $3))
-		GROUP BY ad_phone`, appID, phones, ms(start.Add(-adDay)))
+	out := map[string]int{}
+	err = sqldb.PGX(tx).Query(ctx, `SELECT ad_phone, count(*) FROM calls
+		WHERE app_id = ? AND ad_phone = ANY(?) AND ad_phone IS NOT NULL
+			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > ?))
+		GROUP BY ad_phone`, []any{appID, phones, ms(start.Add(-adDay))}, func(scan func(...any) error) error {
+		var p string
+		var n int
+		if err := scan(&p, &n); err != nil {
+			return err
+		}
+		out[p] = n
+		return nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var p string
-		var n int
-		if err := rows.Scan(&p, &n); err != nil {
-			return nil, 0, err
-		}
-		out[p] = n
-	}
-	return out, ads.MaxCallsPerNumberPerDay, rows.Err()
+	return out, ads.MaxCallsPerNumberPerDay, nil
 }
 
 // takeAdvertising claims up to n of an advertising scenario's claims for
@@ -420,31 +334,28 @@ func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID in
 // can be checked from the records).
 func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []callClaim,
 	leaseUntil int64, start time.Time) ([]callClaim, error) {
-	rows, err := tx.Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $4,
-			lease_node = $5, lease_until = $6
+	var taken []callClaim
+	err := sqldb.PGX(tx).Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?,
+			lease_node = ?, lease_until = ?
 		WHERE seq IN (SELECT c.seq FROM contacts c
-			WHERE c.app_id = $1 AND c.scenario_id = $2 AND c.state = 'queued' AND c.next_attempt_at <= $4
+			WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 				AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
 					WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
 				AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
-					WHERE l.state = 'current' AND l.app_id = $1
+					WHERE l.state = 'current' AND l.app_id = ?
 						AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
-			ORDER BY c.next_attempt_at, c.seq LIMIT $3 FOR UPDATE OF c SKIP LOCKED)
-		RETURNING seq, phone, fields, attempts`, appID, scenarioID, len(group), ms(start), s.node, leaseUntil)
+			ORDER BY c.next_attempt_at, c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED)
+		RETURNING seq, phone, fields, attempts`, []any{ms(start), s.node, leaseUntil, appID, scenarioID, ms(start), appID, len(group)},
+		func(scan func(...any) error) error {
+			c := group[len(taken)]
+			if err := scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
+				return err
+			}
+			c.Start = start
+			taken = append(taken, c)
+			return nil
+		})
 	if err != nil {
-		return nil, err
-	}
-	var taken []callClaim
-	for rows.Next() {
-		c := group[len(taken)]
-		if err := rows.Scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		c.Start = start
-		taken = append(taken, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	if len(taken) == 0 {
@@ -519,7 +430,7 @@ func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if err := endCallTx(pgTx{ctx: ctx, tx: tx, last: &last}, e); err != nil {
+		if err := endCallTx(pgTx(ctx, tx, &last), e); err != nil {
 			return err
 		}
 		settled = true
@@ -535,12 +446,8 @@ func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
 // other's, as its new run is a new node. Each call is settled in its own
 // transaction, as endCall settles it.
 func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
-		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < $1 ORDER BY c.id`, ms(time.Now()))
-	if err != nil {
-		return 0, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := sqldb.Collect(ctx, s.db, scanCallID, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
+		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < ? ORDER BY c.id`, ms(time.Now()))
 	if err != nil {
 		return 0, err
 	}
@@ -605,20 +512,4 @@ func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
 			cancel()
 		}
 	}
-}
-
-// appDestinations is SQLite's, on PostgreSQL.
-func (s *PostgresStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
-	return cached(&s.catalog, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
-		var allow, deny string
-		err := s.pool.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = $1`,
-			appID).Scan(&allow, &deny)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return destinations.Rules{}, errNotFound
-		}
-		if err != nil {
-			return destinations.Rules{}, err
-		}
-		return scanDestinations(allow, deny)
-	})
 }

@@ -33,11 +33,13 @@ type sqlStore struct {
 // and queuing its webhook events (enqueue) use, so both stores run that
 // code, the heart of what a call costs and reports, as one: SQLite's
 // *sql.Tx (sqliteTx) and PostgreSQL's pgx.Tx (pgTx). Queries are written
-// with ? placeholders, in the SQL both databases speak.
+// with ? placeholders, in the SQL both databases speak, and run through
+// sqldb (txQueries); only lockUnfinished and execLast are each database's
+// own.
 type settleTx interface {
 	exec(query string, args ...any) error
 	// queryRow's Scan returns sql.ErrNoRows when there is no row.
-	queryRow(query string, args ...any) interface{ Scan(...any) error }
+	queryRow(query string, args ...any) sqldb.Row
 	queryRows(query string, args []any, row func(scan func(...any) error) error) error
 	// lockUnfinished takes the tenant's count of unfinished contacts
 	// before a contact's state moves it: imports take it first too, so an
@@ -47,79 +49,70 @@ type settleTx interface {
 	// execLast runs a write to a tenant's hot rows (its count of
 	// unfinished contacts, its wallet) as late as possible: at once on
 	// SQLite, at the end of the group commit's batch on PostgreSQL when the
-	// transaction is a settler's (pgTx.last), so the rows are held for one
-	// round trip and the commit.
+	// transaction is a settler's (pgTx's last), so the rows are held for
+	// one round trip and the commit.
 	execLast(query string, args ...any) error
 }
 
-type sqliteTx struct{ tx *sql.Tx }
+// txQueries is settleTx's queries, the same on both databases: a
+// transaction's sqldb.Querier and the context its statements run in.
+type txQueries struct {
+	ctx context.Context
+	q   sqldb.Querier
+}
 
-func (t sqliteTx) exec(query string, args ...any) error {
-	_, err := t.tx.Exec(query, args...)
+func (t txQueries) exec(query string, args ...any) error {
+	_, err := t.q.Exec(t.ctx, query, args...)
 	return err
 }
 
-func (t sqliteTx) queryRow(query string, args ...any) interface{ Scan(...any) error } {
-	return t.tx.QueryRow(query, args...)
+func (t txQueries) queryRow(query string, args ...any) sqldb.Row {
+	return t.q.QueryRow(t.ctx, query, args...)
 }
 
-func (t sqliteTx) queryRows(query string, args []any, row func(scan func(...any) error) error) error {
-	rows, err := t.tx.Query(query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+func (t txQueries) queryRows(query string, args []any, row func(scan func(...any) error) error) error {
+	return t.q.Query(t.ctx, query, args, row)
 }
 
-func (sqliteTx) lockUnfinished(int64) error { return nil }
+// settleOn is settleTx on a transaction's Querier (sqlStore's writeData),
+// with its database's lockUnfinished and execLast run at once.
+func settleOn(ctx context.Context, q sqldb.Querier) settleTx {
+	if q.Dialect() == sqldb.Postgres {
+		return pgSettle{txQueries{ctx, q}, nil}
+	}
+	return sqliteSettle{txQueries{ctx, q}}
+}
 
-func (t sqliteTx) execLast(query string, args ...any) error { return t.exec(query, args...) }
+// sqliteTx is settleTx in the SQLite writer's shared transaction, whose
+// statements run to their end whatever a caller's context (sqldb.SQLShared).
+func sqliteTx(tx *sql.Tx) settleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
 
-type pgTx struct {
-	ctx context.Context
-	tx  pgx.Tx
-	// last, when set, collects execLast's statements for the end of the
-	// batch (PostgresStore.commit); nil: they run at once.
+type sqliteSettle struct{ txQueries }
+
+func (sqliteSettle) lockUnfinished(int64) error { return nil }
+
+func (t sqliteSettle) execLast(query string, args ...any) error { return t.exec(query, args...) }
+
+// pgTx is settleTx in a PostgreSQL transaction. last, when set, collects
+// execLast's statements for the end of the batch (PostgresStore.commit);
+// nil: they run at once.
+func pgTx(ctx context.Context, tx pgx.Tx, last *[]pgStmt) settleTx {
+	return pgSettle{txQueries{ctx, sqldb.PGX(tx)}, last}
+}
+
+type pgSettle struct {
+	txQueries
 	last *[]pgStmt
 }
 
-func (t pgTx) exec(query string, args ...any) error {
-	_, err := t.tx.Exec(t.ctx, sqldb.Numbered(query), args...)
-	return err
-}
-
-func (t pgTx) queryRow(query string, args ...any) interface{ Scan(...any) error } {
-	return sqldb.PGXRow(t.tx.QueryRow(t.ctx, sqldb.Numbered(query), args...))
-}
-
-func (t pgTx) lockUnfinished(appID int64) error {
+func (t pgSettle) lockUnfinished(appID int64) error {
 	return t.execLast(`SELECT 1 FROM queued_contacts WHERE app_id = ? FOR UPDATE`, appID)
 }
 
-func (t pgTx) execLast(query string, args ...any) error {
+func (t pgSettle) execLast(query string, args ...any) error {
 	if t.last == nil {
 		return t.exec(query, args...)
 	}
 	*t.last = append(*t.last, pgStmt{sqldb.Numbered(query), args})
 	return nil
-}
-
-func (t pgTx) queryRows(query string, args []any, row func(scan func(...any) error) error) error {
-	rows, err := t.tx.Query(t.ctx, sqldb.Numbered(query), args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
