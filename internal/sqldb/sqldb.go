@@ -153,8 +153,9 @@ type Rows interface {
 // Each hands each of rows to row, in order, and stops at its first error;
 // the caller closes rows.
 func Each(rows Rows, row func(scan func(...any) error) error) error {
+	scan := rows.Scan // one method value for every row, not one each
 	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
+		if err := row(scan); err != nil {
 			return err
 		}
 	}
