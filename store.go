@@ -325,9 +325,11 @@ func imported(res *ImportResult, allInvalid bool, err error) (*ImportResult, err
 // in one statement per request, its arrays unnested (a round trip each).
 func insertContacts(ctx context.Context, tx sqldb.Querier, req ImportRequest, res *ImportResult, now time.Time) error {
 	inserted := make(map[string]bool, len(req.Contacts))
+	// One destination for every row: this runs in the writer.
+	var id string
+	dest := []any{&id}
 	collect := func(scan func(...any) error) error {
-		var id string
-		if err := scan(&id); err != nil {
+		if err := scan(dest...); err != nil {
 			return err
 		}
 		inserted[id] = true
