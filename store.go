@@ -272,31 +272,43 @@ type ImportResult struct {
 // its reasons are still recorded), errQueueFull when the application would
 // have more than req.MaxQueued unfinished contacts, and errWalletEmpty when
 // a prepaid wallet cannot pay one call per added contact (for these two
-// nothing is recorded).
+// nothing is recorded). It runs in the one writer's group commit, its
+// statements those prepared when the store opened (writeStmts).
 func (s *SQLiteStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
-	err := s.WriteData(ctx, func(tx *sql.Tx) error {
-		res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
-		allInvalid = false
-		if err := insertContacts(tx, s, req, res, now); err != nil {
-			return err
-		}
-		if len(res.Added) == 0 {
-			// Nothing was inserted; the import and its reasons are still
-			// recorded for the admin API.
-			allInvalid = true
-			return s.recordImport(tx, req, res, importAllInvalid, now)
-		}
-		if err := s.checkQueued(tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
-			return err
-		}
-		// A failure here undoes the inserts with the rest of the job.
-		if err := s.checkBalance(tx, req.AppID, len(res.Added)); err != nil {
-			return err
-		}
-		return s.recordImport(tx, req, res, importAdded, now)
+	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now)
+		return err
 	})
+	return imported(res, allInvalid, err)
+}
+
+// importTx is an import's work in its store's writer, on either database
+// (SQLiteStore.Import, PostgresStore.Import); allInvalid when nothing was
+// added.
+func importTx(ctx context.Context, tx sqldb.Querier, req ImportRequest, now time.Time) (res *ImportResult, allInvalid bool, err error) {
+	res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
+	if err := insertContacts(ctx, tx, req, res, now); err != nil {
+		return nil, false, err
+	}
+	if len(res.Added) == 0 {
+		// Nothing was inserted; the import and its reasons are still
+		// recorded for the admin API.
+		return res, true, recordImport(ctx, tx, req, res, importAllInvalid, now)
+	}
+	if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
+		return nil, false, err
+	}
+	// A failure here undoes the inserts with the rest of the job.
+	if err := checkBalance(ctx, tx, req.AppID, len(res.Added)); err != nil {
+		return nil, false, err
+	}
+	return res, false, recordImport(ctx, tx, req, res, importAdded, now)
+}
+
+// imported is Import's answer once its writer has committed (or not).
+func imported(res *ImportResult, allInvalid bool, err error) (*ImportResult, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -307,42 +319,61 @@ func (s *SQLiteStore) Import(ctx context.Context, req ImportRequest, now time.Ti
 	return res, nil
 }
 
-// insertContacts adds the contacts in multi-row statements; RETURNING tells
-// which rows the pending-phone index let in, the others are duplicates.
-func insertContacts(tx *sql.Tx, s *SQLiteStore, req ImportRequest, res *ImportResult, now time.Time) error {
-	// The values every row shares are boxed once: this loop runs in the
-	// writer, which every import waits for.
-	var (
-		at       any = ms(now)
-		unique   any = boolInt(req.UniquePhone)
-		camp         = nullString(req.CampaignID)
-		appID    any = req.AppID
-		scenario any = req.ScenarioID
-		importID any = res.ImportID
-	)
+// insertContacts adds the contacts; RETURNING tells which rows the
+// pending-phone index let in, the others are duplicates. SQLite takes them
+// in multi-row statements of contactChunk rows, prepared once; PostgreSQL
+// in one statement per request, its arrays unnested (a round trip each).
+func insertContacts(ctx context.Context, tx sqldb.Querier, req ImportRequest, res *ImportResult, now time.Time) error {
 	inserted := make(map[string]bool, len(req.Contacts))
-	args := make([]any, 0, min(len(req.Contacts), contactChunk)*11)
-	for start := 0; start < len(req.Contacts); start += contactChunk {
-		chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
-		stmt := tx.Stmt(s.stmts.contacts[len(chunk)])
-		args = args[:0]
-		for _, c := range chunk {
-			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
-		}
-		rows, err := stmt.Query(args...)
-		if err != nil {
+	// One destination for every row: this runs in the writer.
+	var id string
+	dest := []any{&id}
+	collect := func(scan func(...any) error) error {
+		if err := scan(dest...); err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
+		inserted[id] = true
+		return nil
+	}
+	if tx.Dialect() == sqldb.Postgres {
+		ids := make([]string, len(req.Contacts))
+		phones := make([]string, len(req.Contacts))
+		fields := make([]string, len(req.Contacts))
+		for i, c := range req.Contacts {
+			ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
+		}
+		at := ms(now)
+		if err := tx.Query(ctx, `INSERT INTO contacts
+			(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+			SELECT u.id, ?, ?, ?, ?, u.phone, u.fields, ?, ?, ?, ?
+			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(id, phone, fields, n)
+			ORDER BY u.n
+			ON CONFLICT DO NOTHING RETURNING id`,
+			[]any{req.AppID, req.ScenarioID, nullString(req.CampaignID), res.ImportID, boolInt(req.UniquePhone), at, at, at,
+				ids, phones, fields}, collect); err != nil {
+			return err
+		}
+	} else {
+		// The values every row shares are boxed once: this loop runs in
+		// the writer, which every import waits for.
+		var (
+			at       any = ms(now)
+			unique   any = boolInt(req.UniquePhone)
+			camp         = nullString(req.CampaignID)
+			appID    any = req.AppID
+			scenario any = req.ScenarioID
+			importID any = res.ImportID
+		)
+		args := make([]any, 0, min(len(req.Contacts), contactChunk)*11)
+		for start := 0; start < len(req.Contacts); start += contactChunk {
+			chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
+			args = args[:0]
+			for _, c := range chunk {
+				args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
+			}
+			if err := tx.Query(ctx, insertContactsSQL[len(chunk)], args, collect); err != nil {
 				return err
 			}
-			inserted[id] = true
-		}
-		if err := rows.Close(); err != nil {
-			return err
 		}
 	}
 	res.Added = slices.Grow(res.Added, len(inserted))
@@ -364,10 +395,10 @@ func insertContacts(tx *sql.Tx, s *SQLiteStore, req ImportRequest, res *ImportRe
 // tx.Stmt, so the hot path never parses SQL.
 type writeStmts struct {
 	savepoint, release, rollback *sql.Stmt
-	// contacts[n] inserts n contacts; imports need every chunk size.
-	contacts              [contactChunk + 1]*sql.Stmt
-	importRow, skippedRow *sql.Stmt
-	wallet, queued        *sql.Stmt
+	// byQuery holds the import's statements by their text (preparedTx):
+	// every chunk size of insertContactsSQL, the import row, a skipped
+	// row, the wallet and the count of unfinished contacts.
+	byQuery map[string]*sql.Stmt
 }
 
 // prepare prepares the statements whose tables exist at the schema version
@@ -383,51 +414,95 @@ func (w *writeStmts) prepare(db *sql.DB, version int) error {
 		return st
 	}
 	w.savepoint, w.release, w.rollback = prep(`SAVEPOINT job`), prep(`RELEASE job`), prep(`ROLLBACK TO job`)
+	w.byQuery = map[string]*sql.Stmt{}
 	if version < 1 {
 		return err
 	}
-	for n := 1; n <= contactChunk; n++ {
-		w.contacts[n] = prep(insertContactsSQL(n))
-	}
-	w.importRow = prep(`INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	w.skippedRow = prep(`INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`)
-	w.wallet = prep(walletQuery)
+	queries := append([]string{insertImportSQL, insertSkippedSQL, walletQuery}, insertContactsSQL[1:]...)
 	if version >= 4 { // queued_contacts
-		w.queued = prep(`SELECT n FROM queued_contacts WHERE app_id = ?`)
+		queries = append(queries, queuedSQL)
+	}
+	for _, q := range queries {
+		if st := prep(q); st != nil {
+			w.byQuery[q] = st
+		}
 	}
 	return err
 }
 
 func (w *writeStmts) close() {
-	for _, st := range append([]*sql.Stmt{w.savepoint, w.release, w.rollback, w.importRow, w.skippedRow, w.wallet, w.queued}, w.contacts[:]...) {
+	for _, st := range []*sql.Stmt{w.savepoint, w.release, w.rollback} {
 		if st != nil {
 			st.Close()
 		}
 	}
+	for _, st := range w.byQuery {
+		st.Close()
+	}
+}
+
+// preparedTx runs a query of the writer's transaction as the statement
+// prepared for its text, if there is one (writeStmts), else as it comes.
+type preparedTx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := p.stmts[query]; st != nil {
+		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return p.tx.ExecContext(ctx, query, args...)
+}
+
+func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := p.stmts[query]; st != nil {
+		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return p.tx.QueryContext(ctx, query, args...)
+}
+
+func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := p.stmts[query]; st != nil {
+		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return p.tx.QueryRowContext(ctx, query, args...)
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,
 // small enough to stay far below SQLite's parameter limit.
 const contactChunk = 50
 
-func insertContactsSQL(n int) string {
-	return `INSERT INTO contacts
+// insertContactsSQL[n] inserts n contacts on SQLite; imports need every
+// chunk size.
+var insertContactsSQL = func() (q [contactChunk + 1]string) {
+	for n := 1; n <= contactChunk; n++ {
+		q[n] = `INSERT INTO contacts
 	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
 	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
 	ON CONFLICT DO NOTHING RETURNING id`
-}
+	}
+	return q
+}()
+
+const (
+	queuedSQL       = `SELECT n FROM queued_contacts WHERE app_id = ?`
+	insertImportSQL = `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertSkippedSQL = `INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`
+)
 
 // checkQueued fails with errQueueFull when the added contacts took the
 // application over max unfinished contacts. The count, kept by triggers
-// (schema.sql migration 4), already includes them; read in the writer's
-// transaction, it is exact even under concurrent imports.
-func (s *SQLiteStore) checkQueued(tx *sql.Tx, appID, max int64, added int) error {
+// (schema.sql migrations 4 and 13), already includes them; read in the
+// writer's transaction (on PostgreSQL, holding the row until it commits),
+// it is exact even under concurrent imports.
+func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added int) error {
 	if max <= 0 {
 		return nil
 	}
 	var n int64
-	if err := tx.Stmt(s.stmts.queued).QueryRow(appID).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, queuedSQL, appID).Scan(&n); err != nil {
 		return err
 	}
 	if n > max {
@@ -438,8 +513,8 @@ func (s *SQLiteStore) checkQueued(tx *sql.Tx, appID, max int64, added int) error
 
 // checkBalance fails with errWalletEmpty when a prepaid wallet cannot pay
 // the minimum charge of n calls.
-func (s *SQLiteStore) checkBalance(tx *sql.Tx, appID int64, n int) error {
-	w, err := scanWallet(tx.Stmt(s.stmts.wallet).QueryRow(appID))
+func checkBalance(ctx context.Context, tx sqldb.Querier, appID int64, n int) error {
+	w, err := scanWallet(tx.QueryRow(ctx, walletQuery, appID))
 	if err != nil {
 		return err
 	}
@@ -456,14 +531,31 @@ const (
 	importAllInvalid = 1403
 )
 
-func (s *SQLiteStore) recordImport(tx *sql.Tx, req ImportRequest, res *ImportResult, code int, now time.Time) error {
+// recordImport writes the import's row and its skipped contacts: on SQLite
+// a prepared statement a row, on PostgreSQL one statement, arrays unnested.
+func recordImport(ctx context.Context, tx sqldb.Querier, req ImportRequest, res *ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
-	if _, err := tx.Stmt(s.stmts.importRow).Exec(res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID), requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
+	if _, err := tx.Exec(ctx, insertImportSQL, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
+		requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
 		return err
 	}
-	skipped := tx.Stmt(s.stmts.skippedRow)
+	if len(res.Skipped) == 0 {
+		return nil
+	}
+	if tx.Dialect() == sqldb.Postgres {
+		positions := make([]int32, len(res.Skipped))
+		inputs := make([]string, len(res.Skipped))
+		reasons := make([]string, len(res.Skipped))
+		for i, sk := range res.Skipped {
+			positions[i], inputs[i], reasons[i] = int32(sk.Position), string(sk.Input), sk.Reason
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO skipped_contacts (import_id, position, input, reason)
+			SELECT ?, u.position, u.input, u.reason FROM unnest(?::int[], ?::text[], ?::text[]) AS u(position, input, reason)`,
+			res.ImportID, positions, inputs, reasons)
+		return err
+	}
 	for _, sk := range res.Skipped {
-		if _, err := skipped.Exec(res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {
+		if _, err := tx.Exec(ctx, insertSkippedSQL, res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {
 			return err
 		}
 	}
@@ -472,98 +564,101 @@ func (s *SQLiteStore) recordImport(tx *sql.Tx, req ImportRequest, res *ImportRes
 
 // ContactIDs returns the contact_ids of every stored contact of an
 // application (tests use it to check that nothing acknowledged was lost).
-func (s *SQLiteStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id FROM contacts WHERE app_id = ?`, appID)
+func (s *sqlStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := s.db.Query(ctx, `SELECT id FROM contacts WHERE app_id = ?`, []any{appID}, func(scan func(...any) error) error {
+		var id string
+		err := scan(&id)
+		ids[id] = true
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	ids := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids[id] = true
-	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // SkippedOf returns an import's skipped contacts with their reasons.
-func (s *SQLiteStore) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
-	rows, err := s.read.QueryContext(ctx,
+func (s *sqlStore) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
+	return sqldb.Collect(ctx, s.db, scanSkipped,
 		`SELECT position, input, reason FROM skipped_contacts WHERE import_id = ? ORDER BY position`, importID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []SkippedContact
-	for rows.Next() {
-		var sk SkippedContact
-		var input string
-		if err := rows.Scan(&sk.Position, &input, &sk.Reason); err != nil {
-			return nil, err
-		}
-		sk.Input = json.RawMessage(input)
-		out = append(out, sk)
-	}
-	return out, rows.Err()
+}
+
+func scanSkipped(row sqldb.Row) (SkippedContact, error) {
+	var sk SkippedContact
+	var input string
+	err := row.Scan(&sk.Position, &input, &sk.Reason)
+	sk.Input = json.RawMessage(input)
+	return sk, err
 }
 
 // ---- fixtures ----
 
+// fixtureTx is the transaction fixtures are applied in, on either
+// database: the SQL both speak, and the two writes each store still makes
+// its own way, a tenant's advertising settings (store_adcalls.go) and its
+// do-not-call numbers (store_dnc.go).
+type fixtureTx struct {
+	sqldb.Querier
+	setAdSettings func(appID int64, a AdSettings) error
+	addDNC        func(list int64, numbers []int64) error
+}
+
 // applyFixtureApp upserts one application of a fixtures file (or the demo
 // tenant) and everything it owns, changing nothing that already matches.
-func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
+func applyFixtureApp(ctx context.Context, tx fixtureTx, fa *FixtureApp, now time.Time) error {
 	at := ms(now)
-	if _, err := tx.Exec(`INSERT INTO applications (name, api_key, api_secret, is_demo, created_at, updated_at)
+	// RETURNING says nothing when nothing changed: the id is read then.
+	err := tx.QueryRow(ctx, `INSERT INTO applications (name, api_key, api_secret, is_demo, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (api_key) DO UPDATE SET name = excluded.name, api_secret = excluded.api_secret,
 			disabled = 0, updated_at = excluded.updated_at
-		WHERE name IS NOT excluded.name OR api_secret IS NOT excluded.api_secret OR disabled <> 0`,
-		fa.Name, fa.APIKey, fa.APISecret, boolInt(fa.isDemo), at, at); err != nil {
+		WHERE applications.name IS DISTINCT FROM excluded.name OR applications.api_secret IS DISTINCT FROM excluded.api_secret
+			OR applications.disabled <> 0
+		RETURNING id`, fa.Name, fa.APIKey, fa.APISecret, boolInt(fa.isDemo), at, at).Scan(&fa.id)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = tx.QueryRow(ctx, `SELECT id FROM applications WHERE api_key = ?`, fa.APIKey).Scan(&fa.id)
+	}
+	if err != nil {
 		return fmt.Errorf("application %q: %w", fa.APIKey, err)
 	}
-	var appID int64
-	if err := tx.QueryRow(`SELECT id FROM applications WHERE api_key = ?`, fa.APIKey).Scan(&appID); err != nil {
-		return err
-	}
-	fa.id = appID
+	appID := fa.id
 
 	w := fa.walletOrDefault()
 	// The balance is an opening balance: set when the wallet is made, never
 	// reset by a restart (calls already charged stay charged).
-	if _, err := tx.Exec(`INSERT INTO wallets (app_id, prepaid, balance, expires_at, price_per_call, price_per_minute, updated_at)
+	if _, err := tx.Exec(ctx, `INSERT INTO wallets (app_id, prepaid, balance, expires_at, price_per_call, price_per_minute, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app_id) DO UPDATE SET prepaid = excluded.prepaid, expires_at = excluded.expires_at,
 			price_per_call = excluded.price_per_call, price_per_minute = excluded.price_per_minute, updated_at = excluded.updated_at
-		WHERE prepaid IS NOT excluded.prepaid OR expires_at IS NOT excluded.expires_at
-			OR price_per_call IS NOT excluded.price_per_call OR price_per_minute IS NOT excluded.price_per_minute`,
+		WHERE wallets.prepaid IS DISTINCT FROM excluded.prepaid OR wallets.expires_at IS DISTINCT FROM excluded.expires_at
+			OR wallets.price_per_call IS DISTINCT FROM excluded.price_per_call
+			OR wallets.price_per_minute IS DISTINCT FROM excluded.price_per_minute`,
 		appID, boolInt(w.Prepaid), w.Balance, nullMS(w.ExpiresAt), w.PricePerCall, w.PricePerMinute, at); err != nil {
 		return fmt.Errorf("application %q wallet: %w", fa.APIKey, err)
 	}
 
 	if fa.Advertising != nil {
-		if err := setAdSettingsTx(tx, appID, fa.Advertising.settings(), now); err != nil {
+		if err := tx.setAdSettings(appID, fa.Advertising.settings()); err != nil {
 			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
 		}
 	}
 	if fa.Destinations != nil {
 		allow, deny := destinationsJSON(*fa.Destinations)
-		if _, err := tx.Exec(`UPDATE applications SET destination_allow = ?, destination_deny = ?, updated_at = ?
+		if _, err := tx.Exec(ctx, `UPDATE applications SET destination_allow = ?, destination_deny = ?, updated_at = ?
 			WHERE id = ? AND (destination_allow <> ? OR destination_deny <> ?)`, allow, deny, at, appID, allow, deny); err != nil {
 			return fmt.Errorf("application %q destinations: %w", fa.APIKey, err)
 		}
 	}
 
 	for _, p := range fa.HotlinePools {
-		if _, err := tx.Exec(`INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (app_id, key) DO UPDATE SET trunk = excluded.trunk WHERE trunk IS NOT excluded.trunk`,
+		if _, err := tx.Exec(ctx, `INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (app_id, key) DO UPDATE SET trunk = excluded.trunk WHERE hotline_pools.trunk IS DISTINCT FROM excluded.trunk`,
 			appID, p.Key, p.Trunk, at); err != nil {
 			return fmt.Errorf("hotline pool %q: %w", p.Key, err)
 		}
 		for _, n := range p.Numbers {
-			if _, err := tx.Exec(`INSERT INTO hotlines (app_id, pool_key, number) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+			if _, err := tx.Exec(ctx, `INSERT INTO hotlines (app_id, pool_key, number) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
 				appID, p.Key, n); err != nil {
 				return fmt.Errorf("hotline pool %q number %q: %w", p.Key, n, err)
 			}
@@ -571,24 +666,24 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 	}
 
 	for _, sc := range fa.Scenarios {
-		if err := upsertScenario(tx, appID, sc.scenario(appID), at); err != nil {
+		if err := upsertScenario(ctx, tx, appID, sc.scenario(appID), at); err != nil {
 			return err
 		}
 	}
 
 	for _, c := range fa.Campaigns {
-		if _, err := tx.Exec(`INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at)
+		if _, err := tx.Exec(ctx, `INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (app_id, id) DO UPDATE SET name = excluded.name, scenario_id = excluded.scenario_id,
 				updated_at = excluded.updated_at
-			WHERE name IS NOT excluded.name OR scenario_id IS NOT excluded.scenario_id`,
+			WHERE campaigns.name IS DISTINCT FROM excluded.name OR campaigns.scenario_id IS DISTINCT FROM excluded.scenario_id`,
 			appID, c.ID, c.Name, c.ScenarioID, at, at); err != nil {
 			return fmt.Errorf("campaign %q: %w", c.ID, err)
 		}
 	}
 
 	for _, wh := range fa.Webhooks {
-		if err := upsertFixtureWebhook(tx, appID, wh, at); err != nil {
+		if err := upsertFixtureWebhook(ctx, tx, appID, wh, at); err != nil {
 			return err
 		}
 	}
@@ -599,11 +694,7 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 		if d.numbers == nil {
 			return fmt.Errorf("application %q: the do-not-call numbers were not read (FixtureFile.readDNC)", fa.APIKey)
 		}
-		id, err := currentList(tx, appID, now)
-		if err != nil {
-			return err
-		}
-		if _, err := insertDNCNumbers(tx, id, d.numbers, at); err != nil {
+		if err := tx.addDNC(appID, d.numbers); err != nil {
 			return fmt.Errorf("application %q do-not-call list: %w", fa.APIKey, err)
 		}
 	}
@@ -620,36 +711,29 @@ func scriptColumn(sc *Scenario) (string, error) {
 	return string(b), err
 }
 
-func upsertScenario(tx *sql.Tx, appID int64, sc *Scenario, at int64) error {
-	fields, err := marshalJSON(sc.PersonalizedFields)
+func upsertScenario(ctx context.Context, tx sqldb.Querier, appID int64, sc *Scenario, at int64) error {
+	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
 	}
-	config, err := marshalJSON(sc.CallConfig)
-	if err != nil {
-		return err
-	}
-	scriptJSON, err := scriptColumn(sc)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(`INSERT INTO scenarios (app_id, id, name, description, status, content, script, personalized_fields, call_config, created_at, updated_at)
+	if _, err := tx.Exec(ctx, `INSERT INTO scenarios (app_id, id, name, description, status, content, script, personalized_fields, call_config, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app_id, id) DO UPDATE SET name = excluded.name, description = excluded.description,
 			status = excluded.status, content = excluded.content, script = excluded.script,
 			personalized_fields = excluded.personalized_fields,
 			call_config = excluded.call_config, updated_at = excluded.updated_at
-		WHERE name IS NOT excluded.name OR description IS NOT excluded.description OR status IS NOT excluded.status
-			OR content IS NOT excluded.content OR script IS NOT excluded.script
-			OR personalized_fields IS NOT excluded.personalized_fields
-			OR call_config IS NOT excluded.call_config`,
-		appID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, scriptJSON, string(fields), string(config), at, at); err != nil {
+		WHERE scenarios.name IS DISTINCT FROM excluded.name OR scenarios.description IS DISTINCT FROM excluded.description
+			OR scenarios.status IS DISTINCT FROM excluded.status OR scenarios.content IS DISTINCT FROM excluded.content
+			OR scenarios.script IS DISTINCT FROM excluded.script
+			OR scenarios.personalized_fields IS DISTINCT FROM excluded.personalized_fields
+			OR scenarios.call_config IS DISTINCT FROM excluded.call_config`,
+		appID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, scriptJSON, fields, config, at, at); err != nil {
 		return fmt.Errorf("scenario %q: %w", sc.ID, err)
 	}
 	return nil
 }
 
-func upsertFixtureWebhook(tx *sql.Tx, appID int64, wh FixtureWebhook, at int64) error {
+func upsertFixtureWebhook(ctx context.Context, tx sqldb.Querier, appID int64, wh FixtureWebhook, at int64) error {
 	events, err := marshalJSON(wh.Events)
 	if err != nil {
 		return err
@@ -657,17 +741,17 @@ func upsertFixtureWebhook(tx *sql.Tx, appID int64, wh FixtureWebhook, at int64) 
 	if wh.Events == nil {
 		events = []byte("[]")
 	}
-	enabled := wh.Enabled == nil || *wh.Enabled
+	enabled := boolInt(wh.Enabled == nil || *wh.Enabled)
 	var id string
-	err = tx.QueryRow(`SELECT id FROM webhook_endpoints WHERE app_id = ? AND url = ?`, appID, wh.URL).Scan(&id)
+	err = tx.QueryRow(ctx, `SELECT id FROM webhook_endpoints WHERE app_id = ? AND url = ?`, appID, wh.URL).Scan(&id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.Exec(`INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, uuid.NewString(), appID, wh.URL, wh.Secret, string(events), boolInt(enabled), at, at)
+		_, err = tx.Exec(ctx, `INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, uuid.NewString(), appID, wh.URL, wh.Secret, string(events), enabled, at, at)
 	case err == nil:
-		_, err = tx.Exec(`UPDATE webhook_endpoints SET secret = ?, events = ?, enabled = ?, updated_at = ?
-			WHERE id = ? AND (secret IS NOT ? OR events IS NOT ? OR enabled IS NOT ?)`,
-			wh.Secret, string(events), boolInt(enabled), at, id, wh.Secret, string(events), boolInt(enabled))
+		_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = ?, events = ?, enabled = ?, updated_at = ?
+			WHERE id = ? AND (secret IS DISTINCT FROM ? OR events IS DISTINCT FROM ? OR enabled IS DISTINCT FROM ?)`,
+			wh.Secret, string(events), enabled, at, id, wh.Secret, string(events), enabled)
 	}
 	if err != nil {
 		return fmt.Errorf("webhook %q: %w", wh.URL, err)
