@@ -544,7 +544,7 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 	}
 
 	if fa.Advertising != nil {
-		if err := setAdSettingsTx(tx, appID, fa.Advertising.settings(), now); err != nil {
+		if err := setAdSettingsTx(context.Background(), sqldb.SQLShared(tx), appID, fa.Advertising.settings(), now); err != nil {
 			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"dialbox/internal/sqldb"
 )
 
 // Fixtures on PostgreSQL: applyFixtureApp's upserts (store.go) in
@@ -59,7 +61,7 @@ func pgApplyFixtureApp(ctx context.Context, tx pgx.Tx, fa *FixtureApp, now time.
 	}
 
 	if fa.Advertising != nil {
-		if err := pgSetAdSettings(ctx, tx, appID, fa.Advertising.settings(), now); err != nil {
+		if err := setAdSettingsTx(ctx, sqldb.PGX(tx), appID, fa.Advertising.settings(), now); err != nil {
 			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
 		}
 	}
