@@ -599,7 +599,7 @@ func applyFixtureApp(tx *sql.Tx, fa *FixtureApp, now time.Time) error {
 		if d.numbers == nil {
 			return fmt.Errorf("application %q: the do-not-call numbers were not read (FixtureFile.readDNC)", fa.APIKey)
 		}
-		id, err := currentList(tx, appID, now)
+		id, err := currentList(context.Background(), sqldb.SQLShared(tx), appID, now)
 		if err != nil {
 			return err
 		}

@@ -148,11 +148,11 @@ func pgApplyFixtureApp(ctx context.Context, tx pgx.Tx, fa *FixtureApp, now time.
 		if d.numbers == nil {
 			return fmt.Errorf("application %q: the do-not-call numbers were not read (FixtureFile.readDNC)", fa.APIKey)
 		}
-		id, err := pgCurrentList(ctx, tx, appID, now)
+		id, err := currentList(ctx, sqldb.PGX(tx), appID, now)
 		if err != nil {
 			return err
 		}
-		if _, err := pgAddDNC(ctx, tx, id, d.numbers, at); err != nil {
+		if _, err := addDNCNumbers(ctx, sqldb.PGX(tx), id, d.numbers, at); err != nil {
 			return fmt.Errorf("application %q do-not-call list: %w", fa.APIKey, err)
 		}
 	}
