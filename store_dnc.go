@@ -158,33 +158,45 @@ const dncRowsPerInsert = 100
 // are loaded into a new version, which takes the current one's place in
 // one short commit at the end (readers never see half a list; a load cut
 // short leaves the old list in force), and the old version is then deleted
-// a chunk at a time. The writer's own: its prepared statement of
-// dncRowsPerInsert rows (PostgreSQL's COPYs).
+// a chunk at a time. A chunk's insert is the writer's own (its prepared
+// statement of dncRowsPerInsert rows); PostgreSQL's COPYs.
 func (s *SQLiteStore) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
+	return s.loadDNC(ctx, list, numbers, replace, now, progress, func(id int64, part []int64, addedAt any) (n int, err error) {
+		err = s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+			n, err = insertDNCNumbers(tx, id, part, addedAt)
+			return err
+		})
+		return n, err
+	})
+}
+
+// loadDNC is LoadDNC on either store but for the insert of a chunk of
+// numbers into list version id, in a commit of its own, which is each
+// store's: addedAt is nil in a replace's new version (since the version
+// was loaded), where nothing conflicts.
+func (s *sqlStore) loadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int),
+	insert func(id int64, part []int64, addedAt any) (int, error)) (int, error) {
 	var id int64
-	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+	err := s.writeData(ctx, func(tx sqldb.Querier) (err error) {
 		if replace {
-			return tx.QueryRow(`INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'loading', ?) RETURNING id`,
+			return tx.QueryRow(ctx, `INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'loading', ?) RETURNING id`,
 				listApp(list), ms(now)).Scan(&id)
 		}
-		id, err = currentList(ctx, sqldb.SQLShared(tx), list, now)
+		id, err = currentList(ctx, tx, list, now)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	var addedAt any = ms(now) // a replace leaves it NULL: since the version was loaded
+	var addedAt any = ms(now)
 	if replace {
 		addedAt = nil
 	}
 	gained := 0
 	for from := 0; from < len(numbers); from += dncChunkRows {
 		part := numbers[from:min(from+dncChunkRows, len(numbers))]
-		err := s.WriteData(ctx, func(tx *sql.Tx) error {
-			n, err := insertDNCNumbers(tx, id, part, addedAt)
-			gained += n
-			return err
-		})
+		n, err := insert(id, part, addedAt)
+		gained += n
 		if err != nil {
 			return gained, err
 		}
@@ -195,13 +207,30 @@ func (s *SQLiteStore) LoadDNC(ctx context.Context, list int64, numbers []int64, 
 	if !replace {
 		return gained, nil
 	}
-	err = s.WriteData(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`UPDATE dnc_lists SET state = 'old' WHERE state = 'current' AND app_id IS ?`, listApp(list)); err != nil {
+	err = s.writeData(ctx, func(tx sqldb.Querier) error {
+		if tx.Dialect() == sqldb.Postgres {
+			// Another node's switch waits for this one (SQLite's one
+			// writer runs one at a time).
+			if _, err := tx.Exec(ctx, `LOCK TABLE dnc_lists IN EXCLUSIVE MODE`); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE dnc_lists SET state = 'old' WHERE state = 'current' AND app_id IS NOT DISTINCT FROM ?`,
+			listApp(list)); err != nil {
 			return err
 		}
-		return changed(tx.Exec(`UPDATE dnc_lists SET state = 'current' WHERE id = ?`, id))
+		n, err := tx.Exec(ctx, `UPDATE dnc_lists SET state = 'current' WHERE id = ?`, id)
+		if err == nil && n == 0 {
+			err = errNotFound
+		}
+		return err
 	})
 	if errors.Is(err, errNotFound) {
+		// Another load dropped this version while its numbers were still
+		// coming: drop them too.
+		if err := s.dropDNCVersion(ctx, id); err != nil {
+			return 0, err
+		}
 		return 0, errors.New("the list was replaced by another load while this one ran; this one is dropped")
 	}
 	if err != nil {
