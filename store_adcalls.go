@@ -12,7 +12,9 @@ import (
 
 // Advertising calls in the database (docs/compliance.md#advertising-calls):
 // a tenant's settings, its answered advertising calls by number, the
-// contacts the rules delay, and the explanation of a contact's wait.
+// contacts the rules delay, and the explanation of a contact's wait, for
+// both stores. The per-number limit across PostgreSQL's nodes is its claim's
+// own (store_postgres_engine.go).
 
 // AdSettings are a tenant's advertising settings: its own, or the decree's.
 // Configuration, so cached: the scheduler reads them at every tick.
