@@ -483,8 +483,8 @@ func TestAdLimitQueryUsesItsIndex(t *testing.T) {
 	s, _ := fixtureStore(t)
 	// The queries of answeredAdCalls and ContactWait, parameters and all.
 	for q, args := range map[string][]any{
-		`SELECT ad_phone, answered_at FROM calls WHERE app_id = ? AND answered_at > ? AND ad_phone IN (?,?)`: {"calls_ad_answered", 1, 0, "+84900000001", "+84900000002"},
-		`SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`:                 {"calls_dialing", 1, "+84900000001"},
+		`SELECT ad_phone, answered_at FROM calls WHERE app_id = ? AND answered_at > ? AND ad_phone IS NOT NULL AND answered_at IS NOT NULL AND ad_phone IN (?, ?)`: {"calls_ad_answered", 1, 0, "+84900000001", "+84900000002"},
+		`SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`:                                                                       {"calls_dialing", 1, "+84900000001"},
 	} {
 		index, args := args[0].(string), args[1:]
 		rows, err := s.read.Query(`EXPLAIN QUERY PLAN `+q, args...)

@@ -435,10 +435,13 @@ func TestConsoleQueriesUseIndexes(t *testing.T) {
 		return strings.Join(out, "; ")
 	}
 	for query, want := range map[string]string{
-		`SELECT seq FROM contacts WHERE app_id = 1 AND phone = '+84900000009' AND seq < 100 ORDER BY seq DESC LIMIT 50`:    "USING COVERING INDEX contacts_by_phone",
-		`SELECT seq FROM contacts WHERE app_id = 1 AND seq < 100 ORDER BY seq DESC LIMIT 20000`:                            "contacts_by_app",
-		`SELECT state, outcome, sum(n) FROM contact_counts WHERE app_id = 1 AND scenario_id = 'x' GROUP BY state, outcome`: "PRIMARY KEY",
-		`SELECT state, n FROM webhook_counts WHERE endpoint_id = 'x'`:                                                      "PRIMARY KEY",
+		`SELECT seq FROM contacts WHERE app_id = 1 AND phone = '+84900000009' AND seq < 100 ORDER BY seq DESC LIMIT 50`: "USING COVERING INDEX contacts_by_phone",
+		`SELECT seq FROM contacts WHERE app_id = 1 AND seq < 100 ORDER BY seq DESC LIMIT 20000`:                         "contacts_by_app",
+		// ContactProgress and MessageStates, as SQLite runs them (countRows).
+		`SELECT state, outcome, CAST(sum(n) AS BIGINT) FROM (SELECT state, outcome, n FROM contact_counts
+			WHERE app_id = 1 AND scenario_id = 'x' AND ('' = '' OR campaign_id = '')) AS c
+			GROUP BY state, outcome HAVING sum(n) <> 0`: "PRIMARY KEY",
+		`SELECT state, CAST(sum(n) AS BIGINT) FROM (SELECT state, n FROM webhook_counts WHERE endpoint_id = 'x') AS c GROUP BY state`: "PRIMARY KEY",
 	} {
 		if got := plan(query); !strings.Contains(got, want) {
 			t.Errorf("%s\nplans %q, want %q", query, got, want)

@@ -255,6 +255,38 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	}
 }
 
+// A replacing load whose new version another replace dropped while its
+// numbers were still coming is refused, and leaves none of them behind
+// with no list, on either store; the other load's list stands.
+func TestDNCReplaceOvertaken(t *testing.T) { eachBackend(t, testDNCReplaceOvertaken) }
+
+func testDNCReplaceOvertaken(t *testing.T, backend string) {
+	s, _ := fixtureStoreOn(t, backend)
+	ctx := context.Background()
+	numbers := make([]int64, dncChunkRows+1) // two commits
+	for i := range numbers {
+		numbers[i] = 84912000000 + int64(i)
+	}
+	overtaken := false
+	_, err := s.LoadDNC(ctx, nationalList, numbers, true, time.Now(), func(int) {
+		if !overtaken {
+			overtaken = true
+			if _, err := s.LoadDNC(ctx, nationalList, []int64{84900000001}, true, time.Now(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "replaced by another load") {
+		t.Fatalf("the overtaken load: %v, want it refused", err)
+	}
+	if n := queryInt(t, s, `SELECT count(*) FROM dnc_numbers WHERE list_id NOT IN (SELECT id FROM dnc_lists)`); n != 0 {
+		t.Errorf("%d numbers left with no list", n)
+	}
+	if n, _, err := s.CountDNC(ctx, nationalList); n != 1 || err != nil {
+		t.Errorf("the register holds %d numbers (%v), want the other load's 1", n, err)
+	}
+}
+
 // A stray " in a list file is one bad line: every later line is still
 // read, and lines = loaded + duplicate + bad (docs/compliance.md#list-files).
 func TestDNCStrayQuoteIsOneBadLine(t *testing.T) { eachBackend(t, testDNCStrayQuoteIsOneBadLine) }

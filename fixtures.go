@@ -431,25 +431,12 @@ func checkWebhookSecret(secret string) error {
 func (s *SQLiteStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		for _, fa := range apps {
-			if err := applyFixtureApp(ctx, sqliteFixtureTx(tx, now), fa, now); err != nil {
+			if err := applyFixtureApp(ctx, sqldb.SQLShared(tx), fa, now); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// sqliteFixtureTx is the writer's transaction as fixtures apply them.
-func sqliteFixtureTx(tx *sql.Tx, now time.Time) fixtureTx {
-	return fixtureTx{Querier: sqldb.SQLShared(tx),
-		setAdSettings: func(appID int64, a AdSettings) error { return setAdSettingsTx(tx, appID, a, now) },
-		addDNC: func(list int64, numbers []int64) error {
-			id, err := currentList(tx, list, now)
-			if err == nil {
-				_, err = insertDNCNumbers(tx, id, numbers, ms(now))
-			}
-			return err
-		}}
 }
 
 // Demo tenant names, stable so the printed curl lines keep working.

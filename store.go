@@ -594,19 +594,9 @@ func scanSkipped(row sqldb.Row) (SkippedContact, error) {
 
 // ---- fixtures ----
 
-// fixtureTx is the transaction fixtures are applied in, on either
-// database: the SQL both speak, and the two writes each store still makes
-// its own way, a tenant's advertising settings (store_adcalls.go) and its
-// do-not-call numbers (store_dnc.go).
-type fixtureTx struct {
-	sqldb.Querier
-	setAdSettings func(appID int64, a AdSettings) error
-	addDNC        func(list int64, numbers []int64) error
-}
-
 // applyFixtureApp upserts one application of a fixtures file (or the demo
 // tenant) and everything it owns, changing nothing that already matches.
-func applyFixtureApp(ctx context.Context, tx fixtureTx, fa *FixtureApp, now time.Time) error {
+func applyFixtureApp(ctx context.Context, tx sqldb.Querier, fa *FixtureApp, now time.Time) error {
 	at := ms(now)
 	// RETURNING says nothing when nothing changed: the id is read then.
 	err := tx.QueryRow(ctx, `INSERT INTO applications (name, api_key, api_secret, is_demo, created_at, updated_at)
@@ -639,7 +629,7 @@ func applyFixtureApp(ctx context.Context, tx fixtureTx, fa *FixtureApp, now time
 	}
 
 	if fa.Advertising != nil {
-		if err := tx.setAdSettings(appID, fa.Advertising.settings()); err != nil {
+		if err := setAdSettingsTx(ctx, tx, appID, fa.Advertising.settings(), now); err != nil {
 			return fmt.Errorf("application %q advertising: %w", fa.APIKey, err)
 		}
 	}
@@ -694,7 +684,11 @@ func applyFixtureApp(ctx context.Context, tx fixtureTx, fa *FixtureApp, now time
 		if d.numbers == nil {
 			return fmt.Errorf("application %q: the do-not-call numbers were not read (FixtureFile.readDNC)", fa.APIKey)
 		}
-		if err := tx.addDNC(appID, d.numbers); err != nil {
+		id, err := currentList(ctx, tx, appID, now)
+		if err != nil {
+			return err
+		}
+		if _, err := addDNCNumbers(ctx, tx, id, d.numbers, at); err != nil {
 			return fmt.Errorf("application %q do-not-call list: %w", fa.APIKey, err)
 		}
 	}

@@ -5,72 +5,75 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"dialbox/internal/sqldb"
 )
 
 // Advertising calls in the database (docs/compliance.md#advertising-calls):
 // a tenant's settings, its answered advertising calls by number, the
-// contacts the rules delay, and the explanation of a contact's wait.
+// contacts the rules delay, and the explanation of a contact's wait, for
+// both stores. The per-number limit across PostgreSQL's nodes is its claim's
+// own (store_postgres_engine.go).
 
 // AdSettings are a tenant's advertising settings: its own, or the decree's.
 // Configuration, so cached: the scheduler reads them at every tick.
-func (s *SQLiteStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
-	return cached(&s.catalog, fmt.Sprintf("advertising\x00%d", appID), func() (AdSettings, error) {
-		a := legalAdSettings()
-		err := s.read.QueryRowContext(ctx, `SELECT max_calls_per_number_per_day, hours_start, hours_end
-			FROM advertising_settings WHERE app_id = ?`, appID).Scan(&a.MaxCallsPerNumberPerDay, &a.Start, &a.End)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = nil
-		}
-		return a, err
+func (s *sqlStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
+	return cached(s.catalog, fmt.Sprintf("advertising\x00%d", appID), func() (AdSettings, error) {
+		return adSettingsOf(ctx, s.db, appID)
 	})
 }
 
+// adSettingsOf reads a tenant's settings, the decree's when it set none;
+// PostgreSQL's claim reads them in its transaction.
+func adSettingsOf(ctx context.Context, q sqldb.Querier, appID int64) (AdSettings, error) {
+	a := legalAdSettings()
+	err := q.QueryRow(ctx, `SELECT max_calls_per_number_per_day, hours_start, hours_end
+		FROM advertising_settings WHERE app_id = ?`, appID).Scan(&a.MaxCallsPerNumberPerDay, &a.Start, &a.End)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return a, err
+}
+
 // SetAdSettings stores a tenant's checked advertising settings.
-func (s *SQLiteStore) SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error {
-	return s.Write(ctx, func(tx *sql.Tx) error { return setAdSettingsTx(tx, appID, a, now) })
+func (s *sqlStore) SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error {
+	return s.writeConfig(ctx, func(tx sqldb.Querier) error { return setAdSettingsTx(ctx, tx, appID, a, now) })
 }
 
 // setAdSettingsTx stores a tenant's settings, writing only a change.
-func setAdSettingsTx(tx *sql.Tx, appID int64, a AdSettings, now time.Time) error {
-	_, err := tx.Exec(`INSERT INTO advertising_settings (app_id, max_calls_per_number_per_day, hours_start, hours_end, updated_at)
+func setAdSettingsTx(ctx context.Context, tx sqldb.Querier, appID int64, a AdSettings, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO advertising_settings (app_id, max_calls_per_number_per_day, hours_start, hours_end, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (app_id) DO UPDATE SET max_calls_per_number_per_day = excluded.max_calls_per_number_per_day,
 			hours_start = excluded.hours_start, hours_end = excluded.hours_end, updated_at = excluded.updated_at
-		WHERE max_calls_per_number_per_day <> excluded.max_calls_per_number_per_day
-			OR hours_start <> excluded.hours_start OR hours_end <> excluded.hours_end`,
+		WHERE advertising_settings.max_calls_per_number_per_day <> excluded.max_calls_per_number_per_day
+			OR advertising_settings.hours_start <> excluded.hours_start OR advertising_settings.hours_end <> excluded.hours_end`,
 		appID, a.MaxCallsPerNumberPerDay, a.Start, a.End, ms(now))
 	return err
 }
 
 // answeredAdCalls are, for each of phones, when the tenant's advertising
 // calls to it answered after since: one range of calls_ad_answered per
-// number, a few hundred numbers a query.
-func (s *SQLiteStore) answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error) {
+// number (the index's own condition repeated, so PostgreSQL takes it too),
+// a few hundred numbers a query.
+func (s *sqlStore) answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error) {
 	out := map[string][]time.Time{}
 	const batch = 500
 	for from := 0; from < len(phones); from += batch {
-		part := phones[from:min(from+batch, len(phones))]
-		args := []any{appID, ms(since)}
-		for _, p := range part {
-			args = append(args, p)
-		}
-		rows, err := s.read.QueryContext(ctx, `SELECT ad_phone, answered_at FROM calls
-			WHERE app_id = ? AND answered_at > ? AND ad_phone IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+		in, args := sqldb.In(s.db.Dialect(), "ad_phone", phones[from:min(from+batch, len(phones))])
+		err := s.db.Query(ctx, `SELECT ad_phone, answered_at FROM calls
+			WHERE app_id = ? AND answered_at > ? AND ad_phone IS NOT NULL AND answered_at IS NOT NULL AND `+in,
+			append([]any{appID, ms(since)}, args...), func(scan func(...any) error) error {
+				var p string
+				var at int64
+				if err := scan(&p, &at); err != nil {
+					return err
+				}
+				out[p] = append(out[p], fromMS(at))
+				return nil
+			})
 		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var p string
-			var at int64
-			if err := rows.Scan(&p, &at); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out[p] = append(out[p], fromMS(at))
-		}
-		if err := rows.Close(); err != nil {
 			return nil, err
 		}
 	}
@@ -88,28 +91,25 @@ type callDelay struct {
 
 // delayContacts moves each delayed contact's next attempt, with its audit
 // row, in one commit. A contact no longer queued is left alone.
-func (s *SQLiteStore) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return delayContactsTx(sqliteTx(tx), delays, now) })
-}
-
-// delayContactsTx is delayContacts in a transaction of either store.
-func delayContactsTx(tx settleTx, delays []callDelay, now time.Time) error {
-	for _, d := range delays {
-		var id, scenario string
-		err := tx.queryRow(`UPDATE contacts SET next_attempt_at = ?, updated_at = ?
-			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id`, ms(d.Until), ms(now), d.Contact.Seq).Scan(&id, &scenario)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
+func (s *sqlStore) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
+	return s.writeData(ctx, func(tx sqldb.Querier) error {
+		for _, d := range delays {
+			var id, scenario string
+			err := tx.QueryRow(ctx, `UPDATE contacts SET next_attempt_at = ?, updated_at = ?
+				WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id`, ms(d.Until), ms(now), d.Contact.Seq).Scan(&id, &scenario)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at, until)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, d.AppID, scenario, id, d.Contact.Phone, d.Reason, ms(now), ms(d.Until)); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		if err := tx.exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at, until)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.AppID, scenario, id, d.Contact.Phone, d.Reason, ms(now), ms(d.Until)); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // contactWait explains why a queued contact of an advertising scenario is
@@ -149,11 +149,14 @@ func contactWait(ctx context.Context, s Store, appID int64, c *ContactRecord, no
 	return rules.wait(now, timing), nil
 }
 
-func (s *SQLiteStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error) {
+// adTiming is what the rules need of a contact's past: its last delay,
+// the tenant's answered advertising calls to its number since since, and
+// those up now.
+func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error) {
 	var timing contactTiming
 	var reason string
 	var until sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT reason, until FROM call_blocks WHERE contact_id = ? ORDER BY seq DESC LIMIT 1`,
+	err := s.db.QueryRow(ctx, `SELECT reason, until FROM call_blocks WHERE contact_id = ? ORDER BY seq DESC LIMIT 1`,
 		c.ID).Scan(&reason, &until)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -167,7 +170,7 @@ func (s *SQLiteStore) adTiming(ctx context.Context, appID int64, c *ContactRecor
 		return timing, err
 	}
 	timing.Answered = answered[c.Phone]
-	err = s.read.QueryRowContext(ctx, `SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`,
+	err = s.db.QueryRow(ctx, `SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`,
 		appID, c.Phone).Scan(&timing.Up)
 	return timing, err
 }

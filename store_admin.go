@@ -501,7 +501,7 @@ func (s *SQLiteStore) Reset(ctx context.Context, apps []*FixtureApp, now time.Ti
 			}
 		}
 		for _, fa := range apps {
-			if err := applyFixtureApp(ctx, sqliteFixtureTx(tx, now), fa, now); err != nil {
+			if err := applyFixtureApp(ctx, sqldb.SQLShared(tx), fa, now); err != nil {
 				return err
 			}
 		}

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"sort"
+
+	"dialbox/internal/sqldb"
 )
 
 // The web console's reads beyond the admin API's: counts kept by the
 // triggers of migration 8, so each is a few primary-key reads whatever the
-// number of contacts (docs/console.md#fast-on-big-data); PostgreSQL's are
-// in store_postgres_console.go.
+// number of contacts (docs/console.md#fast-on-big-data); PostgreSQL's
+// changes to them, and their fold, are in store_postgres_console.go.
 
 // Progress is a scenario's or a campaign's contacts by state, and the
 // finished ones by outcome.
@@ -40,74 +42,89 @@ func (p Progress) Answered() (pct float64, ok bool) {
 	return 0, true
 }
 
+// countRows selects, by where and its args, the rows of a table of counts
+// that a read sums: on PostgreSQL the folded counts and the changes not yet
+// folded, in the one snapshot of the read (docs/postgres.md#console-counts);
+// SQLite's triggers keep the counts themselves, so its changes are none.
+func countRows(d sqldb.Dialect, cols, counts, changes, where string, args ...any) (string, []any) {
+	q := `SELECT ` + cols + ` FROM ` + counts + ` WHERE ` + where
+	if d != sqldb.Postgres {
+		return q, args
+	}
+	return q + ` UNION ALL SELECT ` + cols + ` FROM ` + changes + ` WHERE ` + where, append(args, args...)
+}
+
 // ContactProgress counts one application's contacts: of one scenario
 // (campaignID "": all its contacts, campaigns included) or of one campaign.
 // Outcomes are whatever the rows hold, so a new outcome shows up as it is.
-func (s *SQLiteStore) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT state, outcome, sum(n) FROM contact_counts
-		WHERE app_id = ? AND scenario_id = ? AND (? = '' OR campaign_id = ?) AND n <> 0
-		GROUP BY state, outcome`, appID, scenarioID, campaignID, campaignID)
+func (s *sqlStore) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error) {
+	rows, args := countRows(s.db.Dialect(), `state, outcome, n`, `contact_counts`, `contact_count_changes`,
+		`app_id = ? AND scenario_id = ? AND (? = '' OR campaign_id = ?)`, appID, scenarioID, campaignID, campaignID)
+	var p Progress
+	err := s.db.Query(ctx, `SELECT state, outcome, CAST(sum(n) AS BIGINT) FROM (`+rows+`) AS c
+		GROUP BY state, outcome HAVING sum(n) <> 0`, args, func(scan func(...any) error) error {
+		var state, outcome string
+		var n int64
+		if err := scan(&state, &outcome, &n); err != nil {
+			return err
+		}
+		p.add(state, outcome, n)
+		return nil
+	})
 	if err != nil {
 		return Progress{}, err
 	}
-	defer rows.Close()
-	var p Progress
-	for rows.Next() {
-		var state, outcome string
-		var n int64
-		if err := rows.Scan(&state, &outcome, &n); err != nil {
-			return Progress{}, err
-		}
-		p.add(state, outcome, n)
-	}
 	p.sortOutcomes()
-	return p, rows.Err()
+	return p, nil
 }
 
 // Unfinished is an application's contacts queued or in a call.
-func (s *SQLiteStore) Unfinished(ctx context.Context, appID int64) (int64, error) {
+func (s *sqlStore) Unfinished(ctx context.Context, appID int64) (int64, error) {
 	var n int64
-	err := s.read.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM queued_contacts WHERE app_id = ?`, appID).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM queued_contacts WHERE app_id = ?`, appID).Scan(&n)
 	return n, err
 }
 
 // MessageStates counts an endpoint's webhook messages by state.
-func (s *SQLiteStore) MessageStates(ctx context.Context, endpointID string) (map[string]int64, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT state, n FROM webhook_counts WHERE endpoint_id = ?`, endpointID)
+func (s *sqlStore) MessageStates(ctx context.Context, endpointID string) (map[string]int64, error) {
+	rows, args := countRows(s.db.Dialect(), `state, n`, `webhook_counts`, `webhook_count_changes`, `endpoint_id = ?`, endpointID)
+	out := map[string]int64{}
+	err := s.db.Query(ctx, `SELECT state, CAST(sum(n) AS BIGINT) FROM (`+rows+`) AS c GROUP BY state`, args,
+		func(scan func(...any) error) error {
+			var state string
+			var n int64
+			if err := scan(&state, &n); err != nil {
+				return err
+			}
+			out[state] = n
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var state string
-		var n int64
-		if err := rows.Scan(&state, &n); err != nil {
-			return nil, err
-		}
-		out[state] = n
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Outcomes are the outcomes an application's contacts ended with, as
-// stored: the console's filter offers what the data holds.
-func (s *SQLiteStore) Outcomes(ctx context.Context, appID int64) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT outcome FROM contact_counts
-		WHERE app_id = ? AND outcome <> '' AND n <> 0 ORDER BY outcome`, appID)
+// stored: the console's filter offers what the data holds (nil: none yet).
+func (s *sqlStore) Outcomes(ctx context.Context, appID int64) ([]string, error) {
+	rows, args := countRows(s.db.Dialect(), `outcome, scenario_id, campaign_id, state, n`, `contact_counts`, `contact_count_changes`,
+		`app_id = ? AND outcome <> ''`, appID)
+	var out []string
+	err := s.db.Query(ctx, `SELECT DISTINCT outcome`+s.db.Dialect().CollateC()+` FROM (`+rows+`) AS c
+		GROUP BY outcome, scenario_id, campaign_id, state HAVING sum(n) <> 0 ORDER BY 1`, args,
+		func(scan func(...any) error) error {
+			var o string
+			if err := scan(&o); err != nil {
+				return err
+			}
+			out = append(out, o)
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var o string
-		if err := rows.Scan(&o); err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // add counts n contacts in state, and under their outcome once done.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"dialbox/internal/sqldb"
 )
 
 // The do-not-call lists in the database (docs/compliance.md#how-lists-are-stored):
@@ -43,7 +45,7 @@ func dncE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }
 // when national is set (it restricts advertising calls alone:
 // docs/compliance.md#how-dialbox-enforces-it), and the national register
 // when both hold it. One query per few hundred numbers.
-func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
+func (s *sqlStore) dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
 	lists := `l.app_id = ?`
 	if national {
 		lists = `(l.app_id IS NULL OR l.app_id = ?)`
@@ -51,38 +53,34 @@ func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []str
 	out := map[string]string{}
 	const batch = 500
 	for from := 0; from < len(phones); from += batch {
-		part := phones[from:min(from+batch, len(phones))]
-		args := []any{appID}
-		for _, p := range part {
+		var numbers []int64
+		for _, p := range phones[from:min(from+batch, len(phones))] {
 			if n, ok := dncNumber(p); ok {
-				args = append(args, n)
+				numbers = append(numbers, n)
 			}
 		}
-		if len(args) == 1 {
+		if len(numbers) == 0 {
 			continue
 		}
-		rows, err := s.read.QueryContext(ctx, `SELECT n.number, l.app_id IS NULL FROM dnc_lists l
+		in, args := sqldb.In(s.db.Dialect(), "n.number", numbers)
+		err := s.db.Query(ctx, `SELECT n.number, l.app_id IS NULL FROM dnc_lists l
 			JOIN dnc_numbers n ON n.list_id = l.id
-			WHERE l.state = 'current' AND `+lists+`
-				AND n.number IN (?`+strings.Repeat(",?", len(args)-2)+`)`, args...)
+			WHERE l.state = 'current' AND `+lists+` AND `+in, append([]any{appID}, args...),
+			func(scan func(...any) error) error {
+				var n int64
+				var national bool
+				if err := scan(&n, &national); err != nil {
+					return err
+				}
+				p := dncE164(n)
+				if national {
+					out[p] = ReasonDNCNational
+				} else if out[p] == "" {
+					out[p] = ReasonDNCTenant
+				}
+				return nil
+			})
 		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var n int64
-			var national bool
-			if err := rows.Scan(&n, &national); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			p := dncE164(n)
-			if national {
-				out[p] = ReasonDNCNational
-			} else if out[p] == "" {
-				out[p] = ReasonDNCTenant
-			}
-		}
-		if err := rows.Close(); err != nil {
 			return nil, err
 		}
 	}
@@ -90,48 +88,58 @@ func (s *SQLiteStore) dncListings(ctx context.Context, appID int64, phones []str
 }
 
 // currentList is the id of a list's current version, made (empty) when the
-// list has none yet.
-func currentList(tx *sql.Tx, list int64, now time.Time) (int64, error) {
-	var id int64
-	err := tx.QueryRow(`SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS ?`, listApp(list)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = tx.QueryRow(`INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'current', ?) RETURNING id`,
-			listApp(list), ms(now)).Scan(&id)
+// list has none yet; two nodes making a list's first version at once make
+// one.
+func currentList(ctx context.Context, tx sqldb.Querier, list int64, now time.Time) (int64, error) {
+	if _, err := tx.Exec(ctx, `INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'current', ?)
+		ON CONFLICT ((coalesce(app_id, 0))) WHERE state = 'current' DO NOTHING`, listApp(list), ms(now)); err != nil {
+		return 0, err
 	}
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS NOT DISTINCT FROM ?`,
+		listApp(list)).Scan(&id)
 	return id, err
 }
 
-// addDNCTx puts E.164 numbers on a list and returns how many were not on
-// it already.
-func addDNCTx(tx *sql.Tx, list int64, phones []string, now time.Time) (int, error) {
-	id, err := currentList(tx, list, now)
-	if err != nil {
-		return 0, err
+// addDNCNumbers puts numbers on list version id and returns how many were
+// new: PostgreSQL takes them as one array, in one statement; SQLite a row
+// a statement, its writer's statements costing no round trip.
+func addDNCNumbers(ctx context.Context, tx sqldb.Querier, id int64, numbers []int64, addedAt any) (int, error) {
+	if tx.Dialect() == sqldb.Postgres {
+		n, err := tx.Exec(ctx, `INSERT INTO dnc_numbers (list_id, number, added_at)
+			SELECT ?, n, ? FROM unnest(?::bigint[]) AS n ON CONFLICT DO NOTHING`, id, addedAt, numbers)
+		return int(n), err
 	}
 	added := 0
-	for _, p := range phones {
-		n, ok := dncNumber(p)
-		if !ok {
-			return added, invalid("numbers", p+" is not an E.164 number")
-		}
-		r, err := tx.Exec(`INSERT INTO dnc_numbers (list_id, number, added_at) VALUES (?, ?, ?)
-			ON CONFLICT DO NOTHING`, id, n, ms(now))
+	for _, n := range numbers {
+		k, err := tx.Exec(ctx, `INSERT INTO dnc_numbers (list_id, number, added_at) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, id, n, addedAt)
 		if err != nil {
 			return added, err
 		}
-		if k, _ := r.RowsAffected(); k > 0 {
-			added++
-		}
+		added += int(k)
 	}
 	return added, nil
 }
 
 // AddDNC puts E.164 numbers on a list (nationalList or an application's
 // id) and returns how many were new to it.
-func (s *SQLiteStore) AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error) {
+func (s *sqlStore) AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error) {
+	numbers := make([]int64, 0, len(phones))
+	for _, p := range phones {
+		n, ok := dncNumber(p)
+		if !ok {
+			return 0, invalid("numbers", p+" is not an E.164 number")
+		}
+		numbers = append(numbers, n)
+	}
 	var added int
-	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
-		added, err = addDNCTx(tx, list, phones, now)
+	err := s.writeData(ctx, func(tx sqldb.Querier) error {
+		id, err := currentList(ctx, tx, list, now)
+		if err != nil {
+			return err
+		}
+		added, err = addDNCNumbers(ctx, tx, id, numbers, ms(now))
 		return err
 	})
 	return added, err
@@ -150,32 +158,45 @@ const dncRowsPerInsert = 100
 // are loaded into a new version, which takes the current one's place in
 // one short commit at the end (readers never see half a list; a load cut
 // short leaves the old list in force), and the old version is then deleted
-// a chunk at a time.
+// a chunk at a time. A chunk's insert is the writer's own (its prepared
+// statement of dncRowsPerInsert rows); PostgreSQL's COPYs.
 func (s *SQLiteStore) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
+	return s.loadDNC(ctx, list, numbers, replace, now, progress, func(id int64, part []int64, addedAt any) (n int, err error) {
+		err = s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+			n, err = insertDNCNumbers(tx, id, part, addedAt)
+			return err
+		})
+		return n, err
+	})
+}
+
+// loadDNC is LoadDNC on either store but for the insert of a chunk of
+// numbers into list version id, in a commit of its own, which is each
+// store's: addedAt is nil in a replace's new version (since the version
+// was loaded), where nothing conflicts.
+func (s *sqlStore) loadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int),
+	insert func(id int64, part []int64, addedAt any) (int, error)) (int, error) {
 	var id int64
-	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+	err := s.writeData(ctx, func(tx sqldb.Querier) (err error) {
 		if replace {
-			return tx.QueryRow(`INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'loading', ?) RETURNING id`,
+			return tx.QueryRow(ctx, `INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'loading', ?) RETURNING id`,
 				listApp(list), ms(now)).Scan(&id)
 		}
-		id, err = currentList(tx, list, now)
+		id, err = currentList(ctx, tx, list, now)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	var addedAt any = ms(now) // a replace leaves it NULL: since the version was loaded
+	var addedAt any = ms(now)
 	if replace {
 		addedAt = nil
 	}
 	gained := 0
 	for from := 0; from < len(numbers); from += dncChunkRows {
 		part := numbers[from:min(from+dncChunkRows, len(numbers))]
-		err := s.WriteData(ctx, func(tx *sql.Tx) error {
-			n, err := insertDNCNumbers(tx, id, part, addedAt)
-			gained += n
-			return err
-		})
+		n, err := insert(id, part, addedAt)
+		gained += n
 		if err != nil {
 			return gained, err
 		}
@@ -186,13 +207,30 @@ func (s *SQLiteStore) LoadDNC(ctx context.Context, list int64, numbers []int64, 
 	if !replace {
 		return gained, nil
 	}
-	err = s.WriteData(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`UPDATE dnc_lists SET state = 'old' WHERE state = 'current' AND app_id IS ?`, listApp(list)); err != nil {
+	err = s.writeData(ctx, func(tx sqldb.Querier) error {
+		if tx.Dialect() == sqldb.Postgres {
+			// Another node's switch waits for this one (SQLite's one
+			// writer runs one at a time).
+			if _, err := tx.Exec(ctx, `LOCK TABLE dnc_lists IN EXCLUSIVE MODE`); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE dnc_lists SET state = 'old' WHERE state = 'current' AND app_id IS NOT DISTINCT FROM ?`,
+			listApp(list)); err != nil {
 			return err
 		}
-		return changed(tx.Exec(`UPDATE dnc_lists SET state = 'current' WHERE id = ?`, id))
+		n, err := tx.Exec(ctx, `UPDATE dnc_lists SET state = 'current' WHERE id = ?`, id)
+		if err == nil && n == 0 {
+			err = errNotFound
+		}
+		return err
 	})
 	if errors.Is(err, errNotFound) {
+		// Another load dropped this version while its numbers were still
+		// coming: drop them too.
+		if err := s.dropDNCVersion(ctx, id); err != nil {
+			return 0, err
+		}
 		return 0, errors.New("the list was replaced by another load while this one ran; this one is dropped")
 	}
 	if err != nil {
@@ -237,56 +275,46 @@ func insertDNCNumbers(tx *sql.Tx, id int64, numbers []int64, addedAt any) (int, 
 }
 
 // dropOldDNC deletes the versions of a list older than keep (replaced ones,
-// and loads that were cut short), a chunk of numbers per commit.
-func (s *SQLiteStore) dropOldDNC(ctx context.Context, list, keep int64) error {
-	rows, err := s.read.QueryContext(ctx, `SELECT id FROM dnc_lists WHERE app_id IS ? AND id < ? AND state <> 'current'`, listApp(list), keep)
+// and loads that were cut short).
+func (s *sqlStore) dropOldDNC(ctx context.Context, list, keep int64) error {
+	old, err := sqldb.Collect(ctx, s.db, func(r sqldb.Row) (id int64, err error) { return id, r.Scan(&id) },
+		`SELECT id FROM dnc_lists WHERE app_id IS NOT DISTINCT FROM ? AND id < ? AND state <> 'current'`, listApp(list), keep)
 	if err != nil {
 		return err
 	}
-	var old []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		old = append(old, id)
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
 	for _, id := range old {
-		for {
-			var n int64
-			err := s.WriteData(ctx, func(tx *sql.Tx) error {
-				r, err := tx.Exec(`DELETE FROM dnc_numbers WHERE list_id = ? AND number IN
-					(SELECT number FROM dnc_numbers WHERE list_id = ? ORDER BY number LIMIT ?)`, id, id, dncChunkRows)
-				if err != nil {
-					return err
-				}
-				n, err = r.RowsAffected()
-				if err == nil && n == 0 {
-					_, err = tx.Exec(`DELETE FROM dnc_lists WHERE id = ?`, id)
-				}
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				break
-			}
+		if err := s.dropDNCVersion(ctx, id); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// dropDNCVersion deletes a list version, dncChunkRows numbers a commit,
+// then the version once it has none.
+func (s *sqlStore) dropDNCVersion(ctx context.Context, id int64) error {
+	for {
+		var n int64
+		err := s.writeData(ctx, func(tx sqldb.Querier) (err error) {
+			n, err = tx.Exec(ctx, `DELETE FROM dnc_numbers WHERE list_id = ? AND number IN
+				(SELECT number FROM dnc_numbers WHERE list_id = ? ORDER BY number LIMIT ?)`, id, id, dncChunkRows)
+			if err == nil && n == 0 {
+				_, err = tx.Exec(ctx, `DELETE FROM dnc_lists WHERE id = ?`, id)
+			}
+			return err
+		})
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
 // CountDNC is how many numbers a list holds, and when its current version
 // was loaded (zero: the list has none).
-func (s *SQLiteStore) CountDNC(ctx context.Context, list int64) (int64, time.Time, error) {
+func (s *sqlStore) CountDNC(ctx context.Context, list int64) (int64, time.Time, error) {
 	var n, loaded sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT l.loaded_at, (SELECT count(*) FROM dnc_numbers n WHERE n.list_id = l.id)
-		FROM dnc_lists l WHERE l.state = 'current' AND l.app_id IS ?`, listApp(list)).Scan(&loaded, &n)
+	err := s.db.QueryRow(ctx, `SELECT l.loaded_at, (SELECT count(*) FROM dnc_numbers n WHERE n.list_id = l.id)
+		FROM dnc_lists l WHERE l.state = 'current' AND l.app_id IS NOT DISTINCT FROM ?`, listApp(list)).Scan(&loaded, &n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
 	}
@@ -297,14 +325,18 @@ func (s *SQLiteStore) CountDNC(ctx context.Context, list int64) (int64, time.Tim
 }
 
 // RemoveDNC takes an E.164 number off a list; errNotFound when it is not on it.
-func (s *SQLiteStore) RemoveDNC(ctx context.Context, list int64, e164 string) error {
+func (s *sqlStore) RemoveDNC(ctx context.Context, list int64, e164 string) error {
 	n, ok := dncNumber(e164)
 	if !ok {
 		return errNotFound
 	}
-	return s.WriteData(ctx, func(tx *sql.Tx) error {
-		return changed(tx.Exec(`DELETE FROM dnc_numbers WHERE number = ? AND list_id =
-			(SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS ?)`, n, listApp(list)))
+	return s.writeData(ctx, func(tx sqldb.Querier) error {
+		k, err := tx.Exec(ctx, `DELETE FROM dnc_numbers WHERE number = ? AND list_id =
+			(SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS NOT DISTINCT FROM ?)`, n, listApp(list))
+		if err == nil && k == 0 {
+			err = errNotFound
+		}
+		return err
 	})
 }
 
@@ -318,30 +350,21 @@ type DNCListing struct {
 
 // LookupDNC lists the lists holding an E.164 number, the national register
 // first: with tenant 0 every tenant's, else only that tenant's.
-func (s *SQLiteStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
-	out := []DNCListing{}
+func (s *sqlStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
 	n, ok := dncNumber(e164)
 	if !ok {
-		return out, nil
+		return []DNCListing{}, nil
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT coalesce(a.api_key, ''), coalesce(n.added_at, l.loaded_at)
-		FROM dnc_lists l JOIN dnc_numbers n ON n.list_id = l.id AND n.number = ?
-		LEFT JOIN applications a ON a.id = l.app_id
-		WHERE l.state = 'current' AND (l.app_id IS NULL OR ? = 0 OR l.app_id = ?)
-		ORDER BY l.app_id IS NOT NULL, a.api_key`, n, tenant, tenant)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return sqldb.Collect(ctx, s.db, func(r sqldb.Row) (DNCListing, error) {
 		var app string
 		var since int64
-		if err := rows.Scan(&app, &since); err != nil {
-			return nil, err
-		}
-		out = append(out, dncListing(app, since))
-	}
-	return out, rows.Err()
+		err := r.Scan(&app, &since)
+		return dncListing(app, since), err
+	}, `SELECT coalesce(a.api_key, ''), coalesce(n.added_at, l.loaded_at)
+		FROM dnc_lists l JOIN dnc_numbers n ON n.list_id = l.id AND n.number = ?
+		LEFT JOIN applications a ON a.id = l.app_id
+		WHERE l.state = 'current' AND (l.app_id IS NULL OR CAST(? AS BIGINT) = 0 OR l.app_id = ?)
+		ORDER BY l.app_id IS NOT NULL, a.api_key`+s.db.Dialect().CollateC(), n, tenant, tenant)
 }
 
 // dncListing is a lookup's row: the list's tenant (its API key, "" for

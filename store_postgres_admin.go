@@ -85,7 +85,7 @@ func (s *PostgresStore) Reset(ctx context.Context, apps []*FixtureApp, now time.
 			}
 		}
 		for _, fa := range apps {
-			if err := applyFixtureApp(ctx, pgFixtureTx(ctx, tx, now), fa, now); err != nil {
+			if err := applyFixtureApp(ctx, sqldb.PGX(tx), fa, now); err != nil {
 				return err
 			}
 		}

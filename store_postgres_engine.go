@@ -253,7 +253,7 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, 
 	if len(phones) == 0 {
 		return nil, 0, nil
 	}
-	ads, err := pgAdSettings(ctx, tx, appID)
+	ads, err := adSettingsOf(ctx, sqldb.PGX(tx), appID)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -16,23 +16,10 @@ import (
 func (s *PostgresStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.configWrite(ctx, func(tx pgx.Tx) error {
 		for _, fa := range apps {
-			if err := applyFixtureApp(ctx, pgFixtureTx(ctx, tx, now), fa, now); err != nil {
+			if err := applyFixtureApp(ctx, sqldb.PGX(tx), fa, now); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// pgFixtureTx is a PostgreSQL transaction as fixtures apply them.
-func pgFixtureTx(ctx context.Context, tx pgx.Tx, now time.Time) fixtureTx {
-	return fixtureTx{Querier: sqldb.PGX(tx),
-		setAdSettings: func(appID int64, a AdSettings) error { return pgSetAdSettings(ctx, tx, appID, a, now) },
-		addDNC: func(list int64, numbers []int64) error {
-			id, err := pgCurrentList(ctx, tx, list, now)
-			if err == nil {
-				_, err = pgAddDNC(ctx, tx, id, numbers, ms(now))
-			}
-			return err
-		}}
 }
