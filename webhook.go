@@ -209,6 +209,8 @@ func (w *Webhooks) Shutdown(ctx context.Context) {
 	}
 }
 
+// loop runs the workers and the dispatcher until stop, then closes done
+// once every attempt is recorded or abandoned.
 func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 	jobs := make(chan outMessage)
 	var workers sync.WaitGroup
@@ -216,17 +218,7 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for m := range jobs {
-				select {
-				case <-stop: // handed over as Stop came: not under way yet
-					w.mu.Lock()
-					w.forget(m.Seq)
-					w.mu.Unlock()
-					w.release([]int64{m.Seq})
-				default:
-					w.deliver(ctx, m)
-				}
-			}
+			w.work(ctx, jobs, stop)
 		}()
 	}
 	defer func() {
@@ -244,67 +236,113 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		case <-w.wake:
 		case <-timer.C:
 		}
-		now := time.Now()
-		w.mu.Lock()
-		busy := 0
-		for seq, f := range w.inflight {
-			if f.recorded {
-				delete(w.inflight, seq) // recorded before this read: it sees the record
-			} else {
-				busy++
-			}
-		}
-		full := w.endpointsFull()
-		w.mu.Unlock()
-		webhookEndpointsFull.Set(float64(len(full)))
-		if busy >= maxUnrecorded*w.workers {
-			timer.Reset(webhookIdle) // a recorded attempt wakes us sooner
-			continue
-		}
-		// busy more of each endpoint's than its share: on SQLite, which does
-		// not lease them, messages whose attempts are not yet recorded come
-		// first and are passed over.
-		msgs, err := w.outbox.dueMessages(ctx, now, busy+2*w.workers, busy+w.maxInFlight, full)
-		if err != nil && ctx.Err() == nil {
-			w.log.Error("webhooks: reading the outbox", "err", err)
-		}
-		var skipped []int64 // returned, but not to be tried now: given back
-		// filled: an endpoint reached its share during this pass, so the
-		// messages read behind its own were not looked at; read again at
-		// once, leaving it out.
-		filled := false
-		for i, m := range msgs {
-			w.mu.Lock()
-			held, atShare := w.hold(m)
-			w.mu.Unlock()
-			if !held {
-				filled = filled || atShare
-				skipped = append(skipped, m.Seq)
-				continue
-			}
-			select {
-			case jobs <- m:
-			case <-stop:
-				w.mu.Lock()
-				w.forget(m.Seq)
-				w.mu.Unlock()
-				for _, rest := range msgs[i:] {
-					skipped = append(skipped, rest.Seq)
-				}
-				w.release(skipped)
-				return
-			}
-		}
-		w.release(skipped)
-		wait := webhookIdle
-		if t, ok, err := w.outbox.nextMessageDue(ctx, now); err == nil && ok {
-			wait = min(wait, max(time.Until(t), time.Millisecond))
-		}
-		if filled {
-			wait = 0
+		wait, stopped := w.dispatch(ctx, jobs, stop)
+		if stopped {
+			return
 		}
 		timer.Reset(wait)
 	}
+}
+
+// work is a worker: one attempt at each message it is handed.
+func (w *Webhooks) work(ctx context.Context, jobs <-chan outMessage, stop <-chan struct{}) {
+	for m := range jobs {
+		select {
+		case <-stop: // handed over as Stop came: not under way yet
+			w.mu.Lock()
+			w.forget(m.Seq)
+			w.mu.Unlock()
+			w.release([]int64{m.Seq})
+		default:
+			w.deliver(ctx, m)
+		}
+	}
+}
+
+// dispatch is one pass of the dispatcher: it reads the due messages, hands
+// them to the workers and says how long to wait before the next pass;
+// stopped: Stop came while it handed them over.
+func (w *Webhooks) dispatch(ctx context.Context, jobs chan<- outMessage, stop <-chan struct{}) (wait time.Duration, stopped bool) {
+	now := time.Now()
+	msgs, ok := w.read(ctx, now)
+	if !ok {
+		return webhookIdle, false // a recorded attempt wakes us sooner
+	}
+	filled, stopped := w.handOver(msgs, jobs, stop)
+	if stopped {
+		return 0, true
+	}
+	wait = webhookIdle
+	if t, ok, err := w.outbox.nextMessageDue(ctx, now); err == nil && ok {
+		wait = min(wait, max(time.Until(t), time.Millisecond))
+	}
+	if filled {
+		wait = 0
+	}
+	return wait, false
+}
+
+// read forgets the messages whose attempts were recorded before it began
+// (it sees their records) and reads the messages due at now, none of an
+// endpoint with its share under way; ok is false, and nothing read,
+// while too many attempts wait for their record.
+func (w *Webhooks) read(ctx context.Context, now time.Time) (msgs []outMessage, ok bool) {
+	w.mu.Lock()
+	busy := 0
+	for seq, f := range w.inflight {
+		if f.recorded {
+			delete(w.inflight, seq) // recorded before this read: it sees the record
+		} else {
+			busy++
+		}
+	}
+	full := w.endpointsFull()
+	w.mu.Unlock()
+	webhookEndpointsFull.Set(float64(len(full)))
+	if busy >= maxUnrecorded*w.workers {
+		return nil, false
+	}
+	// busy more of each endpoint's than its share: on SQLite, which does
+	// not lease them, messages whose attempts are not yet recorded come
+	// first and are passed over.
+	msgs, err := w.outbox.dueMessages(ctx, now, busy+2*w.workers, busy+w.maxInFlight, full)
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("webhooks: reading the outbox", "err", err)
+	}
+	return msgs, true
+}
+
+// handOver hands each of msgs it can hold to a worker and gives the others
+// back to the outbox, and those not handed over when Stop came (stopped).
+// filled: an endpoint reached its share during this pass, so the messages
+// read behind its own were not looked at; read again at once, leaving it
+// out.
+func (w *Webhooks) handOver(msgs []outMessage, jobs chan<- outMessage, stop <-chan struct{}) (filled, stopped bool) {
+	var skipped []int64 // returned, but not to be tried now: given back
+	for i, m := range msgs {
+		w.mu.Lock()
+		held, atShare := w.hold(m)
+		w.mu.Unlock()
+		if !held {
+			filled = filled || atShare
+			skipped = append(skipped, m.Seq)
+			continue
+		}
+		select {
+		case jobs <- m:
+		case <-stop:
+			w.mu.Lock()
+			w.forget(m.Seq)
+			w.mu.Unlock()
+			for _, rest := range msgs[i:] {
+				skipped = append(skipped, rest.Seq)
+			}
+			w.release(skipped)
+			return filled, true
+		}
+	}
+	w.release(skipped)
+	return filled, false
 }
 
 // flight is a message of inflight: its endpoint, whether its attempt is on
@@ -392,30 +430,35 @@ const maxUnrecorded = 4
 // wait for the record's commit: attempts of many workers then share one,
 // and a crash before it only means the message is sent again.
 func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
-	done := func() {
-		w.mu.Lock()
-		w.recorded(m.Seq)
-		w.mu.Unlock()
-		w.Notify()
-	}
 	start := time.Now()
-	retryAfter, err := time.Duration(0), error(nil)
-	status, forced := w.faults.BeforeSend(m.EndpointID)
-	if !forced {
-		status, retryAfter, err = w.send(ctx, m, start)
-		if err != nil && ctx.Err() != nil {
-			w.abandoned.Add(1)
-			w.release([]int64{m.Seq})
-			done()
-			return // stopping: not the receiver's fault, try again after the next Start
-		}
+	status, retryAfter, err := w.attempt(ctx, m, start)
+	if err != nil && ctx.Err() != nil {
+		w.abandoned.Add(1)
+		w.release([]int64{m.Seq})
+		w.finished(m.Seq)
+		return // stopping: not the receiver's fault, try again after the next Start
 	}
 	// The endpoint may take its next message while this attempt is recorded.
 	w.mu.Lock()
 	w.offWire(m.Seq)
 	w.mu.Unlock()
 	w.Notify()
-	now := time.Now()
+	w.record(m, w.outcome(m, start, time.Now(), status, retryAfter, err))
+}
+
+// attempt is the status of one attempt at m, and any Retry-After: a fault
+// rule's, with nothing sent, or the receiver's.
+func (w *Webhooks) attempt(ctx context.Context, m outMessage, at time.Time) (int, time.Duration, error) {
+	if status, forced := w.faults.BeforeSend(m.EndpointID); forced {
+		return status, 0, nil
+	}
+	return w.send(ctx, m, at)
+}
+
+// outcome is the record of an attempt at m begun at start and ended at now
+// with status (or err): the message delivered, dead, or pending until its
+// next try.
+func (w *Webhooks) outcome(m outMessage, start, now time.Time, status int, retryAfter time.Duration, err error) deliveryAttempt {
 	a := deliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
 		State: msgPending, Tries: m.Tries + 1, NextTryAt: now}
 	switch {
@@ -439,14 +482,28 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 			a.NextTryAt = now.Add(d + rand.N(d/10+1)) // up to 10% jitter so retries spread out
 		}
 	}
+	return a
+}
+
+// record stores a, the attempt at m, in the background.
+func (w *Webhooks) record(m outMessage, a deliveryAttempt) {
 	w.records.Add(1)
 	go func() {
 		defer w.records.Done()
 		if err := w.outbox.recordAttempt(context.Background(), a); err != nil {
 			w.log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
 		}
-		done()
+		w.finished(m.Seq)
 	}()
+}
+
+// finished marks the attempt at a held message as recorded (or given up)
+// and wakes the dispatcher.
+func (w *Webhooks) finished(seq int64) {
+	w.mu.Lock()
+	w.recorded(seq)
+	w.mu.Unlock()
+	w.Notify()
 }
 
 // send posts m once, signed, and returns the status and any Retry-After of
