@@ -138,7 +138,7 @@ func testEngineCallsEveryContactAndReportsIt(t *testing.T, backend string) {
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
 	app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
 	s, ids := fixtureStoreOn(t, backend, app)
-	hooks := whStart(t, s, nil)
+	hooks := whStart(t, s, nil, nil)
 	engStart(t, s, nil, hooks, nil)
 
 	magic := []string{"+84900000001", "+84900000002", "+84900000003", "+84900000004", "+84900000005", "+84900000006", "+84900000007"}
@@ -286,7 +286,7 @@ func testEngineReCall(t *testing.T, backend string) {
 	rcv := newWHReceiver(t)
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{EventCallCompleted}}}
 	s, ids := fixtureStoreOn(t, backend, app)
-	hooks := whStart(t, s, nil)
+	hooks := whStart(t, s, nil, nil)
 	engStart(t, s, nil, hooks, nil)
 	// BUSY and VOICE_MAIL retry; NO_ANSWER, FAILED, REJECTED do not here;
 	// ANSWERED never does.
@@ -405,7 +405,7 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
 	s, ids := fixtureStoreOn(t, backend, app)
 	appID := ids[0]
-	hooks := whStart(t, s, nil)
+	hooks := whStart(t, s, nil, nil)
 	sim := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
 		{Suffix: "1", Outcome: OutcomeAnswered, TalkTime: Duration{30 * time.Second}},  // 1 started minute: 800 -> 1000 minimum
 		{Suffix: "2", Outcome: OutcomeAnswered, TalkTime: Duration{150 * time.Second}}, // 3 started minutes: 2400
@@ -521,7 +521,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	s1.Close()
 
 	s2, _ := fixtureStoreAt(t, path, app)
-	hooks := whStart(t, s2, nil)
+	hooks := whStart(t, s2, nil, nil)
 	engStart(t, s2, nil, hooks, nil)
 	engWaitAllDone(t, s2, appID, 3)
 	if n := queryInt(t, s2, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 0 {

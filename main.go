@@ -295,8 +295,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
-	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks)
-	m.webhooks.SelfURL = m.URL()
+	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks, m.URL())
 	policy, err := destinations.New(cfg.Phone.DefaultRegion, cfg.Destinations)
 	if err != nil {
 		return err

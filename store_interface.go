@@ -91,18 +91,8 @@ type Store interface {
 
 	// ---- webhook delivery (store_webhooks.go) ----
 
-	// dueMessages returns (on a store that leases messages, claims) up to
-	// limit messages due at now, the longest waiting first, at most
-	// perEndpoint of each endpoint's, none of the endpoints in skip (each
-	// has its share under way).
-	dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error)
-	// releaseMessages gives back messages dueMessages returned that the
-	// caller will not try now (an attempt of this process at them is still
-	// being recorded), so they are due again at once; a store that leases
-	// messages (docs/postgres.md#claiming-calls) ends their leases.
-	releaseMessages(ctx context.Context, seqs []int64) error
-	nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
-	recordAttempt(ctx context.Context, a deliveryAttempt) error
+	// outbox is what webhook delivery asks of the store (webhook.go).
+	outbox
 
 	// ---- calls' recordings (store_recordings.go) ----
 

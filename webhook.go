@@ -45,24 +45,41 @@ const webhookIdle = time.Second
 // message for ever.
 const maxRetryAfter = 24 * time.Hour
 
+// outbox is what delivery asks of the store (store_webhooks.go); Store
+// includes it.
+type outbox interface {
+	// dueMessages returns (on a store that leases messages, claims) up to
+	// limit messages due at now, the longest waiting first, at most
+	// perEndpoint of each endpoint's, none of the endpoints in skip (each
+	// has its share under way).
+	dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error)
+	// releaseMessages gives back messages dueMessages returned that the
+	// caller will not try now (an attempt of this process at them is still
+	// being recorded), so they are due again at once; a store that leases
+	// messages (docs/postgres.md#claiming-calls) ends their leases.
+	releaseMessages(ctx context.Context, seqs []int64) error
+	nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
+	recordAttempt(ctx context.Context, a deliveryAttempt) error
+}
+
 // Webhooks delivers the outbox: a dispatcher hands due messages to a pool
 // of workers, each of which sends, signs per Standard Webhooks, and records
 // the attempt. Delivery is at least once: a message is marked delivered
 // only after its 2xx, so a crash in between sends it again, with the same
-// webhook-id. No endpoint has more than MaxInFlight attempts under way at
+// webhook-id. No endpoint has more than maxInFlight attempts under way at
 // once, so a receiver that never answers holds only that many workers and
 // the others serve every other endpoint (docs/webhooks.md#fair-delivery).
 type Webhooks struct {
-	Store       Store
-	Log         *slog.Logger
-	Workers     int
-	MaxInFlight int // per endpoint: webhooks.max_in_flight_per_endpoint
-	Timeout     time.Duration
-	Schedule    []time.Duration
-	Client      *http.Client
-	// SelfURL is this node's own address, where a webhook URL of the form
+	outbox      outbox
+	log         *slog.Logger
+	workers     int
+	maxInFlight int // per endpoint: webhooks.max_in_flight_per_endpoint
+	timeout     time.Duration
+	schedule    []time.Duration
+	client      *http.Client
+	// selfURL is this node's own address, where a webhook URL of the form
 	// /sink/{name} is delivered (sink.go).
-	SelfURL string
+	selfURL string
 	// faults may answer for the receiver (the admin API's webhook rules),
 	// and then nothing is sent; nil: none.
 	faults *Faults
@@ -80,22 +97,26 @@ type Webhooks struct {
 	// which would send them twice.
 	inflight map[int64]flight
 	// sending counts each endpoint's messages in inflight whose attempt is
-	// on the wire, which MaxInFlight bounds.
+	// on the wire, which maxInFlight bounds.
 	sending map[string]int
 	// abandoned counts attempts cut by a stop, to be logged once.
 	abandoned atomic.Int64
 	records   sync.WaitGroup
 }
 
-func NewWebhooks(store Store, faults *Faults, log *slog.Logger, cfg WebhooksConfig) *Webhooks {
+// NewWebhooks makes the deliverer of store's outbox, with cfg's workers,
+// share per endpoint, timeout and retries; faults may answer for the
+// receivers (nil: none), and selfURL is this node's own address, where a
+// webhook URL of the form /sink/{name} is delivered.
+func NewWebhooks(store outbox, faults *Faults, log *slog.Logger, cfg WebhooksConfig, selfURL string) *Webhooks {
 	schedule := make([]time.Duration, len(cfg.RetrySchedule))
 	for i, d := range cfg.RetrySchedule {
 		schedule[i] = d.Duration
 	}
 	return &Webhooks{
-		Store: store, faults: faults, Log: log, Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlightPerEndpoint,
-		Timeout: cfg.Timeout.Duration, Schedule: schedule,
-		Client: &http.Client{
+		outbox: store, faults: faults, log: log, workers: cfg.Workers, maxInFlight: cfg.MaxInFlightPerEndpoint,
+		timeout: cfg.Timeout.Duration, schedule: schedule, selfURL: selfURL,
+		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               http.ProxyFromEnvironment,
 				MaxIdleConnsPerHost: cfg.Workers,
@@ -123,10 +144,10 @@ func (w *Webhooks) Notify() {
 // firstTry is when a message queued at now is first due; now is the
 // deliverer's clock (the real one), whatever clock the engine runs on.
 func (w *Webhooks) firstTry(now time.Time) time.Time {
-	if w == nil || len(w.Schedule) == 0 {
+	if w == nil || len(w.schedule) == 0 {
 		return now
 	}
-	return now.Add(w.Schedule[0])
+	return now.Add(w.schedule[0])
 }
 
 // Running says whether delivery is between Start and Stop (/readyz).
@@ -184,28 +205,20 @@ func (w *Webhooks) Shutdown(ctx context.Context) {
 	cancel()
 	<-done
 	if n := w.abandoned.Swap(0); n > 0 {
-		w.Log.Info("webhooks: attempts abandoned on stop; their messages go out after the next start", "attempts", n)
+		w.log.Info("webhooks: attempts abandoned on stop; their messages go out after the next start", "attempts", n)
 	}
 }
 
+// loop runs the workers and the dispatcher until stop, then closes done
+// once every attempt is recorded or abandoned.
 func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 	jobs := make(chan outMessage)
 	var workers sync.WaitGroup
-	for range w.Workers {
+	for range w.workers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for m := range jobs {
-				select {
-				case <-stop: // handed over as Stop came: not under way yet
-					w.mu.Lock()
-					w.forget(m.Seq)
-					w.mu.Unlock()
-					w.release([]int64{m.Seq})
-				default:
-					w.deliver(ctx, m)
-				}
-			}
+			w.work(ctx, jobs, stop)
 		}()
 	}
 	defer func() {
@@ -223,67 +236,113 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 		case <-w.wake:
 		case <-timer.C:
 		}
-		now := time.Now()
-		w.mu.Lock()
-		busy := 0
-		for seq, f := range w.inflight {
-			if f.recorded {
-				delete(w.inflight, seq) // recorded before this read: it sees the record
-			} else {
-				busy++
-			}
-		}
-		full := w.endpointsFull()
-		w.mu.Unlock()
-		webhookEndpointsFull.Set(float64(len(full)))
-		if busy >= maxUnrecorded*w.Workers {
-			timer.Reset(webhookIdle) // a recorded attempt wakes us sooner
-			continue
-		}
-		// busy more of each endpoint's than its share: on SQLite, which does
-		// not lease them, messages whose attempts are not yet recorded come
-		// first and are passed over.
-		msgs, err := w.Store.dueMessages(ctx, now, busy+2*w.Workers, busy+w.MaxInFlight, full)
-		if err != nil && ctx.Err() == nil {
-			w.Log.Error("webhooks: reading the outbox", "err", err)
-		}
-		var skipped []int64 // returned, but not to be tried now: given back
-		// filled: an endpoint reached its share during this pass, so the
-		// messages read behind its own were not looked at; read again at
-		// once, leaving it out.
-		filled := false
-		for i, m := range msgs {
-			w.mu.Lock()
-			held, atShare := w.hold(m)
-			w.mu.Unlock()
-			if !held {
-				filled = filled || atShare
-				skipped = append(skipped, m.Seq)
-				continue
-			}
-			select {
-			case jobs <- m:
-			case <-stop:
-				w.mu.Lock()
-				w.forget(m.Seq)
-				w.mu.Unlock()
-				for _, rest := range msgs[i:] {
-					skipped = append(skipped, rest.Seq)
-				}
-				w.release(skipped)
-				return
-			}
-		}
-		w.release(skipped)
-		wait := webhookIdle
-		if t, ok, err := w.Store.nextMessageDue(ctx, now); err == nil && ok {
-			wait = min(wait, max(time.Until(t), time.Millisecond))
-		}
-		if filled {
-			wait = 0
+		wait, stopped := w.dispatch(ctx, jobs, stop)
+		if stopped {
+			return
 		}
 		timer.Reset(wait)
 	}
+}
+
+// work is a worker: one attempt at each message it is handed.
+func (w *Webhooks) work(ctx context.Context, jobs <-chan outMessage, stop <-chan struct{}) {
+	for m := range jobs {
+		select {
+		case <-stop: // handed over as Stop came: not under way yet
+			w.mu.Lock()
+			w.forget(m.Seq)
+			w.mu.Unlock()
+			w.release([]int64{m.Seq})
+		default:
+			w.deliver(ctx, m)
+		}
+	}
+}
+
+// dispatch is one pass of the dispatcher: it reads the due messages, hands
+// them to the workers and says how long to wait before the next pass;
+// stopped: Stop came while it handed them over.
+func (w *Webhooks) dispatch(ctx context.Context, jobs chan<- outMessage, stop <-chan struct{}) (wait time.Duration, stopped bool) {
+	now := time.Now()
+	msgs, ok := w.read(ctx, now)
+	if !ok {
+		return webhookIdle, false // a recorded attempt wakes us sooner
+	}
+	filled, stopped := w.handOver(msgs, jobs, stop)
+	if stopped {
+		return 0, true
+	}
+	wait = webhookIdle
+	if t, ok, err := w.outbox.nextMessageDue(ctx, now); err == nil && ok {
+		wait = min(wait, max(time.Until(t), time.Millisecond))
+	}
+	if filled {
+		wait = 0
+	}
+	return wait, false
+}
+
+// read forgets the messages whose attempts were recorded before it began
+// (it sees their records) and reads the messages due at now, none of an
+// endpoint with its share under way; ok is false, and nothing read,
+// while too many attempts wait for their record.
+func (w *Webhooks) read(ctx context.Context, now time.Time) (msgs []outMessage, ok bool) {
+	w.mu.Lock()
+	busy := 0
+	for seq, f := range w.inflight {
+		if f.recorded {
+			delete(w.inflight, seq) // recorded before this read: it sees the record
+		} else {
+			busy++
+		}
+	}
+	full := w.endpointsFull()
+	w.mu.Unlock()
+	webhookEndpointsFull.Set(float64(len(full)))
+	if busy >= maxUnrecorded*w.workers {
+		return nil, false
+	}
+	// busy more of each endpoint's than its share: on SQLite, which does
+	// not lease them, messages whose attempts are not yet recorded come
+	// first and are passed over.
+	msgs, err := w.outbox.dueMessages(ctx, now, busy+2*w.workers, busy+w.maxInFlight, full)
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("webhooks: reading the outbox", "err", err)
+	}
+	return msgs, true
+}
+
+// handOver hands each of msgs it can hold to a worker and gives the others
+// back to the outbox, and those not handed over when Stop came (stopped).
+// filled: an endpoint reached its share during this pass, so the messages
+// read behind its own were not looked at; read again at once, leaving it
+// out.
+func (w *Webhooks) handOver(msgs []outMessage, jobs chan<- outMessage, stop <-chan struct{}) (filled, stopped bool) {
+	var skipped []int64 // returned, but not to be tried now: given back
+	for i, m := range msgs {
+		w.mu.Lock()
+		held, atShare := w.hold(m)
+		w.mu.Unlock()
+		if !held {
+			filled = filled || atShare
+			skipped = append(skipped, m.Seq)
+			continue
+		}
+		select {
+		case jobs <- m:
+		case <-stop:
+			w.mu.Lock()
+			w.forget(m.Seq)
+			w.mu.Unlock()
+			for _, rest := range msgs[i:] {
+				skipped = append(skipped, rest.Seq)
+			}
+			w.release(skipped)
+			return filled, true
+		}
+	}
+	w.release(skipped)
+	return filled, false
 }
 
 // flight is a message of inflight: its endpoint, whether its attempt is on
@@ -295,13 +354,13 @@ type flight struct {
 }
 
 // hold marks m as being sent, unless it is in flight already or its
-// endpoint has its share (MaxInFlight) under way; atShare says it is the
+// endpoint has its share (maxInFlight) under way; atShare says it is the
 // latter. The caller holds w.mu.
 func (w *Webhooks) hold(m outMessage) (held, atShare bool) {
 	if _, ok := w.inflight[m.Seq]; ok {
 		return false, false
 	}
-	if w.sending[m.EndpointID] >= w.MaxInFlight {
+	if w.sending[m.EndpointID] >= w.maxInFlight {
 		return false, true
 	}
 	w.inflight[m.Seq] = flight{endpoint: m.EndpointID, onWire: true}
@@ -345,21 +404,21 @@ func (w *Webhooks) forget(seq int64) {
 func (w *Webhooks) endpointsFull() []string {
 	full := []string{}
 	for endpoint, n := range w.sending {
-		if n >= w.MaxInFlight {
+		if n >= w.maxInFlight {
 			full = append(full, endpoint)
 		}
 	}
 	return full
 }
 
-// release gives messages back to the outbox (Store.releaseMessages), due
+// release gives messages back to the outbox (outbox.releaseMessages), due
 // again at once; a failure only delays them until their lease runs out.
 func (w *Webhooks) release(seqs []int64) {
 	if len(seqs) == 0 {
 		return
 	}
-	if err := w.Store.releaseMessages(context.Background(), seqs); err != nil {
-		w.Log.Warn("webhooks: giving messages back to the outbox; they wait for their lease to run out", "messages", len(seqs), "err", err)
+	if err := w.outbox.releaseMessages(context.Background(), seqs); err != nil {
+		w.log.Warn("webhooks: giving messages back to the outbox; they wait for their lease to run out", "messages", len(seqs), "err", err)
 	}
 }
 
@@ -371,30 +430,35 @@ const maxUnrecorded = 4
 // wait for the record's commit: attempts of many workers then share one,
 // and a crash before it only means the message is sent again.
 func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
-	done := func() {
-		w.mu.Lock()
-		w.recorded(m.Seq)
-		w.mu.Unlock()
-		w.Notify()
-	}
 	start := time.Now()
-	retryAfter, err := time.Duration(0), error(nil)
-	status, forced := w.faults.BeforeSend(m.EndpointID)
-	if !forced {
-		status, retryAfter, err = w.send(ctx, m, start)
-		if err != nil && ctx.Err() != nil {
-			w.abandoned.Add(1)
-			w.release([]int64{m.Seq})
-			done()
-			return // stopping: not the receiver's fault, try again after the next Start
-		}
+	status, retryAfter, err := w.attempt(ctx, m, start)
+	if err != nil && ctx.Err() != nil {
+		w.abandoned.Add(1)
+		w.release([]int64{m.Seq})
+		w.finished(m.Seq)
+		return // stopping: not the receiver's fault, try again after the next Start
 	}
 	// The endpoint may take its next message while this attempt is recorded.
 	w.mu.Lock()
 	w.offWire(m.Seq)
 	w.mu.Unlock()
 	w.Notify()
-	now := time.Now()
+	w.record(m, w.outcome(m, start, time.Now(), status, retryAfter, err))
+}
+
+// attempt is the status of one attempt at m, and any Retry-After: a fault
+// rule's, with nothing sent, or the receiver's.
+func (w *Webhooks) attempt(ctx context.Context, m outMessage, at time.Time) (int, time.Duration, error) {
+	if status, forced := w.faults.BeforeSend(m.EndpointID); forced {
+		return status, 0, nil
+	}
+	return w.send(ctx, m, at)
+}
+
+// outcome is the record of an attempt at m begun at start and ended at now
+// with status (or err): the message delivered, dead, or pending until its
+// next try.
+func (w *Webhooks) outcome(m outMessage, start, now time.Time, status int, retryAfter time.Duration, err error) deliveryAttempt {
 	a := deliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
 		State: msgPending, Tries: m.Tries + 1, NextTryAt: now}
 	switch {
@@ -409,23 +473,37 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 		a.Error = "HTTP " + strconv.Itoa(status)
 	}
 	if a.State == msgPending {
-		if a.Tries >= len(w.Schedule) {
+		if a.Tries >= len(w.schedule) {
 			a.State = msgDead
 		} else if retryAfter > 0 {
 			a.NextTryAt = now.Add(min(retryAfter, maxRetryAfter))
 		} else {
-			d := w.Schedule[a.Tries]
+			d := w.schedule[a.Tries]
 			a.NextTryAt = now.Add(d + rand.N(d/10+1)) // up to 10% jitter so retries spread out
 		}
 	}
+	return a
+}
+
+// record stores a, the attempt at m, in the background.
+func (w *Webhooks) record(m outMessage, a deliveryAttempt) {
 	w.records.Add(1)
 	go func() {
 		defer w.records.Done()
-		if err := w.Store.recordAttempt(context.Background(), a); err != nil {
-			w.Log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
+		if err := w.outbox.recordAttempt(context.Background(), a); err != nil {
+			w.log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
 		}
-		done()
+		w.finished(m.Seq)
 	}()
+}
+
+// finished marks the attempt at a held message as recorded (or given up)
+// and wakes the dispatcher.
+func (w *Webhooks) finished(seq int64) {
+	w.mu.Lock()
+	w.recorded(seq)
+	w.mu.Unlock()
+	w.Notify()
 }
 
 // send posts m once, signed, and returns the status and any Retry-After of
@@ -439,11 +517,11 @@ func (w *Webhooks) send(ctx context.Context, m outMessage, at time.Time) (int, t
 	if err != nil {
 		return 0, 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	target := m.URL
 	if strings.HasPrefix(target, localSinkPrefix) {
-		target = w.SelfURL + target
+		target = w.selfURL + target
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(m.Payload))
 	if err != nil {
@@ -454,7 +532,7 @@ func (w *Webhooks) send(ctx context.Context, m outMessage, at time.Time) (int, t
 	req.Header.Set(standardwebhooks.HeaderWebhookID, m.ID)
 	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
 	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
-	resp, err := w.Client.Do(req)
+	resp, err := w.client.Do(req)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -114,18 +114,18 @@ func (r *whReceiver) waitFor(t testing.TB, n int) {
 	}
 }
 
-// whStart starts delivery on s with a fast retry schedule (unless
-// schedule is set).
-func whStart(t testing.TB, s Store, setup func(*Webhooks)) *Webhooks {
+// whStart starts delivery on s, under faults (nil: none), with 4 workers
+// and a fast retry schedule, unless setup changes them.
+func whStart(t testing.TB, s Store, faults *Faults, setup func(*WebhooksConfig)) *Webhooks {
 	t.Helper()
 	cfg := DefaultConfig().Webhooks
 	cfg.Workers = 4
 	cfg.Timeout = Duration{5 * time.Second}
 	cfg.RetrySchedule = durations("0s", "10ms", "20ms", "50ms", "100ms")
-	w := NewWebhooks(s, nil, discardLog(), cfg)
 	if setup != nil {
-		setup(w)
+		setup(&cfg)
 	}
+	w := NewWebhooks(s, faults, discardLog(), cfg, "")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -192,10 +192,10 @@ func testWebhooksReceiverDownThenUp(t *testing.T, backend string) {
 	})
 	s, ids := fixtureStoreOn(t, backend, whTenant(rcv.URL()))
 	// Enough tries that none dies while the receiver is down.
-	whStart(t, s, func(w *Webhooks) {
-		w.Schedule = make([]time.Duration, 200)
-		for i := range w.Schedule[1:] {
-			w.Schedule[i+1] = 5 * time.Millisecond
+	whStart(t, s, nil, func(cfg *WebhooksConfig) {
+		cfg.RetrySchedule = make([]Duration, 200)
+		for i := range cfg.RetrySchedule[1:] {
+			cfg.RetrySchedule[i+1] = Duration{5 * time.Millisecond}
 		}
 	})
 	whEnqueue(t, s, ids[0], 20)
@@ -237,7 +237,7 @@ func testWebhooksDeadGoneAndRetryAfter(t *testing.T, backend string) {
 		return 0, nil
 	})
 	s, ids := fixtureStoreOn(t, backend, whTenant(failing.URL(), gone.URL(), slow.URL()))
-	w := whStart(t, s, nil)
+	w := whStart(t, s, nil, nil)
 	whEnqueue(t, s, ids[0], 1)
 	waitFor(t, "messages settled", func() bool {
 		return queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'pending'`) == 3
@@ -260,8 +260,8 @@ func testWebhooksDeadGoneAndRetryAfter(t *testing.T, backend string) {
 			}{state, attempts, enabled}
 			return err
 		})
-	if got := rows[failing.URL()]; got.state != msgDead || got.attempts != len(w.Schedule) || !got.enabled {
-		t.Errorf("always 500: %+v, want dead after %d attempts", got, len(w.Schedule))
+	if got := rows[failing.URL()]; got.state != msgDead || got.attempts != len(w.schedule) || !got.enabled {
+		t.Errorf("always 500: %+v, want dead after %d attempts", got, len(w.schedule))
 	}
 	if got := rows[gone.URL()]; got.state != msgDead || got.attempts != 1 || got.enabled {
 		t.Errorf("410: %+v, want dead after 1 attempt and the endpoint disabled", got)
@@ -303,7 +303,7 @@ func testWebhooksBeforeSendAndSameIDOnRetry(t *testing.T, backend string) {
 	// The first ten tries fail as if the receiver said 503.
 	faults := NewFaults(s)
 	faults.Add(&FaultRule{Kind: FaultWebhook, Status: 503, Times: 10, Remaining: 10, Probability: 1})
-	whStart(t, s, func(w *Webhooks) { w.faults = faults })
+	whStart(t, s, faults, nil)
 	whEnqueue(t, s, ids[0], 5)
 	rcv.waitFor(t, 5)
 	waitFor(t, "all delivered", func() bool {
@@ -328,7 +328,7 @@ func testWebhooksResumeAfterRestart(t *testing.T, backend string) {
 	// Messages queued while nothing delivers (a crash before delivery) go
 	// out when delivery starts, each once.
 	whEnqueue(t, s, ids[0], 30)
-	w := whStart(t, s, nil)
+	w := whStart(t, s, nil, nil)
 	rcv.waitFor(t, 30)
 	// Stop once every attempt is recorded: one still waiting on its answer
 	// would be abandoned and rightly sent again (at least once).
@@ -383,10 +383,10 @@ func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, whTenant(slow.URL()), other)
 	// Workers to spare beyond the share, and a timeout the test never
 	// reaches: the slow receiver holds every attempt it is given.
-	w := whStart(t, s, func(w *Webhooks) { w.Timeout = time.Hour })
-	share := int64(w.MaxInFlight) // the default, 2 of whStart's 4 workers
-	if share != 2 || w.Workers != 4 {
-		t.Fatalf("%d in flight per endpoint, %d workers; the test wants 2 of 4", share, w.Workers)
+	w := whStart(t, s, nil, func(cfg *WebhooksConfig) { cfg.Timeout = Duration{time.Hour} })
+	share := int64(w.maxInFlight) // the default, 2 of whStart's 4 workers
+	if share != 2 || w.workers != 4 {
+		t.Fatalf("%d in flight per endpoint, %d workers; the test wants 2 of 4", share, w.workers)
 	}
 	whEnqueue(t, s, ids[0], 20)
 	waitFor(t, "the slow receiver holding attempts", func() bool { return stuck.Load() >= share })
@@ -485,7 +485,7 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 	workers := DefaultConfig().Webhooks.Workers
 	b.ResetTimer()
 	begin := time.Now()
-	whStart(b, s, func(w *Webhooks) { w.Workers = workers })
+	whStart(b, s, nil, func(cfg *WebhooksConfig) { cfg.Workers = workers })
 	for got.Load() < int64(b.N) {
 		time.Sleep(2 * time.Millisecond)
 	}
