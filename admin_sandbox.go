@@ -216,7 +216,9 @@ type faultBody struct {
 	Probability *float64 `json:"probability"`
 }
 
-// check validates a new rule and fills in what it derives.
+// checkFault validates a new rule and fills in what it derives: the fields
+// every kind shares, then that no other kind's field is set, then the kind's
+// own fields, so the first problem reported is always the same one.
 func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 	rule := b.FaultRule
 	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
@@ -243,7 +245,29 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 		}
 		rule.appID = app.ID
 	}
-	// Each kind takes its own fields only, so a typo'd rule fails loudly.
+	if err := checkFaultFields(&rule); err != nil {
+		return nil, err
+	}
+	var err error
+	switch rule.Kind {
+	case FaultError:
+		err = checkErrorFault(&rule)
+	case FaultLatency:
+		err = checkLatencyFault(&rule)
+	case FaultDial:
+		err = checkDialFault(&rule, a.region)
+	case FaultWebhook:
+		err = checkWebhookFault(&rule)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &rule, nil
+}
+
+// checkFaultFields checks the kind and that the rule sets only its kind's
+// fields, so a typo'd rule fails loudly.
+func checkFaultFields(rule *FaultRule) error {
 	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
 		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
 		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
@@ -255,69 +279,83 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 		FaultWebhook: {"endpoint_id", "status"},
 	}[rule.Kind]
 	if allowed == nil {
-		return nil, invalid("kind", "must be error, latency, dial or webhook")
+		return invalid("kind", "must be error, latency, dial or webhook")
 	}
 	for _, k := range allowed {
 		delete(used, k)
 	}
 	for k, set := range used {
 		if set {
-			return nil, invalid(k, "does not apply to a "+rule.Kind+" rule")
+			return invalid(k, "does not apply to a "+rule.Kind+" rule")
 		}
 	}
-	switch rule.Kind {
-	case FaultError:
-		if faultCodes[rule.Code] == nil {
-			return nil, invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
-		}
-		if rule.Operation != "" && !faultAnswerable(rule.Operation, rule.Code) {
-			codes := make([]string, len(operationCodes[rule.Operation]))
-			for i, c := range operationCodes[rule.Operation] {
-				codes[i] = strconv.Itoa(c)
-			}
-			return nil, invalid("code", fmt.Sprintf("operation %s never answers %d; its codes are %s",
-				rule.Operation, rule.Code, strings.Join(codes, ", ")))
-		}
-	case FaultLatency:
-		if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
-			return nil, invalid("delay_ms", "is required: a positive number of milliseconds")
-		}
-		if rule.DelayMaxMS != 0 && rule.DelayMaxMS < rule.DelayMS {
-			return nil, invalid("delay_max_ms", "must not be less than delay_ms")
-		}
-	case FaultDial:
-		// digits and machine force what a simulated callee does: a person
-		// pressing keys (ANSWERED) or a voicemail box (VOICE_MAIL).
-		switch {
-		case rule.Machine && rule.Digits != nil:
-			return nil, invalid("digits", "a machine presses no keys")
-		case rule.Machine && rule.Outcome == "":
-			rule.Outcome = OutcomeVoiceMail
-		case rule.Machine && rule.Outcome != OutcomeVoiceMail:
-			return nil, invalid("machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
-		case rule.Digits != nil && !validDigits(*rule.Digits):
-			return nil, invalid("digits", "must be keys 0-9, * and #")
-		case rule.Digits != nil && rule.Outcome == "":
-			rule.Outcome = OutcomeAnswered
-		case rule.Digits != nil && rule.Outcome != OutcomeAnswered:
-			return nil, invalid("digits", "only a person presses keys: outcome must be ANSWERED")
-		}
-		if !dialOutcomes[rule.Outcome] {
-			return nil, invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
-		}
-		if rule.Phone != "" {
-			phone, err := normalizePhone(rule.Phone, a.region)
-			if err != nil {
-				return nil, invalid("phone", err.Error())
-			}
-			rule.Phone = phone
-		}
-	case FaultWebhook:
-		if rule.Status < 100 || rule.Status > 599 {
-			return nil, invalid("status", "is required: an HTTP status from 100 to 599")
-		}
+	return nil
+}
+
+// checkErrorFault: the code is one of the spec's, and one the rule's
+// operation can answer.
+func checkErrorFault(rule *FaultRule) error {
+	if faultCodes[rule.Code] == nil {
+		return invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
 	}
-	return &rule, nil
+	if rule.Operation != "" && !faultAnswerable(rule.Operation, rule.Code) {
+		codes := make([]string, len(operationCodes[rule.Operation]))
+		for i, c := range operationCodes[rule.Operation] {
+			codes[i] = strconv.Itoa(c)
+		}
+		return invalid("code", fmt.Sprintf("operation %s never answers %d; its codes are %s",
+			rule.Operation, rule.Code, strings.Join(codes, ", ")))
+	}
+	return nil
+}
+
+func checkLatencyFault(rule *FaultRule) error {
+	if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
+		return invalid("delay_ms", "is required: a positive number of milliseconds")
+	}
+	if rule.DelayMaxMS != 0 && rule.DelayMaxMS < rule.DelayMS {
+		return invalid("delay_max_ms", "must not be less than delay_ms")
+	}
+	return nil
+}
+
+// checkDialFault checks a call outcome rule and fills in the outcome that
+// digits or machine imply and the phone in E.164 (read in region).
+func checkDialFault(rule *FaultRule, region string) error {
+	// digits and machine force what a simulated callee does: a person
+	// pressing keys (ANSWERED) or a voicemail box (VOICE_MAIL).
+	switch {
+	case rule.Machine && rule.Digits != nil:
+		return invalid("digits", "a machine presses no keys")
+	case rule.Machine && rule.Outcome == "":
+		rule.Outcome = OutcomeVoiceMail
+	case rule.Machine && rule.Outcome != OutcomeVoiceMail:
+		return invalid("machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
+	case rule.Digits != nil && !validDigits(*rule.Digits):
+		return invalid("digits", "must be keys 0-9, * and #")
+	case rule.Digits != nil && rule.Outcome == "":
+		rule.Outcome = OutcomeAnswered
+	case rule.Digits != nil && rule.Outcome != OutcomeAnswered:
+		return invalid("digits", "only a person presses keys: outcome must be ANSWERED")
+	}
+	if !dialOutcomes[rule.Outcome] {
+		return invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
+	}
+	if rule.Phone != "" {
+		phone, err := normalizePhone(rule.Phone, region)
+		if err != nil {
+			return invalid("phone", err.Error())
+		}
+		rule.Phone = phone
+	}
+	return nil
+}
+
+func checkWebhookFault(rule *FaultRule) error {
+	if rule.Status < 100 || rule.Status > 599 {
+		return invalid("status", "is required: an HTTP status from 100 to 599")
+	}
+	return nil
 }
 
 func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {

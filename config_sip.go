@@ -184,88 +184,105 @@ type VoicebotConfig struct {
 	PromptsDir string `toml:"prompts_dir"`
 }
 
-// validateCalling checks [dialer], [sip] and [tts].
-func (c *Config) validateCalling() error {
-	bad := func(key, format string, args ...any) error {
-		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
-	}
+// badKeyf is badKey with a formatted message.
+func badKeyf(key, format string, args ...any) error {
+	return badKey(key, fmt.Sprintf(format, args...))
+}
+
+func (c *Config) checkDialer() error {
 	if c.Dialer.Kind != DialerSimulated && c.Dialer.Kind != DialerSIP {
-		return bad("dialer.kind", `must be "simulated" or "sip"`)
+		return badKey("dialer.kind", `must be "simulated" or "sip"`)
 	}
+	return nil
+}
+
+// checkSIP checks [sip] and its trunks; dialer.kind = "sip" needs one.
+func (c *Config) checkSIP() error {
 	s := c.SIP
 	host, portStr, err := net.SplitHostPort(s.Listen)
 	port, perr := strconv.Atoi(portStr)
 	if err != nil || perr != nil || port < 0 || port > 65535 || (host != "" && net.ParseIP(host) == nil) {
-		return bad("sip.listen", "%q is not an IP address and port like \"10.0.0.5:5060\" (or \":5060\": the address the trunks are reached from)", s.Listen)
+		return badKeyf("sip.listen", "%q is not an IP address and port like \"10.0.0.5:5060\" (or \":5060\": the address the trunks are reached from)", s.Listen)
 	}
 	if s.ExternalIP != "" && net.ParseIP(s.ExternalIP) == nil {
-		return bad("sip.external_ip", "%q is not an IP address", s.ExternalIP)
+		return badKeyf("sip.external_ip", "%q is not an IP address", s.ExternalIP)
 	}
 	lo, hi, err := parsePortRange(s.RTPPorts)
 	if err != nil {
-		return bad("sip.rtp_ports", "%v", err)
+		return badKeyf("sip.rtp_ports", "%v", err)
 	}
 	if port != 0 && lo <= port && port <= hi {
-		return bad("sip.rtp_ports", "%q holds the SIP port %d of sip.listen", s.RTPPorts, port)
+		return badKeyf("sip.rtp_ports", "%q holds the SIP port %d of sip.listen", s.RTPPorts, port)
 	}
 	if s.RingTimeout.Duration <= 0 {
-		return bad("sip.ring_timeout", "must be positive")
+		return badKey("sip.ring_timeout", "must be positive")
 	}
 	if !validNumberFormat(s.NumberFormat) {
-		return bad("sip.number_format", `must be "e164", "e164_digits" or "national"`)
+		return badKey("sip.number_format", `must be "e164", "e164_digits" or "national"`)
 	}
 	names := map[string]bool{}
 	for i, t := range s.Trunks {
-		key := fmt.Sprintf("sip.trunks[%d]", i)
-		// Messages quote a key's own value, never the password.
-		switch {
-		case t.Name == "":
-			return bad(key+".name", "is required")
-		case names[t.Name]:
-			return bad(key+".name", "%q names an earlier trunk too", t.Name)
-		case !validTrunkAddress(t.Address):
-			return bad(key+".address", "%q is not host:port", t.Address)
-		case t.Transport != "udp" && t.Transport != "tcp":
-			return bad(key+".transport", `must be "udp" or "tcp"`)
-		case t.NumberFormat != "" && !validNumberFormat(t.NumberFormat):
-			return bad(key+".number_format", `must be "e164", "e164_digits" or "national" (or left out: sip.number_format)`)
-		case t.MaxChannels < 1:
-			return bad(key+".max_channels", "must be at least 1")
-		case t.MaxCPS < 1:
-			return bad(key+".max_cps", "must be at least 1")
-		case t.Register && t.Username == "":
-			return bad(key+".username", "is required with register = true: the user the trunk registers")
-		case t.Username != "" && t.Password == "":
-			// Most likely a misspelt variable: starting anyway would fail
-			// every call 401/407 (docs/sip.md#security).
-			return bad(key+".password", "is empty while username is %q: set %s (or password in this file)",
-				t.Username, trunkPasswordEnv(t.Name))
+		if err := t.check(fmt.Sprintf("sip.trunks[%d]", i), names); err != nil {
+			return err
 		}
 		names[t.Name] = true
 	}
 	if c.Dialer.Kind == DialerSIP && len(s.Trunks) == 0 {
-		return bad("sip.trunks", `dialer.kind = "sip" needs at least one [[sip.trunks]]`)
+		return badKey("sip.trunks", `dialer.kind = "sip" needs at least one [[sip.trunks]]`)
 	}
+	return nil
+}
+
+// check validates one trunk under key; names holds the earlier trunks'.
+// Messages quote a key's own value, never the password.
+func (t SIPTrunk) check(key string, names map[string]bool) error {
+	switch {
+	case t.Name == "":
+		return badKey(key+".name", "is required")
+	case names[t.Name]:
+		return badKeyf(key+".name", "%q names an earlier trunk too", t.Name)
+	case !validTrunkAddress(t.Address):
+		return badKeyf(key+".address", "%q is not host:port", t.Address)
+	case t.Transport != "udp" && t.Transport != "tcp":
+		return badKey(key+".transport", `must be "udp" or "tcp"`)
+	case t.NumberFormat != "" && !validNumberFormat(t.NumberFormat):
+		return badKey(key+".number_format", `must be "e164", "e164_digits" or "national" (or left out: sip.number_format)`)
+	case t.MaxChannels < 1:
+		return badKey(key+".max_channels", "must be at least 1")
+	case t.MaxCPS < 1:
+		return badKey(key+".max_cps", "must be at least 1")
+	case t.Register && t.Username == "":
+		return badKey(key+".username", "is required with register = true: the user the trunk registers")
+	case t.Username != "" && t.Password == "":
+		// Most likely a misspelt variable: starting anyway would fail
+		// every call 401/407 (docs/sip.md#security).
+		return badKeyf(key+".password", "is empty while username is %q: set %s (or password in this file)",
+			t.Username, trunkPasswordEnv(t.Name))
+	}
+	return nil
+}
+
+func (c *Config) checkTTS() error {
 	switch {
 	case c.TTS.CacheMaxMiB < 0:
-		return bad("tts.cache_max_mib", "must not be negative (0: no size bound)")
+		return badKey("tts.cache_max_mib", "must not be negative (0: no size bound)")
 	case c.TTS.CacheMaxAge.Duration < 0:
-		return bad("tts.cache_max_age", "must not be negative (0: no age bound)")
+		return badKey("tts.cache_max_age", "must not be negative (0: no age bound)")
 	case c.TTS.CacheMinFreeMiB < 0:
-		return bad("tts.cache_min_free_mib", "must not be negative (0: no free-space floor)")
+		return badKey("tts.cache_min_free_mib", "must not be negative (0: no free-space floor)")
 	}
 	switch c.TTS.Engine {
 	case TTSEspeak:
 	case TTSCommand:
 		if _, err := tts.NewCommand(strings.Fields(c.TTS.Command)); err != nil {
-			return bad("tts.command", "%v", err)
+			return badKeyf("tts.command", "%v", err)
 		}
 	case TTSHTTP:
 		if _, err := tts.NewHTTP(c.TTS.URL, 0); err != nil {
-			return bad("tts.url", "%v", err)
+			return badKeyf("tts.url", "%v", err)
 		}
 	default:
-		return bad("tts.engine", `must be "espeak-ng", "command" or "http"`)
+		return badKey("tts.engine", `must be "espeak-ng", "command" or "http"`)
 	}
 	return nil
 }

@@ -10,9 +10,11 @@ import (
 // Store is everything the rest of dialbox asks of its database: the public
 // API, the importer, the engine, webhook delivery, the admin API, fixtures,
 // the CLI, health and metrics go through it and nothing else. SQLiteStore
-// (db.go) is the default; the design behind the methods the engine and
-// delivery call, which several nodes on one PostgreSQL must share, is in
-// docs/postgres.md#the-store-interface.
+// (db.go) is the default, PostgresStore (store_postgres.go) the store of
+// several nodes. Most methods are written once, on sqlStore (store_tx.go),
+// which both embed (docs/architecture.md#one-query-layer); the design
+// behind the methods the engine and delivery call, which several nodes on
+// one PostgreSQL must share, is in docs/postgres.md#the-store-interface.
 //
 // Every write is durable when its method returns without error, and a
 // method that fails stored nothing.
@@ -122,7 +124,7 @@ type Store interface {
 	// delayContacts moves delayed contacts' next attempts, with their
 	// audit rows, in one commit.
 	delayContacts(ctx context.Context, delays []callDelay, now time.Time) error
-	// contactTiming reads what decides a queued advertising contact's
+	// adTiming reads what decides a queued advertising contact's
 	// wait beside its next attempt: its last delay, the number's answered
 	// advertising calls since since, and its calls up (contactWait).
 	adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error)

@@ -18,9 +18,11 @@ import (
 )
 
 // PostgresStore is the store on PostgreSQL, for several dialbox nodes on
-// one database (docs/postgres.md). It is being built in steps (see
-// docs/postgres.md#status): so far the public API's reads, imports with
-// group commit, and fixtures.
+// one database (docs/postgres.md). It implements all of Store, most of it
+// through the queries it shares with SQLite on sqlStore
+// (docs/architecture.md#one-query-layer); what is its own is the pool, the
+// group-commit writers and settlers, claims with leases, LISTEN/NOTIFY and
+// COPY.
 type PostgresStore struct {
 	sqlStore // the queries both stores share (store_tx.go)
 
