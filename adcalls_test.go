@@ -202,7 +202,7 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 9, 0, 0, 0, hcm))
 	dialer := newRecordingDialer()
-	e := engStart(t, s, dialer, nil, func(e *Engine) { e.Now = clock.Now })
+	e := engStart(t, s, dialer, nil, func(p *EngineParts) { p.Now = clock.Now })
 	dialled := func(n string) int {
 		return len(slices.DeleteFunc(dialer.numbers(), func(p string) bool { return p != n }))
 	}
@@ -276,7 +276,7 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 7, 0, 0, 0, hcm)) // before the hours: both wait for 08:00
 	dialer := newRecordingDialer()
-	e := engStart(t, s, dialer, nil, func(e *Engine) { e.Now = clock.Now })
+	e := engStart(t, s, dialer, nil, func(p *EngineParts) { p.Now = clock.Now })
 	ad := engImport(t, s, a, "sc", "", number)
 	ad = append(ad, engImport(t, s, a, "ad2", "", number)...)
 	care := engImport(t, s, a, "care", "", number)
@@ -326,7 +326,7 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	a := ids[0]
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 6, 30, 0, 0, tokyo)) // 04:30 in Ho Chi Minh City
-	e := engStart(t, s, newRecordingDialer(), nil, func(e *Engine) { e.Now = clock.Now })
+	e := engStart(t, s, newRecordingDialer(), nil, func(p *EngineParts) { p.Now = clock.Now })
 	open := testDate(2026, 11, 30, 10, 0, 0, 0, tokyo)
 
 	contacts := engImport(t, s, a, "sc", "", engPhones(3, 0)...)
@@ -528,7 +528,7 @@ func BenchmarkEngineAdvertisingCalls(b *testing.B) {
 	clock.Set(testDate(2026, 11, 30, 10, 0, 0, 0, hcm))
 	b.ResetTimer()
 	begin := time.Now()
-	engStart(b, s, NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(e *Engine) { e.Now = clock.Now })
+	engStart(b, s, NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(p *EngineParts) { p.Now = clock.Now })
 	for queryInt(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -126,7 +126,7 @@ func testDestinationRulesOfOperatorAndTenant(t *testing.T, backend string) {
 	cfg := DefaultConfig()
 	cfg.Destinations = destinations.Rules{Allow: []string{"+65"}, Deny: []string{vnDenied}}
 	dialer := newRecordingDialer()
-	engStart(t, s, dialer, nil, func(e *Engine) { e.destinations = testPolicy(t, cfg) })
+	engStart(t, s, dialer, nil, func(p *EngineParts) { p.Destinations = testPolicy(t, cfg) })
 	phones := []string{sgMobile, sgDenied, vnDenied, vn1900, vn1900More}
 	engImport(t, s, ids[0], "sc", "", phones...)
 	engImport(t, s, ids[1], "sc", "", phones...)

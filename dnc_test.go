@@ -82,11 +82,11 @@ func dncEvents(t testing.TB, s Store, appID int64, typ string) map[string][]stri
 // dncAdClock is an engine clock inside the advertising hours: 09:00
 // tomorrow in Ho Chi Minh City, after the contacts' imports (made at the
 // real time), so they are due at once.
-func dncAdClock() func(*Engine) {
+func dncAdClock() func(*EngineParts) {
 	y, m, d := time.Now().In(hcm).Date()
 	clock := &engClock{}
 	clock.Set(time.Date(y, m, d+1, 9, 0, 0, 0, hcm))
-	return func(e *Engine) { e.Now = clock.Now }
+	return func(p *EngineParts) { p.Now = clock.Now }
 }
 
 // The national register screens advertising scenarios (adTenant's "sc");

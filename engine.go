@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,18 +27,18 @@ import (
 // can pay the least an answered call costs for this call on top of every
 // call already up.
 type Engine struct {
-	Store  Store
-	Dialer Dialer
-	Log    *slog.Logger
-	// PollInterval bounds how long the scheduler sleeps when nothing wakes it.
-	PollInterval time.Duration
-	// Now is the engine's clock (call windows, retry times); nil: time.Now.
-	Now func() time.Time
-	// Recordings is where scenarios with call_config.record keep their
-	// calls' audio, RecordingBase what their recording_url starts with
+	store  engineStore
+	dialer Dialer
+	log    *slog.Logger
+	// pollInterval bounds how long the scheduler sleeps when nothing wakes it.
+	pollInterval time.Duration
+	// clock is the engine's clock (call windows, retry times); nil: time.Now.
+	clock func() time.Time
+	// recordings is where scenarios with call_config.record keep their
+	// calls' audio, recordingBase what their recording_url starts with
 	// (docs/voicebot.md#recordings); no folder: nothing is recorded.
-	Recordings    RecordingFiles
-	RecordingBase string
+	recordings    RecordingFiles
+	recordingBase string
 
 	// timeScale shrinks re_call delays like simulated calls; nil: 1.
 	timeScale func() float64
@@ -89,19 +88,60 @@ type poolKey struct {
 	key string
 }
 
-// NewEngine makes an engine that dials through dialer the numbers policy
-// allows, tells webhooks of the events it queues, and lets faults force
-// outcomes. timeScale is the dialer's clock speed, which re_call delays
-// follow; webhooks, faults and timeScale may be nil.
-func NewEngine(store Store, dialer Dialer, webhooks *Webhooks, faults *Faults, log *slog.Logger, cfg EngineConfig,
-	policy *destinations.Policy, timeScale func() float64) *Engine {
-	return &Engine{Store: store, Dialer: dialer, Log: log, PollInterval: cfg.PollInterval.Duration,
-		timeScale: timeScale, webhooks: webhooks, faults: faults, destinations: policy, wake: make(chan struct{}, 1)}
+// engineStore is what the engine asks of the store: the scheduler's
+// reads and claims, a call's end, the calling rules' reads and holds, and
+// an opt-out heard during a call (store_interface.go says what each does).
+type engineStore interface {
+	activeScenarios(ctx context.Context) ([]*Scenario, error)
+	enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error)
+	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error)
+	nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
+	claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error)
+	endCall(ctx context.Context, e callEnd) error
+	settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
+	takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
+
+	Wallet(ctx context.Context, appID int64) (Wallet, error)
+	AdSettings(ctx context.Context, appID int64) (AdSettings, error)
+	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
+	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
+	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
+	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
+	delayContacts(ctx context.Context, delays []callDelay, now time.Time) error
+
+	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
+}
+
+// EngineParts is everything an engine is built with.
+type EngineParts struct {
+	Store  engineStore
+	Dialer Dialer
+	Log    *slog.Logger
+	Config EngineConfig
+	// Destinations is the policy of the numbers that may be dialled at all.
+	Destinations *destinations.Policy
+	// Webhooks is told of the events the engine queues; Faults may force
+	// outcomes; TimeScale is the dialer's clock speed, which re_call delays
+	// follow; Now is the engine's clock. Each may be nil.
+	Webhooks  *Webhooks
+	Faults    *Faults
+	TimeScale func() float64
+	Now       func() time.Time
+	// Recordings and RecordingBase: see Engine.recordings.
+	Recordings    RecordingFiles
+	RecordingBase string
+}
+
+// NewEngine makes an engine of p; it dials once started.
+func NewEngine(p EngineParts) *Engine {
+	return &Engine{store: p.Store, dialer: p.Dialer, log: p.Log, pollInterval: p.Config.PollInterval.Duration,
+		clock: p.Now, recordings: p.Recordings, recordingBase: p.RecordingBase, timeScale: p.TimeScale,
+		webhooks: p.Webhooks, faults: p.Faults, destinations: p.Destinations, wake: make(chan struct{}, 1)}
 }
 
 func (e *Engine) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
+	if e.clock != nil {
+		return e.clock()
 	}
 	return time.Now()
 }
@@ -139,12 +179,12 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine already running")
 	}
 	now := e.now()
-	n, err := e.Store.settleInterrupted(ctx, now, e.webhooks.firstTry(time.Now()))
+	n, err := e.store.settleInterrupted(ctx, now, e.webhooks.firstTry(time.Now()))
 	if err != nil {
 		return fmt.Errorf("settling interrupted calls: %w", err)
 	}
 	if n > 0 {
-		e.Log.Info("settled calls interrupted by the last stop; their contacts are queued again", "calls", n)
+		e.log.Info("settled calls interrupted by the last stop; their contacts are queued again", "calls", n)
 		e.webhooks.Notify()
 	}
 	e.running = true
@@ -205,7 +245,7 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 			lastTakeover = time.Now()
 			e.takeOver(ctx)
 		}
-		d := min(max(next.Sub(e.now()), time.Millisecond), e.PollInterval)
+		d := min(max(next.Sub(e.now()), time.Millisecond), e.pollInterval)
 		timer.Reset(d)
 	}
 }
@@ -216,15 +256,15 @@ const takeoverEvery = 5 * time.Second
 
 // takeOver settles the calls of dead nodes, on a store several share.
 func (e *Engine) takeOver(ctx context.Context) {
-	n, err := e.Store.takeOverCalls(ctx, e.now(), e.webhooks.firstTry(time.Now()))
+	n, err := e.store.takeOverCalls(ctx, e.now(), e.webhooks.firstTry(time.Now()))
 	if err != nil {
 		if ctx.Err() == nil {
-			e.Log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
+			e.log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
 		}
 		return
 	}
 	if n > 0 {
-		e.Log.Warn("engine: settled calls of a node whose lease ran out; their contacts are queued again", "calls", n)
+		e.log.Warn("engine: settled calls of a node whose lease ran out; their contacts are queued again", "calls", n)
 		e.webhooks.Notify()
 	}
 }
@@ -232,274 +272,6 @@ func (e *Engine) takeOver(ctx context.Context) {
 // wakeGap is the least time between two ticks that Notify asked for: a
 // contact waits at most this long for its first dial to be considered.
 const wakeGap = 2 * time.Millisecond
-
-// budget is how many more calls a tenant's wallet lets start, and the
-// wallet it was read from (for dialHold).
-type budget struct {
-	left      int
-	unlimited bool
-	wallet    Wallet
-}
-
-// tick starts every call the limits allow now and returns when the
-// scheduler next has something to do (the earliest retry or call window
-// opening it knows of).
-func (e *Engine) tick(ctx context.Context) time.Time {
-	now := e.now()
-	next := now.Add(e.PollInterval)
-	later := func(t time.Time) {
-		if t.Before(next) {
-			next = t
-		}
-	}
-	logErr := func(msg string, args ...any) {
-		if ctx.Err() == nil { // not worth a line: Stop cancelled the read
-			e.Log.Error(msg, args...)
-		}
-	}
-	scenarios, err := e.Store.activeScenarios(ctx)
-	if err != nil {
-		logErr("engine: listing scenarios", "err", err)
-		return next
-	}
-	budgets := map[int64]*budget{}
-	hotlines := map[poolKey]poolLines{}
-	var claims []callClaim
-	var holds []callHold
-	var delays []callDelay
-	for _, sc := range scenarios {
-		cc := sc.CallConfig
-		e.mu.Lock()
-		free := cc.MaxConcurrent - e.active[scenarioKey{sc.AppID, sc.ID}]
-		e.mu.Unlock()
-		if free <= 0 {
-			continue
-		}
-		w, werr := e.window(cc.CallWindow)
-		b, ok := budgets[sc.AppID]
-		if !ok {
-			if b, err = e.budget(ctx, sc.AppID, now); err != nil {
-				logErr("engine: reading wallet", "app", sc.AppID, "err", err)
-				continue
-			}
-			budgets[sc.AppID] = b
-		}
-		pk := poolKey{sc.AppID, cc.PoolHotlineKey}
-		pool, ok := hotlines[pk]
-		if !ok {
-			if pool, err = e.Store.enabledHotlines(ctx, sc.AppID, cc.PoolHotlineKey); err != nil {
-				logErr("engine: reading hotlines", "app", sc.AppID, "err", err)
-				continue
-			}
-			hotlines[pk] = pool
-		}
-		ad, err := e.adRules(ctx, sc)
-		if err != nil {
-			e.Log.Error("engine: scenario has bad advertising hours; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
-			continue
-		}
-		// The one rule the console shows too (engine_holds.go).
-		in := dialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: b.wallet,
-			Pool: cc.PoolHotlineKey, EnabledHotlines: len(pool.Numbers)}
-		if ad != nil {
-			in.AdHours = ad.window.ad
-		}
-		hold, held := dialHold(in, now)
-		switch hold.Kind {
-		case HoldBadWindow:
-			e.Log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", werr)
-		case HoldOutsideWindow:
-			later(w.Next(now))
-		case HoldAdHours:
-			delayed, err := e.delayOutsideHours(ctx, sc, ad, now, later)
-			if err != nil {
-				logErr("engine: reading contacts outside the advertising hours", "app", sc.AppID, "scenario", sc.ID, "err", err)
-			}
-			delays = append(delays, delayed...)
-		}
-		if held {
-			continue
-		}
-		if !b.unlimited {
-			free = min(free, b.left)
-		}
-		numbers := pool.Numbers
-		e.mu.Lock()
-		var idle []int // indexes of the free numbers, ascending
-		for i, n := range numbers {
-			if !e.busy[hotlineKey{sc.AppID, n}] {
-				idle = append(idle, i)
-			}
-		}
-		e.mu.Unlock()
-		free = min(free, len(idle))
-		if free <= 0 {
-			continue
-		}
-		due, err := e.Store.dueContacts(ctx, sc.AppID, sc.ID, now, free)
-		if err != nil {
-			logErr("engine: reading due contacts", "app", sc.AppID, "scenario", sc.ID, "err", err)
-			continue
-		}
-		if len(due) < free {
-			if t, ok, err := e.Store.nextDue(ctx, sc.AppID, sc.ID, now); err == nil && ok {
-				later(t)
-			}
-		}
-		due, blocked, err := e.screen(ctx, sc, due)
-		if err != nil {
-			logErr("engine: reading the destination rules or the do-not-call lists; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
-			continue
-		}
-		if len(blocked) > 0 {
-			holds = append(holds, blocked...)
-			later(now) // the places they would have taken go to the next due contacts
-		}
-		if ad != nil {
-			var delayed []callDelay
-			if due, delayed, err = e.adWaits(ctx, sc, ad, due, now); err != nil {
-				logErr("engine: reading the number's advertising calls; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
-				continue
-			}
-			if len(delayed) > 0 {
-				delays = append(delays, delayed...)
-				later(now)
-			}
-		}
-		// Last, the trunk: a contact is claimed only when its call can start
-		// now, within the trunk's channels and calls per second on this
-		// node; a shared store's claim holds them across every node.
-		trunk, capacity := e.Dialer.Trunk(pool.Trunk)
-		if len(due) > 0 {
-			granted, wait := e.Dialer.Reserve(trunk, len(due))
-			if granted < len(due) && wait > 0 {
-				later(now.Add(wait))
-			}
-			due = due[:granted]
-		}
-		e.mu.Lock()
-		for _, c := range due {
-			claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: now,
-				Trunk: trunk, Capacity: capacity}
-			if ad != nil {
-				claim.AdPhone = c.Phone
-			}
-			claim.Hotline, idle = e.pickHotline(pk, numbers, idle, cc.CallRouting)
-			e.take(claim)
-			claims = append(claims, claim)
-			if !b.unlimited {
-				b.left--
-			}
-		}
-		e.mu.Unlock()
-	}
-	if len(holds) > 0 {
-		if err := e.Store.holdContacts(ctx, holds, now, e.webhooks.firstTry(time.Now())); err != nil {
-			logErr("engine: ending contacts the calling rules hold", "err", err)
-		}
-		e.webhooks.Notify()
-	}
-	if len(delays) > 0 {
-		if err := e.Store.delayContacts(ctx, delays, now); err != nil {
-			logErr("engine: delaying contacts by the advertising rules", "err", err)
-		}
-	}
-	if len(claims) == 0 {
-		return next
-	}
-	taken, err := e.Store.claimCalls(ctx, claims, e.now)
-	if err != nil {
-		logErr("engine: claiming calls", "err", err)
-		taken = nil
-	}
-	started := map[string]bool{}
-	byKey := map[scenarioKey]*Scenario{}
-	for _, sc := range scenarios {
-		byKey[scenarioKey{sc.AppID, sc.ID}] = sc
-	}
-	for _, c := range taken {
-		started[c.CallID] = true
-		e.calls.Add(1)
-		go e.runCall(ctx, c, byKey[scenarioKey{c.AppID, c.ScenarioID}])
-	}
-	for _, c := range claims {
-		if started[c.CallID] {
-			continue
-		}
-		e.Dialer.Unreserve(c.Trunk)
-		e.untake(c)
-		if c.Capacity.limited() {
-			// The store may have refused it for the trunk, full on other
-			// nodes, whose calls' ends do not wake this one.
-			later(now.Add(trunkRetry))
-		}
-	}
-	return next
-}
-
-// trunkRetry is how soon the scheduler tries again after a shared store
-// refused a claim on a trunk with a capacity: a second's starts leave the
-// window, or another node's call ends, without this node hearing of it.
-const trunkRetry = 50 * time.Millisecond
-
-func (e *Engine) window(cw CallWindow) (*callWindow, error) {
-	key := fmt.Sprint(cw)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w, ok := e.windows[key]; ok {
-		return w, nil
-	}
-	w, err := parseCallWindow(cw)
-	if err == nil {
-		e.windows[key] = w
-	}
-	return w, err
-}
-
-// budget says how many calls the tenant's wallet lets start now: a prepaid
-// one must hold the least an answered call costs (max of price_per_call and
-// price_per_minute) for each call already up and each new one.
-func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budget, error) {
-	w, err := e.Store.Wallet(ctx, appID)
-	if err != nil {
-		return nil, err
-	}
-	least := max(w.PricePerCall, w.PricePerMinute)
-	_, broke := walletHold(w, now)
-	if !broke && (!w.Prepaid || least == 0) {
-		return &budget{unlimited: true, wallet: w}, nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if broke && !e.paused[appID] {
-		e.Log.Warn("engine: prepaid wallet cannot pay a call; dialling paused until it is topped up",
-			"app", appID, "balance", w.Balance, "expired", w.Expired(now))
-	} else if !broke && e.paused[appID] {
-		e.Log.Info("engine: wallet can pay again; dialling resumed", "app", appID, "balance", w.Balance)
-	}
-	e.paused[appID] = broke
-	if broke {
-		return &budget{wallet: w}, nil
-	}
-	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0), wallet: w}, nil
-}
-
-// pickHotline chooses one of the idle numbers of the pool and returns it
-// with the rest still idle; the caller holds e.mu.
-func (e *Engine) pickHotline(pk poolKey, numbers []string, idle []int, routing string) (string, []int) {
-	k := 0
-	if routing == RoutingRandom {
-		k = e.rng.IntN(len(idle))
-	} else {
-		// ROUND_ROBIN: the first idle number at or after the one after the
-		// last used, going round.
-		k, _ = slices.BinarySearch(idle, e.cursor[pk]%len(numbers))
-		k %= len(idle)
-		e.cursor[pk] = idle[k] + 1
-	}
-	pick := numbers[idle[k]]
-	return pick, slices.Delete(idle, k, k+1)
-}
 
 // take and untake count a call against its limits; the caller of take
 // holds e.mu.
@@ -514,7 +286,7 @@ func (e *Engine) take(c callClaim) {
 
 // release frees what an ended call held.
 func (e *Engine) release(c callClaim) {
-	e.Dialer.Release(c.Trunk)
+	e.dialer.Release(c.Trunk)
 	e.untake(c)
 }
 
@@ -547,26 +319,26 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	// An opt-out is stored during the call, at once: even a call cut right
 	// after it must leave the number listed.
 	req.OptOut = func(ctx context.Context) error {
-		_, err := e.Store.AddDNC(context.WithoutCancel(ctx), c.AppID, []string{c.Contact.Phone}, e.now())
+		_, err := e.store.AddDNC(context.WithoutCancel(ctx), c.AppID, []string{c.Contact.Phone}, e.now())
 		return err
 	}
 	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
 		req.Outcome, req.Digits = f.Outcome, f.Digits
 	}
-	if cc.Record && e.Recordings.Dir != "" {
-		if err := os.MkdirAll(e.Recordings.Dir, 0o700); err != nil {
-			e.Log.Warn("engine: the recordings folder cannot be made; the call is not recorded", "call", c.CallID, "err", err)
+	if cc.Record && e.recordings.Dir != "" {
+		if err := os.MkdirAll(e.recordings.Dir, 0o700); err != nil {
+			e.log.Warn("engine: the recordings folder cannot be made; the call is not recorded", "call", c.CallID, "err", err)
 		} else {
-			req.Record = e.Recordings.Path(c.CallID)
+			req.Record = e.recordings.Path(c.CallID)
 		}
 	}
-	res := e.Dialer.Dial(ctx, req)
+	res := e.dialer.Dial(ctx, req)
 	if res.RecordingErr != nil {
-		e.Log.Warn("engine: the call could not be recorded", "call", c.CallID, "err", res.RecordingErr)
+		e.log.Warn("engine: the call could not be recorded", "call", c.CallID, "err", res.RecordingErr)
 	}
 	now := e.now()
 	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
-		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled, RecordingBase: e.RecordingBase}
+		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled, RecordingBase: e.recordingBase}
 	end.RetryAt = now
 	if !end.Interrupted {
 		end.RetryAt = now.Add(time.Duration(float64(cc.ReCall.Delay) * float64(time.Second) / e.scale()))
@@ -575,15 +347,15 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	// still open until Stop returns. A failed commit is tried again, as the
 	// contact stays dialing (not dialled again) until it is settled.
 	for try := 1; ; try++ {
-		err := e.Store.endCall(context.Background(), end)
+		err := e.store.endCall(context.Background(), end)
 		if err == nil {
 			break
 		}
 		if try == settleTries || errors.Is(err, errStoreClosed) {
-			e.Log.Error("engine: settling call failed; the next start settles it", "call", c.CallID, "err", err)
+			e.log.Error("engine: settling call failed; the next start settles it", "call", c.CallID, "err", err)
 			break
 		}
-		e.Log.Warn("engine: settling call failed; trying again", "call", c.CallID, "err", err)
+		e.log.Warn("engine: settling call failed; trying again", "call", c.CallID, "err", err)
 		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 	e.release(c)

@@ -28,7 +28,7 @@ func (e *Engine) adRules(ctx context.Context, sc *Scenario) (*dialRules, error) 
 	if sc.CallConfig.Purpose != PurposeAdvertising {
 		return nil, nil
 	}
-	ads, err := e.Store.AdSettings(ctx, sc.AppID)
+	ads, err := e.store.AdSettings(ctx, sc.AppID)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (e *Engine) adWaits(ctx context.Context, sc *Scenario, rules *dialRules, du
 	e.mu.Unlock()
 	// Read after the calls up: a call that ended meanwhile committed its
 	// answer before it stopped counting as up, so this read sees it.
-	answered, err := e.Store.answeredAdCalls(ctx, sc.AppID, phones, now.Add(-adDay))
+	answered, err := e.store.answeredAdCalls(ctx, sc.AppID, phones, now.Add(-adDay))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +82,7 @@ func (e *Engine) delayOutsideHours(ctx context.Context, sc *Scenario, rules *dia
 	if open, ok := rules.window.Next(now); ok {
 		later(open)
 	}
-	due, err := e.Store.dueContacts(ctx, sc.AppID, sc.ID, now, adDelayBatch)
+	due, err := e.store.dueContacts(ctx, sc.AppID, sc.ID, now, adDelayBatch)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func (e *Engine) screen(ctx context.Context, sc *Scenario, due []dueContact) (di
 	if len(due) == 0 {
 		return due, nil, nil
 	}
-	tenant, err := e.Store.appDestinations(ctx, sc.AppID)
+	tenant, err := e.store.appDestinations(ctx, sc.AppID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +62,7 @@ func (e *Engine) screen(ctx context.Context, sc *Scenario, due []dueContact) (di
 	for i, c := range dial {
 		phones[i] = c.Phone
 	}
-	listed, err := e.Store.dncListings(ctx, sc.AppID, phones, sc.CallConfig.Purpose == PurposeAdvertising)
+	listed, err := e.store.dncListings(ctx, sc.AppID, phones, sc.CallConfig.Purpose == PurposeAdvertising)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -67,17 +67,18 @@ func engPhones(n, from int) []string {
 
 // engStart starts an engine on s with a fast simulated dialer (unless
 // dialer is set) and stops it when the test ends.
-func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(*Engine)) *Engine {
+func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(*EngineParts)) *Engine {
 	t.Helper()
 	scale := 5000.0
 	if dialer == nil {
 		dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
-	e := NewEngine(s, dialer, hooks, nil, discardLog(), EngineConfig{PollInterval: Duration{20 * time.Millisecond}},
-		testPolicy(t, DefaultConfig()), func() float64 { return scale })
+	p := EngineParts{Store: s, Dialer: dialer, Log: discardLog(), Config: EngineConfig{PollInterval: Duration{20 * time.Millisecond}},
+		Destinations: testPolicy(t, DefaultConfig()), Webhooks: hooks, TimeScale: func() float64 { return scale }}
 	if setup != nil {
-		setup(e)
+		setup(&p)
 	}
+	e := NewEngine(p)
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func testEngineCallWindow(t *testing.T, backend string) {
 	// Saturday 10:00 in Ho Chi Minh City (after the contacts are imported,
 	// so they are due): inside the hours, not the days.
 	clock.Set(testDate(2026, 11, 28, 10, 0, 0, 0, hcm))
-	e := engStart(t, s, nil, nil, func(e *Engine) { e.Now = clock.Now })
+	e := engStart(t, s, nil, nil, func(p *EngineParts) { p.Now = clock.Now })
 	contacts := engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
 	e.Notify(ids[0])
 	hold := func(when string) {
@@ -594,13 +595,18 @@ func testEngineSettlesACallOnce(t *testing.T, backend string) {
 	}
 }
 
-// slowDialer holds every call until its context ends.
+// slowDialer holds every call until its context ends; once then is set
+// (while the engine is stopped) it places them through then instead.
 type slowDialer struct {
 	unlimitedTrunks
-	up atomic.Int64
+	up   atomic.Int64
+	then Dialer
 }
 
 func (d *slowDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+	if d.then != nil {
+		return d.then.Dial(ctx, req)
+	}
 	d.up.Add(1)
 	<-ctx.Done()
 	return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: time.Now()}
@@ -624,7 +630,7 @@ func testEngineStopAndStartAgain(t *testing.T, backend string) {
 	if n := queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued'`); n != 5 {
 		t.Fatalf("%d contacts queued after Stop, want 5", n)
 	}
-	e.Dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000})
+	slow.then = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000})
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -684,7 +690,7 @@ func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	faults := NewFaults(s)
 	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: OutcomeFailed, Probability: 1})
-	engStart(t, s, nil, nil, func(e *Engine) { e.faults = faults })
+	engStart(t, s, nil, nil, func(p *EngineParts) { p.Faults = faults })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
 	engWaitAllDone(t, s, ids[0], 2)

@@ -300,9 +300,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	m.engine = NewEngine(m.store, dialer, m.webhooks, faults, m.Log, cfg.Engine, policy, timeScale)
-	m.engine.Now = m.sandboxNow.Now
-	m.engine.Recordings, m.engine.RecordingBase = recordingFiles(cfg), m.recordingBase()
+	m.engine = NewEngine(EngineParts{Store: m.store, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
+		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
+		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
 	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)

@@ -119,7 +119,7 @@ func migrateToFill(t *testing.T) string {
 	}
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 9, 0, 0, 0, hcm))
-	e := engStart(t, store, nil, nil, func(e *Engine) { e.Now = clock.Now })
+	e := engStart(t, store, nil, nil, func(p *EngineParts) { p.Now = clock.Now })
 	engImport(t, store, ad.id, "sc", "", "+84900000001", "+84913000001")
 	engWaitAllDone(t, store, ad.id, 2)
 	engImport(t, store, ad.id, "ad2", "", "+84900000001")
