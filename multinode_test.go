@@ -172,6 +172,11 @@ level = "warn"
 		t.Fatal(err)
 	}
 	<-victim.proc.exited
+	// A commit the node sent before it died may still be finishing on the
+	// server: its connections' backends are gone once it has.
+	mnWait(t, "the killed node's connections to end", time.Minute, func() bool {
+		return count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "dialbox "+victimID) == 0
+	})
 	callsUp := count(`SELECT count(*) FROM contacts WHERE state = 'dialing' AND lease_node = $1`, victimID)
 	messagesHeld := count(`SELECT count(*) FROM webhook_messages WHERE lease_node = $1`, victimID)
 	t.Logf("%v: SIGKILL %s with %d calls up and %d messages held; %d contacts acknowledged, %d events received",

@@ -115,6 +115,12 @@ func openPostgresAt(ctx context.Context, url string, version int, node ClusterCo
 	// Acknowledged means committed: whatever the server's default, this
 	// node's commits wait for the WAL flush.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	// Each connection names its node in pg_stat_activity, unless the URL
+	// names the application itself (docs/cluster.md#the-database).
+	id := nodeIDFor(node.NodeName)
+	if _, named := cfg.ConnConfig.RuntimeParams["application_name"]; !named {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "dialbox " + id
+	}
 	cfg.MaxConns = max(cfg.MaxConns, postgresWriters+4)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -124,7 +130,7 @@ func openPostgresAt(ctx context.Context, url string, version int, node ClusterCo
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	s := &PostgresStore{pool: pool, node: nodeIDFor(node.NodeName), lease: node.Lease.Duration,
+	s := &PostgresStore{pool: pool, node: id, lease: node.Lease.Duration,
 		heldMessages: map[int64]struct{}{}}
 	s.sqlStore = sqlStore{db: sqldb.PGX(pool), catalog: &s.catalog,
 		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
