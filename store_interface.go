@@ -63,33 +63,9 @@ type Store interface {
 	// older dialbox with a server's address, at url.
 	RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error
 
-	// ---- the engine (store_engine.go) ----
+	// ---- the engine (store_engine.go; engine.go says what it asks) ----
 
-	activeScenarios(ctx context.Context) ([]*Scenario, error)
-	enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error)
-	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error)
-	nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
-	// claimCalls is the authority on what may be dialled: it returns the
-	// claims that took. A contact no longer queued is left out; a store
-	// shared by several nodes also leaves out what would exceed the
-	// scenario's max_concurrent, a busy hotline or the wallet across all
-	// of them, and gives a claim whichever of its scenario's contacts is
-	// due first, as another node may have taken the one it names
-	// (docs/postgres.md#claiming-calls). now is the engine's
-	// clock: a shared store stamps each call's start with it once the
-	// claim holds, so a call's recorded start never precedes the end of
-	// the call it took the place of on another node; SQLite's one server
-	// keeps the claims' Start.
-	claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error)
-	endCall(ctx context.Context, e callEnd) error
-	// settleInterrupted ends the calls no running dialbox holds any more;
-	// the engine's start calls it. On SQLite (one server) that is every
-	// call up; on a shared store, the calls whose lease ran out.
-	settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
-	// takeOverCalls is what a running engine calls every takeoverEvery: on
-	// a shared store it settles the calls of nodes that died (their lease
-	// ran out); on SQLite, which one server owns, there are none.
-	takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
+	engineStore
 
 	// ---- webhook delivery (store_webhooks.go) ----
 
