@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Advertising calls (docs/compliance.md#advertising-calls): the window
@@ -309,7 +311,7 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 		t.Errorf("%d advertising_hours audit rows, want one per contact", n)
 	}
 	rec := httptest.NewRecorder()
-	metricsHandler(s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{`dialbox_calls_blocked_total{reason="daily_limit"} 1`, `dialbox_calls_blocked_total{reason="advertising_hours"} 2`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -12,7 +12,7 @@ import (
 // survive imports, and cannot be corrupted by a caller editing its copy.
 func TestCatalogCache(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"))
+	s, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestCatalogCache(t *testing.T) {
 // decide as the long way would.
 func TestTokenCache(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "tokens.db"))
+	s, err := OpenStore(filepath.Join(t.TempDir(), "tokens.db"), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

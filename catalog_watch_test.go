@@ -68,12 +68,12 @@ func BenchmarkCachedAppByKey(b *testing.B) {
 func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "two.db")
-	server, err := OpenStore(db)
+	server, err := OpenStore(db, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer server.Close()
-	other, err := OpenStore(db)
+	other, err := OpenStore(db, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,8 @@ type SQLiteStore struct {
 	stmts writeStmts // the writer's hot statements, prepared once
 	lock  *os.File   // shared lock that keeps restore away (dblock_unix.go)
 
+	metrics storeMetrics // its commits and imports
+
 	catalog catalogCache
 	tokens  tokenCache        // verified ACCESS_TOKENs (auth.go)
 	storage writehealth.State // the last write that failed for want of room
@@ -66,19 +68,19 @@ const maxJobsPerCommit = 256
 var errStoreClosed = errors.New("store is closed")
 
 // OpenStore opens (creating if needed) the database at path, brings its
-// schema up to date and starts the writer.
-func OpenStore(path string) (*SQLiteStore, error) {
-	return openStoreAt(path, len(migrations()))
+// schema up to date and starts the writer, which records into m.
+func OpenStore(path string, m storeMetrics) (*SQLiteStore, error) {
+	return openStoreAt(path, len(migrations()), m)
 }
 
 // openStoreAt migrates only up to version; tests use it to make a database
 // as an older dialbox would have left it.
-func openStoreAt(path string, version int) (*SQLiteStore, error) {
+func openStoreAt(path string, version int, m storeMetrics) (*SQLiteStore, error) {
 	lock, err := lockDatabase(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openLockedStore(path, version)
+	s, err := openLockedStore(path, version, m)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -87,7 +89,7 @@ func openStoreAt(path string, version int) (*SQLiteStore, error) {
 	return s, nil
 }
 
-func openLockedStore(path string, version int) (*SQLiteStore, error) {
+func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, error) {
 	// SQLite would create the file with the umask's mode (often world-
 	// readable); it holds phone numbers and secrets. Its -wal and -shm
 	// files take the same mode.
@@ -113,7 +115,7 @@ func openLockedStore(path string, version int) (*SQLiteStore, error) {
 	}
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
-	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{})}
+	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m}
 	s.sqlStore = sqlStore{db: sqldb.SQL(read), catalog: &s.catalog,
 		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
 	if err := s.stmts.prepare(write, version); err != nil {
@@ -341,7 +343,7 @@ func (s *SQLiteStore) writer() {
 
 func (s *SQLiteStore) commit(batch []writeJob) {
 	start := time.Now()
-	defer func() { observeCommit(len(batch), time.Since(start)) }()
+	defer func() { s.metrics.commits.observe(len(batch), time.Since(start)) }()
 	results := make([]error, len(batch))
 	committing := false
 	err := func() error {

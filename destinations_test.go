@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The destination policy against toll fraud (docs/compliance.md#destinations),
@@ -85,7 +87,7 @@ func testDestinationsHeldByDefault(t *testing.T, backend string) {
 	}
 
 	rec := httptest.NewRecorder()
-	metricsHandler(s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, line := range []string{`dialbox_calls_blocked_total{reason="destination_premium"} 2`,
 		`dialbox_calls_blocked_total{reason="destination_special"} 1`,
 		`dialbox_calls_blocked_total{reason="destination_foreign"} 5`} {

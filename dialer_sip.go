@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"dialbox/internal/amd"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
@@ -30,7 +32,9 @@ type SIPDialer struct {
 	promptsDir  string // the WAV files of scripts' play steps
 	ringTimeout time.Duration
 	registering []string // trunks with register = true
-	log         *slog.Logger
+	// registered is dialbox_sip_trunk_registered, by trunk.
+	registered *prometheus.GaugeVec
+	log        *slog.Logger
 
 	// The trunks' capacity for the scheduler (dialer_trunks.go): Trunk,
 	// Reserve, Release, Unreserve and TrunkUses.
@@ -38,8 +42,9 @@ type SIPDialer struct {
 }
 
 // NewSIPDialer starts dialbox's SIP user agent on sip.listen with the
-// trunks and the TTS engine of cfg.
-func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
+// trunks and the TTS engine of cfg; registered is where it shows whether
+// each trunk's registration holds.
+func NewSIPDialer(cfg Config, log *slog.Logger, registered *prometheus.GaugeVec) (*SIPDialer, error) {
 	cacheDir := cfg.TTS.CacheDir
 	if cacheDir == "" {
 		cacheDir = filepath.Join(dataDir(cfg), "tts-cache")
@@ -57,14 +62,14 @@ func NewSIPDialer(cfg Config, log *slog.Logger) (*SIPDialer, error) {
 		promptsDir = filepath.Join(dataDir(cfg), "prompts")
 	}
 	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
-		log: log, trunkLoads: newTrunkLoads(cfg.SIP.Trunks)}
+		registered: registered, log: log, trunkLoads: newTrunkLoads(cfg.SIP.Trunks)}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
-		Logger: log.With("part", "sip"), OnRegistration: reportRegistration}
+		Logger: log.With("part", "sip"), OnRegistration: d.reportRegistration}
 	for _, t := range cfg.SIP.Trunks {
 		opts.Trunks = append(opts.Trunks, t.sipcall(cfg.SIP.NumberFormat))
 		if t.Register {
 			d.registering = append(d.registering, t.Name)
-			sipTrunkRegistered.WithLabelValues(t.Name).Set(0) // until its first REGISTER is accepted
+			d.registered.WithLabelValues(t.Name).Set(0) // until its first REGISTER is accepted
 		}
 	}
 	if d.ua, err = sipcall.New(opts); err != nil {
@@ -251,18 +256,18 @@ func errString(err error) string {
 
 // reportRegistration keeps dialbox_sip_trunk_registered; sipcall logs the
 // state and its error.
-func reportRegistration(r sipcall.Registration) {
+func (d *SIPDialer) reportRegistration(r sipcall.Registration) {
 	v := 0.0
 	if r.Registered {
 		v = 1
 	}
-	sipTrunkRegistered.WithLabelValues(r.Trunk).Set(v)
+	d.registered.WithLabelValues(r.Trunk).Set(v)
 }
 
 // forgetRegistrations takes this dialer's trunks out of /metrics.
 func (d *SIPDialer) forgetRegistrations() {
 	for _, name := range d.registering {
-		sipTrunkRegistered.DeleteLabelValues(name)
+		d.registered.DeleteLabelValues(name)
 	}
 }
 

@@ -103,7 +103,7 @@ func testDNCFixtures(t *testing.T, backend string) {
 
 func mustOpenStore(t testing.TB, database string) Store {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(database))
+	s, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(isPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -755,7 +755,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := OpenStore(db)
+	s, err := OpenStore(db, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

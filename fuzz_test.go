@@ -168,7 +168,7 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Add(seed)
 	}
 	dir := f.TempDir()
-	store, err := OpenStore(filepath.Join(dir, "auth.db"))
+	store, err := OpenStore(filepath.Join(dir, "auth.db"), newStoreMetrics(false))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -288,7 +288,7 @@ func mintToken(t testing.TB, app *Application) string {
 func openTestStore(t testing.TB) (*SQLiteStore, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dialbox.db")
-	s, err := OpenStore(path)
+	s, err := OpenStore(path, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, [
 // a test that opens it a second way (the CLI).
 func fixtureStoreIn(t testing.TB, database string, apps ...*FixtureApp) (Store, []int64) {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(database))
+	s, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(isPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func fixtureStore(t testing.TB, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 
 func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 	t.Helper()
-	s, err := OpenStore(path)
+	s, err := OpenStore(path, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

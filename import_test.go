@@ -60,7 +60,7 @@ func importDB(t *testing.T, backend string) string {
 // caller closes it.
 func openDatabase(t *testing.T, database string) Store {
 	t.Helper()
-	store, err := openConfiguredStore(context.Background(), configOn(database))
+	store, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(isPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}

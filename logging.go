@@ -140,8 +140,8 @@ func newRequestID() string {
 }
 
 // observed wraps every request: it gives it a request id (X-Request-Id),
-// then writes one access log line and the request metrics.
-func observed(log *slog.Logger, next http.Handler) http.Handler {
+// then writes one access log line and the request metrics into m.
+func observed(log *slog.Logger, m httpMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -159,7 +159,7 @@ func observed(log *slog.Logger, next http.Handler) http.Handler {
 		}
 		code := rec.resultCode()
 		elapsed := time.Since(start)
-		observeRequest(op, code, elapsed)
+		m.observe(op, code, elapsed)
 		level := slog.LevelInfo
 		if rec.status() >= 500 {
 			level = slog.LevelWarn

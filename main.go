@@ -112,6 +112,7 @@ type Main struct {
 	AccessLog *slog.Logger
 	logs      *logBuffer // behind both loggers when log.flush_interval > 0
 
+	metrics   *metrics // what this server's /metrics serves, handed to each part
 	store     Store
 	serveLock *os.File // held while serving: one server per database
 	// adminTokenFromEnv: Config.Admin.Token came from DIALBOX_ADMIN_TOKEN.
@@ -233,7 +234,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if m.store, err = openConfiguredStore(ctx, cfg); err != nil {
+	m.metrics = newMetrics(isPostgresURL(cfg.Database))
+	if m.store, err = openConfiguredStore(ctx, cfg, m.metrics.store); err != nil {
 		m.serveLock.Close()
 		return err
 	}
@@ -286,7 +288,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var dialer Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == DialerSIP {
-		if m.sip, err = NewSIPDialer(cfg, m.Log); err != nil {
+		if m.sip, err = NewSIPDialer(cfg, m.Log, m.metrics.trunkRegistered); err != nil {
 			return err
 		}
 		dialer = m.sip
@@ -295,7 +297,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
-	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks, m.URL())
+	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks, m.URL(), m.metrics.endpointsAtShare)
 	policy, err := destinations.New(cfg.Phone.DefaultRegion, cfg.Destinations)
 	if err != nil {
 		return err

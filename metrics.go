@@ -14,73 +14,176 @@ import (
 	"dialbox/internal/tts"
 )
 
-// Counters and histograms of things that happen in this process live in
-// one process-wide registry (tests run several Mains in one process; their
-// events add up as they would in one binary). Values that live in the
-// database are read on scrape by each Main's dbCollector.
-var (
-	processRegistry = prometheus.NewRegistry()
+// metrics are one Main's counters and histograms of what happens in its
+// process, in the registry its /metrics serves. Main builds them and hands
+// each part the ones it records at construction (docs/architecture.md):
+// several Mains in one process (the tests) count apart. Values that live
+// in the database are read on scrape by the Main's dbCollector.
+type metrics struct {
+	registry *prometheus.Registry
+	http     httpMetrics
+	store    storeMetrics
+	// trunkRegistered is the SIP dialer's dialbox_sip_trunk_registered.
+	trunkRegistered *prometheus.GaugeVec
+	// endpointsAtShare is the webhook deliverer's
+	// dialbox_webhook_endpoints_at_share.
+	endpointsAtShare prometheus.Gauge
+}
 
-	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dialbox_http_requests_total",
-		Help: "HTTP requests by operation (A, B, C, admin, sink, metrics, healthz, readyz, openapi.yaml, other) and result code (bodies in the API envelope: 1 for success, else the error code; other responses: the HTTP status).",
-	}, []string{"op", "code"})
-	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "dialbox_http_request_duration_seconds",
-		Help:    "Time from a request's arrival to the end of its response, by operation and result code.",
-		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	}, []string{"op", "code"})
-	contactsImported = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dialbox_contacts_imported_total",
-		Help: "Contacts added by operations A and C and the import command.",
-	})
-	contactsSkipped = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dialbox_contacts_skipped_total",
-		Help: "Contacts of import requests that were not added (invalid, duplicate).",
-	})
-	commitBatchJobs = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "dialbox_sqlite_commit_batch_jobs",
-		Help:    "Write jobs sharing one SQLite transaction (group commit).",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
-	})
-	commitDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "dialbox_sqlite_commit_duration_seconds",
-		Help:    "Time to run a batch of write jobs and durably commit it.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-	})
-	sipTrunkRegistered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dialbox_sip_trunk_registered",
-		Help: "Per trunk with register = true: 1 while its last REGISTER was accepted, 0 while it fails (retried with backoff; the log says why).",
-	}, []string{"trunk"})
-	webhookEndpointsFull = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "dialbox_webhook_endpoints_at_share",
-		Help: "Webhook endpoints with webhooks.max_in_flight_per_endpoint attempts under way on this node at the dispatcher's last look: slow receivers; their other due messages wait, the other endpoints' do not.",
-	})
-	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+// newMetrics makes and registers a Main's metrics; postgres: its store is
+// PostgreSQL, whose nodes' counters show only then (docs/postgres.md), so a
+// SQLite server's metrics stay as they were.
+func newMetrics(postgres bool) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		http: httpMetrics{
+			requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "dialbox_http_requests_total",
+				Help: "HTTP requests by operation (A, B, C, admin, sink, metrics, healthz, readyz, openapi.yaml, other) and result code (bodies in the API envelope: 1 for success, else the error code; other responses: the HTTP status).",
+			}, []string{"op", "code"}),
+			duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+				Name:    "dialbox_http_request_duration_seconds",
+				Help:    "Time from a request's arrival to the end of its response, by operation and result code.",
+				Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			}, []string{"op", "code"}),
+		},
+		store: newStoreMetrics(postgres),
+		trunkRegistered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dialbox_sip_trunk_registered",
+			Help: "Per trunk with register = true: 1 while its last REGISTER was accepted, 0 while it fails (retried with backoff; the log says why).",
+		}, []string{"trunk"}),
+		endpointsAtShare: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dialbox_webhook_endpoints_at_share",
+			Help: "Webhook endpoints with webhooks.max_in_flight_per_endpoint attempts under way on this node at the dispatcher's last look: slow receivers; their other due messages wait, the other endpoints' do not.",
+		}),
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dialbox_build_info",
 		Help: "Always 1; the version label is the running build.",
 	}, []string{"version"})
-)
+	buildInfo.WithLabelValues(versionString()).Set(1)
+	m.registry.MustRegister(m.http.requests, m.http.duration, m.trunkRegistered, m.endpointsAtShare, buildInfo,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.store.collectors()...)
+	return m
+}
 
-// The counters of several nodes on one PostgreSQL (docs/postgres.md):
-// registered in a node's /metrics only when its store is PostgreSQL, so a
-// SQLite server's metrics stay as they were.
-var (
-	pgRegistry = prometheus.NewRegistry()
+// httpMetrics are what the access log wrapped around every request
+// (observed) records.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
 
-	callClaims = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dialbox_call_claims_total",
-		Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
-	}, []string{"result"})
-	leaseTakeovers = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dialbox_lease_takeovers_total",
-		Help: "What another node claimed and left its lease to run out on, taken over by this node, by kind: call (settled CANCELED, not charged, queued again) or message (sent by this node).",
-	}, []string{"kind"})
-	leaseRenewalFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dialbox_lease_renewal_failures_total",
-		Help: "Renewals of this node's leases (its calls up, the webhook messages it holds) that failed; after cluster.lease without one they are another node's.",
-	})
-)
+func (m httpMetrics) observe(op, code string, d time.Duration) {
+	m.requests.WithLabelValues(op, code).Inc()
+	m.duration.WithLabelValues(op, code).Observe(d.Seconds())
+}
+
+// storeMetrics are what a store records of its own work: its commits, the
+// contacts it imported and, on PostgreSQL, its part in the cluster.
+type storeMetrics struct {
+	commits commitMetrics
+	imports importMetrics
+	cluster clusterMetrics // nil counters on SQLite, which never uses them
+}
+
+// newStoreMetrics makes the metrics of a SQLite store, or of a PostgreSQL
+// one (postgres). A command opens its store with metrics no registry
+// serves.
+func newStoreMetrics(postgres bool) storeMetrics {
+	m := storeMetrics{imports: importMetrics{
+		added: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dialbox_contacts_imported_total",
+			Help: "Contacts added by operations A and C and the import command.",
+		}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dialbox_contacts_skipped_total",
+			Help: "Contacts of import requests that were not added (invalid, duplicate).",
+		}),
+	}}
+	if !postgres {
+		m.commits = commitMetrics{
+			jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name:    "dialbox_sqlite_commit_batch_jobs",
+				Help:    "Write jobs sharing one SQLite transaction (group commit).",
+				Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
+			}),
+			duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name:    "dialbox_sqlite_commit_duration_seconds",
+				Help:    "Time to run a batch of write jobs and durably commit it.",
+				Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+			}),
+		}
+		return m
+	}
+	m.commits = commitMetrics{
+		jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dialbox_postgres_commit_batch_jobs",
+			Help:    "Write jobs sharing one PostgreSQL transaction of one of this node's writers (group commit).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dialbox_postgres_commit_duration_seconds",
+			Help:    "Time to run a batch of write jobs and durably commit it, round trips to PostgreSQL included.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+	}
+	m.cluster = clusterMetrics{
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dialbox_call_claims_total",
+			Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
+		}, []string{"result"}),
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dialbox_lease_takeovers_total",
+			Help: "What another node claimed and left its lease to run out on, taken over by this node, by kind: call (settled CANCELED, not charged, queued again) or message (sent by this node).",
+		}, []string{"kind"}),
+		renewalFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dialbox_lease_renewal_failures_total",
+			Help: "Renewals of this node's leases (its calls up, the webhook messages it holds) that failed; after cluster.lease without one they are another node's.",
+		}),
+	}
+	// Both kinds show from the start, at 0.
+	m.cluster.takeovers.WithLabelValues(takeoverCall)
+	m.cluster.takeovers.WithLabelValues(takeoverMessage)
+	return m
+}
+
+// collectors are the store's metrics, to register.
+func (m storeMetrics) collectors() []prometheus.Collector {
+	c := []prometheus.Collector{m.imports.added, m.imports.skipped, m.commits.jobs, m.commits.duration}
+	if m.cluster.claims != nil {
+		c = append(c, m.cluster.claims, m.cluster.takeovers, m.cluster.renewalFailures)
+	}
+	return c
+}
+
+// commitMetrics are what a store's group-commit writer records.
+type commitMetrics struct {
+	jobs, duration prometheus.Histogram
+}
+
+func (m commitMetrics) observe(jobs int, d time.Duration) {
+	m.jobs.Observe(float64(jobs))
+	m.duration.Observe(d.Seconds())
+}
+
+// importMetrics count the contacts of imports.
+type importMetrics struct {
+	added, skipped prometheus.Counter
+}
+
+func (m importMetrics) observe(added, skipped int) {
+	m.added.Add(float64(added))
+	m.skipped.Add(float64(skipped))
+}
+
+// clusterMetrics are a PostgreSQL node's counters of what it claims, takes
+// over and fails to renew.
+type clusterMetrics struct {
+	claims, takeovers *prometheus.CounterVec
+	renewalFailures   prometheus.Counter
+}
 
 // The kinds of dialbox_lease_takeovers_total.
 const (
@@ -88,60 +191,29 @@ const (
 	takeoverMessage = "message"
 )
 
-func init() {
-	pgRegistry.MustRegister(callClaims, leaseTakeovers, leaseRenewalFailures)
-	// Both kinds show from the start, at 0.
-	leaseTakeovers.WithLabelValues(takeoverCall)
-	leaseTakeovers.WithLabelValues(takeoverMessage)
+func (m clusterMetrics) observeClaims(asked, taken int) {
+	m.claims.WithLabelValues("taken").Add(float64(taken))
+	m.claims.WithLabelValues("refused").Add(float64(asked - taken))
 }
 
-func observeClaims(asked, taken int) {
-	callClaims.WithLabelValues("taken").Add(float64(taken))
-	callClaims.WithLabelValues("refused").Add(float64(asked - taken))
-}
+func (m clusterMetrics) observeTakeover(kind string) { m.takeovers.WithLabelValues(kind).Inc() }
 
-func observeTakeover(kind string) { leaseTakeovers.WithLabelValues(kind).Inc() }
+func (m clusterMetrics) observeLeaseRenewalFailure() { m.renewalFailures.Inc() }
 
-func observeLeaseRenewalFailure() { leaseRenewalFailures.Inc() }
-
-func init() {
-	processRegistry.MustRegister(requestsTotal, requestDuration, contactsImported, contactsSkipped,
-		commitBatchJobs, commitDuration, sipTrunkRegistered, webhookEndpointsFull, buildInfo,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	buildInfo.WithLabelValues(versionString()).Set(1)
-}
-
-func observeRequest(op, code string, d time.Duration) {
-	requestsTotal.WithLabelValues(op, code).Inc()
-	requestDuration.WithLabelValues(op, code).Observe(d.Seconds())
-}
-
-func observeCommit(jobs int, d time.Duration) {
-	commitBatchJobs.Observe(float64(jobs))
-	commitDuration.Observe(d.Seconds())
-}
-
-func observeImport(added, skipped int) {
-	contactsImported.Add(float64(added))
-	contactsSkipped.Add(float64(skipped))
-}
-
-// metricsHandler serves the process-wide metrics, this Main's database
-// gauges and its other collectors. A failing database query leaves its
-// metrics out rather than failing the whole scrape.
-func metricsHandler(store Store, log *slog.Logger, collectors ...prometheus.Collector) http.Handler {
+// metricsHandler serves a Main's metrics (process), its database gauges
+// and its other collectors. A failing database query leaves its metrics
+// out rather than failing the whole scrape.
+func metricsHandler(process prometheus.Gatherer, store Store, log *slog.Logger, collectors ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&dbCollector{store: store, log: log})
 	reg.MustRegister(collectors...)
-	gatherers := prometheus.Gatherers{processRegistry, reg}
 	if pg, ok := store.(interface{ nodeID() string }); ok {
 		node := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dialbox_node_info",
 			Help: "Always 1; the node label is the id this node's leases carry.", ConstLabels: prometheus.Labels{"node": pg.nodeID()}})
 		node.Set(1)
 		reg.MustRegister(node)
-		gatherers = append(gatherers, pgRegistry)
 	}
-	return promhttp.HandlerFor(gatherers,
+	return promhttp.HandlerFor(prometheus.Gatherers{process, reg},
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 }
 

@@ -99,7 +99,7 @@ func migrateToFill(t *testing.T) string {
 	}
 
 	// A call left up as a crash leaves it: its contact dialing.
-	store, err := OpenStore(db)
+	store, err := OpenStore(db, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +670,7 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 func TestMigrateToOlderSQLite(t *testing.T) {
 	target := pgtest.Database(t)
 	source := filepath.Join(t.TempDir(), "old.db")
-	old, err := openStoreAt(source, 5)
+	old, err := openStoreAt(source, 5, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

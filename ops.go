@@ -31,7 +31,7 @@ func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 	if m.sip != nil {
 		collectors = append(collectors, ttsCacheCollector{cache: m.sip.speech, log: m.Log})
 	}
-	metrics := metricsHandler(m.store, m.Log, collectors...)
+	metrics := metricsHandler(m.metrics.registry, m.store, m.Log, collectors...)
 	router.GET("/healthz", wrap(http.HandlerFunc(healthz)))
 	router.GET("/readyz", wrap(readyz(append(storeChecks(m.store), m.callingChecks()...))))
 	router.GET("/openapi.yaml", wrap(http.HandlerFunc(serveOpenAPI)))
@@ -57,7 +57,7 @@ func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 	if access == nil {
 		access = m.Log
 	}
-	return observed(access, router), nil
+	return observed(access, m.metrics.http, router), nil
 }
 
 // callingChecks report whether webhook delivery and (when enabled) the call

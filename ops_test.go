@@ -123,12 +123,22 @@ func testMetrics(t *testing.T, backend string) {
 	if n, ok := metricValue(after, "dialbox_queue_depth", "scenario", demoScenarioID); !ok || n != 1 {
 		t.Errorf("queue depth of %s = %v, %v; want 1", demoScenarioID, n, ok)
 	}
-	if n, ok := metricValue(after, "dialbox_sqlite_commit_batch_jobs_count"); !ok || n < 1 {
+	// Each store reports its commits under its own name, never the other's.
+	commits, other := "dialbox_sqlite_commit_", "dialbox_postgres_commit_"
+	if backend == "postgres" {
+		commits, other = other, commits
+	}
+	if n, ok := metricValue(after, commits+"batch_jobs_count"); !ok || n < 1 {
 		t.Errorf("no commit batch observed: %v %v", n, ok)
+	}
+	for _, name := range []string{other + "batch_jobs_count", other + "duration_seconds_count"} {
+		if _, ok := metricValue(after, name); ok {
+			t.Errorf("%s shown on %s", name, backend)
+		}
 	}
 	for _, name := range []string{"dialbox_calls_in_progress", "dialbox_wallet_balance_vnd", "dialbox_webhook_outbox_backlog",
 		"dialbox_webhook_outbox_oldest_age_seconds", "dialbox_webhook_delivery_duration_seconds_count",
-		"dialbox_sqlite_commit_duration_seconds_count", "dialbox_build_info", "go_goroutines"} {
+		commits + "duration_seconds_count", "dialbox_build_info", "go_goroutines"} {
 		if _, ok := metricValue(after, name); !ok {
 			t.Errorf("%s missing", name)
 		}

@@ -509,7 +509,7 @@ func TestSIPRegisterThenCall(t *testing.T) {
 	if h := last.Req.GetHeader("Expires"); h == nil || h.Value() != "0" || last.Status != 200 {
 		t.Errorf("the stop's last REGISTER %v answered %d; want Expires: 0 accepted", last.Req, last.Status)
 	}
-	if sipTrunkRegistered.DeleteLabelValues("main") {
+	if r.m.metrics.trunkRegistered.DeleteLabelValues("main") {
 		t.Error("a stopped dialbox's trunk is still in /metrics")
 	}
 }
@@ -588,7 +588,7 @@ func TestSIPStopHangsUp(t *testing.T) {
 		t.Error("the answered call was still up at the far end after the stop")
 	}
 
-	st, err := OpenStore(filepath.Join(r.dir, "dialbox.db"))
+	st, err := OpenStore(filepath.Join(r.dir, "dialbox.db"), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,7 +745,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := OpenStore(filepath.Join(dir, "dialbox.db"))
+	s, err := OpenStore(filepath.Join(dir, "dialbox.db"), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -281,7 +281,7 @@ func (s *SQLiteStore) Import(ctx context.Context, req ImportRequest, now time.Ti
 		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now)
 		return err
 	})
-	return imported(res, allInvalid, err)
+	return imported(s.metrics.imports, res, allInvalid, err)
 }
 
 // importTx is an import's work in its store's writer, on either database
@@ -307,12 +307,13 @@ func importTx(ctx context.Context, tx sqldb.Querier, req ImportRequest, now time
 	return res, false, recordImport(ctx, tx, req, res, importAdded, now)
 }
 
-// imported is Import's answer once its writer has committed (or not).
-func imported(res *ImportResult, allInvalid bool, err error) (*ImportResult, error) {
+// imported is Import's answer once its writer has committed (or not),
+// counted into m.
+func imported(m importMetrics, res *ImportResult, allInvalid bool, err error) (*ImportResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	observeImport(len(res.Added), len(res.Skipped))
+	m.observe(len(res.Added), len(res.Skipped))
 	if allInvalid {
 		return res, errAllInvalid
 	}

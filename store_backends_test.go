@@ -16,7 +16,7 @@ import (
 // openBackendStore opens a new, empty store of the backend (testBackends).
 func openBackendStore(t testing.TB, backend string) Store {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)))
+	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)), newStoreMetrics(isPostgresURL(backendDatabase(t, backend))))
 	if err != nil {
 		t.Fatal(err)
 	}

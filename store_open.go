@@ -14,30 +14,31 @@ import (
 
 // openConfiguredStore opens the store cfg names, creating its schema (and
 // the SQLite file) when missing: serve's way, the one command that makes a
-// database.
-func openConfiguredStore(ctx context.Context, cfg Config) (Store, error) {
+// database. The store records into m.
+func openConfiguredStore(ctx context.Context, cfg Config, m storeMetrics) (Store, error) {
 	if isPostgresURL(cfg.Database) {
-		return OpenPostgres(ctx, cfg.Database, cfg.Cluster)
+		return OpenPostgres(ctx, cfg.Database, cfg.Cluster, m)
 	}
-	return OpenStore(cfg.Database)
+	return OpenStore(cfg.Database, m)
 }
 
 // openExistingStore opens the store cfg names for a command that reads or
 // changes data: it must already be a dialbox database. Created here, a
 // mistyped --database would be a new empty database the command then
 // "succeeds" on (docs/operations.md#which-commands-create-the-database).
-// An older schema is still brought up to date, as serve would.
+// An older schema is still brought up to date, as serve would. A command
+// serves no /metrics: its store's metrics are its own.
 func openExistingStore(ctx context.Context, cfg Config) (Store, error) {
 	if isPostgresURL(cfg.Database) {
 		if err := checkPostgresIsDialbox(ctx, cfg.Database); err != nil {
 			return nil, err
 		}
-		return OpenPostgres(ctx, cfg.Database, cfg.Cluster)
+		return OpenPostgres(ctx, cfg.Database, cfg.Cluster, newStoreMetrics(true))
 	}
 	if err := checkSQLiteIsDialbox(ctx, cfg.Database); err != nil {
 		return nil, err
 	}
-	return OpenStore(cfg.Database)
+	return OpenStore(cfg.Database, newStoreMetrics(false))
 }
 
 // errNoDatabase says that database is no dialbox database, and how one is

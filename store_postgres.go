@@ -36,6 +36,8 @@ type PostgresStore struct {
 	// renews.
 	heldMu       sync.Mutex
 	heldMessages map[int64]struct{}
+	// metrics are its commits, imports, claims and takeovers.
+	metrics storeMetrics
 
 	mu      sync.RWMutex // guards closed against importing racing Close
 	closed  bool
@@ -91,9 +93,10 @@ const postgresWriters = 4
 const postgresSettlers = 2
 
 // OpenPostgres connects to the database at url, brings its schema up to
-// date and starts the writers; node names this node and sets its leases.
-func OpenPostgres(ctx context.Context, url string, node ClusterConfig) (*PostgresStore, error) {
-	return openPostgresAt(ctx, url, len(postgresMigrations()), node)
+// date and starts the writers; node names this node and sets its leases;
+// the store records into m.
+func OpenPostgres(ctx context.Context, url string, node ClusterConfig, m storeMetrics) (*PostgresStore, error) {
+	return openPostgresAt(ctx, url, len(postgresMigrations()), node, m)
 }
 
 // nodeIDFor is the id of a node named name (the hostname when empty): the
@@ -107,7 +110,7 @@ func nodeIDFor(name string) string {
 	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), uuid.NewString()[:8])
 }
 
-func openPostgresAt(ctx context.Context, url string, version int, node ClusterConfig) (*PostgresStore, error) {
+func openPostgresAt(ctx context.Context, url string, version int, node ClusterConfig, m storeMetrics) (*PostgresStore, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -131,7 +134,7 @@ func openPostgresAt(ctx context.Context, url string, version int, node ClusterCo
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	s := &PostgresStore{pool: pool, node: id, lease: node.Lease.Duration,
-		heldMessages: map[int64]struct{}{}}
+		heldMessages: map[int64]struct{}{}, metrics: m}
 	s.sqlStore = sqlStore{db: sqldb.PGX(pool), catalog: &s.catalog,
 		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
@@ -280,7 +283,7 @@ func (s *PostgresStore) writer(jobs chan pgJob) {
 // answers every job after the commit.
 func (s *PostgresStore) commit(batch []pgJob) {
 	start := time.Now()
-	defer func() { observeCommit(len(batch), time.Since(start)) }()
+	defer func() { s.metrics.commits.observe(len(batch), time.Since(start)) }()
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -342,5 +345,5 @@ func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.
 		res, allInvalid, err = importTx(ctx, sqldb.PGX(tx), req, now)
 		return err
 	})
-	return imported(res, allInvalid, err)
+	return imported(s.metrics.imports, res, allInvalid, err)
 }

@@ -56,7 +56,7 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now 
 	if err != nil {
 		return nil, err
 	}
-	observeClaims(len(claims), len(out))
+	s.metrics.cluster.observeClaims(len(claims), len(out))
 	return out, nil
 }
 
@@ -460,7 +460,7 @@ func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry tim
 		}
 		if ok {
 			n++
-			observeTakeover(takeoverCall)
+			s.metrics.cluster.observeTakeover(takeoverCall)
 		}
 	}
 	return n, nil
@@ -507,7 +507,7 @@ func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
 			if err := s.renewLeases(ctx, time.Now()); err != nil {
-				observeLeaseRenewalFailure()
+				s.metrics.cluster.observeLeaseRenewalFailure()
 			}
 			cancel()
 		}

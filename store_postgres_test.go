@@ -19,7 +19,7 @@ func pgNodes(t *testing.T, n int) ([]*PostgresStore, int64) {
 	url := pgtest.Database(t)
 	var nodes []*PostgresStore
 	for range n {
-		s, err := OpenPostgres(context.Background(), url, DefaultConfig().Cluster)
+		s, err := OpenPostgres(context.Background(), url, DefaultConfig().Cluster, newStoreMetrics(true))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,12 +108,12 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := now.Add(nodes[0].lease + time.Second)
-	takeovers := testutil.ToFloat64(leaseTakeovers.WithLabelValues(takeoverMessage))
+	takeovers := testutil.ToFloat64(nodes[1].metrics.cluster.takeovers.WithLabelValues(takeoverMessage))
 	msgs, err := nodes[1].dueMessages(ctx, later, 10, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.ToFloat64(leaseTakeovers.WithLabelValues(takeoverMessage)) - takeovers; n != 2 {
+	if n := testutil.ToFloat64(nodes[1].metrics.cluster.takeovers.WithLabelValues(takeoverMessage)) - takeovers; n != 2 {
 		t.Errorf("dialbox_lease_takeovers_total{kind=\"message\"} went up by %v, want 2", n)
 	}
 	got := map[string]bool{}

@@ -56,7 +56,7 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, p
 			return nil, err
 		}
 		if was != "" && was != s.node {
-			observeTakeover(takeoverMessage)
+			s.metrics.cluster.observeTakeover(takeoverMessage)
 		}
 		d.Payload = []byte(payload)
 		list = append(list, d)

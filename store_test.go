@@ -29,7 +29,7 @@ func TestMigrations(t *testing.T) {
 	for from := 1; from < latest; from++ {
 		t.Run(fmt.Sprintf("from version %d", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
-			old, err := openStoreAt(path, from)
+			old, err := openStoreAt(path, from, newStoreMetrics(false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestMigrations(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s, err := OpenStore(path)
+			s, err := OpenStore(path, newStoreMetrics(false))
 			if err != nil {
 				t.Fatalf("opening a version %d database: %v", from, err)
 			}
@@ -97,7 +97,7 @@ func TestMigrations(t *testing.T) {
 			}
 
 			// Opening again migrates nothing and loses nothing.
-			again, err := OpenStore(path)
+			again, err := OpenStore(path, newStoreMetrics(false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func TestMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		if s, err := OpenStore(path); err == nil {
+		if s, err := OpenStore(path, newStoreMetrics(false)); err == nil {
 			s.Close()
 			t.Fatal("a database of a newer schema version opened")
 		} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer dialbox") {

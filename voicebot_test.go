@@ -462,7 +462,7 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 // content.
 func TestVoicebotMigratedCalls(t *testing.T) {
 	path := t.TempDir() + "/old.db"
-	old, err := openStoreAt(path, 5)
+	old, err := openStoreAt(path, 5, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 		storeExec(t, old, q)
 	}
 	old.Close()
-	s, err := OpenStore(path)
+	s, err := OpenStore(path, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -83,6 +84,8 @@ type Webhooks struct {
 	// faults may answer for the receiver (the admin API's webhook rules),
 	// and then nothing is sent; nil: none.
 	faults *Faults
+	// atShare is dialbox_webhook_endpoints_at_share.
+	atShare prometheus.Gauge
 
 	wake chan struct{}
 
@@ -107,15 +110,16 @@ type Webhooks struct {
 // NewWebhooks makes the deliverer of store's outbox, with cfg's workers,
 // share per endpoint, timeout and retries; faults may answer for the
 // receivers (nil: none), and selfURL is this node's own address, where a
-// webhook URL of the form /sink/{name} is delivered.
-func NewWebhooks(store outbox, faults *Faults, log *slog.Logger, cfg WebhooksConfig, selfURL string) *Webhooks {
+// webhook URL of the form /sink/{name} is delivered; atShare shows how
+// many endpoints are at their share.
+func NewWebhooks(store outbox, faults *Faults, log *slog.Logger, cfg WebhooksConfig, selfURL string, atShare prometheus.Gauge) *Webhooks {
 	schedule := make([]time.Duration, len(cfg.RetrySchedule))
 	for i, d := range cfg.RetrySchedule {
 		schedule[i] = d.Duration
 	}
 	return &Webhooks{
 		outbox: store, faults: faults, log: log, workers: cfg.Workers, maxInFlight: cfg.MaxInFlightPerEndpoint,
-		timeout: cfg.Timeout.Duration, schedule: schedule, selfURL: selfURL,
+		timeout: cfg.Timeout.Duration, schedule: schedule, selfURL: selfURL, atShare: atShare,
 		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               http.ProxyFromEnvironment,
@@ -298,7 +302,7 @@ func (w *Webhooks) read(ctx context.Context, now time.Time) (msgs []outMessage, 
 	}
 	full := w.endpointsFull()
 	w.mu.Unlock()
-	webhookEndpointsFull.Set(float64(len(full)))
+	w.atShare.Set(float64(len(full)))
 	if busy >= maxUnrecorded*w.workers {
 		return nil, false
 	}

@@ -125,7 +125,7 @@ func whStart(t testing.TB, s Store, faults *Faults, setup func(*WebhooksConfig))
 	if setup != nil {
 		setup(&cfg)
 	}
-	w := NewWebhooks(s, faults, discardLog(), cfg, "")
+	w := NewWebhooks(s, faults, discardLog(), cfg, "", newMetrics(false).endpointsAtShare)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
 			WHERE e.url = ? AND m.state = 'delivered'`, fast.URL()) == 20
 	})
 	waitFor(t, "the metric showing the slow endpoint at its share", func() bool {
-		return testutil.ToFloat64(webhookEndpointsFull) == 1
+		return testutil.ToFloat64(w.atShare) == 1
 	})
 	if n := stuck.Load(); n != share {
 		t.Errorf("the slow receiver holds %d attempts after the fast one got all, want %d (still stuck)", n, share)
