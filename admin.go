@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -286,62 +285,4 @@ func (a *Admin) CheckToken(r *http.Request, token string, now time.Time) (right 
 // app resolves the :app path parameter (an API key).
 func (a *Admin) app(r *http.Request, ps httprouter.Params) (*Application, error) {
 	return a.App(r.Context(), ps.ByName("app"))
-}
-
-// pageParams reads limit (see limitParam) and offset (default 0).
-func pageParams(q url.Values) (int, int, error) {
-	limit, err := limitParam(q)
-	if err != nil {
-		return 0, 0, err
-	}
-	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
-	if !ok {
-		return 0, 0, invalid("offset", "must be an integer of 0 or more")
-	}
-	return limit, offset, nil
-}
-
-// limitParam reads limit, the page size of the admin API's paged lists
-// (the journal has its own): 1 to 500, default 50.
-func limitParam(q url.Values) (int, error) {
-	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
-	if !ok {
-		return 0, invalid("limit", "must be an integer from 1 to 500")
-	}
-	return limit, nil
-}
-
-// timeParam reads an optional RFC 3339 query parameter.
-func timeParam(q url.Values, name string) (time.Time, error) {
-	s := q.Get(name)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return t, invalid(name, "must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
-	}
-	return t, nil
-}
-
-// cursorPageParams reads from, to, limit and cursor (a next_cursor of an
-// earlier page), and complains of the first bad one in that order.
-func cursorPageParams(q url.Values) (CursorPage, error) {
-	var p CursorPage
-	var err error
-	if p.From, err = timeParam(q, "from"); err != nil {
-		return p, err
-	}
-	if p.To, err = timeParam(q, "to"); err != nil {
-		return p, err
-	}
-	if p.Limit, err = limitParam(q); err != nil {
-		return p, err
-	}
-	if c := q.Get("cursor"); c != "" {
-		if p.Cursor, err = strconv.ParseInt(c, 10, 64); err != nil || p.Cursor <= 0 {
-			return p, invalid("cursor", "must be the next_cursor of an earlier page")
-		}
-	}
-	return p, nil
 }

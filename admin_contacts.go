@@ -2,17 +2,10 @@ package main
 
 import (
 	"errors"
-	"io"
-	"io/fs"
-	"mime"
 	"net/http"
-	"os"
-	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 )
-
-var contactStates = map[string]bool{"": true, ContactQueued: true, ContactDialing: true, ContactDone: true}
 
 func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error) {
 	app, err := a.app(r, ps)
@@ -59,37 +52,6 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 // (docs/voicebot.md#recordings).
 func (a *Admin) getRecording(r *http.Request, ps httprouter.Params) (any, error) {
 	return a.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
-}
-
-// ServedFile is an admin answer that is a file, not JSON: the body is the
-// file, downloaded under name.
-type ServedFile struct {
-	path, name, contentType string
-	missing                 error // the answer when the file is not there
-}
-
-// Serve writes the file; an error only when it could not be opened (then
-// nothing was written).
-func (f *ServedFile) Serve(w http.ResponseWriter) error {
-	file, err := os.Open(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f.missing // removed since its call was read (retention)
-	}
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return err
-	}
-	h := w.Header()
-	h.Set("Content-Type", f.contentType)
-	h.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.name}))
-	w.WriteHeader(http.StatusOK)
-	io.Copy(w, file) // a client gone mid-way is no error of ours
-	return nil
 }
 
 type contactWithCalls struct {

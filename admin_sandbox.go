@@ -208,15 +208,6 @@ func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
 
 // ---- fault rules ----
 
-// dialOutcomes are the call outcomes of docs/design.md#call-outcomes.
-var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
-	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
-
-type FaultBody struct {
-	FaultRule
-	Probability *float64 `json:"probability"`
-}
-
 // checkFault validates a new rule and fills in what it derives: the fields
 // every kind shares, then that no other kind's field is set, then the kind's
 // own fields, so the first problem reported is always the same one.

@@ -170,8 +170,6 @@ func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error
 
 // ---- webhook messages ----
 
-var messageStates = map[string]bool{"": true, msgPending: true, msgDelivered: true, msgDead: true}
-
 func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error) {
 	app, err := a.app(r, ps)
 	if err != nil {
