@@ -5,10 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +25,8 @@ import (
 // This file holds the type, its routes and its auth; the handlers are in
 // one file per resource (admin_apps.go, admin_wallet.go, admin_pools.go,
 // admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
-// admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go).
+// admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go);
+// the services its handlers share with the console are in admin_services.go.
 type Admin struct {
 	store     Store
 	region    string // phone.default_region, to read the phone filter
@@ -223,10 +222,10 @@ func (a *Admin) handle(h handler) httprouter.Handle {
 			return
 		}
 		result, err := h(r, ps)
-		if f, ok := result.(*servedFile); ok && err == nil {
+		if f, ok := result.(*ServedFile); ok && err == nil {
 			// A file is the answer itself; one that cannot be opened is
 			// answered as any error.
-			if err = f.serve(w); err == nil {
+			if err = f.Serve(w); err == nil {
 				return
 			}
 		} else if err == nil {
@@ -248,7 +247,7 @@ func (a *Admin) authorize(w http.ResponseWriter, r *http.Request) bool {
 	if !bearer {
 		token = ""
 	}
-	right, retryAfter := a.checkToken(r, token, a.now())
+	right, retryAfter := a.CheckToken(r, token, a.now())
 	if retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter)))
 		writeAdminError(w, errWrongTokens)
@@ -265,12 +264,12 @@ func (a *Admin) authorize(w http.ResponseWriter, r *http.Request) bool {
 // tokens (docs/admin.md#wrong-tokens).
 var errWrongTokens = &APIError{Code: 429, Message: "Too many wrong tokens"}
 
-// checkToken says whether token, presented by r's client to the admin API
+// CheckToken says whether token, presented by r's client to the admin API
 // or the console's sign-in, is the admin token, under the limit of wrong
 // tokens: the right one is checked first, and only refused (retryAfter >
 // 0, as a wrong one would be) within the limit's short back-off. No token
 // guesses nothing and costs nothing.
-func (a *Admin) checkToken(r *http.Request, token string, now time.Time) (right bool, retryAfter time.Duration) {
+func (a *Admin) CheckToken(r *http.Request, token string, now time.Time) (right bool, retryAfter time.Duration) {
 	token = strings.TrimSpace(token)
 	if token == "" {
 		return false, 0
@@ -285,67 +284,5 @@ func (a *Admin) checkToken(r *http.Request, token string, now time.Time) (right 
 
 // app resolves the :app path parameter (an API key).
 func (a *Admin) app(r *http.Request, ps httprouter.Params) (*Application, error) {
-	app, err := a.store.AppByKey(r.Context(), ps.ByName("app"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Application")
-	}
-	return app, err
-}
-
-// pageParams reads limit (see limitParam) and offset (default 0).
-func pageParams(q url.Values) (int, int, error) {
-	limit, err := limitParam(q)
-	if err != nil {
-		return 0, 0, err
-	}
-	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
-	if !ok {
-		return 0, 0, invalid("offset", "must be an integer of 0 or more")
-	}
-	return limit, offset, nil
-}
-
-// limitParam reads limit, the page size of the admin API's paged lists
-// (the journal has its own): 1 to 500, default 50.
-func limitParam(q url.Values) (int, error) {
-	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
-	if !ok {
-		return 0, invalid("limit", "must be an integer from 1 to 500")
-	}
-	return limit, nil
-}
-
-// timeParam reads an optional RFC 3339 query parameter.
-func timeParam(q url.Values, name string) (time.Time, error) {
-	s := q.Get(name)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return t, invalid(name, "must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
-	}
-	return t, nil
-}
-
-// cursorPageParams reads from, to, limit and cursor (a next_cursor of an
-// earlier page), and complains of the first bad one in that order.
-func cursorPageParams(q url.Values) (CursorPage, error) {
-	var p CursorPage
-	var err error
-	if p.From, err = timeParam(q, "from"); err != nil {
-		return p, err
-	}
-	if p.To, err = timeParam(q, "to"); err != nil {
-		return p, err
-	}
-	if p.Limit, err = limitParam(q); err != nil {
-		return p, err
-	}
-	if c := q.Get("cursor"); c != "" {
-		if p.Cursor, err = strconv.ParseInt(c, 10, 64); err != nil || p.Cursor <= 0 {
-			return p, invalid("cursor", "must be the next_cursor of an earlier page")
-		}
-	}
-	return p, nil
+	return a.App(r.Context(), ps.ByName("app"))
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func (a *Admin) listApps(r *http.Request, _ httprouter.Params) (any, error) {
-	apps, err := a.store.ListApps(r.Context())
+	apps, err := a.ListApps(r.Context())
 	return map[string]any{"applications": apps}, err
 }
 

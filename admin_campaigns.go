@@ -14,7 +14,7 @@ func (a *Admin) listCampaigns(r *http.Request, ps httprouter.Params) (any, error
 	if err != nil {
 		return nil, err
 	}
-	list, err := a.store.ListCampaigns(r.Context(), app.ID, r.URL.Query().Get("scenario_id"))
+	list, err := a.ListCampaigns(r.Context(), app.ID, r.URL.Query().Get("scenario_id"))
 	return map[string]any{"campaigns": list}, err
 }
 
@@ -23,11 +23,7 @@ func (a *Admin) getCampaign(r *http.Request, ps httprouter.Params) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.store.Campaign(r.Context(), app.ID, ps.ByName("campaign"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Campaign")
-	}
-	return c, err
+	return a.Campaign(r.Context(), app.ID, ps.ByName("campaign"))
 }
 
 func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, error) {
@@ -50,7 +46,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 	case c.ScenarioID == "":
 		return nil, invalid("scenario_id", "is required")
 	}
-	if _, err := a.scenario(r, app.ID, c.ScenarioID); err != nil {
+	if _, err := a.Scenario(r.Context(), app.ID, c.ScenarioID); err != nil {
 		if errors.Is(err, errNotFound) {
 			return nil, invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
 		}
@@ -73,14 +69,9 @@ func (a *Admin) setCampaignPaused(paused bool) handler {
 		if err != nil {
 			return nil, err
 		}
-		err = a.store.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused, a.now())
-		if errors.Is(err, errNotFound) {
-			return nil, notFound("Campaign")
-		}
-		if err != nil {
+		if err := a.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused); err != nil {
 			return nil, err
 		}
-		a.wake(app.ID)
 		return a.getCampaign(r, ps)
 	}
 }

@@ -2,17 +2,10 @@ package main
 
 import (
 	"errors"
-	"io"
-	"io/fs"
-	"mime"
 	"net/http"
-	"os"
-	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 )
-
-var contactStates = map[string]bool{"": true, ContactQueued: true, ContactDialing: true, ContactDone: true}
 
 func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error) {
 	app, err := a.app(r, ps)
@@ -26,14 +19,14 @@ func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, invalid("state", "must be queued, dialing or done")
 	}
 	if f.Phone != "" {
-		if f.Phone, err = normalizePhone(f.Phone, a.region); err != nil {
-			return nil, invalid("phone", err.Error())
+		if f.Phone, err = a.ContactPhone(f.Phone); err != nil {
+			return nil, err
 		}
 	}
 	if f.CursorPage, err = cursorPageParams(q); err != nil {
 		return nil, err
 	}
-	list, next, err := a.store.Contacts(r.Context(), app.ID, f)
+	list, next, err := a.Contacts(r.Context(), app.ID, f)
 	return map[string]any{"contacts": list, "next_cursor": next}, err
 }
 
@@ -42,10 +35,7 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, calls, err := a.store.Contact(r.Context(), app.ID, ps.ByName("contact"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Contact")
-	}
+	c, calls, err := a.Contact(r.Context(), app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
 	}
@@ -61,53 +51,7 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 // getRecording answers a call's recording, the WAV file itself
 // (docs/voicebot.md#recordings).
 func (a *Admin) getRecording(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	callID := ps.ByName("call")
-	size, err := a.store.recordingOf(r.Context(), app.ID, ps.ByName("contact"), callID)
-	switch {
-	case errors.Is(err, errNotFound):
-		return nil, notFound("Call")
-	case err != nil:
-		return nil, err
-	case size == 0 || a.recordings.Dir == "":
-		return nil, notFound("Recording")
-	}
-	return &servedFile{path: a.recordings.Path(callID), name: callID + recordingExt, contentType: "audio/wav",
-		missing: notFound("Recording")}, nil
-}
-
-// servedFile is an admin answer that is a file, not JSON: the body is the
-// file, downloaded under name.
-type servedFile struct {
-	path, name, contentType string
-	missing                 error // the answer when the file is not there
-}
-
-// serve writes the file; an error only when it could not be opened (then
-// nothing was written).
-func (f *servedFile) serve(w http.ResponseWriter) error {
-	file, err := os.Open(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f.missing // removed since its call was read (retention)
-	}
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return err
-	}
-	h := w.Header()
-	h.Set("Content-Type", f.contentType)
-	h.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.name}))
-	w.WriteHeader(http.StatusOK)
-	io.Copy(w, file) // a client gone mid-way is no error of ours
-	return nil
+	return a.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
 }
 
 type contactWithCalls struct {

@@ -13,7 +13,7 @@ func (a *Admin) listPools(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := a.store.Pools(r.Context(), app.ID, "")
+	pools, err := a.Pools(r.Context(), app.ID)
 	return map[string]any{"pools": pools}, err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -47,24 +48,24 @@ type clockBody struct {
 	OffsetSeconds *int64   `json:"offset_seconds"`
 }
 
-// clockState is the clock as GET and PUT /admin/v1/clock answer it.
-type clockState struct {
+// ClockState is the clock as GET and PUT /admin/v1/clock answer it.
+type ClockState struct {
 	TimeScale     float64   `json:"time_scale"`
 	Now           time.Time `json:"now"`
 	OffsetSeconds int64     `json:"offset_seconds"`
 }
 
-func (a *Admin) clockState() clockState {
+func (a *Admin) ClockState() ClockState {
 	scale := 1.0
 	if a.clock != nil {
 		scale = a.clock.TimeScale()
 	}
-	return clockState{TimeScale: scale, Now: a.sandboxNow.Now().UTC(),
+	return ClockState{TimeScale: scale, Now: a.sandboxNow.Now().UTC(),
 		OffsetSeconds: int64(a.sandboxNow.Offset().Round(time.Second) / time.Second)}
 }
 
 func (a *Admin) getClock(*http.Request, httprouter.Params) (any, error) {
-	return a.clockState(), nil
+	return a.ClockState(), nil
 }
 
 func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
@@ -87,9 +88,9 @@ func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
 	var err error
 	switch {
 	case b.Now != nil:
-		err = a.setSandboxNow(*b.Now)
+		err = a.SetSandboxNow(*b.Now)
 	case b.OffsetSeconds != nil:
-		err = a.setSandboxOffset(*b.OffsetSeconds)
+		err = a.SetSandboxOffset(*b.OffsetSeconds)
 	}
 	if err != nil {
 		return nil, err
@@ -100,8 +101,8 @@ func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
 	return a.getClock(r, ps)
 }
 
-// setTimeScale is the time scale's change, for the admin API and the console.
-func (a *Admin) setTimeScale(scale *float64) error {
+// SetTimeScale is the time scale's change, for the admin API and the console.
+func (a *Admin) SetTimeScale(scale *float64) error {
 	if err := a.checkTimeScale(scale); err != nil {
 		return err
 	}
@@ -126,9 +127,9 @@ const realTimeOnly = `is always the real time with real calls (dialer.kind = "si
 // maxOffsetDays is sandboxclock.MaxOffset in the words of the answers.
 const maxOffsetDays = int64(sandboxclock.MaxOffset / (24 * time.Hour))
 
-// setSandboxNow moves the sandbox's now to the RFC 3339 time given, from
+// SetSandboxNow moves the sandbox's now to the RFC 3339 time given, from
 // which it advances at real speed; the engine looks again at once.
-func (a *Admin) setSandboxNow(value string) error {
+func (a *Admin) SetSandboxNow(value string) error {
 	if a.sandboxNow == nil {
 		return invalid("now", realTimeOnly)
 	}
@@ -143,9 +144,9 @@ func (a *Admin) setSandboxNow(value string) error {
 	return nil
 }
 
-// setSandboxOffset moves the sandbox's now seconds from the real time; 0
+// SetSandboxOffset moves the sandbox's now seconds from the real time; 0
 // brings the real time back.
-func (a *Admin) setSandboxOffset(seconds int64) error {
+func (a *Admin) SetSandboxOffset(seconds int64) error {
 	if a.sandboxNow == nil {
 		return invalid("offset_seconds", realTimeOnly)
 	}
@@ -207,19 +208,10 @@ func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
 
 // ---- fault rules ----
 
-// dialOutcomes are the call outcomes of docs/design.md#call-outcomes.
-var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
-	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
-
-type faultBody struct {
-	FaultRule
-	Probability *float64 `json:"probability"`
-}
-
 // checkFault validates a new rule and fills in what it derives: the fields
 // every kind shares, then that no other kind's field is set, then the kind's
 // own fields, so the first problem reported is always the same one.
-func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
+func (a *Admin) checkFault(ctx context.Context, b *FaultBody) (*FaultRule, error) {
 	rule := b.FaultRule
 	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
 	rule.Probability = 1
@@ -236,7 +228,7 @@ func (a *Admin) checkFault(r *http.Request, b *faultBody) (*FaultRule, error) {
 		return nil, invalid("operation", "must be A, B or C (or absent for all three)")
 	}
 	if rule.APIKey != "" {
-		app, err := a.store.AppByKey(r.Context(), rule.APIKey)
+		app, err := a.store.AppByKey(ctx, rule.APIKey)
 		if errors.Is(err, errNotFound) {
 			return nil, invalid("api_key", quotedPrefix(rule.APIKey)+" is not an application")
 		}
@@ -359,25 +351,20 @@ func checkWebhookFault(rule *FaultRule) error {
 }
 
 func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
-	var b faultBody
+	var b FaultBody
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	rule, err := a.checkFault(r, &b)
-	if err != nil {
-		return nil, err
-	}
-	a.faults.Add(rule)
-	return rule, nil
+	return a.AddFault(r.Context(), &b)
 }
 
 func (a *Admin) listFaults(*http.Request, httprouter.Params) (any, error) {
-	return map[string]any{"faults": a.faults.List()}, nil
+	return map[string]any{"faults": a.FaultRules()}, nil
 }
 
 func (a *Admin) removeFault(_ *http.Request, ps httprouter.Params) (any, error) {
-	if !a.faults.Remove(ps.ByName("fault")) {
-		return nil, notFound("Fault rule")
+	if err := a.RemoveFault(ps.ByName("fault")); err != nil {
+		return nil, err
 	}
 	return map[string]string{"deleted": ps.ByName("fault")}, nil
 }

@@ -35,14 +35,6 @@ func showScenario(sc *Scenario) adminScenario {
 		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
 }
 
-func (a *Admin) scenario(r *http.Request, appID int64, id string) (*Scenario, error) {
-	sc, err := a.store.Scenario(r.Context(), appID, id)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Scenario")
-	}
-	return sc, err
-}
-
 func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error) {
 	app, err := a.app(r, ps)
 	if err != nil {
@@ -57,7 +49,7 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
+	list, total, err := a.ListScenarios(r.Context(), app.ID, status, limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +186,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 }
 
 func (a *Admin) showScenario(r *http.Request, appID int64, id string) (any, error) {
-	sc, err := a.scenario(r, appID, id)
+	sc, err := a.Scenario(r.Context(), appID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +216,7 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 	case b.Status != nil:
 		return nil, invalid("status", "changes only through submit, approve, reject and edit")
 	}
-	sc, err := a.scenario(r, app.ID, ps.ByName("scenario"))
+	sc, err := a.Scenario(r.Context(), app.ID, ps.ByName("scenario"))
 	if err != nil {
 		return nil, err
 	}

@@ -955,7 +955,7 @@ func TestWrongAdminTokensLimited(t *testing.T) {
 	s := startSandbox(t)
 	now := time.Now()
 	clock := func() time.Time { return now }
-	s.m.console.now, s.m.console.admin.now = clock, clock
+	s.m.console.now, s.m.console.admin.(*Admin).now = clock, clock
 	c := newConsoleClient(t, s.url)
 	for range 3 {
 		if resp := c.signIn("wrong-token-0123456789"); resp.StatusCode != http.StatusUnauthorized {
@@ -1014,7 +1014,7 @@ func TestWrongAdminTokensPerAddressAndOverall(t *testing.T) {
 	defer m.Close()
 	s := &testServer{m: m, url: m.URL()}
 	now := time.Now()
-	s.m.console.admin.now = func() time.Time { return now }
+	s.m.console.admin.(*Admin).now = func() time.Time { return now }
 	const wrong = "Bearer wrong-token-0123456789"
 	for range 5 {
 		if resp, _ := s.adminAs(t, "10.0.0.1", wrong); resp.StatusCode != 401 {
@@ -1057,7 +1057,7 @@ func TestWrongAdminTokensPerAddressAndOverall(t *testing.T) {
 	// Without trusted proxies X-Forwarded-For is the client's own word:
 	// every request is the connection's address.
 	plain := startSandbox(t)
-	plain.m.console.admin.now = func() time.Time { return now }
+	plain.m.console.admin.(*Admin).now = func() time.Time { return now }
 	for range 5 {
 		plain.adminAs(t, "10.0.0.1", wrong)
 	}

@@ -13,7 +13,7 @@ func (a *Admin) getWallet(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.store.Wallet(r.Context(), app.ID)
+	return a.Wallet(r.Context(), app.ID)
 }
 
 type walletBody struct {
@@ -98,5 +98,5 @@ func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	a.wake(app.ID)
-	return a.store.Wallet(r.Context(), app.ID)
+	return a.Wallet(r.Context(), app.ID)
 }

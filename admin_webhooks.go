@@ -19,7 +19,7 @@ func (a *Admin) listEndpoints(r *http.Request, ps httprouter.Params) (any, error
 	if err != nil {
 		return nil, err
 	}
-	list, err := a.store.Endpoints(r.Context(), app.ID)
+	list, err := a.Endpoints(r.Context(), app.ID)
 	for _, e := range list {
 		e.Secret = ""
 	}
@@ -31,10 +31,7 @@ func (a *Admin) endpoint(r *http.Request, ps httprouter.Params) (*Application, *
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := a.store.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
-	if errors.Is(err, errNotFound) {
-		return nil, nil, notFound("Webhook endpoint")
-	}
+	e, err := a.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
 	return app, e, err
 }
 
@@ -164,17 +161,14 @@ func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error
 	if err != nil {
 		return nil, invalid("since", "is required and must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
 	}
-	n, err := a.store.RecoverFailed(r.Context(), app.ID, e.ID, since, a.now())
+	n, err := a.RecoverFailed(r.Context(), app.ID, e.ID, since)
 	if err != nil {
 		return nil, err
 	}
-	a.wakeWebhooks()
 	return map[string]int64{"recovered": n}, nil
 }
 
 // ---- webhook messages ----
-
-var messageStates = map[string]bool{"": true, msgPending: true, msgDelivered: true, msgDead: true}
 
 func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error) {
 	app, err := a.app(r, ps)
@@ -189,7 +183,7 @@ func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error)
 	if f.CursorPage, err = cursorPageParams(q); err != nil {
 		return nil, err
 	}
-	list, next, err := a.store.Messages(r.Context(), app.ID, f)
+	list, next, err := a.Messages(r.Context(), app.ID, f)
 	return map[string]any{"messages": list, "next_cursor": next}, err
 }
 
@@ -198,10 +192,7 @@ func (a *Admin) getMessage(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, attempts, err := a.store.Message(r.Context(), app.ID, ps.ByName("message"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Webhook message")
-	}
+	m, attempts, err := a.Message(r.Context(), app.ID, ps.ByName("message"))
 	return messageWithAttempts{m, attempts}, err
 }
 
@@ -215,13 +206,8 @@ func (a *Admin) redeliver(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = a.store.Redeliver(r.Context(), app.ID, ps.ByName("message"), a.now())
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Webhook message")
-	}
-	if err != nil {
+	if err := a.Redeliver(r.Context(), app.ID, ps.ByName("message")); err != nil {
 		return nil, err
 	}
-	a.wakeWebhooks()
 	return a.getMessage(r, ps)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -15,22 +16,31 @@ import (
 	"sync"
 	"time"
 
+	"dialbox/internal/proxy"
+	"dialbox/internal/sandboxclock"
+
 	"github.com/julienschmidt/httprouter"
 )
 
 // Console is the web console at /console/ (docs/console.md): HTML pages
-// over the same store functions and sandbox parts the admin API uses,
+// over the admin API's services (consoleAdmin) and the sandbox's parts,
 // signed in with the admin token. This file holds the type, its routes,
 // rendering and the security headers; sessions and CSRF are in
 // console_session.go, the supervisor's pages in console_pages.go, the QA
 // engineer's in console_qa.go, live updates in console_live.go.
 type Console struct {
-	admin  *Admin     // the store, sandbox parts and wake-ups the admin API uses
-	engine *Engine    // calls up and calls per minute
+	admin  consoleAdmin
+	engine consoleEngine
 	sip    *SIPDialer // trunk use; nil with the simulated dialer
 	trunks []string   // sip.trunks' names, in order
-	log    *slog.Logger
-	now    func() time.Time
+	// The sandbox's parts the admin API reads too: the request journal
+	// (nil when off), the sink, and the time the rules of calling read.
+	journal    *Journal
+	sink       *Sink
+	sandboxNow *sandboxclock.Clock
+	proxies    proxy.Trusted // whether a request came over HTTPS
+	log        *slog.Logger
+	now        func() time.Time
 
 	pages    map[string]*template.Template
 	static   http.Handler
@@ -44,6 +54,69 @@ type Console struct {
 	stop     chan struct{} // closed when the server shuts down: streams end
 }
 
+// consoleAdmin is what the console asks of the admin API's services
+// (admin_services.go), so a page shows and a form does what the API would.
+type consoleAdmin interface {
+	consoleReads
+	consoleActions
+	consoleSandbox
+}
+
+// consoleReads are the supervisor's pages' reads; a missing record is
+// already the error the page shows.
+type consoleReads interface {
+	ListApps(ctx context.Context) ([]*Application, error)
+	App(ctx context.Context, key string) (*Application, error)
+	Wallet(ctx context.Context, appID int64) (Wallet, error)
+	Unfinished(ctx context.Context, appID int64) (int64, error)
+	Pools(ctx context.Context, appID int64) ([]*Pool, error)
+	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error)
+	Scenario(ctx context.Context, appID int64, id string) (*Scenario, error)
+	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error)
+	ScenarioHold(ctx context.Context, appID int64, wallet Wallet, sc *Scenario, now time.Time) (Hold, bool, error)
+	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error)
+	Campaign(ctx context.Context, appID int64, id string) (*Campaign, error)
+	ContactPhone(phone string) (string, error)
+	Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error)
+	Outcomes(ctx context.Context, appID int64) ([]string, error)
+	Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error)
+	Recording(ctx context.Context, appKey, contactID, callID string) (*ServedFile, error)
+	Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error)
+	Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error)
+	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
+	Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error)
+	Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error)
+}
+
+// consoleActions are the supervisor's forms; each wakes whoever the change
+// concerns.
+type consoleActions interface {
+	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error
+	Redeliver(ctx context.Context, appID int64, id string) error
+	RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error)
+}
+
+// consoleSandbox is the sign-in's token check and the QA engineer's
+// clock and fault rules.
+type consoleSandbox interface {
+	CheckToken(r *http.Request, token string, now time.Time) (right bool, retryAfter time.Duration)
+	ClockState() ClockState
+	RealTime() bool
+	SetTimeScale(scale *float64) error
+	SetSandboxNow(value string) error
+	SetSandboxOffset(seconds int64) error
+	AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error)
+	FaultRules() []FaultRule
+	RemoveFault(id string) error
+}
+
+// consoleEngine is what the console shows of the engine: calls up, and
+// calls per minute.
+type consoleEngine interface {
+	Live() LiveCalls
+	CallRate(appID int64, scenarioID, campaignID string) (ended, answered int)
+}
+
 //go:embed console/templates console/static
 var consoleFiles embed.FS
 
@@ -52,8 +125,10 @@ var consoleFiles embed.FS
 const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
-func newConsole(admin *Admin, engine *Engine, sip *SIPDialer, trunks []string, cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
-	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, log: log, now: time.Now,
+func newConsole(admin consoleAdmin, engine consoleEngine, sip *SIPDialer, trunks []string, journal *Journal, sink *Sink,
+	sandboxNow *sandboxclock.Clock, proxies proxy.Trusted, cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
+	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, journal: journal, sink: sink,
+		sandboxNow: sandboxNow, proxies: proxies, log: log, now: time.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration), secureCookies: cfg.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{})}
 	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html")
@@ -252,9 +327,9 @@ func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httproute
 		c.fail(w, r, nil, notFound("Recording"))
 		return
 	}
-	result, err := c.admin.getRecording(r, ps)
+	f, err := c.admin.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
 	if err == nil {
-		err = result.(*servedFile).serve(w)
+		err = f.Serve(w)
 	}
 	if err != nil {
 		c.fail(w, r, s, err)
@@ -320,8 +395,8 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 
 // render writes a whole page; a template error becomes a plain 500.
 func (c *Console) render(w http.ResponseWriter, status int, d layoutData) {
-	if d.SignedIn && c.admin.sandboxNow.Offset() != 0 {
-		now := c.admin.sandboxNow.Now()
+	if d.SignedIn && c.sandboxNow.Offset() != 0 {
+		now := c.sandboxNow.Now()
 		d.SandboxNow = &now
 	}
 	var buf bytes.Buffer

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -68,8 +67,8 @@ func (c *Console) overviewLive(r *http.Request, _ httprouter.Params) (liveFunc, 
 }
 
 func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
-	now := c.admin.sandboxNow.Now() // the time the holds are judged at
-	apps, err := c.admin.store.ListApps(ctx)
+	now := c.sandboxNow.Now() // the time the holds are judged at
+	apps, err := c.admin.ListApps(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -80,16 +79,16 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 	}
 	for _, app := range apps {
 		t := tenantView{App: app}
-		if t.Wallet, err = c.admin.store.Wallet(ctx, app.ID); err != nil {
+		if t.Wallet, err = c.admin.Wallet(ctx, app.ID); err != nil {
 			return nil, err
 		}
 		if h, held := walletHold(t.Wallet, now); held {
 			t.WalletHold = h.Text()
 		}
-		if t.Unfinished, err = c.admin.store.Unfinished(ctx, app.ID); err != nil {
+		if t.Unfinished, err = c.admin.Unfinished(ctx, app.ID); err != nil {
 			return nil, err
 		}
-		pools, err := c.admin.store.Pools(ctx, app.ID, "")
+		pools, err := c.admin.Pools(ctx, app.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +103,7 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 			row.Enabled, row.Busy, row.NoEnabledLines = len(enabled), live.Busy(app.ID, enabled), len(enabled) == 0
 			t.Pools = append(t.Pools, row)
 		}
-		scenarios, _, err := c.admin.store.ListScenarios(ctx, app.ID, "", 500, 0)
+		scenarios, _, err := c.admin.ListScenarios(ctx, app.ID, "", 500, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -123,12 +122,12 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 // scenarioRow says what a scenario is doing, by the scheduler's own rule.
 func (c *Console) scenarioRow(ctx context.Context, app *Application, wallet Wallet, sc *Scenario, live LiveCalls, now time.Time) (scenarioRow, error) {
 	row := scenarioRow{Scenario: sc, Live: live.Scenario(app.ID, sc.ID)}
-	p, err := c.admin.store.ContactProgress(ctx, app.ID, sc.ID, "")
+	p, err := c.admin.ContactProgress(ctx, app.ID, sc.ID, "")
 	if err != nil {
 		return row, err
 	}
 	row.Queued = p.Queued
-	hold, held, err := c.hold(ctx, app.ID, wallet, sc, now)
+	hold, held, err := c.admin.ScenarioHold(ctx, app.ID, wallet, sc, now)
 	if err != nil {
 		return row, err
 	}
@@ -147,28 +146,6 @@ func (c *Console) scenarioRow(ctx context.Context, app *Application, wallet Wall
 	return row, nil
 }
 
-// hold applies dialHold to a scenario as the scheduler would now.
-func (c *Console) hold(ctx context.Context, appID int64, wallet Wallet, sc *Scenario, now time.Time) (Hold, bool, error) {
-	in := dialInputs{Status: sc.Status, Wallet: wallet, Pool: sc.CallConfig.PoolHotlineKey}
-	in.Window, in.WindowErr = parseCallWindow(sc.CallConfig.CallWindow)
-	lines, err := c.admin.store.enabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
-	if err != nil {
-		return Hold{}, false, err
-	}
-	in.EnabledHotlines = len(lines.Numbers)
-	if sc.CallConfig.Purpose == PurposeAdvertising && in.WindowErr == nil {
-		ads, err := c.admin.store.AdSettings(ctx, appID)
-		if err != nil {
-			return Hold{}, false, err
-		}
-		if in.AdHours, err = parseCallWindow(ads.window()); err != nil {
-			return Hold{}, false, err
-		}
-	}
-	h, held := dialHold(in, now)
-	return h, held, nil
-}
-
 // ---- scenarios and campaigns ----
 
 type progressView struct {
@@ -185,11 +162,7 @@ type progressView struct {
 }
 
 func (c *Console) app(ctx context.Context, ps httprouter.Params) (*Application, error) {
-	app, err := c.admin.store.AppByKey(ctx, ps.ByName("app"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Application")
-	}
-	return app, err
+	return c.admin.App(ctx, ps.ByName("app"))
 }
 
 func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCampaign bool) (*progressView, error) {
@@ -200,34 +173,30 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 	d := &progressView{App: app}
 	scenarioID := ps.ByName("scenario")
 	if withCampaign {
-		if d.Campaign, err = c.admin.store.Campaign(ctx, app.ID, ps.ByName("campaign")); errors.Is(err, errNotFound) {
-			return nil, notFound("Campaign")
-		} else if err != nil {
+		if d.Campaign, err = c.admin.Campaign(ctx, app.ID, ps.ByName("campaign")); err != nil {
 			return nil, err
 		}
 		scenarioID = d.Campaign.ScenarioID
 	}
-	if d.Scenario, err = c.admin.store.Scenario(ctx, app.ID, scenarioID); errors.Is(err, errNotFound) {
-		return nil, notFound("Scenario")
-	} else if err != nil {
+	if d.Scenario, err = c.admin.Scenario(ctx, app.ID, scenarioID); err != nil {
 		return nil, err
 	}
 	campaignID := ""
 	if d.Campaign != nil {
 		campaignID = d.Campaign.ID
-	} else if d.Campaigns, err = c.admin.store.ListCampaigns(ctx, app.ID, scenarioID); err != nil {
+	} else if d.Campaigns, err = c.admin.ListCampaigns(ctx, app.ID, scenarioID); err != nil {
 		return nil, err
 	}
-	if d.Progress, err = c.admin.store.ContactProgress(ctx, app.ID, scenarioID, campaignID); err != nil {
+	if d.Progress, err = c.admin.ContactProgress(ctx, app.ID, scenarioID, campaignID); err != nil {
 		return nil, err
 	}
 	d.PerMinute, d.AnsweredPM = c.engine.CallRate(app.ID, scenarioID, campaignID)
-	wallet, err := c.admin.store.Wallet(ctx, app.ID)
+	wallet, err := c.admin.Wallet(ctx, app.ID)
 	if err != nil {
 		return nil, err
 	}
 	live := c.engine.Live()
-	row, err := c.scenarioRow(ctx, app, wallet, d.Scenario, live, c.admin.sandboxNow.Now())
+	row, err := c.scenarioRow(ctx, app, wallet, d.Scenario, live, c.sandboxNow.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -280,14 +249,9 @@ func (c *Console) pauseCampaign(paused bool) consoleAction {
 		if err != nil {
 			return "", "", err
 		}
-		err = c.admin.store.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused, c.now())
-		if errors.Is(err, errNotFound) {
-			return "", "", notFound("Campaign")
-		}
-		if err != nil {
+		if err := c.admin.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused); err != nil {
 			return "", "", err
 		}
-		c.admin.wake(app.ID)
 		if paused {
 			return back, "Paused: no new call starts; calls up finish.", nil
 		}
@@ -324,8 +288,8 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 		return nil, invalid("state", "must be queued, dialing or done")
 	}
 	if p := q.Get("phone"); p != "" {
-		if f.Phone, err = normalizePhone(p, c.admin.region); err != nil {
-			return nil, invalid("phone", err.Error())
+		if f.Phone, err = c.admin.ContactPhone(p); err != nil {
+			return nil, err
 		}
 	}
 	if f.From, err = dateParam(q, "from", 0); err != nil {
@@ -342,12 +306,12 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 			return nil, invalid("cursor", "must be the cursor of an earlier page")
 		}
 	}
-	list, next, err := c.admin.store.Contacts(ctx, app.ID, f)
+	list, next, err := c.admin.Contacts(ctx, app.ID, f)
 	if err != nil {
 		return nil, err
 	}
 	d := &contactsView{App: app, Filter: q, Contacts: list, States: []string{ContactQueued, ContactDialing, ContactDone}}
-	if d.Outcomes, err = c.admin.store.Outcomes(ctx, app.ID); err != nil {
+	if d.Outcomes, err = c.admin.Outcomes(ctx, app.ID); err != nil {
 		return nil, err
 	}
 	if next != "" {
@@ -389,10 +353,7 @@ func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, err
 	if err != nil {
 		return nil, err
 	}
-	k, calls, err := c.admin.store.Contact(r.Context(), app.ID, ps.ByName("contact"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Contact")
-	}
+	k, calls, err := c.admin.Contact(r.Context(), app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
 	}
@@ -431,12 +392,12 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 	q := r.URL.Query()
 	d := &webhooksView{App: app, Filter: q, States: []string{msgPending, msgDelivered, msgDead},
 		Since: c.now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
-	eps, err := c.admin.store.Endpoints(ctx, app.ID)
+	eps, err := c.admin.Endpoints(ctx, app.ID)
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range eps {
-		states, err := c.admin.store.MessageStates(ctx, e.ID)
+		states, err := c.admin.MessageStates(ctx, e.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -449,7 +410,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 	if f.CursorPage, err = cursorPageParams(q); err != nil {
 		return nil, err
 	}
-	list, next, err := c.admin.store.Messages(ctx, app.ID, f)
+	list, next, err := c.admin.Messages(ctx, app.ID, f)
 	if err != nil {
 		return nil, err
 	}
@@ -476,10 +437,7 @@ func (c *Console) messagePage(r *http.Request, ps httprouter.Params) (*view, err
 	if err != nil {
 		return nil, err
 	}
-	m, attempts, err := c.admin.store.Message(r.Context(), app.ID, ps.ByName("message"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Webhook message")
-	}
+	m, attempts, err := c.admin.Message(r.Context(), app.ID, ps.ByName("message"))
 	if err != nil {
 		return nil, err
 	}
@@ -492,14 +450,9 @@ func (c *Console) redeliver(r *http.Request, ps httprouter.Params, _ *session) (
 		return "", "", err
 	}
 	back := "/console/apps/" + url.PathEscape(app.APIKey) + "/webhook-messages/" + url.PathEscape(ps.ByName("message"))
-	err = c.admin.store.Redeliver(r.Context(), app.ID, ps.ByName("message"), c.now())
-	if errors.Is(err, errNotFound) {
-		return "", "", notFound("Webhook message")
-	}
-	if err != nil {
+	if err := c.admin.Redeliver(r.Context(), app.ID, ps.ByName("message")); err != nil {
 		return "", "", err
 	}
-	c.admin.wakeWebhooks()
 	return back, "Queued for delivery now, with the same webhook-id.", nil
 }
 
@@ -509,10 +462,7 @@ func (c *Console) recoverDead(r *http.Request, ps httprouter.Params, _ *session)
 		return "", "", err
 	}
 	back := "/console/apps/" + url.PathEscape(app.APIKey) + "/webhooks"
-	e, err := c.admin.store.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
-	if errors.Is(err, errNotFound) {
-		return "", "", notFound("Webhook endpoint")
-	}
+	e, err := c.admin.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
 	if err != nil {
 		return "", "", err
 	}
@@ -523,10 +473,9 @@ func (c *Console) recoverDead(r *http.Request, ps httprouter.Params, _ *session)
 			return back, "", invalid("since", "must be a time like 2026-01-31T08:00 (UTC)")
 		}
 	}
-	n, err := c.admin.store.RecoverFailed(r.Context(), app.ID, e.ID, since, c.now())
+	n, err := c.admin.RecoverFailed(r.Context(), app.ID, e.ID, since)
 	if err != nil {
 		return "", "", err
 	}
-	c.admin.wakeWebhooks()
 	return back, "Recovered " + strconv.FormatInt(n, 10) + " dead message(s): back in the outbox, due now.", nil
 }

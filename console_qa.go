@@ -49,8 +49,8 @@ func (c *Console) journalData(q url.Values) (*journalView, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &journalView{Filter: q, Off: c.admin.journal == nil}
-	d.Entries, d.Total = c.admin.journal.Find(f, journalPageSize)
+	d := &journalView{Filter: q, Off: c.journal == nil}
+	d.Entries, d.Total = c.journal.Find(f, journalPageSize)
 	if len(d.Entries) == journalPageSize && d.Total > journalPageSize {
 		nq := url.Values{}
 		for k, v := range q {
@@ -81,7 +81,7 @@ func (c *Console) journalLive(r *http.Request, _ httprouter.Params) (liveFunc, e
 	}
 	last := int64(-1)
 	return func(context.Context) ([]liveFragment, error) {
-		if latest := c.admin.journal.Latest(); latest == last {
+		if latest := c.journal.Latest(); latest == last {
 			return nil, nil // nothing new: nothing to render
 		} else {
 			last = latest
@@ -107,12 +107,12 @@ func (c *Console) journalEntryPage(r *http.Request, ps httprouter.Params) (*view
 	if err != nil {
 		return nil, notFound("Journal entry")
 	}
-	e, ok := c.admin.journal.Entry(id)
+	e, ok := c.journal.Entry(id)
 	if !ok {
 		return nil, &Error{Code: ENOTFOUND, Entity: "Journal entry", Message: "Journal entry is not found (the journal keeps the latest requests only)"}
 	}
 	scheme := "http"
-	if c.admin.proxies.HTTPS(r) { // the address the console was opened at, behind a TLS proxy too
+	if c.proxies.HTTPS(r) { // the address the console was opened at, behind a TLS proxy too
 		scheme = "https"
 	}
 	return &view{Page: "journal_entry", Title: "Request " + ps.ByName("entry"),
@@ -161,7 +161,7 @@ type codeChoice struct {
 }
 
 func (c *Console) faultsPage(*http.Request, httprouter.Params) (*view, error) {
-	d := &faultsView{Rules: c.admin.faults.List(), Operations: []string{"A", "B", "C"}, Codes: map[string][]codeChoice{}}
+	d := &faultsView{Rules: c.admin.FaultRules(), Operations: []string{"A", "B", "C"}, Codes: map[string][]codeChoice{}}
 	ops := map[string]operation{"A": opAddToScenario, "B": opListScenarios, "C": opAddToCampaign}
 	for op, codes := range operationCodes {
 		for _, code := range codes {
@@ -179,7 +179,7 @@ func (c *Console) faultsPage(*http.Request, httprouter.Params) (*view, error) {
 // own checks.
 func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
 	const back = "/console/faults"
-	var b faultBody
+	var b FaultBody
 	b.Kind = r.PostFormValue("kind")
 	b.APIKey = r.PostFormValue("api_key")
 	b.Operation = r.PostFormValue("operation")
@@ -219,17 +219,16 @@ func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (st
 		}
 		b.Probability = &p
 	}
-	rule, err := c.admin.checkFault(r, &b)
+	rule, err := c.admin.AddFault(r.Context(), &b)
 	if err != nil {
 		return back, "", err
 	}
-	c.admin.faults.Add(rule)
 	return back, "Rule " + rule.ID + " added.", nil
 }
 
 func (c *Console) deleteFault(_ *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
-	if !c.admin.faults.Remove(ps.ByName("fault")) {
-		return "/console/faults", "", notFound("Fault rule")
+	if err := c.admin.RemoveFault(ps.ByName("fault")); err != nil {
+		return "/console/faults", "", err
 	}
 	return "/console/faults", "Rule " + ps.ByName("fault") + " deleted.", nil
 }
@@ -254,7 +253,7 @@ func (c *Console) sinkPage(r *http.Request, _ httprouter.Params) (*view, error) 
 		}
 		before = n
 	}
-	all := c.admin.sink.Find(SinkFilter{}) // oldest first, at most sink.max_messages
+	all := c.sink.Find(SinkFilter{}) // oldest first, at most sink.max_messages
 	d := &sinkView{Total: len(all)}
 	for i := len(all) - 1; i >= 0 && len(d.Messages) <= sinkPageSize; i-- {
 		if before == 0 || all[i].ID < before {
@@ -272,21 +271,21 @@ func (c *Console) resetSink(r *http.Request, _ httprouter.Params, _ *session) (s
 	if r.PostFormValue("confirm") != "yes" {
 		return "/console/sink", "", invalid("confirm", "must be ticked: resetting forgets every webhook the sink received")
 	}
-	c.admin.sink.Clear("")
+	c.sink.Clear("")
 	return "/console/sink", "The sink was reset: every received webhook is forgotten.", nil
 }
 
 // ---- clock ----
 
 type clockView struct {
-	clockState
+	ClockState
 	Real   bool   // real calls: the time scale is fixed at 1, the time is the real one
 	Offset string // how far the sandbox's now is moved, "" when it is not
 }
 
 func (c *Console) clockPage(*http.Request, httprouter.Params) (*view, error) {
-	d := &clockView{clockState: c.admin.clockState(), Real: c.admin.clock == nil}
-	if off := c.admin.sandboxNow.Offset().Round(time.Second); off != 0 {
+	d := &clockView{ClockState: c.admin.ClockState(), Real: c.admin.RealTime()}
+	if off := c.sandboxNow.Offset().Round(time.Second); off != 0 {
 		d.Offset = off.String()
 		if off > 0 {
 			d.Offset = "+" + d.Offset
@@ -300,21 +299,21 @@ func (c *Console) clockPage(*http.Request, httprouter.Params) (*view, error) {
 func (c *Console) setClock(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
 	switch {
 	case r.PostFormValue("real") != "":
-		if err := c.admin.setSandboxOffset(0); err != nil {
+		if err := c.admin.SetSandboxOffset(0); err != nil {
 			return "/console/clock", "", err
 		}
 		return "/console/clock", "The sandbox's clock is back on the real time.", nil
 	case r.PostFormValue("now") != "":
-		if err := c.admin.setSandboxNow(r.PostFormValue("now")); err != nil {
+		if err := c.admin.SetSandboxNow(r.PostFormValue("now")); err != nil {
 			return "/console/clock", "", err
 		}
-		return "/console/clock", "The sandbox's time is now " + c.admin.sandboxNow.Now().UTC().Format("2006-01-02 15:04:05 UTC") + ".", nil
+		return "/console/clock", "The sandbox's time is now " + c.sandboxNow.Now().UTC().Format("2006-01-02 15:04:05 UTC") + ".", nil
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(r.PostFormValue("time_scale")), 64)
 	if err != nil {
 		return "/console/clock", "", invalid("time_scale", "must be a positive number")
 	}
-	if err := c.admin.setTimeScale(&v); err != nil {
+	if err := c.admin.SetTimeScale(&v); err != nil {
 		return "/console/clock", "", err
 	}
 	return "/console/clock", "Simulated time now runs " + strconv.FormatFloat(v, 'g', -1, 64) + " times faster.", nil

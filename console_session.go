@@ -156,7 +156,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	right, retryAfter := c.admin.checkToken(r, r.PostFormValue("token"), now)
+	right, retryAfter := c.admin.CheckToken(r, r.PostFormValue("token"), now)
 	if retryAfter > 0 {
 		secs := retryAfterSeconds(retryAfter)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -179,7 +179,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 // console.secure_cookies, else when the browser spoke HTTPS, to dialbox or
 // to a trusted proxy saying so (docs/console.md#security).
 func (c *Console) secure(r *http.Request) bool {
-	return c.secureCookies || c.admin.proxies.HTTPS(r)
+	return c.secureCookies || c.proxies.HTTPS(r)
 }
 
 func (c *Console) signout(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {

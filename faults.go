@@ -211,6 +211,18 @@ var faultCodes = map[int]*APIError{
 	3001: publicNotFound["Scenario"], 9999: errUnknownA, 500: errSystemC,
 }
 
+// FaultBody is a new fault rule as given, to the admin API or the
+// console's form: its probability absent means always.
+type FaultBody struct {
+	FaultRule
+	Probability *float64 `json:"probability"`
+}
+
+// dialOutcomes are the call outcomes of docs/design.md#call-outcomes a
+// dial fault may fix.
+var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
+	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
+
 // operationCodes are the codes each operation answers, in the order of
 // docs/api.md#every-code-and-when-it-is-answered: what the console offers
 // to force on it.

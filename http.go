@@ -6,17 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"mime"
 	"net/http"
+	"net/url"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 )
 
 // The HTTP edge both APIs share: the handler contract, reading JSON
-// bodies, writing answers, and the one place where domain errors
+// bodies, writing answers (a file among them), the paged lists' query parameters (the
+// console's lists read them too), and the one place where domain errors
 // (errors.go) become each API's codes, messages and statuses.
 
 // handler serves one route. It returns the result to answer as
@@ -374,4 +380,94 @@ func consoleError(err error) (status int, message string, known bool) {
 		}
 	}
 	return http.StatusInternalServerError, "Internal error: the server log has the details.", false
+}
+
+// pageParams reads limit (see limitParam) and offset (default 0).
+func pageParams(q url.Values) (int, int, error) {
+	limit, err := limitParam(q)
+	if err != nil {
+		return 0, 0, err
+	}
+	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
+	if !ok {
+		return 0, 0, invalid("offset", "must be an integer of 0 or more")
+	}
+	return limit, offset, nil
+}
+
+// limitParam reads limit, the page size of the admin API's and the console's paged lists
+// (the journal has its own): 1 to 500, default 50.
+func limitParam(q url.Values) (int, error) {
+	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
+	if !ok {
+		return 0, invalid("limit", "must be an integer from 1 to 500")
+	}
+	return limit, nil
+}
+
+// timeParam reads an optional RFC 3339 query parameter.
+func timeParam(q url.Values, name string) (time.Time, error) {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return t, invalid(name, "must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
+	}
+	return t, nil
+}
+
+// cursorPageParams reads from, to, limit and cursor (a next_cursor of an
+// earlier page), and complains of the first bad one in that order.
+func cursorPageParams(q url.Values) (CursorPage, error) {
+	var p CursorPage
+	var err error
+	if p.From, err = timeParam(q, "from"); err != nil {
+		return p, err
+	}
+	if p.To, err = timeParam(q, "to"); err != nil {
+		return p, err
+	}
+	if p.Limit, err = limitParam(q); err != nil {
+		return p, err
+	}
+	if c := q.Get("cursor"); c != "" {
+		if p.Cursor, err = strconv.ParseInt(c, 10, 64); err != nil || p.Cursor <= 0 {
+			return p, invalid("cursor", "must be the next_cursor of an earlier page")
+		}
+	}
+	return p, nil
+}
+
+// ServedFile is an answer that is a file, not JSON (the admin API's, the
+// console's recording): the body is the
+// file, downloaded under name.
+type ServedFile struct {
+	path, name, contentType string
+	missing                 error // the answer when the file is not there
+}
+
+// Serve writes the file; an error only when it could not be opened (then
+// nothing was written).
+func (f *ServedFile) Serve(w http.ResponseWriter) error {
+	file, err := os.Open(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f.missing // removed since its call was read (retention)
+	}
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", f.contentType)
+	h.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.name}))
+	w.WriteHeader(http.StatusOK)
+	io.Copy(w, file) // a client gone mid-way is no error of ours
+	return nil
 }

@@ -481,7 +481,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		for _, t := range m.Config.SIP.Trunks {
 			trunks = append(trunks, t.Name)
 		}
-		if m.console, err = newConsole(admin, m.engine, m.sip, trunks, m.Config.Console, m.Log); err != nil {
+		if m.console, err = newConsole(admin, m.engine, m.sip, trunks, journal, sink, m.sandboxNow, proxies, m.Config.Console, m.Log); err != nil {
 			return err
 		}
 		m.console.routes(router)

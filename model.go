@@ -218,6 +218,9 @@ const (
 	ContactDone    = "done"
 )
 
+// contactStates are the states a contacts filter may name ("": any).
+var contactStates = map[string]bool{"": true, ContactQueued: true, ContactDialing: true, ContactDone: true}
+
 // NewContact is a validated contact ready to be stored by an import.
 type NewContact struct {
 	Position int

@@ -442,7 +442,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 	// sent too many, every operation answers 429, whatever the token.
 	limited := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken)
 	at := time.Now()
-	limited.m.console.admin.now = func() time.Time { return at } // every request within the back-off
+	limited.m.console.admin.(*Admin).now = func() time.Time { return at } // every request within the back-off
 	lc := &adminContract{t: t, url: limited.url, auth: "Bearer wrong-token", seen: c.seen}
 	for range DefaultConfig().Admin.WrongTokensPerAddress {
 		lc.send("GET", "/admin/v1/apps", "Bearer wrong-token", "")

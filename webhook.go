@@ -38,6 +38,9 @@ const (
 	msgDead      = "dead"
 )
 
+// messageStates are the states a messages filter may name ("": any).
+var messageStates = map[string]bool{"": true, msgPending: true, msgDelivered: true, msgDead: true}
+
 // webhookIdle bounds how long the dispatcher sleeps with nothing due, so
 // changes made without Notify (an endpoint enabled again) are seen.
 const webhookIdle = time.Second

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The admin API's services: the reads and actions its handlers share with
+// the console (docs/console.md), each rule written once here: which error
+// a missing record is, who is woken after a change. The console declares
+// the part it uses (consoleAdmin); the handlers add the HTTP around them.
+
+// ---- reads ----
+
+// ListApps lists every application.
+func (a *Admin) ListApps(ctx context.Context) ([]*Application, error) { return a.store.ListApps(ctx) }
+
+// App finds an application by its API key.
+func (a *Admin) App(ctx context.Context, key string) (*Application, error) {
+	app, err := a.store.AppByKey(ctx, key)
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Application")
+	}
+	return app, err
+}
+
+// Wallet is an application's wallet.
+func (a *Admin) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+	return a.store.Wallet(ctx, appID)
+}
+
+// Unfinished counts an application's contacts not yet done.
+func (a *Admin) Unfinished(ctx context.Context, appID int64) (int64, error) {
+	return a.store.Unfinished(ctx, appID)
+}
+
+// Pools lists an application's hotline pools.
+func (a *Admin) Pools(ctx context.Context, appID int64) ([]*Pool, error) {
+	return a.store.Pools(ctx, appID, "")
+}
+
+// ListScenarios lists a page of an application's scenarios, with their total.
+func (a *Admin) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+	return a.store.ListScenarios(ctx, appID, status, limit, offset)
+}
+
+// Scenario finds one of an application's scenarios.
+func (a *Admin) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+	sc, err := a.store.Scenario(ctx, appID, id)
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Scenario")
+	}
+	return sc, err
+}
+
+// ContactProgress counts a scenario's contacts, or a campaign's.
+func (a *Admin) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error) {
+	return a.store.ContactProgress(ctx, appID, scenarioID, campaignID)
+}
+
+// ScenarioHold applies dialHold to a scenario as the scheduler would at
+// now: why it is not dialled, if it is not.
+func (a *Admin) ScenarioHold(ctx context.Context, appID int64, wallet Wallet, sc *Scenario, now time.Time) (Hold, bool, error) {
+	in := dialInputs{Status: sc.Status, Wallet: wallet, Pool: sc.CallConfig.PoolHotlineKey}
+	in.Window, in.WindowErr = parseCallWindow(sc.CallConfig.CallWindow)
+	lines, err := a.store.enabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
+	if err != nil {
+		return Hold{}, false, err
+	}
+	in.EnabledHotlines = len(lines.Numbers)
+	if sc.CallConfig.Purpose == PurposeAdvertising && in.WindowErr == nil {
+		ads, err := a.store.AdSettings(ctx, appID)
+		if err != nil {
+			return Hold{}, false, err
+		}
+		if in.AdHours, err = parseCallWindow(ads.window()); err != nil {
+			return Hold{}, false, err
+		}
+	}
+	h, held := dialHold(in, now)
+	return h, held, nil
+}
+
+// ListCampaigns lists an application's campaigns, or a scenario's.
+func (a *Admin) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
+	return a.store.ListCampaigns(ctx, appID, scenarioID)
+}
+
+// Campaign finds one of an application's campaigns.
+func (a *Admin) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+	c, err := a.store.Campaign(ctx, appID, id)
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Campaign")
+	}
+	return c, err
+}
+
+// ContactPhone reads a contact filter's phone as the contacts store it.
+func (a *Admin) ContactPhone(phone string) (string, error) {
+	p, err := normalizePhone(phone, a.region)
+	if err != nil {
+		return "", invalid("phone", err.Error())
+	}
+	return p, nil
+}
+
+// Contacts lists a page of an application's contacts, and the next page's cursor.
+func (a *Admin) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+	return a.store.Contacts(ctx, appID, f)
+}
+
+// Outcomes are the outcomes an application's contacts ended with.
+func (a *Admin) Outcomes(ctx context.Context, appID int64) ([]string, error) {
+	return a.store.Outcomes(ctx, appID)
+}
+
+// Contact finds one of an application's contacts, with its calls.
+func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
+	c, calls, err := a.store.Contact(ctx, appID, id)
+	if errors.Is(err, errNotFound) {
+		return nil, nil, notFound("Contact")
+	}
+	return c, calls, err
+}
+
+// Recording is a call's recording, the WAV file itself
+// (docs/voicebot.md#recordings).
+func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string) (*ServedFile, error) {
+	app, err := a.App(ctx, appKey)
+	if err != nil {
+		return nil, err
+	}
+	size, err := a.store.recordingOf(ctx, app.ID, contactID, callID)
+	switch {
+	case errors.Is(err, errNotFound):
+		return nil, notFound("Call")
+	case err != nil:
+		return nil, err
+	case size == 0 || a.recordings.Dir == "":
+		return nil, notFound("Recording")
+	}
+	return &ServedFile{path: a.recordings.Path(callID), name: callID + recordingExt, contentType: "audio/wav",
+		missing: notFound("Recording")}, nil
+}
+
+// Endpoints lists an application's webhook endpoints.
+func (a *Admin) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
+	return a.store.Endpoints(ctx, appID)
+}
+
+// Endpoint finds one of an application's webhook endpoints.
+func (a *Admin) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
+	e, err := a.store.Endpoint(ctx, appID, id)
+	if errors.Is(err, errNotFound) {
+		return nil, notFound("Webhook endpoint")
+	}
+	return e, err
+}
+
+// MessageStates counts an endpoint's messages by state.
+func (a *Admin) MessageStates(ctx context.Context, endpointID string) (map[string]int64, error) {
+	return a.store.MessageStates(ctx, endpointID)
+}
+
+// Messages lists a page of an application's webhook messages, and the next page's cursor.
+func (a *Admin) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
+	return a.store.Messages(ctx, appID, f)
+}
+
+// Message finds one of an application's webhook messages, with its attempts.
+func (a *Admin) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
+	m, attempts, err := a.store.Message(ctx, appID, id)
+	if errors.Is(err, errNotFound) {
+		return nil, nil, notFound("Webhook message")
+	}
+	return m, attempts, err
+}
+
+// ---- actions ----
+
+// SetCampaignPaused pauses or resumes a campaign; the engine looks again.
+func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error {
+	err := a.store.SetCampaignPaused(ctx, appID, id, paused, a.now())
+	if errors.Is(err, errNotFound) {
+		return notFound("Campaign")
+	}
+	if err != nil {
+		return err
+	}
+	a.wake(appID)
+	return nil
+}
+
+// Redeliver makes a webhook message due now, with the same webhook-id.
+func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
+	err := a.store.Redeliver(ctx, appID, id, a.now())
+	if errors.Is(err, errNotFound) {
+		return notFound("Webhook message")
+	}
+	if err != nil {
+		return err
+	}
+	a.wakeWebhooks()
+	return nil
+}
+
+// RecoverFailed puts an endpoint's messages dead since then back in the
+// outbox, due now, and says how many.
+func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error) {
+	n, err := a.store.RecoverFailed(ctx, appID, endpointID, since, a.now())
+	if err != nil {
+		return 0, err
+	}
+	a.wakeWebhooks()
+	return n, nil
+}
+
+// ---- the sandbox ----
+
+// AddFault checks a new fault rule (checkFault) and adds it.
+func (a *Admin) AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error) {
+	rule, err := a.checkFault(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	a.faults.Add(rule)
+	return rule, nil
+}
+
+// FaultRules lists the fault rules.
+func (a *Admin) FaultRules() []FaultRule { return a.faults.List() }
+
+// RemoveFault removes a fault rule.
+func (a *Admin) RemoveFault(id string) error {
+	if !a.faults.Remove(id) {
+		return notFound("Fault rule")
+	}
+	return nil
+}
+
+// RealTime says the server makes real calls: its time scale is fixed at 1.
+func (a *Admin) RealTime() bool { return a.clock == nil }
