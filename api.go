@@ -31,7 +31,7 @@ var (
 // API serves the public operations of the spec.
 type API struct {
 	cfg   Config
-	store Store
+	store apiStore
 	// now is the rules' time (a wallet's expiry, when contacts are due):
 	// the sandbox clock's. Rate limits keep the real time.
 	now      func() time.Time
@@ -48,7 +48,14 @@ type API struct {
 	faults  *Faults
 }
 
-func NewAPI(cfg Config, store Store, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
+// apiStore is the store as the public API reads it: through the
+// configuration cache (cache.go), which keeps its pages of scenarios too.
+type apiStore interface {
+	Store
+	keep(key string, load func() (any, error)) (any, error)
+}
+
+func NewAPI(cfg Config, store apiStore, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
 		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
 		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
@@ -246,10 +253,10 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 	if len(bad) > 0 {
 		return nil, validationError(bad...)
 	}
-	// The page is configuration only, so its JSON is kept with the rest of
-	// the store's configuration cache until a configuration write.
+	// The page is configuration only, so its JSON is kept in the
+	// configuration cache until a configuration write.
 	key := fmt.Sprintf("page\x00%d\x00%s\x00%d\x00%d\x00%s", app.ID, status, limit, offset, fieldsKey(fields))
-	page, err := cached(a.store.configCache(), key, func() (successBody, error) {
+	page, err := a.store.keep(key, func() (any, error) {
 		scenarios, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
 		if err != nil {
 			return nil, err

@@ -1,29 +1,32 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
-	"sync/atomic"
+	"time"
+
+	"dialbox/internal/destinations"
 )
 
-// catalogCache keeps reads of the tenants' configuration (applications,
-// scenarios, campaigns) in memory between writes. Every public request reads
-// some of it and it changes rarely; any commit that may change it
-// invalidates the whole cache (Store.commit), and so does any commit made
-// by another connection or process (watch), so a read never sees a value
-// older than the last committed change.
-type catalogCache struct {
-	version atomic.Uint64 // bumped after every commit that may change configuration
-	watch   *commitWatch  // other connections' commits (catalog_watch.go)
-	// deaf is set while a PostgreSQL node does not hear other nodes'
-	// configuration commits (store_postgres_notify.go): nothing is kept
-	// then, every read goes to the database.
-	deaf atomic.Bool
+// cachedStore is a Store whose reads of the tenants' configuration
+// (applications, scenarios, campaigns, pools, ...) are kept in memory
+// between changes: every public request reads some of it and it changes
+// rarely. The store counts the commits that may change configuration, its
+// own, other connections' and other nodes' (configVersion); an entry read
+// at an older count is never returned, so a read never sees a value older
+// than the last committed change. Every other method is the store's own.
+type cachedStore struct {
+	Store
 
 	mu      sync.RWMutex // every request reads; only a miss writes
-	at      uint64       // version the entries were read at
+	at      uint64       // configuration version the entries were read at
 	entries map[string]cachedRead
 }
+
+// newCachedStore wraps s, once, where the store is opened for a server.
+func newCachedStore(s Store) *cachedStore { return &cachedStore{Store: s} }
 
 type cachedRead struct {
 	value any
@@ -33,37 +36,121 @@ type cachedRead struct {
 // maxCachedReads bounds the memory a flood of distinct ids can take.
 const maxCachedReads = 10_000
 
-func (c *catalogCache) invalidate() { c.version.Add(1) }
-
 // cached returns the remembered result of load under key, or runs load and
-// remembers it. Errors other than errNotFound are never remembered.
-func cached[T any](c *catalogCache, key string, load func() (T, error)) (T, error) {
-	if c.watch != nil { // SQLite's; nil on PostgreSQL
-		c.watch.check(c)
-	}
-	if c.deaf.Load() {
+// remembers it. Errors other than errNotFound are never remembered, and
+// nothing is while the store cannot tell the configuration's version.
+func cached[T any](s *cachedStore, key string, load func() (T, error)) (T, error) {
+	v, ok := s.configVersion()
+	if !ok {
 		return load()
 	}
-	v := c.version.Load()
-	c.mu.RLock()
-	e, ok := c.entries[key]
-	ok = ok && c.at == v
-	c.mu.RUnlock()
-	if ok {
+	s.mu.RLock()
+	e, hit := s.entries[key]
+	hit = hit && s.at == v
+	s.mu.RUnlock()
+	if hit {
 		return e.value.(T), e.err
 	}
 	value, err := load()
 	if err == nil || errors.Is(err, errNotFound) {
-		c.mu.Lock()
-		// A write committed during load bumped the version: what load read
+		s.mu.Lock()
+		// A change committed during load moved the version: what load read
 		// may be stale, so it is not kept.
-		if c.version.Load() == v {
-			if c.at != v || c.entries == nil || len(c.entries) >= maxCachedReads {
-				c.entries, c.at = map[string]cachedRead{}, v
+		if now, ok := s.configVersion(); ok && now == v {
+			if s.at != v || s.entries == nil || len(s.entries) >= maxCachedReads {
+				s.entries, s.at = map[string]cachedRead{}, v
 			}
-			c.entries[key] = cachedRead{value, err}
+			s.entries[key] = cachedRead{value, err}
 		}
-		c.mu.Unlock()
+		s.mu.Unlock()
 	}
 	return value, err
+}
+
+// keep is cached for a value made from configuration alone outside the
+// store: the public API's pages of scenarios (api.go).
+func (s *cachedStore) keep(key string, load func() (any, error)) (any, error) {
+	return cached(s, key, load)
+}
+
+// AppByKey: a copy, since callers may change what they get.
+func (s *cachedStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
+	app, err := cached(s, "app\x00"+apiKey, func() (*Application, error) { return s.Store.AppByKey(ctx, apiKey) })
+	if err != nil {
+		return nil, err
+	}
+	clone := *app
+	return &clone, nil
+}
+
+// WalletExpired keeps only what configuration changes of a wallet, whether
+// it is prepaid and its expiry; the balance, which calls change, is not kept.
+func (s *cachedStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
+	w, err := cached(s, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
+		w, err := s.Store.Wallet(ctx, appID)
+		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
+	})
+	return w.Expired(now), err
+}
+
+func (s *cachedStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
+	return cached(s, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
+		return s.Store.PoolAvailable(ctx, appID, poolKey)
+	})
+}
+
+func (s *cachedStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+	sc, err := cached(s, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
+		return s.Store.Scenario(ctx, appID, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc.clone(), nil
+}
+
+func (s *cachedStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+	c, err := cached(s, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
+		return s.Store.Campaign(ctx, appID, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	clone := *c
+	return &clone, nil
+}
+
+// AdSettings are read by the scheduler at every tick.
+func (s *cachedStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
+	return cached(s, fmt.Sprintf("advertising\x00%d", appID), func() (AdSettings, error) {
+		return s.Store.AdSettings(ctx, appID)
+	})
+}
+
+// activeScenarios are read at every scheduler tick.
+func (s *cachedStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+	list, err := cached(s, "active scenarios", func() ([]*Scenario, error) { return s.Store.activeScenarios(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Scenario, len(list))
+	for i, sc := range list {
+		out[i] = sc.clone()
+	}
+	return out, nil
+}
+
+// enabledHotlines: the scheduler asks at every tick, and a pool of hundreds
+// of numbers read each time was a tenth of the CPU of a busy SIP trunk.
+// Callers must not change the slice.
+func (s *cachedStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+	return cached(s, fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey), func() (poolLines, error) {
+		return s.Store.enabledHotlines(ctx, appID, poolKey)
+	})
+}
+
+func (s *cachedStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
+	return cached(s, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
+		return s.Store.appDestinations(ctx, appID)
+	})
 }

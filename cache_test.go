@@ -12,11 +12,12 @@ import (
 // survive imports, and cannot be corrupted by a caller editing its copy.
 func TestCatalogCache(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"), newStoreMetrics(false))
+	store, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer store.Close()
+	s := newCachedStore(store)
 	fa := &FixtureApp{Name: "before", APIKey: "k", APISecret: "s",
 		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001"}}},
 		Scenarios: []*FixtureScenario{{ID: "sc", Status: StatusActive, Content: "x",
@@ -41,15 +42,15 @@ func TestCatalogCache(t *testing.T) {
 	}
 
 	// An import keeps the cache; a configuration write is seen at once.
-	version := s.catalog.version.Load()
+	version := store.configChanges.Load()
 	req := ImportRequest{AppID: app.ID, ScenarioID: "sc", Contacts: []NewContact{{ID: "c1", Phone: "+84912345678", Fields: []byte("{}")}}}
 	if _, err := s.Import(ctx, req, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if s.catalog.version.Load() != version {
+	if store.configChanges.Load() != version {
 		t.Error("an import invalidated the configuration cache")
 	}
-	if err := s.Write(ctx, func(tx *sql.Tx) error {
+	if err := store.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE applications SET name = 'after'; INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc2', 0, 0)`, app.ID)
 		return err
 	}); err != nil {
@@ -68,7 +69,7 @@ func TestCatalogCache(t *testing.T) {
 	if ok, _ := s.PoolAvailable(ctx, app.ID, "POOL_SYSTEM"); !ok {
 		t.Fatal("pool with an enabled hotline unavailable")
 	}
-	if err := s.Write(ctx, func(tx *sql.Tx) error {
+	if err := store.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE wallets SET prepaid = 1, expires_at = 1; UPDATE hotlines SET enabled = 0`)
 		return err
 	}); err != nil {
@@ -85,7 +86,7 @@ func TestCatalogCache(t *testing.T) {
 	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != errNotFound {
 		t.Fatalf("missing scenario: %v", err)
 	}
-	s.Write(ctx, func(tx *sql.Tx) error {
+	store.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc3', 0, 0)`, app.ID)
 		return err
 	})

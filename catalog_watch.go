@@ -78,9 +78,9 @@ func (w *commitWatch) close() {
 	}
 }
 
-// check drops the cache c if a connection other than this store's writer
-// committed since the last check. It runs before every cached read.
-func (w *commitWatch) check(c *catalogCache) {
+// check counts a change in changes if a connection other than this store's
+// writer committed since the last check. It runs before every cached read.
+func (w *commitWatch) check(changes *atomic.Uint64) {
 	if v, ok := w.shm.iChange(); ok && v == w.seen.Load() {
 		return
 	}
@@ -92,25 +92,25 @@ func (w *commitWatch) check(c *catalogCache) {
 	if ok && v == w.seen.Load() {
 		return // the writer's own commit, accounted for
 	}
-	c.invalidate()
+	changes.Add(1)
 	if ok {
 		w.seen.Store(v)
 	}
 }
 
 // committing is called by the writer just before COMMIT; committed, which
-// must follow, records the commit's counter and drops the cache c if
-// another connection committed meanwhile.
+// must follow, records the commit's counter and counts a change in changes
+// if another connection committed meanwhile.
 func (w *commitWatch) committing() { w.gate.Lock() }
 
-func (w *commitWatch) committed(c *catalogCache) {
+func (w *commitWatch) committed(changes *atomic.Uint64) {
 	defer w.gate.Unlock()
 	// The counter first: data_version, read after it, then covers any
 	// other connection's commit up to the moment the counter was read.
 	v, ok := w.shm.iChange()
 	var dv int64
 	if err := w.dataVersion.QueryRow().Scan(&dv); err != nil || dv != w.lastDataVersion || !ok {
-		c.invalidate()
+		changes.Add(1)
 	}
 	w.lastDataVersion = dv
 	if ok {

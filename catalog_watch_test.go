@@ -52,12 +52,12 @@ func BenchmarkCachedListScenarios(b *testing.B) {
 func BenchmarkCachedAppByKey(b *testing.B) {
 	s := startServer(b, benchFixtures)
 	ctx := context.Background()
-	if _, err := s.m.store.AppByKey(ctx, "bench-key"); err != nil {
+	if _, err := s.m.catalog.AppByKey(ctx, "bench-key"); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s.m.store.AppByKey(ctx, "bench-key")
+		s.m.catalog.AppByKey(ctx, "bench-key")
 	}
 }
 
@@ -68,11 +68,12 @@ func BenchmarkCachedAppByKey(b *testing.B) {
 func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "two.db")
-	server, err := OpenStore(db, newStoreMetrics(false))
+	serverStore, err := OpenStore(db, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer server.Close()
+	defer serverStore.Close()
+	server := newCachedStore(serverStore)
 	other, err := OpenStore(db, newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	var version uint64
 	for i := range 4 {
 		if i == 1 {
-			version = server.catalog.version.Load()
+			version = serverStore.configChanges.Load()
 		}
 		req := ImportRequest{AppID: app.ID, ScenarioID: "sc",
 			Contacts: []NewContact{{ID: fmt.Sprint("c", i), Phone: fmt.Sprint("+8491234567", i), Fields: []byte("{}")}}}
@@ -128,7 +129,7 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 		}
 		server.AppByKey(ctx, "k")
 	}
-	if server.catalog.version.Load() != version {
+	if serverStore.configChanges.Load() != version {
 		t.Error("the store's own imports invalidated its configuration cache")
 	}
 }

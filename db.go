@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dialbox/internal/sqldb"
@@ -43,9 +44,12 @@ type SQLiteStore struct {
 
 	metrics storeMetrics // its commits and imports
 
-	catalog catalogCache
-	tokens  tokenCache        // verified ACCESS_TOKENs (auth.go)
-	storage writehealth.State // the last write that failed for want of room
+	// configChanges counts the commits that may change configuration
+	// (configVersion), other connections' seen through watch.
+	configChanges atomic.Uint64
+	watch         *commitWatch
+	tokens        tokenCache        // verified ACCESS_TOKENs (auth.go)
+	storage       writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
 	// calls deleted; none when the store was opened without a config.
 	recordings RecordingFiles
@@ -55,7 +59,7 @@ type writeJob struct {
 	fn     func(*sql.Tx) error
 	result chan error
 	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
-	// never the tenants' configuration, so they leave the catalog cache valid.
+	// never the tenants' configuration, so they leave configChanges alone.
 	dataOnly bool
 	// alone jobs commit in a transaction of their own: the storage probe,
 	// whose SQLITE_FULL may roll back the whole transaction it is in.
@@ -116,13 +120,13 @@ func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, er
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
 	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m}
-	s.sqlStore = sqlStore{db: sqldb.SQL(read), catalog: &s.catalog,
+	s.sqlStore = sqlStore{db: sqldb.SQL(read),
 		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
 	if err := s.stmts.prepare(write, version); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
-	if s.catalog.watch, err = openCommitWatch(path, write); err != nil {
+	if s.watch, err = openCommitWatch(path, write); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -145,10 +149,10 @@ func (s *SQLiteStore) Close() error {
 }
 
 func (s *SQLiteStore) closeDBs() error {
-	s.catalog.watch.closeStatement()
+	s.watch.closeStatement()
 	s.stmts.close()
 	err := errors.Join(s.read.Close(), s.write.Close())
-	s.catalog.watch.close() // after the connections: it holds a descriptor of the -shm
+	s.watch.close() // after the connections: it holds a descriptor of the -shm
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close())
 	}
@@ -272,7 +276,10 @@ func (s *SQLiteStore) CheckStorage(ctx context.Context) error {
 	return nil
 }
 
-func (s *SQLiteStore) configCache() *catalogCache { return &s.catalog }
+func (s *SQLiteStore) configVersion() (uint64, bool) {
+	s.watch.check(&s.configChanges)
+	return s.configChanges.Load(), true
+}
 
 func (s *SQLiteStore) verifiedTokens() *tokenCache { return &s.tokens }
 
@@ -371,18 +378,18 @@ func (s *SQLiteStore) commit(batch []writeJob) {
 				return err
 			}
 		}
-		s.catalog.watch.committing()
+		s.watch.committing()
 		committing = true
 		return tx.Commit()
 	}()
 	for _, job := range batch {
 		if !job.dataOnly {
-			s.catalog.invalidate() // after the commit: a read from now on sees it
+			s.configChanges.Add(1) // after the commit: a read from now on sees it
 			break
 		}
 	}
 	if committing {
-		s.catalog.watch.committed(&s.catalog) // after the invalidation: a read waiting on it sees that too
+		s.watch.committed(&s.configChanges) // after the count: a read waiting on it sees that too
 	}
 	s.storage.Note(err)
 	for i, job := range batch {

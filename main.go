@@ -112,8 +112,11 @@ type Main struct {
 	AccessLog *slog.Logger
 	logs      *logBuffer // behind both loggers when log.flush_interval > 0
 
-	metrics   *metrics // what this server's /metrics serves, handed to each part
-	store     Store
+	metrics *metrics // what this server's /metrics serves, handed to each part
+	store   Store
+	// catalog is store seen through the configuration cache (cache.go):
+	// what the parts that serve and call are given.
+	catalog   *cachedStore
 	serveLock *os.File // held while serving: one server per database
 	// adminTokenFromEnv: Config.Admin.Token came from DIALBOX_ADMIN_TOKEN.
 	adminTokenFromEnv bool
@@ -240,6 +243,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.store.setRecordings(recordingFiles(cfg))
+	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {
 			defer m.serveLock.Close()
@@ -284,7 +288,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// The parts, in dependency order, each complete before it is handed on
 	// (faults and the journal are nil-safe; the admin API mounts them).
 	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
-	faults := NewFaults(m.store)
+	faults := NewFaults(m.catalog)
 	var dialer Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == DialerSIP {
@@ -297,17 +301,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
-	m.webhooks = NewWebhooks(m.store, faults, m.Log, cfg.Webhooks, m.URL(), m.metrics.endpointsAtShare)
+	m.webhooks = NewWebhooks(m.catalog, faults, m.Log, cfg.Webhooks, m.URL(), m.metrics.endpointsAtShare)
 	policy, err := destinations.New(cfg.Phone.DefaultRegion, cfg.Destinations)
 	if err != nil {
 		return err
 	}
-	m.engine = NewEngine(EngineParts{Store: m.store, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
+	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
 		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
-	importer := NewImporter(m.store, cfg, m.Log, m.engine.Notify)
-	m.api = NewAPI(cfg, m.store, importer, journal, faults, m.Log)
+	importer := NewImporter(m.catalog, cfg, m.Log, m.engine.Notify)
+	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
 	m.api.now = m.sandboxNow.Now
 
 	router := newRouter()
@@ -455,7 +459,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
 		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
 		MaxAddresses: 10_000}, m.Log)
-	admin := &Admin{store: m.store, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
+	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		wrongTokens: wrongTokens, proxies: proxies,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),

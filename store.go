@@ -97,14 +97,7 @@ func destinationsJSON(r destinations.Rules) (allow, deny string) {
 
 // AppByKey finds an application by its API key, disabled ones included.
 func (s *sqlStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
-	app, err := cached(s.catalog, "app\x00"+apiKey, func() (*Application, error) {
-		return scanApp(s.db.QueryRow(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
-	})
-	if err != nil {
-		return nil, err
-	}
-	clone := *app // callers may change what they get; the cached value must not
-	return &clone, nil
+	return scanApp(s.db.QueryRow(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
 }
 
 // DemoApp is the demo tenant made on a first run, if there is one.
@@ -143,25 +136,19 @@ func scanWallet(row interface{ Scan(...any) error }) (Wallet, error) {
 }
 
 // WalletExpired reports whether the application's wallet is prepaid and
-// past its expiry at now. Prepaid and expiry change only with configuration
-// (the balance, which calls change, is not cached), so it is cached.
+// past its expiry at now.
 func (s *sqlStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
-	w, err := cached(s.catalog, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
-		w, err := s.Wallet(ctx, appID)
-		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
-	})
+	w, err := s.Wallet(ctx, appID)
 	return w.Expired(now), err
 }
 
 // PoolAvailable reports whether the pool has at least one enabled hotline.
 func (s *sqlStore) PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error) {
-	return cached(s.catalog, fmt.Sprintf("pool\x00%d\x00%s", appID, poolKey), func() (bool, error) {
-		var ok bool
-		err := s.db.QueryRow(ctx,
-			`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1)`,
-			appID, poolKey).Scan(&ok)
-		return ok, err
-	})
+	var ok bool
+	err := s.db.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM hotlines WHERE app_id = ? AND pool_key = ? AND enabled = 1)`,
+		appID, poolKey).Scan(&ok)
+	return ok, err
 }
 
 // ---- scenarios and campaigns ----
@@ -198,14 +185,8 @@ func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 
 // Scenario returns the tenant's scenario id, or errNotFound.
 func (s *sqlStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
-	sc, err := cached(s.catalog, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
-		return scanScenario(s.db.QueryRow(ctx,
-			`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sc.clone(), nil
+	return scanScenario(s.db.QueryRow(ctx,
+		`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
 }
 
 // ListScenarios returns one page of the tenant's scenarios, newest first,
@@ -245,15 +226,8 @@ func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
 
 // Campaign returns the tenant's campaign id, or errNotFound.
 func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
-	c, err := cached(s.catalog, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
-		return scanCampaign(s.db.QueryRow(ctx,
-			`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
-	})
-	if err != nil {
-		return nil, err
-	}
-	clone := *c
-	return &clone, nil
+	return scanCampaign(s.db.QueryRow(ctx,
+		`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
 }
 
 // ---- imports ----

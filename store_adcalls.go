@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"dialbox/internal/sqldb"
@@ -17,11 +16,8 @@ import (
 // own (store_postgres_engine.go).
 
 // AdSettings are a tenant's advertising settings: its own, or the decree's.
-// Configuration, so cached: the scheduler reads them at every tick.
 func (s *sqlStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
-	return cached(s.catalog, fmt.Sprintf("advertising\x00%d", appID), func() (AdSettings, error) {
-		return adSettingsOf(ctx, s.db, appID)
-	})
+	return adSettingsOf(ctx, s.db, appID)
 }
 
 // adSettingsOf reads a tenant's settings, the decree's when it set none;

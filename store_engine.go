@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -20,19 +19,8 @@ import (
 // activeScenarios are the scenarios the engine dials, oldest first (ties
 // by tenant, then by id byte by byte, on both databases).
 func (s *sqlStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
-	// Read at every scheduler tick; it is configuration, so it is cached.
-	list, err := cached(s.catalog, "active scenarios", func() ([]*Scenario, error) {
-		return sqldb.Collect(ctx, s.db, scanScenario, `SELECT `+scenarioColumns+` FROM scenarios
-			WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`+s.db.Dialect().CollateC())
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Scenario, len(list))
-	for i, sc := range list {
-		out[i] = sc.clone()
-	}
-	return out, nil
+	return sqldb.Collect(ctx, s.db, scanScenario, `SELECT `+scenarioColumns+` FROM scenarios
+		WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`+s.db.Dialect().CollateC())
 }
 
 // dueContact is a queued contact whose next attempt is due.
@@ -80,32 +68,25 @@ type poolLines struct {
 	Trunk   string
 }
 
-// enabledHotlines is the pool's enabled numbers and trunk. The pool is
-// configuration, so it comes from the configuration cache: the
-// scheduler asks at every tick, and a pool of hundreds of numbers read
-// each time was a tenth of the CPU of a busy SIP trunk. Callers must not
-// change the slice.
+// enabledHotlines is the pool's enabled numbers and trunk.
 func (s *sqlStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
-	key := fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey)
-	return cached(s.catalog, key, func() (poolLines, error) {
-		// Numbers ordered byte by byte, on both databases.
-		var out poolLines
-		err := s.db.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
-			JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
-			WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`+s.db.Dialect().CollateC(), []any{appID, poolKey},
-			func(scan func(...any) error) error {
-				var n string
-				if err := scan(&out.Trunk, &n); err != nil {
-					return err
-				}
-				out.Numbers = append(out.Numbers, n)
-				return nil
-			})
-		if err != nil {
-			return poolLines{}, err
-		}
-		return out, nil
-	})
+	// Numbers ordered byte by byte, on both databases.
+	var out poolLines
+	err := s.db.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
+		JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
+		WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`+s.db.Dialect().CollateC(), []any{appID, poolKey},
+		func(scan func(...any) error) error {
+			var n string
+			if err := scan(&out.Trunk, &n); err != nil {
+				return err
+			}
+			out.Numbers = append(out.Numbers, n)
+			return nil
+		})
+	if err != nil {
+		return poolLines{}, err
+	}
+	return out, nil
 }
 
 // ---- what the scheduler writes ----
@@ -466,20 +447,16 @@ func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) erro
 	return nil
 }
 
-// appDestinations reads the tenant's own destination rules, as every
-// other configuration read, through the cache a configuration write
-// clears.
+// appDestinations reads the tenant's own destination rules.
 func (s *sqlStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
-	return cached(s.catalog, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
-		var allow, deny string
-		err := s.db.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = ?`,
-			appID).Scan(&allow, &deny)
-		if errors.Is(err, sql.ErrNoRows) {
-			return destinations.Rules{}, errNotFound
-		}
-		if err != nil {
-			return destinations.Rules{}, err
-		}
-		return scanDestinations(allow, deny)
-	})
+	var allow, deny string
+	err := s.db.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = ?`,
+		appID).Scan(&allow, &deny)
+	if errors.Is(err, sql.ErrNoRows) {
+		return destinations.Rules{}, errNotFound
+	}
+	if err != nil {
+		return destinations.Rules{}, err
+	}
+	return scanDestinations(allow, deny)
 }

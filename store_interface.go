@@ -38,9 +38,12 @@ type Store interface {
 
 	// ---- caches ----
 
-	// configCache is the cache of configuration reads, invalidated by
-	// every configuration write, this process's or another's (cache.go).
-	configCache() *catalogCache
+	// configVersion counts the commits that may have changed the tenants'
+	// configuration: this store's own, and those of other connections,
+	// processes or nodes it has learnt of. ok is false while the store
+	// cannot tell (a PostgreSQL node deaf to the others' changes). The
+	// configuration cache (cache.go) asks before every read.
+	configVersion() (v uint64, ok bool)
 	// verifiedTokens holds the ACCESS_TOKENs already verified (auth.go).
 	verifiedTokens() *tokenCache
 

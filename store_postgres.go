@@ -53,8 +53,13 @@ type PostgresStore struct {
 	stopListening context.CancelFunc
 	done          sync.WaitGroup
 
-	catalog catalogCache
-	tokens  tokenCache
+	// configChanges counts the commits that may change configuration,
+	// this node's and, through NOTIFY, the others' (configVersion); deaf
+	// is set while this node does not hear the others'
+	// (store_postgres_notify.go).
+	configChanges atomic.Uint64
+	deaf          atomic.Bool
+	tokens        tokenCache
 	// storage is the last import or settling that failed for want of room.
 	storage writehealth.State
 	// recordings is where the calls' recordings are (setRecordings).
@@ -135,13 +140,13 @@ func openPostgresAt(ctx context.Context, url string, version int, node ClusterCo
 	}
 	s := &PostgresStore{pool: pool, node: id, lease: node.Lease.Duration,
 		heldMessages: map[int64]struct{}{}, metrics: m}
-	s.sqlStore = sqlStore{db: sqldb.PGX(pool), catalog: &s.catalog,
+	s.sqlStore = sqlStore{db: sqldb.PGX(pool),
 		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
 	s.done.Add(3)
 	go s.keepLeases(s.stopLeases)
 	go s.keepCountsFolded(s.stopFolding)
-	s.catalog.deaf.Store(true) // until listenConfig listens
+	s.deaf.Store(true) // until listenConfig listens
 	listenCtx, stopListening := context.WithCancel(context.Background())
 	s.stopListening = stopListening
 	go s.listenConfig(listenCtx)
@@ -223,7 +228,9 @@ func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err erro
 // nodeID is the id this node's leases carry, shown in /metrics.
 func (s *PostgresStore) nodeID() string { return s.node }
 
-func (s *PostgresStore) configCache() *catalogCache { return &s.catalog }
+func (s *PostgresStore) configVersion() (uint64, bool) {
+	return s.configChanges.Load(), !s.deaf.Load()
+}
 
 func (s *PostgresStore) verifiedTokens() *tokenCache { return &s.tokens }
 

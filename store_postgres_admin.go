@@ -19,7 +19,7 @@ import (
 // invalidated, and every other node's by the notification it sends at
 // commit (docs/postgres.md#configuration-changes).
 func (s *PostgresStore) configWrite(ctx context.Context, fn func(pgx.Tx) error) error {
-	defer s.catalog.invalidate()
+	defer s.configChanges.Add(1)
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
 			return err

@@ -17,7 +17,7 @@ const configChannel = "dialbox_config"
 // listenConfig invalidates the configuration cache at every other node's
 // configuration commit until ctx ends. While it is not listening (at
 // start, and after a lost connection until it listens again) the cache
-// keeps nothing (catalogCache.deaf), and once it listens again it drops
+// keeps nothing (PostgresStore.deaf), and once it listens again it drops
 // what it may have kept.
 func (s *PostgresStore) listenConfig(ctx context.Context) {
 	defer s.done.Done()
@@ -44,9 +44,9 @@ func (s *PostgresStore) listenOnce(ctx context.Context) bool {
 	if _, err := conn.Exec(ctx, `LISTEN `+configChannel); err != nil {
 		return false
 	}
-	s.catalog.invalidate()
-	s.catalog.deaf.Store(false)
-	defer s.catalog.deaf.Store(true)
+	s.configChanges.Add(1)
+	s.deaf.Store(false)
+	defer s.deaf.Store(true)
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
@@ -55,7 +55,7 @@ func (s *PostgresStore) listenOnce(ctx context.Context) bool {
 			return true
 		}
 		if n.Payload != s.node {
-			s.catalog.invalidate()
+			s.configChanges.Add(1)
 		}
 	}
 }

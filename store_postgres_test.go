@@ -140,7 +140,8 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 	nodes, appID := pgNodes(t, 2)
 	ctx := context.Background()
-	read := func(s *PostgresStore) *Scenario {
+	cached := []*cachedStore{newCachedStore(nodes[0]), newCachedStore(nodes[1])}
+	read := func(s *cachedStore) *Scenario {
 		t.Helper()
 		sc, err := s.Scenario(ctx, appID, "sc")
 		if err != nil {
@@ -149,16 +150,16 @@ func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 		return sc
 	}
 	// Node 1 listens, then caches the scenario.
-	waitFor(t, "node 1 listening", func() bool { return !nodes[1].catalog.deaf.Load() })
-	if read(nodes[1]).Name != "sc" {
+	waitFor(t, "node 1 listening", func() bool { return !nodes[1].deaf.Load() })
+	if read(cached[1]).Name != "sc" {
 		t.Fatal("unexpected name")
 	}
-	sc := read(nodes[0])
+	sc := read(cached[0])
 	sc.Name = "renamed on node 0"
 	if err := nodes[0].UpdateScenario(ctx, sc, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node 1 seeing the new name", func() bool { return read(nodes[1]).Name == sc.Name })
+	waitFor(t, "node 1 seeing the new name", func() bool { return read(cached[1]).Name == sc.Name })
 	if err := nodes[0].SetAdminSetting(ctx, "k", "v"); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "node 1 seeing the new application", func() bool {
-		_, err := nodes[1].AppByKey(ctx, "second-key")
+		_, err := cached[1].AppByKey(ctx, "second-key")
 		return err == nil
 	})
 }

@@ -18,8 +18,6 @@ import (
 type sqlStore struct {
 	// db reads outside a transaction.
 	db sqldb.Querier
-	// catalog caches configuration reads (cache.go).
-	catalog *catalogCache
 	// writeConfig runs fn in a durable transaction that changes
 	// configuration: every node's configuration cache is invalidated once
 	// it commits.
