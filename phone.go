@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -104,3 +105,16 @@ func normalizePhones(items []any, region string) []normalizedPhone {
 	panicked.Range(func(_, v any) bool { panic(v) })
 	return out
 }
+
+// dncNumber is how a list stores an E.164 number: its digits as an integer.
+func dncNumber(e164 string) (int64, bool) {
+	digits, ok := strings.CutPrefix(e164, "+")
+	if !ok || len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// dncE164 is the E.164 form of a stored number.
+func dncE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,19 +25,6 @@ func listApp(list int64) any {
 	}
 	return list
 }
-
-// dncNumber is how a list stores an E.164 number: its digits as an integer.
-func dncNumber(e164 string) (int64, bool) {
-	digits, ok := strings.CutPrefix(e164, "+")
-	if !ok || len(digits) == 0 || len(digits) > 15 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	return n, err == nil && n > 0
-}
-
-// dncE164 is the E.164 form of a stored number.
-func dncE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }
 
 // dncListings says, for each of phones (E.164) on a list that screens the
 // calls, which list: the tenant's list always, the national register only
