@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -23,22 +24,24 @@ var (
 	tokyo, _ = time.LoadLocation("Asia/Tokyo") // UTC+9, two hours ahead of Ho Chi Minh City
 )
 
-func mustWindow(t *testing.T, cw CallWindow) *callWindow {
+func mustWindow(t *testing.T, cw domain.CallWindow) *domain.ParsedCallWindow {
 	t.Helper()
-	w, err := parseCallWindow(cw)
+	w, err := domain.ParseCallWindow(cw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-func legalWindow(t *testing.T) *callWindow { return mustWindow(t, legalAdSettings().window()) }
+func legalWindow(t *testing.T) *domain.ParsedCallWindow {
+	return mustWindow(t, domain.LegalAdSettings().Window())
+}
 
 func TestAdWindowIntersection(t *testing.T) {
 	at := func(loc *time.Location, day, h, m int) time.Time { return testDate(2026, 11, day, h, m, 0, 0, loc) } // 30: a Monday
 	for _, tc := range []struct {
 		name string
-		own  CallWindow
+		own  domain.CallWindow
 		// Inside and outside the intersection, and from when to when the
 		// next opening is.
 		in, out   []time.Time
@@ -47,7 +50,7 @@ func TestAdWindowIntersection(t *testing.T) {
 		// 06:00-12:00 in Tokyo is 04:00-10:00 in Ho Chi Minh City: the
 		// intersection is 08:00-10:00 there, 10:00-12:00 in Tokyo.
 		name: "06:00-12:00 Asia/Tokyo",
-		own:  CallWindow{Start: "06:00", End: "12:00", Timezone: "Asia/Tokyo"},
+		own:  domain.CallWindow{Start: "06:00", End: "12:00", Timezone: "Asia/Tokyo"},
 		in:   []time.Time{at(tokyo, 30, 10, 0), at(tokyo, 30, 11, 59)},
 		out:  []time.Time{at(tokyo, 30, 6, 0), at(tokyo, 30, 9, 59), at(tokyo, 30, 12, 0), at(hcm, 30, 16, 0)},
 		from: at(tokyo, 30, 6, 30), opn: at(tokyo, 30, 10, 0),
@@ -55,14 +58,14 @@ func TestAdWindowIntersection(t *testing.T) {
 		// Over midnight in Tokyo: 22:00-11:00 is 20:00-09:00 in Ho Chi
 		// Minh City, meeting the hours 08:00-09:00 there.
 		name: "22:00-11:00 Asia/Tokyo, over midnight",
-		own:  CallWindow{Start: "22:00", End: "11:00", Timezone: "Asia/Tokyo"},
+		own:  domain.CallWindow{Start: "22:00", End: "11:00", Timezone: "Asia/Tokyo"},
 		in:   []time.Time{at(hcm, 30, 8, 0), at(hcm, 30, 8, 59)},
 		out:  []time.Time{at(hcm, 30, 7, 59), at(hcm, 30, 9, 0), at(hcm, 30, 20, 30)},
 		from: at(hcm, 30, 9, 0), opn: at(hcm, 31, 8, 0),
 	}, {
 		// Across the hours' end: 16:00-20:00 there keeps 16:00-17:00.
 		name: "16:00-20:00 Asia/Ho_Chi_Minh, past 17:00",
-		own:  CallWindow{Start: "16:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh"},
+		own:  domain.CallWindow{Start: "16:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh"},
 		in:   []time.Time{at(hcm, 30, 16, 0), at(hcm, 30, 16, 59)},
 		out:  []time.Time{at(hcm, 30, 17, 0), at(hcm, 30, 19, 0), at(hcm, 30, 15, 59)},
 		from: at(hcm, 30, 17, 0), opn: at(hcm, 31, 16, 0),
@@ -70,13 +73,13 @@ func TestAdWindowIntersection(t *testing.T) {
 		// Weekdays only in UTC: Friday 23:00 UTC is Saturday 06:00 there;
 		// the next opening is Monday 08:00 in Ho Chi Minh City (01:00 UTC).
 		name: "00:00-24:00 UTC, MON-FRI",
-		own:  CallWindow{Start: "00:00", End: "24:00", Timezone: "UTC", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}},
+		own:  domain.CallWindow{Start: "00:00", End: "24:00", Timezone: "UTC", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}},
 		in:   []time.Time{at(hcm, 30, 8, 0)},
 		out:  []time.Time{at(hcm, 29, 10, 0)},
 		from: testDate(2026, 11, 27, 23, 0, 0, 0, time.UTC), opn: at(hcm, 30, 8, 0),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := dialWindow{mustWindow(t, tc.own), legalWindow(t)}
+			w := domain.DialWindow{Own: mustWindow(t, tc.own), Ad: legalWindow(t)}
 			for _, x := range tc.in {
 				if !w.Contains(x) {
 					t.Errorf("%s: not inside", x)
@@ -93,7 +96,7 @@ func TestAdWindowIntersection(t *testing.T) {
 		})
 	}
 	// A window that never meets the hours has no opening.
-	never := dialWindow{mustWindow(t, CallWindow{Start: "18:00", End: "23:00", Timezone: "Asia/Ho_Chi_Minh"}), legalWindow(t)}
+	never := domain.DialWindow{Own: mustWindow(t, domain.CallWindow{Start: "18:00", End: "23:00", Timezone: "Asia/Ho_Chi_Minh"}), Ad: legalWindow(t)}
 	if got, ok := never.Next(at(hcm, 30, 12, 0)); ok {
 		t.Errorf("18:00-23:00 meets 08:00-17:00 at %s", got)
 	}
@@ -101,46 +104,46 @@ func TestAdWindowIntersection(t *testing.T) {
 
 func TestAdLimitAndWaitReasons(t *testing.T) {
 	now := testDate(2026, 11, 30, 12, 0, 0, 0, hcm)
-	own := mustWindow(t, CallWindow{Start: "07:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh"})
-	ad := dialRules{window: dialWindow{own, legalWindow(t)}, limit: 1}
+	own := mustWindow(t, domain.CallWindow{Start: "07:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh"})
+	ad := domain.DialRules{Window: domain.DialWindow{Own: own, Ad: legalWindow(t)}, Limit: 1}
 	until := func(t time.Time) *time.Time { u := t.UTC(); return &u }
 	h := time.Hour
 	for _, tc := range []struct {
 		name  string
-		rules dialRules
+		rules domain.DialRules
 		now   time.Time
-		c     contactTiming
-		want  *Wait
+		c     domain.ContactTiming
+		want  *domain.Wait
 	}{
-		{"due, nothing answered", ad, now, contactTiming{}, nil},
-		{"answered 2 h ago: 22 h more", ad, now, contactTiming{Answered: []time.Time{now.Add(-2 * h)}},
-			&Wait{ReasonDailyLimit, until(now.Add(22 * h))}},
-		{"answered 24 h ago: free", ad, now, contactTiming{Answered: []time.Time{now.Add(-24 * h)}}, nil},
-		{"a call up", ad, now, contactTiming{Up: 1}, &Wait{ReasonDailyLimit, nil}},
-		{"limit 2: one answered is fine", dialRules{window: ad.window, limit: 2}, now,
-			contactTiming{Answered: []time.Time{now.Add(-h)}}, nil},
-		{"limit 2: two answered, free when the first is 24 h old", dialRules{window: ad.window, limit: 2}, now,
-			contactTiming{Answered: []time.Time{now.Add(-h), now.Add(-3 * h)}}, &Wait{ReasonDailyLimit, until(now.Add(21 * h))}},
+		{"due, nothing answered", ad, now, domain.ContactTiming{}, nil},
+		{"answered 2 h ago: 22 h more", ad, now, domain.ContactTiming{Answered: []time.Time{now.Add(-2 * h)}},
+			&domain.Wait{Reason: domain.ReasonDailyLimit, Until: until(now.Add(22 * h))}},
+		{"answered 24 h ago: free", ad, now, domain.ContactTiming{Answered: []time.Time{now.Add(-24 * h)}}, nil},
+		{"a call up", ad, now, domain.ContactTiming{Up: 1}, &domain.Wait{Reason: domain.ReasonDailyLimit, Until: nil}},
+		{"limit 2: one answered is fine", domain.DialRules{Window: ad.Window, Limit: 2}, now,
+			domain.ContactTiming{Answered: []time.Time{now.Add(-h)}}, nil},
+		{"limit 2: two answered, free when the first is 24 h old", domain.DialRules{Window: ad.Window, Limit: 2}, now,
+			domain.ContactTiming{Answered: []time.Time{now.Add(-h), now.Add(-3 * h)}}, &domain.Wait{Reason: domain.ReasonDailyLimit, Until: until(now.Add(21 * h))}},
 		// Answered at 19:00: free at 19:00 tomorrow, outside the hours;
 		// the limit still names the wait, until 08:00 the day after.
-		{"limit then hours", ad, now, contactTiming{Answered: []time.Time{now.Add(7*h - 24*h)}},
-			&Wait{ReasonDailyLimit, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
-		{"after 17:00, own window open", ad, now.Add(6 * h), contactTiming{},
-			&Wait{ReasonAdvertisingHours, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+		{"limit then hours", ad, now, domain.ContactTiming{Answered: []time.Time{now.Add(7*h - 24*h)}},
+			&domain.Wait{Reason: domain.ReasonDailyLimit, Until: until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+		{"after 17:00, own window open", ad, now.Add(6 * h), domain.ContactTiming{},
+			&domain.Wait{Reason: domain.ReasonAdvertisingHours, Until: until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
 		// 21:00: the scenario's own window is shut too, and opens first.
-		{"after 20:00", ad, now.Add(9 * h), contactTiming{},
-			&Wait{ReasonAdvertisingHours, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
-		{"a re_call delay ending after 17:00", ad, now.Add(4*h + 59*time.Minute), contactTiming{NextAttempt: now.Add(5*h + 5*time.Minute)},
-			&Wait{ReasonAdvertisingHours, until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
-		{"a re_call delay", ad, now, contactTiming{NextAttempt: now.Add(h)}, &Wait{ReasonReCall, until(now.Add(h))}},
-		{"a delay the engine recorded", ad, now.Add(8 * h), contactTiming{NextAttempt: now.Add(20 * h),
-			Delay: &Wait{ReasonAdvertisingHours, until(now.Add(20 * h))}}, &Wait{ReasonAdvertisingHours, until(now.Add(20 * h))}},
-		{"care: after 17:00 is fine", dialRules{window: dialWindow{own: own}}, now.Add(6 * h),
-			contactTiming{Answered: []time.Time{now}}, nil},
-		{"care: before 07:00", dialRules{window: dialWindow{own: own}}, now.Add(-6 * h), contactTiming{},
-			&Wait{ReasonCallWindow, until(testDate(2026, 11, 30, 7, 0, 0, 0, hcm))}},
+		{"after 20:00", ad, now.Add(9 * h), domain.ContactTiming{},
+			&domain.Wait{Reason: domain.ReasonAdvertisingHours, Until: until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+		{"a re_call delay ending after 17:00", ad, now.Add(4*h + 59*time.Minute), domain.ContactTiming{NextAttempt: now.Add(5*h + 5*time.Minute)},
+			&domain.Wait{Reason: domain.ReasonAdvertisingHours, Until: until(testDate(2026, 12, 1, 8, 0, 0, 0, hcm))}},
+		{"a re_call delay", ad, now, domain.ContactTiming{NextAttempt: now.Add(h)}, &domain.Wait{Reason: domain.ReasonReCall, Until: until(now.Add(h))}},
+		{"a delay the engine recorded", ad, now.Add(8 * h), domain.ContactTiming{NextAttempt: now.Add(20 * h),
+			Delay: &domain.Wait{Reason: domain.ReasonAdvertisingHours, Until: until(now.Add(20 * h))}}, &domain.Wait{Reason: domain.ReasonAdvertisingHours, Until: until(now.Add(20 * h))}},
+		{"care: after 17:00 is fine", domain.DialRules{Window: domain.DialWindow{Own: own}}, now.Add(6 * h),
+			domain.ContactTiming{Answered: []time.Time{now}}, nil},
+		{"care: before 07:00", domain.DialRules{Window: domain.DialWindow{Own: own}}, now.Add(-6 * h), domain.ContactTiming{},
+			&domain.Wait{Reason: domain.ReasonCallWindow, Until: until(testDate(2026, 11, 30, 7, 0, 0, 0, hcm))}},
 	} {
-		got := tc.rules.wait(tc.now, tc.c)
+		got := tc.rules.Wait(tc.now, tc.c)
 		switch {
 		case (got == nil) != (tc.want == nil):
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
@@ -158,7 +161,7 @@ func TestAdLimitAndWaitReasons(t *testing.T) {
 func adTenant(key string) *FixtureApp {
 	a := dncTenant(key)
 	sc := a.Scenarios[0]
-	sc.CallConfig.Purpose = PurposeAdvertising
+	sc.CallConfig.Purpose = domain.PurposeAdvertising
 	ad2, care := *sc, *sc
 	ad2.ID, ad2.Name = "ad2", "ad2"
 	care.ID, care.Name, care.CallConfig.Purpose = "care", "care", ""
@@ -179,7 +182,7 @@ func adBlocks(t *testing.T, s Store, reason string) int {
 	return queryInt(t, s, `SELECT count(*) FROM call_blocks WHERE reason = ?`, reason)
 }
 
-func adWait(t *testing.T, s Store, appID int64, id string, now time.Time) *Wait {
+func adWait(t *testing.T, s Store, appID int64, id string, now time.Time) *domain.Wait {
 	t.Helper()
 	c, _, err := s.Contact(context.Background(), appID, id)
 	if err != nil {
@@ -212,7 +215,7 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	first := engImport(t, s, a, "sc", "", answers, busy)
 	engWaitAllDone(t, s, a, 2)
 	_, _, calls := adContact(t, s, first[0])
-	if len(calls) != 1 || calls[0].Outcome != OutcomeAnswered || calls[0].Answered == nil {
+	if len(calls) != 1 || calls[0].Outcome != domain.OutcomeAnswered || calls[0].Answered == nil {
 		t.Fatalf("first advertising call: %+v", calls)
 	}
 	answeredAt := fromMS(*calls[0].Answered)
@@ -227,14 +230,14 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	engImport(t, s, b, "sc", "", answers)
 	waitFor(t, "the second advertising contact delayed", func() bool {
 		state, next, _ := adContact(t, s, second[0])
-		return state == ContactQueued && next.Equal(free)
+		return state == domain.ContactQueued && next.Equal(free)
 	})
 	engWaitAllDone(t, s, b, 1)
 	waitFor(t, "the care contact and the busy number dialled", func() bool {
 		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE app_id = ? AND state = 'done'`, a) == 4
 	})
 	for _, id := range []string{care[0], second[1]} {
-		if state, _, calls := adContact(t, s, id); state != ContactDone || len(calls) != 1 {
+		if state, _, calls := adContact(t, s, id); state != domain.ContactDone || len(calls) != 1 {
 			t.Errorf("contact %s: %s after %d calls, want dialled", id, state, len(calls))
 		}
 	}
@@ -244,10 +247,10 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	if until := queryInt(t, s, `SELECT until FROM call_blocks WHERE reason = 'daily_limit' AND contact_id = ?`, second[0]); !fromMS(int64(until)).Equal(free) {
 		t.Errorf("audit row of the delay: until %v, want %s", fromMS(int64(until)), free)
 	}
-	if n := adBlocks(t, s, ReasonDailyLimit); n != 1 {
+	if n := adBlocks(t, s, domain.ReasonDailyLimit); n != 1 {
 		t.Errorf("%d daily_limit audit rows, want 1", n)
 	}
-	if w := adWait(t, s, a, second[0], clock.Now()); w == nil || w.Reason != ReasonDailyLimit || w.Until == nil || !w.Until.Equal(free) {
+	if w := adWait(t, s, a, second[0], clock.Now()); w == nil || w.Reason != domain.ReasonDailyLimit || w.Until == nil || !w.Until.Equal(free) {
 		t.Errorf("explanation of the delayed contact: %+v, want daily_limit until %s", w, free)
 	}
 	if w := adWait(t, s, a, care[0], clock.Now()); w != nil {
@@ -257,7 +260,7 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	// A minute before the 24 hours are over it still waits; then it is dialled.
 	clock.Set(free.Add(-time.Minute))
 	e.Notify(a)
-	if w := adWait(t, s, a, second[0], clock.Now()); w == nil || w.Reason != ReasonDailyLimit {
+	if w := adWait(t, s, a, second[0], clock.Now()); w == nil || w.Reason != domain.ReasonDailyLimit {
 		t.Errorf("a minute before: %+v", w)
 	}
 	clock.Set(free)
@@ -284,15 +287,15 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 	care := engImport(t, s, a, "care", "", number)
 	// The care contact is dialled at 07:00; the advertising ones wait.
 	waitFor(t, "both advertising contacts delayed to 08:00", func() bool {
-		return adBlocks(t, s, ReasonAdvertisingHours) == 2
+		return adBlocks(t, s, domain.ReasonAdvertisingHours) == 2
 	})
 	engWaitAllDone(t, s, a, 1)
-	if state, _, _ := adContact(t, s, care[0]); state != ContactDone {
+	if state, _, _ := adContact(t, s, care[0]); state != domain.ContactDone {
 		t.Errorf("care contact %s at 07:00", state)
 	}
 	open := testDate(2026, 11, 30, 8, 0, 0, 0, hcm)
 	for _, id := range ad {
-		if state, next, calls := adContact(t, s, id); state != ContactQueued || !next.Equal(open) || len(calls) != 0 {
+		if state, next, calls := adContact(t, s, id); state != domain.ContactQueued || !next.Equal(open) || len(calls) != 0 {
 			t.Errorf("advertising contact at 07:00: %s next %s, %d calls", state, next, len(calls))
 		}
 	}
@@ -302,12 +305,12 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 	e.Notify(a)
 	engWaitAllDone(t, s, a, 2)
 	waitFor(t, "the other advertising contact delayed by the daily limit", func() bool {
-		return adBlocks(t, s, ReasonDailyLimit) == 1
+		return adBlocks(t, s, domain.ReasonDailyLimit) == 1
 	})
 	if n := len(dialer.numbers()); n != 2 {
 		t.Errorf("%d calls placed, want 2 (care, then one advertising)", n)
 	}
-	if n := adBlocks(t, s, ReasonAdvertisingHours); n != 2 {
+	if n := adBlocks(t, s, domain.ReasonAdvertisingHours); n != 2 {
 		t.Errorf("%d advertising_hours audit rows, want one per contact", n)
 	}
 	rec := httptest.NewRecorder()
@@ -323,7 +326,7 @@ func TestAdHoursInAnotherTimezone(t *testing.T) { eachBackend(t, testAdHoursInAn
 
 func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	app := adTenant("ad-tokyo")
-	app.Scenarios[0].CallConfig.CallWindow = CallWindow{Start: "06:00", End: "12:00", Timezone: "Asia/Tokyo"}
+	app.Scenarios[0].CallConfig.CallWindow = domain.CallWindow{Start: "06:00", End: "12:00", Timezone: "Asia/Tokyo"}
 	s, ids := fixtureStoreOn(t, backend, app)
 	a := ids[0]
 	clock := &engClock{}
@@ -332,8 +335,8 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	open := testDate(2026, 11, 30, 10, 0, 0, 0, tokyo)
 
 	contacts := engImport(t, s, a, "sc", "", engPhones(3, 0)...)
-	waitFor(t, "contacts delayed to 10:00 Tokyo", func() bool { return adBlocks(t, s, ReasonAdvertisingHours) == 3 })
-	if w := adWait(t, s, a, contacts[0], clock.Now()); w == nil || w.Reason != ReasonAdvertisingHours || !w.Until.Equal(open) {
+	waitFor(t, "contacts delayed to 10:00 Tokyo", func() bool { return adBlocks(t, s, domain.ReasonAdvertisingHours) == 3 })
+	if w := adWait(t, s, a, contacts[0], clock.Now()); w == nil || w.Reason != domain.ReasonAdvertisingHours || !w.Until.Equal(open) {
 		t.Errorf("explanation at 06:30 Tokyo: %+v, want advertising_hours until %s", w, open)
 	}
 	// More contacts later in the wait: each delayed once, the first three
@@ -343,7 +346,7 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	waitFor(t, "the new contacts delayed", func() bool {
 		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued' AND next_attempt_at = ?`, ms(open)) == 5
 	})
-	if n := adBlocks(t, s, ReasonAdvertisingHours); n != 5 {
+	if n := adBlocks(t, s, domain.ReasonAdvertisingHours); n != 5 {
 		t.Errorf("%d advertising_hours audit rows for 5 contacts", n)
 	}
 	if n := queryInt(t, s, `SELECT count(*) FROM calls`); n != 0 {
@@ -360,37 +363,37 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	// 12:00 Tokyo: the scenario's own window has shut (10:00 there).
 	clock.Set(testDate(2026, 11, 30, 12, 0, 0, 0, tokyo))
 	late := engImport(t, s, a, "sc", "", engPhones(1, 10)...)
-	if w := adWait(t, s, a, late[0], clock.Now()); w == nil || w.Reason != ReasonAdvertisingHours ||
+	if w := adWait(t, s, a, late[0], clock.Now()); w == nil || w.Reason != domain.ReasonAdvertisingHours ||
 		!w.Until.Equal(open.AddDate(0, 0, 1)) {
 		t.Errorf("explanation at 12:00 Tokyo: %+v, want advertising_hours until %s", w, open.AddDate(0, 0, 1))
 	}
 }
 
 func TestAdValidation(t *testing.T) {
-	cc := DefaultCallConfig()
+	cc := domain.DefaultCallConfig()
 	cc.Purpose = "spam"
 	if fe := validateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.purpose" {
 		t.Errorf("purpose spam: %+v", fe)
 	}
-	cc.Purpose, cc.CallWindow.Start, cc.CallWindow.End = PurposeAdvertising, "18:00", "23:00"
+	cc.Purpose, cc.CallWindow.Start, cc.CallWindow.End = domain.PurposeAdvertising, "18:00", "23:00"
 	if fe := validateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.call_window" ||
 		!strings.Contains(fe.Reason, "08:00-17:00") {
 		t.Errorf("advertising 18:00-23:00: %+v", fe)
 	}
 	for _, tc := range []struct {
-		s     AdSettings
+		s     domain.AdSettings
 		field string
 	}{
-		{legalAdSettings(), ""},
-		{AdSettings{MaxCallsPerNumberPerDay: 1, Start: "09:00", End: "16:30"}, ""},
-		{AdSettings{MaxCallsPerNumberPerDay: 2, Start: "08:00", End: "17:00"}, "max_calls_per_number_per_day"},
-		{AdSettings{MaxCallsPerNumberPerDay: 0, Start: "08:00", End: "17:00"}, "max_calls_per_number_per_day"},
-		{AdSettings{MaxCallsPerNumberPerDay: 1, Start: "07:59", End: "17:00"}, "start"},
-		{AdSettings{MaxCallsPerNumberPerDay: 1, Start: "08:00", End: "17:01"}, "end"},
-		{AdSettings{MaxCallsPerNumberPerDay: 1, Start: "12:00", End: "10:00"}, "end"},
-		{AdSettings{MaxCallsPerNumberPerDay: 1, Start: "9", End: "10:00"}, "start"},
+		{domain.LegalAdSettings(), ""},
+		{domain.AdSettings{MaxCallsPerNumberPerDay: 1, Start: "09:00", End: "16:30"}, ""},
+		{domain.AdSettings{MaxCallsPerNumberPerDay: 2, Start: "08:00", End: "17:00"}, "max_calls_per_number_per_day"},
+		{domain.AdSettings{MaxCallsPerNumberPerDay: 0, Start: "08:00", End: "17:00"}, "max_calls_per_number_per_day"},
+		{domain.AdSettings{MaxCallsPerNumberPerDay: 1, Start: "07:59", End: "17:00"}, "start"},
+		{domain.AdSettings{MaxCallsPerNumberPerDay: 1, Start: "08:00", End: "17:01"}, "end"},
+		{domain.AdSettings{MaxCallsPerNumberPerDay: 1, Start: "12:00", End: "10:00"}, "end"},
+		{domain.AdSettings{MaxCallsPerNumberPerDay: 1, Start: "9", End: "10:00"}, "start"},
 	} {
-		fe := tc.s.check()
+		fe := tc.s.Check()
 		if (fe == nil) != (tc.field == "") || (fe != nil && fe.Field != tc.field) {
 			t.Errorf("%+v: %+v, want an error on %q", tc.s, fe, tc.field)
 		}
@@ -420,14 +423,14 @@ func testAdSettingsAndPurpose(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "PATCH", "/apps/qa-key/scenarios/p-ad",
 		`{"call_config":{"call_window":{"start":"18:00","end":"23:00"}}}`, 400), "call_config.call_window")
 
-	var got AdSettings
+	var got domain.AdSettings
 	s.admin(t, "GET", "/apps/qa-key/advertising", "", &got)
-	if got != legalAdSettings() {
+	if got != domain.LegalAdSettings() {
 		t.Errorf("settings of a tenant that set none: %+v", got)
 	}
 	s.admin(t, "PATCH", "/apps/qa-key/advertising", `{"end":"16:00"}`, &got)
 	s.admin(t, "GET", "/apps/qa-key/advertising", "", &got)
-	if want := (AdSettings{1, "08:00", "16:00", adTimezone}); got != want {
+	if want := (domain.AdSettings{MaxCallsPerNumberPerDay: 1, Start: "08:00", End: "16:00", Timezone: domain.AdTimezone}); got != want {
 		t.Errorf("after PATCH end 16:00: %+v, want %+v", got, want)
 	}
 	for body, field := range map[string]string{
@@ -459,12 +462,12 @@ func testAdSettingsAndPurpose(t *testing.T, backend string) {
 	fa := adTenant("k")
 	fa.Advertising = f.Applications[0].Advertising
 	st, ids := fixtureStoreOn(t, backend, fa)
-	if got, err := st.AdSettings(context.Background(), ids[0]); err != nil || got != (AdSettings{1, "09:00", "17:00", adTimezone}) {
+	if got, err := st.AdSettings(context.Background(), ids[0]); err != nil || got != (domain.AdSettings{MaxCallsPerNumberPerDay: 1, Start: "09:00", End: "17:00", Timezone: domain.AdTimezone}) {
 		t.Errorf("settings from fixtures: %+v %v", got, err)
 	}
 	contact := engImport(t, st, ids[0], "sc", "", engPhones(1, 0)...)
 	at := testDate(2026, 11, 30, 8, 30, 0, 0, hcm)
-	if w := adWait(t, st, ids[0], contact[0], at); w == nil || w.Reason != ReasonAdvertisingHours ||
+	if w := adWait(t, st, ids[0], contact[0], at); w == nil || w.Reason != domain.ReasonAdvertisingHours ||
 		!w.Until.Equal(testDate(2026, 11, 30, 9, 0, 0, 0, hcm)) {
 		t.Errorf("explanation at 08:30 with hours from 09:00: %+v", w)
 	}
@@ -520,7 +523,7 @@ func BenchmarkEngineAdvertisingCalls(b *testing.B) {
 		app.HotlinePools[0].Numbers = append(app.HotlinePools[0].Numbers, fmt.Sprintf("0287%07d", i))
 	}
 	app.Scenarios[0].CallConfig.MaxConcurrent = 1000
-	app.Scenarios[0].CallConfig.Purpose = PurposeAdvertising
+	app.Scenarios[0].CallConfig.Purpose = domain.PurposeAdvertising
 	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
 	s, ids := fixtureStore(b, app)
 	for start := 0; start < b.N; start += 5000 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -283,6 +284,6 @@ func (a *Admin) CheckToken(r *http.Request, token string, now time.Time) (right 
 }
 
 // app resolves the :app path parameter (an API key).
-func (a *Admin) app(r *http.Request, ps httprouter.Params) (*Application, error) {
+func (a *Admin) app(r *http.Request, ps httprouter.Params) (*domain.Application, error) {
 	return a.App(r.Context(), ps.ByName("app"))
 }

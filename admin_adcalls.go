@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -34,8 +35,8 @@ func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, e
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	if b.Timezone != nil && *b.Timezone != adTimezone {
-		return nil, invalid("timezone", "is always "+adTimezone+", the time the decree's hours are in")
+	if b.Timezone != nil && *b.Timezone != domain.AdTimezone {
+		return nil, domain.Invalid("timezone", "is always "+domain.AdTimezone+", the time the decree's hours are in")
 	}
 	s, err := a.store.AdSettings(r.Context(), app.ID)
 	if err != nil {
@@ -44,8 +45,8 @@ func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, e
 	setIf(&s.MaxCallsPerNumberPerDay, b.MaxCallsPerNumberPerDay)
 	setIf(&s.Start, b.Start)
 	setIf(&s.End, b.End)
-	if fe := s.check(); fe != nil {
-		return nil, validationError(*fe)
+	if fe := s.Check(); fe != nil {
+		return nil, domain.ValidationError(*fe)
 	}
 	if err := a.store.SetAdSettings(r.Context(), app.ID, s, a.now()); err != nil {
 		return nil, err

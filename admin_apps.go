@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -35,14 +36,14 @@ func (b appBody) checkDestinations() error {
 		return nil
 	}
 	if fe := b.Destinations.Validate(); fe != nil {
-		return invalid("destinations."+fe.Field, fe.Message)
+		return domain.Invalid("destinations."+fe.Field, fe.Message)
 	}
 	return nil
 }
 
 // createdApp is the only answer that shows an application's secret.
 type createdApp struct {
-	*Application
+	*domain.Application
 	APISecret   string `json:"api_secret"`
 	AccessToken string `json:"access_token"`
 }
@@ -53,14 +54,14 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if b.Disabled != nil {
-		return nil, invalid("disabled", "cannot be set on create")
+		return nil, domain.Invalid("disabled", "cannot be set on create")
 	}
 	key, secret := deref(b.APIKey, randomHex(16)), deref(b.APISecret, randomHex(24))
-	if problem := apiKeyProblem(key); problem != "" {
-		return nil, invalid("api_key", problem)
+	if problem := domain.APIKeyProblem(key); problem != "" {
+		return nil, domain.Invalid("api_key", problem)
 	}
-	if problem := apiSecretProblem(secret); problem != "" {
-		return nil, invalid("api_secret", problem)
+	if problem := domain.APISecretProblem(secret); problem != "" {
+		return nil, domain.Invalid("api_secret", problem)
 	}
 	if err := b.checkDestinations(); err != nil {
 		return nil, err
@@ -70,8 +71,8 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 		rules = *b.Destinations
 	}
 	app, err := a.store.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
-	if errors.Is(err, errConflict) {
-		return nil, conflict("An application with api_key %q already exists", key)
+	if errors.Is(err, domain.ErrConflict) {
+		return nil, domain.Conflict("An application with api_key %q already exists", key)
 	}
 	if err != nil {
 		return nil, err
@@ -93,11 +94,11 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if b.APIKey != nil {
-		return nil, invalid("api_key", "cannot be changed; create another application")
+		return nil, domain.Invalid("api_key", "cannot be changed; create another application")
 	}
 	if b.APISecret != nil {
-		if problem := apiSecretProblem(*b.APISecret); problem != "" {
-			return nil, invalid("api_secret", problem)
+		if problem := domain.APISecretProblem(*b.APISecret); problem != "" {
+			return nil, domain.Invalid("api_secret", problem)
 		}
 	}
 	if err := b.checkDestinations(); err != nil {
@@ -108,8 +109,8 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p AppPatch) (any, error) {
 	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Application")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Application")
 	}
 	return app, err
 }
@@ -122,8 +123,8 @@ func (a *Admin) setAppDisabled(disabled bool) handler {
 
 func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
 	err := a.store.DeleteApp(r.Context(), ps.ByName("app"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Application")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Application")
 	}
 	return map[string]string{"deleted": ps.ByName("app")}, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,22 +40,22 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	c := &Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
+	c := &domain.Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
 	switch {
 	case c.ID == "":
-		return nil, invalid("id", "must not be empty")
+		return nil, domain.Invalid("id", "must not be empty")
 	case c.ScenarioID == "":
-		return nil, invalid("scenario_id", "is required")
+		return nil, domain.Invalid("scenario_id", "is required")
 	}
 	if _, err := a.Scenario(r.Context(), app.ID, c.ScenarioID); err != nil {
-		if errors.Is(err, errNotFound) {
-			return nil, invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil, domain.Invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
 		}
 		return nil, err
 	}
 	err = a.store.CreateCampaign(r.Context(), c, a.now())
-	if errors.Is(err, errConflict) {
-		return nil, conflict("Campaign %q already exists", c.ID)
+	if errors.Is(err, domain.ErrConflict) {
+		return nil, domain.Conflict("Campaign %q already exists", c.ID)
 	}
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"errors"
 	"net/http"
 
@@ -15,8 +16,8 @@ func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error)
 	q := r.URL.Query()
 	f := ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
 		Outcome: q.Get("outcome"), Phone: q.Get("phone")}
-	if !contactStates[f.State] {
-		return nil, invalid("state", "must be queued, dialing or done")
+	if !domain.ContactStates[f.State] {
+		return nil, domain.Invalid("state", "must be queued, dialing or done")
 	}
 	if f.Phone != "" {
 		if f.Phone, err = a.ContactPhone(f.Phone); err != nil {
@@ -58,7 +59,7 @@ type contactWithCalls struct {
 	*ContactRecord
 	// Waiting explains why a queued contact of an advertising scenario is
 	// not dialled now (docs/admin.md#why-a-contact-waits); left out otherwise.
-	Waiting *Wait        `json:"waiting,omitempty"`
+	Waiting *domain.Wait `json:"waiting,omitempty"`
 	Calls   []CallRecord `json:"calls"`
 }
 
@@ -82,20 +83,20 @@ func (a *Admin) getImport(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	im, err := a.store.ImportByID(r.Context(), app.ID, ps.ByName("import"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Import")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Import")
 	}
 	if err != nil {
 		return nil, err
 	}
 	skipped, err := a.store.SkippedOf(r.Context(), im.ID)
 	if skipped == nil {
-		skipped = []SkippedContact{}
+		skipped = []domain.SkippedContact{}
 	}
 	return importWithSkipped{im, skipped}, err
 }
 
 type importWithSkipped struct {
 	*ImportRecord
-	SkippedContacts []SkippedContact `json:"skipped_contacts"`
+	SkippedContacts []domain.SkippedContact `json:"skipped_contacts"`
 }

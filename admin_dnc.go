@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"errors"
 	"io"
 	"net/http"
@@ -63,17 +64,17 @@ func (a *Admin) addDNC(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if len(b.Numbers) == 0 {
-		return nil, invalid("numbers", "must hold at least one phone number")
+		return nil, domain.Invalid("numbers", "must hold at least one phone number")
 	}
-	var bad []FieldError
+	var bad []domain.FieldError
 	phones := make([]string, len(b.Numbers))
 	for i, raw := range b.Numbers {
-		if phones[i], err = normalizePhone(raw, a.region); err != nil {
-			bad = append(bad, FieldError{Field: "numbers[" + strconv.Itoa(i) + "]", Reason: err.Error()})
+		if phones[i], err = domain.NormalizePhone(raw, a.region); err != nil {
+			bad = append(bad, domain.FieldError{Field: "numbers[" + strconv.Itoa(i) + "]", Reason: err.Error()})
 		}
 	}
 	if len(bad) > 0 {
-		return nil, validationError(bad...)
+		return nil, domain.ValidationError(bad...)
 	}
 	added, err := a.store.AddDNC(r.Context(), list, phones, a.now())
 	return map[string]int{"added": added, "duplicate": len(phones) - added}, err
@@ -98,7 +99,7 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	case "true":
 		force = true
 	default:
-		return nil, invalid("force", "must be true or false")
+		return nil, domain.Invalid("force", "must be true or false")
 	}
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
@@ -107,19 +108,19 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dncFileError
 	if errors.As(err, &fileErr) {
-		return nil, invalid("body", fileErr.Error())
+		return nil, domain.Invalid("body", fileErr.Error())
 	}
 	if shrink := (*dncShrinkError)(nil); errors.As(err, &shrink) {
-		return nil, conflict("Replacing the list would drop more than %.0f%% of its %d numbers (the file holds %d); send it with ?force=true to replace the list anyway",
+		return nil, domain.Conflict("Replacing the list would drop more than %.0f%% of its %d numbers (the file holds %d); send it with ?force=true to replace the list anyway",
 			dncReplaceMaxShrink*100, shrink.listed, shrink.file)
 	}
 	return rep, err
 }
 
 func (a *Admin) dncNumber(ps httprouter.Params) (string, error) {
-	e164, err := normalizePhone(ps.ByName("number"), a.region)
+	e164, err := domain.NormalizePhone(ps.ByName("number"), a.region)
 	if err != nil {
-		return "", invalid("number", err.Error())
+		return "", domain.Invalid("number", err.Error())
 	}
 	return e164, nil
 }
@@ -147,8 +148,8 @@ func (a *Admin) removeDNC(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	err = a.store.RemoveDNC(r.Context(), list, e164)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Number")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Number")
 	}
 	return map[string]string{"deleted": e164}, err
 }

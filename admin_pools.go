@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"errors"
 	"net/http"
 	"strings"
@@ -27,7 +28,7 @@ func (a *Admin) getPool(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if len(pools) == 0 {
-		return nil, notFound("Hotline pool")
+		return nil, domain.NotFound("Hotline pool")
 	}
 	return pools[0], nil
 }
@@ -48,18 +49,18 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if strings.TrimSpace(b.Key) == "" {
-		return nil, invalid("key", "is required")
+		return nil, domain.Invalid("key", "is required")
 	}
 	if b.Trunk != "" && a.trunks != nil && !a.trunks[b.Trunk] {
-		return nil, invalid("trunk", "must name one of sip.trunks (or be left out: the first)")
+		return nil, domain.Invalid("trunk", "must name one of sip.trunks (or be left out: the first)")
 	}
 	numbers, ok := cleanNumbers(b.Numbers)
 	if !ok {
-		return nil, invalid("numbers", "must not hold an empty number")
+		return nil, domain.Invalid("numbers", "must not hold an empty number")
 	}
 	err = a.store.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
-	if errors.Is(err, errConflict) {
-		return nil, conflict("Hotline pool %q already exists", b.Key)
+	if errors.Is(err, domain.ErrConflict) {
+		return nil, domain.Conflict("Hotline pool %q already exists", b.Key)
 	}
 	if err != nil {
 		return nil, err
@@ -85,8 +86,8 @@ func (a *Admin) deletePool(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	err = a.store.DeletePool(r.Context(), app.ID, ps.ByName("pool"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Hotline pool")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Hotline pool")
 	}
 	return map[string]string{"deleted": ps.ByName("pool")}, err
 }
@@ -104,11 +105,11 @@ func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
 	}
 	numbers, ok := cleanNumbers(b.Numbers)
 	if !ok || len(numbers) == 0 {
-		return nil, invalid("numbers", "is required and must hold non-empty numbers")
+		return nil, domain.Invalid("numbers", "is required and must hold non-empty numbers")
 	}
 	err = a.store.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Hotline pool")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Hotline pool")
 	}
 	if err != nil {
 		return nil, err
@@ -122,8 +123,8 @@ func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	err = a.store.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Hotline number")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Hotline number")
 	}
 	if err != nil {
 		return nil, err
@@ -138,8 +139,8 @@ func (a *Admin) setNumberEnabled(enabled bool) handler {
 			return nil, err
 		}
 		err = a.store.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled)
-		if errors.Is(err, errNotFound) {
-			return nil, notFound("Hotline number")
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil, domain.NotFound("Hotline number")
 		}
 		if err != nil {
 			return nil, err

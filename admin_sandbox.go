@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sandboxclock"
 
 	"github.com/google/uuid"
@@ -26,7 +27,7 @@ func (a *Admin) resetState(r *http.Request, _ httprouter.Params) (any, error) {
 	err := a.reset(r.Context())
 	var bad *ConfigError
 	if errors.As(err, &bad) {
-		return nil, &Error{Code: EBADCONFIG, Message: fmt.Sprintf("Nothing was reset: %v", bad)}
+		return nil, &domain.Error{Code: domain.EBADCONFIG, Message: fmt.Sprintf("Nothing was reset: %v", bad)}
 	}
 	if err != nil {
 		return nil, err
@@ -74,10 +75,10 @@ func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if b.TimeScale == nil && b.Now == nil && b.OffsetSeconds == nil {
-		return nil, invalid("time_scale", "is required, unless now or offset_seconds is given")
+		return nil, domain.Invalid("time_scale", "is required, unless now or offset_seconds is given")
 	}
 	if b.Now != nil && b.OffsetSeconds != nil {
-		return nil, invalid("offset_seconds", "give now or offset_seconds, not both")
+		return nil, domain.Invalid("offset_seconds", "give now or offset_seconds, not both")
 	}
 	// Everything is checked before anything changes.
 	if b.TimeScale != nil {
@@ -112,10 +113,10 @@ func (a *Admin) SetTimeScale(scale *float64) error {
 
 func (a *Admin) checkTimeScale(scale *float64) error {
 	if scale == nil || *scale <= 0 || math.IsInf(*scale, 0) || math.IsNaN(*scale) {
-		return invalid("time_scale", "is required and must be a positive number")
+		return domain.Invalid("time_scale", "is required and must be a positive number")
 	}
 	if a.clock == nil {
-		return invalid("time_scale", `is always 1 with real calls (dialer.kind = "sip")`)
+		return domain.Invalid("time_scale", `is always 1 with real calls (dialer.kind = "sip")`)
 	}
 	return nil
 }
@@ -131,14 +132,14 @@ const maxOffsetDays = int64(sandboxclock.MaxOffset / (24 * time.Hour))
 // which it advances at real speed; the engine looks again at once.
 func (a *Admin) SetSandboxNow(value string) error {
 	if a.sandboxNow == nil {
-		return invalid("now", realTimeOnly)
+		return domain.Invalid("now", realTimeOnly)
 	}
 	at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(value))
 	if err != nil {
-		return invalid("now", `must be a time in RFC 3339 with its offset, like "2026-11-30T22:00:00+07:00"`)
+		return domain.Invalid("now", `must be a time in RFC 3339 with its offset, like "2026-11-30T22:00:00+07:00"`)
 	}
 	if !a.sandboxNow.Set(at) {
-		return invalid("now", fmt.Sprintf("must be within %d days of the real time", maxOffsetDays))
+		return domain.Invalid("now", fmt.Sprintf("must be within %d days of the real time", maxOffsetDays))
 	}
 	a.wake(0)
 	return nil
@@ -148,11 +149,11 @@ func (a *Admin) SetSandboxNow(value string) error {
 // brings the real time back.
 func (a *Admin) SetSandboxOffset(seconds int64) error {
 	if a.sandboxNow == nil {
-		return invalid("offset_seconds", realTimeOnly)
+		return domain.Invalid("offset_seconds", realTimeOnly)
 	}
 	if seconds > maxOffsetDays*86400 || seconds < -maxOffsetDays*86400 ||
 		!a.sandboxNow.SetOffset(time.Duration(seconds)*time.Second) {
-		return invalid("offset_seconds", fmt.Sprintf("must be within %d days (either way) of the real time", maxOffsetDays))
+		return domain.Invalid("offset_seconds", fmt.Sprintf("must be within %d days (either way) of the real time", maxOffsetDays))
 	}
 	a.wake(0)
 	return nil
@@ -165,10 +166,10 @@ func journalFilter(q url.Values) (JournalFilter, error) {
 		Tenant: q.Get("tenant"), Fault: q.Get("fault")}
 	var ok bool
 	if f.Status, ok = intParam(q.Get("status"), 0, 100, 599); !ok {
-		return f, invalid("status", "must be an HTTP status from 100 to 599")
+		return f, domain.Invalid("status", "must be an HTTP status from 100 to 599")
 	}
 	if f.Code, ok = intParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
-		return f, invalid("code", "must be an integer")
+		return f, domain.Invalid("code", "must be an integer")
 	}
 	var err error
 	if f.Since, err = timeParam(q, "since"); err != nil {
@@ -186,7 +187,7 @@ func (a *Admin) listJournal(r *http.Request, _ httprouter.Params) (any, error) {
 	}
 	limit, ok := intParam(q.Get("limit"), 100, 1, 10000)
 	if !ok {
-		return nil, invalid("limit", "must be an integer from 1 to 10000")
+		return nil, domain.Invalid("limit", "must be an integer from 1 to 10000")
 	}
 	list, total := a.journal.Find(f, limit)
 	return map[string]any{"requests": list, "total": total}, nil
@@ -217,20 +218,20 @@ func (a *Admin) checkFault(ctx context.Context, b *FaultBody) (*FaultRule, error
 	rule.Probability = 1
 	if b.Probability != nil {
 		if *b.Probability <= 0 || *b.Probability > 1 {
-			return nil, invalid("probability", "must be more than 0 and at most 1")
+			return nil, domain.Invalid("probability", "must be more than 0 and at most 1")
 		}
 		rule.Probability = *b.Probability
 	}
 	if rule.Times < 0 {
-		return nil, invalid("times", "must not be negative (0: until removed)")
+		return nil, domain.Invalid("times", "must not be negative (0: until removed)")
 	}
 	if rule.Operation != "" && rule.Operation != "A" && rule.Operation != "B" && rule.Operation != "C" {
-		return nil, invalid("operation", "must be A, B or C (or absent for all three)")
+		return nil, domain.Invalid("operation", "must be A, B or C (or absent for all three)")
 	}
 	if rule.APIKey != "" {
 		app, err := a.store.AppByKey(ctx, rule.APIKey)
-		if errors.Is(err, errNotFound) {
-			return nil, invalid("api_key", quotedPrefix(rule.APIKey)+" is not an application")
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil, domain.Invalid("api_key", domain.QuotedPrefix(rule.APIKey)+" is not an application")
 		}
 		if err != nil {
 			return nil, err
@@ -271,14 +272,14 @@ func checkFaultFields(rule *FaultRule) error {
 		FaultWebhook: {"endpoint_id", "status"},
 	}[rule.Kind]
 	if allowed == nil {
-		return invalid("kind", "must be error, latency, dial or webhook")
+		return domain.Invalid("kind", "must be error, latency, dial or webhook")
 	}
 	for _, k := range allowed {
 		delete(used, k)
 	}
 	for k, set := range used {
 		if set {
-			return invalid(k, "does not apply to a "+rule.Kind+" rule")
+			return domain.Invalid(k, "does not apply to a "+rule.Kind+" rule")
 		}
 	}
 	return nil
@@ -288,14 +289,14 @@ func checkFaultFields(rule *FaultRule) error {
 // operation can answer.
 func checkErrorFault(rule *FaultRule) error {
 	if faultCodes[rule.Code] == nil {
-		return invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
+		return domain.Invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
 	}
 	if rule.Operation != "" && !faultAnswerable(rule.Operation, rule.Code) {
 		codes := make([]string, len(operationCodes[rule.Operation]))
 		for i, c := range operationCodes[rule.Operation] {
 			codes[i] = strconv.Itoa(c)
 		}
-		return invalid("code", fmt.Sprintf("operation %s never answers %d; its codes are %s",
+		return domain.Invalid("code", fmt.Sprintf("operation %s never answers %d; its codes are %s",
 			rule.Operation, rule.Code, strings.Join(codes, ", ")))
 	}
 	return nil
@@ -303,10 +304,10 @@ func checkErrorFault(rule *FaultRule) error {
 
 func checkLatencyFault(rule *FaultRule) error {
 	if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
-		return invalid("delay_ms", "is required: a positive number of milliseconds")
+		return domain.Invalid("delay_ms", "is required: a positive number of milliseconds")
 	}
 	if rule.DelayMaxMS != 0 && rule.DelayMaxMS < rule.DelayMS {
-		return invalid("delay_max_ms", "must not be less than delay_ms")
+		return domain.Invalid("delay_max_ms", "must not be less than delay_ms")
 	}
 	return nil
 }
@@ -318,25 +319,25 @@ func checkDialFault(rule *FaultRule, region string) error {
 	// pressing keys (ANSWERED) or a voicemail box (VOICE_MAIL).
 	switch {
 	case rule.Machine && rule.Digits != nil:
-		return invalid("digits", "a machine presses no keys")
+		return domain.Invalid("digits", "a machine presses no keys")
 	case rule.Machine && rule.Outcome == "":
-		rule.Outcome = OutcomeVoiceMail
-	case rule.Machine && rule.Outcome != OutcomeVoiceMail:
-		return invalid("machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
+		rule.Outcome = domain.OutcomeVoiceMail
+	case rule.Machine && rule.Outcome != domain.OutcomeVoiceMail:
+		return domain.Invalid("machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
 	case rule.Digits != nil && !validDigits(*rule.Digits):
-		return invalid("digits", "must be keys 0-9, * and #")
+		return domain.Invalid("digits", "must be keys 0-9, * and #")
 	case rule.Digits != nil && rule.Outcome == "":
-		rule.Outcome = OutcomeAnswered
-	case rule.Digits != nil && rule.Outcome != OutcomeAnswered:
-		return invalid("digits", "only a person presses keys: outcome must be ANSWERED")
+		rule.Outcome = domain.OutcomeAnswered
+	case rule.Digits != nil && rule.Outcome != domain.OutcomeAnswered:
+		return domain.Invalid("digits", "only a person presses keys: outcome must be ANSWERED")
 	}
 	if !dialOutcomes[rule.Outcome] {
-		return invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
+		return domain.Invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
 	}
 	if rule.Phone != "" {
-		phone, err := normalizePhone(rule.Phone, region)
+		phone, err := domain.NormalizePhone(rule.Phone, region)
 		if err != nil {
-			return invalid("phone", err.Error())
+			return domain.Invalid("phone", err.Error())
 		}
 		rule.Phone = phone
 	}
@@ -345,7 +346,7 @@ func checkDialFault(rule *FaultRule, region string) error {
 
 func checkWebhookFault(rule *FaultRule) error {
 	if rule.Status < 100 || rule.Status > 599 {
-		return invalid("status", "is required: an HTTP status from 100 to 599")
+		return domain.Invalid("status", "is required: an HTTP status from 100 to 599")
 	}
 	return nil
 }
@@ -385,7 +386,7 @@ func (a *Admin) listSink(r *http.Request, _ httprouter.Params) (any, error) {
 		v := q.Get("verified") == "true"
 		f.Verified = &v
 	default:
-		return nil, invalid("verified", "must be true or false")
+		return nil, domain.Invalid("verified", "must be true or false")
 	}
 	var err error
 	if f.Since, err = timeParam(q, "since"); err != nil {

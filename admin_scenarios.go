@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 
 	"github.com/google/uuid"
@@ -18,19 +19,19 @@ import (
 // adminScenario is a scenario as the admin API shows it: the public fields
 // plus its content.
 type adminScenario struct {
-	ID                 string         `json:"id"`
-	Name               string         `json:"name"`
-	Description        string         `json:"description"`
-	Status             string         `json:"status"`
-	Content            string         `json:"content"`
-	Script             *script.Script `json:"script,omitempty"` // left out for plain content
-	PersonalizedFields []string       `json:"personalized_fields"`
-	CallConfig         CallConfig     `json:"call_config"`
-	CreatedAt          time.Time      `json:"created_at"`
-	UpdatedAt          time.Time      `json:"updated_at"`
+	ID                 string            `json:"id"`
+	Name               string            `json:"name"`
+	Description        string            `json:"description"`
+	Status             string            `json:"status"`
+	Content            string            `json:"content"`
+	Script             *script.Script    `json:"script,omitempty"` // left out for plain content
+	PersonalizedFields []string          `json:"personalized_fields"`
+	CallConfig         domain.CallConfig `json:"call_config"`
+	CreatedAt          time.Time         `json:"created_at"`
+	UpdatedAt          time.Time         `json:"updated_at"`
 }
 
-func showScenario(sc *Scenario) adminScenario {
+func showScenario(sc *domain.Scenario) adminScenario {
 	return adminScenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.Script, sc.PersonalizedFields,
 		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
 }
@@ -42,8 +43,8 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	}
 	q := r.URL.Query()
 	status := q.Get("status")
-	if status != "" && !validScenarioStatus(status) {
-		return nil, invalid("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
+	if status != "" && !domain.ValidScenarioStatus(status) {
+		return nil, domain.Invalid("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
 	}
 	limit, offset, err := pageParams(q)
 	if err != nil {
@@ -72,7 +73,7 @@ type scenarioBody struct {
 }
 
 // apply sets the body's fields on sc and checks the result.
-func (b *scenarioBody) apply(sc *Scenario) error {
+func (b *scenarioBody) apply(sc *domain.Scenario) error {
 	for _, f := range []struct {
 		from *string
 		to   *string
@@ -88,7 +89,7 @@ func (b *scenarioBody) apply(sc *Scenario) error {
 		dec := json.NewDecoder(bytes.NewReader(b.CallConfig))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&sc.CallConfig); err != nil {
-			return invalid("call_config", "must be a call_config object: "+err.Error())
+			return domain.Invalid("call_config", "must be a call_config object: "+err.Error())
 		}
 	}
 	if len(b.Script) > 0 {
@@ -96,16 +97,16 @@ func (b *scenarioBody) apply(sc *Scenario) error {
 			return err
 		}
 	}
-	sc.CallConfig.normalize()
+	sc.CallConfig.Normalize()
 	if fe := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
-		return validationError(*fe)
+		return domain.ValidationError(*fe)
 	}
 	return nil
 }
 
 // applyScript sets or (null) removes sc's script; a script is refused with
 // one detail per problem, each naming the step and field.
-func (b *scenarioBody) applyScript(sc *Scenario) error {
+func (b *scenarioBody) applyScript(sc *domain.Scenario) error {
 	if string(b.Script) == "null" {
 		sc.Script = nil
 		return nil
@@ -117,7 +118,7 @@ func (b *scenarioBody) applyScript(sc *Scenario) error {
 		return scriptShapeError(err)
 	}
 	if err := s.Validate(); err != nil {
-		return validationError(scriptProblems("script", err)...)
+		return domain.ValidationError(scriptProblems("script", err)...)
 	}
 	sc.Script = &s
 	return nil
@@ -130,21 +131,21 @@ func scriptShapeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return invalid("script."+typeErr.Field, "must be "+jsonKind(typeErr.Type))
+		return domain.Invalid("script."+typeErr.Field, "must be "+jsonKind(typeErr.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return invalid("script", strings.TrimPrefix(err.Error(), "json: unknown field ")+" is not a known field")
+		return domain.Invalid("script", strings.TrimPrefix(err.Error(), "json: unknown field ")+" is not a known field")
 	}
-	return invalid("script", `must be an object with steps ({"steps":[{"name":...,"say":{...}}, ...]}), or null to remove it`)
+	return domain.Invalid("script", `must be an object with steps ({"steps":[{"name":...,"say":{...}}, ...]}), or null to remove it`)
 }
 
 // scriptProblems turns script.Validate's error into field errors under
 // prefix: script.steps[2].gather.branches["1"], the reason naming the step.
-func scriptProblems(prefix string, err error) []FieldError {
+func scriptProblems(prefix string, err error) []domain.FieldError {
 	var ps script.Problems
 	if !errors.As(err, &ps) {
-		return []FieldError{{Field: prefix, Reason: err.Error()}}
+		return []domain.FieldError{{Field: prefix, Reason: err.Error()}}
 	}
-	out := make([]FieldError, len(ps))
+	out := make([]domain.FieldError, len(ps))
 	for i, p := range ps {
 		field, reason := prefix, p.Reason
 		if p.Index >= 0 {
@@ -156,7 +157,7 @@ func scriptProblems(prefix string, err error) []FieldError {
 		if p.Field != "" {
 			field += "." + p.Field
 		}
-		out[i] = FieldError{Field: field, Reason: reason}
+		out[i] = domain.FieldError{Field: field, Reason: reason}
 	}
 	return out
 }
@@ -170,14 +171,14 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	sc := &Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, StatusDraft),
-		PersonalizedFields: []string{}, CallConfig: DefaultCallConfig()}
+	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
+		PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
 	err = a.store.CreateScenario(r.Context(), sc, a.now())
-	if errors.Is(err, errConflict) {
-		return nil, conflict("Scenario %q already exists", sc.ID)
+	if errors.Is(err, domain.ErrConflict) {
+		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
 	}
 	if err != nil {
 		return nil, err
@@ -212,9 +213,9 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 	}
 	switch {
 	case b.ID != nil:
-		return nil, invalid("id", "cannot be changed")
+		return nil, domain.Invalid("id", "cannot be changed")
 	case b.Status != nil:
-		return nil, invalid("status", "changes only through submit, approve, reject and edit")
+		return nil, domain.Invalid("status", "changes only through submit, approve, reject and edit")
 	}
 	sc, err := a.Scenario(r.Context(), app.ID, ps.ByName("scenario"))
 	if err != nil {
@@ -224,8 +225,8 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	err = a.store.UpdateScenario(r.Context(), sc, a.now())
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Scenario")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Scenario")
 	}
 	if err != nil {
 		return nil, err
@@ -239,8 +240,8 @@ func (a *Admin) deleteScenario(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	err = a.store.DeleteScenario(r.Context(), app.ID, ps.ByName("scenario"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Scenario")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Scenario")
 	}
 	return map[string]string{"deleted": ps.ByName("scenario")}, err
 }
@@ -253,10 +254,10 @@ type scenarioTransition struct {
 }
 
 var scenarioTransitions = []scenarioTransition{
-	{"submit", []string{StatusDraft}, StatusReviewing},
-	{"approve", []string{StatusReviewing}, StatusActive},
-	{"reject", []string{StatusReviewing}, StatusReject},
-	{"edit", []string{StatusActive, StatusReject}, StatusDraft},
+	{"submit", []string{domain.StatusDraft}, domain.StatusReviewing},
+	{"approve", []string{domain.StatusReviewing}, domain.StatusActive},
+	{"reject", []string{domain.StatusReviewing}, domain.StatusReject},
+	{"edit", []string{domain.StatusActive, domain.StatusReject}, domain.StatusDraft},
 }
 
 func (a *Admin) transition(t scenarioTransition) handler {
@@ -269,10 +270,10 @@ func (a *Admin) transition(t scenarioTransition) handler {
 		err = a.store.TransitionScenario(r.Context(), app.ID, id, t.from, t.to, a.now())
 		var bad errBadTransition
 		switch {
-		case errors.Is(err, errNotFound):
-			return nil, notFound("Scenario")
+		case errors.Is(err, domain.ErrNotFound):
+			return nil, domain.NotFound("Scenario")
 		case errors.As(err, &bad):
-			return nil, conflict("%s", transitionRefused(t, bad.status))
+			return nil, domain.Conflict("%s", transitionRefused(t, bad.status))
 		case err != nil:
 			return nil, err
 		}

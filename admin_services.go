@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"errors"
 	"time"
 )
@@ -14,19 +15,21 @@ import (
 // ---- reads ----
 
 // ListApps lists every application.
-func (a *Admin) ListApps(ctx context.Context) ([]*Application, error) { return a.store.ListApps(ctx) }
+func (a *Admin) ListApps(ctx context.Context) ([]*domain.Application, error) {
+	return a.store.ListApps(ctx)
+}
 
 // App finds an application by its API key.
-func (a *Admin) App(ctx context.Context, key string) (*Application, error) {
+func (a *Admin) App(ctx context.Context, key string) (*domain.Application, error) {
 	app, err := a.store.AppByKey(ctx, key)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Application")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Application")
 	}
 	return app, err
 }
 
 // Wallet is an application's wallet.
-func (a *Admin) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+func (a *Admin) Wallet(ctx context.Context, appID int64) (domain.Wallet, error) {
 	return a.store.Wallet(ctx, appID)
 }
 
@@ -41,15 +44,15 @@ func (a *Admin) Pools(ctx context.Context, appID int64) ([]*Pool, error) {
 }
 
 // ListScenarios lists a page of an application's scenarios, with their total.
-func (a *Admin) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+func (a *Admin) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error) {
 	return a.store.ListScenarios(ctx, appID, status, limit, offset)
 }
 
 // Scenario finds one of an application's scenarios.
-func (a *Admin) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+func (a *Admin) Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error) {
 	sc, err := a.store.Scenario(ctx, appID, id)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Scenario")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Scenario")
 	}
 	return sc, err
 }
@@ -61,46 +64,46 @@ func (a *Admin) ContactProgress(ctx context.Context, appID int64, scenarioID, ca
 
 // ScenarioHold applies dialHold to a scenario as the scheduler would at
 // now: why it is not dialled, if it is not.
-func (a *Admin) ScenarioHold(ctx context.Context, appID int64, wallet Wallet, sc *Scenario, now time.Time) (Hold, bool, error) {
-	in := dialInputs{Status: sc.Status, Wallet: wallet, Pool: sc.CallConfig.PoolHotlineKey}
-	in.Window, in.WindowErr = parseCallWindow(sc.CallConfig.CallWindow)
+func (a *Admin) ScenarioHold(ctx context.Context, appID int64, wallet domain.Wallet, sc *domain.Scenario, now time.Time) (domain.Hold, bool, error) {
+	in := domain.DialInputs{Status: sc.Status, Wallet: wallet, Pool: sc.CallConfig.PoolHotlineKey}
+	in.Window, in.WindowErr = domain.ParseCallWindow(sc.CallConfig.CallWindow)
 	lines, err := a.store.enabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
 	if err != nil {
-		return Hold{}, false, err
+		return domain.Hold{}, false, err
 	}
 	in.EnabledHotlines = len(lines.Numbers)
-	if sc.CallConfig.Purpose == PurposeAdvertising && in.WindowErr == nil {
+	if sc.CallConfig.Purpose == domain.PurposeAdvertising && in.WindowErr == nil {
 		ads, err := a.store.AdSettings(ctx, appID)
 		if err != nil {
-			return Hold{}, false, err
+			return domain.Hold{}, false, err
 		}
-		if in.AdHours, err = parseCallWindow(ads.window()); err != nil {
-			return Hold{}, false, err
+		if in.AdHours, err = domain.ParseCallWindow(ads.Window()); err != nil {
+			return domain.Hold{}, false, err
 		}
 	}
-	h, held := dialHold(in, now)
+	h, held := domain.DialHold(in, now)
 	return h, held, nil
 }
 
 // ListCampaigns lists an application's campaigns, or a scenario's.
-func (a *Admin) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
+func (a *Admin) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*domain.Campaign, error) {
 	return a.store.ListCampaigns(ctx, appID, scenarioID)
 }
 
 // Campaign finds one of an application's campaigns.
-func (a *Admin) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+func (a *Admin) Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error) {
 	c, err := a.store.Campaign(ctx, appID, id)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Campaign")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Campaign")
 	}
 	return c, err
 }
 
 // ContactPhone reads a contact filter's phone as the contacts store it.
 func (a *Admin) ContactPhone(phone string) (string, error) {
-	p, err := normalizePhone(phone, a.region)
+	p, err := domain.NormalizePhone(phone, a.region)
 	if err != nil {
-		return "", invalid("phone", err.Error())
+		return "", domain.Invalid("phone", err.Error())
 	}
 	return p, nil
 }
@@ -118,8 +121,8 @@ func (a *Admin) Outcomes(ctx context.Context, appID int64) ([]string, error) {
 // Contact finds one of an application's contacts, with its calls.
 func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
 	c, calls, err := a.store.Contact(ctx, appID, id)
-	if errors.Is(err, errNotFound) {
-		return nil, nil, notFound("Contact")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil, domain.NotFound("Contact")
 	}
 	return c, calls, err
 }
@@ -133,15 +136,15 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	}
 	size, err := a.store.recordingOf(ctx, app.ID, contactID, callID)
 	switch {
-	case errors.Is(err, errNotFound):
-		return nil, notFound("Call")
+	case errors.Is(err, domain.ErrNotFound):
+		return nil, domain.NotFound("Call")
 	case err != nil:
 		return nil, err
 	case size == 0 || a.recordings.Dir == "":
-		return nil, notFound("Recording")
+		return nil, domain.NotFound("Recording")
 	}
 	return &ServedFile{path: a.recordings.Path(callID), name: callID + recordingExt, contentType: "audio/wav",
-		missing: notFound("Recording")}, nil
+		missing: domain.NotFound("Recording")}, nil
 }
 
 // Endpoints lists an application's webhook endpoints.
@@ -152,8 +155,8 @@ func (a *Admin) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint,
 // Endpoint finds one of an application's webhook endpoints.
 func (a *Admin) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
 	e, err := a.store.Endpoint(ctx, appID, id)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Webhook endpoint")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Webhook endpoint")
 	}
 	return e, err
 }
@@ -171,8 +174,8 @@ func (a *Admin) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*
 // Message finds one of an application's webhook messages, with its attempts.
 func (a *Admin) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
 	m, attempts, err := a.store.Message(ctx, appID, id)
-	if errors.Is(err, errNotFound) {
-		return nil, nil, notFound("Webhook message")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil, domain.NotFound("Webhook message")
 	}
 	return m, attempts, err
 }
@@ -182,8 +185,8 @@ func (a *Admin) Message(ctx context.Context, appID int64, id string) (*WebhookMe
 // SetCampaignPaused pauses or resumes a campaign; the engine looks again.
 func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error {
 	err := a.store.SetCampaignPaused(ctx, appID, id, paused, a.now())
-	if errors.Is(err, errNotFound) {
-		return notFound("Campaign")
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.NotFound("Campaign")
 	}
 	if err != nil {
 		return err
@@ -195,8 +198,8 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 // Redeliver makes a webhook message due now, with the same webhook-id.
 func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
 	err := a.store.Redeliver(ctx, appID, id, a.now())
-	if errors.Is(err, errNotFound) {
-		return notFound("Webhook message")
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.NotFound("Webhook message")
 	}
 	if err != nil {
 		return err
@@ -234,7 +237,7 @@ func (a *Admin) FaultRules() []FaultRule { return a.faults.List() }
 // RemoveFault removes a fault rule.
 func (a *Admin) RemoveFault(id string) error {
 	if !a.faults.Remove(id) {
-		return notFound("Fault rule")
+		return domain.NotFound("Fault rule")
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 )
 
@@ -234,7 +235,7 @@ func TestAdminApplications(t *testing.T) { eachBackend(t, testAdminApplications)
 func testAdminApplications(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
 	var created struct {
-		Application
+		domain.Application
 		APISecret   string `json:"api_secret"`
 		AccessToken string `json:"access_token"`
 	}
@@ -258,7 +259,7 @@ func testAdminApplications(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "POST", "/apps", `{"name":5}`, 400), "name")
 	wantField(t, s.adminFail(t, "POST", "/apps", `[1]`, 400), "body")
 
-	var list struct{ Applications []Application }
+	var list struct{ Applications []domain.Application }
 	s.admin(t, "GET", "/apps", "", &list)
 	if len(list.Applications) != 4 || list.Applications[0].APIKey != "qa-key" {
 		t.Fatalf("list %+v", list)
@@ -267,7 +268,7 @@ func testAdminApplications(t *testing.T, backend string) {
 		t.Errorf("list shows secrets: %s", raw)
 	}
 
-	var app Application
+	var app domain.Application
 	s.admin(t, "GET", "/apps/given-key", "", &app)
 	if app.Name != "Given" {
 		t.Errorf("get %+v", app)
@@ -312,7 +313,7 @@ func TestAdminWallet(t *testing.T) { eachBackend(t, testAdminWallet) }
 
 func testAdminWallet(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	var w Wallet
+	var w domain.Wallet
 	s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
 	if !w.Prepaid || w.Balance != 1000000 || w.PricePerCall != 1000 || w.ExpiresAt == nil {
 		t.Fatalf("wallet %+v", w)
@@ -410,7 +411,7 @@ func testAdminScenarios(t *testing.T, backend string) {
 	var sc adminScenario
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-new","name":"New","personalized_fields":["ma_kh"],
 		"call_config":{"max_concurrent":3,"re_call":{"times":1}}}`, &sc)
-	if sc.Status != StatusDraft || sc.Content != "" || sc.CallConfig.MaxConcurrent != 3 || sc.CallConfig.ReCall.Times != 1 ||
+	if sc.Status != domain.StatusDraft || sc.Content != "" || sc.CallConfig.MaxConcurrent != 3 || sc.CallConfig.ReCall.Times != 1 ||
 		sc.CallConfig.PoolHotlineKey != "POOL_SYSTEM" || sc.CallConfig.MaxDuration != 300 {
 		t.Fatalf("created %+v", sc)
 	}
@@ -425,7 +426,7 @@ func testAdminScenarios(t *testing.T, backend string) {
 
 	var generated adminScenario
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"name":"No id given","status":"ACTIVE","content":"x"}`, &generated)
-	if generated.ID == "" || generated.Status != StatusActive {
+	if generated.ID == "" || generated.Status != domain.StatusActive {
 		t.Errorf("generated %+v", generated)
 	}
 
@@ -445,9 +446,9 @@ func testAdminScenarios(t *testing.T, backend string) {
 		action, want string
 		code         int
 	}{
-		{"approve", "", 409}, {"edit", "", 409}, {"submit", StatusReviewing, 0}, {"submit", "", 409},
-		{"reject", StatusReject, 0}, {"approve", "", 409}, {"edit", StatusDraft, 0}, {"submit", StatusReviewing, 0},
-		{"approve", StatusActive, 0}, {"reject", "", 409}, {"edit", StatusDraft, 0},
+		{"approve", "", 409}, {"edit", "", 409}, {"submit", domain.StatusReviewing, 0}, {"submit", "", 409},
+		{"reject", domain.StatusReject, 0}, {"approve", "", 409}, {"edit", domain.StatusDraft, 0}, {"submit", domain.StatusReviewing, 0},
+		{"approve", domain.StatusActive, 0}, {"reject", "", 409}, {"edit", domain.StatusDraft, 0},
 	}
 	for _, st := range steps {
 		path := "/apps/qa-key/scenarios/sc-new/" + st.action
@@ -491,7 +492,7 @@ func TestAdminCampaigns(t *testing.T) { eachBackend(t, testAdminCampaigns) }
 
 func testAdminCampaigns(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	var c Campaign
+	var c domain.Campaign
 	s.admin(t, "POST", "/apps/qa-key/campaigns", `{"id":"camp-new","name":"December","scenario_id":"sc-remind"}`, &c)
 	if c.ID != "camp-new" || c.ScenarioID != "sc-remind" || c.Paused {
 		t.Fatalf("created %+v", c)
@@ -514,7 +515,7 @@ func testAdminCampaigns(t *testing.T, backend string) {
 	s.adminFail(t, "POST", "/apps/qa-key/campaigns/nope/pause", "", 404)
 	s.adminFail(t, "GET", "/apps/qa-key/campaigns/camp-other", "", 404)
 
-	var list struct{ Campaigns []Campaign }
+	var list struct{ Campaigns []domain.Campaign }
 	s.admin(t, "GET", "/apps/qa-key/campaigns", "", &list)
 	if len(list.Campaigns) != 3 {
 		t.Errorf("list %+v", list)
@@ -615,7 +616,7 @@ func testAdminContactsAndImports(t *testing.T, backend string) {
 	var c contactWithCalls
 	s.admin(t, "GET", "/apps/qa-key/contacts?phone=0912345678", "", &p)
 	s.admin(t, "GET", "/apps/qa-key/contacts/"+p.Contacts[0].ID, "", &c)
-	if c.Phone != "+84912345678" || c.Fields["ho_ten"] != "A" || c.State != ContactQueued || c.Calls == nil {
+	if c.Phone != "+84912345678" || c.Fields["ho_ten"] != "A" || c.State != domain.ContactQueued || c.Calls == nil {
 		t.Errorf("contact %+v", c)
 	}
 	s.adminFail(t, "GET", "/apps/other-key/contacts/"+c.ID, "", 404)
@@ -683,7 +684,7 @@ func testAdminReset(t *testing.T, backend string) {
 		t.Fatalf("fault rule did not fire: %+v", e)
 	}
 
-	var after struct{ Applications []Application }
+	var after struct{ Applications []domain.Application }
 	s.admin(t, "POST", "/reset", "", &after)
 	if len(after.Applications) != 2 || after.Applications[0].APIKey != "qa-key" || after.Applications[1].APIKey != "other-key" {
 		t.Fatalf("after reset %+v", after)
@@ -694,11 +695,11 @@ func testAdminReset(t *testing.T, backend string) {
 	s.admin(t, "GET", "/journal/count", "", &count)
 	var sc adminScenario
 	s.admin(t, "GET", "/apps/qa-key/scenarios/sc-remind", "", &sc)
-	var w Wallet
+	var w domain.Wallet
 	s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
 	var contacts struct{ Contacts []ContactRecord }
 	s.admin(t, "GET", "/apps/qa-key/contacts", "", &contacts)
-	if len(faults.Faults) != 0 || count.Count != 0 || sc.Status != StatusActive || w.Balance != 1000000 || len(contacts.Contacts) != 0 {
+	if len(faults.Faults) != 0 || count.Count != 0 || sc.Status != domain.StatusActive || w.Balance != 1000000 || len(contacts.Contacts) != 0 {
 		t.Errorf("reset left faults %v, journal %d, status %s, balance %d, contacts %d",
 			faults.Faults, count.Count, sc.Status, w.Balance, len(contacts.Contacts))
 	}
@@ -737,7 +738,7 @@ func testAdminResetDemo(t *testing.T, backend string) {
 	s.admin(t, "DELETE", "/apps/demo-key", "", nil)
 	s.admin(t, "POST", "/apps", `{"api_key":"temp-key"}`, nil)
 	s.admin(t, "POST", "/reset", "", nil)
-	var list struct{ Applications []Application }
+	var list struct{ Applications []domain.Application }
 	s.admin(t, "GET", "/apps", "", &list)
 	if len(list.Applications) != 1 || !list.Applications[0].IsDemo {
 		t.Fatalf("after reset %+v", list)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -35,16 +36,16 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 	}
 	for name, v := range map[string]*int64{"balance": b.Balance, "price_per_call": b.PricePerCall, "price_per_minute": b.PricePerMinute} {
 		if v != nil && *v < 0 {
-			return nil, invalid(name, "must not be negative")
+			return nil, domain.Invalid(name, "must not be negative")
 		}
 	}
 	var expires *time.Time
 	if len(b.ExpiresAt) > 0 {
 		if expires, err = optionalTime(b.ExpiresAt); err != nil {
-			return nil, invalid("expires_at", "must be an RFC 3339 time like \"2030-01-01T00:00:00Z\", or null")
+			return nil, domain.Invalid("expires_at", "must be an RFC 3339 time like \"2030-01-01T00:00:00Z\", or null")
 		}
 	}
-	w, err := a.store.UpdateWallet(r.Context(), app.ID, func(w *Wallet) {
+	w, err := a.store.UpdateWallet(r.Context(), app.ID, func(w *domain.Wallet) {
 		setIf(&w.Prepaid, b.Prepaid)
 		setIf(&w.Balance, b.Balance)
 		setIf(&w.PricePerCall, b.PricePerCall)
@@ -92,7 +93,7 @@ func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if b.Amount == nil || *b.Amount <= 0 {
-		return nil, invalid("amount", "is required and must be a positive number of VND")
+		return nil, domain.Invalid("amount", "is required and must be a positive number of VND")
 	}
 	if err := a.store.TopUp(r.Context(), app.ID, *b.Amount, a.now()); err != nil {
 		return nil, err

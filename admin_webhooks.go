@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"dialbox/internal/domain"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -26,7 +27,7 @@ func (a *Admin) listEndpoints(r *http.Request, ps httprouter.Params) (any, error
 	return map[string]any{"webhooks": list}, err
 }
 
-func (a *Admin) endpoint(r *http.Request, ps httprouter.Params) (*Application, *WebhookEndpoint, error) {
+func (a *Admin) endpoint(r *http.Request, ps httprouter.Params) (*domain.Application, *WebhookEndpoint, error) {
 	app, err := a.app(r, ps)
 	if err != nil {
 		return nil, nil, err
@@ -66,14 +67,14 @@ func (b *endpointBody) apply(e *WebhookEndpoint) error {
 		e.Enabled = *b.Enabled
 	}
 	if err := checkWebhookURL(e.URL); err != nil {
-		return invalid("url", err.Error())
+		return domain.Invalid("url", err.Error())
 	}
 	if err := checkWebhookSecret(e.Secret); err != nil {
-		return invalid("secret", err.Error())
+		return domain.Invalid("secret", err.Error())
 	}
 	for _, ev := range e.Events {
-		if ev != EventCallCompleted && ev != EventContactCompleted {
-			return invalid("events", fmt.Sprintf("%q is not an event (call.completed, contact.completed)", ev))
+		if ev != domain.EventCallCompleted && ev != domain.EventContactCompleted {
+			return domain.Invalid("events", fmt.Sprintf("%q is not an event (call.completed, contact.completed)", ev))
 		}
 	}
 	return nil
@@ -128,8 +129,8 @@ func (a *Admin) deleteEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	err = a.store.DeleteEndpoint(r.Context(), app.ID, ps.ByName("endpoint"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Webhook endpoint")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Webhook endpoint")
 	}
 	return map[string]string{"deleted": ps.ByName("endpoint")}, err
 }
@@ -159,7 +160,7 @@ func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error
 	}
 	since, err := time.Parse(time.RFC3339, b.Since)
 	if err != nil {
-		return nil, invalid("since", "is required and must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
+		return nil, domain.Invalid("since", "is required and must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
 	}
 	n, err := a.RecoverFailed(r.Context(), app.ID, e.ID, since)
 	if err != nil {
@@ -178,7 +179,7 @@ func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error)
 	q := r.URL.Query()
 	f := MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state"), EventType: q.Get("event_type")}
 	if !messageStates[f.State] {
-		return nil, invalid("state", "must be pending, delivered or dead")
+		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
 	if f.CursorPage, err = cursorPageParams(q); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,8 +121,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 type appKey struct{}
 
 // appFrom is the application a public request was authenticated as.
-func appFrom(ctx context.Context) *Application {
-	app, _ := ctx.Value(appKey{}).(*Application)
+func appFrom(ctx context.Context) *domain.Application {
+	app, _ := ctx.Value(appKey{}).(*domain.Application)
 	return app
 }
 
@@ -134,8 +135,8 @@ type addToScenarioBody struct {
 func (a *API) addToScenario(r *http.Request, ps httprouter.Params) (any, error) {
 	app := appFrom(r.Context())
 	sc, err := a.store.Scenario(r.Context(), app.ID, ps.ByName("scenario_id"))
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Scenario")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Scenario")
 	}
 	if err != nil {
 		return nil, err
@@ -166,11 +167,11 @@ func (a *API) addToCampaign(r *http.Request, _ httprouter.Params) (any, error) {
 		return nil, err
 	}
 	if body.CampaignID == nil || *body.CampaignID == "" {
-		return nil, invalid("campaign_id", "is required and must be a string")
+		return nil, domain.Invalid("campaign_id", "is required and must be a string")
 	}
 	camp, err := a.store.Campaign(r.Context(), app.ID, *body.CampaignID)
-	if errors.Is(err, errNotFound) {
-		return nil, notFound("Campaign")
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("Campaign")
 	}
 	if err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func (a *API) addToCampaign(r *http.Request, _ httprouter.Params) (any, error) {
 		dec := json.NewDecoder(bytes.NewReader(body.Contacts))
 		dec.UseNumber()
 		if err := dec.Decode(&contacts); err != nil {
-			return nil, invalid("contacts", "must be an array")
+			return nil, domain.Invalid("contacts", "must be an array")
 		}
 	}
 	if err := a.checkContacts(contacts); err != nil {
@@ -200,18 +201,18 @@ func (a *API) addToCampaign(r *http.Request, _ httprouter.Params) (any, error) {
 func (a *API) checkContacts(contacts []any) error {
 	switch {
 	case contacts == nil:
-		return invalid("contacts", "is required and must be an array")
+		return domain.Invalid("contacts", "is required and must be an array")
 	case len(contacts) == 0:
-		return invalid("contacts", "must hold at least one contact")
+		return domain.Invalid("contacts", "must hold at least one contact")
 	case len(contacts) > a.cfg.Limits.MaxContactsPerRequest:
-		return errTooLarge
+		return domain.ErrTooLarge
 	}
 	return nil
 }
 
 // importContacts hands the contacts to the importer, unless too many
 // imports are in progress already.
-func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any) (any, error) {
+func (a *API) importContacts(ctx context.Context, app *domain.Application, sc *domain.Scenario, campaignID string, items []any) (any, error) {
 	select {
 	case a.imports <- struct{}{}:
 		defer func() { <-a.imports }()
@@ -222,7 +223,7 @@ func (a *API) importContacts(ctx context.Context, app *Application, sc *Scenario
 	if err != nil {
 		return nil, err
 	}
-	return addedJSON(res.Added), nil
+	return domain.AddedJSON(res.Added), nil
 }
 
 // ---- operation B ----
@@ -233,25 +234,25 @@ var scenarioFields = []string{"id", "name", "description", "status", "personaliz
 func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 	app := appFrom(r.Context())
 	q := r.URL.Query()
-	var bad []FieldError
+	var bad []domain.FieldError
 	status := q.Get("status")
-	if status != "" && !validScenarioStatus(status) {
-		bad = append(bad, FieldError{Field: "status", Reason: "must be DRAFT, ACTIVE, REVIEWING or REJECT"})
+	if status != "" && !domain.ValidScenarioStatus(status) {
+		bad = append(bad, domain.FieldError{Field: "status", Reason: "must be DRAFT, ACTIVE, REVIEWING or REJECT"})
 	}
 	limit, ok := intParam(q.Get("limit"), 10, 1, 50)
 	if !ok {
-		bad = append(bad, FieldError{Field: "limit", Reason: "must be an integer from 1 to 50"})
+		bad = append(bad, domain.FieldError{Field: "limit", Reason: "must be an integer from 1 to 50"})
 	}
 	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
 	if !ok {
-		bad = append(bad, FieldError{Field: "offset", Reason: "must be an integer of 0 or more"})
+		bad = append(bad, domain.FieldError{Field: "offset", Reason: "must be an integer of 0 or more"})
 	}
 	fields, unknown := selectFields(q.Get("fields"))
 	if unknown != "" {
-		bad = append(bad, FieldError{Field: "fields", Reason: unknown + " is not a scenario field"})
+		bad = append(bad, domain.FieldError{Field: "fields", Reason: unknown + " is not a scenario field"})
 	}
 	if len(bad) > 0 {
-		return nil, validationError(bad...)
+		return nil, domain.ValidationError(bad...)
 	}
 	// The page is configuration only, so its JSON is kept in the
 	// configuration cache until a configuration write.
@@ -267,7 +268,7 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 				return nil, err
 			}
 		}
-		list, err := marshalJSON(scenarioList{Scenarios: out, TotalCount: total})
+		list, err := domain.MarshalJSON(scenarioList{Scenarios: out, TotalCount: total})
 		return wrapSuccess(list), err
 	})
 	if err != nil {
@@ -323,7 +324,7 @@ func selectFields(param string) (map[string]bool, string) {
 
 // scenarioJSON writes a scenario's selected fields (all when sel is nil) in
 // the fixed order of scenarioFields.
-func scenarioJSON(sc *Scenario, sel map[string]bool) (json.RawMessage, error) {
+func scenarioJSON(sc *domain.Scenario, sel map[string]bool) (json.RawMessage, error) {
 	values := map[string]any{
 		"id": sc.ID, "name": sc.Name, "description": sc.Description, "status": sc.Status,
 		"personalized_fields": sc.PersonalizedFields, "call_config": sc.CallConfig,
@@ -335,7 +336,7 @@ func scenarioJSON(sc *Scenario, sel map[string]bool) (json.RawMessage, error) {
 		if sel != nil && !sel[f] {
 			continue
 		}
-		v, err := marshalJSON(values[f])
+		v, err := domain.MarshalJSON(values[f])
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -311,7 +312,7 @@ func checkValidationFailed(t testing.TB, body []byte, fields ...string) {
 		Status  *int
 		Code    int
 		Message string
-		Details []FieldError
+		Details []domain.FieldError
 	}
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("body %s: %v", body, err)
@@ -1117,12 +1118,12 @@ func TestNormalizePhonesInParallel(t *testing.T) {
 			items[i] = map[string]any{"phone_number": raw}
 		}
 	}
-	got := normalizePhones(items, "VN")
+	got := domain.NormalizePhones(items, "VN")
 	for i, item := range items {
-		var want normalizedPhone
+		var want domain.NormalizedPhone
 		if obj, ok := item.(map[string]any); ok {
 			if raw, ok := obj["phone_number"].(string); ok {
-				want.e164, want.err = normalizePhone(raw, "VN")
+				want.E164, want.Err = domain.NormalizePhone(raw, "VN")
 			}
 		}
 		if got[i] != want {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"dialbox/internal/domain"
 	"errors"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ func (f *authFailure) Error() string { return "authentication failed" }
 // authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
 // algorithm other than HS256 (none included) or expiry -> 401.
-func authenticate(ctx context.Context, store Store, header string) (*Application, *APIError, error) {
+func authenticate(ctx context.Context, store Store, header string) (*domain.Application, *APIError, error) {
 	raw, ok := strings.CutPrefix(header, "Bearer ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
@@ -36,7 +37,7 @@ func authenticate(ctx context.Context, store Store, header string) (*Application
 	if app, ok, err := store.verifiedTokens().lookup(ctx, store, raw, time.Now()); ok || err != nil {
 		return app, nil, err
 	}
-	var app *Application
+	var app *domain.Application
 	token, err := tokenParser.Parse(raw, func(t *jwt.Token) (any, error) {
 		claims, _ := t.Claims.(jwt.MapClaims)
 		apiKey, ok := claims["apiKey"].(string)
@@ -46,7 +47,7 @@ func authenticate(ctx context.Context, store Store, header string) (*Application
 		var err error
 		app, err = store.AppByKey(ctx, apiKey)
 		switch {
-		case errors.Is(err, errNotFound) || (err == nil && app.Disabled):
+		case errors.Is(err, domain.ErrNotFound) || (err == nil && app.Disabled):
 			return nil, &authFailure{apiErr: errAppNotFound}
 		case err != nil:
 			return nil, &authFailure{err: err}
@@ -111,7 +112,7 @@ func (c *tokenCache) size() (entries, bytes int) {
 
 // lookup authenticates a token verified before; ok is false when the token
 // must be verified (again) the long way.
-func (c *tokenCache) lookup(ctx context.Context, store Store, raw string, now time.Time) (*Application, bool, error) {
+func (c *tokenCache) lookup(ctx context.Context, store Store, raw string, now time.Time) (*domain.Application, bool, error) {
 	digest := digestToken(raw)
 	c.mu.RLock()
 	v, ok := c.entries[digest]
@@ -122,7 +123,7 @@ func (c *tokenCache) lookup(ctx context.Context, store Store, raw string, now ti
 	}
 	app, err := store.AppByKey(ctx, v.apiKey)
 	switch {
-	case errors.Is(err, errNotFound) || (err == nil && (app.Disabled || app.APISecret != v.secret)):
+	case errors.Is(err, domain.ErrNotFound) || (err == nil && (app.Disabled || app.APISecret != v.secret)):
 		return nil, false, nil // the long way gives the right answer
 	case err != nil:
 		return nil, false, err
@@ -130,7 +131,7 @@ func (c *tokenCache) lookup(ctx context.Context, store Store, raw string, now ti
 	return app, true, nil
 }
 
-func (c *tokenCache) remember(raw string, app *Application, claims jwt.Claims) {
+func (c *tokenCache) remember(raw string, app *domain.Application, claims jwt.Claims) {
 	v := verifiedToken{apiKey: app.APIKey, secret: app.APISecret}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		v.exp = exp.Time
@@ -153,7 +154,7 @@ func (c *tokenCache) remember(raw string, app *Application, claims jwt.Claims) {
 
 // MintToken makes an ACCESS_TOKEN for an application, as a customer would:
 // HS256 over {"apiKey": ..., "iat": ...}, no expiry.
-func MintToken(app *Application, now time.Time) (string, error) {
+func MintToken(app *domain.Application, now time.Time) (string, error) {
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
 		"apiKey": app.APIKey,
 		"iat":    now.Unix(),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 )
 
 // cachedStore is a Store whose reads of the tenants' configuration
@@ -52,7 +53,7 @@ func cached[T any](s *cachedStore, key string, load func() (T, error)) (T, error
 		return e.value.(T), e.err
 	}
 	value, err := load()
-	if err == nil || errors.Is(err, errNotFound) {
+	if err == nil || errors.Is(err, domain.ErrNotFound) {
 		s.mu.Lock()
 		// A change committed during load moved the version: what load read
 		// may be stale, so it is not kept.
@@ -74,8 +75,8 @@ func (s *cachedStore) keep(key string, load func() (any, error)) (any, error) {
 }
 
 // AppByKey: a copy, since callers may change what they get.
-func (s *cachedStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
-	app, err := cached(s, "app\x00"+apiKey, func() (*Application, error) { return s.Store.AppByKey(ctx, apiKey) })
+func (s *cachedStore) AppByKey(ctx context.Context, apiKey string) (*domain.Application, error) {
+	app, err := cached(s, "app\x00"+apiKey, func() (*domain.Application, error) { return s.Store.AppByKey(ctx, apiKey) })
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +87,9 @@ func (s *cachedStore) AppByKey(ctx context.Context, apiKey string) (*Application
 // WalletExpired keeps only what configuration changes of a wallet, whether
 // it is prepaid and its expiry; the balance, which calls change, is not kept.
 func (s *cachedStore) WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error) {
-	w, err := cached(s, fmt.Sprintf("wallet\x00%d", appID), func() (Wallet, error) {
+	w, err := cached(s, fmt.Sprintf("wallet\x00%d", appID), func() (domain.Wallet, error) {
 		w, err := s.Store.Wallet(ctx, appID)
-		return Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
+		return domain.Wallet{Prepaid: w.Prepaid, ExpiresAt: w.ExpiresAt}, err
 	})
 	return w.Expired(now), err
 }
@@ -99,18 +100,18 @@ func (s *cachedStore) PoolAvailable(ctx context.Context, appID int64, poolKey st
 	})
 }
 
-func (s *cachedStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
-	sc, err := cached(s, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*Scenario, error) {
+func (s *cachedStore) Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error) {
+	sc, err := cached(s, fmt.Sprintf("scenario\x00%d\x00%s", appID, id), func() (*domain.Scenario, error) {
 		return s.Store.Scenario(ctx, appID, id)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return sc.clone(), nil
+	return sc.Clone(), nil
 }
 
-func (s *cachedStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
-	c, err := cached(s, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*Campaign, error) {
+func (s *cachedStore) Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error) {
+	c, err := cached(s, fmt.Sprintf("campaign\x00%d\x00%s", appID, id), func() (*domain.Campaign, error) {
 		return s.Store.Campaign(ctx, appID, id)
 	})
 	if err != nil {
@@ -121,21 +122,21 @@ func (s *cachedStore) Campaign(ctx context.Context, appID int64, id string) (*Ca
 }
 
 // AdSettings are read by the scheduler at every tick.
-func (s *cachedStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
-	return cached(s, fmt.Sprintf("advertising\x00%d", appID), func() (AdSettings, error) {
+func (s *cachedStore) AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error) {
+	return cached(s, fmt.Sprintf("advertising\x00%d", appID), func() (domain.AdSettings, error) {
 		return s.Store.AdSettings(ctx, appID)
 	})
 }
 
 // activeScenarios are read at every scheduler tick.
-func (s *cachedStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
-	list, err := cached(s, "active scenarios", func() ([]*Scenario, error) { return s.Store.activeScenarios(ctx) })
+func (s *cachedStore) activeScenarios(ctx context.Context) ([]*domain.Scenario, error) {
+	list, err := cached(s, "active scenarios", func() ([]*domain.Scenario, error) { return s.Store.activeScenarios(ctx) })
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Scenario, len(list))
+	out := make([]*domain.Scenario, len(list))
 	for i, sc := range list {
-		out[i] = sc.clone()
+		out[i] = sc.Clone()
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"dialbox/internal/domain"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ func TestCatalogCache(t *testing.T) {
 	s := newCachedStore(store)
 	fa := &FixtureApp{Name: "before", APIKey: "k", APISecret: "s",
 		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001"}}},
-		Scenarios: []*FixtureScenario{{ID: "sc", Status: StatusActive, Content: "x",
-			PersonalizedFields: []string{"ho_ten"}, CallConfig: DefaultCallConfig()}}}
+		Scenarios: []*FixtureScenario{{ID: "sc", Status: domain.StatusActive, Content: "x",
+			PersonalizedFields: []string{"ho_ten"}, CallConfig: domain.DefaultCallConfig()}}}
 	if err := s.ApplyFixtures(ctx, []*FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestCatalogCache(t *testing.T) {
 
 	// An import keeps the cache; a configuration write is seen at once.
 	version := store.configChanges.Load()
-	req := ImportRequest{AppID: app.ID, ScenarioID: "sc", Contacts: []NewContact{{ID: "c1", Phone: "+84912345678", Fields: []byte("{}")}}}
+	req := domain.ImportRequest{AppID: app.ID, ScenarioID: "sc", Contacts: []domain.NewContact{{ID: "c1", Phone: "+84912345678", Fields: []byte("{}")}}}
 	if _, err := s.Import(ctx, req, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestCatalogCache(t *testing.T) {
 	}
 
 	// A miss is remembered as a miss until a write may have made it exist.
-	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != errNotFound {
+	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != domain.ErrNotFound {
 		t.Fatalf("missing scenario: %v", err)
 	}
 	store.Write(ctx, func(tx *sql.Tx) error {

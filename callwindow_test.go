@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"slices"
 	"strings"
 	"testing"
@@ -23,13 +24,13 @@ func TestCallWindowContainsAndNext(t *testing.T) {
 		}
 		return tm
 	}
-	weekdays := CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
-	overnight := CallWindow{Start: "22:00", End: "06:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"mon"}}
-	allDay := CallWindow{Start: "00:00", End: "24:00", Timezone: "Asia/Ho_Chi_Minh"} // no days: every day
-	utc := CallWindow{Start: "08:00", End: "20:00", Timezone: "UTC"}
+	weekdays := domain.CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
+	overnight := domain.CallWindow{Start: "22:00", End: "06:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"mon"}}
+	allDay := domain.CallWindow{Start: "00:00", End: "24:00", Timezone: "Asia/Ho_Chi_Minh"} // no days: every day
+	utc := domain.CallWindow{Start: "08:00", End: "20:00", Timezone: "UTC"}
 	for _, c := range []struct {
 		name   string
-		window CallWindow
+		window domain.CallWindow
 		at     time.Time
 		inside bool
 		next   time.Time // when not inside
@@ -51,7 +52,7 @@ func TestCallWindowContainsAndNext(t *testing.T) {
 		{"all day, midnight", allDay, at("2026-11-29 00:00"), true, time.Time{}},
 		{"all day, last minute", allDay, at("2026-11-29 23:59"), true, time.Time{}},
 	} {
-		w, err := parseCallWindow(c.window)
+		w, err := domain.ParseCallWindow(c.window)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -71,29 +72,29 @@ func TestCallWindowContainsAndNext(t *testing.T) {
 // TestParseCallWindowErrors: a window that cannot be read says which part
 // is wrong, so the scenario's owner can fix it.
 func TestParseCallWindowErrors(t *testing.T) {
-	good := CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON"}}
+	good := domain.CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON"}}
 	for _, c := range []struct {
 		name   string
-		change func(*CallWindow)
+		change func(*domain.CallWindow)
 		want   string
 	}{
-		{"one-digit hour", func(w *CallWindow) { w.Start = "8:00" }, `start: "8:00" is not a time`},
-		{"minutes over 59", func(w *CallWindow) { w.Start = "08:60" }, `start: "08:60" is not a time`},
-		{"after 24:00", func(w *CallWindow) { w.End = "24:01" }, `end: "24:01" is not a time`},
-		{"no such hour", func(w *CallWindow) { w.End = "25:00" }, `end: "25:00" is not a time`},
-		{"not a time", func(w *CallWindow) { w.End = "noon" }, `end: "noon" is not a time`},
-		{"empty window", func(w *CallWindow) { w.End = "08:00" }, "start and end are equal"},
-		{"no time zone", func(w *CallWindow) { w.Timezone = "" }, `timezone "" is not an IANA time zone`},
-		{"unknown time zone", func(w *CallWindow) { w.Timezone = "Mars/Base" }, `timezone "Mars/Base"`},
-		{"unknown day", func(w *CallWindow) { w.Days = []string{"MON", "FUN"} }, `day "FUN" is not one of`},
+		{"one-digit hour", func(w *domain.CallWindow) { w.Start = "8:00" }, `start: "8:00" is not a time`},
+		{"minutes over 59", func(w *domain.CallWindow) { w.Start = "08:60" }, `start: "08:60" is not a time`},
+		{"after 24:00", func(w *domain.CallWindow) { w.End = "24:01" }, `end: "24:01" is not a time`},
+		{"no such hour", func(w *domain.CallWindow) { w.End = "25:00" }, `end: "25:00" is not a time`},
+		{"not a time", func(w *domain.CallWindow) { w.End = "noon" }, `end: "noon" is not a time`},
+		{"empty window", func(w *domain.CallWindow) { w.End = "08:00" }, "start and end are equal"},
+		{"no time zone", func(w *domain.CallWindow) { w.Timezone = "" }, `timezone "" is not an IANA time zone`},
+		{"unknown time zone", func(w *domain.CallWindow) { w.Timezone = "Mars/Base" }, `timezone "Mars/Base"`},
+		{"unknown day", func(w *domain.CallWindow) { w.Days = []string{"MON", "FUN"} }, `day "FUN" is not one of`},
 	} {
 		w := good
 		c.change(&w)
-		if _, err := parseCallWindow(w); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := domain.ParseCallWindow(w); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
-	if _, err := parseCallWindow(good); err != nil {
+	if _, err := domain.ParseCallWindow(good); err != nil {
 		t.Errorf("the good window: %v", err)
 	}
 }
@@ -105,7 +106,7 @@ func TestCallWindowDaysUpperCased(t *testing.T) { eachBackend(t, testCallWindowD
 func testCallWindowDaysUpperCased(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
 	var sc struct {
-		CallConfig CallConfig `json:"call_config"`
+		CallConfig domain.CallConfig `json:"call_config"`
 	}
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-days","content":"x","call_config":{"call_window":{"start":"08:00","end":"17:00","timezone":"Asia/Ho_Chi_Minh","days":["mon","Tue"]}}}`, &sc)
 	if got := sc.CallConfig.CallWindow.Days; !slices.Equal(got, []string{"MON", "TUE"}) {

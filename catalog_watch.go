@@ -80,7 +80,7 @@ func (w *commitWatch) close() {
 
 // check counts a change in changes if a connection other than this store's
 // writer committed since the last check. It runs before every cached read.
-func (w *commitWatch) check(changes *atomic.Uint64) {
+func (w *commitWatch) Check(changes *atomic.Uint64) {
 	if v, ok := w.shm.iChange(); ok && v == w.seen.Load() {
 		return
 	}

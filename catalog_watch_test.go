@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 )
 
 // discardResponse is a ResponseWriter that keeps nothing, so a benchmark
@@ -80,7 +81,7 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	}
 	defer other.Close()
 	fa := &FixtureApp{Name: "a", APIKey: "k", APISecret: "s",
-		Scenarios: []*FixtureScenario{{ID: "sc", Status: StatusReviewing, Content: "x", CallConfig: DefaultCallConfig()}}}
+		Scenarios: []*FixtureScenario{{ID: "sc", Status: domain.StatusReviewing, Content: "x", CallConfig: domain.DefaultCallConfig()}}}
 	if err := server.ApplyFixtures(ctx, []*FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -88,23 +89,23 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.AppByKey(ctx, "new"); err != errNotFound {
+	if _, err := server.AppByKey(ctx, "new"); err != domain.ErrNotFound {
 		t.Fatalf("unknown application: %v", err)
 	}
-	if sc, _ := server.Scenario(ctx, app.ID, "sc"); sc.Status != StatusReviewing {
+	if sc, _ := server.Scenario(ctx, app.ID, "sc"); sc.Status != domain.StatusReviewing {
 		t.Fatalf("scenario %s", sc.Status)
 	}
 
 	if _, err := other.CreateApp(ctx, "New", "new", "secret", destinations.Rules{}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.TransitionScenario(ctx, app.ID, "sc", []string{StatusReviewing}, StatusActive, time.Now()); err != nil {
+	if err := other.TransitionScenario(ctx, app.ID, "sc", []string{domain.StatusReviewing}, domain.StatusActive, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if a, err := server.AppByKey(ctx, "new"); err != nil || a.Name != "New" {
 		t.Errorf("application created by another store: %v %v", a, err)
 	}
-	if sc, _ := server.Scenario(ctx, app.ID, "sc"); sc.Status != StatusActive {
+	if sc, _ := server.Scenario(ctx, app.ID, "sc"); sc.Status != domain.StatusActive {
 		t.Errorf("scenario approved by another store still %s", sc.Status)
 	}
 	if _, err := other.UpdateApp(ctx, "k", AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
@@ -122,8 +123,8 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 		if i == 1 {
 			version = serverStore.configChanges.Load()
 		}
-		req := ImportRequest{AppID: app.ID, ScenarioID: "sc",
-			Contacts: []NewContact{{ID: fmt.Sprint("c", i), Phone: fmt.Sprint("+8491234567", i), Fields: []byte("{}")}}}
+		req := domain.ImportRequest{AppID: app.ID, ScenarioID: "sc",
+			Contacts: []domain.NewContact{{ID: fmt.Sprint("c", i), Phone: fmt.Sprint("+8491234567", i), Fields: []byte("{}")}}}
 		if _, err := server.Import(ctx, req, time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +155,7 @@ func testServerSeesTheCLI(t *testing.T, backend string) {
 		status, _ := s.do(t, "GET", pathB, token, "")
 		return status == 200
 	})
-	var app Application
+	var app domain.Application
 	s.admin(t, "GET", "/apps/cli-key", "", &app)
 	if app.Name != "From CLI" {
 		t.Errorf("GET /admin/v1/apps/cli-key: %+v", app)

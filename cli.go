@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 )
 
 // The CLI's common tasks work on the database directly (the server may be
@@ -44,10 +45,10 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 		key := fs.String("api-key", "", "API key (default: generated)")
 		secret := fs.String("api-secret", "", "API secret (default: generated)")
 		check = func() error {
-			if problem := apiKeyProblem(*key); *key != "" && problem != "" {
+			if problem := domain.APIKeyProblem(*key); *key != "" && problem != "" {
 				return fmt.Errorf("%s: --api-key %s", sub, problem)
 			}
-			if problem := apiSecretProblem(*secret); *secret != "" && problem != "" {
+			if problem := domain.APISecretProblem(*secret); *secret != "" && problem != "" {
 				return fmt.Errorf("%s: --api-secret %s", sub, problem)
 			}
 			return requireFlag(sub, "--name NAME", *name)
@@ -166,7 +167,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	}
 	defer store.Close()
 	app, err := store.AppByKey(ctx, *appKey)
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("token: no application has API key %q in %s", *appKey, databaseName(cfg.Database))
 	}
 	if err != nil {
@@ -188,7 +189,7 @@ func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret
 		secret = randomHex(24)
 	}
 	app, err := s.CreateApp(ctx, name, key, secret, destinations.Rules{}, time.Now())
-	if errors.Is(err, errConflict) {
+	if errors.Is(err, domain.ErrConflict) {
 		return fmt.Errorf("app create: an application with API key %q already exists", key)
 	}
 	if err != nil {
@@ -215,12 +216,12 @@ func cliAppList(ctx context.Context, s Store, out io.Writer) error {
 	return tw.Flush()
 }
 
-func cliApp(ctx context.Context, s Store, apiKey string) (*Application, error) {
+func cliApp(ctx context.Context, s Store, apiKey string) (*domain.Application, error) {
 	if apiKey == "" {
 		return nil, fmt.Errorf("--app API_KEY is required")
 	}
 	app, err := s.AppByKey(ctx, apiKey)
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil, fmt.Errorf("no application has API key %q", apiKey)
 	}
 	return app, err
@@ -231,7 +232,7 @@ func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status
 	if err != nil {
 		return err
 	}
-	if status != "" && !validScenarioStatus(status) {
+	if status != "" && !domain.ValidScenarioStatus(status) {
 		return fmt.Errorf("--status must be DRAFT, ACTIVE, REVIEWING or REJECT")
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -260,7 +261,7 @@ func cliContactList(ctx context.Context, s Store, out io.Writer, apiKey string, 
 		return fmt.Errorf("--limit must be at least 1")
 	}
 	if f.Phone != "" {
-		if f.Phone, err = normalizePhone(f.Phone, region); err != nil {
+		if f.Phone, err = domain.NormalizePhone(f.Phone, region); err != nil {
 			return fmt.Errorf("--phone: %w", err)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 // POST /admin/v1/apps/:app/disable and /enable do.
 func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey string, disabled bool) error {
 	app, err := s.UpdateApp(ctx, apiKey, AppPatch{Disabled: &disabled}, time.Now())
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
 	}
 	if err != nil {
@@ -31,7 +32,7 @@ func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey strin
 // DELETE /admin/v1/apps/:app does.
 func cliAppDelete(ctx context.Context, s Store, out io.Writer, apiKey string) error {
 	err := s.DeleteApp(ctx, apiKey)
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
 	}
 	if err != nil {
@@ -87,8 +88,8 @@ func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenario
 	err = s.TransitionScenario(ctx, app.ID, scenarioID, t.from, t.to, time.Now())
 	var bad errBadTransition
 	switch {
-	case errors.Is(err, errNotFound):
-		return errors.New(notFound("Scenario").Message)
+	case errors.Is(err, domain.ErrNotFound):
+		return errors.New(domain.NotFound("Scenario").Message)
 	case errors.As(err, &bad):
 		return errors.New(transitionRefused(t, bad.status))
 	case err != nil:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +74,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 		}
 		return err
 	}
-	e164, err := normalizePhone(pos[0], region)
+	e164, err := domain.NormalizePhone(pos[0], region)
 	if err != nil {
 		return fmt.Errorf("dnc %s: %q: %w", sub, pos[0], err)
 	}
@@ -86,7 +87,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 		return err
 	case "remove":
 		err := store.RemoveDNC(ctx, list, e164)
-		if errors.Is(err, errNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return fmt.Errorf("dnc remove: %s is not on %s", e164, who)
 		}
 		if err == nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -80,7 +81,7 @@ func testCLIAdminCommands(t *testing.T, backend string) {
 		t.Errorf("wallet top-up:\n%s", out)
 	}
 	seenAfter(t, backend, "the CLI's top-up", func() bool {
-		var w Wallet
+		var w domain.Wallet
 		s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
 		return w.Balance == 1_005_000
 	})
@@ -96,16 +97,16 @@ func testCLIAdminCommands(t *testing.T, backend string) {
 		return sc.Status
 	}
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-cli","content":"x"}`, nil)
-	if st := scenario(); st != StatusDraft {
+	if st := scenario(); st != domain.StatusDraft {
 		t.Fatalf("new scenario %s", st)
 	}
 	cliFails("Cannot approve a scenario in status DRAFT (only from REVIEWING)", "scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
 	if out := cli("scenario", "submit", "--app", "qa-key", "--scenario", "sc-cli"); !strings.Contains(out, "status: REVIEWING") {
 		t.Errorf("scenario submit:\n%s", out)
 	}
-	seenAfter(t, backend, "the CLI's submit", func() bool { return scenario() == StatusReviewing })
+	seenAfter(t, backend, "the CLI's submit", func() bool { return scenario() == domain.StatusReviewing })
 	cli("scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
-	seenAfter(t, backend, "the CLI's approve", func() bool { return scenario() == StatusActive })
+	seenAfter(t, backend, "the CLI's approve", func() bool { return scenario() == domain.StatusActive })
 	adminWords := s.adminFail(t, "POST", "/apps/qa-key/scenarios/sc-cli/approve", "", 409).Message
 	cliFails(adminWords, "scenario", "approve", "--app", "qa-key", "--scenario", "sc-cli")
 	cliFails(s.adminFail(t, "POST", "/apps/qa-key/scenarios/nope/submit", "", 404).Message,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"fmt"
 	"slices"
 	"time"
@@ -238,7 +239,7 @@ func (c *Config) checkDestinations() error {
 func (s *SimulatorConfig) validate() error {
 	total := 0.0
 	for o, w := range s.Weights {
-		if !isDialableOutcome(o) {
+		if !domain.IsDialableOutcome(o) {
 			return badKey("simulator.weights."+o, "is not an outcome: ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL or INVALID_NUMBER")
 		}
 		if w < 0 {
@@ -250,7 +251,7 @@ func (s *SimulatorConfig) validate() error {
 		return badKey("simulator.weights", "at least one weight must be positive")
 	}
 	for i := range s.Rules {
-		if err := s.Rules[i].check(fmt.Sprintf("simulator.rules[%d]", i)); err != nil {
+		if err := s.Rules[i].Check(fmt.Sprintf("simulator.rules[%d]", i)); err != nil {
 			return err
 		}
 	}
@@ -259,22 +260,22 @@ func (s *SimulatorConfig) validate() error {
 
 // check validates one [[simulator.rules]] entry under key, filling in the
 // VOICE_MAIL outcome a machine implies.
-func (r *SimulatorRule) check(key string) error {
+func (r *SimulatorRule) Check(key string) error {
 	if r.Machine && r.Outcome == "" {
-		r.Outcome = OutcomeVoiceMail
+		r.Outcome = domain.OutcomeVoiceMail
 	}
 	switch {
 	case (r.Suffix == "") == (r.Number == ""):
 		return badKey(key, "set exactly one of suffix and number")
-	case r.Machine && r.Outcome != OutcomeVoiceMail:
+	case r.Machine && r.Outcome != domain.OutcomeVoiceMail:
 		return badKey(key+".machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
 	case !validDigits(r.Digits):
 		return badKey(key+".digits", "must be keys 0-9, * and #")
-	case r.Digits != "" && r.Outcome != OutcomeAnswered:
+	case r.Digits != "" && r.Outcome != domain.OutcomeAnswered:
 		return badKey(key+".digits", "only a person presses keys: outcome must be ANSWERED")
 	case r.DigitsDelay.Duration < 0 || r.HangupAfter.Duration < 0:
 		return badKey(key, "digits_delay and hangup_after must not be negative")
-	case !isDialableOutcome(r.Outcome):
+	case !domain.IsDialableOutcome(r.Outcome):
 		return badKey(key+".outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL or INVALID_NUMBER")
 	case r.TalkTime.Duration < 0 || r.RingTime.Duration < 0:
 		return badKey(key, "talk_time and ring_time must not be negative")

@@ -222,7 +222,7 @@ func (c *Config) checkSIP() error {
 	}
 	names := map[string]bool{}
 	for i, t := range s.Trunks {
-		if err := t.check(fmt.Sprintf("sip.trunks[%d]", i), names); err != nil {
+		if err := t.Check(fmt.Sprintf("sip.trunks[%d]", i), names); err != nil {
 			return err
 		}
 		names[t.Name] = true
@@ -235,7 +235,7 @@ func (c *Config) checkSIP() error {
 
 // check validates one trunk under key; names holds the earlier trunks'.
 // Messages quote a key's own value, never the password.
-func (t SIPTrunk) check(key string, names map[string]bool) error {
+func (t SIPTrunk) Check(key string, names map[string]bool) error {
 	switch {
 	case t.Name == "":
 		return badKey(key+".name", "is required")

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 
@@ -65,17 +66,17 @@ type consoleAdmin interface {
 // consoleReads are the supervisor's pages' reads; a missing record is
 // already the error the page shows.
 type consoleReads interface {
-	ListApps(ctx context.Context) ([]*Application, error)
-	App(ctx context.Context, key string) (*Application, error)
-	Wallet(ctx context.Context, appID int64) (Wallet, error)
+	ListApps(ctx context.Context) ([]*domain.Application, error)
+	App(ctx context.Context, key string) (*domain.Application, error)
+	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
 	Unfinished(ctx context.Context, appID int64) (int64, error)
 	Pools(ctx context.Context, appID int64) ([]*Pool, error)
-	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error)
-	Scenario(ctx context.Context, appID int64, id string) (*Scenario, error)
+	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error)
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
 	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error)
-	ScenarioHold(ctx context.Context, appID int64, wallet Wallet, sc *Scenario, now time.Time) (Hold, bool, error)
-	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error)
-	Campaign(ctx context.Context, appID int64, id string) (*Campaign, error)
+	ScenarioHold(ctx context.Context, appID int64, wallet domain.Wallet, sc *domain.Scenario, now time.Time) (domain.Hold, bool, error)
+	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*domain.Campaign, error)
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 	ContactPhone(phone string) (string, error)
 	Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
@@ -250,9 +251,9 @@ func checkFields(v url.Values) error {
 			if len(name) > consoleMaxFieldName || len(s) > consoleMaxField {
 				field := name
 				if len(name) > consoleMaxFieldName {
-					field = "the field " + quotedPrefix(name)
+					field = "the field " + domain.QuotedPrefix(name)
 				}
-				return invalid(field, "is longer than "+thousands(consoleMaxField)+" bytes")
+				return domain.Invalid(field, "is longer than "+thousands(consoleMaxField)+" bytes")
 			}
 		}
 	}
@@ -276,7 +277,7 @@ func (c *Console) readForm(w http.ResponseWriter, r *http.Request, s *session) b
 		c.render(w, http.StatusRequestEntityTooLarge, d)
 		return false
 	case err != nil:
-		err = invalid("form", "could not be read")
+		err = domain.Invalid("form", "could not be read")
 	default:
 		err = checkFields(r.Form)
 	}
@@ -324,7 +325,7 @@ func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httproute
 	c.headers(w)
 	s := c.sessions.get(r, c.now())
 	if s == nil {
-		c.fail(w, r, nil, notFound("Recording"))
+		c.fail(w, r, nil, domain.NotFound("Recording"))
 		return
 	}
 	f, err := c.admin.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))

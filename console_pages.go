@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"dialbox/internal/domain"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,8 +19,8 @@ import (
 // ---- overview ----
 
 type tenantView struct {
-	App        *Application
-	Wallet     Wallet
+	App        *domain.Application
+	Wallet     domain.Wallet
 	WalletHold string // why the wallet stops calls, "" when it does not
 	Unfinished int64
 	Scenarios  []scenarioRow
@@ -27,7 +28,7 @@ type tenantView struct {
 }
 
 type scenarioRow struct {
-	Scenario *Scenario
+	Scenario *domain.Scenario
 	Live     int // calls up
 	Queued   int64
 	State    string // what it is doing, in words
@@ -82,7 +83,7 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 		if t.Wallet, err = c.admin.Wallet(ctx, app.ID); err != nil {
 			return nil, err
 		}
-		if h, held := walletHold(t.Wallet, now); held {
+		if h, held := domain.WalletHold(t.Wallet, now); held {
 			t.WalletHold = h.Text()
 		}
 		if t.Unfinished, err = c.admin.Unfinished(ctx, app.ID); err != nil {
@@ -120,7 +121,7 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 }
 
 // scenarioRow says what a scenario is doing, by the scheduler's own rule.
-func (c *Console) scenarioRow(ctx context.Context, app *Application, wallet Wallet, sc *Scenario, live LiveCalls, now time.Time) (scenarioRow, error) {
+func (c *Console) scenarioRow(ctx context.Context, app *domain.Application, wallet domain.Wallet, sc *domain.Scenario, live LiveCalls, now time.Time) (scenarioRow, error) {
 	row := scenarioRow{Scenario: sc, Live: live.Scenario(app.ID, sc.ID)}
 	p, err := c.admin.ContactProgress(ctx, app.ID, sc.ID, "")
 	if err != nil {
@@ -149,10 +150,10 @@ func (c *Console) scenarioRow(ctx context.Context, app *Application, wallet Wall
 // ---- scenarios and campaigns ----
 
 type progressView struct {
-	App        *Application
-	Scenario   *Scenario
-	Campaign   *Campaign // nil on a scenario's page
-	Campaigns  []*Campaign
+	App        *domain.Application
+	Scenario   *domain.Scenario
+	Campaign   *domain.Campaign // nil on a scenario's page
+	Campaigns  []*domain.Campaign
 	Progress   Progress
 	Live       int
 	PerMinute  int // calls ended in the last minute
@@ -161,7 +162,7 @@ type progressView struct {
 	Held       bool
 }
 
-func (c *Console) app(ctx context.Context, ps httprouter.Params) (*Application, error) {
+func (c *Console) app(ctx context.Context, ps httprouter.Params) (*domain.Application, error) {
 	return c.admin.App(ctx, ps.ByName("app"))
 }
 
@@ -206,7 +207,7 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 		// shows its own contacts in a call.
 		d.Live = int(d.Progress.Dialing)
 		if d.Campaign.Paused {
-			d.State, d.Held = (Hold{Kind: HoldPaused}).Text(), true
+			d.State, d.Held = (domain.Hold{Kind: domain.HoldPaused}).Text(), true
 		}
 	}
 	return d, nil
@@ -266,7 +267,7 @@ func (c *Console) pauseCampaign(paused bool) consoleAction {
 const contactsScan = 10_000
 
 type contactsView struct {
-	App      *Application
+	App      *domain.Application
 	Filter   url.Values
 	Outcomes []string // what the tenant's contacts ended with, from the data
 	States   []string
@@ -284,8 +285,8 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 	q := r.URL.Query()
 	f := ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
 		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
-	if !contactStates[f.State] {
-		return nil, invalid("state", "must be queued, dialing or done")
+	if !domain.ContactStates[f.State] {
+		return nil, domain.Invalid("state", "must be queued, dialing or done")
 	}
 	if p := q.Get("phone"); p != "" {
 		if f.Phone, err = c.admin.ContactPhone(p); err != nil {
@@ -303,14 +304,14 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 	}
 	if cur := q.Get("cursor"); cur != "" {
 		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
-			return nil, invalid("cursor", "must be the cursor of an earlier page")
+			return nil, domain.Invalid("cursor", "must be the cursor of an earlier page")
 		}
 	}
 	list, next, err := c.admin.Contacts(ctx, app.ID, f)
 	if err != nil {
 		return nil, err
 	}
-	d := &contactsView{App: app, Filter: q, Contacts: list, States: []string{ContactQueued, ContactDialing, ContactDone}}
+	d := &contactsView{App: app, Filter: q, Contacts: list, States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
 	if d.Outcomes, err = c.admin.Outcomes(ctx, app.ID); err != nil {
 		return nil, err
 	}
@@ -339,11 +340,11 @@ func dateParam(q url.Values, name string, addDays int) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, invalid(name, "must be a date like 2026-01-31")
+	return time.Time{}, domain.Invalid(name, "must be a date like 2026-01-31")
 }
 
 type contactView struct {
-	App     *Application
+	App     *domain.Application
 	Contact *ContactRecord
 	Calls   []CallRecord
 }
@@ -374,7 +375,7 @@ type endpointRow struct {
 }
 
 type webhooksView struct {
-	App       *Application
+	App       *domain.Application
 	Endpoints []endpointRow
 	Filter    url.Values
 	States    []string
@@ -405,7 +406,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 	}
 	f := MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state")}
 	if !messageStates[f.State] {
-		return nil, invalid("state", "must be pending, delivered or dead")
+		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
 	if f.CursorPage, err = cursorPageParams(q); err != nil {
 		return nil, err
@@ -427,7 +428,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 }
 
 type messageView struct {
-	App      *Application
+	App      *domain.Application
 	Message  *WebhookMessage
 	Attempts []WebhookAttempt
 }
@@ -470,7 +471,7 @@ func (c *Console) recoverDead(r *http.Request, ps httprouter.Params, _ *session)
 	since, err := time.Parse("2006-01-02T15:04", r.PostFormValue("since"))
 	if err != nil {
 		if since, err = time.Parse(time.RFC3339, r.PostFormValue("since")); err != nil {
-			return back, "", invalid("since", "must be a time like 2026-01-31T08:00 (UTC)")
+			return back, "", domain.Invalid("since", "must be a time like 2026-01-31T08:00 (UTC)")
 		}
 	}
 	n, err := c.admin.RecoverFailed(r.Context(), app.ID, e.ID, since)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"net/http"
 	"net/url"
 	"slices"
@@ -32,12 +33,12 @@ func (c *Console) journalFilter(q url.Values) (JournalFilter, error) {
 	f := JournalFilter{Operation: q.Get("operation"), Tenant: q.Get("app"), Fault: q.Get("fault")}
 	var ok bool
 	if f.Code, ok = intParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
-		return f, invalid("code", "must be a code like 1402 (1: success)")
+		return f, domain.Invalid("code", "must be a code like 1402 (1: success)")
 	}
 	if b := q.Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n <= 0 {
-			return f, invalid("before", "must be the id of an entry")
+			return f, domain.Invalid("before", "must be the id of an entry")
 		}
 		f.BeforeID = n
 	}
@@ -105,11 +106,11 @@ type journalEntryView struct {
 func (c *Console) journalEntryPage(r *http.Request, ps httprouter.Params) (*view, error) {
 	id, err := strconv.ParseInt(ps.ByName("entry"), 10, 64)
 	if err != nil {
-		return nil, notFound("Journal entry")
+		return nil, domain.NotFound("Journal entry")
 	}
 	e, ok := c.journal.Entry(id)
 	if !ok {
-		return nil, &Error{Code: ENOTFOUND, Entity: "Journal entry", Message: "Journal entry is not found (the journal keeps the latest requests only)"}
+		return nil, &domain.Error{Code: domain.ENOTFOUND, Entity: "Journal entry", Message: "Journal entry is not found (the journal keeps the latest requests only)"}
 	}
 	scheme := "http"
 	if c.proxies.HTTPS(r) { // the address the console was opened at, behind a TLS proxy too
@@ -194,7 +195,7 @@ func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (st
 		if r.PostFormValue("kind") == FaultError {
 			n, err := strconv.Atoi(code)
 			if err != nil {
-				return back, "", invalid("code", "must be one of the operation's codes")
+				return back, "", domain.Invalid("code", "must be one of the operation's codes")
 			}
 			b.Code = n
 		}
@@ -207,7 +208,7 @@ func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (st
 		if v := strings.TrimSpace(r.PostFormValue(f.name)); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return back, "", invalid(f.name, "must be a whole number")
+				return back, "", domain.Invalid(f.name, "must be a whole number")
 			}
 			*f.dst = n
 		}
@@ -215,7 +216,7 @@ func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (st
 	if v := strings.TrimSpace(r.PostFormValue("probability")); v != "" {
 		p, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return back, "", invalid("probability", "must be a number above 0, at most 1")
+			return back, "", domain.Invalid("probability", "must be a number above 0, at most 1")
 		}
 		b.Probability = &p
 	}
@@ -249,7 +250,7 @@ func (c *Console) sinkPage(r *http.Request, _ httprouter.Params) (*view, error) 
 	if b := q.Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n <= 0 {
-			return nil, invalid("before", "must be the id of a message")
+			return nil, domain.Invalid("before", "must be the id of a message")
 		}
 		before = n
 	}
@@ -269,7 +270,7 @@ func (c *Console) sinkPage(r *http.Request, _ httprouter.Params) (*view, error) 
 
 func (c *Console) resetSink(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
 	if r.PostFormValue("confirm") != "yes" {
-		return "/console/sink", "", invalid("confirm", "must be ticked: resetting forgets every webhook the sink received")
+		return "/console/sink", "", domain.Invalid("confirm", "must be ticked: resetting forgets every webhook the sink received")
 	}
 	c.sink.Clear("")
 	return "/console/sink", "The sink was reset: every received webhook is forgotten.", nil
@@ -311,7 +312,7 @@ func (c *Console) setClock(r *http.Request, _ httprouter.Params, _ *session) (st
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(r.PostFormValue("time_scale")), 64)
 	if err != nil {
-		return "/console/clock", "", invalid("time_scale", "must be a positive number")
+		return "/console/clock", "", domain.Invalid("time_scale", "must be a positive number")
 	}
 	if err := c.admin.SetTimeScale(&v); err != nil {
 		return "/console/clock", "", err

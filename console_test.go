@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 )
 
@@ -194,41 +195,41 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 // Each reason a scenario is not dialled, as the scheduler's rule gives it.
 func TestDialHoldReasons(t *testing.T) {
 	now := time.Date(2026, 3, 2, 20, 0, 0, 0, time.UTC) // a Monday, 20:00 UTC = 03:00 in Ho Chi Minh City
-	window := func(start, end string) *callWindow {
-		w, err := parseCallWindow(CallWindow{Start: start, End: end, Timezone: "Asia/Ho_Chi_Minh"})
+	window := func(start, end string) *domain.ParsedCallWindow {
+		w, err := domain.ParseCallWindow(domain.CallWindow{Start: start, End: end, Timezone: "Asia/Ho_Chi_Minh"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return w
 	}
 	open := window("00:00", "24:00")
-	paid := Wallet{Prepaid: true, Balance: 5000, PricePerCall: 1000}
+	paid := domain.Wallet{Prepaid: true, Balance: 5000, PricePerCall: 1000}
 	expired := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		in   dialInputs
+		in   domain.DialInputs
 		kind string
 		text string
 	}{
-		{dialInputs{Status: StatusDraft, Window: open, Wallet: paid, EnabledHotlines: 1}, HoldNotActive, "the scenario is DRAFT, not ACTIVE"},
-		{dialInputs{Status: StatusActive, WindowErr: errors.New("bad"), Wallet: paid, EnabledHotlines: 1}, HoldBadWindow, "cannot be read"},
-		{dialInputs{Status: StatusActive, Window: window("08:00", "20:00"), Wallet: paid, EnabledHotlines: 1}, HoldOutsideWindow, "outside the call window until Tue 08:00 +07"},
-		{dialInputs{Status: StatusActive, Window: open, AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldAdHours, "outside the advertising hours until Tue 08:00 +07"},
+		{domain.DialInputs{Status: domain.StatusDraft, Window: open, Wallet: paid, EnabledHotlines: 1}, domain.HoldNotActive, "the scenario is DRAFT, not ACTIVE"},
+		{domain.DialInputs{Status: domain.StatusActive, WindowErr: errors.New("bad"), Wallet: paid, EnabledHotlines: 1}, domain.HoldBadWindow, "cannot be read"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: window("08:00", "20:00"), Wallet: paid, EnabledHotlines: 1}, domain.HoldOutsideWindow, "outside the call window until Tue 08:00 +07"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: open, AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, domain.HoldAdHours, "outside the advertising hours until Tue 08:00 +07"},
 		// Inside its own window, before the hours open; then one that never meets them.
-		{dialInputs{Status: StatusActive, Window: window("02:00", "12:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldAdHours, "until Tue 08:00 +07"},
-		{dialInputs{Status: StatusActive, Window: window("18:00", "24:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldOutsideWindow, "outside the call window"},
-		{dialInputs{Status: StatusActive, Window: window("02:00", "07:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, HoldAdHours, "never meets the advertising hours"},
-		{dialInputs{Status: StatusActive, Window: open, Wallet: Wallet{Prepaid: true, Balance: 999, PricePerCall: 1000}, EnabledHotlines: 1}, HoldWalletEmpty, "wallet is empty"},
-		{dialInputs{Status: StatusActive, Window: open, Wallet: Wallet{Prepaid: true, Balance: 5000, ExpiresAt: &expired}, EnabledHotlines: 1}, HoldWalletExpired, "wallet has expired"},
-		{dialInputs{Status: StatusActive, Window: open, Wallet: paid, Pool: "POOL_X"}, HoldNoHotline, "no enabled hotline in pool POOL_X"},
-		{dialInputs{Status: StatusActive, Window: open, Wallet: Wallet{Prepaid: false, Balance: -5}, EnabledHotlines: 1}, "", ""},
-		{dialInputs{Status: StatusActive, Window: open, Wallet: Wallet{Prepaid: true, Balance: -5}, EnabledHotlines: 1}, "", ""}, // free calls
+		{domain.DialInputs{Status: domain.StatusActive, Window: window("02:00", "12:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, domain.HoldAdHours, "until Tue 08:00 +07"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: window("18:00", "24:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, domain.HoldOutsideWindow, "outside the call window"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: window("02:00", "07:00"), AdHours: window("08:00", "17:00"), Wallet: paid, EnabledHotlines: 1}, domain.HoldAdHours, "never meets the advertising hours"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: open, Wallet: domain.Wallet{Prepaid: true, Balance: 999, PricePerCall: 1000}, EnabledHotlines: 1}, domain.HoldWalletEmpty, "wallet is empty"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: open, Wallet: domain.Wallet{Prepaid: true, Balance: 5000, ExpiresAt: &expired}, EnabledHotlines: 1}, domain.HoldWalletExpired, "wallet has expired"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: open, Wallet: paid, Pool: "POOL_X"}, domain.HoldNoHotline, "no enabled hotline in pool POOL_X"},
+		{domain.DialInputs{Status: domain.StatusActive, Window: open, Wallet: domain.Wallet{Prepaid: false, Balance: -5}, EnabledHotlines: 1}, "", ""},
+		{domain.DialInputs{Status: domain.StatusActive, Window: open, Wallet: domain.Wallet{Prepaid: true, Balance: -5}, EnabledHotlines: 1}, "", ""}, // free calls
 	} {
-		h, held := dialHold(tc.in, now)
+		h, held := domain.DialHold(tc.in, now)
 		if h.Kind != tc.kind || held != (tc.kind != "") || !strings.Contains(h.Text(), tc.text) {
 			t.Errorf("%+v: held %v %q (%q), want %q saying %q", tc.in, held, h.Kind, h.Text(), tc.kind, tc.text)
 		}
 	}
-	if got := (Hold{Kind: HoldPaused}).Text(); got != "not dialling: paused" {
+	if got := (domain.Hold{Kind: domain.HoldPaused}).Text(); got != "not dialling: paused" {
 		t.Errorf("paused reads %q", got)
 	}
 }
@@ -358,13 +359,13 @@ func testConsoleCountsMatchRows(t *testing.T, backend string) {
 			}
 			got := map[[2]string]int64{}
 			if p.Queued != 0 {
-				got[[2]string{ContactQueued, ""}] = p.Queued
+				got[[2]string{domain.ContactQueued, ""}] = p.Queued
 			}
 			if p.Dialing != 0 {
-				got[[2]string{ContactDialing, ""}] = p.Dialing
+				got[[2]string{domain.ContactDialing, ""}] = p.Dialing
 			}
 			for _, o := range p.Outcomes {
-				got[[2]string{ContactDone, o.Outcome}] = o.N
+				got[[2]string{domain.ContactDone, o.Outcome}] = o.N
 			}
 			if !maps.Equal(got, want[k]) {
 				t.Errorf("%s: counts of %+v %v, rows say %v", when, k, got, want[k])

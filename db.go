@@ -277,7 +277,7 @@ func (s *SQLiteStore) CheckStorage(ctx context.Context) error {
 }
 
 func (s *SQLiteStore) configVersion() (uint64, bool) {
-	s.watch.check(&s.configChanges)
+	s.watch.Check(&s.configChanges)
 	return s.configChanges.Load(), true
 }
 

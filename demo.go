@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"errors"
 	"fmt"
 	"strings"
@@ -25,7 +26,7 @@ func (m *Main) demoTenant(ctx context.Context, now time.Time) *FixtureApp {
 // per operation, if the database has a demo tenant.
 func (m *Main) printDemo(ctx context.Context) error {
 	app, err := m.store.DemoApp(ctx)
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -135,7 +136,7 @@ func envValue(env []string, key string) string {
 // cluster whose last node stopped, posted the demo's results to nobody.
 func (m *Main) repointDemoSink(ctx context.Context, now time.Time) error {
 	app, err := m.store.DemoApp(ctx)
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -57,13 +58,13 @@ func testDestinationsHeldByDefault(t *testing.T, backend string) {
 		queryRow(t, s, `SELECT phone FROM contacts WHERE id = ?`, []any{id}, &phone)
 		state, outcome, attempts := engContact(t, s, id)
 		if want[phone] == "" {
-			if outcome == OutcomeDoNotCall {
+			if outcome == domain.OutcomeDoNotCall {
 				t.Errorf("%s (ordinary) ended DO_NOT_CALL", phone)
 			}
 			continue
 		}
 		calls := engCalls(t, s, id)
-		if state != "done" || outcome != OutcomeDoNotCall || attempts != 1 || len(calls) != 1 || calls[0].Hotline != "" ||
+		if state != "done" || outcome != domain.OutcomeDoNotCall || attempts != 1 || len(calls) != 1 || calls[0].Hotline != "" ||
 			calls[0].Cause != 403 || calls[0].Cost != 0 || calls[0].Answered != nil {
 			t.Errorf("%s: state %s outcome %s attempts %d calls %+v", phone, state, outcome, attempts, calls)
 		}
@@ -78,7 +79,7 @@ func testDestinationsHeldByDefault(t *testing.T, backend string) {
 	if !mapsEqual(reasons, want) {
 		t.Errorf("call_blocks %v, want %v", reasons, want)
 	}
-	completed, callEvents := dncEvents(t, s, app, EventContactCompleted), dncEvents(t, s, app, EventCallCompleted)
+	completed, callEvents := dncEvents(t, s, app, domain.EventContactCompleted), dncEvents(t, s, app, domain.EventCallCompleted)
 	for phone := range want {
 		if len(callEvents[phone]) != 0 || len(completed[phone]) != 1 ||
 			!strings.Contains(completed[phone][0], `"outcome":"DO_NOT_CALL"`) {
@@ -165,7 +166,7 @@ func TestAdminDestinationRules(t *testing.T) { eachBackend(t, testAdminDestinati
 
 func testAdminDestinationRules(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	var app Application
+	var app domain.Application
 	s.admin(t, "GET", "/apps/qa-key", "", &app)
 	if len(app.Destinations.Allow) != 0 || len(app.Destinations.Deny) != 0 {
 		t.Errorf("a tenant's rules before any were set: %+v", app.Destinations)
@@ -194,7 +195,7 @@ func testAdminDestinationRules(t *testing.T, backend string) {
 	}
 
 	var created struct {
-		Application
+		domain.Application
 		APISecret string `json:"api_secret"`
 	}
 	s.admin(t, "POST", "/apps", `{"api_key":"dest-new","destinations":{"allow":["+65"]}}`, &created)

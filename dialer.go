@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/tts"
 )
@@ -22,7 +23,7 @@ type Dialer interface {
 	// through ctx (dialbox is stopping) ends at once: CANCELED (queued
 	// again, free) unless a person had answered a real call, which stays
 	// ANSWERED with the talk it had.
-	Dial(ctx context.Context, req DialRequest) DialResult
+	Dial(ctx context.Context, req domain.DialRequest) domain.DialResult
 	// Trunk is the name trunk stands for ("" is the first trunk), which
 	// calls record, and its capacity as configured, which the claim holds
 	// across every node on a shared store (docs/postgres.md#claiming-calls).
@@ -47,29 +48,29 @@ func (unlimitedTrunks) Release(string)                               {}
 func (unlimitedTrunks) Unreserve(string)                             {}
 
 var builtinRules = []SimulatorRule{
-	{Number: "+84900000001", Outcome: OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{30 * time.Second}},
-	{Number: "+84900000002", Outcome: OutcomeBusy, RingTime: Duration{time.Second}},
-	{Number: "+84900000003", Outcome: OutcomeNoAnswer, RingTime: Duration{30 * time.Second}},
-	{Number: "+84900000004", Outcome: OutcomeFailed, RingTime: Duration{time.Second}},
-	{Number: "+84900000005", Outcome: OutcomeRejected, RingTime: Duration{3 * time.Second}},
-	{Number: "+84900000006", Outcome: OutcomeVoiceMail, RingTime: Duration{20 * time.Second}, TalkTime: Duration{15 * time.Second}},
-	{Number: "+84900000007", Outcome: OutcomeInvalidNumber, RingTime: Duration{500 * time.Millisecond}},
+	{Number: "+84900000001", Outcome: domain.OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{30 * time.Second}},
+	{Number: "+84900000002", Outcome: domain.OutcomeBusy, RingTime: Duration{time.Second}},
+	{Number: "+84900000003", Outcome: domain.OutcomeNoAnswer, RingTime: Duration{30 * time.Second}},
+	{Number: "+84900000004", Outcome: domain.OutcomeFailed, RingTime: Duration{time.Second}},
+	{Number: "+84900000005", Outcome: domain.OutcomeRejected, RingTime: Duration{3 * time.Second}},
+	{Number: "+84900000006", Outcome: domain.OutcomeVoiceMail, RingTime: Duration{20 * time.Second}, TalkTime: Duration{15 * time.Second}},
+	{Number: "+84900000007", Outcome: domain.OutcomeInvalidNumber, RingTime: Duration{500 * time.Millisecond}},
 	// Talks for an hour: shows max_duration cutting a call.
-	{Number: "+84900000008", Outcome: OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{time.Hour}},
+	{Number: "+84900000008", Outcome: domain.OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{time.Hour}},
 	// The first run's printed commands call it: answered at once and
 	// short, so their results reach the sink within seconds.
-	{Number: "+84900000009", Outcome: OutcomeAnswered, RingTime: Duration{time.Second}, TalkTime: Duration{2 * time.Second}},
+	{Number: "+84900000009", Outcome: domain.OutcomeAnswered, RingTime: Duration{time.Second}, TalkTime: Duration{2 * time.Second}},
 	// For scripts (docs/voicebot.md): a person who presses 1 a second
 	// after being asked, and a voicemail box.
-	{Number: "+84900000010", Outcome: OutcomeAnswered, RingTime: Duration{2 * time.Second}, TalkTime: Duration{30 * time.Second}, Digits: "1"},
-	{Number: "+84900000011", Outcome: OutcomeVoiceMail, RingTime: Duration{2 * time.Second}, TalkTime: Duration{15 * time.Second}, Machine: true},
+	{Number: "+84900000010", Outcome: domain.OutcomeAnswered, RingTime: Duration{2 * time.Second}, TalkTime: Duration{30 * time.Second}, Digits: "1"},
+	{Number: "+84900000011", Outcome: domain.OutcomeVoiceMail, RingTime: Duration{2 * time.Second}, TalkTime: Duration{15 * time.Second}, Machine: true},
 }
 
 // defaultWeights are the chances of each outcome for numbers no rule
 // matches, when simulator.weights is not set.
 var defaultWeights = map[string]float64{
-	OutcomeAnswered: 60, OutcomeNoAnswer: 15, OutcomeBusy: 10,
-	OutcomeVoiceMail: 5, OutcomeRejected: 5, OutcomeFailed: 5,
+	domain.OutcomeAnswered: 60, domain.OutcomeNoAnswer: 15, domain.OutcomeBusy: 10,
+	domain.OutcomeVoiceMail: 5, domain.OutcomeRejected: 5, domain.OutcomeFailed: 5,
 }
 
 // SimDialer is the simulated dialer. Its outcome for a number comes from
@@ -128,7 +129,7 @@ type plan struct {
 	digitsDelay, hangup time.Duration
 }
 
-func (d *SimDialer) plan(req DialRequest) (p plan) {
+func (d *SimDialer) plan(req domain.DialRequest) (p plan) {
 	h := fnv.New64a()
 	h.Write([]byte(req.To))
 	rng := rand.New(rand.NewPCG(d.seed, h.Sum64()^uint64(req.Attempt)*0x9e3779b97f4a7c15))
@@ -144,7 +145,7 @@ func (d *SimDialer) plan(req DialRequest) (p plan) {
 		}
 	}
 	if outcome == "" {
-		outcome = OutcomeAnswered
+		outcome = domain.OutcomeAnswered
 		x := rng.Float64() * d.total
 		for _, w := range d.weights {
 			if x < w.weight {
@@ -157,13 +158,13 @@ func (d *SimDialer) plan(req DialRequest) (p plan) {
 	if ring == 0 {
 		ring = defaultRing(outcome, rng)
 	}
-	if talk == 0 && (outcome == OutcomeAnswered || outcome == OutcomeVoiceMail) {
+	if talk == 0 && (outcome == domain.OutcomeAnswered || outcome == domain.OutcomeVoiceMail) {
 		talk = time.Duration(10+rng.IntN(171)) * time.Second // 10 s to 3 min
 	}
 	if req.Digits != nil {
 		p.digits = *req.Digits
 	}
-	if outcome != OutcomeAnswered {
+	if outcome != domain.OutcomeAnswered {
 		p.digits = "" // only a person presses keys
 	}
 	if p.digitsDelay == 0 {
@@ -177,11 +178,11 @@ func (d *SimDialer) plan(req DialRequest) (p plan) {
 // when no rule says: whole seconds, so recorded times stay round.
 func defaultRing(outcome string, rng *rand.Rand) time.Duration {
 	switch outcome {
-	case OutcomeNoAnswer:
+	case domain.OutcomeNoAnswer:
 		return 30 * time.Second // the ring timeout
-	case OutcomeVoiceMail:
+	case domain.OutcomeVoiceMail:
 		return 20 * time.Second
-	case OutcomeBusy, OutcomeFailed, OutcomeInvalidNumber:
+	case domain.OutcomeBusy, domain.OutcomeFailed, domain.OutcomeInvalidNumber:
 		return time.Second
 	}
 	return time.Duration(2+rng.IntN(9)) * time.Second
@@ -190,22 +191,22 @@ func defaultRing(outcome string, rng *rand.Rand) time.Duration {
 // Dial waits out the call's ring and talk, scaled by time_scale. Times
 // are req.Start plus the real time waited, so a timeline read from them
 // is what really happened.
-func (d *SimDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+func (d *SimDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	p := d.plan(req)
 	ring, ok := d.sleep(ctx, p.ring)
 	at := req.Start.Add(ring)
 	if !ok {
-		return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at}
+		return domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: at}
 	}
-	res := DialResult{Outcome: p.outcome, Cause: outcomeCause[p.outcome], EndedAt: at}
-	if p.outcome != OutcomeAnswered && p.outcome != OutcomeVoiceMail {
+	res := domain.DialResult{Outcome: p.outcome, Cause: domain.OutcomeCause[p.outcome], EndedAt: at}
+	if p.outcome != domain.OutcomeAnswered && p.outcome != domain.OutcomeVoiceMail {
 		return res
 	}
 	answered := time.Now()
 	talk, out, keys := d.talk(ctx, req, p, at, answered)
 	waited := time.Since(answered)
 	if ctx.Err() != nil {
-		return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at.Add(waited)}
+		return domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: at.Add(waited)}
 	}
 	res.AnsweredAt, res.EndedAt, res.Talk, res.Script = &at, at.Add(waited), talk, &out
 	if req.Record != "" {
@@ -219,7 +220,7 @@ func (d *SimDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 // plain content is said for the whole talk time, as before scripts: its
 // one say step lasts talk_time. A script takes as long as its steps (sayLength, simPlayTime,
 // the keys and timeouts). Either is cut by hangup_after and max_duration.
-func (d *SimDialer) talk(ctx context.Context, req DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome, []simKey) {
+func (d *SimDialer) talk(ctx context.Context, req domain.DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome, []simKey) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// A say is as long as what is spoken: its text with the contact's fields.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"dialbox/internal/amd"
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/tts"
@@ -82,13 +83,13 @@ func NewSIPDialer(cfg Config, log *slog.Logger, registered *prometheus.GaugeVec)
 
 // Dial renders the prompt, then calls req.To through the trunk from the
 // hotline, and reports the call on the engine's clock.
-func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+func (d *SIPDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	begin := time.Now()
 	at := func(t time.Time) time.Time { return req.Start.Add(t.Sub(begin)) }
 	if req.Outcome != "" {
 		// A fault rule of the sandbox: no call is placed.
-		res := DialResult{Outcome: req.Outcome, Cause: outcomeCause[req.Outcome], EndedAt: req.Start}
-		if req.Outcome == OutcomeAnswered || req.Outcome == OutcomeVoiceMail {
+		res := domain.DialResult{Outcome: req.Outcome, Cause: domain.OutcomeCause[req.Outcome], EndedAt: req.Start}
+		if req.Outcome == domain.OutcomeAnswered || req.Outcome == domain.OutcomeVoiceMail {
 			res.AnsweredAt = &res.EndedAt
 		}
 		return res
@@ -105,10 +106,10 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		if strings.TrimSpace(text) != "" {
 			if _, err := d.speech.Synthesize(ctx, text, d.voice); err != nil {
 				if ctx.Err() != nil { // dialbox is stopping: nothing was dialled
-					return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: at(time.Now())}
+					return domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: at(time.Now())}
 				}
 				d.log.Warn("sip: the prompt could not be rendered; call not placed", "to", req.To, "trunk", trunk, "err", err)
-				return DialResult{Outcome: OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
+				return domain.DialResult{Outcome: domain.OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
 			}
 			s = script.FromContent(req.Content)
 		}
@@ -145,14 +146,14 @@ func (d *SIPDialer) Dial(ctx context.Context, req DialRequest) DialResult {
 		RingTimeout: d.ringTimeout, MaxDuration: req.MaxDuration, Record: req.Record})
 	outcome := sipcall.Outcome(r)
 	if heard == amd.Machine {
-		outcome = OutcomeVoiceMail
+		outcome = domain.OutcomeVoiceMail
 	}
-	res := DialResult{Outcome: outcome, Cause: r.Status,
+	res := domain.DialResult{Outcome: outcome, Cause: r.Status,
 		// NOTSURE, or the call ended (or the audio stopped) before AMD decided.
 		AMDNotSure: req.AMD && r.Answered && heard != amd.Human && heard != amd.Machine,
 		Recording:  r.RecordingSize, RecordingErr: r.RecordingErr}
 	if res.Cause == 0 { // no final response: the outcome's usual cause
-		res.Cause = outcomeCause[outcome]
+		res.Cause = domain.OutcomeCause[outcome]
 	}
 	ended := r.EndedAt
 	if ended.IsZero() {

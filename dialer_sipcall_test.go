@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/sipcall/sipcalltest"
@@ -186,17 +187,17 @@ func TestSIPScript(t *testing.T) {
 		{cut, long, 1500 * time.Millisecond, want{"", "", script.EndCanceled, []string{"greet", "menu"}}},
 	}
 	var wg sync.WaitGroup
-	results := make([]DialResult, len(cases))
+	results := make([]domain.DialResult, len(cases))
 	for i, c := range cases {
 		wg.Go(func() {
-			results[i] = d.Dial(context.Background(), DialRequest{To: c.to, From: "02873000000", Start: time.Now(),
+			results[i] = d.Dial(context.Background(), domain.DialRequest{To: c.to, From: "02873000000", Start: time.Now(),
 				MaxDuration: c.maxDur, Script: c.s, Fields: fields})
 		})
 	}
 	wg.Wait()
 	for i, c := range cases {
 		res := results[i]
-		if res.Outcome != OutcomeAnswered || res.Script == nil {
+		if res.Outcome != domain.OutcomeAnswered || res.Script == nil {
 			t.Errorf("%s: outcome %s script %v", c.to, res.Outcome, res.Script)
 			continue
 		}
@@ -261,7 +262,7 @@ func TestSIPScriptPlay(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"start":"p","steps":[{"name":"p","play":{"path":"vi/beep.wav"}}]}`), &s); err != nil {
 		t.Fatal(err)
 	}
-	res := d.Dial(context.Background(), DialRequest{To: to, From: "02873000000", Start: time.Now(), Script: &s})
+	res := d.Dial(context.Background(), domain.DialRequest{To: to, From: "02873000000", Start: time.Now(), Script: &s})
 	if res.Script == nil || res.Script.End != script.EndHangup {
 		t.Fatalf("outcome %s script %+v", res.Outcome, res.Script)
 	}
@@ -308,13 +309,13 @@ func TestSIPScriptAMD(t *testing.T) {
 		steps   string // "-": no script ran
 		by      string
 	}{
-		{machine, true, OutcomeVoiceMail, "-", AnsweredByMachine},
-		{machineVM, true, OutcomeVoiceMail, "voicemail", AnsweredByMachine},
-		{human, true, OutcomeAnswered, "hi bye", AnsweredByHuman},
-		{noAMD, false, OutcomeAnswered, "hi bye", AnsweredByHuman},
-		{notSure, true, OutcomeAnswered, "hi bye", AnsweredByUnknown},
+		{machine, true, domain.OutcomeVoiceMail, "-", domain.AnsweredByMachine},
+		{machineVM, true, domain.OutcomeVoiceMail, "voicemail", domain.AnsweredByMachine},
+		{human, true, domain.OutcomeAnswered, "hi bye", domain.AnsweredByHuman},
+		{noAMD, false, domain.OutcomeAnswered, "hi bye", domain.AnsweredByHuman},
+		{notSure, true, domain.OutcomeAnswered, "hi bye", domain.AnsweredByUnknown},
 	}
-	results := make([]DialResult, len(cases))
+	results := make([]domain.DialResult, len(cases))
 	var wg sync.WaitGroup
 	for i, c := range cases {
 		sc := s
@@ -324,7 +325,7 @@ func TestSIPScriptAMD(t *testing.T) {
 					Branches: map[string]string{"9": "bye"}, NoInput: "bye"}}, s.Steps[1]}}
 		}
 		wg.Go(func() {
-			results[i] = d.Dial(context.Background(), DialRequest{To: c.to, From: "02873000000", Start: time.Now(), Script: &sc, AMD: c.amd})
+			results[i] = d.Dial(context.Background(), domain.DialRequest{To: c.to, From: "02873000000", Start: time.Now(), Script: &sc, AMD: c.amd})
 		})
 	}
 	wg.Wait()
@@ -338,7 +339,7 @@ func TestSIPScriptAMD(t *testing.T) {
 			}
 			steps = strings.Join(names, " ")
 		}
-		by, _, _, _, _ := callResults(res)
+		by, _, _, _, _ := domain.CallResults(res)
 		if res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil || by != c.by {
 			t.Errorf("%s: outcome %s steps %q (%+v) answered_by %s; want %s %q %s", c.to, res.Outcome, steps, res.Script, by, c.outcome, c.steps, c.by)
 		}
@@ -366,7 +367,7 @@ func testScenarioAMDSetting(t *testing.T, backend string) {
 		t.Errorf("a scenario without AMD shows the key: %s", raw)
 	}
 	var got struct {
-		CallConfig CallConfig `json:"call_config"`
+		CallConfig domain.CallConfig `json:"call_config"`
 	}
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"amd-on","content":"x","call_config":{"amd":true}}`, &got)
 	if !got.CallConfig.AMD {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"errors"
 	"fmt"
 	"os"
@@ -22,29 +23,29 @@ func fastSim(cfg SimulatorConfig) *SimDialer {
 func TestSimDialerTestNumbers(t *testing.T) {
 	d := fastSim(SimulatorConfig{Seed: 1})
 	want := map[string]string{
-		"+84900000001": OutcomeAnswered,
-		"+84900000002": OutcomeBusy,
-		"+84900000003": OutcomeNoAnswer,
-		"+84900000004": OutcomeFailed,
-		"+84900000005": OutcomeRejected,
-		"+84900000006": OutcomeVoiceMail,
-		"+84900000007": OutcomeInvalidNumber,
-		"+84900000008": OutcomeAnswered,
-		"+84900000010": OutcomeAnswered,
-		"+84900000011": OutcomeVoiceMail,
+		"+84900000001": domain.OutcomeAnswered,
+		"+84900000002": domain.OutcomeBusy,
+		"+84900000003": domain.OutcomeNoAnswer,
+		"+84900000004": domain.OutcomeFailed,
+		"+84900000005": domain.OutcomeRejected,
+		"+84900000006": domain.OutcomeVoiceMail,
+		"+84900000007": domain.OutcomeInvalidNumber,
+		"+84900000008": domain.OutcomeAnswered,
+		"+84900000010": domain.OutcomeAnswered,
+		"+84900000011": domain.OutcomeVoiceMail,
 	}
 	start := time.Now()
 	for number, outcome := range want {
 		// Each test number must be one a customer can import.
-		if e164, err := normalizePhone(number[3:], "VN"); err != nil || e164 != number {
+		if e164, err := domain.NormalizePhone(number[3:], "VN"); err != nil || e164 != number {
 			t.Errorf("test number %s does not normalise to itself: %q, %v", number, e164, err)
 		}
 		for attempt := 1; attempt <= 3; attempt++ {
-			res := d.Dial(context.Background(), DialRequest{From: "02873000001", To: number, Attempt: attempt, Start: start, MaxDuration: 5 * time.Minute})
-			if res.Outcome != outcome || res.Cause != outcomeCause[outcome] {
-				t.Errorf("%s attempt %d: got %s/%d, want %s/%d", number, attempt, res.Outcome, res.Cause, outcome, outcomeCause[outcome])
+			res := d.Dial(context.Background(), domain.DialRequest{From: "02873000001", To: number, Attempt: attempt, Start: start, MaxDuration: 5 * time.Minute})
+			if res.Outcome != outcome || res.Cause != domain.OutcomeCause[outcome] {
+				t.Errorf("%s attempt %d: got %s/%d, want %s/%d", number, attempt, res.Outcome, res.Cause, outcome, domain.OutcomeCause[outcome])
 			}
-			connected := outcome == OutcomeAnswered || outcome == OutcomeVoiceMail
+			connected := outcome == domain.OutcomeAnswered || outcome == domain.OutcomeVoiceMail
 			if (res.AnsweredAt != nil) != connected {
 				t.Errorf("%s: answered_at %v for %s", number, res.AnsweredAt, outcome)
 			}
@@ -53,36 +54,36 @@ func TestSimDialerTestNumbers(t *testing.T) {
 			}
 		}
 	}
-	res := d.Dial(context.Background(), DialRequest{To: "+84900000001", Attempt: 1, Start: start})
+	res := d.Dial(context.Background(), domain.DialRequest{To: "+84900000001", Attempt: 1, Start: start})
 	if res.Talk != 30*time.Second {
 		t.Errorf("+84900000001 talks %v, want 30s", res.Talk)
 	}
 	// The long call is cut at max_duration and stays ANSWERED.
-	res = d.Dial(context.Background(), DialRequest{To: "+84900000008", Attempt: 1, Start: start, MaxDuration: 90 * time.Second})
-	if res.Outcome != OutcomeAnswered || res.Talk != 90*time.Second {
+	res = d.Dial(context.Background(), domain.DialRequest{To: "+84900000008", Attempt: 1, Start: start, MaxDuration: 90 * time.Second})
+	if res.Outcome != domain.OutcomeAnswered || res.Talk != 90*time.Second {
 		t.Errorf("+84900000008 with max_duration 90s: %s after %v", res.Outcome, res.Talk)
 	}
 }
 
 func TestSimDialerRulesFirst(t *testing.T) {
 	d := fastSim(SimulatorConfig{Seed: 1, Rules: []SimulatorRule{
-		{Suffix: "99", Outcome: OutcomeRejected},
-		{Number: "+84900000001", Outcome: OutcomeBusy}, // overrides a test number
-		{Suffix: "9", Outcome: OutcomeAnswered, TalkTime: Duration{61 * time.Second}},
+		{Suffix: "99", Outcome: domain.OutcomeRejected},
+		{Number: "+84900000001", Outcome: domain.OutcomeBusy}, // overrides a test number
+		{Suffix: "9", Outcome: domain.OutcomeAnswered, TalkTime: Duration{61 * time.Second}},
 	}})
 	for to, want := range map[string]string{
-		"+84912345699": OutcomeRejected, "+84900000001": OutcomeBusy, "+84912345619": OutcomeAnswered,
-		"+84900000002": OutcomeBusy,
+		"+84912345699": domain.OutcomeRejected, "+84900000001": domain.OutcomeBusy, "+84912345619": domain.OutcomeAnswered,
+		"+84900000002": domain.OutcomeBusy,
 	} {
-		if got := d.Dial(context.Background(), DialRequest{To: to, Attempt: 1, Start: time.Now()}); got.Outcome != want {
+		if got := d.Dial(context.Background(), domain.DialRequest{To: to, Attempt: 1, Start: time.Now()}); got.Outcome != want {
 			t.Errorf("%s: %s, want %s", to, got.Outcome, want)
 		}
 	}
-	if got := d.Dial(context.Background(), DialRequest{To: "+84912345619", Attempt: 1, Start: time.Now()}); got.Talk != 61*time.Second {
+	if got := d.Dial(context.Background(), domain.DialRequest{To: "+84912345619", Attempt: 1, Start: time.Now()}); got.Talk != 61*time.Second {
 		t.Errorf("rule talk_time: %v", got.Talk)
 	}
 	// A forced outcome (fault injection) beats every rule.
-	if got := d.Dial(context.Background(), DialRequest{To: "+84912345699", Attempt: 1, Start: time.Now(), Outcome: OutcomeFailed}); got.Outcome != OutcomeFailed {
+	if got := d.Dial(context.Background(), domain.DialRequest{To: "+84912345699", Attempt: 1, Start: time.Now(), Outcome: domain.OutcomeFailed}); got.Outcome != domain.OutcomeFailed {
 		t.Errorf("forced FAILED: got %s", got.Outcome)
 	}
 }
@@ -96,7 +97,7 @@ func TestSimDialerSeededChance(t *testing.T) {
 		d := fastSim(SimulatorConfig{Seed: seed, Weights: weights})
 		counts := map[string]int{}
 		for _, p := range phones {
-			counts[d.plan(DialRequest{To: p, Attempt: 1}).outcome]++
+			counts[d.plan(domain.DialRequest{To: p, Attempt: 1}).outcome]++
 		}
 		return counts
 	}
@@ -107,17 +108,17 @@ func TestSimDialerSeededChance(t *testing.T) {
 		}
 	}
 	// Default weights: 60% answered, give or take.
-	if a[OutcomeAnswered] < 1000 || a[OutcomeAnswered] > 1400 || a[OutcomeInvalidNumber] != 0 {
+	if a[domain.OutcomeAnswered] < 1000 || a[domain.OutcomeAnswered] > 1400 || a[domain.OutcomeInvalidNumber] != 0 {
 		t.Errorf("default weights gave %v", a)
 	}
-	if c := outcomes(7, map[string]float64{OutcomeBusy: 1}); c[OutcomeBusy] != len(phones) {
+	if c := outcomes(7, map[string]float64{domain.OutcomeBusy: 1}); c[domain.OutcomeBusy] != len(phones) {
 		t.Errorf("only BUSY weighted, got %v", c)
 	}
 	// The outcome depends on (seed, number, attempt), not on call order.
 	d := fastSim(SimulatorConfig{Seed: 3})
-	p1 := d.plan(DialRequest{To: phones[5], Attempt: 2})
-	d.plan(DialRequest{To: phones[6], Attempt: 1})
-	if p2 := d.plan(DialRequest{To: phones[5], Attempt: 2}); p1 != p2 {
+	p1 := d.plan(domain.DialRequest{To: phones[5], Attempt: 2})
+	d.plan(domain.DialRequest{To: phones[6], Attempt: 1})
+	if p2 := d.plan(domain.DialRequest{To: phones[5], Attempt: 2}); p1 != p2 {
 		t.Errorf("plan changed between calls: %+v vs %+v", p1, p2)
 	}
 }
@@ -125,10 +126,10 @@ func TestSimDialerSeededChance(t *testing.T) {
 func TestSimDialerCancelAndTimeScale(t *testing.T) {
 	d := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan DialResult)
-	go func() { done <- d.Dial(ctx, DialRequest{To: "+84900000003", Attempt: 1, Start: time.Now()}) }()
+	done := make(chan domain.DialResult)
+	go func() { done <- d.Dial(ctx, domain.DialRequest{To: "+84900000003", Attempt: 1, Start: time.Now()}) }()
 	cancel()
-	if res := <-done; res.Outcome != OutcomeCanceled || res.Cause != 487 || res.AnsweredAt != nil {
+	if res := <-done; res.Outcome != domain.OutcomeCanceled || res.Cause != 487 || res.AnsweredAt != nil {
 		t.Errorf("cancelled call: %+v", res)
 	}
 	// SetTimeScale is safe while calls run.
@@ -138,7 +139,7 @@ func TestSimDialerCancelAndTimeScale(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			d.SetTimeScale(float64(1000 * (i + 1)))
-			d.Dial(context.Background(), DialRequest{To: "+84900000002", Attempt: 1, Start: time.Now()})
+			d.Dial(context.Background(), domain.DialRequest{To: "+84900000002", Attempt: 1, Start: time.Now()})
 		}()
 	}
 	wg.Wait()
@@ -151,18 +152,18 @@ func TestSimDialerCancelAndTimeScale(t *testing.T) {
 func TestSimulatorConfigChecks(t *testing.T) {
 	for name, c := range map[string]SimulatorConfig{
 		"unknown outcome":    {Weights: map[string]float64{"HUNG_UP": 1}},
-		"negative weight":    {Weights: map[string]float64{OutcomeBusy: -1}},
-		"all zero":           {Weights: map[string]float64{OutcomeBusy: 0}},
-		"rule without key":   {Rules: []SimulatorRule{{Outcome: OutcomeBusy}}},
-		"rule with both":     {Rules: []SimulatorRule{{Suffix: "1", Number: "+84900000001", Outcome: OutcomeBusy}}},
-		"rule bad outcome":   {Rules: []SimulatorRule{{Suffix: "1", Outcome: OutcomeCanceled}}},
-		"rule negative ring": {Rules: []SimulatorRule{{Suffix: "1", Outcome: OutcomeBusy, RingTime: Duration{-time.Second}}}},
+		"negative weight":    {Weights: map[string]float64{domain.OutcomeBusy: -1}},
+		"all zero":           {Weights: map[string]float64{domain.OutcomeBusy: 0}},
+		"rule without key":   {Rules: []SimulatorRule{{Outcome: domain.OutcomeBusy}}},
+		"rule with both":     {Rules: []SimulatorRule{{Suffix: "1", Number: "+84900000001", Outcome: domain.OutcomeBusy}}},
+		"rule bad outcome":   {Rules: []SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeCanceled}}},
+		"rule negative ring": {Rules: []SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy, RingTime: Duration{-time.Second}}}},
 	} {
 		if err := c.validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	ok := SimulatorConfig{Weights: map[string]float64{OutcomeAnswered: 1}, Rules: []SimulatorRule{{Suffix: "1", Outcome: OutcomeBusy}}}
+	ok := SimulatorConfig{Weights: map[string]float64{domain.OutcomeAnswered: 1}, Rules: []SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy}}}
 	if err := ok.validate(); err != nil {
 		t.Errorf("good config refused: %v", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"io"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,7 @@ func dncNumbersOf(t testing.TB, s Store, list int64) []string {
 		func(scan func(...any) error) error {
 			var n int64
 			err := scan(&n)
-			out = append(out, dncE164(n))
+			out = append(out, domain.DNCE164(n))
 			return err
 		})
 	return out

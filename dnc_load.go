@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"dialbox/internal/domain"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -89,7 +90,7 @@ func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region stri
 	results := make(chan dncParsed, 4)
 	var wg sync.WaitGroup
 	workers := max(runtime.GOMAXPROCS(0), 1)
-	fast := newFastPhones(region)
+	fast := domain.NewFastPhones(region)
 	for range workers {
 		wg.Go(func() {
 			for c := range chunks {
@@ -290,17 +291,17 @@ func dncPhoneColumn(rec []string, region string) (col int, header bool) {
 		return 0, false
 	}
 	for i, f := range rec {
-		if _, err := normalizePhone(f, region); err == nil {
+		if _, err := domain.NormalizePhone(f, region); err == nil {
 			return i, false
 		}
 	}
 	return -1, false
 }
 
-func parseDNCChunk(c dncChunk, region string, fast *fastPhones) dncParsed {
+func parseDNCChunk(c dncChunk, region string, fast *domain.FastPhones) dncParsed {
 	p := dncParsed{numbers: make([]int64, 0, len(c.raws))}
 	for i, raw := range c.raws {
-		n, err := fast.number(raw)
+		n, err := fast.Number(raw)
 		if err != nil {
 			p.bad++
 			if len(p.first) < dncBadLinesShown {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"fmt"
 	"math/rand/v2"
 	"regexp/syntax"
@@ -21,14 +22,14 @@ func FuzzFastPhones(f *testing.F) {
 		f.Add(s, uint16(0))
 	}
 	f.Fuzz(func(t *testing.T, raw string, tail uint16) {
-		fp := newFastPhones("VN")
+		fp := domain.NewFastPhones("VN")
 		inputs := []string{raw, raw}
-		if len(raw) > fastPhonesTail {
-			inputs = append(inputs, raw[:len(raw)-fastPhonesTail]+fmt.Sprintf("%04d", tail%10000), raw)
+		if len(raw) > domain.FastPhonesTail {
+			inputs = append(inputs, raw[:len(raw)-domain.FastPhonesTail]+fmt.Sprintf("%04d", tail%10000), raw)
 		}
 		for _, in := range inputs {
-			want, wantErr := storedNumber(normalizePhone(in, "VN"))
-			got, err := fp.number(in)
+			want, wantErr := domain.StoredNumber(domain.NormalizePhone(in, "VN"))
+			got, err := fp.Number(in)
 			if got != want || (err == nil) != (wantErr == nil) {
 				t.Fatalf("%q: fast path %d %v, normalizePhone %d %v", in, got, err, want, wantErr)
 			}
@@ -40,17 +41,17 @@ func FuzzFastPhones(f *testing.F) {
 // Vietnamese prefix, in every form a file holds them, and foreign ones.
 func TestFastPhonesAgreeOnARegister(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	fp := newFastPhones("VN")
-	if !fp.safe {
+	fp := domain.NewFastPhones("VN")
+	if !fp.Safe {
 		t.Fatal("the fast path is off for VN")
 	}
 	hits := 0
 	for i := 0; i < 5000; i++ {
 		nsn := fmt.Sprintf("%d%08d", 1+rng.IntN(9), rng.IntN(100000000))
 		for _, raw := range []string{"0" + nsn, "84" + nsn, "+84" + nsn, "+1" + nsn, "+44" + nsn} {
-			want, wantErr := storedNumber(normalizePhone(raw, "VN"))
-			_, memo := fp.memo[memoKey(raw[:len(raw)-fastPhonesTail])]
-			got, err := fp.number(raw)
+			want, wantErr := domain.StoredNumber(domain.NormalizePhone(raw, "VN"))
+			_, memo := fp.Memo[domain.MemoKey(raw[:len(raw)-domain.FastPhonesTail])]
+			got, err := fp.Number(raw)
 			if got != want || (err == nil) != (wantErr == nil) {
 				t.Fatalf("%q: fast path %d %v, normalizePhone %d %v", raw, got, err, want, wantErr)
 			}
@@ -71,7 +72,7 @@ func TestAnyDigitTail(t *testing.T) {
 		`\d{9}`: 9, `9\d{7}`: 7, `(?:3\d|5[1689])\d{7}`: 7, `1800\d{4,6}|12(?:0[13]|28)\d{4}`: 4,
 		`\d{7}(?:12)?`: 0, `(?:[17]99|80\d)\d{4}|69\d{5,6}`: 4, `12[0-5]`: 0, `[2-9]\d{3}`: 3,
 	} {
-		if got := anyDigitTail(mustParseRegexp(t, pattern)); got != want {
+		if got := domain.AnyDigitTail(mustParseRegexp(t, pattern)); got != want {
 			t.Errorf("%s: tail %d, want %d", pattern, got, want)
 		}
 	}
@@ -110,7 +111,7 @@ func TestDNCFileFormats(t *testing.T) {
 			}
 			got := make([]string, len(numbers))
 			for i, n := range numbers {
-				got[i] = dncE164(n)
+				got[i] = domain.DNCE164(n)
 			}
 			var lines []int
 			for _, b := range rep.BadLines {
@@ -230,7 +231,7 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	ctx := context.Background()
 	const old, replacement = "+84912345670", "+84912345671"
 	dncAdd(t, s, nationalList, old)
-	n, _ := dncNumber(replacement)
+	n, _ := domain.DNCNumber(replacement)
 	listed := func() map[string]string {
 		got, err := s.dncListings(ctx, ids[0], []string{old, replacement}, true)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sipcall/sipcalltest"
 	"dialbox/internal/testtool"
 
@@ -135,7 +136,7 @@ func TestDNCOptOutOverSIP(t *testing.T) {
 		t.Helper()
 		waitFor(t, "contact "+id+" done", func() bool {
 			state, _, _ := engContact(t, store, id)
-			return state == ContactDone
+			return state == domain.ContactDone
 		})
 	}
 
@@ -151,7 +152,7 @@ func TestDNCOptOutOverSIP(t *testing.T) {
 	if afterKey < 35 || tone < 3000 {
 		t.Errorf("after pressing 9 the far end heard %d packets at RMS %.0f; want the whole 800 ms goodbye", afterKey, tone)
 	}
-	calls := dncEvents(t, store, appID, EventCallCompleted)[phone]
+	calls := dncEvents(t, store, appID, domain.EventCallCompleted)[phone]
 	if len(calls) != 1 {
 		t.Fatalf("%d call.completed for the opting-out call", len(calls))
 	}
@@ -159,14 +160,14 @@ func TestDNCOptOutOverSIP(t *testing.T) {
 	if err := json.Unmarshal([]byte(calls[0]), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if c := ev.Data; c.Outcome != OutcomeAnswered || c.Digits != "9" || c.Result != "opted_out" || c.path() != "menu>stop" {
+	if c := ev.Data; c.Outcome != domain.OutcomeAnswered || c.Digits != "9" || c.Result != "opted_out" || c.path() != "menu>stop" {
 		t.Errorf("call.completed: outcome %s digits %q result %q steps %s; want ANSWERED, 9, opted_out, menu>stop", c.Outcome, c.Digits, c.Result, c.path())
 	}
 
 	// The next contact with the number, in another scenario: held, never dialled.
 	second := engImport(t, store, appID, "sc", "", phone)[0]
 	wait(second)
-	if _, outcome, _ := engContact(t, store, second); outcome != OutcomeDoNotCall {
+	if _, outcome, _ := engContact(t, store, second); outcome != domain.OutcomeDoNotCall {
 		t.Errorf("the next contact with the number ended %s", outcome)
 	}
 	fe.mu.Lock()

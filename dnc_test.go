@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -31,7 +32,7 @@ func newRecordingDialer() *recordingDialer {
 	return &recordingDialer{SimDialer: NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000})}
 }
 
-func (d *recordingDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+func (d *recordingDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	d.mu.Lock()
 	d.dialed = append(d.dialed, req.To)
 	d.mu.Unlock()
@@ -70,7 +71,7 @@ func dncEvents(t testing.TB, s Store, appID int64, typ string) map[string][]stri
 			if err := scan(&payload); err != nil {
 				return err
 			}
-			var ev struct{ Data eventData }
+			var ev struct{ Data domain.EventData }
 			if err := json.Unmarshal([]byte(payload), &ev); err != nil {
 				return err
 			}
@@ -121,8 +122,8 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 		t.Errorf("the dialer was asked to dial %v; want only %v (B's %s, both tenants' %s)", dialed, want, tenantA, free)
 	}
 	wantOutcome := map[string]map[string]string{
-		"a": {national: OutcomeDoNotCall, tenantA: OutcomeDoNotCall, both: OutcomeDoNotCall},
-		"b": {national: OutcomeDoNotCall, both: OutcomeDoNotCall},
+		"a": {national: domain.OutcomeDoNotCall, tenantA: domain.OutcomeDoNotCall, both: domain.OutcomeDoNotCall},
+		"b": {national: domain.OutcomeDoNotCall, both: domain.OutcomeDoNotCall},
 	}
 	for name, contacts := range map[string][]string{"a": contactsA, "b": contactsB} {
 		for _, id := range contacts {
@@ -132,14 +133,14 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 			state, outcome, attempts := engContact(t, s, id)
 			want := wantOutcome[name][phone]
 			if want == "" {
-				if outcome == OutcomeDoNotCall {
+				if outcome == domain.OutcomeDoNotCall {
 					t.Errorf("tenant %s: unlisted %s ended DO_NOT_CALL", name, phone)
 				}
 				continue
 			}
 			calls := engCalls(t, s, id)
 			if state != "done" || outcome != want || attempts != 1 || len(calls) != 1 || calls[0].Hotline != "" ||
-				calls[0].Cause != 403 || calls[0].Cost != 0 || calls[0].Answered != nil || calls[0].Outcome != OutcomeDoNotCall {
+				calls[0].Cause != 403 || calls[0].Cost != 0 || calls[0].Answered != nil || calls[0].Outcome != domain.OutcomeDoNotCall {
 				t.Errorf("tenant %s %s: state %s outcome %s attempts %d calls %+v", name, phone, state, outcome, attempts, calls)
 			}
 		}
@@ -169,8 +170,8 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 	}
 
 	// contact.completed alone for a held contact, valid against the contract.
-	schema := doc.Webhooks[EventContactCompleted].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-	completed, callEvents := dncEvents(t, s, a, EventContactCompleted), dncEvents(t, s, a, EventCallCompleted)
+	schema := doc.Webhooks[domain.EventContactCompleted].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
+	completed, callEvents := dncEvents(t, s, a, domain.EventContactCompleted), dncEvents(t, s, a, domain.EventCallCompleted)
 	for _, phone := range []string{national, tenantA, both} {
 		if len(callEvents[phone]) != 0 {
 			t.Errorf("%s: a call.completed for a call never made: %v", phone, callEvents[phone])
@@ -234,8 +235,8 @@ func testDNCCareScenarioDialsTheNationalRegister(t *testing.T, backend string) {
 	if dialed := slices.Sorted(slices.Values(dialer.numbers())); !slices.Equal(dialed, []string{national, free}) {
 		t.Errorf("the care scenario dialled %v, want %v", dialed, []string{national, free})
 	}
-	for i, want := range []string{"", OutcomeDoNotCall, OutcomeDoNotCall, ""} {
-		if _, outcome, _ := engContact(t, s, contacts[i]); (outcome == OutcomeDoNotCall) != (want != "") {
+	for i, want := range []string{"", domain.OutcomeDoNotCall, domain.OutcomeDoNotCall, ""} {
+		if _, outcome, _ := engContact(t, s, contacts[i]); (outcome == domain.OutcomeDoNotCall) != (want != "") {
 			t.Errorf("contact %d ended %s", i, outcome)
 		}
 	}
@@ -268,7 +269,7 @@ func testDNCListedAfterImportIsNotDialled(t *testing.T, backend string) {
 	if got := dialer.numbers(); !slices.Equal(got, []string{"+84913000012"}) {
 		t.Errorf("dialled %v, want only +84913000012", got)
 	}
-	if _, outcome, _ := engContact(t, s, contacts[0]); outcome != OutcomeDoNotCall {
+	if _, outcome, _ := engContact(t, s, contacts[0]); outcome != domain.OutcomeDoNotCall {
 		t.Errorf("the contact listed after import ended %s", outcome)
 	}
 }
@@ -329,14 +330,14 @@ func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, a, b)
 	const phone = "+84913000021"
 	dialer := &recordingDialer{SimDialer: NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000,
-		Rules: []SimulatorRule{{Number: phone, Outcome: OutcomeAnswered, Digits: "9"}}})}
+		Rules: []SimulatorRule{{Number: phone, Outcome: domain.OutcomeAnswered, Digits: "9"}}})}
 	engStart(t, s, dialer, nil, nil)
 	first := engImport(t, s, ids[0], "bot", "", phone)
 	engWaitAllDone(t, s, ids[0], 1)
 	var result string
 	queryRows(t, s, `SELECT c.result FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE k.id = ?`, []any{first[0]},
 		func(scan func(...any) error) error { return scan(&result) })
-	if _, outcome, _ := engContact(t, s, first[0]); outcome != OutcomeAnswered || result != script.OptedOut {
+	if _, outcome, _ := engContact(t, s, first[0]); outcome != domain.OutcomeAnswered || result != script.OptedOut {
 		t.Fatalf("the opting-out call ended %s with result %q", outcome, result)
 	}
 	if listed, _ := s.dncListings(context.Background(), ids[0], []string{phone}, true); listed[phone] != ReasonDNCTenant {
@@ -346,10 +347,10 @@ func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	other := engImport(t, s, ids[1], "sc", "", phone)
 	engWaitAllDone(t, s, ids[0], 2)
 	engWaitAllDone(t, s, ids[1], 1)
-	if _, outcome, _ := engContact(t, s, second[0]); outcome != OutcomeDoNotCall {
+	if _, outcome, _ := engContact(t, s, second[0]); outcome != domain.OutcomeDoNotCall {
 		t.Errorf("the tenant's next contact with the number ended %s", outcome)
 	}
-	if _, outcome, _ := engContact(t, s, other[0]); outcome == OutcomeDoNotCall {
+	if _, outcome, _ := engContact(t, s, other[0]); outcome == domain.OutcomeDoNotCall {
 		t.Errorf("another tenant's contact with the number ended %s", outcome)
 	}
 	if got := dialer.numbers(); len(got) != 2 {

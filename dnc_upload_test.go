@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -98,14 +99,14 @@ func testDNCImportBesideARunningServer(t *testing.T, backend string) {
 	contacts = append(contacts, engImport(t, s, ids[0], "care", "", "+84913000101")...)
 	e.Notify(ids[0])
 	engWaitAllDone(t, s, ids[0], 3)
-	if _, outcome, _ := engContact(t, s, contacts[0]); outcome != OutcomeDoNotCall {
+	if _, outcome, _ := engContact(t, s, contacts[0]); outcome != domain.OutcomeDoNotCall {
 		t.Errorf("the number imported beside the engine ended %s in the advertising scenario", outcome)
 	}
 	if calls := engCalls(t, s, contacts[0]); len(calls) != 1 || calls[0].Hotline != "" {
 		t.Errorf("the listed number's attempts: %+v", calls)
 	}
 	for _, id := range contacts[1:] {
-		if _, outcome, _ := engContact(t, s, id); outcome == OutcomeDoNotCall {
+		if _, outcome, _ := engContact(t, s, id); outcome == domain.OutcomeDoNotCall {
 			t.Errorf("contact %s ended %s", id, outcome)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 )
 
 // Engine dials queued contacts (docs/design.md#the-call-engine). One scheduler goroutine decides
@@ -63,7 +64,7 @@ type Engine struct {
 	appCalls map[int64]int       // calls up per application
 	busy     map[hotlineKey]bool
 	cursor   map[poolKey]int
-	windows  map[string]*callWindow
+	windows  map[string]*domain.ParsedCallWindow
 	paused   map[int64]bool // applications whose wallet cannot pay, for logging once
 	rng      *rand.Rand
 	rates    callRates // calls ended in the last minute, for the console
@@ -92,7 +93,7 @@ type poolKey struct {
 // reads and claims, a call's end, the calling rules' reads and holds, and
 // an opt-out heard during a call. Store embeds it.
 type engineStore interface {
-	activeScenarios(ctx context.Context) ([]*Scenario, error)
+	activeScenarios(ctx context.Context) ([]*domain.Scenario, error)
 	enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error)
 	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error)
 	nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
@@ -118,8 +119,8 @@ type engineStore interface {
 	// ran out); on SQLite, which one server owns, there are none.
 	takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
 
-	Wallet(ctx context.Context, appID int64) (Wallet, error)
-	AdSettings(ctx context.Context, appID int64) (AdSettings, error)
+	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
+	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
 	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
 	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
 	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
@@ -208,7 +209,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.stop, e.loopDone = make(chan struct{}), make(chan struct{})
 	e.active, e.appCalls = map[scenarioKey]int{}, map[int64]int{}
 	e.busy, e.cursor = map[hotlineKey]bool{}, map[poolKey]int{}
-	e.windows, e.paused = map[string]*callWindow{}, map[int64]bool{}
+	e.windows, e.paused = map[string]*domain.ParsedCallWindow{}, map[int64]bool{}
 	e.adUp = map[phoneKey]int{}
 	e.rng = rand.New(rand.NewPCG(uint64(now.UnixNano()), 0))
 	callCtx, cancel := context.WithCancel(context.Background())
@@ -325,10 +326,10 @@ func (e *Engine) untake(c callClaim) {
 const settleTries = 5
 
 // runCall places one claimed call and settles it.
-func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
+func (e *Engine) runCall(ctx context.Context, c callClaim, sc *domain.Scenario) {
 	defer e.calls.Done()
 	cc := sc.CallConfig
-	req := DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
+	req := domain.DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
 		MaxDuration: time.Duration(cc.MaxDuration) * time.Second, Content: sc.Content, Script: sc.Script, Trunk: c.Trunk, AMD: cc.AMD}
 	if sc.Script != nil || strings.Contains(sc.Content, "{{") {
 		req.Fields = contactFields(c.Contact.Fields)
@@ -355,7 +356,7 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 	}
 	now := e.now()
 	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
-		Interrupted: ctx.Err() != nil && res.Outcome == OutcomeCanceled, RecordingBase: e.recordingBase}
+		Interrupted: ctx.Err() != nil && res.Outcome == domain.OutcomeCanceled, RecordingBase: e.recordingBase}
 	end.RetryAt = now
 	if !end.Interrupted {
 		end.RetryAt = now.Add(time.Duration(float64(cc.ReCall.Delay) * float64(time.Second) / e.scale()))
@@ -376,7 +377,7 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *Scenario) {
 		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 	e.release(c)
-	e.rates.add(c, res.Outcome == OutcomeAnswered, now)
+	e.rates.add(c, res.Outcome == domain.OutcomeAnswered, now)
 	e.Notify(c.AppID)
 	e.webhooks.Notify()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"time"
 )
 
@@ -24,15 +25,15 @@ type phoneKey struct {
 const adDelayBatch = 500
 
 // adRules are an advertising scenario's rules; nil for a care scenario.
-func (e *Engine) adRules(ctx context.Context, sc *Scenario) (*dialRules, error) {
-	if sc.CallConfig.Purpose != PurposeAdvertising {
+func (e *Engine) adRules(ctx context.Context, sc *domain.Scenario) (*domain.DialRules, error) {
+	if sc.CallConfig.Purpose != domain.PurposeAdvertising {
 		return nil, nil
 	}
 	ads, err := e.store.AdSettings(ctx, sc.AppID)
 	if err != nil {
 		return nil, err
 	}
-	r, err := dialRulesOf(sc.CallConfig, ads, e.window)
+	r, err := domain.DialRulesOf(sc.CallConfig, ads, e.Window)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (e *Engine) adRules(ctx context.Context, sc *Scenario) (*dialRules, error) 
 // advertising call up is neither: it is looked at again when that call
 // ends (answered, it is then delayed 24 hours; not, it is dialled). So
 // two calls to one number never run at once, even claimed in one tick.
-func (e *Engine) adWaits(ctx context.Context, sc *Scenario, rules *dialRules, due []dueContact, now time.Time) (dial []dueContact, delays []callDelay, err error) {
+func (e *Engine) adWaits(ctx context.Context, sc *domain.Scenario, rules *domain.DialRules, due []dueContact, now time.Time) (dial []dueContact, delays []callDelay, err error) {
 	if len(due) == 0 {
 		return nil, nil, nil
 	}
@@ -58,12 +59,12 @@ func (e *Engine) adWaits(ctx context.Context, sc *Scenario, rules *dialRules, du
 	e.mu.Unlock()
 	// Read after the calls up: a call that ended meanwhile committed its
 	// answer before it stopped counting as up, so this read sees it.
-	answered, err := e.store.answeredAdCalls(ctx, sc.AppID, phones, now.Add(-adDay))
+	answered, err := e.store.answeredAdCalls(ctx, sc.AppID, phones, now.Add(-domain.AdDay))
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, c := range due {
-		w := rules.wait(now, contactTiming{Answered: answered[c.Phone], Up: up[c.Phone]})
+		w := rules.Wait(now, domain.ContactTiming{Answered: answered[c.Phone], Up: up[c.Phone]})
 		switch {
 		case w == nil:
 			dial = append(dial, c)
@@ -78,8 +79,8 @@ func (e *Engine) adWaits(ctx context.Context, sc *Scenario, rules *dialRules, du
 // delayOutsideHours delays the due contacts of an advertising scenario
 // whose own window is open but whose advertising hours are not, each once
 // (to the hours' opening, or later by the daily limit).
-func (e *Engine) delayOutsideHours(ctx context.Context, sc *Scenario, rules *dialRules, now time.Time, later func(time.Time)) ([]callDelay, error) {
-	if open, ok := rules.window.Next(now); ok {
+func (e *Engine) delayOutsideHours(ctx context.Context, sc *domain.Scenario, rules *domain.DialRules, now time.Time, later func(time.Time)) ([]callDelay, error) {
+	if open, ok := rules.Window.Next(now); ok {
 		later(open)
 	}
 	due, err := e.store.dueContacts(ctx, sc.AppID, sc.ID, now, adDelayBatch)

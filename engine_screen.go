@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 )
 
 // The calling rules checked just before a dial (docs/compliance.md#how-dialbox-enforces-it):
@@ -36,7 +37,7 @@ type callHold struct {
 // remaining number looked up at once in the lists that screen the
 // scenario. A number both rules hold gets the destination's reason.
 // On an error nothing is dialled: rules that cannot be read block.
-func (e *Engine) screen(ctx context.Context, sc *Scenario, due []dueContact) (dial []dueContact, held []callHold, err error) {
+func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []dueContact) (dial []dueContact, held []callHold, err error) {
 	if len(due) == 0 {
 		return due, nil, nil
 	}
@@ -62,7 +63,7 @@ func (e *Engine) screen(ctx context.Context, sc *Scenario, due []dueContact) (di
 	for i, c := range dial {
 		phones[i] = c.Phone
 	}
-	listed, err := e.store.dncListings(ctx, sc.AppID, phones, sc.CallConfig.Purpose == PurposeAdvertising)
+	listed, err := e.store.dncListings(ctx, sc.AppID, phones, sc.CallConfig.Purpose == domain.PurposeAdvertising)
 	if err != nil {
 		return nil, nil, err
 	}

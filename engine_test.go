@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,14 +24,14 @@ import (
 // engTenant is a postpaid tenant with one ACTIVE scenario "sc" dialling
 // from pool "P" of three hotlines, all day, max_concurrent 10, no re_call.
 func engTenant() *FixtureApp {
-	cc := DefaultCallConfig()
+	cc := domain.DefaultCallConfig()
 	cc.PoolHotlineKey = "P"
 	cc.MaxConcurrent = 10
 	cc.CallWindow.Start, cc.CallWindow.End = "00:00", "24:00"
 	return &FixtureApp{
 		Name: "engine test", APIKey: "eng-key", APISecret: "eng-secret",
 		HotlinePools: []FixturePool{{Key: "P", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
-		Scenarios: []*FixtureScenario{{ID: "sc", Name: "sc", Status: StatusActive, Content: "hello",
+		Scenarios: []*FixtureScenario{{ID: "sc", Name: "sc", Status: domain.StatusActive, Content: "hello",
 			PersonalizedFields: []string{"ho_ten"}, CallConfig: cc}},
 	}
 }
@@ -38,11 +39,11 @@ func engTenant() *FixtureApp {
 // engImport adds contacts as operation A (or C, with a campaign) would.
 func engImport(t testing.TB, s Store, appID int64, scenario, campaign string, phones ...string) []string {
 	t.Helper()
-	req := ImportRequest{AppID: appID, ScenarioID: scenario, CampaignID: campaign}
+	req := domain.ImportRequest{AppID: appID, ScenarioID: scenario, CampaignID: campaign}
 	for i, p := range phones {
 		echo := map[string]string{"ho_ten": fmt.Sprintf("Contact %d", i), "so_dien_thoai": p}
 		fields, _ := json.Marshal(echo)
-		req.Contacts = append(req.Contacts, NewContact{Position: i, Input: map[string]any{"phone_number": p},
+		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"phone_number": p},
 			ID: newV7(), Fields: fields, Phone: p, Echo: echo})
 	}
 	res, err := s.Import(context.Background(), req, time.Now())
@@ -156,7 +157,7 @@ func testEngineCallsEveryContactAndReportsIt(t *testing.T, backend string) {
 	}
 	byContact := map[string]map[string]whEvent{}
 	for _, ev := range rcv.all() {
-		var d eventData
+		var d domain.EventData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			t.Fatal(err)
 		}
@@ -168,23 +169,23 @@ func testEngineCallsEveryContactAndReportsIt(t *testing.T, backend string) {
 	for i, id := range contacts {
 		_, outcome, _ := engContact(t, s, id)
 		got := byContact[id]
-		for _, typ := range []string{EventCallCompleted, EventContactCompleted} {
+		for _, typ := range []string{domain.EventCallCompleted, domain.EventContactCompleted} {
 			ev, ok := got[typ]
 			if !ok {
 				t.Fatalf("contact %s: no %s event", id, typ)
 			}
-			var d eventData
+			var d domain.EventData
 			json.Unmarshal(ev.Data, &d)
 			var fields map[string]string
 			json.Unmarshal(d.Fields, &fields)
 			if d.Outcome != outcome || d.ScenarioID != "sc" || d.CampaignID == nil || *d.CampaignID != "camp" ||
-				d.Attempt != 1 || d.WillRetry || d.Cause != outcomeCause[outcome] || d.Hotline == "" ||
+				d.Attempt != 1 || d.WillRetry || d.Cause != domain.OutcomeCause[outcome] || d.Hotline == "" ||
 				fields["ho_ten"] != fmt.Sprintf("Contact %d", i) || fields["so_dien_thoai"] != d.Phone || d.StartedAt == "" || d.EndedAt == "" {
 				t.Errorf("contact %s %s: %s", id, typ, ev.Data)
 			}
 		}
-		if i < len(magic) && outcome != []string{OutcomeAnswered, OutcomeBusy, OutcomeNoAnswer, OutcomeFailed,
-			OutcomeRejected, OutcomeVoiceMail, OutcomeInvalidNumber}[i] {
+		if i < len(magic) && outcome != []string{domain.OutcomeAnswered, domain.OutcomeBusy, domain.OutcomeNoAnswer, domain.OutcomeFailed,
+			domain.OutcomeRejected, domain.OutcomeVoiceMail, domain.OutcomeInvalidNumber}[i] {
 			t.Errorf("test number %s ended %s", magic[i], outcome)
 		}
 	}
@@ -212,7 +213,7 @@ func newLimitDialer(inner Dialer, expect int) *limitDialer {
 	return d
 }
 
-func (d *limitDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+func (d *limitDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	d.mu.Lock()
 	d.up++
 	d.maxUp = max(d.maxUp, d.up)
@@ -245,8 +246,8 @@ func testEngineConcurrencyLimits(t *testing.T, backend string) {
 		hotlines      int
 		routing       string
 	}{
-		{"max_concurrent", 3, 6, RoutingRoundRobin},
-		{"hotlines", 10, 4, RoutingRandom},
+		{"max_concurrent", 3, 6, domain.RoutingRoundRobin},
+		{"hotlines", 10, 4, domain.RoutingRandom},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := engTenant()
@@ -283,9 +284,9 @@ func TestEngineReCall(t *testing.T) { eachBackend(t, testEngineReCall) }
 
 func testEngineReCall(t *testing.T, backend string) {
 	app := engTenant()
-	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 2, Delay: 600, IsBusy: true, IsVoiceMail: true}
+	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 2, Delay: 600, IsBusy: true, IsVoiceMail: true}
 	rcv := newWHReceiver(t)
-	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{EventCallCompleted}}}
+	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{domain.EventCallCompleted}}}
 	s, ids := fixtureStoreOn(t, backend, app)
 	hooks := whStart(t, s, nil, nil)
 	engStart(t, s, nil, hooks, nil)
@@ -295,12 +296,12 @@ func testEngineReCall(t *testing.T, backend string) {
 		outcome string
 		calls   int
 	}{
-		"+84900000001": {OutcomeAnswered, 1},
-		"+84900000002": {OutcomeBusy, 3},
-		"+84900000003": {OutcomeNoAnswer, 1},
-		"+84900000004": {OutcomeFailed, 1},
-		"+84900000005": {OutcomeRejected, 1},
-		"+84900000006": {OutcomeVoiceMail, 3},
+		"+84900000001": {domain.OutcomeAnswered, 1},
+		"+84900000002": {domain.OutcomeBusy, 3},
+		"+84900000003": {domain.OutcomeNoAnswer, 1},
+		"+84900000004": {domain.OutcomeFailed, 1},
+		"+84900000005": {domain.OutcomeRejected, 1},
+		"+84900000006": {domain.OutcomeVoiceMail, 3},
 	}
 	var phones []string
 	for p := range want {
@@ -314,7 +315,7 @@ func testEngineReCall(t *testing.T, backend string) {
 		state, outcome, attempts := engContact(t, s, id)
 		calls := engCalls(t, s, id)
 		totalCalls += len(calls)
-		if state != ContactDone || outcome != w.outcome || attempts != w.calls || len(calls) != w.calls {
+		if state != domain.ContactDone || outcome != w.outcome || attempts != w.calls || len(calls) != w.calls {
 			t.Errorf("%s: %s %s after %d attempts (%d calls), want %s after %d", phones[i], state, outcome, attempts, len(calls), w.outcome, w.calls)
 			continue
 		}
@@ -329,9 +330,9 @@ func testEngineReCall(t *testing.T, backend string) {
 	rcv.waitFor(t, totalCalls)
 	retrying := map[string]int{}
 	for _, ev := range rcv.all() {
-		var d eventData
+		var d domain.EventData
 		json.Unmarshal(ev.Data, &d)
-		if ev.Type != EventCallCompleted {
+		if ev.Type != domain.EventCallCompleted {
 			t.Errorf("endpoint subscribed to call.completed only got %s", ev.Type)
 		}
 		if d.WillRetry {
@@ -359,7 +360,7 @@ func TestEngineCallWindow(t *testing.T) { eachBackend(t, testEngineCallWindow) }
 func testEngineCallWindow(t *testing.T, backend string) {
 	app := engTenant()
 	cc := &app.Scenarios[0].CallConfig
-	cc.CallWindow = CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
+	cc.CallWindow = domain.CallWindow{Start: "08:00", End: "20:00", Timezone: "Asia/Ho_Chi_Minh", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
 	s, ids := fixtureStoreOn(t, backend, app)
 	hcm, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
 	clock := &engClock{}
@@ -408,10 +409,10 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	appID := ids[0]
 	hooks := whStart(t, s, nil, nil)
 	sim := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
-		{Suffix: "1", Outcome: OutcomeAnswered, TalkTime: Duration{30 * time.Second}},  // 1 started minute: 800 -> 1000 minimum
-		{Suffix: "2", Outcome: OutcomeAnswered, TalkTime: Duration{150 * time.Second}}, // 3 started minutes: 2400
-		{Suffix: "3", Outcome: OutcomeBusy},                                            // free
-		{Suffix: "4", Outcome: OutcomeVoiceMail, TalkTime: Duration{61 * time.Second}}, // connected: 2 minutes, 1600
+		{Suffix: "1", Outcome: domain.OutcomeAnswered, TalkTime: Duration{30 * time.Second}},  // 1 started minute: 800 -> 1000 minimum
+		{Suffix: "2", Outcome: domain.OutcomeAnswered, TalkTime: Duration{150 * time.Second}}, // 3 started minutes: 2400
+		{Suffix: "3", Outcome: domain.OutcomeBusy},                                            // free
+		{Suffix: "4", Outcome: domain.OutcomeVoiceMail, TalkTime: Duration{61 * time.Second}}, // connected: 2 minutes, 1600
 	}})
 	e := engStart(t, s, sim, hooks, nil)
 	balance := func() int64 {
@@ -445,8 +446,8 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	}
 	// New contacts cannot be imported (1105), but ones queued before the
 	// money ran out wait: put one in through the store as if imported then.
-	if _, err := s.Import(context.Background(), ImportRequest{AppID: appID, ScenarioID: "sc",
-		Contacts: []NewContact{{ID: newV7(), Fields: []byte(`{}`), Phone: "+84913000004"}}}, time.Now()); err != errWalletEmpty {
+	if _, err := s.Import(context.Background(), domain.ImportRequest{AppID: appID, ScenarioID: "sc",
+		Contacts: []domain.NewContact{{ID: newV7(), Fields: []byte(`{}`), Phone: "+84913000004"}}}, time.Now()); err != domain.ErrWalletEmpty {
 		t.Fatalf("import with a negative balance: %v, want errWalletEmpty", err)
 	}
 	waiting := newV7()
@@ -456,7 +457,7 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 		e.Notify(appID)
 		time.Sleep(30 * time.Millisecond)
 	}
-	if state, _, _ := engContact(t, s, waiting); state != ContactQueued {
+	if state, _, _ := engContact(t, s, waiting); state != domain.ContactQueued {
 		t.Fatalf("contact dialled with an empty wallet: %s", state)
 	}
 	// Top up to just under the least a call can cost: still paused.
@@ -469,7 +470,7 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 		e.Notify(appID)
 		time.Sleep(30 * time.Millisecond)
 	}
-	if state, _, _ := engContact(t, s, waiting); state != ContactQueued {
+	if state, _, _ := engContact(t, s, waiting); state != domain.ContactQueued {
 		t.Fatalf("contact dialled with 999 left of a 1000 minimum: %s", state)
 	}
 	topUp(5000)
@@ -480,9 +481,9 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	rcv.waitFor(t, 10)
 	var total int64
 	for _, ev := range rcv.all() {
-		var d eventData
+		var d domain.EventData
 		json.Unmarshal(ev.Data, &d)
-		if ev.Type == EventContactCompleted {
+		if ev.Type == domain.EventContactCompleted {
 			total += *d.TotalCost
 		}
 	}
@@ -496,7 +497,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	app := engTenant()
 	prepaid := true
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 100000, PricePerCall: 1000, PricePerMinute: 800}
-	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 1, IsBusy: true}
+	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 1, IsBusy: true}
 	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
 	path := filepath.Join(t.TempDir(), "crash.db")
 
@@ -531,7 +532,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	var wantCost int64
 	for i, id := range contacts {
 		calls := engCalls(t, s2, id)
-		if len(calls) < 2 || calls[0].Outcome != OutcomeCanceled || calls[0].Cause != 487 || calls[0].Cost != 0 {
+		if len(calls) < 2 || calls[0].Outcome != domain.OutcomeCanceled || calls[0].Cause != 487 || calls[0].Cost != 0 {
 			t.Fatalf("%s: the interrupted call was not settled as CANCELED: %+v", phones[i], calls)
 		}
 		// The interrupted call does not use up the re_call: BUSY still gets
@@ -552,11 +553,11 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	rcv.waitFor(t, 11)
 	canceled := 0
 	for _, ev := range rcv.all() {
-		var d eventData
+		var d domain.EventData
 		json.Unmarshal(ev.Data, &d)
-		if d.Outcome == OutcomeCanceled {
+		if d.Outcome == domain.OutcomeCanceled {
 			canceled++
-			if !d.WillRetry || ev.Type != EventCallCompleted {
+			if !d.WillRetry || ev.Type != domain.EventCallCompleted {
 				t.Errorf("interrupted call event: %s %s", ev.Type, ev.Data)
 			}
 		}
@@ -581,7 +582,7 @@ func testEngineSettlesACallOnce(t *testing.T, backend string) {
 	}
 	answered := time.Now()
 	end := callEnd{CallID: claim.CallID, Now: time.Now(), RetryAt: time.Now(), FirstTry: time.Now(),
-		Result: DialResult{Outcome: OutcomeAnswered, Cause: 200, AnsweredAt: &answered, EndedAt: answered, Talk: 10 * time.Second}}
+		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, Cause: 200, AnsweredAt: &answered, EndedAt: answered, Talk: 10 * time.Second}}
 	for range 2 {
 		if err := s.endCall(context.Background(), end); err != nil {
 			t.Fatal(err)
@@ -603,20 +604,20 @@ type slowDialer struct {
 	then Dialer
 }
 
-func (d *slowDialer) Dial(ctx context.Context, req DialRequest) DialResult {
+func (d *slowDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	if d.then != nil {
 		return d.then.Dial(ctx, req)
 	}
 	d.up.Add(1)
 	<-ctx.Done()
-	return DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: time.Now()}
+	return domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: time.Now()}
 }
 
 func TestEngineStopAndStartAgain(t *testing.T) { eachBackend(t, testEngineStopAndStartAgain) }
 
 func testEngineStopAndStartAgain(t *testing.T, backend string) {
 	app := engTenant()
-	app.Scenarios[0].CallConfig.ReCall = ReCall{Times: 0}
+	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
 	s, ids := fixtureStoreOn(t, backend, app)
 	slow := &slowDialer{}
 	e := engStart(t, s, slow, nil, nil)
@@ -646,9 +647,9 @@ func TestEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T) {
 
 func testEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T, backend string) {
 	app := engTenant()
-	app.Scenarios[0].Status = StatusReviewing
+	app.Scenarios[0].Status = domain.StatusReviewing
 	second := *app.Scenarios[0]
-	second.ID, second.Status = "sc2", StatusActive
+	second.ID, second.Status = "sc2", domain.StatusActive
 	app.Scenarios = append(app.Scenarios, &second)
 	app.Campaigns = []FixtureCampaign{{ID: "camp", ScenarioID: "sc2"}}
 	s, ids := fixtureStoreOn(t, backend, app)
@@ -689,16 +690,16 @@ func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	app.Scenarios[0].CallConfig.MaxDuration = 45
 	s, ids := fixtureStoreOn(t, backend, app)
 	faults := NewFaults(s)
-	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: OutcomeFailed, Probability: 1})
+	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: domain.OutcomeFailed, Probability: 1})
 	engStart(t, s, nil, nil, func(p *EngineParts) { p.Faults = faults })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
 	engWaitAllDone(t, s, ids[0], 2)
 	long := engCalls(t, s, contacts[0])[0]
-	if long.Outcome != OutcomeAnswered || long.Duration != 45 || long.Cost != 800 {
+	if long.Outcome != domain.OutcomeAnswered || long.Duration != 45 || long.Cost != 800 {
 		t.Errorf("call cut at max_duration 45: %+v, want ANSWERED, 45 s, cost 800 (one started minute)", long)
 	}
-	if forced := engCalls(t, s, contacts[1])[0]; forced.Outcome != OutcomeFailed || forced.Cost != 0 {
+	if forced := engCalls(t, s, contacts[1])[0]; forced.Outcome != domain.OutcomeFailed || forced.Cost != 0 {
 		t.Errorf("a dial rule forcing FAILED: %+v", forced)
 	}
 	if w, _ := s.Wallet(context.Background(), ids[0]); w.Balance != 0 {

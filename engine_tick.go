@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"fmt"
 	"slices"
 	"time"
@@ -68,19 +69,19 @@ func (e *Engine) logErr(ctx context.Context, msg string, args ...any) {
 // (as many as its free places), its pool's idle hotlines, its wallet's
 // budget and its advertising rules (nil: not an advertising scenario).
 type scenarioPlan struct {
-	sc   *Scenario
+	sc   *domain.Scenario
 	pk   poolKey
 	pool poolLines
 	idle []int // indexes of the pool's free numbers, ascending
 	b    *budget
-	ad   *dialRules
+	ad   *domain.DialRules
 	due  []dueContact
 }
 
 // plan decides whether a scenario dials this round and how many of its
-// due contacts: none when it is full, held (engine_holds.go), or its
+// due contacts: none when it is full, held (internal/domain/holds.go), or its
 // wallet or hotlines have no room; nil then.
-func (e *Engine) plan(r *round, sc *Scenario) *scenarioPlan {
+func (e *Engine) plan(r *round, sc *domain.Scenario) *scenarioPlan {
 	cc := sc.CallConfig
 	e.mu.Lock()
 	free := cc.MaxConcurrent - e.active[scenarioKey{sc.AppID, sc.ID}]
@@ -88,7 +89,7 @@ func (e *Engine) plan(r *round, sc *Scenario) *scenarioPlan {
 	if free <= 0 {
 		return nil
 	}
-	w, werr := e.window(cc.CallWindow)
+	w, werr := e.Window(cc.CallWindow)
 	p := &scenarioPlan{sc: sc, pk: poolKey{sc.AppID, cc.PoolHotlineKey}}
 	var ok bool
 	if p.b, ok = e.roundBudget(r, sc.AppID); !ok {
@@ -161,24 +162,24 @@ func (e *Engine) roundPool(r *round, pk poolKey) (poolLines, bool) {
 	return pool, true
 }
 
-// held applies the one rule the console shows too (engine_holds.go): a
+// held applies the one rule the console shows too (internal/domain/holds.go): a
 // held scenario is not dialled this round; one outside its window wakes
 // the scheduler when it opens, an advertising one outside the
 // advertising hours has its due contacts delayed.
-func (e *Engine) held(r *round, p *scenarioPlan, w *callWindow, werr error) bool {
+func (e *Engine) held(r *round, p *scenarioPlan, w *domain.ParsedCallWindow, werr error) bool {
 	sc := p.sc
-	in := dialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: p.b.wallet,
+	in := domain.DialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: p.b.wallet,
 		Pool: sc.CallConfig.PoolHotlineKey, EnabledHotlines: len(p.pool.Numbers)}
 	if p.ad != nil {
-		in.AdHours = p.ad.window.ad
+		in.AdHours = p.ad.Window.Ad
 	}
-	hold, held := dialHold(in, r.now)
+	hold, held := domain.DialHold(in, r.now)
 	switch hold.Kind {
-	case HoldBadWindow:
+	case domain.HoldBadWindow:
 		e.log.Error("engine: scenario has a bad call_window; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", werr)
-	case HoldOutsideWindow:
+	case domain.HoldOutsideWindow:
 		r.later(w.Next(r.now))
-	case HoldAdHours:
+	case domain.HoldAdHours:
 		delayed, err := e.delayOutsideHours(r.ctx, sc, p.ad, r.now, r.later)
 		if err != nil {
 			e.logErr(r.ctx, "engine: reading contacts outside the advertising hours", "app", sc.AppID, "scenario", sc.ID, "err", err)
@@ -282,12 +283,12 @@ func (e *Engine) storeClaim(r *round) []callClaim {
 // run starts the calls the store granted and gives back what the others
 // held; one the store refused on a trunk with a capacity is tried again
 // soon.
-func (e *Engine) run(r *round, scenarios []*Scenario, taken []callClaim) {
+func (e *Engine) run(r *round, scenarios []*domain.Scenario, taken []callClaim) {
 	if len(r.claims) == 0 {
 		return
 	}
 	started := map[string]bool{}
-	byKey := map[scenarioKey]*Scenario{}
+	byKey := map[scenarioKey]*domain.Scenario{}
 	for _, sc := range scenarios {
 		byKey[scenarioKey{sc.AppID, sc.ID}] = sc
 	}
@@ -315,14 +316,14 @@ func (e *Engine) run(r *round, scenarios []*Scenario, taken []callClaim) {
 // window, or another node's call ends, without this node hearing of it.
 const trunkRetry = 50 * time.Millisecond
 
-func (e *Engine) window(cw CallWindow) (*callWindow, error) {
+func (e *Engine) Window(cw domain.CallWindow) (*domain.ParsedCallWindow, error) {
 	key := fmt.Sprint(cw)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if w, ok := e.windows[key]; ok {
 		return w, nil
 	}
-	w, err := parseCallWindow(cw)
+	w, err := domain.ParseCallWindow(cw)
 	if err == nil {
 		e.windows[key] = w
 	}
@@ -334,7 +335,7 @@ func (e *Engine) window(cw CallWindow) (*callWindow, error) {
 type budget struct {
 	left      int
 	unlimited bool
-	wallet    Wallet
+	wallet    domain.Wallet
 }
 
 // budget says how many calls the tenant's wallet lets start now: a prepaid
@@ -346,7 +347,7 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 		return nil, err
 	}
 	least := max(w.PricePerCall, w.PricePerMinute)
-	_, broke := walletHold(w, now)
+	_, broke := domain.WalletHold(w, now)
 	if !broke && (!w.Prepaid || least == 0) {
 		return &budget{unlimited: true, wallet: w}, nil
 	}
@@ -369,7 +370,7 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 // with the rest still idle; the caller holds e.mu.
 func (e *Engine) pickHotline(pk poolKey, numbers []string, idle []int, routing string) (string, []int) {
 	k := 0
-	if routing == RoutingRandom {
+	if routing == domain.RoutingRandom {
 		k = e.rng.IntN(len(idle))
 	} else {
 		// ROUND_ROBIN: the first idle number at or after the one after the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -100,7 +101,7 @@ func (f *Faults) removeLocked(id string) bool {
 // apply runs the latency and error rules matching a request of op by app:
 // it sleeps for every latency rule that fires, then returns the error of
 // the first error rule that fires (nil: serve the request normally).
-func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, app *Application) *APIError {
+func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, app *domain.Application) *APIError {
 	if f == nil {
 		return nil
 	}
@@ -161,7 +162,7 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 
 // scenarioOf is the scenario a request of A or C is for: A names it in the
 // path; C names a campaign in its body, which is read and put back.
-func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op operation, app *Application) string {
+func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op operation, app *domain.Application) string {
 	switch op.name {
 	case opAddToScenario.name:
 		return ps.ByName("scenario_id")
@@ -205,9 +206,9 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // take the operation's own internal-error message.
 var faultCodes = map[int]*APIError{
 	400: {Code: 400, Message: "Validation Failed"}, 401: errUnauthorized, 404: publicNotFound["Campaign"],
-	413: publicBodies[ETOOLARGE], 429: errRateLimited, 1104: publicBodies[EWALLETEXPIRED],
-	1105: publicBodies[EWALLETEMPTY], 1201: errAppNotFound, 1208: publicBodies[ECONTENTEMPTY],
-	1402: publicBodies[EIMPORTFAILED], 1403: publicBodies[EALLINVALID], 2301: publicBodies[EPOOLUNAVAILABLE],
+	413: publicBodies[domain.ETOOLARGE], 429: errRateLimited, 1104: publicBodies[domain.EWALLETEXPIRED],
+	1105: publicBodies[domain.EWALLETEMPTY], 1201: errAppNotFound, 1208: publicBodies[domain.ECONTENTEMPTY],
+	1402: publicBodies[domain.EIMPORTFAILED], 1403: publicBodies[domain.EALLINVALID], 2301: publicBodies[domain.EPOOLUNAVAILABLE],
 	3001: publicNotFound["Scenario"], 9999: errUnknownA, 500: errSystemC,
 }
 
@@ -220,8 +221,8 @@ type FaultBody struct {
 
 // dialOutcomes are the call outcomes of docs/design.md#call-outcomes a
 // dial fault may fix.
-var dialOutcomes = map[string]bool{OutcomeAnswered: true, OutcomeBusy: true, OutcomeNoAnswer: true,
-	OutcomeFailed: true, OutcomeRejected: true, OutcomeVoiceMail: true, OutcomeInvalidNumber: true, OutcomeCanceled: true}
+var dialOutcomes = map[string]bool{domain.OutcomeAnswered: true, domain.OutcomeBusy: true, domain.OutcomeNoAnswer: true,
+	domain.OutcomeFailed: true, domain.OutcomeRejected: true, domain.OutcomeVoiceMail: true, domain.OutcomeInvalidNumber: true, domain.OutcomeCanceled: true}
 
 // operationCodes are the codes each operation answers, in the order of
 // docs/api.md#every-code-and-when-it-is-answered: what the console offers

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 )
 
@@ -192,10 +193,10 @@ func runPrintedCommands(t *testing.T, out string, env []string, wantSink bool) {
 				} `json:"data"`
 			}
 			json.Unmarshal(m.Body, &ev)
-			if m.EventType != EventContactCompleted {
+			if m.EventType != domain.EventContactCompleted {
 				continue
 			}
-			if !m.Verified || ev.Data.Outcome != OutcomeAnswered || ev.Data.Phone != "+84900000009" {
+			if !m.Verified || ev.Data.Outcome != domain.OutcomeAnswered || ev.Data.Phone != "+84900000009" {
 				t.Fatalf("demo result: verified %v (%s), %s", m.Verified, m.Error, m.Body)
 			}
 			reported[ev.Data.ContactID] = true
@@ -365,15 +366,15 @@ func TestDemoNumber(t *testing.T) {
 	for _, seed := range []int64{0, 1, 42} {
 		d := NewSimDialer(SimulatorConfig{Seed: seed, TimeScale: 1})
 		for attempt := 1; attempt <= 3; attempt++ {
-			if p := d.plan(DialRequest{To: "+84900000009", Attempt: attempt}); p.outcome != OutcomeAnswered || p.ring != time.Second || p.talk != 2*time.Second {
+			if p := d.plan(domain.DialRequest{To: "+84900000009", Attempt: attempt}); p.outcome != domain.OutcomeAnswered || p.ring != time.Second || p.talk != 2*time.Second {
 				t.Errorf("seed %d attempt %d: %+v", seed, attempt, p)
 			}
 		}
 	}
-	if e164, err := normalizePhone(demoPhoneLocal, "VN"); err != nil || e164 != "+84900000009" {
+	if e164, err := domain.NormalizePhone(demoPhoneLocal, "VN"); err != nil || e164 != "+84900000009" {
 		t.Errorf("%s: %s %v", demoPhoneLocal, e164, err)
 	}
-	if e164, err := normalizePhone(demoPhoneSpaced, "VN"); err != nil || e164 != "+84900000009" {
+	if e164, err := domain.NormalizePhone(demoPhoneSpaced, "VN"); err != nil || e164 != "+84900000009" {
 		t.Errorf("%s: %s %v", demoPhoneSpaced, e164, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sqldb"
 
@@ -99,7 +100,7 @@ type FixtureScenario struct {
 	CallConfigTOML     toml.Primitive `toml:"call_config"`
 
 	// CallConfig is DefaultCallConfig overlaid with the keys the file sets.
-	CallConfig CallConfig `toml:"-"`
+	CallConfig domain.CallConfig `toml:"-"`
 }
 
 type FixtureCampaign struct {
@@ -115,8 +116,8 @@ type FixtureAdvertising struct {
 }
 
 // settings are the section's settings, the decree's where it sets none.
-func (fa *FixtureAdvertising) settings() AdSettings {
-	a := legalAdSettings()
+func (fa *FixtureAdvertising) settings() domain.AdSettings {
+	a := domain.LegalAdSettings()
 	setIf(&a.MaxCallsPerNumberPerDay, fa.MaxCallsPerNumberPerDay)
 	if fa.Start != "" {
 		a.Start = fa.Start
@@ -134,11 +135,11 @@ type FixtureWebhook struct {
 	Enabled *bool    `toml:"enabled"` // default true
 }
 
-func (fa *FixtureApp) walletOrDefault() Wallet {
+func (fa *FixtureApp) walletOrDefault() domain.Wallet {
 	if fa.Wallet == nil {
-		return Wallet{Prepaid: false} // no wallet section: postpaid, nothing checked
+		return domain.Wallet{Prepaid: false} // no wallet section: postpaid, nothing checked
 	}
-	w := Wallet{
+	w := domain.Wallet{
 		Prepaid:        fa.Wallet.Prepaid == nil || *fa.Wallet.Prepaid,
 		Balance:        fa.Wallet.Balance,
 		PricePerCall:   fa.Wallet.PricePerCall,
@@ -151,16 +152,16 @@ func (fa *FixtureApp) walletOrDefault() Wallet {
 	return w
 }
 
-func (fs *FixtureScenario) scenario(appID int64) *Scenario {
+func (fs *FixtureScenario) scenario(appID int64) *domain.Scenario {
 	status := fs.Status
 	if status == "" {
-		status = StatusDraft
+		status = domain.StatusDraft
 	}
 	fields := fs.PersonalizedFields
 	if fields == nil {
 		fields = []string{}
 	}
-	return &Scenario{AppID: appID, ID: fs.ID, Name: fs.Name, Description: fs.Description, Status: status,
+	return &domain.Scenario{AppID: appID, ID: fs.ID, Name: fs.Name, Description: fs.Description, Status: status,
 		Content: fs.Content, Script: fs.Script, PersonalizedFields: fields, CallConfig: fs.CallConfig}
 }
 
@@ -173,7 +174,7 @@ func LoadFixtures(path string) (*FixtureFile, error) {
 		md = m
 		for ai, fa := range ff.Applications {
 			for si, sc := range fa.Scenarios {
-				sc.CallConfig = DefaultCallConfig()
+				sc.CallConfig = domain.DefaultCallConfig()
 				if err := md.PrimitiveDecode(sc.CallConfigTOML, &sc.CallConfig); err != nil {
 					return &ConfigError{Key: fmt.Sprintf("applications[%d].scenarios[%d].call_config", ai, si), Msg: err.Error()}
 				}
@@ -202,8 +203,8 @@ func (ff *FixtureFile) validate() *ConfigError {
 		switch {
 		case fa.APIKey == "":
 			return bad(at+".api_key", "is required")
-		case apiKeyProblem(fa.APIKey) != "":
-			return bad(at+".api_key", "%q %s", fa.APIKey, apiKeyProblem(fa.APIKey))
+		case domain.APIKeyProblem(fa.APIKey) != "":
+			return bad(at+".api_key", "%q %s", fa.APIKey, domain.APIKeyProblem(fa.APIKey))
 		case keys[fa.APIKey]:
 			return bad(at+".api_key", "%q is used by an earlier application", fa.APIKey)
 		case fa.APISecret == "":
@@ -224,7 +225,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 			}
 		}
 		if fa.Advertising != nil {
-			if err := fa.Advertising.settings().check(); err != nil {
+			if err := fa.Advertising.settings().Check(); err != nil {
 				return bad(at+".advertising."+err.Field, "%s", err.Reason)
 			}
 		}
@@ -249,7 +250,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 		scenarios := map[string]bool{}
 		for si, sc := range fa.Scenarios {
 			key := fmt.Sprintf("%s.scenarios[%d]", at, si)
-			sc.CallConfig.normalize()
+			sc.CallConfig.Normalize()
 			if err := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
 				return bad(key+"."+err.Field, "%s", err.Reason)
 			}
@@ -287,7 +288,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 				return bad(key+".secret", "%s", err)
 			}
 			for _, e := range wh.Events {
-				if e != EventCallCompleted && e != EventContactCompleted {
+				if e != domain.EventCallCompleted && e != domain.EventContactCompleted {
 					return bad(key+".events", "%q is not an event (call.completed, contact.completed)", e)
 				}
 			}
@@ -309,8 +310,8 @@ func (ff *FixtureFile) readDNC(path, region string) error {
 	read := func(key string, raws []string) ([]int64, error) {
 		out := make([]int64, 0, len(raws))
 		for i, raw := range raws {
-			e164, err := normalizePhone(raw, region)
-			n, ok := dncNumber(e164)
+			e164, err := domain.NormalizePhone(raw, region)
+			n, ok := domain.DNCNumber(e164)
 			if err != nil || !ok {
 				return nil, bad(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("%q is not a phone number", raw))
 			}
@@ -382,12 +383,12 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 
 // validateScenarioFields checks what a scenario must hold wherever it comes
 // from (fixtures or the admin API).
-func validateScenarioFields(id, status string, fields []string, cc CallConfig) *FieldError {
-	bad := func(field, reason string) *FieldError { return &FieldError{Field: field, Reason: reason} }
+func validateScenarioFields(id, status string, fields []string, cc domain.CallConfig) *domain.FieldError {
+	bad := func(field, reason string) *domain.FieldError { return &domain.FieldError{Field: field, Reason: reason} }
 	if id == "" {
 		return bad("id", "is required")
 	}
-	if status != "" && !validScenarioStatus(status) {
+	if status != "" && !domain.ValidScenarioStatus(status) {
 		return bad("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
 	}
 	seen := map[string]bool{}
@@ -398,7 +399,7 @@ func validateScenarioFields(id, status string, fields []string, cc CallConfig) *
 		seen[f] = true
 	}
 	switch {
-	case cc.CallRouting != RoutingRandom && cc.CallRouting != RoutingRoundRobin:
+	case cc.CallRouting != domain.RoutingRandom && cc.CallRouting != domain.RoutingRoundRobin:
 		return bad("call_config.call_routing", "must be RANDOM or ROUND_ROBIN")
 	case cc.MaxConcurrent < 1:
 		return bad("call_config.max_concurrent", "must be at least 1")
@@ -409,10 +410,10 @@ func validateScenarioFields(id, status string, fields []string, cc CallConfig) *
 	case cc.ReCall.Delay < 0:
 		return bad("call_config.re_call.delay", "must not be negative")
 	}
-	if _, err := parseCallWindow(cc.CallWindow); err != nil {
+	if _, err := domain.ParseCallWindow(cc.CallWindow); err != nil {
 		return bad("call_config.call_window", err.Error())
 	}
-	return cc.checkPurpose(time.Now())
+	return cc.CheckPurpose(time.Now())
 }
 
 // checkWebhookSecret accepts Standard Webhooks secrets: "whsec_" and base64.
@@ -451,10 +452,10 @@ const (
 // that accepts repeated phones (so the printed curl lines can be rerun) and
 // a campaign.
 func demoFixture(now time.Time) *FixtureApp {
-	cc := DefaultCallConfig()
+	cc := domain.DefaultCallConfig()
 	cc.AllowDuplicatePhone = true
 	cc.MaxConcurrent = 3
-	cc.ReCall = ReCall{Times: 1, Delay: 60, IsBusy: true, IsNoAnswer: true}
+	cc.ReCall = domain.ReCall{Times: 1, Delay: 60, IsBusy: true, IsNoAnswer: true}
 	cc.CallWindow.Start, cc.CallWindow.End = "00:00", "24:00"
 	expires := now.AddDate(1, 0, 0).UTC().Truncate(time.Second)
 	prepaid := true
@@ -467,7 +468,7 @@ func demoFixture(now time.Time) *FixtureApp {
 		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
 		Scenarios: []*FixtureScenario{{
 			ID: demoScenarioID, Name: "Payment reminder", Description: "Reminds customers of a due payment",
-			Status: StatusActive, Content: "Xin chào {{danh_xung}} {{ho_ten}}, đây là cuộc gọi nhắc thanh toán.",
+			Status: domain.StatusActive, Content: "Xin chào {{danh_xung}} {{ho_ten}}, đây là cuộc gọi nhắc thanh toán.",
 			PersonalizedFields: []string{"danh_xung", "ho_ten"}, CallConfig: cc,
 		}},
 		Campaigns: []FixtureCampaign{{ID: demoCampaignID, Name: "Demo campaign", ScenarioID: demoScenarioID}},

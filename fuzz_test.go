@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
 	"io"
@@ -199,14 +200,14 @@ func FuzzNormalizePhone(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		e164, err := normalizePhone(raw, "VN")
+		e164, err := domain.NormalizePhone(raw, "VN")
 		if err != nil {
 			return
 		}
 		if !strings.HasPrefix(e164, "+") {
 			t.Fatalf("%q normalized to %q, not E.164", raw, e164)
 		}
-		again, err := normalizePhone(e164, "VN")
+		again, err := domain.NormalizePhone(e164, "VN")
 		if err != nil || again != e164 {
 			t.Fatalf("E.164 %q of %q does not round-trip: %q, %v", e164, raw, again, err)
 		}
@@ -215,14 +216,14 @@ func FuzzNormalizePhone(f *testing.F) {
 
 // FuzzAddedJSON: operation A's hand-written result, and the fields stored
 // with each contact, are byte for byte what encoding/json writes without
-// HTML escaping (marshalJSON, dialbox's one rule: jsonstring.go).
+// HTML escaping (marshalJSON, dialbox's one rule: internal/domain/jsonstring.go).
 func FuzzAddedJSON(f *testing.F) {
 	for _, seed := range [][3]string{{"0193b0a1-7c2e", "ho_ten", "Nguyễn Văn A"}, {"id", "contact_id", "x"},
 		{"<&>", "\u2028\u2029", "\x00\x1f\b\f\n\r\t\"\\"}, {"\xff\xfe", "\xed\xa0\x80", "\x7f"}} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
 	f.Fuzz(func(t *testing.T, id, key, value string) {
-		added := []AddedContact{{ID: id, Echo: map[string]string{key: value, "so_dien_thoai": value + key}}, {ID: value}}
+		added := []domain.AddedContact{{ID: id, Echo: map[string]string{key: value, "so_dien_thoai": value + key}}, {ID: value}}
 		want := make([]map[string]string, len(added))
 		for i, c := range added {
 			want[i] = map[string]string{}
@@ -232,16 +233,16 @@ func FuzzAddedJSON(f *testing.F) {
 			want[i]["contact_id"] = c.ID
 		}
 		wantJSON := noHTMLEscape(t, want)
-		if got := addedJSON(added); !bytes.Equal(got, wantJSON) {
+		if got := domain.AddedJSON(added); !bytes.Equal(got, wantJSON) {
 			t.Fatalf("addedJSON\n got %s\nwant %s", got, wantJSON)
 		}
-		if got, _ := marshalJSON(added); !bytes.Equal(got, wantJSON) {
+		if got, _ := domain.MarshalJSON(added); !bytes.Equal(got, wantJSON) {
 			t.Fatalf("marshalJSON through MarshalJSON\n got %s\nwant %s", got, wantJSON)
 		}
 		// The stored fields: the echo alone, whatever its keys.
 		echo := map[string]string{key: value, id: key}
 		wantFields := noHTMLEscape(t, echo)
-		if got := stringMapJSON(echo); !bytes.Equal(got, wantFields) {
+		if got := domain.StringMapJSON(echo); !bytes.Equal(got, wantFields) {
 			t.Fatalf("fields\n got %s\nwant %s", got, wantFields)
 		}
 	})

@@ -6,6 +6,7 @@ package main
 // only bound a hung test.
 
 import (
+	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 
 	"bytes"
@@ -274,7 +275,7 @@ func mintFor(t testing.TB, s *testServer, apiKey string) string {
 }
 
 // mintToken is MintToken that fails the test instead of returning an error.
-func mintToken(t testing.TB, app *Application) string {
+func mintToken(t testing.TB, app *domain.Application) string {
 	t.Helper()
 	tok, err := MintToken(app, time.Now())
 	if err != nil {

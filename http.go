@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +24,7 @@ import (
 // The HTTP edge both APIs share: the handler contract, reading JSON
 // bodies, writing answers (a file among them), the paged lists' query parameters (the
 // console's lists read them too), and the one place where domain errors
-// (errors.go) become each API's codes, messages and statuses.
+// (internal/domain/errors.go) become each API's codes, messages and statuses.
 
 // handler serves one route. It returns the result to answer as
 // {"status":1,"result":...}, or an error for the edge to map: a domain
@@ -33,18 +34,18 @@ type handler func(r *http.Request, ps httprouter.Params) (any, error)
 
 // APIError is an error body of either API: {"status":0,"code":N,"message":"..."}.
 type APIError struct {
-	Code    int          `json:"code"`
-	Message string       `json:"message"`
-	Details []FieldError `json:"details,omitempty"`
+	Code    int                 `json:"code"`
+	Message string              `json:"message"`
+	Details []domain.FieldError `json:"details,omitempty"`
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
 
 type errorBody struct {
-	Status  int          `json:"status"`
-	Code    int          `json:"code"`
-	Message string       `json:"message"`
-	Details []FieldError `json:"details,omitempty"`
+	Status  int                 `json:"status"`
+	Code    int                 `json:"code"`
+	Message string              `json:"message"`
+	Details []domain.FieldError `json:"details,omitempty"`
 }
 
 // ---- the public API's error bodies ----
@@ -58,7 +59,7 @@ var (
 	errRateLimited  = &APIError{Code: 429, Message: "Too many requests"}
 	// errOverloaded sheds an import over limits.max_concurrent_imports.
 	errOverloaded = &APIError{Code: 429, Message: "Too many requests",
-		Details: []FieldError{{Field: "contacts", Reason: "too many imports in progress; retry shortly"}}}
+		Details: []domain.FieldError{{Field: "contacts", Reason: "too many imports in progress; retry shortly"}}}
 	errUnknownA = &APIError{Code: 9999, Message: "Unknown error"}
 	errUnknownB = &APIError{Code: 9999, Message: "Uknown error"}
 	errSystemC  = &APIError{Code: 500, Message: "Lỗi hệ thống"}
@@ -67,13 +68,13 @@ var (
 // publicBodies answer the domain errors of the spec's error tables, plus
 // dialbox's documented extensions (3001, 404, 413, 429).
 var publicBodies = map[string]*APIError{
-	ETOOLARGE:        {Code: 413, Message: "Too many contacts"},
-	ECONTENTEMPTY:    {Code: 1208, Message: "Scenario content is empty"},
-	EWALLETEXPIRED:   {Code: 1104, Message: "Portal wallet is expired"},
-	EWALLETEMPTY:     {Code: 1105, Message: "Portal wallet is out of money"},
-	EPOOLUNAVAILABLE: {Code: 2301, Message: "Pool hotline is not available"},
-	EALLINVALID:      {Code: 1403, Message: "All contacts is invalid"},
-	EIMPORTFAILED:    {Code: 1402, Message: "Import contacts failed"},
+	domain.ETOOLARGE:        {Code: 413, Message: "Too many contacts"},
+	domain.ECONTENTEMPTY:    {Code: 1208, Message: "Scenario content is empty"},
+	domain.EWALLETEXPIRED:   {Code: 1104, Message: "Portal wallet is expired"},
+	domain.EWALLETEMPTY:     {Code: 1105, Message: "Portal wallet is out of money"},
+	domain.EPOOLUNAVAILABLE: {Code: 2301, Message: "Pool hotline is not available"},
+	domain.EALLINVALID:      {Code: 1403, Message: "All contacts is invalid"},
+	domain.EIMPORTFAILED:    {Code: 1402, Message: "Import contacts failed"},
 }
 
 // publicNotFound answers ENOTFOUND, per entity.
@@ -89,14 +90,14 @@ func publicError(op operation, err error) (body *APIError, known bool) {
 	if errors.As(err, &wire) {
 		return wire, true
 	}
-	var e *Error
+	var e *domain.Error
 	if errors.As(err, &e) {
 		switch e.Code {
-		case EINVALID:
+		case domain.EINVALID:
 			return &APIError{Code: 400, Message: "Validation Failed", Details: e.Details}, true
-		case EQUEUEFULL:
+		case domain.EQUEUEFULL:
 			return &APIError{Code: 429, Message: "Too many requests", Details: e.Details}, true
-		case ENOTFOUND:
+		case domain.ENOTFOUND:
 			if b := publicNotFound[e.Entity]; b != nil {
 				return b, true
 			}
@@ -165,18 +166,18 @@ func adminError(err error) (body *APIError, known bool) {
 	if errors.As(err, &wire) {
 		return wire, true
 	}
-	var e *Error
+	var e *domain.Error
 	if errors.As(err, &e) {
 		switch e.Code {
-		case EINVALID:
+		case domain.EINVALID:
 			return &APIError{Code: 400, Message: "Validation Failed", Details: e.Details}, true
-		case ENOTFOUND:
+		case domain.ENOTFOUND:
 			if e.Entity != "" {
 				return &APIError{Code: 404, Message: e.Message}, true
 			}
-		case ECONFLICT:
+		case domain.ECONFLICT:
 			return &APIError{Code: 409, Message: e.Message}, true
-		case EBADCONFIG:
+		case domain.EBADCONFIG:
 			return &APIError{Code: 422, Message: e.Message}, true
 		}
 	}
@@ -218,15 +219,15 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 	var tooBig *http.MaxBytesError
 	switch {
 	case err != nil && !rules.whole:
-		return invalid("body", "must be a JSON object: "+err.Error())
+		return domain.Invalid("body", "must be a JSON object: "+err.Error())
 	case errors.As(err, &tooBig):
-		return errTooLarge
+		return domain.ErrTooLarge
 	case err != nil:
-		return invalid("body", "could not be read")
+		return domain.Invalid("body", "could not be read")
 	}
 	if !utf8.Valid(body) {
 		if fe := invalidUTF8Field(body); fe != nil {
-			return validationError(*fe)
+			return domain.ValidationError(*fe)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -240,17 +241,17 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type))
+			return domain.Invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type))
 		case rules.strict && strings.HasPrefix(err.Error(), "json: unknown field "):
-			return invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
+			return domain.Invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
 		case !rules.strict || errors.Is(err, io.EOF):
-			return invalid("body", "must be a JSON object")
+			return domain.Invalid("body", "must be a JSON object")
 		}
-		return invalid("body", "must be a JSON object: "+err.Error())
+		return domain.Invalid("body", "must be a JSON object: "+err.Error())
 	}
 	if rules.whole {
 		if _, err := dec.Token(); err != io.EOF {
-			return invalid("body", "must hold one JSON object and nothing after it")
+			return domain.Invalid("body", "must hold one JSON object and nothing after it")
 		}
 	}
 	return nil
@@ -306,7 +307,7 @@ func writeSuccess(w http.ResponseWriter, result any) {
 		writeBody(w, http.StatusOK, wrapSuccess(r))
 		return
 	}
-	raw, err := marshalJSON(result)
+	raw, err := domain.MarshalJSON(result)
 	if err != nil { // results are plain data: not expected
 		writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
 		return
@@ -325,7 +326,7 @@ func wrapSuccess(result json.RawMessage) successBody {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := marshalJSON(v)
+	b, err := domain.MarshalJSON(v)
 	if err != nil {
 		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
 		status = http.StatusInternalServerError
@@ -362,20 +363,20 @@ func newRouter() *httprouter.Router {
 // consoleError is the HTTP status and the sentence the console shows for
 // err; known is false for an internal error, which the caller logs.
 func consoleError(err error) (status int, message string, known bool) {
-	var e *Error
+	var e *domain.Error
 	if errors.As(err, &e) {
 		switch e.Code {
-		case EINVALID:
+		case domain.EINVALID:
 			parts := make([]string, 0, len(e.Details))
 			for _, d := range e.Details {
 				parts = append(parts, d.Field+" "+d.Reason)
 			}
 			return http.StatusBadRequest, "Not done: " + strings.Join(parts, "; ") + ".", true
-		case ENOTFOUND:
+		case domain.ENOTFOUND:
 			return http.StatusNotFound, e.Message + ".", true
-		case ECONFLICT:
+		case domain.ECONFLICT:
 			return http.StatusConflict, e.Message + ".", true
-		case EBADCONFIG:
+		case domain.EBADCONFIG:
 			return http.StatusUnprocessableEntity, e.Message, true
 		}
 	}
@@ -390,7 +391,7 @@ func pageParams(q url.Values) (int, int, error) {
 	}
 	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
 	if !ok {
-		return 0, 0, invalid("offset", "must be an integer of 0 or more")
+		return 0, 0, domain.Invalid("offset", "must be an integer of 0 or more")
 	}
 	return limit, offset, nil
 }
@@ -400,7 +401,7 @@ func pageParams(q url.Values) (int, int, error) {
 func limitParam(q url.Values) (int, error) {
 	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
 	if !ok {
-		return 0, invalid("limit", "must be an integer from 1 to 500")
+		return 0, domain.Invalid("limit", "must be an integer from 1 to 500")
 	}
 	return limit, nil
 }
@@ -413,7 +414,7 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return t, invalid(name, "must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
+		return t, domain.Invalid(name, "must be an RFC 3339 time like \"2026-01-01T00:00:00Z\"")
 	}
 	return t, nil
 }
@@ -434,7 +435,7 @@ func cursorPageParams(q url.Values) (CursorPage, error) {
 	}
 	if c := q.Get("cursor"); c != "" {
 		if p.Cursor, err = strconv.ParseInt(c, 10, 64); err != nil || p.Cursor <= 0 {
-			return p, invalid("cursor", "must be the next_cursor of an earlier page")
+			return p, domain.Invalid("cursor", "must be the next_cursor of an earlier page")
 		}
 	}
 	return p, nil

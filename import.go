@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dialbox/internal/csvsafe"
+	"dialbox/internal/domain"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -105,10 +106,10 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 
 // importApp finds the application to import for; with no key given, the
 // only application of the database.
-func importApp(ctx context.Context, store Store, key string) (*Application, error) {
+func importApp(ctx context.Context, store Store, key string) (*domain.Application, error) {
 	if key != "" {
 		app, err := store.AppByKey(ctx, key)
-		if errors.Is(err, errNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return nil, fmt.Errorf("no application has API key %q", key)
 		}
 		return app, err
@@ -128,8 +129,8 @@ func importApp(ctx context.Context, store Store, key string) (*Application, erro
 type csvImport struct {
 	importer    *Importer
 	store       Store
-	app         *Application
-	sc          *Scenario
+	app         *domain.Application
+	sc          *domain.Scenario
 	campaignID  string
 	chunk       int
 	skippedPath string
@@ -145,7 +146,7 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 	store, appID := imp.store, imp.app.ID
 	if campaignID != "" {
 		camp, err := store.Campaign(ctx, appID, campaignID)
-		if errors.Is(err, errNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return fmt.Errorf("%v: %q", publicNotFound["Campaign"], campaignID)
 		}
 		if err != nil {
@@ -157,7 +158,7 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 		scenarioID, imp.campaignID = camp.ScenarioID, camp.ID
 	}
 	sc, err := store.Scenario(ctx, appID, scenarioID)
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("%v: %q", publicNotFound["Scenario"], scenarioID)
 	}
 	imp.sc = sc
@@ -228,7 +229,7 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 	imp.rows += len(records)
 	items := make([]any, 0, len(records))
 	kept := make([]int, 0, len(records)) // the record of each item
-	var skips []SkippedContact           // by record, with their reasons
+	var skips []domain.SkippedContact    // by record, with their reasons
 	for i, rec := range records {
 		contact := make(map[string]any, len(header))
 		for j, v := range rec {
@@ -242,7 +243,7 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 			if key != "" {
 				reason = key + " " + reason
 			}
-			skips = append(skips, SkippedContact{Position: i, Reason: reason})
+			skips = append(skips, domain.SkippedContact{Position: i, Reason: reason})
 			continue
 		}
 		items = append(items, contact)
@@ -250,20 +251,20 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 	}
 	if len(items) > 0 {
 		res, err := imp.importer.Import(ctx, imp.app, imp.sc, imp.campaignID, items, time.Now())
-		switch code := errorCode(err); code {
-		case "", EALLINVALID:
-		case EIMPORTFAILED:
+		switch code := domain.ErrorCode(err); code {
+		case "", domain.EALLINVALID:
+		case domain.EIMPORTFAILED:
 			return fmt.Errorf("%s (rows from %d on were not imported)", errors.Unwrap(err), first)
 		default:
 			return imp.refused(err, first)
 		}
 		imp.added += len(res.Added)
 		for _, sk := range res.Skipped {
-			skips = append(skips, SkippedContact{Position: kept[sk.Position], Reason: sk.Reason})
+			skips = append(skips, domain.SkippedContact{Position: kept[sk.Position], Reason: sk.Reason})
 		}
 	}
 	imp.skipped += len(skips)
-	slices.SortFunc(skips, func(a, b SkippedContact) int { return cmp.Compare(a.Position, b.Position) })
+	slices.SortFunc(skips, func(a, b domain.SkippedContact) int { return cmp.Compare(a.Position, b.Position) })
 	for _, sk := range skips {
 		if err := imp.writeSkipped(header, first+sk.Position, records[sk.Position], sk.Reason); err != nil {
 			return err

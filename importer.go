@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -40,11 +41,11 @@ func NewImporter(store Store, cfg Config, log *slog.Logger, notify func(appID in
 // for app at now. Refusals are domain errors; EALLINVALID comes with the
 // result, whose skipped contacts are recorded. A failure of the store is
 // EIMPORTFAILED, wrapping it.
-func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, campaignID string, items []any, now time.Time) (*ImportResult, error) {
+func (im *Importer) Import(ctx context.Context, app *domain.Application, sc *domain.Scenario, campaignID string, items []any, now time.Time) (*ImportResult, error) {
 	if err := im.checkSizes(items); err != nil {
 		return nil, err
 	}
-	if err := im.check(ctx, app, sc, now); err != nil {
+	if err := im.Check(ctx, app, sc, now); err != nil {
 		return nil, err
 	}
 	req := im.request(app, sc, campaignID, items)
@@ -52,9 +53,9 @@ func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, 
 	// checks duplicates against queued contacts and the balance (1105).
 	res, err := im.store.Import(ctx, req, now)
 	switch {
-	case errorCode(err) == EINTERNAL:
+	case domain.ErrorCode(err) == domain.EINTERNAL:
 		im.log.Error("import failed", "app", app.APIKey, "scenario", sc.ID, "err", err)
-		return nil, &Error{Code: EIMPORTFAILED, Message: "Import contacts failed", Err: err}
+		return nil, &domain.Error{Code: domain.EIMPORTFAILED, Message: "Import contacts failed", Err: err}
 	case err == nil && im.notify != nil:
 		im.notify(app.ID)
 	}
@@ -63,31 +64,31 @@ func (im *Importer) Import(ctx context.Context, app *Application, sc *Scenario, 
 
 // check runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders before the contacts are
 // looked at: content, wallet expiry, hotline pool (the import command too).
-func (im *Importer) check(ctx context.Context, app *Application, sc *Scenario, now time.Time) error {
+func (im *Importer) Check(ctx context.Context, app *domain.Application, sc *domain.Scenario, now time.Time) error {
 	if sc.HasNothingToSay() {
-		return errContentEmpty
+		return domain.ErrContentEmpty
 	}
 	expired, err := im.store.WalletExpired(ctx, app.ID, now)
 	if err != nil {
 		return err
 	}
 	if expired {
-		return errWalletExpired
+		return domain.ErrWalletExpired
 	}
 	ok, err := im.store.PoolAvailable(ctx, app.ID, sc.CallConfig.PoolHotlineKey)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return errPoolUnavailable
+		return domain.ErrPoolUnavailable
 	}
 	return nil
 }
 
 // request validates the contacts of one import (operation A or C, or
 // a chunk of `dialbox import`) for the store.
-func (im *Importer) request(app *Application, sc *Scenario, campaignID string, items []any) ImportRequest {
-	req := ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
+func (im *Importer) request(app *domain.Application, sc *domain.Scenario, campaignID string, items []any) domain.ImportRequest {
+	req := domain.ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
 		UniquePhone: !sc.CallConfig.AllowDuplicatePhone, MaxQueued: im.maxQueued}
 	req.Contacts, req.Skipped = validateContacts(items, sc, im.region)
 	return req
@@ -95,15 +96,15 @@ func (im *Importer) request(app *Application, sc *Scenario, campaignID string, i
 
 // validateContacts splits the request's contacts into those to add, with
 // their normalized phone and echo fields, and those skipped with a reason.
-func validateContacts(items []any, sc *Scenario, region string) ([]NewContact, []SkippedContact) {
-	valid := make([]NewContact, 0, len(items))
-	var skipped []SkippedContact
+func validateContacts(items []any, sc *domain.Scenario, region string) ([]domain.NewContact, []domain.SkippedContact) {
+	valid := make([]domain.NewContact, 0, len(items))
+	var skipped []domain.SkippedContact
 	seen := map[string]bool{}
 	skip := func(i int, item any, reason string) {
-		input, _ := marshalJSON(item)
-		skipped = append(skipped, SkippedContact{Position: i, Input: input, Reason: reason})
+		input, _ := domain.MarshalJSON(item)
+		skipped = append(skipped, domain.SkippedContact{Position: i, Input: input, Reason: reason})
 	}
-	phones := normalizePhones(items, region)
+	phones := domain.NormalizePhones(items, region)
 next:
 	for i, item := range items {
 		obj, ok := item.(map[string]any)
@@ -115,7 +116,7 @@ next:
 			skip(i, item, "phone_number is required and must be a string")
 			continue
 		}
-		phone, err := phones[i].e164, phones[i].err
+		phone, err := phones[i].E164, phones[i].Err
 		if err != nil {
 			skip(i, item, err.Error())
 			continue
@@ -149,8 +150,8 @@ next:
 			seen[phone] = true
 		}
 		id, _ := uuid.NewV7()
-		fields := stringMapJSON(echo)
-		valid = append(valid, NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
+		fields := domain.StringMapJSON(echo)
+		valid = append(valid, domain.NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
 	}
 	return valid, skipped
 }
@@ -169,7 +170,7 @@ const maxSizeDetails = 10
 // naming each such field (at most maxSizeDetails), before anything of it
 // is stored: a skipped contact would store its input too.
 func (im *Importer) checkSizes(items []any) error {
-	var bad []FieldError
+	var bad []domain.FieldError
 	for i, item := range items {
 		key, reason, over := im.sizes.oversized(item)
 		if !over {
@@ -179,12 +180,12 @@ func (im *Importer) checkSizes(items []any) error {
 		if key != "" {
 			field += "." + key
 		}
-		if bad = append(bad, FieldError{Field: field, Reason: reason}); len(bad) == maxSizeDetails {
+		if bad = append(bad, domain.FieldError{Field: field, Reason: reason}); len(bad) == maxSizeDetails {
 			break
 		}
 	}
 	if len(bad) > 0 {
-		return validationError(bad...)
+		return domain.ValidationError(bad...)
 	}
 	return nil
 }
@@ -208,7 +209,7 @@ func (l contactLimits) oversized(item any) (key, reason string, over bool) {
 	sort.Strings(keys)
 	total := 2 + max(len(obj)-1, 0) // {} and the commas
 	for _, k := range keys {
-		name := jsonStringSize(k)
+		name := domain.JSONStringSize(k)
 		value, text := storedSize(obj[k])
 		switch {
 		case name > l.field:
@@ -230,7 +231,7 @@ func (l contactLimits) oversized(item any) (key, reason string, over bool) {
 func storedSize(v any) (value, text int) {
 	switch v := v.(type) {
 	case string:
-		n := jsonStringSize(v)
+		n := domain.JSONStringSize(v)
 		return n + 2, n
 	case json.Number:
 		return len(v) + 2, len(v)
@@ -244,7 +245,7 @@ func storedSize(v any) (value, text int) {
 func jsonSize(v any) int {
 	switch v := v.(type) {
 	case string:
-		return jsonStringSize(v) + 2
+		return domain.JSONStringSize(v) + 2
 	case json.Number:
 		return len(v)
 	case nil:
@@ -257,7 +258,7 @@ func jsonSize(v any) int {
 	case map[string]any:
 		n := 2 + max(len(v)-1, 0)
 		for k, e := range v {
-			n += jsonStringSize(k) + 2 + 1 + jsonSize(e)
+			n += domain.JSONStringSize(k) + 2 + 1 + jsonSize(e)
 		}
 		return n
 	case []any:
@@ -267,6 +268,6 @@ func jsonSize(v any) int {
 		}
 		return n
 	}
-	b, _ := marshalJSON(v) // not a decoded JSON value: not expected
+	b, _ := domain.MarshalJSON(v) // not a decoded JSON value: not expected
 	return len(b)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"maps"
 	"testing"
@@ -39,19 +40,19 @@ func TestValidateContacts(t *testing.T) {
 		null,
 		{"phone_number":"0912345679"}
 	]`)
-	sc := &Scenario{ID: "sc", PersonalizedFields: []string{"danh_xung", "ho_ten"}}
+	sc := &domain.Scenario{ID: "sc", PersonalizedFields: []string{"danh_xung", "ho_ten"}}
 	valid, skipped := validateContacts(items, sc, "VN")
 
-	wantSkipped := []SkippedContact{
-		{1, json.RawMessage(`"not an object"`), "contact is not a JSON object"},
-		{2, json.RawMessage(`{"ho_ten":"B"}`), "phone_number is required and must be a string"},
-		{3, json.RawMessage(`{"phone_number":912345678}`), "phone_number is required and must be a string"},
-		{4, json.RawMessage(`{"phone_number":"12"}`), "phone_number is not a valid phone number"},
-		{5, json.RawMessage(`{"phone_number":"0912345679","tags":["a"]}`), "tags must be a string or a number"},
-		{6, json.RawMessage(`{"meta":{"a":1},"phone_number":"0912345679"}`), "meta must be a string or a number"},
-		{7, json.RawMessage(`{"phone_number":"+84 912 345 678"}`), "phone_number repeats an earlier contact of this request"},
-		{9, json.RawMessage(`{"ok":false,"phone_number":"0912345681"}`), "ok must be a string or a number"},
-		{10, json.RawMessage(`null`), "contact is not a JSON object"},
+	wantSkipped := []domain.SkippedContact{
+		{Position: 1, Input: json.RawMessage(`"not an object"`), Reason: "contact is not a JSON object"},
+		{Position: 2, Input: json.RawMessage(`{"ho_ten":"B"}`), Reason: "phone_number is required and must be a string"},
+		{Position: 3, Input: json.RawMessage(`{"phone_number":912345678}`), Reason: "phone_number is required and must be a string"},
+		{Position: 4, Input: json.RawMessage(`{"phone_number":"12"}`), Reason: "phone_number is not a valid phone number"},
+		{Position: 5, Input: json.RawMessage(`{"phone_number":"0912345679","tags":["a"]}`), Reason: "tags must be a string or a number"},
+		{Position: 6, Input: json.RawMessage(`{"meta":{"a":1},"phone_number":"0912345679"}`), Reason: "meta must be a string or a number"},
+		{Position: 7, Input: json.RawMessage(`{"phone_number":"+84 912 345 678"}`), Reason: "phone_number repeats an earlier contact of this request"},
+		{Position: 9, Input: json.RawMessage(`{"ok":false,"phone_number":"0912345681"}`), Reason: "ok must be a string or a number"},
+		{Position: 10, Input: json.RawMessage(`null`), Reason: "contact is not a JSON object"},
 	}
 	if len(skipped) != len(wantSkipped) {
 		t.Fatalf("%d skipped, want %d: %+v", len(skipped), len(wantSkipped), skipped)
@@ -98,7 +99,7 @@ func TestValidateContacts(t *testing.T) {
 func TestValidateContactsDuplicatesAllowed(t *testing.T) {
 	items := decodeContacts(t, `[{"phone_number":"0912345678"},{"phone_number":"+84912345678"}]`)
 	for _, allow := range []bool{false, true} {
-		sc := &Scenario{ID: "sc", CallConfig: CallConfig{AllowDuplicatePhone: allow}}
+		sc := &domain.Scenario{ID: "sc", CallConfig: domain.CallConfig{AllowDuplicatePhone: allow}}
 		valid, skipped := validateContacts(items, sc, "VN")
 		if want := map[bool]int{false: 1, true: 2}[allow]; len(valid) != want || len(valid)+len(skipped) != 2 {
 			t.Errorf("allow_duplicate_phone %v: %d valid, %d skipped; want %d valid", allow, len(valid), len(skipped), want)
@@ -117,7 +118,7 @@ func TestContactJSONSize(t *testing.T) {
 	]`)
 	items = append(items, map[string]any{"bad": "\xff\xfe not UTF-8"})
 	for i, item := range items {
-		b, err := marshalJSON(item)
+		b, err := domain.MarshalJSON(item)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/domain"
 	"io"
 	"net/http"
 	"strconv"
@@ -143,7 +144,7 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 }
 
 // journalTenant notes the authenticated application on the request's entry.
-func journalTenant(w http.ResponseWriter, app *Application) {
+func journalTenant(w http.ResponseWriter, app *domain.Application) {
 	if rec, ok := w.(*journalWriter); ok {
 		rec.entry.Tenant = app.APIKey
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"dialbox/internal/domain"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -108,7 +109,7 @@ type requestInfoKey struct{}
 
 // noteRequest records the operation and, once authenticated, the tenant of
 // a public API request; it does nothing outside the access-log middleware.
-func noteRequest(ctx context.Context, op string, app *Application) {
+func noteRequest(ctx context.Context, op string, app *domain.Application) {
 	info, ok := ctx.Value(requestInfoKey{}).(*requestInfo)
 	if !ok {
 		return

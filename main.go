@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -518,7 +519,7 @@ func (m *Main) sinkAccess(ctx context.Context) (string, error) {
 	switch _, err := m.store.DemoApp(ctx); {
 	case err == nil:
 		return SinkAccessOpen, nil
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, domain.ErrNotFound):
 		return SinkAccessOff, nil
 	default:
 		return "", err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -124,7 +125,7 @@ func migrateToFill(t *testing.T) string {
 	engWaitAllDone(t, store, ad.id, 2)
 	engImport(t, store, ad.id, "ad2", "", "+84900000001")
 	waitFor(t, "the second advertising call held by the daily limit", func() bool {
-		return queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, ReasonDailyLimit) == 1
+		return queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, domain.ReasonDailyLimit) == 1
 	})
 	e.Stop()
 
@@ -146,7 +147,7 @@ func migrateToFill(t *testing.T) string {
 			t.Fatalf("no contact %s", state)
 		}
 	}
-	for _, reason := range []string{ReasonDNCTenant, ReasonDNCNational, ReasonDailyLimit} {
+	for _, reason := range []string{ReasonDNCTenant, ReasonDNCNational, domain.ReasonDailyLimit} {
 		if queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, reason) == 0 {
 			t.Fatalf("no call blocked for %s", reason)
 		}
@@ -421,7 +422,7 @@ func migrateToCheckCounts(t *testing.T, s *PostgresStore, when string) {
 		if want[k] == nil {
 			want[k] = map[string]int64{}
 		}
-		if state == ContactQueued || state == ContactDialing {
+		if state == domain.ContactQueued || state == domain.ContactDialing {
 			want[k][state] += n
 		} else {
 			want[k]["done "+outcome] += n
@@ -438,7 +439,7 @@ func migrateToCheckCounts(t *testing.T, s *PostgresStore, when string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]int64{ContactQueued: p.Queued, ContactDialing: p.Dialing}
+		got := map[string]int64{domain.ContactQueued: p.Queued, domain.ContactDialing: p.Dialing}
 		var done int64
 		for _, o := range p.Outcomes {
 			got["done "+o.Outcome] += o.N

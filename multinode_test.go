@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -353,9 +354,9 @@ level = "warn"
 			t.Fatalf("event %s: %v", ev.WebhookID, err)
 		}
 		switch ev.Type {
-		case EventCallCompleted:
+		case domain.EventCallCompleted:
 			callEvents[d.CallID]++
-		case EventContactCompleted:
+		case domain.EventContactCompleted:
 			contactEvents[d.ContactID]++
 		}
 	}
@@ -386,7 +387,7 @@ level = "warn"
 	canceled := 0
 	for _, c := range calls {
 		spent += c.cost
-		if c.outcome == OutcomeCanceled {
+		if c.outcome == domain.OutcomeCanceled {
 			canceled++
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -650,9 +651,9 @@ func TestOpenAPIAdmin(t *testing.T) {
 	if len(adContacts.Contacts) != 1 {
 		t.Fatalf("sc-ad contacts: %+v", adContacts)
 	}
-	var waiting struct{ Waiting *Wait }
+	var waiting struct{ Waiting *domain.Wait }
 	json.Unmarshal(c.do("GET", qa+"/contacts/"+adContacts.Contacts[0].ID, "", 200), &waiting)
-	if w := waiting.Waiting; w == nil || w.Reason != ReasonAdvertisingHours || w.Until == nil || w.Until.In(hcm).Hour() != 9 {
+	if w := waiting.Waiting; w == nil || w.Reason != domain.ReasonAdvertisingHours || w.Until == nil || w.Until.In(hcm).Hour() != 9 {
 		t.Errorf("the advertising contact's waiting: %+v, want advertising_hours until 09:00 in two days", w)
 	}
 	c.do("GET", qa+"/contacts/nope", "", 404)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -28,7 +29,7 @@ func TestNormalizePhone(t *testing.T) {
 		{"6502530000", "US", "+16502530000"}, // phone.default_region decides
 		{"+84912345678", "", "+84912345678"}, // no region: E.164 still reads
 	} {
-		got, err := normalizePhone(c.raw, c.region)
+		got, err := domain.NormalizePhone(c.raw, c.region)
 		if err != nil || got != c.want {
 			t.Errorf("normalizePhone(%q, %q) = %q, %v; want %q", c.raw, c.region, got, err, c.want)
 		}
@@ -45,7 +46,7 @@ func TestNormalizePhone(t *testing.T) {
 		{"0912345678", "US"},    // a VN number read as a US one
 		{"0912345678", ""},      // national form without a region
 	} {
-		if got, err := normalizePhone(c.raw, c.region); !errors.Is(err, errInvalidPhone) && !errors.Is(err, errPhoneLetter) {
+		if got, err := domain.NormalizePhone(c.raw, c.region); !errors.Is(err, domain.ErrInvalidPhone) && !errors.Is(err, domain.ErrPhoneLetter) {
 			t.Errorf("normalizePhone(%q, %q) = %q, %v; want it refused", c.raw, c.region, got, err)
 		}
 	}
@@ -57,13 +58,13 @@ func TestNormalizePhone(t *testing.T) {
 func TestPhoneLetters(t *testing.T) {
 	for _, raw := range []string{"09123ABC78", "0912345abc", "O912345678", "0912345678 ext. 12", "tel:0912345678;ext=12", "tel:+84912345abc",
 		"09123đ5678", "+84 912 345 67X"} {
-		if e164, err := normalizePhone(raw, "VN"); err != errPhoneLetter {
-			t.Errorf("%q: %q, %v; want %v", raw, e164, err, errPhoneLetter)
+		if e164, err := domain.NormalizePhone(raw, "VN"); err != domain.ErrPhoneLetter {
+			t.Errorf("%q: %q, %v; want %v", raw, e164, err, domain.ErrPhoneLetter)
 		}
 	}
 	for raw, want := range map[string]string{"0912345678": "+84912345678", "+84 912 345 678": "+84912345678",
 		"84-912-345-678": "+84912345678", "(028) 7300 0001": "+842873000001"} {
-		if got, err := normalizePhone(raw, "VN"); got != want || err != nil {
+		if got, err := domain.NormalizePhone(raw, "VN"); got != want || err != nil {
 			t.Errorf("%q: %q, %v; want %q", raw, got, err, want)
 		}
 	}
@@ -89,7 +90,7 @@ func testPhoneLettersSkipped(t *testing.T, backend string) {
 	s.admin(t, "GET", "/apps/qa-key/imports", "", &list)
 	var im importWithSkipped
 	s.admin(t, "GET", "/apps/qa-key/imports/"+list.Imports[0].ID, "", &im)
-	if len(im.SkippedContacts) != 1 || im.SkippedContacts[0].Position != 0 || im.SkippedContacts[0].Reason != errPhoneLetter.Error() {
+	if len(im.SkippedContacts) != 1 || im.SkippedContacts[0].Position != 0 || im.SkippedContacts[0].Reason != domain.ErrPhoneLetter.Error() {
 		t.Errorf("skipped: %+v", im.SkippedContacts)
 	}
 	status, body = s.do(t, "POST", opA("sc-remind"), bearer(t, "qa-key", "qa-secret"), `{"contacts":[{"phone_number":"09123ABC78"}]}`)
@@ -100,6 +101,6 @@ func testPhoneLettersSkipped(t *testing.T, backend string) {
 
 func BenchmarkNormalizePhone(b *testing.B) {
 	for b.Loop() {
-		normalizePhone("+84 912 345 678", "VN")
+		domain.NormalizePhone("+84 912 345 678", "VN")
 	}
 }

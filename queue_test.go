@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -116,7 +117,7 @@ func TestQueuedContactsCount(t *testing.T) {
 	// Half the numbers are busy and called again: their contacts go queued
 	// -> dialing -> queued -> dialing -> done.
 	tenant := engTenant()
-	tenant.Scenarios[0].CallConfig.ReCall = ReCall{Times: 1, IsBusy: true}
+	tenant.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 1, IsBusy: true}
 	// Its pool and scenario come after the migrations: today's fixtures
 	// write columns (hotline_pools.trunk, scenarios.script) a version 3
 	// database does not have, so the scenario is written as it was then.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall/sipcalltest"
 
@@ -81,7 +82,7 @@ func recordOne(t *testing.T, s *testServer, sc, phone string) (string, recordedC
 	id := engImport(t, s.m.store, app.ID, sc, "", phone)[0]
 	waitFor(t, "the call to "+phone, func() bool {
 		state, _, _ := engContact(t, s.m.store, id)
-		return state == ContactDone
+		return state == domain.ContactDone
 	})
 	calls := s.contactCalls(t, id)
 	if len(calls) != 1 {
@@ -311,17 +312,17 @@ func TestRecordingOverSIP(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "call.wav")
-	var res, plain DialResult
+	var res, plain domain.DialResult
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		res = d.Dial(context.Background(), DialRequest{To: to, From: "02873000000", Start: time.Now(), Script: &s, Record: path})
+		res = d.Dial(context.Background(), domain.DialRequest{To: to, From: "02873000000", Start: time.Now(), Script: &s, Record: path})
 	})
 	// Without Record nothing is written.
 	wg.Go(func() {
-		plain = d.Dial(context.Background(), DialRequest{To: "+84912000032", From: "02873000000", Start: time.Now(), Content: "hello"})
+		plain = d.Dial(context.Background(), domain.DialRequest{To: "+84912000032", From: "02873000000", Start: time.Now(), Content: "hello"})
 	})
 	wg.Wait()
-	if res.Outcome != OutcomeAnswered || res.RecordingErr != nil || plain.Outcome != OutcomeAnswered || plain.Recording != 0 {
+	if res.Outcome != domain.OutcomeAnswered || res.RecordingErr != nil || plain.Outcome != domain.OutcomeAnswered || plain.Recording != 0 {
 		t.Fatalf("outcome %s recording %d %v; unrecorded: %s %d", res.Outcome, res.Recording, res.RecordingErr, plain.Outcome, plain.Recording)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {

@@ -5,6 +5,7 @@ package main
 // a reset.
 
 import (
+	"dialbox/internal/domain"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -53,7 +54,7 @@ func TestSandboxClockNow(t *testing.T) { eachBackend(t, testSandboxClockNow) }
 func testSandboxClockNow(t *testing.T, backend string) {
 	s := startServerOn(t, backend, adClockFixtures, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000",
 		"DIALBOX_ADMIN_TOKEN="+testAdminToken)
-	hcm, err := time.LoadLocation(adTimezone)
+	hcm, err := time.LoadLocation(domain.AdTimezone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func testSandboxClockNow(t *testing.T, backend string) {
 	}
 	var contact contactWithCalls
 	s.admin(t, "GET", "/apps/ad-key/contacts/"+added.Result[0].ContactID, "", &contact)
-	if w := contact.Waiting; w == nil || w.Reason != ReasonAdvertisingHours || w.Until == nil || !w.Until.Equal(opens) {
+	if w := contact.Waiting; w == nil || w.Reason != domain.ReasonAdvertisingHours || w.Until == nil || !w.Until.Equal(opens) {
 		t.Fatalf("at %s the contact waits %+v, want advertising_hours until %s", night, w, opens)
 	}
 

@@ -5,6 +5,7 @@ package main
 // QA engineer copying it gets.
 
 import (
+	"dialbox/internal/domain"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -126,7 +127,7 @@ func testSandboxDocPressOne(t *testing.T, backend string) {
 	s.public(t, "qa-key", "qa-secret", "POST", "/api/v1/public-api/scenarios/sc-remind/calls",
 		`{"contacts":[{"phone_number":"0912345678"}]}`)
 	call := sinkCall(t, s, "qa", "+84912345678")
-	if call.Outcome != OutcomeAnswered || call.Digits != "1" || call.Result != "confirmed" {
+	if call.Outcome != domain.OutcomeAnswered || call.Digits != "1" || call.Result != "confirmed" {
 		t.Errorf("the page promises result confirmed; the call: %+v", call)
 	}
 	// The page's way to 1208 for real, now that sc-remind has a script.

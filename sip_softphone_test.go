@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 )
 
@@ -191,7 +192,7 @@ func TestSIPSoftphoneWalkthrough(t *testing.T) {
 		talk = call.EndedAt.Sub(*call.AnsweredAt)
 	}
 	t.Logf("%s: %s %d, talked %v, billed %d s for %d", call.Phone, call.Outcome, call.Cause, talk, call.Duration, call.Cost)
-	if call.Outcome != OutcomeAnswered || call.Cause != 200 || talk < 700*time.Millisecond || call.Duration < 1 || call.Cost <= 0 {
+	if call.Outcome != domain.OutcomeAnswered || call.Cause != 200 || talk < 700*time.Millisecond || call.Duration < 1 || call.Cost <= 0 {
 		t.Fatalf("the softphone's call ended %s %d after %v of talk (duration %d, cost %d); want ANSWERED 200, the 0.8 s prompt talked and billed",
 			call.Outcome, call.Cause, talk, call.Duration, call.Cost)
 	}
@@ -261,7 +262,7 @@ func TestSIPSoftphonePressesAKey(t *testing.T) {
 	if !strings.Contains(sp.phoneOut.String(), "send DTMF digit: '1'") {
 		t.Errorf("baresip did not say it sent the key")
 	}
-	if call.Outcome != OutcomeAnswered || call.Digits != "1" || call.Result != "confirmed" {
+	if call.Outcome != domain.OutcomeAnswered || call.Digits != "1" || call.Result != "confirmed" {
 		t.Errorf("the call ended %s with digits %q and result %q; want ANSWERED, the key 1 pressed and the result confirmed",
 			call.Outcome, call.Digits, call.Result)
 	}

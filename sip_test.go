@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/domain"
 	"dialbox/internal/sipcall/sipcalltest"
 	"dialbox/internal/testtool"
 
@@ -318,7 +319,7 @@ func (r *sipRig) waitDone(t *testing.T, ids ...string) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d contacts done", len(ids)), func() bool {
 		for _, id := range ids {
-			if state, _, _ := engContact(t, r.m.store, id); state != ContactDone {
+			if state, _, _ := engContact(t, r.m.store, id); state != domain.ContactDone {
 				return false
 			}
 		}
@@ -362,7 +363,7 @@ func TestSIPCallsThroughTheEngine(t *testing.T) {
 
 	// Answered: the prompt, rendered with the contact's name, was heard
 	// whole, and the real talk billed (1 started minute).
-	c := check(answered, OutcomeAnswered, 200, -1, 1000)
+	c := check(answered, domain.OutcomeAnswered, 200, -1, 1000)
 	if c.AnsweredAt == nil || c.EndedAt == nil || c.AnsweredAt.Before(c.StartedAt) || c.EndedAt.Before(*c.AnsweredAt) {
 		t.Errorf("times: started %v answered %v ended %v", c.StartedAt, c.AnsweredAt, c.EndedAt)
 	}
@@ -384,18 +385,18 @@ func TestSIPCallsThroughTheEngine(t *testing.T) {
 	}
 	r.tts.mu.Unlock()
 
-	check(busy, OutcomeBusy, 486, 0, 0)
-	check(missing, OutcomeInvalidNumber, 404, 0, 0)
+	check(busy, domain.OutcomeBusy, 486, 0, 0)
+	check(missing, domain.OutcomeInvalidNumber, 404, 0, 0)
 
 	// max_duration 1 s cuts a 3 s prompt: ANSWERED, 1 s billed.
-	check(long, OutcomeAnswered, 200, 1, 1000)
+	check(long, domain.OutcomeAnswered, 200, 1, 1000)
 	if d := hLong.Duration(); d < 500*time.Millisecond || d > 1200*time.Millisecond {
 		t.Errorf("far end heard %v of a 3 s prompt cut at max_duration 1 s", d)
 	}
 
 	// The TTS engine failed: FAILED with cause 500, nothing dialled, the
 	// reason logged.
-	check(broken, OutcomeFailed, causeTTSFailed, 0, 0)
+	check(broken, domain.OutcomeFailed, causeTTSFailed, 0, 0)
 	if n := r.fe.invitesTo("+84911000011"); n != 0 {
 		t.Errorf("%d INVITEs for a call whose prompt failed", n)
 	}
@@ -496,7 +497,7 @@ func TestSIPRegisterThenCall(t *testing.T) {
 
 	answered := engImport(t, r.m.store, r.appID, "sc", "", "+84911000001")[0]
 	r.waitDone(t, answered)
-	if calls := r.adminCalls(t, answered); len(calls) != 1 || calls[0].Outcome != OutcomeAnswered {
+	if calls := r.adminCalls(t, answered); len(calls) != 1 || calls[0].Outcome != domain.OutcomeAnswered {
 		t.Errorf("call through the registered trunk: %+v", calls)
 	}
 	sipNoPassword(t, r)
@@ -594,11 +595,11 @@ func TestSIPStopHangsUp(t *testing.T) {
 	}
 	defer st.Close()
 	c := engCalls(t, st, ringing)
-	if state, _, _ := engContact(t, st, ringing); len(c) != 1 || c[0].Outcome != OutcomeCanceled || c[0].Cause != 487 || c[0].Cost != 0 || state != ContactQueued {
+	if state, _, _ := engContact(t, st, ringing); len(c) != 1 || c[0].Outcome != domain.OutcomeCanceled || c[0].Cause != 487 || c[0].Cost != 0 || state != domain.ContactQueued {
 		t.Errorf("ringing call at the stop: %+v, contact %s", c, state)
 	}
 	c = engCalls(t, st, talking)
-	if state, _, _ := engContact(t, st, talking); len(c) != 1 || c[0].Outcome != OutcomeAnswered || c[0].Cause != 200 || c[0].Cost != 1000 || state != ContactDone {
+	if state, _, _ := engContact(t, st, talking); len(c) != 1 || c[0].Outcome != domain.OutcomeAnswered || c[0].Cause != 200 || c[0].Cost != 1000 || state != domain.ContactDone {
 		t.Errorf("answered call at the stop: %+v, contact %s", c, state)
 	}
 }
@@ -769,7 +770,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	if err := s.read.QueryRow(`SELECT outcome, cause, cost FROM calls WHERE id = ?`, killed).Scan(&outcome, &cause, &cost); err != nil {
 		t.Fatal(err)
 	}
-	if outcome != OutcomeCanceled || cause != 487 || cost != 0 {
+	if outcome != domain.OutcomeCanceled || cause != 487 || cost != 0 {
 		t.Errorf("the killed call settled %s %d, cost %d; want CANCELED 487, free", outcome, cause, cost)
 	}
 	if n := queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE event_type = 'call.completed' AND payload LIKE ?`, "%"+killed+"%"); n != 1 {

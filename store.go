@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sqldb"
 )
@@ -51,13 +52,13 @@ func boolInt(b bool) int {
 // which pgx scans into a bool as database/sql does an integer.
 const appColumns = `id, name, api_key, api_secret, disabled <> 0, is_demo <> 0, created_at, updated_at, destination_allow, destination_deny`
 
-func scanApp(row interface{ Scan(...any) error }) (*Application, error) {
-	var a Application
+func scanApp(row interface{ Scan(...any) error }) (*domain.Application, error) {
+	var a domain.Application
 	var created, updated int64
 	var allow, deny string
 	err := row.Scan(&a.ID, &a.Name, &a.APIKey, &a.APISecret, &a.Disabled, &a.IsDemo, &created, &updated, &allow, &deny)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
+		return nil, domain.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -96,12 +97,12 @@ func destinationsJSON(r destinations.Rules) (allow, deny string) {
 }
 
 // AppByKey finds an application by its API key, disabled ones included.
-func (s *sqlStore) AppByKey(ctx context.Context, apiKey string) (*Application, error) {
+func (s *sqlStore) AppByKey(ctx context.Context, apiKey string) (*domain.Application, error) {
 	return scanApp(s.db.QueryRow(ctx, `SELECT `+appColumns+` FROM applications WHERE api_key = ?`, apiKey))
 }
 
 // DemoApp is the demo tenant made on a first run, if there is one.
-func (s *sqlStore) DemoApp(ctx context.Context) (*Application, error) {
+func (s *sqlStore) DemoApp(ctx context.Context) (*domain.Application, error) {
 	return scanApp(s.db.QueryRow(ctx, `SELECT `+appColumns+` FROM applications WHERE is_demo = 1 ORDER BY id LIMIT 1`))
 }
 
@@ -114,19 +115,19 @@ func (s *sqlStore) CountApps(ctx context.Context) (int, error) {
 
 // Wallet returns an application's wallet; an application without one is
 // postpaid.
-func (s *sqlStore) Wallet(ctx context.Context, appID int64) (Wallet, error) {
+func (s *sqlStore) Wallet(ctx context.Context, appID int64) (domain.Wallet, error) {
 	return scanWallet(s.db.QueryRow(ctx, walletQuery, appID))
 }
 
 // prepaid <> 0: PostgreSQL's driver scans only a boolean into a bool.
 const walletQuery = `SELECT prepaid <> 0, balance, expires_at, price_per_call, price_per_minute FROM wallets WHERE app_id = ?`
 
-func scanWallet(row interface{ Scan(...any) error }) (Wallet, error) {
-	var w Wallet
+func scanWallet(row interface{ Scan(...any) error }) (domain.Wallet, error) {
+	var w domain.Wallet
 	var expires sql.NullInt64
 	err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Wallet{}, nil
+		return domain.Wallet{}, nil
 	}
 	if expires.Valid {
 		t := fromMS(expires.Int64)
@@ -155,13 +156,13 @@ func (s *sqlStore) PoolAvailable(ctx context.Context, appID int64, poolKey strin
 
 const scenarioColumns = `app_id, id, name, description, status, content, script, personalized_fields, call_config, created_at, updated_at`
 
-func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
-	var sc Scenario
+func scanScenario(row interface{ Scan(...any) error }) (*domain.Scenario, error) {
+	var sc domain.Scenario
 	var scriptJSON, fields, config string
 	var created, updated int64
 	err := row.Scan(&sc.AppID, &sc.ID, &sc.Name, &sc.Description, &sc.Status, &sc.Content, &scriptJSON, &fields, &config, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
+		return nil, domain.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -175,7 +176,7 @@ func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 			return nil, fmt.Errorf("scenario %s script: %w", sc.ID, err)
 		}
 	}
-	sc.CallConfig = DefaultCallConfig()
+	sc.CallConfig = domain.DefaultCallConfig()
 	if err := json.Unmarshal([]byte(config), &sc.CallConfig); err != nil {
 		return nil, fmt.Errorf("scenario %s call_config: %w", sc.ID, err)
 	}
@@ -184,14 +185,14 @@ func scanScenario(row interface{ Scan(...any) error }) (*Scenario, error) {
 }
 
 // Scenario returns the tenant's scenario id, or errNotFound.
-func (s *sqlStore) Scenario(ctx context.Context, appID int64, id string) (*Scenario, error) {
+func (s *sqlStore) Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error) {
 	return scanScenario(s.db.QueryRow(ctx,
 		`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = ? AND id = ?`, appID, id))
 }
 
 // ListScenarios returns one page of the tenant's scenarios, newest first,
 // and how many match in all. status "" matches every status.
-func (s *sqlStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error) {
+func (s *sqlStore) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error) {
 	var total int
 	if err := s.db.QueryRow(ctx,
 		`SELECT count(*) FROM scenarios WHERE app_id = ? AND (? = '' OR status = ?)`, appID, status, status,
@@ -210,12 +211,12 @@ func (s *sqlStore) ListScenarios(ctx context.Context, appID int64, status string
 
 const campaignColumns = `app_id, id, name, scenario_id, paused <> 0, created_at, updated_at`
 
-func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
-	var c Campaign
+func scanCampaign(row interface{ Scan(...any) error }) (*domain.Campaign, error) {
+	var c domain.Campaign
 	var created, updated int64
 	err := row.Scan(&c.AppID, &c.ID, &c.Name, &c.ScenarioID, &c.Paused, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
+		return nil, domain.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -225,7 +226,7 @@ func scanCampaign(row interface{ Scan(...any) error }) (*Campaign, error) {
 }
 
 // Campaign returns the tenant's campaign id, or errNotFound.
-func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*Campaign, error) {
+func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error) {
 	return scanCampaign(s.db.QueryRow(ctx,
 		`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
 }
@@ -235,8 +236,8 @@ func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*Campa
 // ImportResult is what an import stored.
 type ImportResult struct {
 	ImportID string
-	Added    []AddedContact
-	Skipped  []SkippedContact
+	Added    []domain.AddedContact
+	Skipped  []domain.SkippedContact
 }
 
 // Import stores the request's valid contacts in one durable commit and
@@ -248,7 +249,7 @@ type ImportResult struct {
 // a prepaid wallet cannot pay one call per added contact (for these two
 // nothing is recorded). It runs in the one writer's group commit, its
 // statements those prepared when the store opened (writeStmts).
-func (s *SQLiteStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
+func (s *SQLiteStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
 	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
@@ -261,8 +262,8 @@ func (s *SQLiteStore) Import(ctx context.Context, req ImportRequest, now time.Ti
 // importTx is an import's work in its store's writer, on either database
 // (SQLiteStore.Import, PostgresStore.Import); allInvalid when nothing was
 // added.
-func importTx(ctx context.Context, tx sqldb.Querier, req ImportRequest, now time.Time) (res *ImportResult, allInvalid bool, err error) {
-	res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]SkippedContact(nil), req.Skipped...)}
+func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time) (res *ImportResult, allInvalid bool, err error) {
+	res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
 	if err := insertContacts(ctx, tx, req, res, now); err != nil {
 		return nil, false, err
 	}
@@ -289,7 +290,7 @@ func imported(m importMetrics, res *ImportResult, allInvalid bool, err error) (*
 	}
 	m.observe(len(res.Added), len(res.Skipped))
 	if allInvalid {
-		return res, errAllInvalid
+		return res, domain.ErrAllInvalid
 	}
 	return res, nil
 }
@@ -298,7 +299,7 @@ func imported(m importMetrics, res *ImportResult, allInvalid bool, err error) (*
 // pending-phone index let in, the others are duplicates. SQLite takes them
 // in multi-row statements of contactChunk rows, prepared once; PostgreSQL
 // in one statement per request, its arrays unnested (a round trip each).
-func insertContacts(ctx context.Context, tx sqldb.Querier, req ImportRequest, res *ImportResult, now time.Time) error {
+func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *ImportResult, now time.Time) error {
 	inserted := make(map[string]bool, len(req.Contacts))
 	// One destination for every row: this runs in the writer.
 	var id string
@@ -354,12 +355,12 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, req ImportRequest, re
 	res.Added = slices.Grow(res.Added, len(inserted))
 	for _, c := range req.Contacts {
 		if !inserted[c.ID] {
-			input, _ := marshalJSON(c.Input)
-			res.Skipped = append(res.Skipped, SkippedContact{Position: c.Position, Input: input,
+			input, _ := domain.MarshalJSON(c.Input)
+			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input,
 				Reason: "phone_number is already queued for this scenario"})
 			continue
 		}
-		res.Added = append(res.Added, AddedContact{ID: c.ID, Echo: c.Echo})
+		res.Added = append(res.Added, domain.AddedContact{ID: c.ID, Echo: c.Echo})
 	}
 	return nil
 }
@@ -481,7 +482,7 @@ func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added 
 		return err
 	}
 	if n > max {
-		return errQueueFull(n-int64(added), max, added)
+		return domain.ErrQueueFull(n-int64(added), max, added)
 	}
 	return nil
 }
@@ -494,7 +495,7 @@ func checkBalance(ctx context.Context, tx sqldb.Querier, appID int64, n int) err
 		return err
 	}
 	if w.Prepaid && w.Balance < int64(n)*w.PricePerCall {
-		return errWalletEmpty
+		return domain.ErrWalletEmpty
 	}
 	return nil
 }
@@ -508,7 +509,7 @@ const (
 
 // recordImport writes the import's row and its skipped contacts: on SQLite
 // a prepared statement a row, on PostgreSQL one statement, arrays unnested.
-func recordImport(ctx context.Context, tx sqldb.Querier, req ImportRequest, res *ImportResult, code int, now time.Time) error {
+func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
 	if _, err := tx.Exec(ctx, insertImportSQL, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
 		requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
@@ -554,13 +555,13 @@ func (s *sqlStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool
 }
 
 // SkippedOf returns an import's skipped contacts with their reasons.
-func (s *sqlStore) SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error) {
+func (s *sqlStore) SkippedOf(ctx context.Context, importID string) ([]domain.SkippedContact, error) {
 	return sqldb.Collect(ctx, s.db, scanSkipped,
 		`SELECT position, input, reason FROM skipped_contacts WHERE import_id = ? ORDER BY position`, importID)
 }
 
-func scanSkipped(row sqldb.Row) (SkippedContact, error) {
-	var sk SkippedContact
+func scanSkipped(row sqldb.Row) (domain.SkippedContact, error) {
+	var sk domain.SkippedContact
 	var input string
 	err := row.Scan(&sk.Position, &input, &sk.Reason)
 	sk.Input = json.RawMessage(input)
@@ -672,15 +673,15 @@ func applyFixtureApp(ctx context.Context, tx sqldb.Querier, fa *FixtureApp, now 
 
 // scriptColumn is the scenarios.script value: the script's JSON, or ” for
 // plain content.
-func scriptColumn(sc *Scenario) (string, error) {
+func scriptColumn(sc *domain.Scenario) (string, error) {
 	if sc.Script == nil {
 		return "", nil
 	}
-	b, err := marshalJSON(sc.Script)
+	b, err := domain.MarshalJSON(sc.Script)
 	return string(b), err
 }
 
-func upsertScenario(ctx context.Context, tx sqldb.Querier, appID int64, sc *Scenario, at int64) error {
+func upsertScenario(ctx context.Context, tx sqldb.Querier, appID int64, sc *domain.Scenario, at int64) error {
 	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
@@ -703,7 +704,7 @@ func upsertScenario(ctx context.Context, tx sqldb.Querier, appID int64, sc *Scen
 }
 
 func upsertFixtureWebhook(ctx context.Context, tx sqldb.Querier, appID int64, wh FixtureWebhook, at int64) error {
-	events, err := marshalJSON(wh.Events)
+	events, err := domain.MarshalJSON(wh.Events)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -16,14 +17,14 @@ import (
 // own (store_postgres_engine.go).
 
 // AdSettings are a tenant's advertising settings: its own, or the decree's.
-func (s *sqlStore) AdSettings(ctx context.Context, appID int64) (AdSettings, error) {
+func (s *sqlStore) AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error) {
 	return adSettingsOf(ctx, s.db, appID)
 }
 
 // adSettingsOf reads a tenant's settings, the decree's when it set none;
 // PostgreSQL's claim reads them in its transaction.
-func adSettingsOf(ctx context.Context, q sqldb.Querier, appID int64) (AdSettings, error) {
-	a := legalAdSettings()
+func adSettingsOf(ctx context.Context, q sqldb.Querier, appID int64) (domain.AdSettings, error) {
+	a := domain.LegalAdSettings()
 	err := q.QueryRow(ctx, `SELECT max_calls_per_number_per_day, hours_start, hours_end
 		FROM advertising_settings WHERE app_id = ?`, appID).Scan(&a.MaxCallsPerNumberPerDay, &a.Start, &a.End)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -33,12 +34,12 @@ func adSettingsOf(ctx context.Context, q sqldb.Querier, appID int64) (AdSettings
 }
 
 // SetAdSettings stores a tenant's checked advertising settings.
-func (s *sqlStore) SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error {
+func (s *sqlStore) SetAdSettings(ctx context.Context, appID int64, a domain.AdSettings, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error { return setAdSettingsTx(ctx, tx, appID, a, now) })
 }
 
 // setAdSettingsTx stores a tenant's settings, writing only a change.
-func setAdSettingsTx(ctx context.Context, tx sqldb.Querier, appID int64, a AdSettings, now time.Time) error {
+func setAdSettingsTx(ctx context.Context, tx sqldb.Querier, appID int64, a domain.AdSettings, now time.Time) error {
 	_, err := tx.Exec(ctx, `INSERT INTO advertising_settings (app_id, max_calls_per_number_per_day, hours_start, hours_end, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (app_id) DO UPDATE SET max_calls_per_number_per_day = excluded.max_calls_per_number_per_day,
@@ -111,45 +112,45 @@ func (s *sqlStore) delayContacts(ctx context.Context, delays []callDelay, now ti
 // contactWait explains why a queued contact of an advertising scenario is
 // not dialled at now, by the rules the engine applies (dialRules.wait);
 // nil for any other contact, or one the engine may dial now.
-func contactWait(ctx context.Context, s Store, appID int64, c *ContactRecord, now time.Time) (*Wait, error) {
-	if c.State != ContactQueued {
+func contactWait(ctx context.Context, s Store, appID int64, c *ContactRecord, now time.Time) (*domain.Wait, error) {
+	if c.State != domain.ContactQueued {
 		return nil, nil
 	}
 	sc, err := s.Scenario(ctx, appID, c.ScenarioID)
-	if err != nil || sc.CallConfig.Purpose != PurposeAdvertising {
+	if err != nil || sc.CallConfig.Purpose != domain.PurposeAdvertising {
 		return nil, err
 	}
-	if sc.Status != StatusActive {
-		return &Wait{Reason: ReasonScenarioNotActive}, nil
+	if sc.Status != domain.StatusActive {
+		return &domain.Wait{Reason: domain.ReasonScenarioNotActive}, nil
 	}
 	if c.CampaignID != "" {
 		if k, err := s.Campaign(ctx, appID, c.CampaignID); err != nil {
 			return nil, err
 		} else if k.Paused {
-			return &Wait{Reason: ReasonCampaignPaused}, nil
+			return &domain.Wait{Reason: domain.ReasonCampaignPaused}, nil
 		}
 	}
 	ads, err := s.AdSettings(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
-	rules, err := dialRulesOf(sc.CallConfig, ads, parseCallWindow)
+	rules, err := domain.DialRulesOf(sc.CallConfig, ads, domain.ParseCallWindow)
 	if err != nil {
 		return nil, err
 	}
-	timing, err := s.adTiming(ctx, appID, c, now.Add(-adDay))
+	timing, err := s.adTiming(ctx, appID, c, now.Add(-domain.AdDay))
 	if err != nil {
 		return nil, err
 	}
 	timing.NextAttempt = c.NextAttemptAt
-	return rules.wait(now, timing), nil
+	return rules.Wait(now, timing), nil
 }
 
 // adTiming is what the rules need of a contact's past: its last delay,
 // the tenant's answered advertising calls to its number since since, and
 // those up now.
-func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error) {
-	var timing contactTiming
+func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (domain.ContactTiming, error) {
+	var timing domain.ContactTiming
 	var reason string
 	var until sql.NullInt64
 	err := s.db.QueryRow(ctx, `SELECT reason, until FROM call_blocks WHERE contact_id = ? ORDER BY seq DESC LIMIT 1`,
@@ -159,7 +160,7 @@ func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, 
 	case err != nil:
 		return timing, err
 	case until.Valid:
-		timing.Delay = &Wait{Reason: reason, Until: nullTime(until)}
+		timing.Delay = &domain.Wait{Reason: reason, Until: nullTime(until)}
 	}
 	answered, err := s.answeredAdCalls(ctx, appID, []string{c.Phone}, since)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,7 +41,7 @@ func changed(r sql.Result, err error) error {
 		return err
 	}
 	if n, _ := r.RowsAffected(); n == 0 {
-		return errNotFound
+		return domain.ErrNotFound
 	}
 	return nil
 }
@@ -48,7 +49,7 @@ func changed(r sql.Result, err error) error {
 // changedRows is changed for a Querier's Exec.
 func changedRows(n int64, err error) error {
 	if err == nil && n == 0 {
-		return errNotFound
+		return domain.ErrNotFound
 	}
 	return err
 }
@@ -113,20 +114,20 @@ func (s *sqlStore) RepointDemoSink(ctx context.Context, appID int64, url string,
 // ---- applications ----
 
 // ListApps returns every application, oldest first.
-func (s *sqlStore) ListApps(ctx context.Context) ([]*Application, error) {
+func (s *sqlStore) ListApps(ctx context.Context) ([]*domain.Application, error) {
 	return sqldb.Collect(ctx, s.db, scanApp, `SELECT `+appColumns+` FROM applications ORDER BY id`)
 }
 
 // CreateApp adds an application with a postpaid wallet; errConflict when the
 // API key is taken.
-func (s *sqlStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*Application, error) {
+func (s *sqlStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*domain.Application, error) {
 	allow, deny := destinationsJSON(rules)
 	err := s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		var id int64
 		err := tx.QueryRow(ctx, `INSERT INTO applications (name, api_key, api_secret, created_at, updated_at, destination_allow, destination_deny)
 			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, name, apiKey, apiSecret, ms(now), ms(now), allow, deny).Scan(&id)
 		if isUniqueViolation(err) {
-			return errConflict
+			return domain.ErrConflict
 		}
 		if err != nil {
 			return err
@@ -158,7 +159,7 @@ func (p AppPatch) destinationColumns() (allow, deny *string) {
 	return &a, &d
 }
 
-func (s *sqlStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error) {
+func (s *sqlStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*domain.Application, error) {
 	var disabled *int // the flag's 0/1, as stored on both databases
 	if p.Disabled != nil {
 		d := boolInt(*p.Disabled)
@@ -181,8 +182,8 @@ func (s *sqlStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now
 
 // UpdateWallet changes an application's wallet in one transaction, so a
 // call charged meanwhile is not overwritten, and returns the result.
-func (s *sqlStore) UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error) {
-	var w Wallet
+func (s *sqlStore) UpdateWallet(ctx context.Context, appID int64, change func(*domain.Wallet), now time.Time) (domain.Wallet, error) {
+	var w domain.Wallet
 	err := s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		query := walletQuery
 		if tx.Dialect() == sqldb.Postgres {
@@ -283,7 +284,7 @@ func (s *sqlStore) CreatePool(ctx context.Context, appID int64, key, trunk strin
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)`, appID, key, trunk, ms(now))
 		if isUniqueViolation(err) {
-			return errConflict
+			return domain.ErrConflict
 		}
 		if err != nil {
 			return err
@@ -329,7 +330,7 @@ func (s *sqlStore) AddHotlines(ctx context.Context, appID int64, pool string, nu
 			return err
 		}
 		if !ok {
-			return errNotFound
+			return domain.ErrNotFound
 		}
 		return insertHotlines(ctx, tx, appID, pool, numbers)
 	})
@@ -351,7 +352,7 @@ func (s *sqlStore) SetHotlineEnabled(ctx context.Context, appID int64, pool, num
 // ---- scenarios ----
 
 // CreateScenario adds a scenario; errConflict when the id is taken.
-func (s *sqlStore) CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+func (s *sqlStore) CreateScenario(ctx context.Context, sc *domain.Scenario, now time.Time) error {
 	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
@@ -361,14 +362,14 @@ func (s *sqlStore) CreateScenario(ctx context.Context, sc *Scenario, now time.Ti
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sc.AppID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, scriptJSON, fields, config, ms(now), ms(now))
 		if isUniqueViolation(err) {
-			return errConflict
+			return domain.ErrConflict
 		}
 		return err
 	})
 }
 
 // UpdateScenario stores a scenario's editable fields (not its status).
-func (s *sqlStore) UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error {
+func (s *sqlStore) UpdateScenario(ctx context.Context, sc *domain.Scenario, now time.Time) error {
 	fields, config, scriptJSON, err := scenarioJSONColumns(sc)
 	if err != nil {
 		return err
@@ -380,12 +381,12 @@ func (s *sqlStore) UpdateScenario(ctx context.Context, sc *Scenario, now time.Ti
 	})
 }
 
-func scenarioJSONColumns(sc *Scenario) (fields, config, scriptJSON string, err error) {
-	f, err := marshalJSON(sc.PersonalizedFields)
+func scenarioJSONColumns(sc *domain.Scenario) (fields, config, scriptJSON string, err error) {
+	f, err := domain.MarshalJSON(sc.PersonalizedFields)
 	if err != nil {
 		return "", "", "", err
 	}
-	c, err := marshalJSON(sc.CallConfig)
+	c, err := domain.MarshalJSON(sc.CallConfig)
 	if err != nil {
 		return "", "", "", err
 	}
@@ -408,13 +409,13 @@ func (s *sqlStore) TransitionScenario(ctx context.Context, appID int64, id strin
 		}
 		err := changedRows(tx.Exec(ctx, `UPDATE scenarios SET status = ?, updated_at = ?
 			WHERE app_id = ? AND id = ? AND status IN (?`+strings.Repeat(", ?", len(from)-1)+`)`, args...))
-		if !errors.Is(err, errNotFound) {
+		if !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 		var current string
 		err = tx.QueryRow(ctx, `SELECT status FROM scenarios WHERE app_id = ? AND id = ?`, appID, id).Scan(&current)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errNotFound
+			return domain.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -425,7 +426,7 @@ func (s *sqlStore) TransitionScenario(ctx context.Context, appID int64, id strin
 
 // ---- campaigns ----
 
-func (s *sqlStore) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error) {
+func (s *sqlStore) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*domain.Campaign, error) {
 	return sqldb.Collect(ctx, s.db, scanCampaign, `SELECT `+campaignColumns+` FROM campaigns
 		WHERE app_id = ? AND (? = '' OR scenario_id = ?) ORDER BY created_at, id`+s.db.Dialect().CollateC(),
 		appID, scenarioID, scenarioID)
@@ -433,12 +434,12 @@ func (s *sqlStore) ListCampaigns(ctx context.Context, appID int64, scenarioID st
 
 // CreateCampaign adds a campaign of an existing scenario; errConflict when
 // the id is taken.
-func (s *sqlStore) CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error {
+func (s *sqlStore) CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			c.AppID, c.ID, c.Name, c.ScenarioID, ms(now), ms(now))
 		if isUniqueViolation(err) {
-			return errConflict
+			return domain.ErrConflict
 		}
 		return err
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -87,7 +88,7 @@ func scanContact(row interface{ Scan(...any) error }) (*ContactRecord, error) {
 	err := row.Scan(&c.seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
 		&next, &c.Outcome, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
+		return nil, domain.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -221,7 +222,7 @@ func scanImport(row sqldb.Row) (*ImportRecord, error) {
 	var created int64
 	err := row.Scan(&im.ID, &im.ScenarioID, &im.CampaignID, &im.Requested, &im.Added, &im.Skipped, &im.Code, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
+		return nil, domain.ErrNotFound
 	}
 	im.CreatedAt = fromMS(created)
 	return &im, err

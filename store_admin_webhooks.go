@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -35,7 +36,7 @@ func scanEndpoint(row sqldb.Row) (*WebhookEndpoint, error) {
 	var created, updated int64
 	err := row.Scan(&e.ID, &e.URL, &e.Secret, &events, &e.Enabled, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
+		return nil, domain.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func (s *sqlStore) Endpoint(ctx context.Context, appID int64, id string) (*Webho
 
 // SaveEndpoint inserts or replaces an endpoint of appID.
 func (s *sqlStore) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
-	events, err := marshalJSON(e.Events)
+	events, err := domain.MarshalJSON(e.Events)
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func scanMessage(row interface{ Scan(...any) error }) (*WebhookMessage, error) {
 	var next, created, updated int64
 	err := row.Scan(&m.seq, &m.ID, &m.EndpointID, &m.EventType, &payload, &m.State, &m.Attempts, &next, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
+		return nil, domain.ErrNotFound
 	}
 	if err != nil {
 		return nil, err

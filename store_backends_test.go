@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,12 +43,12 @@ func forEachBackend(t *testing.T, apps func() []*FixtureApp, test func(t *testin
 }
 
 // importReq is a request of phones as the importer hands it to the store.
-func importReq(appID int64, phones ...string) ImportRequest {
-	req := ImportRequest{AppID: appID, ScenarioID: "sc", UniquePhone: true}
+func importReq(appID int64, phones ...string) domain.ImportRequest {
+	req := domain.ImportRequest{AppID: appID, ScenarioID: "sc", UniquePhone: true}
 	for i, p := range phones {
 		echo := map[string]string{"ho_ten": fmt.Sprint("Contact ", i), "so_dien_thoai": p}
 		fields, _ := json.Marshal(echo)
-		req.Contacts = append(req.Contacts, NewContact{Position: i, Input: map[string]any{"phone_number": p},
+		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"phone_number": p},
 			ID: newV7(), Fields: fields, Phone: p, Echo: echo})
 	}
 	return req
@@ -102,13 +103,13 @@ func TestBackendImport(t *testing.T) {
 			phones = append(phones, fmt.Sprintf("+8491400%04d", i))
 		}
 		req := importReq(ids[0], phones...)
-		if _, err := s.Import(ctx, req, time.Now()); !errors.Is(err, errWalletEmpty) {
+		if _, err := s.Import(ctx, req, time.Now()); !errors.Is(err, domain.ErrWalletEmpty) {
 			t.Fatalf("err = %v, want errWalletEmpty", err)
 		}
 		req = importReq(ids[0], "+84915000001", "+84915000002")
 		req.MaxQueued = 4
-		var full *Error
-		if _, err := s.Import(ctx, req, time.Now()); !errors.As(err, &full) || full.Code != EQUEUEFULL {
+		var full *domain.Error
+		if _, err := s.Import(ctx, req, time.Now()); !errors.As(err, &full) || full.Code != domain.EQUEUEFULL {
 			t.Fatalf("err = %v, want a full queue", err)
 		}
 		if stored, _ := s.ContactIDs(ctx, ids[0]); len(stored) != 3 {
@@ -117,7 +118,7 @@ func TestBackendImport(t *testing.T) {
 
 		// Nothing new to add: errAllInvalid, and the import is still recorded.
 		res3, err := s.Import(ctx, importReq(ids[0], "+84913000001"), time.Now())
-		if !errors.Is(err, errAllInvalid) || res3 == nil {
+		if !errors.Is(err, domain.ErrAllInvalid) || res3 == nil {
 			t.Fatalf("err = %v, want errAllInvalid with the result", err)
 		}
 		if skipped, err := s.SkippedOf(ctx, res3.ImportID); err != nil || len(skipped) != 1 {
@@ -177,7 +178,7 @@ func TestBackendReads(t *testing.T) {
 		app.Wallet = &FixtureWallet{Balance: 5, PricePerCall: 1, ExpiresAt: &past}
 		cc := app.Scenarios[0].CallConfig
 		for _, id := range []string{"b", "a", "c"} {
-			app.Scenarios = append(app.Scenarios, &FixtureScenario{ID: id, Name: id, Status: StatusDraft, Content: "x", CallConfig: cc})
+			app.Scenarios = append(app.Scenarios, &FixtureScenario{ID: id, Name: id, Status: domain.StatusDraft, Content: "x", CallConfig: cc})
 		}
 		app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
 		return []*FixtureApp{app}
@@ -196,7 +197,7 @@ func TestBackendReads(t *testing.T) {
 		if err != nil || app.ID != ids[0] || app.Disabled || app.Name != "engine test" {
 			t.Fatalf("AppByKey = %+v, %v", app, err)
 		}
-		if _, err := s.AppByKey(ctx, "nobody"); !errors.Is(err, errNotFound) {
+		if _, err := s.AppByKey(ctx, "nobody"); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("unknown key: %v, want errNotFound", err)
 		}
 		if w, err := s.Wallet(ctx, ids[0]); err != nil || !w.Prepaid || w.Balance != 5 || w.ExpiresAt == nil {
@@ -212,13 +213,13 @@ func TestBackendReads(t *testing.T) {
 			t.Errorf("PoolAvailable(none) = %v, %v", ok, err)
 		}
 		sc, err := s.Scenario(ctx, ids[0], "sc")
-		if err != nil || sc.Status != StatusActive || sc.CallConfig.PoolHotlineKey != "P" || len(sc.PersonalizedFields) != 1 {
+		if err != nil || sc.Status != domain.StatusActive || sc.CallConfig.PoolHotlineKey != "P" || len(sc.PersonalizedFields) != 1 {
 			t.Fatalf("Scenario = %+v, %v", sc, err)
 		}
-		if _, err := s.Scenario(ctx, ids[0]+1, "sc"); !errors.Is(err, errNotFound) {
+		if _, err := s.Scenario(ctx, ids[0]+1, "sc"); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("another tenant's scenario: %v, want errNotFound", err)
 		}
-		list, total, err := s.ListScenarios(ctx, ids[0], StatusDraft, 2, 0)
+		list, total, err := s.ListScenarios(ctx, ids[0], domain.StatusDraft, 2, 0)
 		if err != nil || total != 3 || len(list) != 2 || list[0].ID != "a" || list[1].ID != "b" {
 			t.Errorf("ListScenarios = %v (total %d), %v; want a, b of 3", list, total, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -35,7 +36,7 @@ func (p Progress) Answered() (pct float64, ok bool) {
 		return 0, false
 	}
 	for _, o := range p.Outcomes {
-		if o.Outcome == OutcomeAnswered {
+		if o.Outcome == domain.OutcomeAnswered {
 			return 100 * float64(o.N) / float64(p.Done), true
 		}
 	}
@@ -130,9 +131,9 @@ func (s *sqlStore) Outcomes(ctx context.Context, appID int64) ([]string, error) 
 // add counts n contacts in state, and under their outcome once done.
 func (p *Progress) add(state, outcome string, n int64) {
 	switch state {
-	case ContactQueued:
+	case domain.ContactQueued:
 		p.Queued += n
-	case ContactDialing:
+	case domain.ContactDialing:
 		p.Dialing += n
 	default:
 		p.Done += n

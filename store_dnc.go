@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -41,7 +42,7 @@ func (s *sqlStore) dncListings(ctx context.Context, appID int64, phones []string
 	for from := 0; from < len(phones); from += batch {
 		var numbers []int64
 		for _, p := range phones[from:min(from+batch, len(phones))] {
-			if n, ok := dncNumber(p); ok {
+			if n, ok := domain.DNCNumber(p); ok {
 				numbers = append(numbers, n)
 			}
 		}
@@ -58,7 +59,7 @@ func (s *sqlStore) dncListings(ctx context.Context, appID int64, phones []string
 				if err := scan(&n, &national); err != nil {
 					return err
 				}
-				p := dncE164(n)
+				p := domain.DNCE164(n)
 				if national {
 					out[p] = ReasonDNCNational
 				} else if out[p] == "" {
@@ -113,9 +114,9 @@ func addDNCNumbers(ctx context.Context, tx sqldb.Querier, id int64, numbers []in
 func (s *sqlStore) AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error) {
 	numbers := make([]int64, 0, len(phones))
 	for _, p := range phones {
-		n, ok := dncNumber(p)
+		n, ok := domain.DNCNumber(p)
 		if !ok {
-			return 0, invalid("numbers", p+" is not an E.164 number")
+			return 0, domain.Invalid("numbers", p+" is not an E.164 number")
 		}
 		numbers = append(numbers, n)
 	}
@@ -207,11 +208,11 @@ func (s *sqlStore) loadDNC(ctx context.Context, list int64, numbers []int64, rep
 		}
 		n, err := tx.Exec(ctx, `UPDATE dnc_lists SET state = 'current' WHERE id = ?`, id)
 		if err == nil && n == 0 {
-			err = errNotFound
+			err = domain.ErrNotFound
 		}
 		return err
 	})
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		// Another load dropped this version while its numbers were still
 		// coming: drop them too.
 		if err := s.dropDNCVersion(ctx, id); err != nil {
@@ -312,15 +313,15 @@ func (s *sqlStore) CountDNC(ctx context.Context, list int64) (int64, time.Time, 
 
 // RemoveDNC takes an E.164 number off a list; errNotFound when it is not on it.
 func (s *sqlStore) RemoveDNC(ctx context.Context, list int64, e164 string) error {
-	n, ok := dncNumber(e164)
+	n, ok := domain.DNCNumber(e164)
 	if !ok {
-		return errNotFound
+		return domain.ErrNotFound
 	}
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		k, err := tx.Exec(ctx, `DELETE FROM dnc_numbers WHERE number = ? AND list_id =
 			(SELECT id FROM dnc_lists WHERE state = 'current' AND app_id IS NOT DISTINCT FROM ?)`, n, listApp(list))
 		if err == nil && k == 0 {
-			err = errNotFound
+			err = domain.ErrNotFound
 		}
 		return err
 	})
@@ -337,7 +338,7 @@ type DNCListing struct {
 // LookupDNC lists the lists holding an E.164 number, the national register
 // first: with tenant 0 every tenant's, else only that tenant's.
 func (s *sqlStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
-	n, ok := dncNumber(e164)
+	n, ok := domain.DNCNumber(e164)
 	if !ok {
 		return []DNCListing{}, nil
 	}

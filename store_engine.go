@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 
 	"github.com/google/uuid"
@@ -18,7 +19,7 @@ import (
 
 // activeScenarios are the scenarios the engine dials, oldest first (ties
 // by tenant, then by id byte by byte, on both databases).
-func (s *sqlStore) activeScenarios(ctx context.Context) ([]*Scenario, error) {
+func (s *sqlStore) activeScenarios(ctx context.Context) ([]*domain.Scenario, error) {
 	return sqldb.Collect(ctx, s.db, scanScenario, `SELECT `+scenarioColumns+` FROM scenarios
 		WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`+s.db.Dialect().CollateC())
 }
@@ -145,11 +146,11 @@ type callEnd struct {
 	// AppID is the call's tenant, whose writer settles it on PostgreSQL
 	// (any writer settles it right; the tenant's own batches best).
 	AppID  int64
-	Result DialResult
+	Result domain.DialResult
 	// Interrupted calls (dialbox stopped or crashed while they were up) are
 	// never charged, do not use up a re_call, and are tried again at once.
 	Interrupted bool
-	ReCall      ReCall
+	ReCall      domain.ReCall
 	RetryAt     time.Time // when the contact is called again, if it is
 	Now         time.Time
 	// FirstTry is when new webhook messages are first due.
@@ -178,7 +179,7 @@ func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.
 			return err
 		}
 		for _, id := range ids {
-			res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
+			res := domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: now}
 			if err := endCallTx(sqliteTx(tx), callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
 				return err
 			}
@@ -204,7 +205,7 @@ func (s *SQLiteStore) takeOverCalls(ctx context.Context, now, firstTry time.Time
 // callCost is what a call costs: connected calls (ANSWERED, VOICE_MAIL)
 // price_per_minute per started minute of talk, at least price_per_call;
 // calls nobody picked up are free.
-func callCost(w Wallet, res DialResult, talkSeconds int64) int64 {
+func callCost(w domain.Wallet, res domain.DialResult, talkSeconds int64) int64 {
 	if res.AnsweredAt == nil {
 		return 0
 	}
@@ -212,15 +213,15 @@ func callCost(w Wallet, res DialResult, talkSeconds int64) int64 {
 }
 
 // retries reports whether re_call asks for another try after outcome.
-func retries(rc ReCall, outcome string) bool {
+func retries(rc domain.ReCall, outcome string) bool {
 	switch outcome {
-	case OutcomeBusy:
+	case domain.OutcomeBusy:
 		return rc.IsBusy
-	case OutcomeNoAnswer:
+	case domain.OutcomeNoAnswer:
 		return rc.IsNoAnswer
-	case OutcomeFailed:
+	case domain.OutcomeFailed:
 		return rc.IsFailed
-	case OutcomeVoiceMail:
+	case domain.OutcomeVoiceMail:
 		return rc.IsVoiceMail
 	}
 	return false
@@ -250,7 +251,7 @@ func endCallTx(tx settleTx, e callEnd) error {
 	if e.Interrupted {
 		res.AnsweredAt, res.Talk, res.Script, res.Recording = nil, 0, nil, 0
 	}
-	answeredBy, digits, result, steps, err := callResults(res)
+	answeredBy, digits, result, steps, err := domain.CallResults(res)
 	if err != nil {
 		return err
 	}
@@ -286,10 +287,10 @@ func endCallTx(tx settleTx, e callEnd) error {
 		Scan(&c.id, &c.scenarioID, &c.campaignID, &c.phone, &c.fields); err != nil {
 		return err
 	}
-	data := eventData{
+	data := domain.EventData{
 		ContactID: c.id, Fields: json.RawMessage(c.fields), Phone: c.phone, ScenarioID: c.scenarioID,
 		CallID: e.CallID, Attempt: attempt, Hotline: hotline, Outcome: res.Outcome, Cause: res.Cause,
-		StartedAt: eventTime(fromMS(startedMS)), EndedAt: eventTime(res.EndedAt),
+		StartedAt: domain.EventTime(fromMS(startedMS)), EndedAt: domain.EventTime(res.EndedAt),
 		Duration: talk, Cost: cost, WillRetry: willRetry,
 		AnsweredBy: answeredBy, Digits: digits, Result: result, Steps: steps,
 	}
@@ -297,11 +298,11 @@ func endCallTx(tx settleTx, e callEnd) error {
 		data.CampaignID = &c.campaignID.String
 	}
 	if res.AnsweredAt != nil {
-		t := eventTime(*res.AnsweredAt)
+		t := domain.EventTime(*res.AnsweredAt)
 		data.AnsweredAt = &t
 	}
 	if willRetry {
-		t := eventTime(e.RetryAt)
+		t := domain.EventTime(e.RetryAt)
 		data.NextAttemptAt = &t
 	}
 	if res.Recording > 0 {
@@ -315,7 +316,7 @@ func endCallTx(tx settleTx, e callEnd) error {
 	if err != nil {
 		return err
 	}
-	if err := enqueue(tx, endpoints, appID, EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+	if err := enqueue(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
 	if !willRetry {
@@ -325,7 +326,7 @@ func endCallTx(tx settleTx, e callEnd) error {
 			return err
 		}
 		data.TotalCost = &total
-		if err := enqueue(tx, endpoints, appID, EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+		if err := enqueue(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
 			return err
 		}
 	}
@@ -398,21 +399,21 @@ func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) erro
 	endpoints := map[int64]map[string][]string{}
 	for _, h := range holds {
 		var (
-			data    eventData
+			data    domain.EventData
 			attempt int
 			camp    sql.NullString
 			fields  string
 		)
 		err := tx.queryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
 			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id, campaign_id, phone, fields, attempts`,
-			OutcomeDoNotCall, ms(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
+			domain.OutcomeDoNotCall, ms(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		data.CallID, data.Attempt, data.Outcome, data.Cause = newV7(), attempt, OutcomeDoNotCall, outcomeCause[OutcomeDoNotCall]
+		data.CallID, data.Attempt, data.Outcome, data.Cause = newV7(), attempt, domain.OutcomeDoNotCall, domain.OutcomeCause[domain.OutcomeDoNotCall]
 		if err := tx.exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
 			VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
 			data.Outcome, data.Cause, ms(now), ms(now)); err != nil {
@@ -438,9 +439,9 @@ func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) erro
 		if camp.Valid {
 			data.CampaignID = &camp.String
 		}
-		data.StartedAt, data.EndedAt = eventTime(now), eventTime(now)
-		data.AnsweredBy, data.Steps = AnsweredByUnknown, json.RawMessage(`[]`)
-		if err := enqueue(tx, eps, h.AppID, EventContactCompleted, data, now, firstTry); err != nil {
+		data.StartedAt, data.EndedAt = domain.EventTime(now), domain.EventTime(now)
+		data.AnsweredBy, data.Steps = domain.AnsweredByUnknown, json.RawMessage(`[]`)
+		if err := enqueue(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
 			return err
 		}
 	}
@@ -453,7 +454,7 @@ func (s *sqlStore) appDestinations(ctx context.Context, appID int64) (destinatio
 	err := s.db.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = ?`,
 		appID).Scan(&allow, &deny)
 	if errors.Is(err, sql.ErrNoRows) {
-		return destinations.Rules{}, errNotFound
+		return destinations.Rules{}, domain.ErrNotFound
 	}
 	if err != nil {
 		return destinations.Rules{}, err

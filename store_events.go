@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -51,7 +52,7 @@ func enqueue(tx settleTx, endpoints map[string][]string, appID int64, eventType 
 		}
 		if payload == nil {
 			var err error
-			if payload, err = marshalJSON(event{Type: eventType, ID: "evt_" + newV7(), Timestamp: eventTime(now), Data: data}); err != nil {
+			if payload, err = domain.MarshalJSON(domain.Event{Type: eventType, ID: "evt_" + newV7(), Timestamp: domain.EventTime(now), Data: data}); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 )
 
 // Store is everything the rest of dialbox asks of its database: the public
@@ -49,18 +50,18 @@ type Store interface {
 
 	// ---- the public API and imports (store.go) ----
 
-	AppByKey(ctx context.Context, apiKey string) (*Application, error)
-	DemoApp(ctx context.Context) (*Application, error)
+	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
+	DemoApp(ctx context.Context) (*domain.Application, error)
 	CountApps(ctx context.Context) (int, error)
-	Wallet(ctx context.Context, appID int64) (Wallet, error)
+	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
 	WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error)
 	PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error)
-	Scenario(ctx context.Context, appID int64, id string) (*Scenario, error)
-	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*Scenario, int, error)
-	Campaign(ctx context.Context, appID int64, id string) (*Campaign, error)
-	Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error)
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
+	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error)
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
+	Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*ImportResult, error)
 	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
-	SkippedOf(ctx context.Context, importID string) ([]SkippedContact, error)
+	SkippedOf(ctx context.Context, importID string) ([]domain.SkippedContact, error)
 	ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error
 	// RepointDemoSink points the demo tenant's sink webhook, made by an
 	// older dialbox with a server's address, at url.
@@ -106,7 +107,7 @@ type Store interface {
 	// adTiming reads what decides a queued advertising contact's
 	// wait beside its next attempt: its last delay, the number's answered
 	// advertising calls since since, and its calls up (contactWait).
-	adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (contactTiming, error)
+	adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (domain.ContactTiming, error)
 
 	// ---- do-not-call lists (store_dnc.go) ----
 
@@ -118,8 +119,8 @@ type Store interface {
 
 	// ---- advertising settings (store_adcalls.go) ----
 
-	AdSettings(ctx context.Context, appID int64) (AdSettings, error)
-	SetAdSettings(ctx context.Context, appID int64, a AdSettings, now time.Time) error
+	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
+	SetAdSettings(ctx context.Context, appID int64, a domain.AdSettings, now time.Time) error
 
 	// ---- the web console's counts (store_console.go) ----
 
@@ -133,11 +134,11 @@ type Store interface {
 	AdminSetting(ctx context.Context, key string) (string, error)
 	SetAdminSetting(ctx context.Context, key, value string) error
 	DeleteAdminSettings(ctx context.Context, keys ...string) error
-	ListApps(ctx context.Context) ([]*Application, error)
-	CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*Application, error)
-	UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*Application, error)
+	ListApps(ctx context.Context) ([]*domain.Application, error)
+	CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*domain.Application, error)
+	UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*domain.Application, error)
 	DeleteApp(ctx context.Context, apiKey string) error
-	UpdateWallet(ctx context.Context, appID int64, change func(*Wallet), now time.Time) (Wallet, error)
+	UpdateWallet(ctx context.Context, appID int64, change func(*domain.Wallet), now time.Time) (domain.Wallet, error)
 	TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error
 	Pools(ctx context.Context, appID int64, key string) ([]*Pool, error)
 	poolTrunks(ctx context.Context) ([]poolTrunk, error)
@@ -146,12 +147,12 @@ type Store interface {
 	AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error
 	RemoveHotline(ctx context.Context, appID int64, pool, number string) error
 	SetHotlineEnabled(ctx context.Context, appID int64, pool, number string, enabled bool) error
-	CreateScenario(ctx context.Context, sc *Scenario, now time.Time) error
-	UpdateScenario(ctx context.Context, sc *Scenario, now time.Time) error
+	CreateScenario(ctx context.Context, sc *domain.Scenario, now time.Time) error
+	UpdateScenario(ctx context.Context, sc *domain.Scenario, now time.Time) error
 	DeleteScenario(ctx context.Context, appID int64, id string) error
 	TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error
-	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*Campaign, error)
-	CreateCampaign(ctx context.Context, c *Campaign, now time.Time) error
+	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*domain.Campaign, error)
+	CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error
 	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error
 	Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error)
 	Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error)

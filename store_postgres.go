@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
 
@@ -345,7 +346,7 @@ func runPgJob(fn func(pgx.Tx) error, tx pgx.Tx) (err error) {
 
 // Import is SQLiteStore.Import's contract on PostgreSQL, run by importTx
 // in a writer's transaction, answered once that has committed.
-func (s *PostgresStore) Import(ctx context.Context, req ImportRequest, now time.Time) (*ImportResult, error) {
+func (s *PostgresStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*ImportResult, error) {
 	var res *ImportResult
 	allInvalid := false
 	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) (err error) {

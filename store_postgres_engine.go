@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 
 	"github.com/jackc/pgx/v5"
@@ -150,7 +151,7 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 	for _, c := range claims {
 		hotlines = append(hotlines, c.Hotline)
 	}
-	var w Wallet
+	var w domain.Wallet
 	var expires *int64
 	var appCalls int
 	var busyList []string
@@ -261,7 +262,7 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, 
 	err = sqldb.PGX(tx).Query(ctx, `SELECT ad_phone, count(*) FROM calls
 		WHERE app_id = ? AND ad_phone = ANY(?) AND ad_phone IS NOT NULL
 			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > ?))
-		GROUP BY ad_phone`, []any{appID, phones, ms(start.Add(-adDay))}, func(scan func(...any) error) error {
+		GROUP BY ad_phone`, []any{appID, phones, ms(start.Add(-domain.AdDay))}, func(scan func(...any) error) error {
 		var p string
 		var n int
 		if err := scan(&p, &n); err != nil {
@@ -383,16 +384,16 @@ func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, sce
 // it since this one's cache was read).
 func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now time.Time) (int, error) {
 	sc, err := scanScenario(sqldb.PGXRow(tx.QueryRow(ctx, `SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)))
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	if sc.Status != StatusActive {
+	if sc.Status != domain.StatusActive {
 		return 0, nil
 	}
-	if w, err := parseCallWindow(sc.CallConfig.CallWindow); err != nil || !w.Contains(now) {
+	if w, err := domain.ParseCallWindow(sc.CallConfig.CallWindow); err != nil || !w.Contains(now) {
 		return 0, nil
 	}
 	var up int
@@ -453,7 +454,7 @@ func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry tim
 	}
 	n := 0
 	for _, id := range ids {
-		res := DialResult{Outcome: OutcomeCanceled, Cause: outcomeCause[OutcomeCanceled], EndedAt: now}
+		res := domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: now}
 		ok, err := s.settle(ctx, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry})
 		if err != nil {
 			return n, err

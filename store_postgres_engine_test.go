@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -28,10 +29,10 @@ func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts i
 	if err := list[0].ApplyFixtures(ctx, []*FixtureApp{app}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	req := ImportRequest{AppID: appID, ScenarioID: "sc"}
+	req := domain.ImportRequest{AppID: appID, ScenarioID: "sc"}
 	for i, p := range engPhones(contacts, 0) {
 		fields, _ := json.Marshal(map[string]string{"ho_ten": fmt.Sprint("C", i)})
-		req.Contacts = append(req.Contacts, NewContact{Position: i, ID: newV7(), Fields: fields, Phone: p})
+		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, ID: newV7(), Fields: fields, Phone: p})
 	}
 	if _, err := list[0].Import(ctx, req, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	var state, outcome string
 	var cost int64
 	if err := other.pool.QueryRow(ctx, `SELECT state, coalesce(outcome, ''), cost FROM calls WHERE id = $1`, held[0].CallID).
-		Scan(&state, &outcome, &cost); err != nil || state != "ended" || outcome != OutcomeCanceled || cost != 0 {
+		Scan(&state, &outcome, &cost); err != nil || state != "ended" || outcome != domain.OutcomeCanceled || cost != 0 {
 		t.Errorf("dead node's call: %s %s cost %d (%v), want ended CANCELED free", state, outcome, cost, err)
 	}
 	if n := pgCount(t, other, `SELECT count(*) FROM contacts WHERE seq = $1 AND state = 'queued'`, held[0].Contact.Seq); n != 1 {
@@ -225,7 +226,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	// The dead node's own settle, arriving late, is a no-op.
 	answered := now
 	late := callEnd{CallID: held[0].CallID, Now: now, FirstTry: now,
-		Result: DialResult{Outcome: OutcomeAnswered, AnsweredAt: &answered, EndedAt: now, Talk: time.Minute}}
+		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, AnsweredAt: &answered, EndedAt: now, Talk: time.Minute}}
 	if err := other.endCall(ctx, late); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, func(a *FixtureApp) {
 		sc := a.Scenarios[0]
-		sc.CallConfig.Purpose = PurposeAdvertising
+		sc.CallConfig.Purpose = domain.PurposeAdvertising
 		ad2 := *sc
 		ad2.ID, ad2.Name = "ad2", "ad2"
 		a.Scenarios = append(a.Scenarios, &ad2)
@@ -305,15 +306,15 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	// Answered: still none within 24 hours of the answer, then one.
 	answered := start.Add(5 * time.Second)
 	end := callEnd{CallID: first.CallID, Now: answered.Add(time.Minute), FirstTry: answered,
-		Result: DialResult{Outcome: OutcomeAnswered, AnsweredAt: &answered, EndedAt: answered.Add(time.Minute), Talk: time.Minute}}
+		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, AnsweredAt: &answered, EndedAt: answered.Add(time.Minute), Talk: time.Minute}}
 	if err := nodes[0].endCall(ctx, end); err != nil {
 		t.Fatal(err)
 	}
-	later := answered.Add(adDay - time.Minute)
+	later := answered.Add(domain.AdDay - time.Minute)
 	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], later)}, func() time.Time { return later }); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %d calls to %s a minute before 24 hours after its answer (%v)", len(got), phone, err)
 	}
-	next := answered.Add(adDay + time.Minute)
+	next := answered.Add(domain.AdDay + time.Minute)
 	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], next)}, func() time.Time { return next }); err != nil || len(got) != 1 {
 		t.Fatalf("claimed %d calls to %s 24 hours after its answer (%v), want 1", len(got), phone, err)
 	}
@@ -336,7 +337,7 @@ func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
 	}
 	ended := time.Now().Add(5 * time.Millisecond)
 	if err := nodes[0].endCall(ctx, callEnd{CallID: first[0].CallID, Now: ended, FirstTry: ended,
-		Result: DialResult{Outcome: OutcomeBusy, EndedAt: ended}}); err != nil {
+		Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: ended}}); err != nil {
 		t.Fatal(err)
 	}
 	late := pgClaims(appID, due[1:], 0) // the same hotline

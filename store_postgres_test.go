@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dialbox/internal/destinations"
+	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -141,7 +142,7 @@ func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 	nodes, appID := pgNodes(t, 2)
 	ctx := context.Background()
 	cached := []*cachedStore{newCachedStore(nodes[0]), newCachedStore(nodes[1])}
-	read := func(s *cachedStore) *Scenario {
+	read := func(s *cachedStore) *domain.Scenario {
 		t.Helper()
 		sc, err := s.Scenario(ctx, appID, "sc")
 		if err != nil {

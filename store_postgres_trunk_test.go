@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"sync"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 	// A call ends on its node: one channel, for whichever node claims next.
 	now := time.Now()
 	if err := nodes[0].endCall(ctx, callEnd{CallID: taken[0].CallID, Now: now, FirstTry: now,
-		Result: DialResult{Outcome: OutcomeBusy, EndedAt: now}}); err != nil {
+		Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: now}}); err != nil {
 		t.Fatal(err)
 	}
 	next, err := nodes[2].claimCalls(ctx, pgTrunkClaims(appID, due[12:18], 12, "main", capacity), time.Now)
@@ -166,7 +167,7 @@ func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
 				for _, c := range got {
 					now := time.Now()
 					if err := s.endCall(ctx, callEnd{CallID: c.CallID, Now: now, FirstTry: now,
-						Result: DialResult{Outcome: OutcomeBusy, EndedAt: now}}); err != nil {
+						Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: now}}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -197,7 +198,7 @@ type trunkCount struct {
 	trunks   map[string]int // calls per DialRequest.Trunk
 }
 
-func (d trunkDialer) Dial(_ context.Context, req DialRequest) DialResult {
+func (d trunkDialer) Dial(_ context.Context, req domain.DialRequest) domain.DialResult {
 	c := d.count
 	c.mu.Lock()
 	c.up++
@@ -212,7 +213,7 @@ func (d trunkDialer) Dial(_ context.Context, req DialRequest) DialResult {
 	timeout.Stop()
 	c.up--
 	c.mu.Unlock()
-	return DialResult{Outcome: OutcomeBusy, Cause: outcomeCause[OutcomeBusy], EndedAt: req.Start}
+	return domain.DialResult{Outcome: domain.OutcomeBusy, Cause: domain.OutcomeCause[domain.OutcomeBusy], EndedAt: req.Start}
 }
 
 // Two engines on one database, each with its own dialer on one trunk of 3
@@ -222,7 +223,7 @@ func (d trunkDialer) Dial(_ context.Context, req DialRequest) DialResult {
 func TestPostgresTrunkEnginesShareChannels(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, func(a *FixtureApp) {
 		a.Scenarios[0].CallConfig.MaxConcurrent = 20
-		a.Scenarios[0].CallConfig.ReCall = ReCall{Times: 0}
+		a.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
 	}, 12)
 	trunks := []SIPTrunk{{Name: "main", MaxChannels: 3, MaxCPS: 100}}
 	count := &trunkCount{expect: 6, trunks: map[string]int{}} // what the two nodes' channels add up to

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -26,7 +27,7 @@ func (s *sqlStore) recordingOf(ctx context.Context, appID int64, contactID, call
 	err := s.db.QueryRow(ctx, `SELECT c.recording_bytes FROM calls c JOIN contacts k ON k.seq = c.contact_seq
 		WHERE k.app_id = ? AND k.id = ? AND c.id = ?`, appID, contactID, callID).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, errNotFound
+		return 0, domain.ErrNotFound
 	}
 	return n, err
 }

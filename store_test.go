@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,7 +141,7 @@ func TestMigrations(t *testing.T) {
 }
 
 // importRequest validates contacts (a JSON array) as the handlers do.
-func importRequest(t testing.TB, appID int64, sc *Scenario, contacts string) ImportRequest {
+func importRequest(t testing.TB, appID int64, sc *domain.Scenario, contacts string) domain.ImportRequest {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(contacts))
 	dec.UseNumber()
@@ -148,7 +149,7 @@ func importRequest(t testing.TB, appID int64, sc *Scenario, contacts string) Imp
 	if err := dec.Decode(&items); err != nil {
 		t.Fatal(err)
 	}
-	req := ImportRequest{AppID: appID, ScenarioID: sc.ID, UniquePhone: !sc.CallConfig.AllowDuplicatePhone}
+	req := domain.ImportRequest{AppID: appID, ScenarioID: sc.ID, UniquePhone: !sc.CallConfig.AllowDuplicatePhone}
 	req.Contacts, req.Skipped = validateContacts(items, sc, "VN")
 	return req
 }
@@ -337,7 +338,7 @@ func testImportSkipReasons(t *testing.T, backend string) {
 
 	// All invalid: 1403, yet the import and its reasons are kept.
 	res, err = s.Import(ctx, importRequest(t, qa.ID, sc, `[{"phone_number":"1"},{"phone_number":"0910000001"}]`), now)
-	if !errors.Is(err, errAllInvalid) || res == nil {
+	if !errors.Is(err, domain.ErrAllInvalid) || res == nil {
 		t.Fatalf("all invalid: %v", err)
 	}
 	if sk, _ := s.SkippedOf(ctx, res.ImportID); len(sk) != 2 {
@@ -352,7 +353,7 @@ func testImportSkipReasons(t *testing.T, backend string) {
 	psc, _ := s.Scenario(ctx, poor.ID, "sc-poor")
 	before := queryInt(t, s, `SELECT (SELECT count(*) FROM contacts) * 1000 + (SELECT count(*) FROM imports)`)
 	_, err = s.Import(ctx, importRequest(t, poor.ID, psc, `[{"phone_number":"0910000011"},{"phone_number":"0910000012"},{"phone_number":"0910000013"}]`), now)
-	if !errors.Is(err, errWalletEmpty) {
+	if !errors.Is(err, domain.ErrWalletEmpty) {
 		t.Fatalf("over the balance: %v, want 1105", err)
 	}
 	if after := queryInt(t, s, `SELECT (SELECT count(*) FROM contacts) * 1000 + (SELECT count(*) FROM imports)`); after != before {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // "body" for the top level). It returns nil when every string is valid;
 // bytes outside strings are left to the decoder's syntax errors. Callers
 // pay for it only when utf8.Valid(body) is false.
-func invalidUTF8Field(body []byte) *FieldError {
+func invalidUTF8Field(body []byte) *domain.FieldError {
 	type level struct {
 		array   bool
 		index   int    // arrays: the element being read
@@ -77,9 +78,9 @@ func invalidUTF8Field(body []byte) *FieldError {
 			isKey := top != nil && !top.array && top.wantKey
 			if !utf8.Valid(body[i+1 : end]) {
 				if isKey {
-					return &FieldError{Field: path(false), Reason: "has a key that is not valid UTF-8"}
+					return &domain.FieldError{Field: path(false), Reason: "has a key that is not valid UTF-8"}
 				}
-				return &FieldError{Field: path(true), Reason: "must be valid UTF-8"}
+				return &domain.FieldError{Field: path(true), Reason: "must be valid UTF-8"}
 			}
 			if isKey {
 				top.wantKey = false

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -140,14 +141,14 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 		t.Fatal(err)
 	}
 	dialer := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
-		{Number: "+84912000001", Outcome: OutcomeAnswered, Digits: "1", DigitsDelay: Duration{2 * time.Second}},
-		{Number: "+84912000002", Outcome: OutcomeAnswered, Digits: "2"},
-		{Number: "+84912000003", Outcome: OutcomeAnswered},
-		{Number: "+84912000005", Outcome: OutcomeAnswered, TalkTime: Duration{40 * time.Second}},
+		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1", DigitsDelay: Duration{2 * time.Second}},
+		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, Digits: "2"},
+		{Number: "+84912000003", Outcome: domain.OutcomeAnswered},
+		{Number: "+84912000005", Outcome: domain.OutcomeAnswered, TalkTime: Duration{40 * time.Second}},
 	}})
 	faults := NewFaults(nil)
 	two := "2"
-	faults.rules = []*FaultRule{{ID: "f", Kind: FaultDial, Phone: "+84912000004", Outcome: OutcomeAnswered, Digits: &two, Probability: 1}}
+	faults.rules = []*FaultRule{{ID: "f", Kind: FaultDial, Phone: "+84912000004", Outcome: domain.OutcomeAnswered, Digits: &two, Probability: 1}}
 	engStart(t, s, dialer, nil, func(p *EngineParts) { p.Faults = faults })
 	engImport(t, s, app, "bot", "", "+84912000001", "+84912000002", "+84912000003", "+84912000004", "+84900000010", "+84900000011")
 	engImport(t, s, app, "plain", "", "+84912000005")
@@ -172,7 +173,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
 			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
 		}
-		if typ != EventCallCompleted {
+		if typ != domain.EventCallCompleted {
 			continue
 		}
 		var ev struct{ Data botCall }
@@ -190,12 +191,12 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 		attempts                                         int
 		timedOut                                         bool
 	}{
-		{"+84912000001", OutcomeAnswered, "human", "1", "confirmed", "greet>menu>confirmed>thanks>bye", 1, false},
-		{"+84912000002", OutcomeAnswered, "human", "2", "wants_agent", "greet>menu>agent>transfer", 1, false},
-		{"+84912000003", OutcomeAnswered, "human", "", "no_input", "greet>menu>no_input>bye", 3, true},
-		{"+84912000004", OutcomeAnswered, "human", "2", "wants_agent", "greet>menu>agent>transfer", 1, false}, // the fault's keys
-		{"+84900000010", OutcomeAnswered, "human", "1", "confirmed", "greet>menu>confirmed>thanks>bye", 1, false},
-		{"+84900000011", OutcomeVoiceMail, "machine", "", "no_input", "greet>menu>no_input>bye", 3, true},
+		{"+84912000001", domain.OutcomeAnswered, "human", "1", "confirmed", "greet>menu>confirmed>thanks>bye", 1, false},
+		{"+84912000002", domain.OutcomeAnswered, "human", "2", "wants_agent", "greet>menu>agent>transfer", 1, false},
+		{"+84912000003", domain.OutcomeAnswered, "human", "", "no_input", "greet>menu>no_input>bye", 3, true},
+		{"+84912000004", domain.OutcomeAnswered, "human", "2", "wants_agent", "greet>menu>agent>transfer", 1, false}, // the fault's keys
+		{"+84900000010", domain.OutcomeAnswered, "human", "1", "confirmed", "greet>menu>confirmed>thanks>bye", 1, false},
+		{"+84900000011", domain.OutcomeVoiceMail, "machine", "", "no_input", "greet>menu>no_input>bye", 3, true},
 	} {
 		c, ok := calls[want.phone]
 		if !ok {
@@ -225,7 +226,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	// Plain content: as before scripts, the call talks its talk_time, one
 	// say step, a person, nothing pressed.
 	plain := calls["+84912000005"]
-	if plain.Outcome != OutcomeAnswered || plain.AnsweredBy != "human" || plain.Digits != "" || plain.Result != "" ||
+	if plain.Outcome != domain.OutcomeAnswered || plain.AnsweredBy != "human" || plain.Digits != "" || plain.Result != "" ||
 		plain.path() != "content" || plain.Steps[0].Kind != "say" || plain.Duration != 40 {
 		t.Errorf("plain content: %+v", plain)
 	}
@@ -247,8 +248,8 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 // TestVoicebotNobodyAnswered: a call nobody picks up says so: unknown,
 // nothing pressed, no result, no steps.
 func TestVoicebotNobodyAnswered(t *testing.T) {
-	res := DialResult{Outcome: OutcomeBusy, Cause: 486, EndedAt: time.Now()}
-	by, digits, result, steps, err := callResults(res)
+	res := domain.DialResult{Outcome: domain.OutcomeBusy, Cause: 486, EndedAt: time.Now()}
+	by, digits, result, steps, err := domain.CallResults(res)
 	if err != nil || by != "unknown" || digits != "" || result != "" || string(steps) != "[]" {
 		t.Errorf("busy: %q %q %q %s %v", by, digits, result, steps, err)
 	}
@@ -262,8 +263,8 @@ func TestVoicebotCutMidScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []SimulatorRule{
-		{Number: "+84912000001", Outcome: OutcomeAnswered, RingTime: Duration{time.Second}},
-		{Number: "+84912000002", Outcome: OutcomeAnswered, RingTime: Duration{time.Second}, HangupAfter: Duration{6 * time.Second}},
+		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, RingTime: Duration{time.Second}},
+		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, RingTime: Duration{time.Second}, HangupAfter: Duration{6 * time.Second}},
 	}})
 	for _, tc := range []struct {
 		phone   string
@@ -276,9 +277,9 @@ func TestVoicebotCutMidScript(t *testing.T) {
 		{"+84912000002", 300 * time.Second, 6 * time.Second, errCalleeHungUp, "menu"}, // in the menu's prompt
 		{"+84912000002", 5 * time.Second, 5 * time.Second, errMaxDuration, "menu"},    // the sooner of the two
 	} {
-		res := d.Dial(context.Background(), DialRequest{To: tc.phone, Attempt: 1, Start: time.Now(), MaxDuration: tc.max, Script: &sc})
+		res := d.Dial(context.Background(), domain.DialRequest{To: tc.phone, Attempt: 1, Start: time.Now(), MaxDuration: tc.max, Script: &sc})
 		o := res.Script
-		if res.Outcome != OutcomeAnswered || res.Talk != tc.talk || o == nil || o.End != script.EndCanceled || !errors.Is(o.Err, tc.cause) {
+		if res.Outcome != domain.OutcomeAnswered || res.Talk != tc.talk || o == nil || o.End != script.EndCanceled || !errors.Is(o.Err, tc.cause) {
 			t.Errorf("%s max %v: %s talk %v, script %+v", tc.phone, tc.max, res.Outcome, res.Talk, o)
 			continue
 		}
@@ -298,11 +299,11 @@ func TestVoicebotSimulatedKeys(t *testing.T) {
 		{Name: "none", Set: &script.Set{Label: "pin_bad"}},
 	}}
 	d := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []SimulatorRule{
-		{Number: "+84912000001", Outcome: OutcomeAnswered, Digits: "1234#"},
-		{Number: "+84912000002", Outcome: OutcomeAnswered, Digits: "12", DigitsDelay: Duration{10 * time.Second}},
+		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1234#"},
+		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, Digits: "12", DigitsDelay: Duration{10 * time.Second}},
 	}})
 	for phone, want := range map[string]string{"+84912000001": "pin_ok", "+84912000002": "pin_bad"} {
-		res := d.Dial(context.Background(), DialRequest{To: phone, Attempt: 1, Start: time.Now(), MaxDuration: time.Hour, Script: &sc})
+		res := d.Dial(context.Background(), domain.DialRequest{To: phone, Attempt: 1, Start: time.Now(), MaxDuration: time.Hour, Script: &sc})
 		if res.Script == nil || res.Script.Result != want {
 			t.Errorf("%s: %+v, want %s", phone, res.Script, want)
 		}
@@ -411,12 +412,12 @@ func testVoicebotDialFaults(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
 	var rule FaultRule
 	s.admin(t, "POST", "/faults", `{"kind":"dial","phone":"0912000001","digits":"1"}`, &rule)
-	if rule.Outcome != OutcomeAnswered || rule.Digits == nil || *rule.Digits != "1" {
+	if rule.Outcome != domain.OutcomeAnswered || rule.Digits == nil || *rule.Digits != "1" {
 		t.Errorf("digits rule %+v", rule)
 	}
 	rule = FaultRule{}
 	s.admin(t, "POST", "/faults", `{"kind":"dial","machine":true}`, &rule)
-	if rule.Outcome != OutcomeVoiceMail || !rule.Machine {
+	if rule.Outcome != domain.OutcomeVoiceMail || !rule.Machine {
 		t.Errorf("machine rule %+v", rule)
 	}
 	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"dial","machine":true,"digits":"1"}`, 400), "digits")
@@ -427,8 +428,8 @@ func testVoicebotDialFaults(t *testing.T, backend string) {
 
 	f := NewFaults(nil)
 	one := "1"
-	f.rules = []*FaultRule{{ID: "d", Kind: FaultDial, Outcome: OutcomeAnswered, Digits: &one, Probability: 1}}
-	if force, ok := f.BeforeDial(1, "+84912000001"); !ok || force.Outcome != OutcomeAnswered || force.Digits == nil || *force.Digits != "1" {
+	f.rules = []*FaultRule{{ID: "d", Kind: FaultDial, Outcome: domain.OutcomeAnswered, Digits: &one, Probability: 1}}
+	if force, ok := f.BeforeDial(1, "+84912000001"); !ok || force.Outcome != domain.OutcomeAnswered || force.Digits == nil || *force.Digits != "1" {
 		t.Errorf("forced %+v %v", force, ok)
 	}
 }
@@ -440,10 +441,10 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 		rule SimulatorRule
 		key  string
 	}{
-		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeAnswered, Digits: "1x"}, "simulator.rules[0].digits"},
-		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeBusy, Digits: "1"}, "simulator.rules[0].digits"},
-		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeAnswered, Machine: true}, "simulator.rules[0].machine"},
-		{SimulatorRule{Number: "+84912000001", Outcome: OutcomeAnswered, HangupAfter: Duration{-time.Second}}, "simulator.rules[0]"},
+		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1x"}, "simulator.rules[0].digits"},
+		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeBusy, Digits: "1"}, "simulator.rules[0].digits"},
+		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Machine: true}, "simulator.rules[0].machine"},
+		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, HangupAfter: Duration{-time.Second}}, "simulator.rules[0]"},
 	} {
 		cfg := SimulatorConfig{Rules: []SimulatorRule{tc.rule}}
 		var ce *ConfigError
@@ -452,7 +453,7 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 		}
 	}
 	cfg := SimulatorConfig{Rules: []SimulatorRule{{Number: "+84912000001", Machine: true}}}
-	if err := cfg.validate(); err != nil || cfg.Rules[0].Outcome != OutcomeVoiceMail {
+	if err := cfg.validate(); err != nil || cfg.Rules[0].Outcome != domain.OutcomeVoiceMail {
 		t.Errorf("machine without outcome: %v %+v", err, cfg.Rules[0])
 	}
 }

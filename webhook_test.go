@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -142,7 +143,7 @@ func whEnqueue(t testing.TB, s Store, appID int64, n int) {
 			return err
 		}
 		for i := range n {
-			if err := enqueue(tx, endpoints, appID, EventCallCompleted, map[string]int{"n": i}, time.Now(), time.Now()); err != nil {
+			if err := enqueue(tx, endpoints, appID, domain.EventCallCompleted, map[string]int{"n": i}, time.Now(), time.Now()); err != nil {
 				return err
 			}
 		}
@@ -468,11 +469,11 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 	}))
 	defer srv.Close()
 	s, ids := fixtureStore(b, whTenant(srv.URL))
-	data := eventData{ContactID: newV7(), Fields: json.RawMessage(`{"ho_ten":"Nguyen Van A","so_dien_thoai":"+84912345678"}`),
-		Phone: "+84912345678", ScenarioID: "sc", Attempt: 1, Hotline: "02873000001", Outcome: OutcomeAnswered, Cause: 200}
+	data := domain.EventData{ContactID: newV7(), Fields: json.RawMessage(`{"ho_ten":"Nguyen Van A","so_dien_thoai":"+84912345678"}`),
+		Phone: "+84912345678", ScenarioID: "sc", Attempt: 1, Hotline: "02873000001", Outcome: domain.OutcomeAnswered, Cause: 200}
 	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
 		for range b.N {
-			if err := enqueueEvent(tx, ids[0], EventCallCompleted, data, time.Now(), time.Now()); err != nil {
+			if err := enqueueEvent(tx, ids[0], domain.EventCallCompleted, data, time.Now(), time.Now()); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // appendJSONString both follow it, so every path writes the same bytes.
 
 // marshalJSON is json.Marshal without HTML escaping.
-func marshalJSON(v any) ([]byte, error) {
+func MarshalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -29,7 +29,7 @@ func marshalJSON(v any) ([]byte, error) {
 
 // jsonStringSize is the length of appendJSONString's output for s, less
 // its two quotes, counted without writing it.
-func jsonStringSize(s string) int {
+func JSONStringSize(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {

@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"errors"
@@ -13,20 +13,20 @@ import (
 )
 
 var (
-	errInvalidPhone = errors.New("phone_number is not a valid phone number")
-	errPhoneLetter  = errors.New("phone_number must not contain letters")
+	ErrInvalidPhone = errors.New("phone_number is not a valid phone number")
+	ErrPhoneLetter  = errors.New("phone_number must not contain letters")
 )
 
 // normalizePhone parses a phone number as written by a person or a CRM
 // ("0912345678", "84912345678", "+84 912 345 678"), reading numbers without
 // a country code as numbers of region, and returns it in E.164.
-func normalizePhone(raw, region string) (string, error) {
+func NormalizePhone(raw, region string) (string, error) {
 	if hasLetter(withoutTelScheme(raw)) {
-		return "", errPhoneLetter
+		return "", ErrPhoneLetter
 	}
 	num, err := phonenumbers.Parse(raw, region)
 	if err != nil || !phonenumbers.IsValidNumber(num) {
-		return "", errInvalidPhone
+		return "", ErrInvalidPhone
 	}
 	return phonenumbers.Format(num, phonenumbers.E164), nil
 }
@@ -58,9 +58,9 @@ func hasLetter(s string) bool {
 	return false
 }
 
-type normalizedPhone struct {
-	e164 string
-	err  error
+type NormalizedPhone struct {
+	E164 string
+	Err  error
 }
 
 // parallelPhonesFrom is the request size from which phone numbers are
@@ -70,13 +70,13 @@ const parallelPhonesFrom = 256
 
 // normalizePhones parses the phone_number of every contact object of
 // items; the result at i is zero where items[i] has no string phone_number.
-func normalizePhones(items []any, region string) []normalizedPhone {
-	out := make([]normalizedPhone, len(items))
+func NormalizePhones(items []any, region string) []NormalizedPhone {
+	out := make([]NormalizedPhone, len(items))
 	parse := func(from, to int) {
 		for i := from; i < to; i++ {
 			if obj, ok := items[i].(map[string]any); ok {
 				if raw, ok := obj["phone_number"].(string); ok {
-					out[i].e164, out[i].err = normalizePhone(raw, region)
+					out[i].E164, out[i].Err = NormalizePhone(raw, region)
 				}
 			}
 		}
@@ -107,7 +107,7 @@ func normalizePhones(items []any, region string) []normalizedPhone {
 }
 
 // dncNumber is how a list stores an E.164 number: its digits as an integer.
-func dncNumber(e164 string) (int64, bool) {
+func DNCNumber(e164 string) (int64, bool) {
 	digits, ok := strings.CutPrefix(e164, "+")
 	if !ok || len(digits) == 0 || len(digits) > 15 {
 		return 0, false
@@ -117,4 +117,4 @@ func dncNumber(e164 string) (int64, bool) {
 }
 
 // dncE164 is the E.164 form of a stored number.
-func dncE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }
+func DNCE164(n int64) string { return "+" + strconv.FormatInt(n, 10) }

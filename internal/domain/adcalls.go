@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ const (
 	legalMaxCallsPerNumberPerDay = 1
 	legalAdStart                 = "08:00"
 	legalAdEnd                   = "17:00"
-	adTimezone                   = "Asia/Ho_Chi_Minh"
+	AdTimezone                   = "Asia/Ho_Chi_Minh"
 )
 
 // Why a contact waits: the reasons of the admin API's explanation, and (the
@@ -49,12 +49,12 @@ type AdSettings struct {
 }
 
 // legalAdSettings are a tenant's settings until it sets stricter ones.
-func legalAdSettings() AdSettings {
-	return AdSettings{MaxCallsPerNumberPerDay: legalMaxCallsPerNumberPerDay, Start: legalAdStart, End: legalAdEnd, Timezone: adTimezone}
+func LegalAdSettings() AdSettings {
+	return AdSettings{MaxCallsPerNumberPerDay: legalMaxCallsPerNumberPerDay, Start: legalAdStart, End: legalAdEnd, Timezone: AdTimezone}
 }
 
 // check refuses settings looser than the decree, naming the field.
-func (s AdSettings) check() *FieldError {
+func (s AdSettings) Check() *FieldError {
 	bad := func(field, reason string) *FieldError { return &FieldError{Field: field, Reason: reason} }
 	if s.MaxCallsPerNumberPerDay < 1 || s.MaxCallsPerNumberPerDay > legalMaxCallsPerNumberPerDay {
 		return bad("max_calls_per_number_per_day", fmt.Sprintf(
@@ -79,14 +79,14 @@ func (s AdSettings) check() *FieldError {
 }
 
 // window is the tenant's advertising hours as a call window, every day.
-func (s AdSettings) window() CallWindow {
-	return CallWindow{Start: s.Start, End: s.End, Timezone: adTimezone}
+func (s AdSettings) Window() CallWindow {
+	return CallWindow{Start: s.Start, End: s.End, Timezone: AdTimezone}
 }
 
 // checkPurpose checks call_config.purpose. An advertising scenario's window
 // must meet the decree's hours within a week, or its contacts could never
 // be dialled.
-func (cc CallConfig) checkPurpose(now time.Time) *FieldError {
+func (cc CallConfig) CheckPurpose(now time.Time) *FieldError {
 	switch cc.Purpose {
 	case "", PurposeCare:
 		return nil
@@ -94,44 +94,44 @@ func (cc CallConfig) checkPurpose(now time.Time) *FieldError {
 	default:
 		return &FieldError{Field: "call_config.purpose", Reason: "must be advertising or care"}
 	}
-	own, err := parseCallWindow(cc.CallWindow)
+	own, err := ParseCallWindow(cc.CallWindow)
 	if err != nil {
 		return nil // reported as call_config.call_window
 	}
-	legal, _ := parseCallWindow(legalAdSettings().window())
-	if _, ok := (dialWindow{own, legal}).Next(now); !ok {
+	legal, _ := ParseCallWindow(LegalAdSettings().Window())
+	if _, ok := (DialWindow{own, legal}).Next(now); !ok {
 		return &FieldError{Field: "call_config.call_window", Reason: fmt.Sprintf(
 			"never meets the advertising hours %s-%s %s (Decree 91/2020/ND-CP); an advertising scenario could never call",
-			legalAdStart, legalAdEnd, adTimezone)}
+			legalAdStart, legalAdEnd, AdTimezone)}
 	}
 	return nil
 }
 
 // dialWindow is when a scenario's calls may start: its own call window,
 // intersected with the advertising hours (ad) for an advertising scenario.
-type dialWindow struct {
-	own, ad *callWindow
+type DialWindow struct {
+	Own, Ad *ParsedCallWindow
 }
 
-func (w dialWindow) Contains(t time.Time) bool {
-	return w.own.Contains(t) && (w.ad == nil || w.ad.Contains(t))
+func (w DialWindow) Contains(t time.Time) bool {
+	return w.Own.Contains(t) && (w.Ad == nil || w.Ad.Contains(t))
 }
 
 // Next is t if a call may start at t, else the next moment one may; ok is
 // false when the two windows do not meet within a week (then never). Each
 // window jumps to its own next opening while the other is closed, so no
 // moment of the intersection is skipped, whatever the two time zones.
-func (w dialWindow) Next(t time.Time) (time.Time, bool) {
-	if w.ad == nil {
-		return w.own.Next(t), true
+func (w DialWindow) Next(t time.Time) (time.Time, bool) {
+	if w.Ad == nil {
+		return w.Own.Next(t), true
 	}
 	for horizon := t.Add(8 * 24 * time.Hour); !t.After(horizon); {
 		next := t
 		switch {
-		case !w.own.Contains(t):
-			next = w.own.Next(t)
-		case !w.ad.Contains(t):
-			next = w.ad.Next(t)
+		case !w.Own.Contains(t):
+			next = w.Own.Next(t)
+		case !w.Ad.Contains(t):
+			next = w.Ad.Next(t)
 		default:
 			return t, true
 		}
@@ -146,8 +146,8 @@ func (w dialWindow) Next(t time.Time) (time.Time, bool) {
 // closedReason names the window that keeps a call from starting at t:
 // the advertising hours when the scenario's own window opens before the
 // intersection does (or is open), else the scenario's own window.
-func (w dialWindow) closedReason(t, open time.Time, ok bool) string {
-	if w.ad != nil && (!ok || w.own.Next(t).Before(open)) {
+func (w DialWindow) closedReason(t, open time.Time, ok bool) string {
+	if w.Ad != nil && (!ok || w.Own.Next(t).Before(open)) {
 		return ReasonAdvertisingHours
 	}
 	return ReasonCallWindow
@@ -155,9 +155,9 @@ func (w dialWindow) closedReason(t, open time.Time, ok bool) string {
 
 // dialRules are the timing rules of one scenario's contacts: its window
 // and, for an advertising scenario, the tenant's per-number limit (0: none).
-type dialRules struct {
-	window dialWindow
-	limit  int
+type DialRules struct {
+	Window DialWindow
+	Limit  int
 }
 
 // Wait is why a queued contact is not dialled now, and when it will be
@@ -169,7 +169,7 @@ type Wait struct {
 }
 
 // contactTiming is what wait reads of one contact.
-type contactTiming struct {
+type ContactTiming struct {
 	NextAttempt time.Time // zero or before now: due
 	// Delay is the last delay the engine recorded for the contact: when it
 	// set the contact's next attempt, its reason, not re_call, explains it.
@@ -181,13 +181,13 @@ type contactTiming struct {
 }
 
 // adDay is the span of the per-number limit: any 24 hours.
-const adDay = 24 * time.Hour
+const AdDay = 24 * time.Hour
 
 // wait says whether a contact may be dialled at now (nil) and otherwise
 // why and until when. Rules apply in order (next attempt, daily limit,
 // window), each moving the time on; the reason is the first that holds,
 // except that a window only names itself over a mere re_call delay.
-func (r dialRules) wait(now time.Time, c contactTiming) *Wait {
+func (r DialRules) Wait(now time.Time, c ContactTiming) *Wait {
 	t, reason := now, ""
 	if c.NextAttempt.After(now) {
 		t, reason = c.NextAttempt, ReasonReCall
@@ -195,21 +195,21 @@ func (r dialRules) wait(now time.Time, c contactTiming) *Wait {
 			reason = c.Delay.Reason
 		}
 	}
-	if r.limit > 0 {
-		if t.Equal(now) && c.Up > 0 && answeredSince(c.Answered, now.Add(-adDay))+c.Up >= r.limit {
+	if r.Limit > 0 {
+		if t.Equal(now) && c.Up > 0 && answeredSince(c.Answered, now.Add(-AdDay))+c.Up >= r.Limit {
 			return &Wait{Reason: ReasonDailyLimit} // until the call up ends, answered or not
 		}
-		if free := limitFree(c.Answered, r.limit, t); free.After(t) {
+		if free := limitFree(c.Answered, r.Limit, t); free.After(t) {
 			t, reason = free, ReasonDailyLimit
 		}
 	}
-	open, ok := r.window.Next(t)
+	open, ok := r.Window.Next(t)
 	if !ok {
-		return &Wait{Reason: r.window.closedReason(t, open, false)}
+		return &Wait{Reason: r.Window.closedReason(t, open, false)}
 	}
 	if open.After(t) {
 		if reason == "" || reason == ReasonReCall {
-			reason = r.window.closedReason(t, open, true)
+			reason = r.Window.closedReason(t, open, true)
 		}
 		t = open
 	}
@@ -235,33 +235,33 @@ func answeredSince(answered []time.Time, since time.Time) int {
 // answered calls fall in the 24 hours before it: a call answered at a
 // counts until a+24h.
 func limitFree(answered []time.Time, limit int, t time.Time) time.Time {
-	for answeredSince(answered, t.Add(-adDay)) >= limit {
+	for answeredSince(answered, t.Add(-AdDay)) >= limit {
 		// The earliest call still counted stops counting 24 hours after it.
 		var first time.Time
 		for _, a := range answered {
-			if a.After(t.Add(-adDay)) && (first.IsZero() || a.Before(first)) {
+			if a.After(t.Add(-AdDay)) && (first.IsZero() || a.Before(first)) {
 				first = a
 			}
 		}
-		t = first.Add(adDay)
+		t = first.Add(AdDay)
 	}
 	return t
 }
 
 // dialRulesOf builds a scenario's rules under its tenant's settings; parse
 // reads a call window (the engine's keeps them parsed).
-func dialRulesOf(cc CallConfig, ads AdSettings, parse func(CallWindow) (*callWindow, error)) (dialRules, error) {
+func DialRulesOf(cc CallConfig, ads AdSettings, parse func(CallWindow) (*ParsedCallWindow, error)) (DialRules, error) {
 	own, err := parse(cc.CallWindow)
 	if err != nil {
-		return dialRules{}, err
+		return DialRules{}, err
 	}
-	r := dialRules{window: dialWindow{own: own}}
+	r := DialRules{Window: DialWindow{Own: own}}
 	if cc.Purpose != PurposeAdvertising {
 		return r, nil
 	}
-	if r.window.ad, err = parse(ads.window()); err != nil {
-		return dialRules{}, err
+	if r.Window.Ad, err = parse(ads.Window()); err != nil {
+		return DialRules{}, err
 	}
-	r.limit = ads.MaxCallsPerNumberPerDay
+	r.Limit = ads.MaxCallsPerNumberPerDay
 	return r, nil
 }

@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"regexp/syntax"
@@ -34,36 +34,36 @@ import (
 //
 // It is safe for concurrent use: the workers of one file share what they
 // learn.
-type fastPhones struct {
+type FastPhones struct {
 	region string
 	idd    string // the default region's international prefix
-	safe   bool   // the default region's parsing passes tailSafe
+	Safe   bool   // the default region's parsing passes tailSafe
 	mu     sync.RWMutex
 	// memo maps memoKey(leading digits) to the stored number's leading
 	// digits (the number divided by fastPhonesScale), or to -1-i for the
 	// error errs[i].
-	memo map[uint64]int64
+	Memo map[uint64]int64
 	errs []error
 }
 
 // fastPhonesTail is how many last digits are left out of the memo's key: a
 // register's numbers share their leading digits in blocks of 10,000.
 const (
-	fastPhonesTail  = 4
+	FastPhonesTail  = 4
 	fastPhonesScale = 10_000 // 10^fastPhonesTail
 )
 
-func newFastPhones(region string) *fastPhones {
+func NewFastPhones(region string) *FastPhones {
 	md := phoneMetadata()[region]
 	safe := md != nil && plainDigits(md.GetNationalPrefixForParsing()) && md.GetNationalPrefixTransformRule() == "" &&
 		md.GetInternationalPrefix() != "" && plainDigits(md.GetInternationalPrefix()) && tailSafe(md)
-	return &fastPhones{region: region, idd: md.GetInternationalPrefix(), safe: safe, memo: map[uint64]int64{}}
+	return &FastPhones{region: region, idd: md.GetInternationalPrefix(), Safe: safe, Memo: map[uint64]int64{}}
 }
 
 // memoKey is a string's leading part (an optional "+" then at most 12
 // digits) as one integer: its digits' value, its length (which tells
 // leading zeros apart) and whether it has the "+".
-func memoKey(head string) uint64 {
+func MemoKey(head string) uint64 {
 	var v uint64
 	plus := uint64(0)
 	for i := 0; i < len(head); i++ {
@@ -78,19 +78,19 @@ func memoKey(head string) uint64 {
 
 // number is normalizePhone(raw, region) as the number a list stores
 // (dncNumber); an E.164 number a list cannot store is errInvalidPhone.
-func (f *fastPhones) number(raw string) (int64, error) {
+func (f *FastPhones) Number(raw string) (int64, error) {
 	digits := strings.TrimPrefix(raw, "+")
-	if !f.safe || len(digits) < 8 || len(digits) > 15 || len(raw)-fastPhonesTail > 12 || !plainDigits(digits) {
-		return storedNumber(normalizePhone(raw, f.region))
+	if !f.Safe || len(digits) < 8 || len(digits) > 15 || len(raw)-FastPhonesTail > 12 || !plainDigits(digits) {
+		return StoredNumber(NormalizePhone(raw, f.region))
 	}
-	head, tailDigits := raw[:len(raw)-fastPhonesTail], raw[len(raw)-fastPhonesTail:]
+	head, tailDigits := raw[:len(raw)-FastPhonesTail], raw[len(raw)-FastPhonesTail:]
 	tail := int64(0)
 	for i := 0; i < len(tailDigits); i++ {
 		tail = tail*10 + int64(tailDigits[i]-'0')
 	}
-	key := memoKey(head)
+	key := MemoKey(head)
 	f.mu.RLock()
-	v, ok := f.memo[key]
+	v, ok := f.Memo[key]
 	f.mu.RUnlock()
 	if ok {
 		if v < 0 {
@@ -98,29 +98,29 @@ func (f *fastPhones) number(raw string) (int64, error) {
 		}
 		return v*fastPhonesScale + tail, nil
 	}
-	e164, err := normalizePhone(raw, f.region)
-	n, nerr := storedNumber(e164, err)
+	e164, err := NormalizePhone(raw, f.region)
+	n, nerr := StoredNumber(e164, err)
 	domestic := len(digits) == len(raw) && !strings.HasPrefix(raw, f.idd)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
 	case err != nil && domestic:
 		f.errs = append(f.errs, err)
-		f.memo[key] = int64(-len(f.errs))
+		f.Memo[key] = int64(-len(f.errs))
 	case nerr == nil && strings.HasSuffix(e164, tailDigits) && countryTailSafe(e164):
-		f.memo[key] = n / fastPhonesScale
+		f.Memo[key] = n / fastPhonesScale
 	}
 	return n, nerr
 }
 
 // storedNumber is normalizePhone's answer as a list stores it.
-func storedNumber(e164 string, err error) (int64, error) {
+func StoredNumber(e164 string, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, ok := dncNumber(e164)
+	n, ok := DNCNumber(e164)
 	if !ok {
-		return 0, errInvalidPhone
+		return 0, ErrInvalidPhone
 	}
 	return n, nil
 }
@@ -189,7 +189,7 @@ func tailSafe(md *phonenumbers.PhoneMetadata) bool {
 			continue
 		}
 		re, err := syntax.Parse(p, syntax.Perl)
-		if err != nil || anyDigitTail(re.Simplify()) < fastPhonesTail {
+		if err != nil || AnyDigitTail(re.Simplify()) < FastPhonesTail {
 			return false
 		}
 	}
@@ -243,19 +243,19 @@ func anyDigits(re *syntax.Regexp) (bool, int) {
 
 // anyDigitTail is the least number of any-digit positions every match of
 // re ends with.
-func anyDigitTail(re *syntax.Regexp) int {
+func AnyDigitTail(re *syntax.Regexp) int {
 	if ok, n := anyDigits(re); ok {
 		return n
 	}
 	switch re.Op {
 	case syntax.OpCapture:
-		return anyDigitTail(re.Sub[0])
+		return AnyDigitTail(re.Sub[0])
 	case syntax.OpConcat:
 		run := 0
 		for i := len(re.Sub) - 1; i >= 0; i-- {
 			ok, n := anyDigits(re.Sub[i])
 			if !ok {
-				return run + anyDigitTail(re.Sub[i])
+				return run + AnyDigitTail(re.Sub[i])
 			}
 			run += n
 		}
@@ -263,14 +263,14 @@ func anyDigitTail(re *syntax.Regexp) int {
 	case syntax.OpAlternate:
 		least := -1
 		for _, s := range re.Sub {
-			if t := anyDigitTail(s); least < 0 || t < least {
+			if t := AnyDigitTail(s); least < 0 || t < least {
 				least = t
 			}
 		}
 		return max(least, 0)
 	case syntax.OpRepeat, syntax.OpPlus:
 		if re.Op == syntax.OpPlus || re.Min >= 1 {
-			return anyDigitTail(re.Sub[0])
+			return AnyDigitTail(re.Sub[0])
 		}
 	}
 	return 0

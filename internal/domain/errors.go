@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"errors"
@@ -62,7 +62,7 @@ func (e *Error) Is(target error) bool {
 
 // errorCode is err's kind: EINTERNAL for an error that is not an *Error,
 // "" for nil.
-func errorCode(err error) string {
+func ErrorCode(err error) string {
 	if err == nil {
 		return ""
 	}
@@ -76,39 +76,39 @@ func errorCode(err error) string {
 // The kinds' sentinels: returned as they are where nothing more need be
 // said, and matched with errors.Is.
 var (
-	errNotFound        = &Error{Code: ENOTFOUND, Message: "not found"}
-	errConflict        = &Error{Code: ECONFLICT, Message: "already exists"}
-	errTooLarge        = &Error{Code: ETOOLARGE, Message: "too many contacts"}
-	errContentEmpty    = &Error{Code: ECONTENTEMPTY, Message: "scenario content is empty"}
-	errWalletExpired   = &Error{Code: EWALLETEXPIRED, Message: "wallet is expired"}
-	errWalletEmpty     = &Error{Code: EWALLETEMPTY, Message: "wallet is out of money"}
-	errPoolUnavailable = &Error{Code: EPOOLUNAVAILABLE, Message: "hotline pool is not available"}
-	errAllInvalid      = &Error{Code: EALLINVALID, Message: "all contacts are invalid"}
+	ErrNotFound        = &Error{Code: ENOTFOUND, Message: "not found"}
+	ErrConflict        = &Error{Code: ECONFLICT, Message: "already exists"}
+	ErrTooLarge        = &Error{Code: ETOOLARGE, Message: "too many contacts"}
+	ErrContentEmpty    = &Error{Code: ECONTENTEMPTY, Message: "scenario content is empty"}
+	ErrWalletExpired   = &Error{Code: EWALLETEXPIRED, Message: "wallet is expired"}
+	ErrWalletEmpty     = &Error{Code: EWALLETEMPTY, Message: "wallet is out of money"}
+	ErrPoolUnavailable = &Error{Code: EPOOLUNAVAILABLE, Message: "hotline pool is not available"}
+	ErrAllInvalid      = &Error{Code: EALLINVALID, Message: "all contacts are invalid"}
 )
 
 // notFound is ENOTFOUND for an entity; its message is the admin API's.
-func notFound(entity string) *Error {
+func NotFound(entity string) *Error {
 	return &Error{Code: ENOTFOUND, Entity: entity, Message: entity + " is not found"}
 }
 
 // conflict is ECONFLICT with the admin API's message.
-func conflict(format string, args ...any) *Error {
+func Conflict(format string, args ...any) *Error {
 	return &Error{Code: ECONFLICT, Message: fmt.Sprintf(format, args...)}
 }
 
 // invalid is EINVALID for one field.
-func invalid(field, reason string) *Error {
-	return validationError(FieldError{Field: field, Reason: reason})
+func Invalid(field, reason string) *Error {
+	return ValidationError(FieldError{Field: field, Reason: reason})
 }
 
 // validationError is EINVALID naming the offending fields.
-func validationError(details ...FieldError) *Error {
+func ValidationError(details ...FieldError) *Error {
 	return &Error{Code: EINVALID, Message: "Validation Failed", Details: details}
 }
 
 // errQueueFull refuses an import that would leave an application with more
 // than limits.max_queued_contacts contacts waiting to be called.
-func errQueueFull(queued, max int64, adding int) *Error {
+func ErrQueueFull(queued, max int64, adding int) *Error {
 	return &Error{Code: EQUEUEFULL, Message: "too many contacts queued", Details: []FieldError{{Field: "contacts",
 		Reason: fmt.Sprintf("%d contacts are queued, at most %d may be (limits.max_queued_contacts); these %d must wait until calls finish some", queued, max, adding)}}}
 }
@@ -116,7 +116,7 @@ func errQueueFull(queued, max int64, adding int) *Error {
 // quotedPrefix quotes what a client sent for a message about it: at most
 // its first 40 characters, then "…", so a message (and a console session
 // keeping it) never carries a whole field back.
-func quotedPrefix(s string) string {
+func QuotedPrefix(s string) string {
 	const keep = 40
 	n := 0
 	for i := range s {

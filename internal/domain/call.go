@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const (
 )
 
 // outcomeCause is the SIP-like cause code recorded with each outcome.
-var outcomeCause = map[string]int{
+var OutcomeCause = map[string]int{
 	OutcomeAnswered:      200, // OK
 	OutcomeVoiceMail:     200, // answered, by a machine
 	OutcomeBusy:          486, // Busy Here
@@ -40,7 +40,7 @@ var outcomeCause = map[string]int{
 var dialableOutcomes = []string{OutcomeAnswered, OutcomeBusy, OutcomeNoAnswer, OutcomeFailed,
 	OutcomeRejected, OutcomeVoiceMail, OutcomeInvalidNumber}
 
-func isDialableOutcome(o string) bool {
+func IsDialableOutcome(o string) bool {
 	for _, d := range dialableOutcomes {
 		if d == o {
 			return true

@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 // callWindow is a parsed CallConfig.CallWindow: calls may start only at a
 // local time of day in [start, end) on one of the days. A window whose end
 // is before its start runs over midnight.
-type callWindow struct {
+type ParsedCallWindow struct {
 	start, end int // minutes after local midnight; end may be 1440
 	loc        *time.Location
 	days       [7]bool // by time.Weekday
@@ -18,8 +18,8 @@ type callWindow struct {
 var weekdays = map[string]time.Weekday{"SUN": time.Sunday, "MON": time.Monday, "TUE": time.Tuesday,
 	"WED": time.Wednesday, "THU": time.Thursday, "FRI": time.Friday, "SAT": time.Saturday}
 
-func parseCallWindow(cw CallWindow) (*callWindow, error) {
-	w := &callWindow{}
+func ParseCallWindow(cw CallWindow) (*ParsedCallWindow, error) {
+	w := &ParsedCallWindow{}
 	var err error
 	if w.start, err = parseClock(cw.Start); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
@@ -56,7 +56,7 @@ func parseClock(s string) (int, error) {
 }
 
 // Contains reports whether a call may start at t.
-func (w *callWindow) Contains(t time.Time) bool {
+func (w *ParsedCallWindow) Contains(t time.Time) bool {
 	local := t.In(w.loc)
 	m := local.Hour()*60 + local.Minute()
 	wd := local.Weekday()
@@ -68,7 +68,7 @@ func (w *callWindow) Contains(t time.Time) bool {
 }
 
 // Next returns t if a call may start at t, else the next moment one may.
-func (w *callWindow) Next(t time.Time) time.Time {
+func (w *ParsedCallWindow) Next(t time.Time) time.Time {
 	if w.Contains(t) {
 		return t
 	}

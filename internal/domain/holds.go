@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"fmt"
@@ -59,11 +59,11 @@ func (h Hold) Text() string {
 }
 
 // dialInputs are what the scheduler knows of a scenario when it decides.
-type dialInputs struct {
+type DialInputs struct {
 	Status          string
-	Window          *callWindow
+	Window          *ParsedCallWindow
 	WindowErr       error
-	AdHours         *callWindow // the tenant's advertising hours, for an advertising scenario; nil for care
+	AdHours         *ParsedCallWindow // the tenant's advertising hours, for an advertising scenario; nil for care
 	Wallet          Wallet
 	Pool            string // the pool's key, for the text
 	EnabledHotlines int
@@ -72,7 +72,7 @@ type dialInputs struct {
 // dialHold is the rule: whether, and why, a scenario is not dialled at now,
 // checked in the scheduler's order. A paused campaign is not here: its
 // contacts are left out by the query that finds due contacts.
-func dialHold(in dialInputs, now time.Time) (Hold, bool) {
+func DialHold(in DialInputs, now time.Time) (Hold, bool) {
 	switch {
 	case in.Status != StatusActive:
 		return Hold{Kind: HoldNotActive, Detail: in.Status}, true
@@ -82,12 +82,12 @@ func dialHold(in dialInputs, now time.Time) (Hold, bool) {
 		return Hold{Kind: HoldOutsideWindow, Until: in.Window.Next(now).In(in.Window.loc)}, true
 	case in.AdHours != nil && !in.AdHours.Contains(now):
 		h := Hold{Kind: HoldAdHours}
-		if open, ok := (dialWindow{own: in.Window, ad: in.AdHours}).Next(now); ok {
+		if open, ok := (DialWindow{Own: in.Window, Ad: in.AdHours}).Next(now); ok {
 			h.Until = open.In(in.AdHours.loc)
 		}
 		return h, true
 	}
-	if h, held := walletHold(in.Wallet, now); held {
+	if h, held := WalletHold(in.Wallet, now); held {
 		return h, true
 	}
 	if in.EnabledHotlines == 0 {
@@ -99,7 +99,7 @@ func dialHold(in dialInputs, now time.Time) (Hold, bool) {
 // walletHold says whether a wallet lets no call start: a prepaid one must
 // hold the least an answered call costs (the larger of price_per_call and
 // price_per_minute) and not be past its expiry.
-func walletHold(w Wallet, now time.Time) (Hold, bool) {
+func WalletHold(w Wallet, now time.Time) (Hold, bool) {
 	switch {
 	case !w.Prepaid:
 		return Hold{}, false

@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ const (
 
 // eventData is the data of call.completed (one per attempt) and
 // contact.completed (once, with the final attempt and the totals).
-type eventData struct {
+type EventData struct {
 	ContactID     string          `json:"contact_id"`
 	Fields        json.RawMessage `json:"fields"` // the contact's echo fields, as operation A/C returned them
 	Phone         string          `json:"phone"`
@@ -71,7 +71,7 @@ type callStep struct {
 // nothing pressed, no result and no steps when no script ran (nobody
 // answered, or the call was interrupted), and answered_by from the outcome
 // (ANSWERED human, VOICE_MAIL machine), the dialers' own judgement.
-func callResults(res DialResult) (answeredBy, digits, result string, steps json.RawMessage, err error) {
+func CallResults(res DialResult) (answeredBy, digits, result string, steps json.RawMessage, err error) {
 	switch {
 	case res.AnsweredAt == nil, res.AMDNotSure:
 		answeredBy = AnsweredByUnknown
@@ -84,21 +84,21 @@ func callResults(res DialResult) (answeredBy, digits, result string, steps json.
 	if o := res.Script; o != nil {
 		digits, result = o.Digits, o.Result
 		for _, st := range o.Steps {
-			cs := callStep{Name: st.Name, Kind: string(st.Kind), StartedAt: eventTime(st.Started), EndedAt: eventTime(st.Ended)}
+			cs := callStep{Name: st.Name, Kind: string(st.Kind), StartedAt: EventTime(st.Started), EndedAt: EventTime(st.Ended)}
 			if st.Kind == script.KindGather {
 				cs.Input, cs.Attempts, cs.TimedOut = &st.Input, &st.Attempts, &st.TimedOut
 			}
 			list = append(list, cs)
 		}
 	}
-	steps, err = marshalJSON(list)
+	steps, err = MarshalJSON(list)
 	return answeredBy, digits, result, steps, err
 }
 
-func eventTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+func EventTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // event is the JSON body of every webhook message.
-type event struct {
+type Event struct {
 	Type      string `json:"type"`
 	ID        string `json:"id"`
 	Timestamp string `json:"timestamp"`

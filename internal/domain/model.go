@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"encoding/json"
@@ -42,7 +42,7 @@ var apiKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 const apiSecretMinLength = 16
 
 // apiKeyProblem says what is wrong with key as an API key ("" if nothing).
-func apiKeyProblem(key string) string {
+func APIKeyProblem(key string) string {
 	if apiKeyPattern.MatchString(key) {
 		return ""
 	}
@@ -50,7 +50,7 @@ func apiKeyProblem(key string) string {
 }
 
 // apiSecretProblem says what is wrong with secret as a new API secret.
-func apiSecretProblem(secret string) string {
+func APISecretProblem(secret string) string {
 	if utf8.RuneCountInString(secret) >= apiSecretMinLength {
 		return ""
 	}
@@ -80,7 +80,7 @@ const (
 	StatusReject    = "REJECT"
 )
 
-func validScenarioStatus(s string) bool {
+func ValidScenarioStatus(s string) bool {
 	switch s {
 	case StatusDraft, StatusActive, StatusReviewing, StatusReject:
 		return true
@@ -120,7 +120,7 @@ func (sc *Scenario) HasNothingToSay() bool {
 }
 
 // clone is a deep copy, so a cached scenario never changes under its readers.
-func (sc *Scenario) clone() *Scenario {
+func (sc *Scenario) Clone() *Scenario {
 	c := *sc
 	c.PersonalizedFields = slices.Clone(sc.PersonalizedFields)
 	c.CallConfig.CallWindow.Days = slices.Clone(sc.CallConfig.CallWindow.Days)
@@ -152,7 +152,7 @@ type CallConfig struct {
 
 // normalize writes a call config as it is stored and shown: days
 // upper-case, care as no purpose.
-func (cc *CallConfig) normalize() {
+func (cc *CallConfig) Normalize() {
 	cc.CallWindow.normalizeDays()
 	if cc.Purpose == PurposeCare {
 		cc.Purpose = ""
@@ -219,7 +219,7 @@ const (
 )
 
 // contactStates are the states a contacts filter may name ("": any).
-var contactStates = map[string]bool{"": true, ContactQueued: true, ContactDialing: true, ContactDone: true}
+var ContactStates = map[string]bool{"": true, ContactQueued: true, ContactDialing: true, ContactDone: true}
 
 // NewContact is a validated contact ready to be stored by an import.
 type NewContact struct {
@@ -266,7 +266,7 @@ func (c AddedContact) MarshalJSON() ([]byte, error) {
 
 // stringMapJSON is m as marshalJSON writes a map[string]string, in a
 // buffer of the size it will most likely take.
-func stringMapJSON(m map[string]string) []byte {
+func StringMapJSON(m map[string]string) []byte {
 	n := 2
 	for k, v := range m {
 		n += len(k) + len(v) + 6
@@ -278,7 +278,7 @@ func stringMapJSON(m map[string]string) []byte {
 // Written by hand because encoding/json, through a map per contact, was a
 // tenth of the CPU of 100-contact imports; FuzzAddedJSON holds it to the
 // bytes marshalJSON writes.
-func addedJSON(added []AddedContact) json.RawMessage {
+func AddedJSON(added []AddedContact) json.RawMessage {
 	b := make([]byte, 0, 128*len(added)+2)
 	b = append(b, '[')
 	for i, c := range added {
