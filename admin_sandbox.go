@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/sandboxclock"
 
@@ -25,7 +26,7 @@ import (
 // the real time back on the sandbox clock (its time scale stays).
 func (a *Admin) resetState(r *http.Request, _ httprouter.Params) (any, error) {
 	err := a.reset(r.Context())
-	var bad *ConfigError
+	var bad *config.ConfigError
 	if errors.As(err, &bad) {
 		return nil, &domain.Error{Code: domain.EBADCONFIG, Message: fmt.Sprintf("Nothing was reset: %v", bad)}
 	}
@@ -324,7 +325,7 @@ func checkDialFault(rule *FaultRule, region string) error {
 		rule.Outcome = domain.OutcomeVoiceMail
 	case rule.Machine && rule.Outcome != domain.OutcomeVoiceMail:
 		return domain.Invalid("machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
-	case rule.Digits != nil && !validDigits(*rule.Digits):
+	case rule.Digits != nil && !domain.ValidDigits(*rule.Digits):
 		return domain.Invalid("digits", "must be keys 0-9, * and #")
 	case rule.Digits != nil && rule.Outcome == "":
 		rule.Outcome = domain.OutcomeAnswered

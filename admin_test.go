@@ -23,6 +23,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 )
@@ -536,7 +537,7 @@ func testAdminWebhookEndpoints(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
 	var e WebhookEndpoint
 	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"http://127.0.0.1:9/hook","events":["call.completed"]}`, &e)
-	if e.ID == "" || checkWebhookSecret(e.Secret) != nil || !e.Enabled || len(e.Events) != 1 {
+	if e.ID == "" || domain.CheckWebhookSecret(e.Secret) != nil || !e.Enabled || len(e.Events) != 1 {
 		t.Fatalf("created %+v", e)
 	}
 	first := e.Secret
@@ -555,7 +556,7 @@ func testAdminWebhookEndpoints(t *testing.T, backend string) {
 		t.Errorf("updated %+v", e)
 	}
 	s.admin(t, "POST", "/apps/qa-key/webhooks/"+e.ID+"/rotate-secret", "", &e)
-	if e.Secret == first || checkWebhookSecret(e.Secret) != nil {
+	if e.Secret == first || domain.CheckWebhookSecret(e.Secret) != nil {
 		t.Errorf("rotated %+v", e)
 	}
 	s.admin(t, "GET", "/apps/qa-key/webhooks/"+e.ID, "", &e)
@@ -820,7 +821,7 @@ func testJournal(t *testing.T, backend string) {
 }
 
 func TestJournalMaxAge(t *testing.T) {
-	j := NewJournal(JournalConfig{MaxEntries: 10, MaxAge: Duration{time.Hour}, MaxBytes: 1 << 20})
+	j := NewJournal(config.JournalConfig{MaxEntries: 10, MaxAge: config.Duration{Duration: time.Hour}, MaxBytes: 1 << 20})
 	now := time.Now()
 	for _, at := range []time.Time{now.Add(-3 * time.Hour), now.Add(-2 * time.Hour), now.Add(-time.Minute), now} {
 		j.add(&JournalEntry{At: at, Operation: "A"})
@@ -829,7 +830,7 @@ func TestJournalMaxAge(t *testing.T) {
 	if total != 2 || list[0].ID != 4 || list[1].ID != 3 {
 		t.Errorf("entries older than max_age kept: %d %+v", total, list)
 	}
-	if NewJournal(JournalConfig{MaxEntries: 0}) != nil {
+	if NewJournal(config.JournalConfig{MaxEntries: 0}) != nil {
 		t.Error("max_entries = 0 must turn the journal off")
 	}
 }
@@ -852,11 +853,11 @@ func TestAdminConfig(t *testing.T) {
 		"DIALBOX_ADMIN_WRONG_TOKEN_BACKOFF=2m":       "admin.wrong_token_backoff",
 		"DIALBOX_HTTP_TRUSTED_PROXIES=10.0.0.1,nope": "http.trusted_proxies",
 	} {
-		if _, err := LoadConfig("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {
+		if _, err := config.LoadConfig("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error naming %s", env, err, key)
 		}
 	}
-	cfg, err := LoadConfig("", []string{"DIALBOX_HTTP_TRUSTED_PROXIES=10.0.0.1, 192.168.0.0/16"})
+	cfg, err := config.LoadConfig("", []string{"DIALBOX_HTTP_TRUSTED_PROXIES=10.0.0.1, 192.168.0.0/16"})
 	if err != nil || len(cfg.HTTP.TrustedProxies) != 2 {
 		t.Errorf("two trusted proxies: %v %v", cfg.HTTP.TrustedProxies, err)
 	}
@@ -910,7 +911,7 @@ func testCLI(t *testing.T, backend string) {
 // journal keeps is referenced, not copied; a much larger one is copied in
 // part, so the journal never pins big bodies; both read back the same.
 func TestJournalKeepsAnswersCheaply(t *testing.T) {
-	j := NewJournal(JournalConfig{MaxEntries: 10, MaxAge: Duration{time.Hour}, MaxBodyBytes: 100, MaxBytes: 1 << 20})
+	j := NewJournal(config.JournalConfig{MaxEntries: 10, MaxAge: config.Duration{Duration: time.Hour}, MaxBodyBytes: 100, MaxBytes: 1 << 20})
 	small, big := bytes.Repeat([]byte("s"), 150), bytes.Repeat([]byte("b"), 10_000)
 	for _, body := range [][]byte{small, big} {
 		w, done := j.begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), "B")

@@ -69,7 +69,7 @@ func (b *endpointBody) apply(e *WebhookEndpoint) error {
 	if err := checkWebhookURL(e.URL); err != nil {
 		return domain.Invalid("url", err.Error())
 	}
-	if err := checkWebhookSecret(e.Secret); err != nil {
+	if err := domain.CheckWebhookSecret(e.Secret); err != nil {
 		return domain.Invalid("secret", err.Error())
 	}
 	for _, ev := range e.Events {

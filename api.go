@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ var (
 
 // API serves the public operations of the spec.
 type API struct {
-	cfg   Config
+	cfg   config.Config
 	store apiStore
 	// now is the rules' time (a wallet's expiry, when contacts are due):
 	// the sandbox clock's. Rate limits keep the real time.
@@ -56,7 +57,7 @@ type apiStore interface {
 	keep(key string, load func() (any, error)) (any, error)
 }
 
-func NewAPI(cfg Config, store apiStore, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
+func NewAPI(cfg config.Config, store apiStore, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
 		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
 		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},

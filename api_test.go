@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -591,7 +592,7 @@ var operationBCases = func() []apiCase {
 func TestOperations(t *testing.T) { eachBackend(t, testOperations) }
 
 func testOperations(t *testing.T, backend string) {
-	for _, mode := range []string{StatusModeSemantic, StatusModeAlways} {
+	for _, mode := range []string{config.StatusModeSemantic, config.StatusModeAlways} {
 		t.Run(mode, func(t *testing.T) {
 			s := startServerOn(t, backend, testFixtures+manyScenarios(), "DIALBOX_API_ERROR_HTTP_STATUS="+mode)
 			if got := s.m.Config.API.ErrorHTTPStatus; got != mode {
@@ -605,7 +606,7 @@ func testOperations(t *testing.T, backend string) {
 			}{{"A", operationACases}, {"B", operationBCases}, {"C", operationCCases}} {
 				t.Run(table.name, func(t *testing.T) {
 					for _, c := range table.cases {
-						t.Run(c.name, func(t *testing.T) { c.run(t, s, tokens, mode == StatusModeAlways, seen) })
+						t.Run(c.name, func(t *testing.T) { c.run(t, s, tokens, mode == config.StatusModeAlways, seen) })
 					}
 				})
 			}
@@ -918,12 +919,12 @@ func testTenantIsolation(t *testing.T, backend string) {
 // insert fail (1402), and a scenario row whose call_config is not JSON
 // (the internal error of each operation, each spelled its own way).
 func TestInternalErrors(t *testing.T) {
-	for _, mode := range []string{StatusModeSemantic, StatusModeAlways} {
+	for _, mode := range []string{config.StatusModeSemantic, config.StatusModeAlways} {
 		t.Run(mode, func(t *testing.T) {
 			s := startServer(t, testFixtures, "DIALBOX_API_ERROR_HTTP_STATUS="+mode)
 			tokens := testTokens(t)
 			seen := map[string]bool{}
-			always := mode == StatusModeAlways
+			always := mode == config.StatusModeAlways
 			s.exec(t, `CREATE TRIGGER break_import BEFORE INSERT ON contacts BEGIN SELECT RAISE(ABORT, 'disk on fire'); END`)
 			for _, c := range []apiCase{
 				{name: "7.1 1402 Import contacts failed", path: opA("sc-remind"),

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"dialbox/internal/config"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,7 +58,7 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 	if err != nil {
 		return err
 	}
-	if isPostgresURL(cfg.Database) {
+	if config.IsPostgresURL(cfg.Database) {
 		return errNotSQLite("backup", "back it up with pg_dump or pg_basebackup")
 	}
 	dst := pos[0]
@@ -118,7 +119,7 @@ func runRestore(ctx context.Context, args []string, stdout io.Writer, env []stri
 	if err != nil {
 		return err
 	}
-	if isPostgresURL(cfg.Database) {
+	if config.IsPostgresURL(cfg.Database) {
 		return errNotSQLite("restore", "restore it with pg_restore or psql")
 	}
 	src, dst := pos[0], cfg.Database

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 )
@@ -37,7 +38,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	}
 	sub := cmd + " " + args[0]
 	fs, f := newFlagSet(sub)
-	var run func(context.Context, Store, Config) error
+	var run func(context.Context, Store, config.Config) error
 	var check func() error // usage errors, found before the database is opened
 	switch sub {
 	case "app create":
@@ -53,13 +54,13 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			}
 			return requireFlag(sub, "--name NAME", *name)
 		}
-		run = func(ctx context.Context, s Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg config.Config) error {
 			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
 		}
 	case "app disable", "app enable", "app delete":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
-		run = func(ctx context.Context, s Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg config.Config) error {
 			if args[0] == "delete" {
 				return cliAppDelete(ctx, s, stdout, *app)
 			}
@@ -68,7 +69,9 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	case "wallet show":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
-		run = func(ctx context.Context, s Store, cfg Config) error { return cliWalletShow(ctx, s, stdout, *app) }
+		run = func(ctx context.Context, s Store, cfg config.Config) error {
+			return cliWalletShow(ctx, s, stdout, *app)
+		}
 	case "wallet top-up":
 		app := fs.String("app", "", "API key of the application")
 		amount := fs.Int64("amount", 0, "VND to add to the balance")
@@ -81,7 +84,9 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			}
 			return nil
 		}
-		run = func(ctx context.Context, s Store, cfg Config) error { return cliTopUp(ctx, s, stdout, *app, *amount) }
+		run = func(ctx context.Context, s Store, cfg config.Config) error {
+			return cliTopUp(ctx, s, stdout, *app, *amount)
+		}
 	case "scenario submit", "scenario approve":
 		app := fs.String("app", "", "API key of the application")
 		scenario := fs.String("scenario", "", "scenario id")
@@ -91,15 +96,15 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			}
 			return requireFlag(sub, "--scenario ID", *scenario)
 		}
-		run = func(ctx context.Context, s Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg config.Config) error {
 			return cliTransition(ctx, s, stdout, *app, *scenario, args[0])
 		}
 	case "app list":
-		run = func(ctx context.Context, s Store, cfg Config) error { return cliAppList(ctx, s, stdout) }
+		run = func(ctx context.Context, s Store, cfg config.Config) error { return cliAppList(ctx, s, stdout) }
 	case "scenario list":
 		app := fs.String("app", "", "API key of the application")
 		status := fs.String("status", "", "DRAFT, ACTIVE, REVIEWING or REJECT")
-		run = func(ctx context.Context, s Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg config.Config) error {
 			return cliScenarioList(ctx, s, stdout, *app, *status)
 		}
 	case "contacts list":
@@ -112,7 +117,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 		fs.StringVar(&cf.Phone, "phone", "", "phone number")
 		fs.IntVar(&cf.Limit, "limit", 50, "contacts per page")
 		fs.Int64Var(&cf.Cursor, "cursor", 0, "next cursor printed by the previous page")
-		run = func(ctx context.Context, s Store, cfg Config) error {
+		run = func(ctx context.Context, s Store, cfg config.Config) error {
 			return cliContactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
 		}
 	default:
@@ -139,7 +144,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 
 // openStore reads the configuration as load does and opens its database,
 // for the commands that work on it directly; the caller closes the store.
-func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, Config, error) {
+func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, config.Config, error) {
 	cfg, err := f.load(fs, env)
 	if err != nil {
 		return nil, cfg, err

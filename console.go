@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
@@ -127,7 +128,7 @@ const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
 func newConsole(admin consoleAdmin, engine consoleEngine, sip *SIPDialer, trunks []string, journal *Journal, sink *Sink,
-	sandboxNow *sandboxclock.Clock, proxies proxy.Trusted, cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
+	sandboxNow *sandboxclock.Clock, proxies proxy.Trusted, cfg config.ConsoleConfig, log *slog.Logger) (*Console, error) {
 	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, journal: journal, sink: sink,
 		sandboxNow: sandboxNow, proxies: proxies, log: log, now: time.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration), secureCookies: cfg.SecureCookies,

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 )
@@ -176,7 +177,7 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	now := time.Now()
 	s.m.console.now = func() time.Time { return now }
 	c := newConsoleClient(t, s.url)
-	for range DefaultConfig().Admin.WrongTokensPerAddress {
+	for range config.DefaultConfig().Admin.WrongTokensPerAddress {
 		if resp := c.signIn("wrong-token-0123456789"); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong token answered %d", resp.StatusCode)
 		}
@@ -184,7 +185,7 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	resp := c.signIn(testAdminToken)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("after %d wrong tokens the right one answered %d (Retry-After %q), want 429 with Retry-After",
-			DefaultConfig().Admin.WrongTokensPerAddress, resp.StatusCode, resp.Header.Get("Retry-After"))
+			config.DefaultConfig().Admin.WrongTokensPerAddress, resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	now = now.Add(time.Minute)
 	if resp := c.signIn(testAdminToken); resp.StatusCode != http.StatusSeeOther {

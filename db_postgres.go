@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,18 +12,6 @@ import (
 
 //go:embed schema_postgres.sql
 var schemaPostgresSQL string
-
-// isPostgresURL tells a PostgreSQL URL from a SQLite path in `database`
-// (docs/postgres.md).
-func isPostgresURL(database string) bool {
-	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
-}
-
-// checkPostgresURL says what is wrong with a PostgreSQL URL, if anything.
-func checkPostgresURL(url string) error {
-	_, err := pgx.ParseConfig(url)
-	return err
-}
 
 // postgresMigrations splits schema_postgres.sql into its numbered blocks.
 func postgresMigrations() []string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"errors"
 	"fmt"
@@ -78,7 +79,7 @@ func (m *Main) consoleLine(base string) string {
 // whoCallsDemo says what happens to the demo contacts: the simulator's
 // quick test number, or, with real calls, the trunk.
 func (m *Main) whoCallsDemo() string {
-	if m.Config.Dialer.Kind == DialerSIP {
+	if m.Config.Dialer.Kind == config.DialerSIP {
 		return fmt.Sprintf(`dialbox calls the demo contacts for real, through the SIP trunk %q of
 the demo pool (see docs/sip.md), and each result is posted, signed, to the
 built-in webhook sink when the call ends.`, m.Config.SIP.Trunks[0].Name)

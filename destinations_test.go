@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 
@@ -99,7 +100,7 @@ func testDestinationsHeldByDefault(t *testing.T, backend string) {
 }
 
 // testPolicy is the destination policy cfg gives the engine.
-func testPolicy(t testing.TB, cfg Config) *destinations.Policy {
+func testPolicy(t testing.TB, cfg config.Config) *destinations.Policy {
 	t.Helper()
 	p, err := destinations.New(cfg.Phone.DefaultRegion, cfg.Destinations)
 	if err != nil {
@@ -126,7 +127,7 @@ func testDestinationRulesOfOperatorAndTenant(t *testing.T, backend string) {
 	a := dncTenant("dest-a")
 	a.Destinations = &destinations.Rules{Allow: []string{vn1900, "+8491"}, Deny: []string{"+6598"}}
 	s, ids := fixtureStoreOn(t, backend, a, dncTenant("dest-b"))
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.Destinations = destinations.Rules{Allow: []string{"+65"}, Deny: []string{vnDenied}}
 	dialer := newRecordingDialer()
 	engStart(t, s, dialer, nil, func(p *EngineParts) { p.Destinations = testPolicy(t, cfg) })

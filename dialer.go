@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/tts"
@@ -47,23 +48,23 @@ func (unlimitedTrunks) Reserve(_ string, n int) (int, time.Duration) { return n,
 func (unlimitedTrunks) Release(string)                               {}
 func (unlimitedTrunks) Unreserve(string)                             {}
 
-var builtinRules = []SimulatorRule{
-	{Number: "+84900000001", Outcome: domain.OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{30 * time.Second}},
-	{Number: "+84900000002", Outcome: domain.OutcomeBusy, RingTime: Duration{time.Second}},
-	{Number: "+84900000003", Outcome: domain.OutcomeNoAnswer, RingTime: Duration{30 * time.Second}},
-	{Number: "+84900000004", Outcome: domain.OutcomeFailed, RingTime: Duration{time.Second}},
-	{Number: "+84900000005", Outcome: domain.OutcomeRejected, RingTime: Duration{3 * time.Second}},
-	{Number: "+84900000006", Outcome: domain.OutcomeVoiceMail, RingTime: Duration{20 * time.Second}, TalkTime: Duration{15 * time.Second}},
-	{Number: "+84900000007", Outcome: domain.OutcomeInvalidNumber, RingTime: Duration{500 * time.Millisecond}},
+var builtinRules = []config.SimulatorRule{
+	{Number: "+84900000001", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: 5 * time.Second}, TalkTime: config.Duration{Duration: 30 * time.Second}},
+	{Number: "+84900000002", Outcome: domain.OutcomeBusy, RingTime: config.Duration{Duration: time.Second}},
+	{Number: "+84900000003", Outcome: domain.OutcomeNoAnswer, RingTime: config.Duration{Duration: 30 * time.Second}},
+	{Number: "+84900000004", Outcome: domain.OutcomeFailed, RingTime: config.Duration{Duration: time.Second}},
+	{Number: "+84900000005", Outcome: domain.OutcomeRejected, RingTime: config.Duration{Duration: 3 * time.Second}},
+	{Number: "+84900000006", Outcome: domain.OutcomeVoiceMail, RingTime: config.Duration{Duration: 20 * time.Second}, TalkTime: config.Duration{Duration: 15 * time.Second}},
+	{Number: "+84900000007", Outcome: domain.OutcomeInvalidNumber, RingTime: config.Duration{Duration: 500 * time.Millisecond}},
 	// Talks for an hour: shows max_duration cutting a call.
-	{Number: "+84900000008", Outcome: domain.OutcomeAnswered, RingTime: Duration{5 * time.Second}, TalkTime: Duration{time.Hour}},
+	{Number: "+84900000008", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: 5 * time.Second}, TalkTime: config.Duration{Duration: time.Hour}},
 	// The first run's printed commands call it: answered at once and
 	// short, so their results reach the sink within seconds.
-	{Number: "+84900000009", Outcome: domain.OutcomeAnswered, RingTime: Duration{time.Second}, TalkTime: Duration{2 * time.Second}},
+	{Number: "+84900000009", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: time.Second}, TalkTime: config.Duration{Duration: 2 * time.Second}},
 	// For scripts (docs/voicebot.md): a person who presses 1 a second
 	// after being asked, and a voicemail box.
-	{Number: "+84900000010", Outcome: domain.OutcomeAnswered, RingTime: Duration{2 * time.Second}, TalkTime: Duration{30 * time.Second}, Digits: "1"},
-	{Number: "+84900000011", Outcome: domain.OutcomeVoiceMail, RingTime: Duration{2 * time.Second}, TalkTime: Duration{15 * time.Second}, Machine: true},
+	{Number: "+84900000010", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: 2 * time.Second}, TalkTime: config.Duration{Duration: 30 * time.Second}, Digits: "1"},
+	{Number: "+84900000011", Outcome: domain.OutcomeVoiceMail, RingTime: config.Duration{Duration: 2 * time.Second}, TalkTime: config.Duration{Duration: 15 * time.Second}, Machine: true},
 }
 
 // defaultWeights are the chances of each outcome for numbers no rule
@@ -79,7 +80,7 @@ var defaultWeights = map[string]float64{
 type SimDialer struct {
 	unlimitedTrunks
 	seed    uint64
-	rules   []SimulatorRule
+	rules   []config.SimulatorRule
 	weights []weightedOutcome
 	total   float64
 	scale   atomic.Uint64 // math.Float64bits of time_scale
@@ -90,8 +91,8 @@ type weightedOutcome struct {
 	weight  float64
 }
 
-func NewSimDialer(cfg SimulatorConfig) *SimDialer {
-	d := &SimDialer{seed: uint64(cfg.Seed), rules: append(append([]SimulatorRule(nil), cfg.Rules...), builtinRules...)}
+func NewSimDialer(cfg config.SimulatorConfig) *SimDialer {
+	d := &SimDialer{seed: uint64(cfg.Seed), rules: append(append([]config.SimulatorRule(nil), cfg.Rules...), builtinRules...)}
 	weights := cfg.Weights
 	if len(weights) == 0 {
 		weights = defaultWeights

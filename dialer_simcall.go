@@ -26,17 +26,6 @@ var (
 	errMaxDuration  = errors.New("max_duration reached")
 )
 
-func validDigits(s string) bool {
-	for _, c := range s {
-		if c > utf8.RuneSelf || !isDTMFKey(byte(c)) {
-			return false
-		}
-	}
-	return true
-}
-
-func isDTMFKey(c byte) bool { return c >= '0' && c <= '9' || c == '*' || c == '#' }
-
 // simCall is the callee of a simulated answered call, as a script.Call: it
 // presses its keys digitsDelay after the script first asks for keys (a
 // gather's prompt or reading), one every simKeyGap, and the call is cut at

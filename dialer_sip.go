@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"dialbox/internal/amd"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
@@ -45,18 +46,18 @@ type SIPDialer struct {
 // NewSIPDialer starts dialbox's SIP user agent on sip.listen with the
 // trunks and the TTS engine of cfg; registered is where it shows whether
 // each trunk's registration holds.
-func NewSIPDialer(cfg Config, log *slog.Logger, registered *prometheus.GaugeVec) (*SIPDialer, error) {
+func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.GaugeVec) (*SIPDialer, error) {
 	cacheDir := cfg.TTS.CacheDir
 	if cacheDir == "" {
 		cacheDir = filepath.Join(dataDir(cfg), "tts-cache")
 	}
-	speech, err := cfg.ttsEngine(cacheDir)
+	speech, err := cfg.TTSEngine(cacheDir)
 	if err != nil {
 		return nil, err
 	}
-	lo, hi, err := parsePortRange(cfg.SIP.RTPPorts)
+	lo, hi, err := config.ParsePortRange(cfg.SIP.RTPPorts)
 	if err != nil {
-		return nil, &ConfigError{Key: "sip.rtp_ports", Msg: err.Error()}
+		return nil, &config.ConfigError{Key: "sip.rtp_ports", Msg: err.Error()}
 	}
 	promptsDir := cfg.Voicebot.PromptsDir
 	if promptsDir == "" {
@@ -67,7 +68,7 @@ func NewSIPDialer(cfg Config, log *slog.Logger, registered *prometheus.GaugeVec)
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
 		Logger: log.With("part", "sip"), OnRegistration: d.reportRegistration}
 	for _, t := range cfg.SIP.Trunks {
-		opts.Trunks = append(opts.Trunks, t.sipcall(cfg.SIP.NumberFormat))
+		opts.Trunks = append(opts.Trunks, t.SIPCall(cfg.SIP.NumberFormat))
 		if t.Register {
 			d.registering = append(d.registering, t.Name)
 			d.registered.WithLabelValues(t.Name).Set(0) // until its first REGISTER is accepted

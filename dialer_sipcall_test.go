@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
@@ -126,14 +127,14 @@ func sipReminder(t *testing.T, menu, timeout string) *script.Script {
 
 func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) *SIPDialer {
 	dir := t.TempDir()
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.Database = filepath.Join(dir, "dialbox.db")
 	tts := newSIPTTS(t)
-	cfg.TTS = TTSConfig{Engine: "http", URL: tts.URL + "/tts?voice={voice}&text={text}", CacheDir: filepath.Join(dir, "tts")}
+	cfg.TTS = config.TTSConfig{Engine: "http", URL: tts.URL + "/tts?voice={voice}&text={text}", CacheDir: filepath.Join(dir, "tts")}
 	cfg.SIP.Listen = "127.0.0.1:0"
 	cfg.SIP.RTPPorts = ""
 	cfg.Voicebot.PromptsDir = filepath.Join(dir, "prompts")
-	cfg.SIP.Trunks = []SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
+	cfg.SIP.Trunks = []config.SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
 	d, err := NewSIPDialer(cfg, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
 	if err != nil {
 		t.Fatal(err)

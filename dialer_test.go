@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"errors"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 )
 
 // fastSim is a simulated dialer whose calls take microseconds.
-func fastSim(cfg SimulatorConfig) *SimDialer {
+func fastSim(cfg config.SimulatorConfig) *SimDialer {
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1e6
 	}
@@ -21,7 +22,7 @@ func fastSim(cfg SimulatorConfig) *SimDialer {
 }
 
 func TestSimDialerTestNumbers(t *testing.T) {
-	d := fastSim(SimulatorConfig{Seed: 1})
+	d := fastSim(config.SimulatorConfig{Seed: 1})
 	want := map[string]string{
 		"+84900000001": domain.OutcomeAnswered,
 		"+84900000002": domain.OutcomeBusy,
@@ -66,10 +67,10 @@ func TestSimDialerTestNumbers(t *testing.T) {
 }
 
 func TestSimDialerRulesFirst(t *testing.T) {
-	d := fastSim(SimulatorConfig{Seed: 1, Rules: []SimulatorRule{
+	d := fastSim(config.SimulatorConfig{Seed: 1, Rules: []config.SimulatorRule{
 		{Suffix: "99", Outcome: domain.OutcomeRejected},
 		{Number: "+84900000001", Outcome: domain.OutcomeBusy}, // overrides a test number
-		{Suffix: "9", Outcome: domain.OutcomeAnswered, TalkTime: Duration{61 * time.Second}},
+		{Suffix: "9", Outcome: domain.OutcomeAnswered, TalkTime: config.Duration{Duration: 61 * time.Second}},
 	}})
 	for to, want := range map[string]string{
 		"+84912345699": domain.OutcomeRejected, "+84900000001": domain.OutcomeBusy, "+84912345619": domain.OutcomeAnswered,
@@ -94,7 +95,7 @@ func TestSimDialerSeededChance(t *testing.T) {
 		phones[i] = fmt.Sprintf("+84912%06d", i)
 	}
 	outcomes := func(seed int64, weights map[string]float64) map[string]int {
-		d := fastSim(SimulatorConfig{Seed: seed, Weights: weights})
+		d := fastSim(config.SimulatorConfig{Seed: seed, Weights: weights})
 		counts := map[string]int{}
 		for _, p := range phones {
 			counts[d.plan(domain.DialRequest{To: p, Attempt: 1}).outcome]++
@@ -115,7 +116,7 @@ func TestSimDialerSeededChance(t *testing.T) {
 		t.Errorf("only BUSY weighted, got %v", c)
 	}
 	// The outcome depends on (seed, number, attempt), not on call order.
-	d := fastSim(SimulatorConfig{Seed: 3})
+	d := fastSim(config.SimulatorConfig{Seed: 3})
 	p1 := d.plan(domain.DialRequest{To: phones[5], Attempt: 2})
 	d.plan(domain.DialRequest{To: phones[6], Attempt: 1})
 	if p2 := d.plan(domain.DialRequest{To: phones[5], Attempt: 2}); p1 != p2 {
@@ -124,7 +125,7 @@ func TestSimDialerSeededChance(t *testing.T) {
 }
 
 func TestSimDialerCancelAndTimeScale(t *testing.T) {
-	d := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1})
+	d := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan domain.DialResult)
 	go func() { done <- d.Dial(ctx, domain.DialRequest{To: "+84900000003", Attempt: 1, Start: time.Now()}) }()
@@ -150,21 +151,21 @@ func TestSimDialerCancelAndTimeScale(t *testing.T) {
 }
 
 func TestSimulatorConfigChecks(t *testing.T) {
-	for name, c := range map[string]SimulatorConfig{
+	for name, c := range map[string]config.SimulatorConfig{
 		"unknown outcome":    {Weights: map[string]float64{"HUNG_UP": 1}},
 		"negative weight":    {Weights: map[string]float64{domain.OutcomeBusy: -1}},
 		"all zero":           {Weights: map[string]float64{domain.OutcomeBusy: 0}},
-		"rule without key":   {Rules: []SimulatorRule{{Outcome: domain.OutcomeBusy}}},
-		"rule with both":     {Rules: []SimulatorRule{{Suffix: "1", Number: "+84900000001", Outcome: domain.OutcomeBusy}}},
-		"rule bad outcome":   {Rules: []SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeCanceled}}},
-		"rule negative ring": {Rules: []SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy, RingTime: Duration{-time.Second}}}},
+		"rule without key":   {Rules: []config.SimulatorRule{{Outcome: domain.OutcomeBusy}}},
+		"rule with both":     {Rules: []config.SimulatorRule{{Suffix: "1", Number: "+84900000001", Outcome: domain.OutcomeBusy}}},
+		"rule bad outcome":   {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeCanceled}}},
+		"rule negative ring": {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy, RingTime: config.Duration{Duration: -time.Second}}}},
 	} {
-		if err := c.validate(); err == nil {
+		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	ok := SimulatorConfig{Weights: map[string]float64{domain.OutcomeAnswered: 1}, Rules: []SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy}}}
-	if err := ok.validate(); err != nil {
+	ok := config.SimulatorConfig{Weights: map[string]float64{domain.OutcomeAnswered: 1}, Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy}}}
+	if err := ok.Validate(); err != nil {
 		t.Errorf("good config refused: %v", err)
 	}
 }
@@ -172,17 +173,17 @@ func TestSimulatorConfigChecks(t *testing.T) {
 func TestSimulatorConfigErrorNamesTheLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "dialbox.toml")
 	os.WriteFile(path, []byte("[simulator]\nseed = 2\n[simulator.weights]\nANSWERED = 1\nHUNG_UP = 2\n"), 0o600)
-	_, err := LoadConfig(path, nil)
-	var ce *ConfigError
+	_, err := config.LoadConfig(path, nil)
+	var ce *config.ConfigError
 	if !errors.As(err, &ce) || ce.Line != 5 || ce.Key != "simulator.weights.HUNG_UP" {
 		t.Fatalf("got %v, want an error naming line 5 and simulator.weights.HUNG_UP", err)
 	}
 	os.WriteFile(path, []byte("[simulator]\n[[simulator.rules]]\nsuffix = \"1\"\noutcome = \"ANSWERED\"\n[[simulator.rules]]\noutcome = \"BUSY\"\n"), 0o600)
-	if _, err := LoadConfig(path, nil); !errors.As(err, &ce) || ce.Line != 5 || ce.Key != "simulator.rules[1]" {
+	if _, err := config.LoadConfig(path, nil); !errors.As(err, &ce) || ce.Line != 5 || ce.Key != "simulator.rules[1]" {
 		t.Fatalf("got %v, want an error naming line 5 and simulator.rules[1]", err)
 	}
 	os.WriteFile(path, []byte("[simulator.weights]\nBUSY = 1\n"), 0o600)
-	cfg, err := LoadConfig(path, nil)
+	cfg, err := config.LoadConfig(path, nil)
 	if err != nil || len(cfg.Simulator.Weights) != 1 {
 		t.Fatalf("a weights table must replace the defaults whole: %v %v", cfg.Simulator.Weights, err)
 	}

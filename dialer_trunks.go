@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/config"
 	"slices"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ type trunkLoad struct {
 	starts   []time.Time // oldest first, none older than a second
 }
 
-func newTrunkLoads(trunks []SIPTrunk) *trunkLoads {
+func newTrunkLoads(trunks []config.SIPTrunk) *trunkLoads {
 	l := &trunkLoads{clock: time.Now, loads: map[string]*trunkLoad{}}
 	for i, t := range trunks {
 		if i == 0 {

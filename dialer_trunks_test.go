@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/config"
 	"testing"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // starts, "" standing for the first trunk, and a start the store refused
 // given back whole, its channel and its place in the window.
 func TestTrunkLoadsReserveAndUnreserve(t *testing.T) {
-	l := newTrunkLoads([]SIPTrunk{{Name: "main", MaxChannels: 4, MaxCPS: 3}, {Name: "backup", MaxChannels: 1, MaxCPS: 1}})
+	l := newTrunkLoads([]config.SIPTrunk{{Name: "main", MaxChannels: 4, MaxCPS: 3}, {Name: "backup", MaxChannels: 1, MaxCPS: 1}})
 	now := time.Unix(1_800_000_000, 0)
 	l.clock = func() time.Time { return now }
 	if name, c := l.Trunk(""); name != "main" || c != (TrunkCapacity{Channels: 4, CPS: 3}) {

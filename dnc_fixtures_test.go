@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"io"
 	"path/filepath"
@@ -104,7 +105,7 @@ func testDNCFixtures(t *testing.T, backend string) {
 
 func mustOpenStore(t testing.TB, database string) Store {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(isPostgresURL(database)))
+	s, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(config.IsPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}

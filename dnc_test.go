@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 
@@ -29,7 +30,7 @@ type recordingDialer struct {
 }
 
 func newRecordingDialer() *recordingDialer {
-	return &recordingDialer{SimDialer: NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000})}
+	return &recordingDialer{SimDialer: NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000})}
 }
 
 func (d *recordingDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
@@ -329,8 +330,8 @@ func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	a.Scenarios = append(a.Scenarios, &bot)
 	s, ids := fixtureStoreOn(t, backend, a, b)
 	const phone = "+84913000021"
-	dialer := &recordingDialer{SimDialer: NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000,
-		Rules: []SimulatorRule{{Number: phone, Outcome: domain.OutcomeAnswered, Digits: "9"}}})}
+	dialer := &recordingDialer{SimDialer: NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000,
+		Rules: []config.SimulatorRule{{Number: phone, Outcome: domain.OutcomeAnswered, Digits: "9"}}})}
 	engStart(t, s, dialer, nil, nil)
 	first := engImport(t, s, ids[0], "bot", "", phone)
 	engWaitAllDone(t, s, ids[0], 1)

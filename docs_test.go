@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/config"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -102,9 +103,9 @@ func TestConfigKeysDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(b)
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	n := 0
-	walkKeys(reflect.ValueOf(&cfg).Elem(), "", func(key string, _ reflect.Value) error {
+	config.WalkKeys(reflect.ValueOf(&cfg).Elem(), "", func(key string, _ reflect.Value) error {
 		n++
 		if !strings.Contains(page, "| `"+key+"` |") {
 			t.Errorf("docs/configuration.md has no row for %s", key)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 )
@@ -135,7 +136,7 @@ type EngineParts struct {
 	Store  engineStore
 	Dialer Dialer
 	Log    *slog.Logger
-	Config EngineConfig
+	Config config.EngineConfig
 	// Destinations is the policy of the numbers that may be dialled at all.
 	Destinations *destinations.Policy
 	// Webhooks is told of the events the engine queues; Faults may force

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -72,10 +73,10 @@ func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(
 	t.Helper()
 	scale := 5000.0
 	if dialer == nil {
-		dialer = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: scale})
+		dialer = NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
-	p := EngineParts{Store: s, Dialer: dialer, Log: discardLog(), Config: EngineConfig{PollInterval: Duration{20 * time.Millisecond}},
-		Destinations: testPolicy(t, DefaultConfig()), Webhooks: hooks, TimeScale: func() float64 { return scale }}
+	p := EngineParts{Store: s, Dialer: dialer, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
+		Destinations: testPolicy(t, config.DefaultConfig()), Webhooks: hooks, TimeScale: func() float64 { return scale }}
 	if setup != nil {
 		setup(&p)
 	}
@@ -259,7 +260,7 @@ func testEngineConcurrencyLimits(t *testing.T, backend string) {
 			app.Scenarios[0].CallConfig.CallRouting = tc.routing
 			s, ids := fixtureStoreOn(t, backend, app)
 			limit := min(tc.maxConcurrent, tc.hotlines)
-			d := newLimitDialer(NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000}), limit)
+			d := newLimitDialer(NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000}), limit)
 			engStart(t, s, d, nil, nil)
 			n := 4*limit + 1
 			engImport(t, s, ids[0], "sc", "", engPhones(n, 0)...)
@@ -408,11 +409,11 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	appID := ids[0]
 	hooks := whStart(t, s, nil, nil)
-	sim := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
-		{Suffix: "1", Outcome: domain.OutcomeAnswered, TalkTime: Duration{30 * time.Second}},  // 1 started minute: 800 -> 1000 minimum
-		{Suffix: "2", Outcome: domain.OutcomeAnswered, TalkTime: Duration{150 * time.Second}}, // 3 started minutes: 2400
-		{Suffix: "3", Outcome: domain.OutcomeBusy},                                            // free
-		{Suffix: "4", Outcome: domain.OutcomeVoiceMail, TalkTime: Duration{61 * time.Second}}, // connected: 2 minutes, 1600
+	sim := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
+		{Suffix: "1", Outcome: domain.OutcomeAnswered, TalkTime: config.Duration{Duration: 30 * time.Second}},  // 1 started minute: 800 -> 1000 minimum
+		{Suffix: "2", Outcome: domain.OutcomeAnswered, TalkTime: config.Duration{Duration: 150 * time.Second}}, // 3 started minutes: 2400
+		{Suffix: "3", Outcome: domain.OutcomeBusy},                                                             // free
+		{Suffix: "4", Outcome: domain.OutcomeVoiceMail, TalkTime: config.Duration{Duration: 61 * time.Second}}, // connected: 2 minutes, 1600
 	}})
 	e := engStart(t, s, sim, hooks, nil)
 	balance := func() int64 {
@@ -631,7 +632,7 @@ func testEngineStopAndStartAgain(t *testing.T, backend string) {
 	if n := queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued'`); n != 5 {
 		t.Fatalf("%d contacts queued after Stop, want 5", n)
 	}
-	slow.then = NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000})
+	slow.then = NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000})
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -838,7 +839,7 @@ func BenchmarkEngineCalls(b *testing.B) {
 	}
 	b.ResetTimer()
 	begin := time.Now()
-	engStart(b, s, NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, nil)
+	engStart(b, s, NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, nil)
 	// Polled slowly: the count scans the table and must not steal the
 	// engine's CPU.
 	for queryInt(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/config"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func testNoHTMLEscaping(t *testing.T, backend string) {
 			t.Errorf("%s escapes HTML: %s", what, body)
 		}
 	}
-	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"`+s.url+`/sink/esc","secret":"`+defaultSinkSecret+`"}`, nil)
+	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"`+s.url+`/sink/esc","secret":"`+config.DefaultSinkSecret+`"}`, nil)
 
 	// Operation A's answer, and U+2028 written as encoding/json writes it.
 	status, body := s.do(t, "POST", opA("sc-remind"), bearer(t, "qa-key", "qa-secret"),

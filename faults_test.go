@@ -5,6 +5,7 @@ package main
 // dialer and webhook rules with the engine running.
 
 import (
+	"dialbox/internal/config"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -218,7 +219,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 		"DIALBOX_WEBHOOKS_RETRY_SCHEDULE=0s,0s,0s")
 	s.admin(t, "PUT", "/clock", `{"time_scale":100000}`, nil)
 	var ep WebhookEndpoint
-	s.admin(t, "POST", "/apps/qa-key/webhooks", fmt.Sprintf(`{"url":%q,"secret":%q}`, s.url+"/sink/qa", defaultSinkSecret), &ep)
+	s.admin(t, "POST", "/apps/qa-key/webhooks", fmt.Sprintf(`{"url":%q,"secret":%q}`, s.url+"/sink/qa", config.DefaultSinkSecret), &ep)
 	addFault(t, s, `{"kind":"dial","api_key":"qa-key","phone":"0912000001","outcome":"BUSY","times":1}`)
 	addFault(t, s, fmt.Sprintf(`{"kind":"webhook","endpoint_id":%q,"status":503,"times":1}`, ep.ID))
 

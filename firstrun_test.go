@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 )
@@ -364,7 +365,7 @@ func curlRequest(args []string) (*http.Request, error) {
 // 1 s and talks 2 s, whatever the seed or the attempt.
 func TestDemoNumber(t *testing.T) {
 	for _, seed := range []int64{0, 1, 42} {
-		d := NewSimDialer(SimulatorConfig{Seed: seed, TimeScale: 1})
+		d := NewSimDialer(config.SimulatorConfig{Seed: seed, TimeScale: 1})
 		for attempt := 1; attempt <= 3; attempt++ {
 			if p := d.plan(domain.DialRequest{To: "+84900000009", Attempt: attempt}); p.outcome != domain.OutcomeAnswered || p.ring != time.Second || p.talk != 2*time.Second {
 				t.Errorf("seed %d attempt %d: %+v", seed, attempt, p)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
@@ -170,13 +170,13 @@ func (fs *FixtureScenario) scenario(appID int64) *domain.Scenario {
 func LoadFixtures(path string) (*FixtureFile, error) {
 	var ff FixtureFile
 	var md toml.MetaData
-	data, err := decodeTOMLFile(path, &ff, func(m toml.MetaData) error {
+	data, err := config.DecodeTOMLFile(path, &ff, func(m toml.MetaData) error {
 		md = m
 		for ai, fa := range ff.Applications {
 			for si, sc := range fa.Scenarios {
 				sc.CallConfig = domain.DefaultCallConfig()
 				if err := md.PrimitiveDecode(sc.CallConfigTOML, &sc.CallConfig); err != nil {
-					return &ConfigError{Key: fmt.Sprintf("applications[%d].scenarios[%d].call_config", ai, si), Msg: err.Error()}
+					return &config.ConfigError{Key: fmt.Sprintf("applications[%d].scenarios[%d].call_config", ai, si), Msg: err.Error()}
 				}
 			}
 		}
@@ -185,17 +185,17 @@ func LoadFixtures(path string) (*FixtureFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ff.validate(); err != nil {
+	if err := ff.Validate(); err != nil {
 		err.File = path
-		err.Line = keyLine(data, err.Key)
+		err.Line = config.KeyLine(data, err.Key)
 		return nil, err
 	}
 	return &ff, nil
 }
 
-func (ff *FixtureFile) validate() *ConfigError {
-	bad := func(key, format string, args ...any) *ConfigError {
-		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+func (ff *FixtureFile) Validate() *config.ConfigError {
+	bad := func(key, format string, args ...any) *config.ConfigError {
+		return &config.ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	keys := map[string]bool{}
 	for ai, fa := range ff.Applications {
@@ -284,7 +284,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 			if err := checkWebhookURL(wh.URL); err != nil {
 				return bad(key+".url", "%s", err)
 			}
-			if err := checkWebhookSecret(wh.Secret); err != nil {
+			if err := domain.CheckWebhookSecret(wh.Secret); err != nil {
 				return bad(key+".secret", "%s", err)
 			}
 			for _, e := range wh.Events {
@@ -305,7 +305,7 @@ func (ff *FixtureFile) validate() *ConfigError {
 func (ff *FixtureFile) readDNC(path, region string) error {
 	bad := func(key, msg string) error {
 		data, _ := os.ReadFile(path)
-		return &ConfigError{File: path, Line: keyLine(data, key), Key: key, Msg: msg}
+		return &config.ConfigError{File: path, Line: config.KeyLine(data, key), Key: key, Msg: msg}
 	}
 	read := func(key string, raws []string) ([]int64, error) {
 		out := make([]int64, 0, len(raws))
@@ -356,7 +356,7 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 	if d.path != "" {
 		f, err := os.Open(d.path)
 		if err != nil {
-			return rep, &ConfigError{Key: "dnc.file", Msg: err.Error()}
+			return rep, &config.ConfigError{Key: "dnc.file", Msg: err.Error()}
 		}
 		defer f.Close()
 		st, err := f.Stat()
@@ -367,7 +367,7 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 		fromFile, rep, err = readDNCFile(ctx, f, dncLength{bytes: st.Size()}, region)
 		var fileErr *dncFileError
 		if errors.As(err, &fileErr) {
-			return rep, &ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}
+			return rep, &config.ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}
 		}
 		if err != nil {
 			return rep, fmt.Errorf("dnc.file %s: %w", d.path, err)
@@ -414,18 +414,6 @@ func validateScenarioFields(id, status string, fields []string, cc domain.CallCo
 		return bad("call_config.call_window", err.Error())
 	}
 	return cc.CheckPurpose(time.Now())
-}
-
-// checkWebhookSecret accepts Standard Webhooks secrets: "whsec_" and base64.
-func checkWebhookSecret(secret string) error {
-	b64, ok := strings.CutPrefix(secret, "whsec_")
-	if !ok {
-		return fmt.Errorf("must start with whsec_")
-	}
-	if raw, err := base64.StdEncoding.DecodeString(b64); err != nil || len(raw) < 16 {
-		return fmt.Errorf("must be whsec_ followed by at least 16 base64-encoded bytes")
-	}
-	return nil
 }
 
 // ApplyFixtures upserts every application of the file in one transaction.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
@@ -268,7 +269,7 @@ func fuzzLoad(t *testing.T, data string, load func(path string) error) {
 		t.Fatal(err)
 	}
 	err := load(path)
-	var ce *ConfigError
+	var ce *config.ConfigError
 	if err != nil && (!errors.As(err, &ce) || !strings.HasPrefix(err.Error(), path)) {
 		t.Fatalf("error does not name the file: %v", err)
 	}
@@ -283,7 +284,7 @@ func FuzzLoadConfig(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		fuzzLoad(t, data, func(path string) error { _, err := LoadConfig(path, nil); return err })
+		fuzzLoad(t, data, func(path string) error { _, err := config.LoadConfig(path, nil); return err })
 	})
 }
 

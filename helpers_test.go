@@ -6,6 +6,7 @@ package main
 // only bound a hung test.
 
 import (
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 
@@ -90,8 +91,8 @@ func seenAfter(t testing.TB, backend, what string, cond func() bool) {
 }
 
 // configOn is the default configuration with database set.
-func configOn(database string) Config {
-	cfg := DefaultConfig()
+func configOn(database string) config.Config {
+	cfg := config.DefaultConfig()
 	cfg.Database = database
 	return cfg
 }
@@ -308,7 +309,7 @@ func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, [
 // a test that opens it a second way (the CLI).
 func fixtureStoreIn(t testing.TB, database string, apps ...*FixtureApp) (Store, []int64) {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(isPostgresURL(database)))
+	s, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(config.IsPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
@@ -114,7 +115,7 @@ func publicError(op operation, err error) (body *APIError, known bool) {
 // api.error_http_status asks for.
 func (a *API) writeError(w http.ResponseWriter, e *APIError) {
 	status := http.StatusOK
-	if a.cfg.API.ErrorHTTPStatus != StatusModeAlways {
+	if a.cfg.API.ErrorHTTPStatus != config.StatusModeAlways {
 		status = httpStatusFor(e.Code)
 	}
 	if e.Code == errRateLimited.Code && w.Header().Get("Retry-After") == "" {
@@ -122,12 +123,6 @@ func (a *API) writeError(w http.ResponseWriter, e *APIError) {
 	}
 	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
 }
-
-// Error-to-HTTP-status modes (config api.error_http_status).
-const (
-	StatusModeSemantic = "semantic"
-	StatusModeAlways   = "always_200"
-)
 
 // httpStatusFor maps an error code to the HTTP status of its body in the
 // "semantic" mode (docs/design.md#http-status-of-error-bodies).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/config"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ func importDB(t *testing.T, backend string) string {
 // caller closes it.
 func openDatabase(t *testing.T, database string) Store {
 	t.Helper()
-	store, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(isPostgresURL(database)))
+	store, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(config.IsPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func testImportMemoryFlat(t *testing.T, backend string) {
 	store := openDatabase(t, importDB(t, backend))
 	defer store.Close()
 	app, _ := store.AppByKey(context.Background(), "imp-key")
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	imp := &csvImport{importer: NewImporter(store, cfg, slog.New(slog.DiscardHandler), nil), store: store,
 		app: app, chunk: 1000, skippedPath: filepath.Join(t.TempDir(), "skipped.csv")}
 	if err := imp.target(context.Background(), "sc-unique", ""); err != nil {

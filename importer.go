@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -26,7 +27,7 @@ type Importer struct {
 	notify    func(appID int64) // told after contacts are added, so dialling starts at once; nil: no one
 }
 
-func NewImporter(store Store, cfg Config, log *slog.Logger, notify func(appID int64)) *Importer {
+func NewImporter(store Store, cfg config.Config, log *slog.Logger, notify func(appID int64)) *Importer {
 	sizes := contactLimits{field: cfg.Limits.MaxContactFieldBytes, contact: cfg.Limits.MaxContactBytes}
 	return &Importer{store: store, region: cfg.Phone.DefaultRegion, maxQueued: cfg.Limits.MaxQueuedContacts,
 		sizes: sizes, log: log, notify: notify}

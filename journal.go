@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"io"
 	"net/http"
@@ -26,23 +27,6 @@ type Journal struct {
 	start int
 	n     int
 	bytes int // what the entries retain, by their retained
-}
-
-// maxJournalFieldBytes is how much of the path, the query and the
-// Authorization and Content-Type headers an entry keeps: a request's line
-// and headers may reach 1 MB each, and failed authentications are
-// journaled too (docs/sandbox.md#6-verify-what-your-client-sent-the-journal).
-const maxJournalFieldBytes = 4096
-
-// journalEntryOverhead is about what an entry costs beside its strings
-// and bodies: the struct, its ring slot, the string headers.
-const journalEntryOverhead = 400
-
-// maxJournalEntryBytes is the most one entry retains with bodies cut at
-// bodyMax: the path, query and two headers at their cut, the request body,
-// and an answer's buffer kept by reference (at most twice what is kept).
-func maxJournalEntryBytes(bodyMax int) int {
-	return 4*maxJournalFieldBytes + bodyMax + 2*max(bodyMax, codePrefixLen) + journalEntryOverhead + 1024
 }
 
 // JournalEntry is one public API request and the answer it got.
@@ -83,8 +67,8 @@ type JournalEntry struct {
 // cutField is s cut at maxJournalFieldBytes, copied: a part of a request's
 // line or header would otherwise keep all of it in memory.
 func cutField(s string) (string, bool) {
-	if len(s) > maxJournalFieldBytes {
-		return strings.Clone(s[:maxJournalFieldBytes]), true
+	if len(s) > config.MaxJournalFieldBytes {
+		return strings.Clone(s[:config.MaxJournalFieldBytes]), true
 	}
 	return strings.Clone(s), false
 }
@@ -93,11 +77,11 @@ func cutField(s string) (string, bool) {
 func (e *JournalEntry) retainedBytes() int {
 	return len(e.Method) + len(e.Path) + len(e.Query) + len(e.Operation) + len(e.Tenant) + len(e.Fault) +
 		len(e.authorization) + len(e.contentType) + len(e.RequestBody) + len(e.ResponseBody) + e.responseHeld +
-		journalEntryOverhead
+		config.JournalEntryOverhead
 }
 
 // NewJournal returns nil (no journal) when cfg keeps no entries.
-func NewJournal(cfg JournalConfig) *Journal {
+func NewJournal(cfg config.JournalConfig) *Journal {
 	if cfg.MaxEntries == 0 {
 		return nil
 	}
@@ -120,7 +104,7 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 	e.authorization, authCut = cutField(r.Header.Get("Authorization"))
 	e.contentType, typeCut = cutField(r.Header.Get("Content-Type"))
 	e.headersTruncated = authCut || typeCut
-	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, codePrefixLen), entry: e}
+	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, config.CodePrefixLen), entry: e}
 	if r.Body == nil { // a request made in a test rather than read by the server
 		r.Body = http.NoBody
 	}
@@ -225,10 +209,6 @@ func (l *limitedBuffer) String(n int) (string, bool) {
 	b := l.b.Bytes()
 	return string(b[:min(n, len(b))]), l.total > n
 }
-
-// codePrefixLen is enough of a body to read its code: every body of the
-// public API starts {"status":0,"code":N or {"status":1.
-const codePrefixLen = 32
 
 func bodyCode(b []byte) int {
 	if bytes.HasPrefix(b, []byte(`{"status":1`)) {

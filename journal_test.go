@@ -5,6 +5,7 @@ package main
 // journal.max_bytes.
 
 import (
+	"dialbox/internal/config"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestJournalBoundedInBytes(t *testing.T) {
 	}
 	journal := s.m.api.journal
 	entries, retained := journal.size()
-	if entries == 0 || entries == 30 || retained > maxBytes || retained < maxBytes-maxJournalEntryBytes(4096) {
+	if entries == 0 || entries == 30 || retained > maxBytes || retained < maxBytes-config.MaxJournalEntryBytes(4096) {
 		t.Errorf("the journal keeps %d entries in %d bytes; want the newest within %d", entries, retained, maxBytes)
 	}
 	if v, ok := metricValue(scrapeMetrics(t, s.url+"/metrics"), "dialbox_memory_retained_bytes", "part", "journal"); !ok || int(v) != retained {
@@ -35,11 +36,11 @@ func TestJournalBoundedInBytes(t *testing.T) {
 	if !ok {
 		t.Fatal("the newest request is not journaled")
 	}
-	if len(newest.authorization) != maxJournalFieldBytes || !strings.HasPrefix(bearer, newest.authorization) ||
-		len(newest.Path) != maxJournalFieldBytes || !newest.PathTruncated ||
-		len(newest.Query) != maxJournalFieldBytes || !newest.QueryTruncated {
+	if len(newest.authorization) != config.MaxJournalFieldBytes || !strings.HasPrefix(bearer, newest.authorization) ||
+		len(newest.Path) != config.MaxJournalFieldBytes || !newest.PathTruncated ||
+		len(newest.Query) != config.MaxJournalFieldBytes || !newest.QueryTruncated {
 		t.Errorf("newest entry keeps a %d-byte Authorization, a %d-byte path (cut: %v), a %d-byte query (cut: %v); want each cut at %d",
-			len(newest.authorization), len(newest.Path), newest.PathTruncated, len(newest.Query), newest.QueryTruncated, maxJournalFieldBytes)
+			len(newest.authorization), len(newest.Path), newest.PathTruncated, len(newest.Query), newest.QueryTruncated, config.MaxJournalFieldBytes)
 	}
 	// The console's "copy as curl" says its command cannot send the request
 	// as it came.

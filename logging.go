@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/hex"
 	"io"
@@ -15,18 +16,9 @@ import (
 	"time"
 )
 
-var logLevels = map[string]slog.Level{
-	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
-}
-
-func validLogLevel(s string) bool {
-	_, ok := logLevels[s]
-	return ok
-}
-
 // newLogger makes a logger of the format and level the log section asks for.
-func newLogger(c LogConfig, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: logLevels[c.Level]}
+func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: config.LogLevels[c.Level]}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
@@ -106,7 +107,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 // Main is one running dialbox: tests start it on 127.0.0.1:0 exactly as the
 // binary starts it.
 type Main struct {
-	Config Config
+	Config config.Config
 	Stdout io.Writer
 	Log    *slog.Logger
 	// AccessLog gets the line per request; nil: Log.
@@ -140,7 +141,7 @@ type Main struct {
 
 func NewMain(stdout io.Writer) *Main {
 	return &Main{
-		Config: DefaultConfig(),
+		Config: config.DefaultConfig(),
 		Stdout: stdout,
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
@@ -175,7 +176,7 @@ func newFlagSet(name string) (*flag.FlagSet, commonFlags) {
 	}
 }
 
-func (f commonFlags) load(fs *flag.FlagSet, env []string) (Config, error) {
+func (f commonFlags) load(fs *flag.FlagSet, env []string) (config.Config, error) {
 	path := *f.config
 	if path == "" {
 		for _, kv := range env {
@@ -184,7 +185,7 @@ func (f commonFlags) load(fs *flag.FlagSet, env []string) (Config, error) {
 			}
 		}
 	}
-	cfg, err := LoadConfig(path, env)
+	cfg, err := config.LoadConfig(path, env)
 	if err != nil {
 		return cfg, err
 	}
@@ -233,12 +234,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	// A SQLite file has one server; PostgreSQL is shared by any number.
-	if !isPostgresURL(cfg.Database) {
+	if !config.IsPostgresURL(cfg.Database) {
 		if m.serveLock, err = lockServing(cfg.Database); err != nil {
 			return err
 		}
 	}
-	m.metrics = newMetrics(isPostgresURL(cfg.Database))
+	m.metrics = newMetrics(config.IsPostgresURL(cfg.Database))
 	if m.store, err = openConfiguredStore(ctx, cfg, m.metrics.store); err != nil {
 		m.serveLock.Close()
 		return err
@@ -280,7 +281,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.repointDemoSink(ctx, now); err != nil {
 		return fmt.Errorf("demo tenant: %w", err)
 	}
-	if cfg.Dialer.Kind == DialerSIP {
+	if cfg.Dialer.Kind == config.DialerSIP {
 		if err := m.checkStoredPoolTrunks(ctx); err != nil {
 			return err
 		}
@@ -292,7 +293,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	faults := NewFaults(m.catalog)
 	var dialer Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
-	if cfg.Dialer.Kind == DialerSIP {
+	if cfg.Dialer.Kind == config.DialerSIP {
 		if m.sip, err = NewSIPDialer(cfg, m.Log, m.metrics.trunkRegistered); err != nil {
 			return err
 		}
@@ -472,9 +473,9 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		return err
 	}
 	switch access {
-	case SinkAccessOpen:
+	case config.SinkAccessOpen:
 		router.POST("/sink/:name", sink.receive)
-	case SinkAccessAdmin:
+	case config.SinkAccessAdmin:
 		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 			if admin.authorize(w, r) {
 				sink.receive(w, r, ps)
@@ -510,17 +511,17 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 // tenant, whose webhook is the sink), off on a server making real calls for
 // its tenants only (docs/sandbox.md#who-may-post-to-the-sink).
 func (m *Main) sinkAccess(ctx context.Context) (string, error) {
-	if m.Config.Sink.Access != SinkAccessAuto {
+	if m.Config.Sink.Access != config.SinkAccessAuto {
 		return m.Config.Sink.Access, nil
 	}
-	if m.Config.Dialer.Kind != DialerSIP {
-		return SinkAccessOpen, nil
+	if m.Config.Dialer.Kind != config.DialerSIP {
+		return config.SinkAccessOpen, nil
 	}
 	switch _, err := m.store.DemoApp(ctx); {
 	case err == nil:
-		return SinkAccessOpen, nil
+		return config.SinkAccessOpen, nil
 	case errors.Is(err, domain.ErrNotFound):
-		return SinkAccessOff, nil
+		return config.SinkAccessOff, nil
 	default:
 		return "", err
 	}
@@ -554,10 +555,10 @@ func (m *Main) applyFixtureRegister(ctx context.Context, d *FixtureDNC, now time
 	}
 	start := time.Now()
 	rep, err := applyFixtureRegister(ctx, m.store, d, m.Config.Phone.DefaultRegion, now)
-	var bad *ConfigError
+	var bad *config.ConfigError
 	if errors.As(err, &bad) {
 		data, _ := os.ReadFile(m.Config.Fixtures)
-		bad.File, bad.Line = m.Config.Fixtures, keyLine(data, bad.Key)
+		bad.File, bad.Line = m.Config.Fixtures, config.KeyLine(data, bad.Key)
 		return bad
 	}
 	if err != nil {
@@ -574,7 +575,7 @@ func (m *Main) applyFixtureRegister(ctx context.Context, d *FixtureDNC, now time
 // trunkNames are the trunks a pool may name; nil with the simulated
 // dialer, which has none and accepts any.
 func (m *Main) trunkNames() map[string]bool {
-	if m.Config.Dialer.Kind != DialerSIP {
+	if m.Config.Dialer.Kind != config.DialerSIP {
 		return nil
 	}
 	names := map[string]bool{}
@@ -604,7 +605,7 @@ func (m *Main) loadFixtures() (*FixtureFile, error) {
 			if p.Trunk != "" && !trunks[p.Trunk] {
 				key := fmt.Sprintf("applications[%d].hotline_pools[%d].trunk", ai, pi)
 				data, _ := os.ReadFile(path)
-				return nil, &ConfigError{File: path, Line: keyLine(data, key), Key: key,
+				return nil, &config.ConfigError{File: path, Line: config.KeyLine(data, key), Key: key,
 					Msg: fmt.Sprintf("%q is not one of sip.trunks", p.Trunk)}
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
+	"dialbox/internal/config"
 	"dialbox/internal/sqldb"
 )
 
@@ -92,10 +93,10 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 		return errors.New("migrate-to: --replace and --verify-only do not go together")
 	}
 	target := pos[0]
-	if !isPostgresURL(target) {
+	if !config.IsPostgresURL(target) {
 		return fmt.Errorf("migrate-to: the target must be a postgres:// or postgresql:// URL\n%s", migrateToUsage)
 	}
-	if err := checkPostgresURL(target); err != nil {
+	if err := config.CheckPostgresURL(target); err != nil {
 		return fmt.Errorf("migrate-to: %w", err)
 	}
 	cfg, err := f.load(fs, env)
@@ -103,7 +104,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 		return err
 	}
 	source := cfg.Database
-	if isPostgresURL(source) {
+	if config.IsPostgresURL(source) {
 		return fmt.Errorf("migrate-to: the database to copy from (--database, database, DIALBOX_DATABASE) must be a SQLite file, not %s", databaseName(source))
 	}
 	if _, err := os.Stat(source); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -116,7 +117,7 @@ func (c *contract) do(op, method, path, auth, body string) (int, string) {
 			code = fmt.Sprint(api.Code)
 		}
 	}
-	if c.validate(method, path, resp.StatusCode, resp.Header, got) == nil {
+	if c.Validate(method, path, resp.StatusCode, resp.Header, got) == nil {
 		c.seen[op+" "+code] = true
 	} else {
 		checkContract(t, method, c.url+path, resp.StatusCode, resp.Header, got)
@@ -124,7 +125,7 @@ func (c *contract) do(op, method, path, auth, body string) (int, string) {
 	return resp.StatusCode, code
 }
 
-func (c *contract) validate(method, path string, status int, header http.Header, body []byte) error {
+func (c *contract) Validate(method, path string, status int, header http.Header, body []byte) error {
 	return validateContract(method, c.url+path, status, header, body)
 }
 
@@ -266,7 +267,7 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 		{"total_count missing", "GET", contractB, 200, `{"status":1,"result":{"scenarios":[]}}`},
 		{"unknown scenario field", "GET", contractB, 200, `{"status":1,"result":{"scenarios":[{"id":"x","secret":"y"}],"total_count":1}}`},
 	} {
-		if err := c.validate(r.method, r.path, r.status, header, []byte(r.body)); err == nil {
+		if err := c.Validate(r.method, r.path, r.status, header, []byte(r.body)); err == nil {
 			t.Errorf("%s: accepted %d %s", r.name, r.status, r.body)
 		}
 	}
@@ -274,7 +275,7 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 	overloaded, _ := json.Marshal(errorBody{Code: errOverloaded.Code, Message: errOverloaded.Message, Details: errOverloaded.Details})
 	header429 := http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Request-Id": {"abc"}, "Retry-After": {"1"}}
 	for _, path := range []string{fmt.Sprintf(contractA, "x"), contractC} {
-		if err := c.validate("POST", path, 429, header429, overloaded); err != nil {
+		if err := c.Validate("POST", path, 429, header429, overloaded); err != nil {
 			t.Errorf("too many imports in progress (%s): refused: %v", path, err)
 		}
 	}
@@ -302,7 +303,7 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 		{"an admin 404 with another code", "GET", "/admin/v1/apps/x", 404, `{"status":0,"code":400,"message":"Application is not found"}`},
 		{"an admin 400 without details", "PUT", "/admin/v1/clock", 400, `{"status":0,"code":400,"message":"Validation Failed"}`},
 	} {
-		if err := c.validate(r.method, r.path, r.status, header, []byte(r.body)); err == nil {
+		if err := c.Validate(r.method, r.path, r.status, header, []byte(r.body)); err == nil {
 			t.Errorf("%s: accepted %d %s", r.name, r.status, r.body)
 		}
 	}
@@ -314,12 +315,12 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 		{"GET", "/admin/v1/apps/qa-key/webhooks", `{"status":1,"result":{"webhooks":[` + hook + `}]}}`},
 		{"POST", "/admin/v1/apps/qa-key/webhooks/h/rotate-secret", `{"status":1,"result":` + hook + `,"secret":"whsec_x"}}`},
 	} {
-		if err := c.validate(r.method, r.path, 200, header, []byte(r.body)); err != nil {
+		if err := c.Validate(r.method, r.path, 200, header, []byte(r.body)); err != nil {
 			t.Errorf("%s %s: refused %s: %v", r.method, r.path, r.body, err)
 		}
 	}
 	noID := http.Header{"Content-Type": {"application/json"}}
-	if err := c.validate("GET", contractB, 200, noID, []byte(`{"status":1,"result":{"scenarios":[],"total_count":0}}`)); err == nil {
+	if err := c.Validate("GET", contractB, 200, noID, []byte(`{"status":1,"result":{"scenarios":[],"total_count":0}}`)); err == nil {
 		t.Error("accepted a response without X-Request-Id")
 	}
 }
@@ -445,7 +446,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 	at := time.Now()
 	limited.m.console.admin.(*Admin).now = func() time.Time { return at } // every request within the back-off
 	lc := &adminContract{t: t, url: limited.url, auth: "Bearer wrong-token", seen: c.seen}
-	for range DefaultConfig().Admin.WrongTokensPerAddress {
+	for range config.DefaultConfig().Admin.WrongTokensPerAddress {
 		lc.send("GET", "/admin/v1/apps", "Bearer wrong-token", "")
 	}
 	for key := range ops {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/pgtest"
 	"dialbox/internal/testtool"
 
@@ -292,12 +293,12 @@ func TestOpsConfig(t *testing.T) {
 		{"DIALBOX_LOG_FORMAT=xml", "log.format"},
 		{"DIALBOX_LOG_LEVEL=verbose", "log.level"},
 	} {
-		_, err := LoadConfig("", []string{c.env})
+		_, err := config.LoadConfig("", []string{c.env})
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%s: %v, want an error naming %s", c.env, err, c.key)
 		}
 	}
-	cfg, err := LoadConfig("", []string{"DIALBOX_LOG_FORMAT=json", "DIALBOX_LOG_LEVEL=warn", "DIALBOX_METRICS_LISTEN=127.0.0.1:9090"})
+	cfg, err := config.LoadConfig("", []string{"DIALBOX_LOG_FORMAT=json", "DIALBOX_LOG_LEVEL=warn", "DIALBOX_METRICS_LISTEN=127.0.0.1:9090"})
 	if err != nil {
 		t.Fatal(err)
 	}

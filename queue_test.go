@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -145,8 +146,8 @@ func TestQueuedContactsCount(t *testing.T) {
 	engImport(t, s, ids[0], "sc", "", engPhones(7, 200)...)
 	queueCountsExact(t, s, "after imports")
 
-	dialer := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000,
-		Rules: []SimulatorRule{{Suffix: "1", Outcome: "BUSY"}, {Suffix: "3", Outcome: "BUSY"}}})
+	dialer := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000,
+		Rules: []config.SimulatorRule{{Suffix: "1", Outcome: "BUSY"}, {Suffix: "3", Outcome: "BUSY"}}})
 	e := engStart(t, s, dialer, nil, nil)
 	engWaitAllDone(t, s, app, 25)
 	engWaitAllDone(t, s, ids[0], 7)

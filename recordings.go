@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/config"
 )
 
 // Calls' recordings (docs/voicebot.md#recordings): one WAV file per
@@ -27,7 +28,7 @@ type RecordingFiles struct{ Dir string }
 
 // recordingFiles is the folder cfg names: recordings.dir, or "recordings"
 // beside the database (dataDir).
-func recordingFiles(cfg Config) RecordingFiles {
+func recordingFiles(cfg config.Config) RecordingFiles {
 	if cfg.Recordings.Dir != "" {
 		return RecordingFiles{Dir: cfg.Recordings.Dir}
 	}
@@ -58,17 +59,6 @@ func recordingURL(base, apiKey, contactID, callID string) string {
 		"/calls/" + url.PathEscape(callID) + "/recording"
 }
 
-// validBaseURL: empty, or an absolute http(s) URL with a host and no query
-// or fragment, which a recording's path can follow.
-func validBaseURL(s string) bool {
-	if s == "" {
-		return true
-	}
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
-		u.RawQuery == "" && u.Fragment == "" && u.User == nil
-}
-
 // recordingSweepInterval is how often the sweeper runs after the one at
 // start.
 const recordingSweepInterval = time.Hour
@@ -86,7 +76,7 @@ type RecordingSweeper struct {
 	done sync.WaitGroup
 }
 
-func NewRecordingSweeper(store Store, cfg Config, log *slog.Logger) *RecordingSweeper {
+func NewRecordingSweeper(store Store, cfg config.Config, log *slog.Logger) *RecordingSweeper {
 	return &RecordingSweeper{store: store, files: recordingFiles(cfg), log: log,
 		retention: time.Duration(cfg.Recordings.RetentionDays) * 24 * time.Hour}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/config"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ const (
 	maxSinkHeaderBytes = 1024
 )
 
-func NewSink(cfg SinkConfig) (*Sink, error) {
+func NewSink(cfg config.SinkConfig) (*Sink, error) {
 	v, err := standardwebhooks.NewWebhook(cfg.Secret)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ package main
 // bound, and how the admin API lists and clears it.
 
 import (
+	"dialbox/internal/config"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ func testSink(t *testing.T, backend string) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	s := startSandboxOn(t, backend, "DIALBOX_SINK_SECRET="+secret, "DIALBOX_SINK_MAX_MESSAGES=3")
 	postSink(t, s, "crm", secret, "msg_1", `{"type":"call.completed","id":"evt_1","data":{}}`)
-	postSink(t, s, "crm", defaultSinkSecret, "msg_2", `{"type":"contact.completed","id":"evt_2","data":{}}`)
+	postSink(t, s, "crm", config.DefaultSinkSecret, "msg_2", `{"type":"contact.completed","id":"evt_2","data":{}}`)
 	postSink(t, s, "other", "", "", `not json`)
 
 	var p sinkPage

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/sipcall/sipcalltest"
 	"dialbox/internal/testtool"
@@ -632,8 +633,8 @@ func TestSIPConfigErrorsNameTheKey(t *testing.T) {
 		{"[tts]\ncache_min_free_mib = -1\n", "tts.cache_min_free_mib"},
 	} {
 		path := writeFile(t, "dialbox.toml", tc.config)
-		_, err := LoadConfig(path, nil)
-		var ce *ConfigError
+		_, err := config.LoadConfig(path, nil)
+		var ce *config.ConfigError
 		if !errors.As(err, &ce) || ce.Key != tc.key {
 			t.Errorf("%q: %v, want an error naming %s", tc.config, err, tc.key)
 		}
@@ -652,7 +653,7 @@ func TestSIPConfigErrorsNameTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := m.Run(context.Background())
-	var ce *ConfigError
+	var ce *config.ConfigError
 	if !errors.As(err, &ce) || ce.Key != "applications[0].hotline_pools[0].trunk" || ce.Line == 0 {
 		t.Errorf("pool with an unknown trunk: %v", err)
 	}
@@ -660,17 +661,17 @@ func TestSIPConfigErrorsNameTheKey(t *testing.T) {
 	// A username with no password from the file or the environment: a
 	// misspelt variable would otherwise fail every call 401/407.
 	noPassword := writeFile(t, "nopass.toml", "[[sip.trunks]]\nname = \"main-2\"\naddress = \"pbx\"\nusername = \"dialbox\"\n")
-	_, err = LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN2_PASSWORD=misspelt"})
+	_, err = config.LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN2_PASSWORD=misspelt"})
 	if !errors.As(err, &ce) || ce.Key != "sip.trunks[0].password" || !strings.Contains(ce.Msg, "DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD") {
 		t.Errorf("a trunk with a username and no password: %v, want an error naming sip.trunks[0].password and DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD", err)
 	}
-	if _, err := LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD=env"}); err != nil {
+	if _, err := config.LoadConfig(noPassword, []string{"DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD=env"}); err != nil {
 		t.Errorf("the same trunk with its password in the environment: %v", err)
 	}
 
 	// The password comes from the environment too, and wins.
 	path := writeFile(t, "env.toml", "[[sip.trunks]]\nname = \"main-2\"\naddress = \"pbx\"\npassword = \"file\"\n")
-	c, err := LoadConfig(path, []string{"DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD=env"})
+	c, err := config.LoadConfig(path, []string{"DIALBOX_SIP_TRUNK_MAIN_2_PASSWORD=env"})
 	if err != nil || c.SIP.Trunks[0].Password != "env" || c.SIP.Trunks[0].MaxChannels != 30 || c.SIP.Trunks[0].MaxCPS != 5 {
 		t.Errorf("trunk from env: %+v, %v", c.SIP.Trunks, err)
 	}

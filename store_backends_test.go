@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,7 @@ import (
 // openBackendStore opens a new, empty store of the backend (testBackends).
 func openBackendStore(t testing.TB, backend string) Store {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)), newStoreMetrics(isPostgresURL(backendDatabase(t, backend))))
+	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)), newStoreMetrics(config.IsPostgresURL(backendDatabase(t, backend))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,8 +16,8 @@ import (
 // openConfiguredStore opens the store cfg names, creating its schema (and
 // the SQLite file) when missing: serve's way, the one command that makes a
 // database. The store records into m.
-func openConfiguredStore(ctx context.Context, cfg Config, m storeMetrics) (Store, error) {
-	if isPostgresURL(cfg.Database) {
+func openConfiguredStore(ctx context.Context, cfg config.Config, m storeMetrics) (Store, error) {
+	if config.IsPostgresURL(cfg.Database) {
 		return OpenPostgres(ctx, cfg.Database, cfg.Cluster, m)
 	}
 	return OpenStore(cfg.Database, m)
@@ -28,8 +29,8 @@ func openConfiguredStore(ctx context.Context, cfg Config, m storeMetrics) (Store
 // "succeeds" on (docs/operations.md#which-commands-create-the-database).
 // An older schema is still brought up to date, as serve would. A command
 // serves no /metrics: its store's metrics are its own.
-func openExistingStore(ctx context.Context, cfg Config) (Store, error) {
-	if isPostgresURL(cfg.Database) {
+func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
+	if config.IsPostgresURL(cfg.Database) {
 		if err := checkPostgresIsDialbox(ctx, cfg.Database); err != nil {
 			return nil, err
 		}
@@ -51,8 +52,8 @@ func errNoDatabase(database, why string) error {
 // dataDir is where the folders that default to "beside the database"
 // (recordings, the TTS cache, prompts) are: the SQLite file's folder, or
 // the working directory with PostgreSQL.
-func dataDir(cfg Config) string {
-	if isPostgresURL(cfg.Database) {
+func dataDir(cfg config.Config) string {
+	if config.IsPostgresURL(cfg.Database) {
 		return "."
 	}
 	return filepath.Dir(cfg.Database)
@@ -61,7 +62,7 @@ func dataDir(cfg Config) string {
 // databaseName is `database` as logs and messages show it: a URL without
 // its password.
 func databaseName(database string) string {
-	if !isPostgresURL(database) {
+	if !config.IsPostgresURL(database) {
 		return database
 	}
 	u, err := url.Parse(database)

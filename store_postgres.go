@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
@@ -101,7 +102,7 @@ const postgresSettlers = 2
 // OpenPostgres connects to the database at url, brings its schema up to
 // date and starts the writers; node names this node and sets its leases;
 // the store records into m.
-func OpenPostgres(ctx context.Context, url string, node ClusterConfig, m storeMetrics) (*PostgresStore, error) {
+func OpenPostgres(ctx context.Context, url string, node config.ClusterConfig, m storeMetrics) (*PostgresStore, error) {
 	return openPostgresAt(ctx, url, len(postgresMigrations()), node, m)
 }
 
@@ -116,7 +117,7 @@ func nodeIDFor(name string) string {
 	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), uuid.NewString()[:8])
 }
 
-func openPostgresAt(ctx context.Context, url string, version int, node ClusterConfig, m storeMetrics) (*PostgresStore, error) {
+func openPostgresAt(ctx context.Context, url string, version int, node config.ClusterConfig, m storeMetrics) (*PostgresStore, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)

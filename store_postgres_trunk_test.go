@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"sync"
 	"testing"
@@ -225,7 +226,7 @@ func TestPostgresTrunkEnginesShareChannels(t *testing.T) {
 		a.Scenarios[0].CallConfig.MaxConcurrent = 20
 		a.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
 	}, 12)
-	trunks := []SIPTrunk{{Name: "main", MaxChannels: 3, MaxCPS: 100}}
+	trunks := []config.SIPTrunk{{Name: "main", MaxChannels: 3, MaxCPS: 100}}
 	count := &trunkCount{expect: 6, trunks: map[string]int{}} // what the two nodes' channels add up to
 	count.cond = sync.NewCond(&count.mu)
 	for _, s := range nodes {

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
@@ -539,7 +540,7 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeFile(t, "dialbox.toml", c.text)
-			_, err := LoadConfig(path, c.env)
+			_, err := config.LoadConfig(path, c.env)
 			if err == nil {
 				t.Fatal("loaded")
 			}
@@ -547,11 +548,11 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 	t.Run("environment", func(t *testing.T) {
-		_, err := LoadConfig("", []string{"DIALBOX_LIMITS_MAX_BODY_BYTES=big"})
+		_, err := config.LoadConfig("", []string{"DIALBOX_LIMITS_MAX_BODY_BYTES=big"})
 		if err == nil || err.Error() != `environment DIALBOX_LIMITS_MAX_BODY_BYTES: limits.max_body_bytes: not an integer: "big"` {
 			t.Errorf("error %v", err)
 		}
-		_, err = LoadConfig("", []string{"DIALBOX_API_ERROR_HTTP_STATUS=never"})
+		_, err = config.LoadConfig("", []string{"DIALBOX_API_ERROR_HTTP_STATUS=never"})
 		if err == nil || !strings.Contains(err.Error(), `api.error_http_status: must be "semantic" or "always_200"`) {
 			t.Errorf("error %v", err)
 		}
@@ -584,29 +585,29 @@ default_region = "GB"
 		name string
 		args []string
 		env  []string
-		want func(*Config)
+		want func(*config.Config)
 	}{
-		{"file only", []string{"--config", path}, nil, func(c *Config) {}},
-		{"DIALBOX_CONFIG names the file", nil, []string{"DIALBOX_CONFIG=" + path}, func(c *Config) {}},
-		{"--config over DIALBOX_CONFIG", []string{"--config", path}, []string{"DIALBOX_CONFIG=/nonexistent/dialbox.toml"}, func(c *Config) {}},
+		{"file only", []string{"--config", path}, nil, func(c *config.Config) {}},
+		{"DIALBOX_CONFIG names the file", nil, []string{"DIALBOX_CONFIG=" + path}, func(c *config.Config) {}},
+		{"--config over DIALBOX_CONFIG", []string{"--config", path}, []string{"DIALBOX_CONFIG=/nonexistent/dialbox.toml"}, func(c *config.Config) {}},
 		{"environment over file", []string{"--config", path},
 			[]string{"DIALBOX_LISTEN=127.0.0.1:2002", "DIALBOX_DATABASE=env.db", "DIALBOX_API_ERROR_HTTP_STATUS=semantic", "DIALBOX_PHONE_DEFAULT_REGION=US", "OTHER_LISTEN=127.0.0.1:9"},
-			func(c *Config) {
+			func(c *config.Config) {
 				c.Listen, c.Database, c.API.ErrorHTTPStatus, c.Phone.DefaultRegion = "127.0.0.1:2002", "env.db", "semantic", "US"
 			}},
 		{"flags over environment over file", []string{"--config", path, "--listen", "127.0.0.1:3003", "--fixtures", "flag-fixtures.toml"},
 			[]string{"DIALBOX_LISTEN=127.0.0.1:2002", "DIALBOX_DATABASE=env.db", "DIALBOX_FIXTURES=env-fixtures.toml", "DIALBOX_LIMITS_MAX_CONTACTS_PER_REQUEST=8"},
-			func(c *Config) {
+			func(c *config.Config) {
 				c.Listen, c.Database, c.Fixtures, c.Limits.MaxContactsPerRequest = "127.0.0.1:3003", "env.db", "flag-fixtures.toml", 8
 			}},
 		{"flags without a file", []string{"--database", "flag.db"}, []string{"DIALBOX_DATABASE=env.db"},
-			func(c *Config) {
-				*c = DefaultConfig()
+			func(c *config.Config) {
+				*c = config.DefaultConfig()
 				c.Database = "flag.db"
 			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			want := DefaultConfig()
+			want := config.DefaultConfig()
 			want.Listen, want.Database, want.Fixtures = "127.0.0.1:1001", "file.db", "file-fixtures.toml"
 			want.API.ErrorHTTPStatus, want.Limits.MaxContactsPerRequest, want.Phone.DefaultRegion = "always_200", 7, "GB"
 			c.want(&want)
@@ -624,11 +625,11 @@ default_region = "GB"
 // TestExampleConfig: config.example.toml documents every key with its
 // default, so it decodes to exactly DefaultConfig() and names every key.
 func TestExampleConfig(t *testing.T) {
-	cfg, err := LoadConfig("config.example.toml", nil)
+	cfg, err := config.LoadConfig("config.example.toml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+	if want := config.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config.example.toml\n gives %+v\nDefault %+v", cfg, want)
 	}
 	data, err := os.ReadFile("config.example.toml")
@@ -637,15 +638,15 @@ func TestExampleConfig(t *testing.T) {
 	}
 	// Every scalar key of Config is written in the file (active, not only
 	// in a comment); tables of rules and maps may be shown commented out.
-	def := DefaultConfig()
-	walkKeys(reflect.ValueOf(&def).Elem(), "", func(key string, f reflect.Value) error {
+	def := config.DefaultConfig()
+	config.WalkKeys(reflect.ValueOf(&def).Elem(), "", func(key string, f reflect.Value) error {
 		if f.Kind() == reflect.Map || (f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct) {
 			if !strings.Contains(string(data), key[strings.LastIndex(key, ".")+1:]) {
 				t.Errorf("config.example.toml does not mention %s", key)
 			}
 			return nil
 		}
-		if keyLine(data, key) == 0 || findKeyLine(data, key) == 0 {
+		if config.KeyLine(data, key) == 0 || config.FindKeyLine(data, key) == 0 {
 			t.Errorf("config.example.toml does not set %s", key)
 		}
 		return nil

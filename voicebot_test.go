@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 
@@ -140,11 +141,11 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	if err := s.read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
-	dialer := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []SimulatorRule{
-		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1", DigitsDelay: Duration{2 * time.Second}},
+	dialer := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
+		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1", DigitsDelay: config.Duration{Duration: 2 * time.Second}},
 		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, Digits: "2"},
 		{Number: "+84912000003", Outcome: domain.OutcomeAnswered},
-		{Number: "+84912000005", Outcome: domain.OutcomeAnswered, TalkTime: Duration{40 * time.Second}},
+		{Number: "+84912000005", Outcome: domain.OutcomeAnswered, TalkTime: config.Duration{Duration: 40 * time.Second}},
 	}})
 	faults := NewFaults(nil)
 	two := "2"
@@ -262,9 +263,9 @@ func TestVoicebotCutMidScript(t *testing.T) {
 	if err := json.Unmarshal([]byte(reminderJSON), &sc); err != nil {
 		t.Fatal(err)
 	}
-	d := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []SimulatorRule{
-		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, RingTime: Duration{time.Second}},
-		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, RingTime: Duration{time.Second}, HangupAfter: Duration{6 * time.Second}},
+	d := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []config.SimulatorRule{
+		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: time.Second}},
+		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: time.Second}, HangupAfter: config.Duration{Duration: 6 * time.Second}},
 	}})
 	for _, tc := range []struct {
 		phone   string
@@ -298,9 +299,9 @@ func TestVoicebotSimulatedKeys(t *testing.T) {
 		{Name: "ok", Set: &script.Set{Label: "pin_ok"}},
 		{Name: "none", Set: &script.Set{Label: "pin_bad"}},
 	}}
-	d := NewSimDialer(SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []SimulatorRule{
+	d := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []config.SimulatorRule{
 		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1234#"},
-		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, Digits: "12", DigitsDelay: Duration{10 * time.Second}},
+		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, Digits: "12", DigitsDelay: config.Duration{Duration: 10 * time.Second}},
 	}})
 	for phone, want := range map[string]string{"+84912000001": "pin_ok", "+84912000002": "pin_bad"} {
 		res := d.Dial(context.Background(), domain.DialRequest{To: phone, Attempt: 1, Start: time.Now(), MaxDuration: time.Hour, Script: &sc})
@@ -438,22 +439,22 @@ func testVoicebotDialFaults(t *testing.T, backend string) {
 // their key named.
 func TestVoicebotSimulatorRules(t *testing.T) {
 	for _, tc := range []struct {
-		rule SimulatorRule
+		rule config.SimulatorRule
 		key  string
 	}{
-		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1x"}, "simulator.rules[0].digits"},
-		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeBusy, Digits: "1"}, "simulator.rules[0].digits"},
-		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Machine: true}, "simulator.rules[0].machine"},
-		{SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, HangupAfter: Duration{-time.Second}}, "simulator.rules[0]"},
+		{config.SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1x"}, "simulator.rules[0].digits"},
+		{config.SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeBusy, Digits: "1"}, "simulator.rules[0].digits"},
+		{config.SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Machine: true}, "simulator.rules[0].machine"},
+		{config.SimulatorRule{Number: "+84912000001", Outcome: domain.OutcomeAnswered, HangupAfter: config.Duration{Duration: -time.Second}}, "simulator.rules[0]"},
 	} {
-		cfg := SimulatorConfig{Rules: []SimulatorRule{tc.rule}}
-		var ce *ConfigError
-		if err := cfg.validate(); !errors.As(err, &ce) || ce.Key != tc.key {
+		cfg := config.SimulatorConfig{Rules: []config.SimulatorRule{tc.rule}}
+		var ce *config.ConfigError
+		if err := cfg.Validate(); !errors.As(err, &ce) || ce.Key != tc.key {
 			t.Errorf("%+v: %v, want key %s", tc.rule, err, tc.key)
 		}
 	}
-	cfg := SimulatorConfig{Rules: []SimulatorRule{{Number: "+84912000001", Machine: true}}}
-	if err := cfg.validate(); err != nil || cfg.Rules[0].Outcome != domain.OutcomeVoiceMail {
+	cfg := config.SimulatorConfig{Rules: []config.SimulatorRule{{Number: "+84912000001", Machine: true}}}
+	if err := cfg.Validate(); err != nil || cfg.Rules[0].Outcome != domain.OutcomeVoiceMail {
 		t.Errorf("machine without outcome: %v %+v", err, cfg.Rules[0])
 	}
 }

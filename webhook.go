@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/config"
 	"errors"
 	"fmt"
 	"io"
@@ -115,7 +116,7 @@ type Webhooks struct {
 // receivers (nil: none), and selfURL is this node's own address, where a
 // webhook URL of the form /sink/{name} is delivered; atShare shows how
 // many endpoints are at their share.
-func NewWebhooks(store outbox, faults *Faults, log *slog.Logger, cfg WebhooksConfig, selfURL string, atShare prometheus.Gauge) *Webhooks {
+func NewWebhooks(store outbox, faults *Faults, log *slog.Logger, cfg config.WebhooksConfig, selfURL string, atShare prometheus.Gauge) *Webhooks {
 	schedule := make([]time.Duration, len(cfg.RetrySchedule))
 	for i, d := range cfg.RetrySchedule {
 		schedule[i] = d.Duration

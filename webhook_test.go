@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"io"
@@ -117,12 +118,12 @@ func (r *whReceiver) waitFor(t testing.TB, n int) {
 
 // whStart starts delivery on s, under faults (nil: none), with 4 workers
 // and a fast retry schedule, unless setup changes them.
-func whStart(t testing.TB, s Store, faults *Faults, setup func(*WebhooksConfig)) *Webhooks {
+func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig)) *Webhooks {
 	t.Helper()
-	cfg := DefaultConfig().Webhooks
+	cfg := config.DefaultConfig().Webhooks
 	cfg.Workers = 4
-	cfg.Timeout = Duration{5 * time.Second}
-	cfg.RetrySchedule = durations("0s", "10ms", "20ms", "50ms", "100ms")
+	cfg.Timeout = config.Duration{Duration: 5 * time.Second}
+	cfg.RetrySchedule = config.Durations("0s", "10ms", "20ms", "50ms", "100ms")
 	if setup != nil {
 		setup(&cfg)
 	}
@@ -193,10 +194,10 @@ func testWebhooksReceiverDownThenUp(t *testing.T, backend string) {
 	})
 	s, ids := fixtureStoreOn(t, backend, whTenant(rcv.URL()))
 	// Enough tries that none dies while the receiver is down.
-	whStart(t, s, nil, func(cfg *WebhooksConfig) {
-		cfg.RetrySchedule = make([]Duration, 200)
+	whStart(t, s, nil, func(cfg *config.WebhooksConfig) {
+		cfg.RetrySchedule = make([]config.Duration, 200)
 		for i := range cfg.RetrySchedule[1:] {
-			cfg.RetrySchedule[i+1] = Duration{5 * time.Millisecond}
+			cfg.RetrySchedule[i+1] = config.Duration{Duration: 5 * time.Millisecond}
 		}
 	})
 	whEnqueue(t, s, ids[0], 20)
@@ -384,7 +385,7 @@ func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, whTenant(slow.URL()), other)
 	// Workers to spare beyond the share, and a timeout the test never
 	// reaches: the slow receiver holds every attempt it is given.
-	w := whStart(t, s, nil, func(cfg *WebhooksConfig) { cfg.Timeout = Duration{time.Hour} })
+	w := whStart(t, s, nil, func(cfg *config.WebhooksConfig) { cfg.Timeout = config.Duration{Duration: time.Hour} })
 	share := int64(w.maxInFlight) // the default, 2 of whStart's 4 workers
 	if share != 2 || w.workers != 4 {
 		t.Fatalf("%d in flight per endpoint, %d workers; the test wants 2 of 4", share, w.workers)
@@ -483,10 +484,10 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 	}
 	var body []byte
 	s.read.QueryRow(`SELECT payload FROM webhook_messages LIMIT 1`).Scan(&body)
-	workers := DefaultConfig().Webhooks.Workers
+	workers := config.DefaultConfig().Webhooks.Workers
 	b.ResetTimer()
 	begin := time.Now()
-	whStart(b, s, nil, func(cfg *WebhooksConfig) { cfg.Workers = workers })
+	whStart(b, s, nil, func(cfg *config.WebhooksConfig) { cfg.Workers = workers })
 	for got.Load() < int64(b.N) {
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -262,7 +262,7 @@ type MetricsConfig struct {
 // room for a phone number as people write it, "+84 (912) 345-678" and more.
 const minContactFieldBytes = 64
 
-const defaultSinkSecret = "whsec_ZGlhbGJveC1zYW5kYm94LXNpbmstc2VjcmV0"
+const DefaultSinkSecret = "whsec_ZGlhbGJveC1zYW5kYm94LXNpbmstc2VjcmV0"
 
 // Duration is a time.Duration written as "15s", "5m" in TOML and env.
 type Duration struct{ time.Duration }
@@ -278,7 +278,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
-func durations(ss ...string) []Duration {
+func Durations(ss ...string) []Duration {
 	out := make([]Duration, len(ss))
 	for i, s := range ss {
 		v, _ := time.ParseDuration(s)
@@ -312,7 +312,7 @@ func DefaultConfig() Config {
 		Webhooks: WebhooksConfig{
 			Workers:       8,
 			Timeout:       Duration{15 * time.Second},
-			RetrySchedule: durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
+			RetrySchedule: Durations("0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"),
 			// A quarter of the workers: one stuck receiver leaves the others
 			// six of eight.
 			MaxInFlightPerEndpoint: 2,
@@ -321,7 +321,7 @@ func DefaultConfig() Config {
 		Admin:      AdminConfig{WrongTokensPerAddress: 5, WrongTokensOverall: 30, WrongTokenBackoff: Duration{2 * time.Second}},
 		Console:    ConsoleConfig{Enabled: true, SessionMaxAge: Duration{12 * time.Hour}},
 		Journal:    JournalConfig{MaxEntries: 1000, MaxAge: Duration{time.Hour}, MaxBodyBytes: 4096, MaxBytes: 16 << 20},
-		Sink: SinkConfig{Secret: defaultSinkSecret, MaxMessages: 1000, MaxBytes: 8 << 20, MaxBodyBytes: 64 << 10,
+		Sink: SinkConfig{Secret: DefaultSinkSecret, MaxMessages: 1000, MaxBytes: 8 << 20, MaxBodyBytes: 64 << 10,
 			Access: SinkAccessAuto},
 		Log:     LogConfig{Format: "text", Level: "info", FlushInterval: Duration{100 * time.Millisecond}},
 		Cluster: ClusterConfig{Lease: Duration{30 * time.Second}},
@@ -353,7 +353,7 @@ func (e *ConfigError) Error() string {
 // decodeTOMLFile decodes path into v, lets after decode any toml.Primitive
 // parts, refuses unknown keys, and turns every problem into a ConfigError
 // with its line.
-func decodeTOMLFile(path string, v any, after func(toml.MetaData) error) ([]byte, error) {
+func DecodeTOMLFile(path string, v any, after func(toml.MetaData) error) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
@@ -385,14 +385,14 @@ func decodeTOMLFile(path string, v any, after func(toml.MetaData) error) ([]byte
 		if err := after(md); err != nil {
 			var ce *ConfigError
 			if errors.As(err, &ce) {
-				ce.File, ce.Line = path, keyLine(data, ce.Key)
+				ce.File, ce.Line = path, KeyLine(data, ce.Key)
 			}
 			return nil, err
 		}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		key := und[0].String()
-		return nil, &ConfigError{File: path, Line: keyLine(data, key), Key: key, Msg: "unknown key"}
+		return nil, &ConfigError{File: path, Line: KeyLine(data, key), Key: key, Msg: "unknown key"}
 	}
 	return data, nil
 }
@@ -404,7 +404,7 @@ func LoadConfig(path string, env []string) (Config, error) {
 	var data []byte
 	if path != "" {
 		var err error
-		if data, err = decodeTOMLFile(path, &cfg, nil); err != nil {
+		if data, err = DecodeTOMLFile(path, &cfg, nil); err != nil {
 			return cfg, err
 		}
 	}
@@ -413,11 +413,11 @@ func LoadConfig(path string, env []string) (Config, error) {
 	}
 	applyTrunkEnv(&cfg.SIP, env)
 	fillTrunkDefaults(&cfg.SIP)
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) && ce.File == "" {
 			ce.File = path
-			ce.Line = keyLine(data, ce.Key)
+			ce.Line = KeyLine(data, ce.Key)
 		}
 		return cfg, err
 	}
@@ -449,7 +449,7 @@ func applyEnv(cfg *Config, env []string) error {
 	if len(vars) == 0 {
 		return nil
 	}
-	return walkKeys(reflect.ValueOf(cfg).Elem(), "", func(key string, f reflect.Value) error {
+	return WalkKeys(reflect.ValueOf(cfg).Elem(), "", func(key string, f reflect.Value) error {
 		name := "DIALBOX_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 		raw, ok := vars[name]
 		if !ok {
@@ -464,7 +464,7 @@ func applyEnv(cfg *Config, env []string) error {
 
 // walkKeys calls fn for every settable leaf of a config struct with its
 // dotted TOML key.
-func walkKeys(v reflect.Value, prefix string, fn func(key string, f reflect.Value) error) error {
+func WalkKeys(v reflect.Value, prefix string, fn func(key string, f reflect.Value) error) error {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		tag := t.Field(i).Tag.Get("toml")
@@ -477,7 +477,7 @@ func walkKeys(v reflect.Value, prefix string, fn func(key string, f reflect.Valu
 		}
 		f := v.Field(i)
 		if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(Duration{}) {
-			if err := walkKeys(f, key, fn); err != nil {
+			if err := WalkKeys(f, key, fn); err != nil {
 				return err
 			}
 			continue
@@ -533,9 +533,9 @@ func setFromString(f reflect.Value, raw string) error {
 // [i] after the name of an array of tables ("applications[1].scenarios[0].status").
 // When the key itself is not written (a default), it falls back to the line
 // of its nearest written parent; 0 when nothing matches.
-func keyLine(data []byte, key string) int {
+func KeyLine(data []byte, key string) int {
 	for k := key; k != ""; k = parentKey(k) {
-		if n := findKeyLine(data, k); n > 0 {
+		if n := FindKeyLine(data, k); n > 0 {
 			return n
 		}
 	}
@@ -549,7 +549,7 @@ func parentKey(k string) string {
 	return ""
 }
 
-func findKeyLine(data []byte, key string) int {
+func FindKeyLine(data []byte, key string) int {
 	// Keys from the TOML library (unknown keys) carry no [i]: they match
 	// the first element of an array of tables that has them.
 	same := func(p string) bool { return p == key || !strings.Contains(key, "[") && stripIndexes(p) == key }
@@ -627,3 +627,9 @@ func indexedPath(name string, arrays map[string]bool, counts map[string]int) str
 	}
 	return b.String()
 }
+
+// Error-to-HTTP-status modes (config api.error_http_status).
+const (
+	StatusModeSemantic = "semantic"
+	StatusModeAlways   = "always_200"
+)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ type SIPTrunk struct {
 	NumberFormat string `toml:"number_format"`
 }
 
-func (t SIPTrunk) sipcall(defaultFormat string) sipcall.Trunk {
+func (t SIPTrunk) SIPCall(defaultFormat string) sipcall.Trunk {
 	format := t.NumberFormat
 	if format == "" {
 		format = defaultFormat
@@ -76,7 +76,7 @@ func (t SIPTrunk) sipcall(defaultFormat string) sipcall.Trunk {
 }
 
 // String describes the trunk without its password.
-func (t SIPTrunk) String() string { return t.sipcall("").String() }
+func (t SIPTrunk) String() string { return t.SIPCall("").String() }
 
 // GoString keeps %#v (and %+v of a Config) from printing the password.
 func (t SIPTrunk) GoString() string { return t.String() }
@@ -155,7 +155,7 @@ func applyTrunkEnv(c *SIPConfig, env []string) {
 }
 
 // parsePortRange reads "min-max"; empty is 0, 0 (the system picks).
-func parsePortRange(s string) (lo, hi int, err error) {
+func ParsePortRange(s string) (lo, hi int, err error) {
 	if s == "" {
 		return 0, 0, nil
 	}
@@ -207,7 +207,7 @@ func (c *Config) checkSIP() error {
 	if s.ExternalIP != "" && net.ParseIP(s.ExternalIP) == nil {
 		return badKeyf("sip.external_ip", "%q is not an IP address", s.ExternalIP)
 	}
-	lo, hi, err := parsePortRange(s.RTPPorts)
+	lo, hi, err := ParsePortRange(s.RTPPorts)
 	if err != nil {
 		return badKeyf("sip.rtp_ports", "%v", err)
 	}
@@ -298,7 +298,7 @@ func validTrunkAddress(a string) bool {
 }
 
 // ttsEngine builds the configured engine behind a disk cache.
-func (c *Config) ttsEngine(cacheDir string) (*tts.Cache, error) {
+func (c *Config) TTSEngine(cacheDir string) (*tts.Cache, error) {
 	var engine tts.Engine
 	switch c.TTS.Engine {
 	case TTSCommand:

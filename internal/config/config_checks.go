@@ -1,10 +1,15 @@
-package main
+package config
 
 import (
 	"dialbox/internal/domain"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // badKey is the ConfigError every check returns: the key at fault and why.
@@ -13,13 +18,13 @@ func badKey(key, msg string) error { return &ConfigError{Key: key, Msg: msg} }
 // validate runs one check per section and returns the first problem. The
 // order is part of the behaviour: a config with several problems reports the
 // same first one on every version.
-func (c *Config) validate() error {
+func (c *Config) Validate() error {
 	for _, check := range []func() error{
 		c.checkServer, c.checkAPI, c.checkLimits, c.checkHTTP, c.checkPhone,
 		c.checkEngine, c.checkTimeScale, c.checkWebhooks, c.checkAdmin,
 		c.checkRecordings, c.checkConsole, c.checkJournal, c.checkSink,
 		c.checkLog, c.checkCluster, c.checkRetryDelays, c.checkDestinations,
-		c.Simulator.validate, c.checkDialer, c.checkSIP, c.checkTTS,
+		c.Simulator.Validate, c.checkDialer, c.checkSIP, c.checkTTS,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -34,8 +39,8 @@ func (c *Config) checkServer() error {
 		return badKey("listen", "must not be empty")
 	case c.Database == "":
 		return badKey("database", "must not be empty")
-	case isPostgresURL(c.Database) && checkPostgresURL(c.Database) != nil:
-		return badKey("database", "must be a SQLite file or a valid PostgreSQL URL like \"postgres://user:password@host:5432/dialbox\": "+checkPostgresURL(c.Database).Error())
+	case IsPostgresURL(c.Database) && CheckPostgresURL(c.Database) != nil:
+		return badKey("database", "must be a SQLite file or a valid PostgreSQL URL like \"postgres://user:password@host:5432/dialbox\": "+CheckPostgresURL(c.Database).Error())
 	}
 	return nil
 }
@@ -171,16 +176,16 @@ func (c *Config) checkJournal() error {
 		return badKey("journal.max_age", "must be positive")
 	case j.MaxBodyBytes < 0:
 		return badKey("journal.max_body_bytes", "must not be negative")
-	case j.MaxEntries > 0 && j.MaxBytes < maxJournalEntryBytes(j.MaxBodyBytes):
+	case j.MaxEntries > 0 && j.MaxBytes < MaxJournalEntryBytes(j.MaxBodyBytes):
 		return badKey("journal.max_bytes", fmt.Sprintf("must be at least %d, what one entry with journal.max_body_bytes = %d may hold",
-			maxJournalEntryBytes(j.MaxBodyBytes), j.MaxBodyBytes))
+			MaxJournalEntryBytes(j.MaxBodyBytes), j.MaxBodyBytes))
 	}
 	return nil
 }
 
 func (c *Config) checkSink() error {
 	s := c.Sink
-	if err := checkWebhookSecret(s.Secret); err != nil {
+	if err := domain.CheckWebhookSecret(s.Secret); err != nil {
 		return badKey("sink.secret", err.Error())
 	}
 	switch {
@@ -236,7 +241,7 @@ func (c *Config) checkDestinations() error {
 	return nil
 }
 
-func (s *SimulatorConfig) validate() error {
+func (s *SimulatorConfig) Validate() error {
 	total := 0.0
 	for o, w := range s.Weights {
 		if !domain.IsDialableOutcome(o) {
@@ -269,7 +274,7 @@ func (r *SimulatorRule) Check(key string) error {
 		return badKey(key, "set exactly one of suffix and number")
 	case r.Machine && r.Outcome != domain.OutcomeVoiceMail:
 		return badKey(key+".machine", "a machine answers VOICE_MAIL: leave outcome out or set it to VOICE_MAIL")
-	case !validDigits(r.Digits):
+	case !domain.ValidDigits(r.Digits):
 		return badKey(key+".digits", "must be keys 0-9, * and #")
 	case r.Digits != "" && r.Outcome != domain.OutcomeAnswered:
 		return badKey(key+".digits", "only a person presses keys: outcome must be ANSWERED")
@@ -281,4 +286,57 @@ func (r *SimulatorRule) Check(key string) error {
 		return badKey(key, "talk_time and ring_time must not be negative")
 	}
 	return nil
+}
+
+// isPostgresURL tells a PostgreSQL URL from a SQLite path in `database`
+// (docs/postgres.md).
+func IsPostgresURL(database string) bool {
+	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
+}
+
+// checkPostgresURL says what is wrong with a PostgreSQL URL, if anything.
+func CheckPostgresURL(url string) error {
+	_, err := pgx.ParseConfig(url)
+	return err
+}
+
+// maxJournalEntryBytes is the most one entry retains with bodies cut at
+// bodyMax: the path, query and two headers at their cut, the request body,
+// and an answer's buffer kept by reference (at most twice what is kept).
+func MaxJournalEntryBytes(bodyMax int) int {
+	return 4*MaxJournalFieldBytes + bodyMax + 2*max(bodyMax, CodePrefixLen) + JournalEntryOverhead + 1024
+}
+
+// maxJournalFieldBytes is how much of the path, the query and the
+// Authorization and Content-Type headers an entry keeps: a request's line
+// and headers may reach 1 MB each, and failed authentications are
+// journaled too (docs/sandbox.md#6-verify-what-your-client-sent-the-journal).
+const MaxJournalFieldBytes = 4096
+
+// journalEntryOverhead is about what an entry costs beside its strings
+// and bodies: the struct, its ring slot, the string headers.
+const JournalEntryOverhead = 400
+
+// codePrefixLen is enough of a body to read its code: every body of the
+// public API starts {"status":0,"code":N or {"status":1.
+const CodePrefixLen = 32
+
+// validBaseURL: empty, or an absolute http(s) URL with a host and no query
+// or fragment, which a recording's path can follow.
+func validBaseURL(s string) bool {
+	if s == "" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.RawQuery == "" && u.Fragment == "" && u.User == nil
+}
+
+func validLogLevel(s string) bool {
+	_, ok := LogLevels[s]
+	return ok
+}
+
+var LogLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
 }
