@@ -104,10 +104,10 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 	if err := b.checkDestinations(); err != nil {
 		return nil, err
 	}
-	return a.patchApp(r, ps, AppPatch{Name: b.Name, APISecret: b.APISecret, Disabled: b.Disabled, Destinations: b.Destinations})
+	return a.patchApp(r, ps, domain.AppPatch{Name: b.Name, APISecret: b.APISecret, Disabled: b.Disabled, Destinations: b.Destinations})
 }
 
-func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p AppPatch) (any, error) {
+func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p domain.AppPatch) (any, error) {
 	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, domain.NotFound("Application")
@@ -117,7 +117,7 @@ func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p AppPatch) (any
 
 func (a *Admin) setAppDisabled(disabled bool) handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
-		return a.patchApp(r, ps, AppPatch{Disabled: &disabled})
+		return a.patchApp(r, ps, domain.AppPatch{Disabled: &disabled})
 	}
 }
 

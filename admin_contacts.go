@@ -14,7 +14,7 @@ func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	q := r.URL.Query()
-	f := ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
+	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
 		Outcome: q.Get("outcome"), Phone: q.Get("phone")}
 	if !domain.ContactStates[f.State] {
 		return nil, domain.Invalid("state", "must be queued, dialing or done")
@@ -41,7 +41,7 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	for i := range calls {
-		if calls[i].recorded {
+		if calls[i].Recorded {
 			calls[i].RecordingURL = recordingURL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
@@ -56,11 +56,11 @@ func (a *Admin) getRecording(r *http.Request, ps httprouter.Params) (any, error)
 }
 
 type contactWithCalls struct {
-	*ContactRecord
+	*domain.ContactRecord
 	// Waiting explains why a queued contact of an advertising scenario is
 	// not dialled now (docs/admin.md#why-a-contact-waits); left out otherwise.
-	Waiting *domain.Wait `json:"waiting,omitempty"`
-	Calls   []CallRecord `json:"calls"`
+	Waiting *domain.Wait        `json:"waiting,omitempty"`
+	Calls   []domain.CallRecord `json:"calls"`
 }
 
 func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) {
@@ -97,6 +97,6 @@ func (a *Admin) getImport(r *http.Request, ps httprouter.Params) (any, error) {
 }
 
 type importWithSkipped struct {
-	*ImportRecord
+	*domain.ImportRecord
 	SkippedContacts []domain.SkippedContact `json:"skipped_contacts"`
 }

@@ -268,12 +268,12 @@ func (a *Admin) transition(t scenarioTransition) handler {
 		}
 		id := ps.ByName("scenario")
 		err = a.store.TransitionScenario(r.Context(), app.ID, id, t.from, t.to, a.now())
-		var bad errBadTransition
+		var bad domain.ErrBadTransition
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			return nil, domain.NotFound("Scenario")
 		case errors.As(err, &bad):
-			return nil, domain.Conflict("%s", transitionRefused(t, bad.status))
+			return nil, domain.Conflict("%s", transitionRefused(t, bad.Status))
 		case err != nil:
 			return nil, err
 		}

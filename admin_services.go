@@ -39,7 +39,7 @@ func (a *Admin) Unfinished(ctx context.Context, appID int64) (int64, error) {
 }
 
 // Pools lists an application's hotline pools.
-func (a *Admin) Pools(ctx context.Context, appID int64) ([]*Pool, error) {
+func (a *Admin) Pools(ctx context.Context, appID int64) ([]*domain.Pool, error) {
 	return a.store.Pools(ctx, appID, "")
 }
 
@@ -58,7 +58,7 @@ func (a *Admin) Scenario(ctx context.Context, appID int64, id string) (*domain.S
 }
 
 // ContactProgress counts a scenario's contacts, or a campaign's.
-func (a *Admin) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error) {
+func (a *Admin) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (domain.Progress, error) {
 	return a.store.ContactProgress(ctx, appID, scenarioID, campaignID)
 }
 
@@ -109,7 +109,7 @@ func (a *Admin) ContactPhone(phone string) (string, error) {
 }
 
 // Contacts lists a page of an application's contacts, and the next page's cursor.
-func (a *Admin) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+func (a *Admin) Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error) {
 	return a.store.Contacts(ctx, appID, f)
 }
 
@@ -119,7 +119,7 @@ func (a *Admin) Outcomes(ctx context.Context, appID int64) ([]string, error) {
 }
 
 // Contact finds one of an application's contacts, with its calls.
-func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
+func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error) {
 	c, calls, err := a.store.Contact(ctx, appID, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil, domain.NotFound("Contact")
@@ -148,12 +148,12 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 }
 
 // Endpoints lists an application's webhook endpoints.
-func (a *Admin) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
+func (a *Admin) Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEndpoint, error) {
 	return a.store.Endpoints(ctx, appID)
 }
 
 // Endpoint finds one of an application's webhook endpoints.
-func (a *Admin) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
+func (a *Admin) Endpoint(ctx context.Context, appID int64, id string) (*domain.WebhookEndpoint, error) {
 	e, err := a.store.Endpoint(ctx, appID, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, domain.NotFound("Webhook endpoint")
@@ -167,12 +167,12 @@ func (a *Admin) MessageStates(ctx context.Context, endpointID string) (map[strin
 }
 
 // Messages lists a page of an application's webhook messages, and the next page's cursor.
-func (a *Admin) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
+func (a *Admin) Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error) {
 	return a.store.Messages(ctx, appID, f)
 }
 
 // Message finds one of an application's webhook messages, with its attempts.
-func (a *Admin) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
+func (a *Admin) Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error) {
 	m, attempts, err := a.store.Message(ctx, appID, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil, domain.NotFound("Webhook message")

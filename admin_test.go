@@ -352,7 +352,7 @@ func TestAdminPools(t *testing.T) { eachBackend(t, testAdminPools) }
 
 func testAdminPools(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	var p Pool
+	var p domain.Pool
 	s.admin(t, "POST", "/apps/qa-key/pools", `{"key":"POOL_B","numbers":["02873000009"," 02873000008 "]}`, &p)
 	if p.Key != "POOL_B" || len(p.Numbers) != 2 || p.Numbers[0].Number != "02873000008" || !p.Numbers[0].Enabled {
 		t.Fatalf("created %+v", p)
@@ -361,7 +361,7 @@ func testAdminPools(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/pools", `{"key":""}`, 400), "key")
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/pools", `{"key":"X","numbers":[""]}`, 400), "numbers")
 
-	var list struct{ Pools []Pool }
+	var list struct{ Pools []domain.Pool }
 	s.admin(t, "GET", "/apps/qa-key/pools", "", &list)
 	if len(list.Pools) != 2 || list.Pools[1].Key != "POOL_SYSTEM" || len(list.Pools[1].Numbers) != 2 {
 		t.Fatalf("list %+v", list)
@@ -535,7 +535,7 @@ func TestAdminWebhookEndpoints(t *testing.T) { eachBackend(t, testAdminWebhookEn
 
 func testAdminWebhookEndpoints(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	var e WebhookEndpoint
+	var e domain.WebhookEndpoint
 	s.admin(t, "POST", "/apps/qa-key/webhooks", `{"url":"http://127.0.0.1:9/hook","events":["call.completed"]}`, &e)
 	if e.ID == "" || domain.CheckWebhookSecret(e.Secret) != nil || !e.Enabled || len(e.Events) != 1 {
 		t.Fatalf("created %+v", e)
@@ -545,12 +545,12 @@ func testAdminWebhookEndpoints(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/webhooks", `{"url":"http://x","secret":"plain"}`, 400), "secret")
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/webhooks", `{"url":"http://x","events":["call.started"]}`, 400), "events")
 
-	var list struct{ Webhooks []WebhookEndpoint }
+	var list struct{ Webhooks []domain.WebhookEndpoint }
 	s.admin(t, "GET", "/apps/qa-key/webhooks", "", &list)
 	if len(list.Webhooks) != 1 || list.Webhooks[0].Secret != "" {
 		t.Fatalf("list must not show secrets: %+v", list)
 	}
-	e = WebhookEndpoint{}
+	e = domain.WebhookEndpoint{}
 	s.admin(t, "PATCH", "/apps/qa-key/webhooks/"+list.Webhooks[0].ID, `{"enabled":false,"events":[]}`, &e)
 	if e.Enabled || len(e.Events) != 0 || e.Secret != "" {
 		t.Errorf("updated %+v", e)
@@ -579,7 +579,7 @@ func testAdminContactsAndImports(t *testing.T, backend string) {
 	s.public(t, "other-key", "other-secret", "POST", opA("sc-other"), oneContact)
 
 	type page struct {
-		Contacts   []ContactRecord
+		Contacts   []domain.ContactRecord
 		NextCursor string `json:"next_cursor"`
 	}
 	var p page
@@ -622,7 +622,7 @@ func testAdminContactsAndImports(t *testing.T, backend string) {
 	}
 	s.adminFail(t, "GET", "/apps/other-key/contacts/"+c.ID, "", 404)
 
-	var imports struct{ Imports []ImportRecord }
+	var imports struct{ Imports []domain.ImportRecord }
 	s.admin(t, "GET", "/apps/qa-key/imports?scenario_id=sc-remind", "", &imports)
 	if len(imports.Imports) != 1 || imports.Imports[0].Requested != 4 || imports.Imports[0].Added != 2 || imports.Imports[0].Skipped != 2 {
 		t.Fatalf("imports %+v", imports)
@@ -698,7 +698,7 @@ func testAdminReset(t *testing.T, backend string) {
 	s.admin(t, "GET", "/apps/qa-key/scenarios/sc-remind", "", &sc)
 	var w domain.Wallet
 	s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
-	var contacts struct{ Contacts []ContactRecord }
+	var contacts struct{ Contacts []domain.ContactRecord }
 	s.admin(t, "GET", "/apps/qa-key/contacts", "", &contacts)
 	if len(faults.Faults) != 0 || count.Count != 0 || sc.Status != domain.StatusActive || w.Balance != 1000000 || len(contacts.Contacts) != 0 {
 		t.Errorf("reset left faults %v, journal %d, status %s, balance %d, contacts %d",
@@ -731,7 +731,7 @@ func testAdminResetDemo(t *testing.T, backend string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hooks struct{ Webhooks []WebhookEndpoint }
+	var hooks struct{ Webhooks []domain.WebhookEndpoint }
 	s.admin(t, "GET", "/apps/demo-key/webhooks", "", &hooks)
 	if len(hooks.Webhooks) != 1 || hooks.Webhooks[0].URL != "/sink/demo" {
 		t.Fatalf("demo webhook %+v, want the delivering node's sink", hooks)
@@ -824,7 +824,7 @@ func TestJournalMaxAge(t *testing.T) {
 	j := NewJournal(config.JournalConfig{MaxEntries: 10, MaxAge: config.Duration{Duration: time.Hour}, MaxBytes: 1 << 20})
 	now := time.Now()
 	for _, at := range []time.Time{now.Add(-3 * time.Hour), now.Add(-2 * time.Hour), now.Add(-time.Minute), now} {
-		j.add(&JournalEntry{At: at, Operation: "A"})
+		j.Add(&JournalEntry{At: at, Operation: "A"})
 	}
 	list, total := j.Find(JournalFilter{}, 10)
 	if total != 2 || list[0].ID != 4 || list[1].ID != 3 {

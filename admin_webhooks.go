@@ -27,7 +27,7 @@ func (a *Admin) listEndpoints(r *http.Request, ps httprouter.Params) (any, error
 	return map[string]any{"webhooks": list}, err
 }
 
-func (a *Admin) endpoint(r *http.Request, ps httprouter.Params) (*domain.Application, *WebhookEndpoint, error) {
+func (a *Admin) endpoint(r *http.Request, ps httprouter.Params) (*domain.Application, *domain.WebhookEndpoint, error) {
 	app, err := a.app(r, ps)
 	if err != nil {
 		return nil, nil, err
@@ -53,7 +53,7 @@ type endpointBody struct {
 }
 
 // apply sets the body's fields on e and checks the result.
-func (b *endpointBody) apply(e *WebhookEndpoint) error {
+func (b *endpointBody) apply(e *domain.WebhookEndpoint) error {
 	if b.URL != nil {
 		e.URL = *b.URL
 	}
@@ -95,7 +95,7 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := decodeJSON(r, &b, adminBody); err != nil {
 		return nil, err
 	}
-	e := &WebhookEndpoint{ID: uuid.NewString(), Secret: newWebhookSecret(), Events: []string{}, Enabled: true}
+	e := &domain.WebhookEndpoint{ID: uuid.NewString(), Secret: newWebhookSecret(), Events: []string{}, Enabled: true}
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	q := r.URL.Query()
-	f := MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state"), EventType: q.Get("event_type")}
+	f := domain.MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state"), EventType: q.Get("event_type")}
 	if !messageStates[f.State] {
 		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
@@ -198,8 +198,8 @@ func (a *Admin) getMessage(r *http.Request, ps httprouter.Params) (any, error) {
 }
 
 type messageWithAttempts struct {
-	*WebhookMessage
-	AttemptLog []WebhookAttempt `json:"attempt_log"`
+	*domain.WebhookMessage
+	AttemptLog []domain.WebhookAttempt `json:"attempt_log"`
 }
 
 func (a *Admin) redeliver(r *http.Request, ps httprouter.Params) (any, error) {

@@ -144,8 +144,8 @@ func (s *cachedStore) activeScenarios(ctx context.Context) ([]*domain.Scenario, 
 // enabledHotlines: the scheduler asks at every tick, and a pool of hundreds
 // of numbers read each time was a tenth of the CPU of a busy SIP trunk.
 // Callers must not change the slice.
-func (s *cachedStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
-	return cached(s, fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey), func() (poolLines, error) {
+func (s *cachedStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error) {
+	return cached(s, fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey), func() (domain.PoolLines, error) {
 		return s.Store.enabledHotlines(ctx, appID, poolKey)
 	})
 }

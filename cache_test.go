@@ -135,11 +135,11 @@ func TestTokenCache(t *testing.T) {
 		t.Errorf("a remembered token was not answered from the cache: %v %v", apiErr, err)
 	}
 
-	if _, err := s.UpdateApp(ctx, "k", AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
+	if _, err := s.UpdateApp(ctx, "k", domain.AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	check("application disabled", errAppNotFound.Code)
-	if _, err := s.UpdateApp(ctx, "k", AppPatch{Disabled: ptr(false), APISecret: ptr("s2")}, time.Now()); err != nil {
+	if _, err := s.UpdateApp(ctx, "k", domain.AppPatch{Disabled: ptr(false), APISecret: ptr("s2")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	check("secret changed", errUnauthorized.Code)

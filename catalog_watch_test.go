@@ -108,7 +108,7 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	if sc, _ := server.Scenario(ctx, app.ID, "sc"); sc.Status != domain.StatusActive {
 		t.Errorf("scenario approved by another store still %s", sc.Status)
 	}
-	if _, err := other.UpdateApp(ctx, "k", AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
+	if _, err := other.UpdateApp(ctx, "k", domain.AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := server.AppByKey(ctx, "k"); !a.Disabled {

@@ -109,7 +109,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 		}
 	case "contacts list":
 		app := fs.String("app", "", "API key of the application")
-		var cf ContactFilter
+		var cf domain.ContactFilter
 		fs.StringVar(&cf.ScenarioID, "scenario", "", "scenario id")
 		fs.StringVar(&cf.CampaignID, "campaign", "", "campaign id")
 		fs.StringVar(&cf.State, "state", "", "queued, dialing or done")
@@ -257,7 +257,7 @@ func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status
 	return tw.Flush()
 }
 
-func cliContactList(ctx context.Context, s Store, out io.Writer, apiKey string, f ContactFilter, region string) error {
+func cliContactList(ctx context.Context, s Store, out io.Writer, apiKey string, f domain.ContactFilter, region string) error {
 	app, err := cliApp(ctx, s, apiKey)
 	if err != nil {
 		return err

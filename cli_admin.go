@@ -17,7 +17,7 @@ import (
 // cliSetAppDisabled disables or enables an application, as
 // POST /admin/v1/apps/:app/disable and /enable do.
 func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey string, disabled bool) error {
-	app, err := s.UpdateApp(ctx, apiKey, AppPatch{Disabled: &disabled}, time.Now())
+	app, err := s.UpdateApp(ctx, apiKey, domain.AppPatch{Disabled: &disabled}, time.Now())
 	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
 	}
@@ -86,12 +86,12 @@ func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenario
 	}
 	t := transitionNamed(name)
 	err = s.TransitionScenario(ctx, app.ID, scenarioID, t.from, t.to, time.Now())
-	var bad errBadTransition
+	var bad domain.ErrBadTransition
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return errors.New(domain.NotFound("Scenario").Message)
 	case errors.As(err, &bad):
-		return errors.New(transitionRefused(t, bad.status))
+		return errors.New(transitionRefused(t, bad.Status))
 	case err != nil:
 		return err
 	}

@@ -71,23 +71,23 @@ type consoleReads interface {
 	App(ctx context.Context, key string) (*domain.Application, error)
 	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
 	Unfinished(ctx context.Context, appID int64) (int64, error)
-	Pools(ctx context.Context, appID int64) ([]*Pool, error)
+	Pools(ctx context.Context, appID int64) ([]*domain.Pool, error)
 	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error)
 	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
-	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error)
+	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (domain.Progress, error)
 	ScenarioHold(ctx context.Context, appID int64, wallet domain.Wallet, sc *domain.Scenario, now time.Time) (domain.Hold, bool, error)
 	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*domain.Campaign, error)
 	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 	ContactPhone(phone string) (string, error)
-	Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error)
+	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
-	Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error)
+	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
 	Recording(ctx context.Context, appKey, contactID, callID string) (*ServedFile, error)
-	Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error)
-	Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error)
+	Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEndpoint, error)
+	Endpoint(ctx context.Context, appID int64, id string) (*domain.WebhookEndpoint, error)
 	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
-	Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error)
-	Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error)
+	Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error)
+	Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error)
 }
 
 // consoleActions are the supervisor's forms; each wakes whoever the change
@@ -454,7 +454,7 @@ var consoleFuncs = template.FuncMap{
 		}
 		return "0"
 	},
-	"answerRate": func(p Progress) string {
+	"answerRate": func(p domain.Progress) string {
 		pct, ok := p.Answered()
 		if !ok {
 			return "— (none finished yet)"

@@ -154,7 +154,7 @@ type progressView struct {
 	Scenario   *domain.Scenario
 	Campaign   *domain.Campaign // nil on a scenario's page
 	Campaigns  []*domain.Campaign
-	Progress   Progress
+	Progress   domain.Progress
 	Live       int
 	PerMinute  int // calls ended in the last minute
 	AnsweredPM int
@@ -271,7 +271,7 @@ type contactsView struct {
 	Filter   url.Values
 	Outcomes []string // what the tenant's contacts ended with, from the data
 	States   []string
-	Contacts []*ContactRecord
+	Contacts []*domain.ContactRecord
 	Next     string // the next page's query, "" on the last
 	Searched bool   // a filtered page that looked through contactsScan contacts
 }
@@ -283,7 +283,7 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 		return nil, err
 	}
 	q := r.URL.Query()
-	f := ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
+	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
 		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
 	if !domain.ContactStates[f.State] {
 		return nil, domain.Invalid("state", "must be queued, dialing or done")
@@ -345,8 +345,8 @@ func dateParam(q url.Values, name string, addDays int) (time.Time, error) {
 
 type contactView struct {
 	App     *domain.Application
-	Contact *ContactRecord
-	Calls   []CallRecord
+	Contact *domain.ContactRecord
+	Calls   []domain.CallRecord
 }
 
 func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, error) {
@@ -359,7 +359,7 @@ func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, err
 		return nil, err
 	}
 	for i := range calls {
-		if calls[i].recorded { // the player's source: the console's own route, behind the session
+		if calls[i].Recorded { // the player's source: the console's own route, behind the session
 			calls[i].RecordingURL = "/console/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(k.ID) +
 				"/calls/" + url.PathEscape(calls[i].ID) + "/recording"
 		}
@@ -370,7 +370,7 @@ func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, err
 // ---- webhooks ----
 
 type endpointRow struct {
-	Endpoint *WebhookEndpoint
+	Endpoint *domain.WebhookEndpoint
 	States   map[string]int64
 }
 
@@ -379,7 +379,7 @@ type webhooksView struct {
 	Endpoints []endpointRow
 	Filter    url.Values
 	States    []string
-	Messages  []*WebhookMessage
+	Messages  []*domain.WebhookMessage
 	Next      string
 	Since     string // a default for "recover dead since"
 }
@@ -404,7 +404,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 		}
 		d.Endpoints = append(d.Endpoints, endpointRow{e, states})
 	}
-	f := MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state")}
+	f := domain.MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state")}
 	if !messageStates[f.State] {
 		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
@@ -429,8 +429,8 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 
 type messageView struct {
 	App      *domain.Application
-	Message  *WebhookMessage
-	Attempts []WebhookAttempt
+	Message  *domain.WebhookMessage
+	Attempts []domain.WebhookAttempt
 }
 
 func (c *Console) messagePage(r *http.Request, ps httprouter.Params) (*view, error) {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
 
@@ -68,8 +69,6 @@ type writeJob struct {
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
 const maxJobsPerCommit = 256
-
-var errStoreClosed = errors.New("store is closed")
 
 // OpenStore opens (creating if needed) the database at path, brings its
 // schema up to date and starts the writer, which records into m.
@@ -309,7 +308,7 @@ func (s *SQLiteStore) write1(ctx context.Context, job writeJob) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return errStoreClosed
+		return domain.ErrStoreClosed
 	}
 	select {
 	case s.jobs <- job:

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/domain"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func testDemoSinkOnEveryNode(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	last.m = nil
-	var hooks struct{ Webhooks []WebhookEndpoint }
+	var hooks struct{ Webhooks []domain.WebhookEndpoint }
 	first.admin(t, "GET", "/apps/demo-key/webhooks", "", &hooks)
 	if len(hooks.Webhooks) != 1 || strings.Contains(hooks.Webhooks[0].URL, strings.TrimPrefix(last.url, "http://")) {
 		t.Fatalf("demo webhooks %+v: still the stopped node's sink", hooks.Webhooks)
@@ -100,7 +101,7 @@ func testDemoSinkMovedFromAnAddress(t *testing.T, backend string) {
 	}
 	old.m = nil
 	s := startDemoNode(t, db)
-	var hooks struct{ Webhooks []WebhookEndpoint }
+	var hooks struct{ Webhooks []domain.WebhookEndpoint }
 	s.admin(t, "GET", "/apps/demo-key/webhooks", "", &hooks)
 	urls := map[string]bool{}
 	for _, h := range hooks.Webhooks {

@@ -28,7 +28,7 @@ type Dialer interface {
 	// Trunk is the name trunk stands for ("" is the first trunk), which
 	// calls record, and its capacity as configured, which the claim holds
 	// across every node on a shared store (docs/postgres.md#claiming-calls).
-	Trunk(trunk string) (string, TrunkCapacity)
+	Trunk(trunk string) (string, domain.TrunkCapacity)
 	// Reserve is the scheduler asking, before it claims contacts, how many
 	// of n calls may start now on trunk, on this node. Each start granted
 	// holds one of the trunk's channels until Release(trunk), or
@@ -43,7 +43,9 @@ type Dialer interface {
 // of calls may start at any moment.
 type unlimitedTrunks struct{}
 
-func (unlimitedTrunks) Trunk(name string) (string, TrunkCapacity)    { return name, TrunkCapacity{} }
+func (unlimitedTrunks) Trunk(name string) (string, domain.TrunkCapacity) {
+	return name, domain.TrunkCapacity{}
+}
 func (unlimitedTrunks) Reserve(_ string, n int) (int, time.Duration) { return n, 0 }
 func (unlimitedTrunks) Release(string)                               {}
 func (unlimitedTrunks) Unreserve(string)                             {}

@@ -2,21 +2,11 @@ package main
 
 import (
 	"dialbox/internal/config"
+	"dialbox/internal/domain"
 	"slices"
 	"sync"
 	"time"
 )
-
-// TrunkCapacity is a trunk's capacity as sip.trunks configures it: calls
-// up at once (max_channels) and calls started in any one second
-// (max_cps). Zero is no limit: a dialer without trunks (the simulator).
-// On a store several nodes share, the claim holds it across every node
-// (docs/postgres.md#claiming-calls).
-type TrunkCapacity struct {
-	Channels, CPS int
-}
-
-func (c TrunkCapacity) limited() bool { return c.Channels > 0 || c.CPS > 0 }
 
 // trunkLoads is this node's use of the trunks of sip.trunks, the
 // scheduler's first gate: a node never exceeds a trunk alone
@@ -36,7 +26,7 @@ type trunkLoads struct {
 // apart, a tick (some milliseconds of queries and a commit) started one
 // call, and the trunk's setup rate was the tick rate, not max_cps.
 type trunkLoad struct {
-	capacity TrunkCapacity
+	capacity domain.TrunkCapacity
 	up       int
 	starts   []time.Time // oldest first, none older than a second
 }
@@ -47,7 +37,7 @@ func newTrunkLoads(trunks []config.SIPTrunk) *trunkLoads {
 		if i == 0 {
 			l.first = t.Name
 		}
-		c := TrunkCapacity{Channels: t.MaxChannels, CPS: t.MaxCPS}
+		c := domain.TrunkCapacity{Channels: t.MaxChannels, CPS: t.MaxCPS}
 		l.loads[t.Name] = &trunkLoad{capacity: c, starts: make([]time.Time, 0, c.CPS)}
 	}
 	return l
@@ -55,14 +45,14 @@ func newTrunkLoads(trunks []config.SIPTrunk) *trunkLoads {
 
 // Trunk is the name trunk stands for ("" is the first trunk) and its
 // capacity; an unknown name has none (Dial fails its calls and says why).
-func (l *trunkLoads) Trunk(trunk string) (string, TrunkCapacity) {
+func (l *trunkLoads) Trunk(trunk string) (string, domain.TrunkCapacity) {
 	name := l.name(trunk)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t, ok := l.loads[name]; ok {
 		return name, t.capacity
 	}
-	return name, TrunkCapacity{}
+	return name, domain.TrunkCapacity{}
 }
 
 func (l *trunkLoads) name(trunk string) string {

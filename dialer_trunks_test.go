@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/config"
+	"dialbox/internal/domain"
 	"testing"
 	"time"
 )
@@ -13,10 +14,10 @@ func TestTrunkLoadsReserveAndUnreserve(t *testing.T) {
 	l := newTrunkLoads([]config.SIPTrunk{{Name: "main", MaxChannels: 4, MaxCPS: 3}, {Name: "backup", MaxChannels: 1, MaxCPS: 1}})
 	now := time.Unix(1_800_000_000, 0)
 	l.clock = func() time.Time { return now }
-	if name, c := l.Trunk(""); name != "main" || c != (TrunkCapacity{Channels: 4, CPS: 3}) {
+	if name, c := l.Trunk(""); name != "main" || c != (domain.TrunkCapacity{Channels: 4, CPS: 3}) {
 		t.Fatalf(`trunk "" is %q %+v, want main with its capacity`, name, c)
 	}
-	if name, c := l.Trunk("nope"); name != "nope" || c.limited() {
+	if name, c := l.Trunk("nope"); name != "nope" || c.Limited() {
 		t.Fatalf("an unknown trunk is %q %+v, want its name and no capacity", name, c)
 	}
 	if n, wait := l.Reserve("", 5); n != 3 || wait != time.Second {

@@ -95,8 +95,8 @@ type poolKey struct {
 // an opt-out heard during a call. Store embeds it.
 type engineStore interface {
 	activeScenarios(ctx context.Context) ([]*domain.Scenario, error)
-	enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error)
-	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error)
+	enabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error)
+	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error)
 	nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
 	// claimCalls is the authority on what may be dialled: it returns the
 	// claims that took. A contact no longer queued is left out; a store
@@ -109,8 +109,8 @@ type engineStore interface {
 	// claim holds, so a call's recorded start never precedes the end of
 	// the call it took the place of on another node; SQLite's one server
 	// keeps the claims' Start.
-	claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error)
-	endCall(ctx context.Context, e callEnd) error
+	claimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error)
+	endCall(ctx context.Context, e domain.CallEnd) error
 	// settleInterrupted ends the calls no running dialbox holds any more;
 	// the engine's start calls it. On SQLite (one server) that is every
 	// call up; on a shared store, the calls whose lease ran out.
@@ -126,7 +126,7 @@ type engineStore interface {
 	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
 	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
 	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
-	delayContacts(ctx context.Context, delays []callDelay, now time.Time) error
+	delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
 
 	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
 }
@@ -294,7 +294,7 @@ const wakeGap = 2 * time.Millisecond
 
 // take and untake count a call against its limits; the caller of take
 // holds e.mu.
-func (e *Engine) take(c callClaim) {
+func (e *Engine) take(c domain.CallClaim) {
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]++
 	e.appCalls[c.AppID]++
 	e.busy[hotlineKey{c.AppID, c.Hotline}] = true
@@ -304,13 +304,13 @@ func (e *Engine) take(c callClaim) {
 }
 
 // release frees what an ended call held.
-func (e *Engine) release(c callClaim) {
+func (e *Engine) release(c domain.CallClaim) {
 	e.dialer.Release(c.Trunk)
 	e.untake(c)
 }
 
 // untake is take undone.
-func (e *Engine) untake(c callClaim) {
+func (e *Engine) untake(c domain.CallClaim) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.active[scenarioKey{c.AppID, c.ScenarioID}]--
@@ -327,7 +327,7 @@ func (e *Engine) untake(c callClaim) {
 const settleTries = 5
 
 // runCall places one claimed call and settles it.
-func (e *Engine) runCall(ctx context.Context, c callClaim, sc *domain.Scenario) {
+func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Scenario) {
 	defer e.calls.Done()
 	cc := sc.CallConfig
 	req := domain.DialRequest{From: c.Hotline, To: c.Contact.Phone, Attempt: c.Attempt, Start: c.Start,
@@ -356,7 +356,7 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *domain.Scenario) 
 		e.log.Warn("engine: the call could not be recorded", "call", c.CallID, "err", res.RecordingErr)
 	}
 	now := e.now()
-	end := callEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
+	end := domain.CallEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
 		Interrupted: ctx.Err() != nil && res.Outcome == domain.OutcomeCanceled, RecordingBase: e.recordingBase}
 	end.RetryAt = now
 	if !end.Interrupted {
@@ -370,7 +370,7 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *domain.Scenario) 
 		if err == nil {
 			break
 		}
-		if try == settleTries || errors.Is(err, errStoreClosed) {
+		if try == settleTries || errors.Is(err, domain.ErrStoreClosed) {
 			e.log.Error("engine: settling call failed; the next start settles it", "call", c.CallID, "err", err)
 			break
 		}
@@ -378,7 +378,7 @@ func (e *Engine) runCall(ctx context.Context, c callClaim, sc *domain.Scenario) 
 		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 	e.release(c)
-	e.rates.add(c, res.Outcome == domain.OutcomeAnswered, now)
+	e.rates.Add(c, res.Outcome == domain.OutcomeAnswered, now)
 	e.Notify(c.AppID)
 	e.webhooks.Notify()
 }
@@ -435,7 +435,7 @@ type rateWindow struct {
 	ended, answered [60]int
 }
 
-func (r *callRates) add(c callClaim, answered bool, now time.Time) {
+func (r *callRates) Add(c domain.CallClaim, answered bool, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {

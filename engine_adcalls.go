@@ -45,7 +45,7 @@ func (e *Engine) adRules(ctx context.Context, sc *domain.Scenario) (*domain.Dial
 // advertising call up is neither: it is looked at again when that call
 // ends (answered, it is then delayed 24 hours; not, it is dialled). So
 // two calls to one number never run at once, even claimed in one tick.
-func (e *Engine) adWaits(ctx context.Context, sc *domain.Scenario, rules *domain.DialRules, due []dueContact, now time.Time) (dial []dueContact, delays []callDelay, err error) {
+func (e *Engine) adWaits(ctx context.Context, sc *domain.Scenario, rules *domain.DialRules, due []domain.DueContact, now time.Time) (dial []domain.DueContact, delays []domain.CallDelay, err error) {
 	if len(due) == 0 {
 		return nil, nil, nil
 	}
@@ -70,7 +70,7 @@ func (e *Engine) adWaits(ctx context.Context, sc *domain.Scenario, rules *domain
 			dial = append(dial, c)
 			up[c.Phone]++ // a second contact with this number in the batch waits for this call
 		case w.Until != nil:
-			delays = append(delays, callDelay{AppID: sc.AppID, Contact: c, Reason: w.Reason, Until: *w.Until})
+			delays = append(delays, domain.CallDelay{AppID: sc.AppID, Contact: c, Reason: w.Reason, Until: *w.Until})
 		}
 	}
 	return dial, delays, nil
@@ -79,7 +79,7 @@ func (e *Engine) adWaits(ctx context.Context, sc *domain.Scenario, rules *domain
 // delayOutsideHours delays the due contacts of an advertising scenario
 // whose own window is open but whose advertising hours are not, each once
 // (to the hours' opening, or later by the daily limit).
-func (e *Engine) delayOutsideHours(ctx context.Context, sc *domain.Scenario, rules *domain.DialRules, now time.Time, later func(time.Time)) ([]callDelay, error) {
+func (e *Engine) delayOutsideHours(ctx context.Context, sc *domain.Scenario, rules *domain.DialRules, now time.Time, later func(time.Time)) ([]domain.CallDelay, error) {
 	if open, ok := rules.Window.Next(now); ok {
 		later(open)
 	}

@@ -28,7 +28,7 @@ const (
 type callHold struct {
 	AppID      int64
 	ScenarioID string
-	Contact    dueContact
+	Contact    domain.DueContact
 	Reason     string
 }
 
@@ -37,7 +37,7 @@ type callHold struct {
 // remaining number looked up at once in the lists that screen the
 // scenario. A number both rules hold gets the destination's reason.
 // On an error nothing is dialled: rules that cannot be read block.
-func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []dueContact) (dial []dueContact, held []callHold, err error) {
+func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []domain.DueContact) (dial []domain.DueContact, held []callHold, err error) {
 	if len(due) == 0 {
 		return due, nil, nil
 	}
@@ -45,7 +45,7 @@ func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []dueConta
 	if err != nil {
 		return nil, nil, err
 	}
-	hold := func(c dueContact, reason string) {
+	hold := func(c domain.DueContact, reason string) {
 		held = append(held, callHold{AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Reason: reason})
 	}
 	dial = due[:0:0]

@@ -45,7 +45,7 @@ func engImport(t testing.TB, s Store, appID int64, scenario, campaign string, ph
 		echo := map[string]string{"ho_ten": fmt.Sprintf("Contact %d", i), "so_dien_thoai": p}
 		fields, _ := json.Marshal(echo)
 		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"phone_number": p},
-			ID: newV7(), Fields: fields, Phone: p, Echo: echo})
+			ID: domain.NewV7(), Fields: fields, Phone: p, Echo: echo})
 	}
 	res, err := s.Import(context.Background(), req, time.Now())
 	if err != nil {
@@ -448,10 +448,10 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	// New contacts cannot be imported (1105), but ones queued before the
 	// money ran out wait: put one in through the store as if imported then.
 	if _, err := s.Import(context.Background(), domain.ImportRequest{AppID: appID, ScenarioID: "sc",
-		Contacts: []domain.NewContact{{ID: newV7(), Fields: []byte(`{}`), Phone: "+84913000004"}}}, time.Now()); err != domain.ErrWalletEmpty {
+		Contacts: []domain.NewContact{{ID: domain.NewV7(), Fields: []byte(`{}`), Phone: "+84913000004"}}}, time.Now()); err != domain.ErrWalletEmpty {
 		t.Fatalf("import with a negative balance: %v, want errWalletEmpty", err)
 	}
-	waiting := newV7()
+	waiting := domain.NewV7()
 	storeExec(t, s, `INSERT INTO contacts (id, app_id, scenario_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
 		VALUES (?, ?, 'sc', 'test', '+84913000004', '{}', 0, 0, 0, 0)`, waiting, appID)
 	for range 5 {
@@ -512,9 +512,9 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	if err != nil || len(due) != 3 {
 		t.Fatalf("due: %v %v", due, err)
 	}
-	var claims []callClaim
+	var claims []domain.CallClaim
 	for i, c := range due {
-		claims = append(claims, callClaim{CallID: newV7(), AppID: appID, ScenarioID: "sc", Contact: c,
+		claims = append(claims, domain.CallClaim{CallID: domain.NewV7(), AppID: appID, ScenarioID: "sc", Contact: c,
 			Hotline: app.HotlinePools[0].Numbers[i], Start: time.Now()})
 	}
 	if taken, err := s1.claimCalls(context.Background(), claims, time.Now); err != nil || len(taken) != 3 {
@@ -577,12 +577,12 @@ func testEngineSettlesACallOnce(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	engImport(t, s, ids[0], "sc", "", "+84900000001")
 	due, _ := s.dueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
-	claim := callClaim{CallID: newV7(), AppID: ids[0], ScenarioID: "sc", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
-	if _, err := s.claimCalls(context.Background(), []callClaim{claim}, time.Now); err != nil {
+	claim := domain.CallClaim{CallID: domain.NewV7(), AppID: ids[0], ScenarioID: "sc", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
+	if _, err := s.claimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil {
 		t.Fatal(err)
 	}
 	answered := time.Now()
-	end := callEnd{CallID: claim.CallID, Now: time.Now(), RetryAt: time.Now(), FirstTry: time.Now(),
+	end := domain.CallEnd{CallID: claim.CallID, Now: time.Now(), RetryAt: time.Now(), FirstTry: time.Now(),
 		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, Cause: 200, AnsweredAt: &answered, EndedAt: answered, Talk: 10 * time.Second}}
 	for range 2 {
 		if err := s.endCall(context.Background(), end); err != nil {

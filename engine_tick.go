@@ -14,7 +14,7 @@ import (
 // screened and claimed in turn; then what the calling rules held or
 // delayed is written, and the store's claim decides which calls start.
 func (e *Engine) tick(ctx context.Context) time.Time {
-	r := &round{ctx: ctx, now: e.now(), budgets: map[int64]*budget{}, hotlines: map[poolKey]poolLines{}}
+	r := &round{ctx: ctx, now: e.now(), budgets: map[int64]*budget{}, hotlines: map[poolKey]domain.PoolLines{}}
 	r.next = r.now.Add(e.pollInterval)
 	scenarios, err := e.store.activeScenarios(ctx)
 	if err != nil {
@@ -44,10 +44,10 @@ type round struct {
 	ctx       context.Context
 	now, next time.Time
 	budgets   map[int64]*budget
-	hotlines  map[poolKey]poolLines
-	claims    []callClaim
+	hotlines  map[poolKey]domain.PoolLines
+	claims    []domain.CallClaim
 	holds     []callHold
-	delays    []callDelay
+	delays    []domain.CallDelay
 }
 
 // later brings the round's next wake-up forward to t.
@@ -71,11 +71,11 @@ func (e *Engine) logErr(ctx context.Context, msg string, args ...any) {
 type scenarioPlan struct {
 	sc   *domain.Scenario
 	pk   poolKey
-	pool poolLines
+	pool domain.PoolLines
 	idle []int // indexes of the pool's free numbers, ascending
 	b    *budget
 	ad   *domain.DialRules
-	due  []dueContact
+	due  []domain.DueContact
 }
 
 // plan decides whether a scenario dials this round and how many of its
@@ -149,7 +149,7 @@ func (e *Engine) roundBudget(r *round, appID int64) (*budget, bool) {
 
 // roundPool is a pool's enabled hotlines, read once a round; false: they
 // could not be read.
-func (e *Engine) roundPool(r *round, pk poolKey) (poolLines, bool) {
+func (e *Engine) roundPool(r *round, pk poolKey) (domain.PoolLines, bool) {
 	if pool, ok := r.hotlines[pk]; ok {
 		return pool, true
 	}
@@ -193,7 +193,7 @@ func (e *Engine) held(r *round, p *scenarioPlan, w *domain.ParsedCallWindow, wer
 // destination rule or a do-not-call list holds (engine_screen.go), or the
 // advertising rules delay (engine_adcalls.go), are not dialled and free
 // their places for the next round; false: the rules could not be read.
-func (e *Engine) screenDue(r *round, p *scenarioPlan) ([]dueContact, bool) {
+func (e *Engine) screenDue(r *round, p *scenarioPlan) ([]domain.DueContact, bool) {
 	sc := p.sc
 	due, blocked, err := e.screen(r.ctx, sc, p.due)
 	if err != nil {
@@ -205,7 +205,7 @@ func (e *Engine) screenDue(r *round, p *scenarioPlan) ([]dueContact, bool) {
 		r.later(r.now) // the places they would have taken go to the next due contacts
 	}
 	if p.ad != nil {
-		var delayed []callDelay
+		var delayed []domain.CallDelay
 		if due, delayed, err = e.adWaits(r.ctx, sc, p.ad, due, r.now); err != nil {
 			e.logErr(r.ctx, "engine: reading the number's advertising calls; scenario not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
 			return nil, false
@@ -222,7 +222,7 @@ func (e *Engine) screenDue(r *round, p *scenarioPlan) ([]dueContact, bool) {
 // be dialled: last, the trunk, so a contact is claimed only when its call
 // can start now, within the trunk's channels and calls per second on this
 // node (a shared store's claim holds them across every node).
-func (e *Engine) claim(r *round, p *scenarioPlan, due []dueContact) {
+func (e *Engine) claim(r *round, p *scenarioPlan, due []domain.DueContact) {
 	sc := p.sc
 	trunk, capacity := e.dialer.Trunk(p.pool.Trunk)
 	if len(due) > 0 {
@@ -236,7 +236,7 @@ func (e *Engine) claim(r *round, p *scenarioPlan, due []dueContact) {
 	defer e.mu.Unlock()
 	idle := p.idle
 	for _, c := range due {
-		claim := callClaim{CallID: newV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: r.now,
+		claim := domain.CallClaim{CallID: domain.NewV7(), AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Start: r.now,
 			Trunk: trunk, Capacity: capacity}
 		if p.ad != nil {
 			claim.AdPhone = c.Phone
@@ -268,7 +268,7 @@ func (e *Engine) keepRules(r *round) {
 
 // storeClaim asks the store which of the round's claims took (the
 // authority: Store.claimCalls); none when it fails.
-func (e *Engine) storeClaim(r *round) []callClaim {
+func (e *Engine) storeClaim(r *round) []domain.CallClaim {
 	if len(r.claims) == 0 {
 		return nil
 	}
@@ -283,7 +283,7 @@ func (e *Engine) storeClaim(r *round) []callClaim {
 // run starts the calls the store granted and gives back what the others
 // held; one the store refused on a trunk with a capacity is tried again
 // soon.
-func (e *Engine) run(r *round, scenarios []*domain.Scenario, taken []callClaim) {
+func (e *Engine) run(r *round, scenarios []*domain.Scenario, taken []domain.CallClaim) {
 	if len(r.claims) == 0 {
 		return
 	}
@@ -303,7 +303,7 @@ func (e *Engine) run(r *round, scenarios []*domain.Scenario, taken []callClaim) 
 		}
 		e.dialer.Unreserve(c.Trunk)
 		e.untake(c)
-		if c.Capacity.limited() {
+		if c.Capacity.Limited() {
 			// The store may have refused it for the trunk, full on other
 			// nodes, whose calls' ends do not wake this one.
 			r.later(r.now.Add(trunkRetry))

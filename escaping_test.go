@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"dialbox/internal/config"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func testNoHTMLEscaping(t *testing.T, backend string) {
 	s.do(t, "POST", opA("sc-remind"), bearer(t, "qa-key", "qa-secret"), `{"contacts":[{"phone_number":"`+tag+`"}]}`)
 	_, body = s.do(t, "GET", "/admin/v1/apps/qa-key/imports", adminAuth, "")
 	var imports struct {
-		Result struct{ Imports []ImportRecord } `json:"result"`
+		Result struct{ Imports []domain.ImportRecord } `json:"result"`
 	}
 	json.Unmarshal(body, &imports)
 	_, body = s.do(t, "GET", "/admin/v1/apps/qa-key/imports/"+imports.Result.Imports[0].ID, adminAuth, "")

@@ -6,6 +6,7 @@ package main
 
 import (
 	"dialbox/internal/config"
+	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -218,7 +219,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend, "DIALBOX_ENGINE_ENABLED=true", "DIALBOX_ENGINE_POLL_INTERVAL=50ms",
 		"DIALBOX_WEBHOOKS_RETRY_SCHEDULE=0s,0s,0s")
 	s.admin(t, "PUT", "/clock", `{"time_scale":100000}`, nil)
-	var ep WebhookEndpoint
+	var ep domain.WebhookEndpoint
 	s.admin(t, "POST", "/apps/qa-key/webhooks", fmt.Sprintf(`{"url":%q,"secret":%q}`, s.url+"/sink/qa", config.DefaultSinkSecret), &ep)
 	addFault(t, s, `{"kind":"dial","api_key":"qa-key","phone":"0912000001","outcome":"BUSY","times":1}`)
 	addFault(t, s, fmt.Sprintf(`{"kind":"webhook","endpoint_id":%q,"status":503,"times":1}`, ep.ID))
@@ -226,7 +227,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 	if st, e := qaImport(t, s, `{"contacts":[{"phone_number":"0912000001"}]}`); st != 200 {
 		t.Fatalf("import: %+v", e)
 	}
-	type page struct{ Contacts []ContactRecord }
+	type page struct{ Contacts []domain.ContactRecord }
 	var p page
 	waitFor(t, "the call to end", func() bool {
 		s.admin(t, "GET", "/apps/qa-key/contacts?phone=0912000001&state=done", "", &p)
@@ -255,7 +256,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 	// One of the two first deliveries got the forced 503, then went through.
 	// The sink has a message as soon as its answer is written, a moment
 	// before the deliverer records the attempt: wait for the records.
-	type msgPage struct{ Messages []WebhookMessage }
+	type msgPage struct{ Messages []domain.WebhookMessage }
 	var mp msgPage
 	waitFor(t, "both messages recorded delivered", func() bool {
 		s.admin(t, "GET", "/apps/qa-key/webhook-messages?endpoint_id="+ep.ID+"&state=delivered", "", &mp)

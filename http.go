@@ -416,8 +416,8 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 
 // cursorPageParams reads from, to, limit and cursor (a next_cursor of an
 // earlier page), and complains of the first bad one in that order.
-func cursorPageParams(q url.Values) (CursorPage, error) {
-	var p CursorPage
+func cursorPageParams(q url.Values) (domain.CursorPage, error) {
+	var p domain.CursorPage
 	var err error
 	if p.From, err = timeParam(q, "from"); err != nil {
 		return p, err

@@ -42,7 +42,7 @@ func NewImporter(store Store, cfg config.Config, log *slog.Logger, notify func(a
 // for app at now. Refusals are domain errors; EALLINVALID comes with the
 // result, whose skipped contacts are recorded. A failure of the store is
 // EIMPORTFAILED, wrapping it.
-func (im *Importer) Import(ctx context.Context, app *domain.Application, sc *domain.Scenario, campaignID string, items []any, now time.Time) (*ImportResult, error) {
+func (im *Importer) Import(ctx context.Context, app *domain.Application, sc *domain.Scenario, campaignID string, items []any, now time.Time) (*domain.ImportResult, error) {
 	if err := im.checkSizes(items); err != nil {
 		return nil, err
 	}

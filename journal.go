@@ -123,7 +123,7 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 		e.RequestBody, e.RequestTruncated = req.buf.String(j.bodyMax)
 		e.response, e.responseTotal = rec.body[:min(len(rec.body), j.bodyMax)], rec.total
 		e.responseHeld = max(rec.held, cap(rec.body))
-		j.add(e)
+		j.Add(e)
 	}
 }
 
@@ -240,7 +240,7 @@ func (j *Journal) materialize(e *JournalEntry) {
 
 // add keeps e, dropping the oldest entries first for a slot and to stay
 // within maxBytes.
-func (j *Journal) add(e *JournalEntry) {
+func (j *Journal) Add(e *JournalEntry) {
 	e.retained = e.retainedBytes()
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -26,7 +26,7 @@ import (
 
 type rowsChecksum struct{ hi, lo uint64 }
 
-func (c *rowsChecksum) add(sum []byte) {
+func (c *rowsChecksum) Add(sum []byte) {
 	var carry uint64
 	c.lo, carry = bits.Add64(c.lo, binary.BigEndian.Uint64(sum[8:16]), 0)
 	c.hi, _ = bits.Add64(c.hi, binary.BigEndian.Uint64(sum[0:8]), carry)
@@ -61,7 +61,7 @@ func (r *rowHasher) end(c *rowsChecksum) {
 	r.h.Reset()
 	r.h.Write(r.buf)
 	r.sum = r.h.Sum(r.sum[:0])
-	c.add(r.sum)
+	c.Add(r.sum)
 	r.buf = r.buf[:0]
 }
 

@@ -138,8 +138,8 @@ func migrateToFill(t *testing.T) string {
 	if err != nil || len(due) != 1 {
 		t.Fatalf("due: %v %v", due, err)
 	}
-	claim := callClaim{CallID: newV7(), AppID: app.ID, ScenarioID: "sc-remind", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
-	if taken, err := store.claimCalls(context.Background(), []callClaim{claim}, time.Now); err != nil || len(taken) != 1 {
+	claim := domain.CallClaim{CallID: domain.NewV7(), AppID: app.ID, ScenarioID: "sc-remind", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
+	if taken, err := store.claimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("claim: %d %v", len(taken), err)
 	}
 	for _, state := range []string{"queued", "dialing", "done"} {

@@ -85,7 +85,7 @@ func testPhoneLettersSkipped(t *testing.T, backend string) {
 		t.Fatalf("HTTP %d %s", status, body)
 	}
 	var list struct {
-		Imports []ImportRecord `json:"imports"`
+		Imports []domain.ImportRecord `json:"imports"`
 	}
 	s.admin(t, "GET", "/apps/qa-key/imports", "", &list)
 	var im importWithSkipped

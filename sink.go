@@ -150,13 +150,13 @@ func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	} else {
 		m.BodyBase64 = body
 	}
-	s.add(m)
+	s.Add(m)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // add keeps m and drops the oldest messages until the sink is within its
 // bounds again.
-func (s *Sink) add(m *SinkMessage) {
+func (s *Sink) Add(m *SinkMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++

@@ -299,7 +299,7 @@ func writeFileAt(t testing.TB, path, text string) {
 }
 
 // adminCalls is a contact's call records as the admin API answers them.
-func (r *sipRig) adminCalls(t *testing.T, contactID string) []CallRecord {
+func (r *sipRig) adminCalls(t *testing.T, contactID string) []domain.CallRecord {
 	t.Helper()
 	resp, body, err := request("GET", r.m.URL()+"/admin/v1/apps/sip-key/contacts/"+contactID, "Bearer "+sipAdminToken, "")
 	if err != nil || resp.StatusCode != 200 {
@@ -307,7 +307,7 @@ func (r *sipRig) adminCalls(t *testing.T, contactID string) []CallRecord {
 	}
 	var out struct {
 		Result struct {
-			Calls []CallRecord `json:"calls"`
+			Calls []domain.CallRecord `json:"calls"`
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
@@ -340,7 +340,7 @@ func TestSIPCallsThroughTheEngine(t *testing.T) {
 
 	// duration -1: the real talk, from answered_at to ended_at, in started
 	// seconds.
-	check := func(id, outcome string, cause int64, duration, cost int64) CallRecord {
+	check := func(id, outcome string, cause int64, duration, cost int64) domain.CallRecord {
 		t.Helper()
 		calls := r.adminCalls(t, id)
 		if len(calls) != 1 {

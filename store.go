@@ -233,13 +233,6 @@ func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*domai
 
 // ---- imports ----
 
-// ImportResult is what an import stored.
-type ImportResult struct {
-	ImportID string
-	Added    []domain.AddedContact
-	Skipped  []domain.SkippedContact
-}
-
 // Import stores the request's valid contacts in one durable commit and
 // returns them with their new contact_ids. Contacts whose phone is already
 // pending for the scenario (when duplicates are not allowed) are skipped.
@@ -249,8 +242,8 @@ type ImportResult struct {
 // a prepaid wallet cannot pay one call per added contact (for these two
 // nothing is recorded). It runs in the one writer's group commit, its
 // statements those prepared when the store opened (writeStmts).
-func (s *SQLiteStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*ImportResult, error) {
-	var res *ImportResult
+func (s *SQLiteStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
+	var res *domain.ImportResult
 	allInvalid := false
 	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
 		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now)
@@ -262,8 +255,8 @@ func (s *SQLiteStore) Import(ctx context.Context, req domain.ImportRequest, now 
 // importTx is an import's work in its store's writer, on either database
 // (SQLiteStore.Import, PostgresStore.Import); allInvalid when nothing was
 // added.
-func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time) (res *ImportResult, allInvalid bool, err error) {
-	res = &ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
+func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time) (res *domain.ImportResult, allInvalid bool, err error) {
+	res = &domain.ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
 	if err := insertContacts(ctx, tx, req, res, now); err != nil {
 		return nil, false, err
 	}
@@ -284,7 +277,7 @@ func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n
 
 // imported is Import's answer once its writer has committed (or not),
 // counted into m.
-func imported(m importMetrics, res *ImportResult, allInvalid bool, err error) (*ImportResult, error) {
+func imported(m importMetrics, res *domain.ImportResult, allInvalid bool, err error) (*domain.ImportResult, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +292,7 @@ func imported(m importMetrics, res *ImportResult, allInvalid bool, err error) (*
 // pending-phone index let in, the others are duplicates. SQLite takes them
 // in multi-row statements of contactChunk rows, prepared once; PostgreSQL
 // in one statement per request, its arrays unnested (a round trip each).
-func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *ImportResult, now time.Time) error {
+func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, now time.Time) error {
 	inserted := make(map[string]bool, len(req.Contacts))
 	// One destination for every row: this runs in the writer.
 	var id string
@@ -509,7 +502,7 @@ const (
 
 // recordImport writes the import's row and its skipped contacts: on SQLite
 // a prepared statement a row, on PostgreSQL one statement, arrays unnested.
-func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *ImportResult, code int, now time.Time) error {
+func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
 	if _, err := tx.Exec(ctx, insertImportSQL, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
 		requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {

@@ -77,18 +77,9 @@ func (s *sqlStore) answeredAdCalls(ctx context.Context, appID int64, phones []st
 	return out, nil
 }
 
-// callDelay is a due contact an advertising rule makes wait: its next
-// attempt moves to Until, with a call_blocks row giving the reason.
-type callDelay struct {
-	AppID   int64
-	Contact dueContact
-	Reason  string
-	Until   time.Time
-}
-
 // delayContacts moves each delayed contact's next attempt, with its audit
 // row, in one commit. A contact no longer queued is left alone.
-func (s *sqlStore) delayContacts(ctx context.Context, delays []callDelay, now time.Time) error {
+func (s *sqlStore) delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error {
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		for _, d := range delays {
 			var id, scenario string
@@ -112,7 +103,7 @@ func (s *sqlStore) delayContacts(ctx context.Context, delays []callDelay, now ti
 // contactWait explains why a queued contact of an advertising scenario is
 // not dialled at now, by the rules the engine applies (dialRules.wait);
 // nil for any other contact, or one the engine may dial now.
-func contactWait(ctx context.Context, s Store, appID int64, c *ContactRecord, now time.Time) (*domain.Wait, error) {
+func contactWait(ctx context.Context, s Store, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
 	if c.State != domain.ContactQueued {
 		return nil, nil
 	}
@@ -149,7 +140,7 @@ func contactWait(ctx context.Context, s Store, appID int64, c *ContactRecord, no
 // adTiming is what the rules need of a contact's past: its last delay,
 // the tenant's answered advertising calls to its number since since, and
 // those up now.
-func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (domain.ContactTiming, error) {
+func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error) {
 	var timing domain.ContactTiming
 	var reason string
 	var until sql.NullInt64

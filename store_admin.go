@@ -141,17 +141,8 @@ func (s *sqlStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string
 	return s.AppByKey(ctx, apiKey)
 }
 
-// AppPatch holds the application fields an update sets; nil leaves one as is.
-type AppPatch struct {
-	Name      *string
-	APISecret *string
-	Disabled  *bool
-	// Destinations replaces both of the tenant's lists of prefixes.
-	Destinations *destinations.Rules
-}
-
 // destinationColumns are p's rules as stored, nil for each when p keeps them.
-func (p AppPatch) destinationColumns() (allow, deny *string) {
+func destinationColumns(p domain.AppPatch) (allow, deny *string) {
 	if p.Destinations == nil {
 		return nil, nil
 	}
@@ -159,13 +150,13 @@ func (p AppPatch) destinationColumns() (allow, deny *string) {
 	return &a, &d
 }
 
-func (s *sqlStore) UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*domain.Application, error) {
+func (s *sqlStore) UpdateApp(ctx context.Context, apiKey string, p domain.AppPatch, now time.Time) (*domain.Application, error) {
 	var disabled *int // the flag's 0/1, as stored on both databases
 	if p.Disabled != nil {
 		d := boolInt(*p.Disabled)
 		disabled = &d
 	}
-	allow, deny := p.destinationColumns()
+	allow, deny := destinationColumns(p)
 	err := s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		return changedRows(tx.Exec(ctx, `UPDATE applications SET name = coalesce(?, name), api_secret = coalesce(?, api_secret),
 			disabled = coalesce(?, disabled), destination_allow = coalesce(?, destination_allow),
@@ -221,24 +212,10 @@ func (s *sqlStore) TopUp(ctx context.Context, appID int64, amount int64, now tim
 
 // ---- hotline pools ----
 
-type Pool struct {
-	Key string `json:"key"`
-	// Trunk is the SIP trunk the pool's calls go through; empty (left out
-	// of answers, which stay as they were before trunks): the first.
-	Trunk     string    `json:"trunk,omitempty"`
-	Numbers   []Hotline `json:"numbers"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-type Hotline struct {
-	Number  string `json:"number"`
-	Enabled bool   `json:"enabled"`
-}
-
 // Pools returns the application's pools with their numbers; key "" means all.
-func (s *sqlStore) Pools(ctx context.Context, appID int64, key string) ([]*Pool, error) {
+func (s *sqlStore) Pools(ctx context.Context, appID int64, key string) ([]*domain.Pool, error) {
 	c := s.db.Dialect().CollateC()
-	out := []*Pool{}
+	out := []*domain.Pool{}
 	err := s.db.Query(ctx, `SELECT p.key, p.trunk, p.created_at, h.number, h.enabled <> 0
 		FROM hotline_pools p LEFT JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key
 		WHERE p.app_id = ? AND (? = '' OR p.key = ?)
@@ -251,11 +228,11 @@ func (s *sqlStore) Pools(ctx context.Context, appID int64, key string) ([]*Pool,
 			return err
 		}
 		if len(out) == 0 || out[len(out)-1].Key != k {
-			out = append(out, &Pool{Key: k, Trunk: trunk, Numbers: []Hotline{}, CreatedAt: fromMS(created)})
+			out = append(out, &domain.Pool{Key: k, Trunk: trunk, Numbers: []domain.Hotline{}, CreatedAt: fromMS(created)})
 		}
 		if number.Valid {
 			p := out[len(out)-1]
-			p.Numbers = append(p.Numbers, Hotline{Number: number.String, Enabled: enabled.Bool})
+			p.Numbers = append(p.Numbers, domain.Hotline{Number: number.String, Enabled: enabled.Bool})
 		}
 		return nil
 	})
@@ -394,12 +371,6 @@ func scenarioJSONColumns(sc *domain.Scenario) (fields, config, scriptJSON string
 	return string(f), string(c), scriptJSON, err
 }
 
-// errBadTransition carries the status a scenario was in when a transition
-// from it was refused.
-type errBadTransition struct{ status string }
-
-func (e errBadTransition) Error() string { return "scenario is " + e.status }
-
 // TransitionScenario moves a scenario to status to if it is in one of from.
 func (s *sqlStore) TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
@@ -420,7 +391,7 @@ func (s *sqlStore) TransitionScenario(ctx context.Context, appID int64, id strin
 		if err != nil {
 			return err
 		}
-		return errBadTransition{current}
+		return domain.ErrBadTransition{Status: current}
 	})
 }
 

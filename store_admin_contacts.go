@@ -17,75 +17,14 @@ import (
 // The admin API's reads of contacts, their calls and imports, written once
 // for both stores (docs/architecture.md#one-query-layer).
 
-type ContactRecord struct {
-	ID            string            `json:"id"`
-	ScenarioID    string            `json:"scenario_id"`
-	CampaignID    string            `json:"campaign_id,omitempty"`
-	ImportID      string            `json:"import_id"`
-	Phone         string            `json:"phone"`
-	Fields        map[string]string `json:"fields"`
-	State         string            `json:"state"`
-	Attempts      int               `json:"attempts"`
-	NextAttemptAt time.Time         `json:"next_attempt_at"`
-	Outcome       string            `json:"outcome,omitempty"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-
-	seq int64
-}
-
-type CallRecord struct {
-	ID         string     `json:"id"`
-	Attempt    int        `json:"attempt"`
-	Hotline    string     `json:"hotline"`
-	State      string     `json:"state"`
-	Outcome    string     `json:"outcome,omitempty"`
-	Cause      *int64     `json:"cause"`
-	StartedAt  time.Time  `json:"started_at"`
-	AnsweredAt *time.Time `json:"answered_at"`
-	EndedAt    *time.Time `json:"ended_at"`
-	Duration   int64      `json:"duration"`
-	Cost       int64      `json:"cost"`
-	// What the script did, as the call's webhooks say (callResults).
-	AnsweredBy string          `json:"answered_by"`
-	Digits     string          `json:"digits"`
-	Result     string          `json:"result"`
-	Steps      json.RawMessage `json:"steps"`
-	// RecordingURL is filled by the admin API when recorded is set
-	// (docs/voicebot.md#recordings); left out otherwise.
-	RecordingURL string `json:"recording_url,omitempty"`
-
-	recorded bool
-}
-
-// CursorPage is how the contact and webhook-message lists page: Limit rows
-// created in [From, To) (zero times: unbounded), newest first, after Cursor,
-// the seq of the last row of the previous page (0: the first page).
-type CursorPage struct {
-	From, To time.Time
-	Cursor   int64
-	Limit    int
-}
-
-// ContactFilter selects contacts of one application; zero fields match all.
-// ScanLimit, when above 0, bounds how many contacts (newest first) one page
-// looks through, so a filter that matches few of millions still answers at
-// once: the page may then hold fewer than Limit, with a cursor to look
-// further (docs/console.md#contacts).
-type ContactFilter struct {
-	ScenarioID, CampaignID, State, Outcome, Phone string
-	ScanLimit                                     int
-	CursorPage
-}
-
 const contactColumns = `seq, id, scenario_id, coalesce(campaign_id, ''), import_id, phone, fields, state, attempts,
 	next_attempt_at, coalesce(outcome, ''), created_at, updated_at`
 
-func scanContact(row interface{ Scan(...any) error }) (*ContactRecord, error) {
-	var c ContactRecord
+func scanContact(row interface{ Scan(...any) error }) (*domain.ContactRecord, error) {
+	var c domain.ContactRecord
 	var fields string
 	var next, created, updated int64
-	err := row.Scan(&c.seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
+	err := row.Scan(&c.Seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
 		&next, &c.Outcome, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, domain.ErrNotFound
@@ -112,7 +51,7 @@ func optMS(t time.Time) int64 {
 // next page ("" on the last one). Only the filters given are in the query,
 // so the database can use the index of the phone (or of the application
 // alone).
-func (s *sqlStore) Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error) {
+func (s *sqlStore) Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error) {
 	where, args := []string{"app_id = ?"}, []any{appID}
 	add := func(cond string, v any) {
 		where = append(where, cond)
@@ -152,7 +91,7 @@ func (s *sqlStore) Contacts(ctx context.Context, appID int64, f ContactFilter) (
 	next := ""
 	switch {
 	case len(out) == f.Limit:
-		next = strconv.FormatInt(out[len(out)-1].seq, 10)
+		next = strconv.FormatInt(out[len(out)-1].Seq, 10)
 	case f.ScanLimit > 0 && scanned == int64(f.ScanLimit):
 		// The window ended before the page filled: look on below it.
 		next = strconv.FormatInt(floor, 10)
@@ -161,27 +100,27 @@ func (s *sqlStore) Contacts(ctx context.Context, appID int64, f ContactFilter) (
 }
 
 // Contact returns one contact of appID with every call attempt made to it.
-func (s *sqlStore) Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error) {
+func (s *sqlStore) Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error) {
 	c, err := scanContact(s.db.QueryRow(ctx, `SELECT `+contactColumns+` FROM contacts WHERE app_id = ? AND id = ?`, appID, id))
 	if err != nil {
 		return nil, nil, err
 	}
 	calls, err := sqldb.Collect(ctx, s.db, scanCall, `SELECT id, attempt, hotline, state, coalesce(outcome, ''), cause,
 		started_at, answered_at, ended_at, duration, cost, answered_by, digits, result, steps, recording_bytes > 0
-		FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.seq)
+		FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.Seq)
 	if err != nil {
 		return nil, nil, err
 	}
 	return c, calls, nil
 }
 
-func scanCall(row sqldb.Row) (CallRecord, error) {
-	var k CallRecord
+func scanCall(row sqldb.Row) (domain.CallRecord, error) {
+	var k domain.CallRecord
 	var cause, answered, ended sql.NullInt64
 	var started int64
 	var steps string
 	if err := row.Scan(&k.ID, &k.Attempt, &k.Hotline, &k.State, &k.Outcome, &cause, &started, &answered, &ended,
-		&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps, &k.recorded); err != nil {
+		&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps, &k.Recorded); err != nil {
 		return k, err
 	}
 	k.StartedAt, k.Steps = fromMS(started), json.RawMessage(steps)
@@ -204,21 +143,10 @@ func nullTime(v sql.NullInt64) *time.Time {
 	return &t
 }
 
-type ImportRecord struct {
-	ID         string    `json:"id"`
-	ScenarioID string    `json:"scenario_id"`
-	CampaignID string    `json:"campaign_id,omitempty"`
-	Requested  int       `json:"requested"`
-	Added      int       `json:"added"`
-	Skipped    int       `json:"skipped"`
-	Code       int       `json:"code"`
-	CreatedAt  time.Time `json:"created_at"`
-}
-
 const importColumns = `id, scenario_id, coalesce(campaign_id, ''), requested, added, skipped, code, created_at`
 
-func scanImport(row sqldb.Row) (*ImportRecord, error) {
-	var im ImportRecord
+func scanImport(row sqldb.Row) (*domain.ImportRecord, error) {
+	var im domain.ImportRecord
 	var created int64
 	err := row.Scan(&im.ID, &im.ScenarioID, &im.CampaignID, &im.Requested, &im.Added, &im.Skipped, &im.Code, &created)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -229,7 +157,7 @@ func scanImport(row sqldb.Row) (*ImportRecord, error) {
 }
 
 // Imports returns the application's most recent imports, newest first.
-func (s *sqlStore) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error) {
+func (s *sqlStore) Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*domain.ImportRecord, error) {
 	// Ties of created_at fall in the order the imports were made: SQLite's
 	// rowid, PostgreSQL's seq (its imports have no rowid).
 	made := "rowid"
@@ -242,6 +170,6 @@ func (s *sqlStore) Imports(ctx context.Context, appID int64, scenarioID string, 
 }
 
 // ImportByID returns one import of appID.
-func (s *sqlStore) ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error) {
+func (s *sqlStore) ImportByID(ctx context.Context, appID int64, id string) (*domain.ImportRecord, error) {
 	return scanImport(s.db.QueryRow(ctx, `SELECT `+importColumns+` FROM imports WHERE app_id = ? AND id = ?`, appID, id))
 }

@@ -18,20 +18,10 @@ import (
 
 // ---- webhook endpoints ----
 
-type WebhookEndpoint struct {
-	ID        string    `json:"id"`
-	URL       string    `json:"url"`
-	Secret    string    `json:"secret,omitempty"` // shown on create and rotate only
-	Events    []string  `json:"events"`
-	Enabled   bool      `json:"enabled"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
 const endpointColumns = `id, url, secret, events, enabled <> 0, created_at, updated_at`
 
-func scanEndpoint(row sqldb.Row) (*WebhookEndpoint, error) {
-	var e WebhookEndpoint
+func scanEndpoint(row sqldb.Row) (*domain.WebhookEndpoint, error) {
+	var e domain.WebhookEndpoint
 	var events string
 	var created, updated int64
 	err := row.Scan(&e.ID, &e.URL, &e.Secret, &events, &e.Enabled, &created, &updated)
@@ -48,18 +38,18 @@ func scanEndpoint(row sqldb.Row) (*WebhookEndpoint, error) {
 	return &e, nil
 }
 
-func (s *sqlStore) Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error) {
+func (s *sqlStore) Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEndpoint, error) {
 	return sqldb.Collect(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE app_id = ? ORDER BY created_at, id`+s.db.Dialect().CollateC(), appID)
 }
 
-func (s *sqlStore) Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error) {
+func (s *sqlStore) Endpoint(ctx context.Context, appID int64, id string) (*domain.WebhookEndpoint, error) {
 	return scanEndpoint(s.db.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE app_id = ? AND id = ?`, appID, id))
 }
 
 // SaveEndpoint inserts or replaces an endpoint of appID.
-func (s *sqlStore) SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error {
+func (s *sqlStore) SaveEndpoint(ctx context.Context, appID int64, e *domain.WebhookEndpoint, now time.Time) error {
 	events, err := domain.MarshalJSON(e.Events)
 	if err != nil {
 		return err
@@ -83,41 +73,13 @@ func (s *sqlStore) DeleteEndpoint(ctx context.Context, appID int64, id string) e
 
 // ---- webhook messages ----
 
-type WebhookMessage struct {
-	ID         string          `json:"id"`
-	EndpointID string          `json:"endpoint_id"`
-	EventType  string          `json:"event_type"`
-	Payload    json.RawMessage `json:"payload"`
-	State      string          `json:"state"`
-	Attempts   int             `json:"attempts"`
-	NextTryAt  time.Time       `json:"next_try_at"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
-
-	seq int64
-}
-
-type WebhookAttempt struct {
-	Attempt    int       `json:"attempt"`
-	StatusCode *int64    `json:"status_code"`
-	Error      string    `json:"error,omitempty"`
-	LatencyMS  int64     `json:"latency_ms"`
-	At         time.Time `json:"at"`
-}
-
-// MessageFilter selects webhook messages of one application.
-type MessageFilter struct {
-	EndpointID, State, EventType string
-	CursorPage
-}
-
 const messageColumns = `seq, id, endpoint_id, event_type, payload, state, attempts, next_try_at, created_at, updated_at`
 
-func scanMessage(row interface{ Scan(...any) error }) (*WebhookMessage, error) {
-	var m WebhookMessage
+func scanMessage(row interface{ Scan(...any) error }) (*domain.WebhookMessage, error) {
+	var m domain.WebhookMessage
 	var payload string
 	var next, created, updated int64
-	err := row.Scan(&m.seq, &m.ID, &m.EndpointID, &m.EventType, &payload, &m.State, &m.Attempts, &next, &created, &updated)
+	err := row.Scan(&m.Seq, &m.ID, &m.EndpointID, &m.EventType, &payload, &m.State, &m.Attempts, &next, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, domain.ErrNotFound
 	}
@@ -132,7 +94,7 @@ func scanMessage(row interface{ Scan(...any) error }) (*WebhookMessage, error) {
 // Messages returns one page of webhook messages, newest first, and the
 // cursor of the next page. CAST: PostgreSQL would take a bare ? = 0 for a
 // 32-bit integer, too small for a time in milliseconds.
-func (s *sqlStore) Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error) {
+func (s *sqlStore) Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error) {
 	out, err := sqldb.Collect(ctx, s.db, scanMessage, `SELECT `+messageColumns+` FROM webhook_messages
 		WHERE app_id = ? AND (CAST(? AS BIGINT) = 0 OR seq < ?) AND (? = '' OR endpoint_id = ?)
 			AND (? = '' OR state = ?) AND (? = '' OR event_type = ?)
@@ -145,20 +107,20 @@ func (s *sqlStore) Messages(ctx context.Context, appID int64, f MessageFilter) (
 	}
 	next := ""
 	if len(out) == f.Limit {
-		next = strconv.FormatInt(out[len(out)-1].seq, 10)
+		next = strconv.FormatInt(out[len(out)-1].Seq, 10)
 	}
 	return out, next, nil
 }
 
 // Message returns one webhook message of appID with every delivery attempt.
-func (s *sqlStore) Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error) {
+func (s *sqlStore) Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error) {
 	m, err := scanMessage(s.db.QueryRow(ctx, `SELECT `+messageColumns+` FROM webhook_messages
 		WHERE app_id = ? AND id = ?`, appID, id))
 	if err != nil {
 		return nil, nil, err
 	}
-	attempts, err := sqldb.Collect(ctx, s.db, func(r sqldb.Row) (WebhookAttempt, error) {
-		var a WebhookAttempt
+	attempts, err := sqldb.Collect(ctx, s.db, func(r sqldb.Row) (domain.WebhookAttempt, error) {
+		var a domain.WebhookAttempt
 		var status sql.NullInt64
 		var at int64
 		if err := r.Scan(&a.Attempt, &status, &a.Error, &a.LatencyMS, &at); err != nil {
@@ -167,7 +129,7 @@ func (s *sqlStore) Message(ctx context.Context, appID int64, id string) (*Webhoo
 		a.StatusCode, a.At = nullInt(status), fromMS(at)
 		return a, nil
 	}, `SELECT attempt, status_code, coalesce(error, ''), latency_ms, at
-		FROM webhook_attempts WHERE message_seq = ? ORDER BY attempt`, m.seq)
+		FROM webhook_attempts WHERE message_seq = ? ORDER BY attempt`, m.Seq)
 	if err != nil {
 		return nil, nil, err
 	}

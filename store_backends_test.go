@@ -50,7 +50,7 @@ func importReq(appID int64, phones ...string) domain.ImportRequest {
 		echo := map[string]string{"ho_ten": fmt.Sprint("Contact ", i), "so_dien_thoai": p}
 		fields, _ := json.Marshal(echo)
 		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"phone_number": p},
-			ID: newV7(), Fields: fields, Phone: p, Echo: echo})
+			ID: domain.NewV7(), Fields: fields, Phone: p, Echo: echo})
 	}
 	return req
 }
@@ -134,7 +134,7 @@ func TestBackendConcurrentImports(t *testing.T) {
 	forEachBackend(t, prepaidTenant(1_000_000, 1), func(t *testing.T, s Store, ids []int64) {
 		const requests, each = 16, 50
 		var wg sync.WaitGroup
-		results := make([]*ImportResult, requests)
+		results := make([]*domain.ImportResult, requests)
 		errs := make([]error, requests)
 		for r := range requests {
 			wg.Go(func() {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sort"
 
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
@@ -12,36 +11,6 @@ import (
 // triggers of migration 8, so each is a few primary-key reads whatever the
 // number of contacts (docs/console.md#fast-on-big-data); PostgreSQL's
 // changes to them, and their fold, are in store_postgres_console.go.
-
-// Progress is a scenario's or a campaign's contacts by state, and the
-// finished ones by outcome.
-type Progress struct {
-	Queued, Dialing, Done int64
-	Outcomes              []OutcomeCount // of the done ones, most first
-}
-
-// OutcomeCount is how many finished contacts ended with one outcome.
-type OutcomeCount struct {
-	Outcome string
-	N       int64
-}
-
-// Total is every contact counted.
-func (p Progress) Total() int64 { return p.Queued + p.Dialing + p.Done }
-
-// Answered is the share of finished contacts whose outcome is ANSWERED,
-// in percent; ok is false before any finished.
-func (p Progress) Answered() (pct float64, ok bool) {
-	if p.Done == 0 {
-		return 0, false
-	}
-	for _, o := range p.Outcomes {
-		if o.Outcome == domain.OutcomeAnswered {
-			return 100 * float64(o.N) / float64(p.Done), true
-		}
-	}
-	return 0, true
-}
 
 // countRows selects, by where and its args, the rows of a table of counts
 // that a read sums: on PostgreSQL the folded counts and the changes not yet
@@ -58,10 +27,10 @@ func countRows(d sqldb.Dialect, cols, counts, changes, where string, args ...any
 // ContactProgress counts one application's contacts: of one scenario
 // (campaignID "": all its contacts, campaigns included) or of one campaign.
 // Outcomes are whatever the rows hold, so a new outcome shows up as it is.
-func (s *sqlStore) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error) {
+func (s *sqlStore) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (domain.Progress, error) {
 	rows, args := countRows(s.db.Dialect(), `state, outcome, n`, `contact_counts`, `contact_count_changes`,
 		`app_id = ? AND scenario_id = ? AND (? = '' OR campaign_id = ?)`, appID, scenarioID, campaignID, campaignID)
-	var p Progress
+	var p domain.Progress
 	err := s.db.Query(ctx, `SELECT state, outcome, CAST(sum(n) AS BIGINT) FROM (`+rows+`) AS c
 		GROUP BY state, outcome HAVING sum(n) <> 0`, args, func(scan func(...any) error) error {
 		var state, outcome string
@@ -69,13 +38,13 @@ func (s *sqlStore) ContactProgress(ctx context.Context, appID int64, scenarioID,
 		if err := scan(&state, &outcome, &n); err != nil {
 			return err
 		}
-		p.add(state, outcome, n)
+		p.Add(state, outcome, n)
 		return nil
 	})
 	if err != nil {
-		return Progress{}, err
+		return domain.Progress{}, err
 	}
-	p.sortOutcomes()
+	p.SortOutcomes()
 	return p, nil
 }
 
@@ -126,25 +95,4 @@ func (s *sqlStore) Outcomes(ctx context.Context, appID int64) ([]string, error) 
 		return nil, err
 	}
 	return out, nil
-}
-
-// add counts n contacts in state, and under their outcome once done.
-func (p *Progress) add(state, outcome string, n int64) {
-	switch state {
-	case domain.ContactQueued:
-		p.Queued += n
-	case domain.ContactDialing:
-		p.Dialing += n
-	default:
-		p.Done += n
-		p.Outcomes = append(p.Outcomes, OutcomeCount{outcome, n})
-	}
-}
-
-// sortOutcomes puts the most common outcome first, ties by name.
-func (p *Progress) sortOutcomes() {
-	sort.Slice(p.Outcomes, func(i, j int) bool {
-		a, b := p.Outcomes[i], p.Outcomes[j]
-		return a.N > b.N || (a.N == b.N && a.Outcome < b.Outcome)
-	})
 }

@@ -11,8 +11,6 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
-
-	"github.com/google/uuid"
 )
 
 // ---- what the scheduler reads ----
@@ -24,17 +22,9 @@ func (s *sqlStore) activeScenarios(ctx context.Context) ([]*domain.Scenario, err
 		WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`+s.db.Dialect().CollateC())
 }
 
-// dueContact is a queued contact whose next attempt is due.
-type dueContact struct {
-	Seq      int64
-	Phone    string
-	Fields   string // JSON object
-	Campaign string // "" when added to the scenario directly
-}
-
 // dueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
-func (s *sqlStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]dueContact, error) {
+func (s *sqlStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error) {
 	return sqldb.Collect(ctx, s.db, scanDueContact, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
@@ -42,8 +32,8 @@ func (s *sqlStore) dueContacts(ctx context.Context, appID int64, scenarioID stri
 		ORDER BY c.next_attempt_at, c.seq LIMIT ?`, appID, scenarioID, ms(now), limit)
 }
 
-func scanDueContact(row sqldb.Row) (dueContact, error) {
-	var c dueContact
+func scanDueContact(row sqldb.Row) (domain.DueContact, error) {
+	var c domain.DueContact
 	err := row.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign)
 	return c, err
 }
@@ -61,18 +51,10 @@ func (s *sqlStore) nextDue(ctx context.Context, appID int64, scenarioID string, 
 	return fromMS(*v), true, nil
 }
 
-// poolLines is what the scheduler reads of a hotline pool: its enabled
-// numbers in a stable order, so ROUND_ROBIN goes round the same way every
-// time, and the trunk its calls go through.
-type poolLines struct {
-	Numbers []string
-	Trunk   string
-}
-
 // enabledHotlines is the pool's enabled numbers and trunk.
-func (s *sqlStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (poolLines, error) {
+func (s *sqlStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error) {
 	// Numbers ordered byte by byte, on both databases.
-	var out poolLines
+	var out domain.PoolLines
 	err := s.db.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
 		JOIN hotlines h ON h.app_id = p.app_id AND h.pool_key = p.key AND h.enabled = 1
 		WHERE p.app_id = ? AND p.key = ? ORDER BY h.number`+s.db.Dialect().CollateC(), []any{appID, poolKey},
@@ -85,38 +67,19 @@ func (s *sqlStore) enabledHotlines(ctx context.Context, appID int64, poolKey str
 			return nil
 		})
 	if err != nil {
-		return poolLines{}, err
+		return domain.PoolLines{}, err
 	}
 	return out, nil
 }
 
 // ---- what the scheduler writes ----
 
-// callClaim is a call about to be placed.
-type callClaim struct {
-	CallID     string
-	AppID      int64
-	ScenarioID string
-	Contact    dueContact
-	Hotline    string
-	Trunk      string // the pool's (its name, "" resolved), holding a channel reserved on it
-	// Capacity is the trunk's as this node's configuration gives it, which
-	// a store several nodes share holds across them all; SQLite's one
-	// server leaves it to the dialer's Reserve.
-	Capacity TrunkCapacity
-	Start    time.Time
-	Attempt  int // set by claimCalls
-	// AdPhone is the number of an advertising scenario's call, which the
-	// daily limit counts (calls.ad_phone); "" for a care call.
-	AdPhone string
-}
-
 // claimCalls moves the contacts to dialing and records a call for each, in
 // one commit, before any is dialled: a crash after it leaves calls that the
 // next start settles. It returns the claims that took (a contact that is no
 // longer queued is left out).
-func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim, _ func() time.Time) ([]callClaim, error) {
-	var out []callClaim
+func (s *SQLiteStore) claimCalls(ctx context.Context, claims []domain.CallClaim, _ func() time.Time) ([]domain.CallClaim, error) {
+	var out []domain.CallClaim
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
 		for _, c := range claims {
@@ -140,30 +103,10 @@ func (s *SQLiteStore) claimCalls(ctx context.Context, claims []callClaim, _ func
 	return out, err
 }
 
-// callEnd is how a call ended and what the engine decided about it.
-type callEnd struct {
-	CallID string
-	// AppID is the call's tenant, whose writer settles it on PostgreSQL
-	// (any writer settles it right; the tenant's own batches best).
-	AppID  int64
-	Result domain.DialResult
-	// Interrupted calls (dialbox stopped or crashed while they were up) are
-	// never charged, do not use up a re_call, and are tried again at once.
-	Interrupted bool
-	ReCall      domain.ReCall
-	RetryAt     time.Time // when the contact is called again, if it is
-	Now         time.Time
-	// FirstTry is when new webhook messages are first due.
-	FirstTry time.Time
-	// RecordingBase starts the recording_url of a recorded call
-	// (recordingURL).
-	RecordingBase string
-}
-
 // endCall settles one call: the call record, the wallet charge, the
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
-func (s *SQLiteStore) endCall(ctx context.Context, e callEnd) error {
+func (s *SQLiteStore) endCall(ctx context.Context, e domain.CallEnd) error {
 	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx(tx), e) })
 }
 
@@ -180,7 +123,7 @@ func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.
 		}
 		for _, id := range ids {
 			res := domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: now}
-			if err := endCallTx(sqliteTx(tx), callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
+			if err := endCallTx(sqliteTx(tx), domain.CallEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
 				return err
 			}
 			n++
@@ -233,7 +176,7 @@ func retries(rc domain.ReCall, outcome string) bool {
 // tenant's count of unfinished contacts), locked until the commit, so
 // they are locked as late as possible (lockUnfinished, then the contact,
 // then the wallet; docs/postgres.md#claiming-calls).
-func endCallTx(tx settleTx, e callEnd) error {
+func endCallTx(tx settleTx, e domain.CallEnd) error {
 	var (
 		contactSeq, appID, startedMS int64
 		attempt                      int
@@ -358,15 +301,6 @@ func endCallTx(tx settleTx, e callEnd) error {
 	return nil
 }
 
-// newV7 is a time-ordered UUID, cheap to index.
-func newV7() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
-	}
-	return id.String()
-}
-
 // holdContacts settles, in one commit, the due contacts the calling rules
 // kept from being dialled: each ends DO_NOT_CALL (final, free) with an
 // attempt record that was never placed (no hotline, cause 403, no talk),
@@ -413,7 +347,7 @@ func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) erro
 		if err != nil {
 			return err
 		}
-		data.CallID, data.Attempt, data.Outcome, data.Cause = newV7(), attempt, domain.OutcomeDoNotCall, domain.OutcomeCause[domain.OutcomeDoNotCall]
+		data.CallID, data.Attempt, data.Outcome, data.Cause = domain.NewV7(), attempt, domain.OutcomeDoNotCall, domain.OutcomeCause[domain.OutcomeDoNotCall]
 		if err := tx.exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
 			VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
 			data.Outcome, data.Cause, ms(now), ms(now)); err != nil {

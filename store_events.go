@@ -52,12 +52,12 @@ func enqueue(tx settleTx, endpoints map[string][]string, appID int64, eventType 
 		}
 		if payload == nil {
 			var err error
-			if payload, err = domain.MarshalJSON(domain.Event{Type: eventType, ID: "evt_" + newV7(), Timestamp: domain.EventTime(now), Data: data}); err != nil {
+			if payload, err = domain.MarshalJSON(domain.Event{Type: eventType, ID: "evt_" + domain.NewV7(), Timestamp: domain.EventTime(now), Data: data}); err != nil {
 				return err
 			}
 		}
 		if err := tx.exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+newV7(), ep, appID, eventType, string(payload),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+domain.NewV7(), ep, appID, eventType, string(payload),
 			ms(firstTry), ms(now), ms(now)); err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ type Store interface {
 	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
 	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error)
 	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
-	Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*ImportResult, error)
+	Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error)
 	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
 	SkippedOf(ctx context.Context, importID string) ([]domain.SkippedContact, error)
 	ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error
@@ -103,11 +103,11 @@ type Store interface {
 	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
 	// delayContacts moves delayed contacts' next attempts, with their
 	// audit rows, in one commit.
-	delayContacts(ctx context.Context, delays []callDelay, now time.Time) error
+	delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
 	// adTiming reads what decides a queued advertising contact's
 	// wait beside its next attempt: its last delay, the number's answered
 	// advertising calls since since, and its calls up (contactWait).
-	adTiming(ctx context.Context, appID int64, c *ContactRecord, since time.Time) (domain.ContactTiming, error)
+	adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
 
 	// ---- do-not-call lists (store_dnc.go) ----
 
@@ -124,7 +124,7 @@ type Store interface {
 
 	// ---- the web console's counts (store_console.go) ----
 
-	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (Progress, error)
+	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (domain.Progress, error)
 	Unfinished(ctx context.Context, appID int64) (int64, error)
 	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
@@ -136,11 +136,11 @@ type Store interface {
 	DeleteAdminSettings(ctx context.Context, keys ...string) error
 	ListApps(ctx context.Context) ([]*domain.Application, error)
 	CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*domain.Application, error)
-	UpdateApp(ctx context.Context, apiKey string, p AppPatch, now time.Time) (*domain.Application, error)
+	UpdateApp(ctx context.Context, apiKey string, p domain.AppPatch, now time.Time) (*domain.Application, error)
 	DeleteApp(ctx context.Context, apiKey string) error
 	UpdateWallet(ctx context.Context, appID int64, change func(*domain.Wallet), now time.Time) (domain.Wallet, error)
 	TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error
-	Pools(ctx context.Context, appID int64, key string) ([]*Pool, error)
+	Pools(ctx context.Context, appID int64, key string) ([]*domain.Pool, error)
 	poolTrunks(ctx context.Context) ([]poolTrunk, error)
 	CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error
 	DeletePool(ctx context.Context, appID int64, key string) error
@@ -154,16 +154,16 @@ type Store interface {
 	ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*domain.Campaign, error)
 	CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error
 	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error
-	Endpoints(ctx context.Context, appID int64) ([]*WebhookEndpoint, error)
-	Endpoint(ctx context.Context, appID int64, id string) (*WebhookEndpoint, error)
-	SaveEndpoint(ctx context.Context, appID int64, e *WebhookEndpoint, now time.Time) error
+	Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEndpoint, error)
+	Endpoint(ctx context.Context, appID int64, id string) (*domain.WebhookEndpoint, error)
+	SaveEndpoint(ctx context.Context, appID int64, e *domain.WebhookEndpoint, now time.Time) error
 	DeleteEndpoint(ctx context.Context, appID int64, id string) error
-	Contacts(ctx context.Context, appID int64, f ContactFilter) ([]*ContactRecord, string, error)
-	Contact(ctx context.Context, appID int64, id string) (*ContactRecord, []CallRecord, error)
-	Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*ImportRecord, error)
-	ImportByID(ctx context.Context, appID int64, id string) (*ImportRecord, error)
-	Messages(ctx context.Context, appID int64, f MessageFilter) ([]*WebhookMessage, string, error)
-	Message(ctx context.Context, appID int64, id string) (*WebhookMessage, []WebhookAttempt, error)
+	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
+	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
+	Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*domain.ImportRecord, error)
+	ImportByID(ctx context.Context, appID int64, id string) (*domain.ImportRecord, error)
+	Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error)
+	Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error)
 	Redeliver(ctx context.Context, appID int64, id string, now time.Time) error
 	RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error)
 	Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error

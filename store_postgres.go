@@ -253,7 +253,7 @@ func (s *PostgresStore) submit(ctx context.Context, writer chan pgJob, job pgJob
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return errStoreClosed
+		return domain.ErrStoreClosed
 	}
 	select {
 	case writer <- job:
@@ -347,8 +347,8 @@ func runPgJob(fn func(pgx.Tx) error, tx pgx.Tx) (err error) {
 
 // Import is SQLiteStore.Import's contract on PostgreSQL, run by importTx
 // in a writer's transaction, answered once that has committed.
-func (s *PostgresStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*ImportResult, error) {
-	var res *ImportResult
+func (s *PostgresStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
+	var res *domain.ImportResult
 	allInvalid := false
 	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) (err error) {
 		res, allInvalid, err = importTx(ctx, sqldb.PGX(tx), req, now)

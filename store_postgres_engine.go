@@ -27,8 +27,8 @@ import (
 // trunks, in the order of their keys, then tenant by tenant in the order of
 // their ids, so every claim takes its locks in one global order and two
 // nodes claiming on the same trunks for the same tenants never deadlock.
-func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now func() time.Time) ([]callClaim, error) {
-	byApp := map[int64][]callClaim{}
+func (s *PostgresStore) claimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error) {
+	byApp := map[int64][]domain.CallClaim{}
 	var apps []int64
 	for _, c := range claims {
 		if _, ok := byApp[c.AppID]; !ok {
@@ -37,7 +37,7 @@ func (s *PostgresStore) claimCalls(ctx context.Context, claims []callClaim, now 
 		byApp[c.AppID] = append(byApp[c.AppID], c)
 	}
 	slices.Sort(apps)
-	var out []callClaim
+	var out []domain.CallClaim
 	leaseUntil := ms(time.Now().Add(s.lease))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
@@ -82,10 +82,10 @@ func trunkLockKey(name string) int32 {
 // up, and starts, only grow through claims, which hold these locks, so the
 // counts stay true until the commit. A trunk without a capacity (the
 // simulator) is neither locked nor counted: it is not in the map.
-func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() time.Time) (map[string]int, error) {
-	capacity := map[string]TrunkCapacity{}
+func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now func() time.Time) (map[string]int, error) {
+	capacity := map[string]domain.TrunkCapacity{}
 	for _, c := range claims {
-		if c.Capacity.limited() {
+		if c.Capacity.Limited() {
 			capacity[c.Trunk] = c.Capacity
 		}
 	}
@@ -136,8 +136,8 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []callClaim, now func() t
 // until the commit. (NO KEY: imports, which reference the row, go on.)
 // trunkRoom is what the claims' trunks still allow (lockTrunks), less what
 // this transaction took already.
-func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, trunkRoom map[string]int,
-	leaseUntil int64, now func() time.Time) ([]callClaim, error) {
+func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.CallClaim, trunkRoom map[string]int,
+	leaseUntil int64, now func() time.Time) ([]domain.CallClaim, error) {
 	var one int
 	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
 		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
@@ -189,7 +189,7 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 
 	// The claims on free hotlines, by scenario in the order they came.
 	var scenarios []string
-	byScenario := map[string][]callClaim{}
+	byScenario := map[string][]domain.CallClaim{}
 	for _, c := range claims {
 		if busy[c.Hotline] {
 			continue
@@ -199,7 +199,7 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		}
 		byScenario[c.ScenarioID] = append(byScenario[c.ScenarioID], c)
 	}
-	var out []callClaim
+	var out []domain.CallClaim
 	for _, id := range scenarios {
 		group := byScenario[id]
 		room, err := scenarioRoom(ctx, tx, appID, id, group[0].Start)
@@ -219,7 +219,7 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		if n <= 0 {
 			continue
 		}
-		var taken []callClaim
+		var taken []domain.CallClaim
 		if group[0].AdPhone != "" {
 			taken, err = s.takeAdvertising(ctx, tx, appID, group, n, leaseUntil, now())
 		} else {
@@ -244,7 +244,7 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 // only grow through claims, which hold the tenant's lock, and an answer
 // is committed before its call stops being up, so the count stays true
 // until the commit (docs/postgres.md#claiming-calls).
-func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, start time.Time) (map[string]int, int, error) {
+func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.CallClaim, start time.Time) (map[string]int, int, error) {
 	var phones []string
 	for _, c := range claims {
 		if c.AdPhone != "" {
@@ -284,13 +284,13 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []callClaim, 
 // again here against every node's calls. SKIP LOCKED: a contact another
 // node is claiming is left to it; one it claimed already is no longer
 // queued.
-func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, group []callClaim, n int,
-	leaseUntil int64, start time.Time) ([]callClaim, error) {
+func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, group []domain.CallClaim, n int,
+	leaseUntil int64, start time.Time) ([]domain.CallClaim, error) {
 	adCalls, adLimit, err := adCallsOf(ctx, tx, appID, group, start)
 	if err != nil {
 		return nil, err
 	}
-	var taken []callClaim
+	var taken []domain.CallClaim
 	for _, c := range group {
 		if len(taken) == n {
 			break
@@ -333,9 +333,8 @@ func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID in
 // another node ended and settled to make room was read as ended, so it is
 // recorded ending before this one starts (max_concurrent and the hotlines
 // can be checked from the records).
-func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []callClaim,
-	leaseUntil int64, start time.Time) ([]callClaim, error) {
-	var taken []callClaim
+func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []domain.CallClaim, leaseUntil int64, start time.Time) ([]domain.CallClaim, error) {
+	var taken []domain.CallClaim
 	err := sqldb.PGX(tx).Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?,
 			lease_node = ?, lease_until = ?
 		WHERE seq IN (SELECT c.seq FROM contacts c
@@ -406,7 +405,7 @@ func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now ti
 
 // endCall settles one call as SQLite does (endCallTx), in its own
 // transaction.
-func (s *PostgresStore) endCall(ctx context.Context, e callEnd) error {
+func (s *PostgresStore) endCall(ctx context.Context, e domain.CallEnd) error {
 	_, err := s.settle(ctx, e)
 	return err
 }
@@ -419,7 +418,7 @@ func (s *PostgresStore) endCall(ctx context.Context, e callEnd) error {
 // an import takes them (the count before the contact). The call's row is
 // locked first, so of two nodes settling one call (its own and one taking
 // over a lease that ran out) the second finds it ended and does nothing.
-func (s *PostgresStore) settle(ctx context.Context, e callEnd) (bool, error) {
+func (s *PostgresStore) settle(ctx context.Context, e domain.CallEnd) (bool, error) {
 	settled := false
 	var last []pgStmt
 	err := s.settleJob(ctx, func(tx pgx.Tx) error {
@@ -455,7 +454,7 @@ func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry tim
 	n := 0
 	for _, id := range ids {
 		res := domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: now}
-		ok, err := s.settle(ctx, callEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry})
+		ok, err := s.settle(ctx, domain.CallEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry})
 		if err != nil {
 			return n, err
 		}

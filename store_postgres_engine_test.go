@@ -16,7 +16,7 @@ import (
 // pgEngineNodes is pgNodes with the tenant's scenario reshaped by change
 // and n contacts queued, due now; it returns the nodes, the tenant and the
 // due contacts.
-func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts int) ([]*PostgresStore, int64, []dueContact) {
+func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts int) ([]*PostgresStore, int64, []domain.DueContact) {
 	t.Helper()
 	list, appID := pgNodes(t, nodes)
 	app := engTenant()
@@ -32,7 +32,7 @@ func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts i
 	req := domain.ImportRequest{AppID: appID, ScenarioID: "sc"}
 	for i, p := range engPhones(contacts, 0) {
 		fields, _ := json.Marshal(map[string]string{"ho_ten": fmt.Sprint("C", i)})
-		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, ID: newV7(), Fields: fields, Phone: p})
+		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, ID: domain.NewV7(), Fields: fields, Phone: p})
 	}
 	if _, err := list[0].Import(ctx, req, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
@@ -46,11 +46,11 @@ func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts i
 
 // pgClaims makes one claim per contact, each on its own hotline of the
 // pool (hotline offset+i).
-func pgClaims(appID int64, due []dueContact, offset int) []callClaim {
-	var out []callClaim
+func pgClaims(appID int64, due []domain.DueContact, offset int) []domain.CallClaim {
+	var out []domain.CallClaim
 	hotlines := engPhones(20, 500)
 	for i, c := range due {
-		out = append(out, callClaim{CallID: newV7(), AppID: appID, ScenarioID: "sc", Contact: c,
+		out = append(out, domain.CallClaim{CallID: domain.NewV7(), AppID: appID, ScenarioID: "sc", Contact: c,
 			Hotline: hotlines[(offset+i)%len(hotlines)], Start: time.Now()})
 	}
 	return out
@@ -225,7 +225,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	}
 	// The dead node's own settle, arriving late, is a no-op.
 	answered := now
-	late := callEnd{CallID: held[0].CallID, Now: now, FirstTry: now,
+	late := domain.CallEnd{CallID: held[0].CallID, Now: now, FirstTry: now,
 		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, AnsweredAt: &answered, EndedAt: now, Talk: time.Minute}}
 	if err := other.endCall(ctx, late); err != nil {
 		t.Fatal(err)
@@ -267,14 +267,14 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 		t.Fatalf("due %+v and %+v (%v), want one contact with %s in each scenario", due, due2, err, phone)
 	}
 	start := testDate(2026, 11, 30, 9, 0, 0, 0, hcm) // inside the advertising hours
-	claim := func(c dueContact, scenario, hotline string, at time.Time) callClaim {
-		return callClaim{CallID: newV7(), AppID: appID, ScenarioID: scenario, Contact: c, Hotline: hotline,
+	claim := func(c domain.DueContact, scenario, hotline string, at time.Time) domain.CallClaim {
+		return domain.CallClaim{CallID: domain.NewV7(), AppID: appID, ScenarioID: scenario, Contact: c, Hotline: hotline,
 			Start: at, AdPhone: phone}
 	}
 	hotlines := engPhones(20, 500)
-	claims := [][]callClaim{{claim(due[0], "sc", hotlines[0], start)}, {claim(due2[0], "ad2", hotlines[1], start)}}
+	claims := [][]domain.CallClaim{{claim(due[0], "sc", hotlines[0], start)}, {claim(due2[0], "ad2", hotlines[1], start)}}
 	var mu sync.Mutex
-	var taken []callClaim
+	var taken []domain.CallClaim
 	var wg sync.WaitGroup
 	for i, s := range nodes {
 		wg.Go(func() {
@@ -299,23 +299,23 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	}
 	// While it is up, neither node may claim the number again.
 	for _, s := range nodes {
-		if got, err := s.claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], start)}, func() time.Time { return start }); err != nil || len(got) != 0 {
+		if got, err := s.claimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], start)}, func() time.Time { return start }); err != nil || len(got) != 0 {
 			t.Fatalf("claimed %d more calls to %s while one is up (%v)", len(got), phone, err)
 		}
 	}
 	// Answered: still none within 24 hours of the answer, then one.
 	answered := start.Add(5 * time.Second)
-	end := callEnd{CallID: first.CallID, Now: answered.Add(time.Minute), FirstTry: answered,
+	end := domain.CallEnd{CallID: first.CallID, Now: answered.Add(time.Minute), FirstTry: answered,
 		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, AnsweredAt: &answered, EndedAt: answered.Add(time.Minute), Talk: time.Minute}}
 	if err := nodes[0].endCall(ctx, end); err != nil {
 		t.Fatal(err)
 	}
 	later := answered.Add(domain.AdDay - time.Minute)
-	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], later)}, func() time.Time { return later }); err != nil || len(got) != 0 {
+	if got, err := nodes[1].claimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], later)}, func() time.Time { return later }); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %d calls to %s a minute before 24 hours after its answer (%v)", len(got), phone, err)
 	}
 	next := answered.Add(domain.AdDay + time.Minute)
-	if got, err := nodes[1].claimCalls(ctx, []callClaim{claim(waiting, scenario, hotlines[2], next)}, func() time.Time { return next }); err != nil || len(got) != 1 {
+	if got, err := nodes[1].claimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], next)}, func() time.Time { return next }); err != nil || len(got) != 1 {
 		t.Fatalf("claimed %d calls to %s 24 hours after its answer (%v), want 1", len(got), phone, err)
 	}
 	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE ad_phone = $1`, phone); n != 2 {
@@ -336,7 +336,7 @@ func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
 		t.Fatalf("node 0 took %d (%v)", len(first), err)
 	}
 	ended := time.Now().Add(5 * time.Millisecond)
-	if err := nodes[0].endCall(ctx, callEnd{CallID: first[0].CallID, Now: ended, FirstTry: ended,
+	if err := nodes[0].endCall(ctx, domain.CallEnd{CallID: first[0].CallID, Now: ended, FirstTry: ended,
 		Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: ended}}); err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 		t.Fatalf("node 1 took %d (%v) while node 0's lease holds, want 0", len(msgs), err)
 	}
 	// Node 0 records one attempt, then "dies" holding the other two.
-	if err := nodes[0].recordAttempt(ctx, deliveryAttempt{Seq: held[0].Seq, EndpointID: held[0].EndpointID,
+	if err := nodes[0].recordAttempt(ctx, domain.DeliveryAttempt{Seq: held[0].Seq, EndpointID: held[0].EndpointID,
 		Status: 200, At: now, State: msgDelivered, NextTryAt: now}); err != nil {
 		t.Fatal(err)
 	}

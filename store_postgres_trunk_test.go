@@ -14,7 +14,7 @@ import (
 
 // pgTrunkClaims is pgClaims on trunk, whose capacity the node's
 // configuration gives as capacity.
-func pgTrunkClaims(appID int64, due []dueContact, offset int, trunk string, capacity TrunkCapacity) []callClaim {
+func pgTrunkClaims(appID int64, due []domain.DueContact, offset int, trunk string, capacity domain.TrunkCapacity) []domain.CallClaim {
 	out := pgClaims(appID, due, offset)
 	for i := range out {
 		out[i].Trunk, out[i].Capacity = trunk, capacity
@@ -27,10 +27,10 @@ func pgTrunkClaims(appID int64, due []dueContact, offset int, trunk string, capa
 // call ending on one node frees its channel for another.
 func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 3, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 18)
-	capacity := TrunkCapacity{Channels: 4, CPS: 100}
+	capacity := domain.TrunkCapacity{Channels: 4, CPS: 100}
 	ctx := context.Background()
 	var mu sync.Mutex
-	var taken []callClaim
+	var taken []domain.CallClaim
 	var wg sync.WaitGroup
 	for i, s := range nodes {
 		wg.Go(func() {
@@ -55,7 +55,7 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 	}
 	// A call ends on its node: one channel, for whichever node claims next.
 	now := time.Now()
-	if err := nodes[0].endCall(ctx, callEnd{CallID: taken[0].CallID, Now: now, FirstTry: now,
+	if err := nodes[0].endCall(ctx, domain.CallEnd{CallID: taken[0].CallID, Now: now, FirstTry: now,
 		Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: now}}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 	}
 	// Another trunk is not held by this one's calls (hotlines 18 and 19:
 	// none of the calls up holds them).
-	other, err := nodes[1].claimCalls(ctx, pgTrunkClaims(appID, due[:2], 18, "backup", TrunkCapacity{Channels: 1, CPS: 100}), time.Now)
+	other, err := nodes[1].claimCalls(ctx, pgTrunkClaims(appID, due[:2], 18, "backup", domain.TrunkCapacity{Channels: 1, CPS: 100}), time.Now)
 	if err != nil || len(other) != 1 {
 		t.Fatalf("on another trunk of 1 channel a node took %d (%v), want 1", len(other), err)
 	}
@@ -75,7 +75,7 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 // second holds more than max_cps starts, checked from the calls' records.
 func TestPostgresTrunkCallsPerSecondAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 3, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 18)
-	capacity := TrunkCapacity{Channels: 100, CPS: 3}
+	capacity := domain.TrunkCapacity{Channels: 100, CPS: 3}
 	ctx := context.Background()
 	base := time.Now()
 	claimAll := func(at time.Duration) int {
@@ -140,8 +140,8 @@ func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
 	if err != nil || len(dueB) != 40 {
 		t.Fatalf("%d due for the second tenant (%v)", len(dueB), err)
 	}
-	capacity := TrunkCapacity{Channels: 6, CPS: 1000}
-	claimsOf := func(node, round int) []callClaim {
+	capacity := domain.TrunkCapacity{Channels: 6, CPS: 1000}
+	claimsOf := func(node, round int) []domain.CallClaim {
 		a := pgTrunkClaims(appA, dueA[:2], node*10+round%5*2, "main", capacity)
 		b := pgTrunkClaims(appB, dueB[:2], node*10+round%5*2, "main", capacity)
 		switch (node + round) % 3 {
@@ -167,7 +167,7 @@ func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
 				// Each call ends at once, to make room for the next rounds.
 				for _, c := range got {
 					now := time.Now()
-					if err := s.endCall(ctx, callEnd{CallID: c.CallID, Now: now, FirstTry: now,
+					if err := s.endCall(ctx, domain.CallEnd{CallID: c.CallID, Now: now, FirstTry: now,
 						Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: now}}); err != nil {
 						t.Error(err)
 						return

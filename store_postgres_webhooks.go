@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"dialbox/internal/domain"
 	"slices"
 	"time"
 )
@@ -23,7 +24,7 @@ import (
 // left to run out is taken over (counted in /metrics). The node renews the
 // leases of the messages it holds until it records or gives them back
 // (renewLeases).
-func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
+func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
 	if skip == nil {
 		skip = []string{} // <> ALL(NULL) would leave out every message
 	}
@@ -45,7 +46,7 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, p
 	}
 	defer rows.Close()
 	type due struct {
-		outMessage
+		domain.OutMessage
 		at int64
 	}
 	var list []due
@@ -73,9 +74,9 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, p
 	slices.SortFunc(list, func(a, b due) int {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.Seq, b.Seq))
 	})
-	out := make([]outMessage, len(list))
+	out := make([]domain.OutMessage, len(list))
 	for i, d := range list {
-		out[i] = d.outMessage
+		out[i] = d.OutMessage
 	}
 	return out, nil
 }
@@ -95,7 +96,7 @@ func (s *PostgresStore) releaseMessages(ctx context.Context, seqs []int64) error
 // recordAttempt is sqlStore's, which ends the message's lease in the same
 // commit; this node first stops renewing it. Should the commit fail, the
 // lease runs out and the message is sent again.
-func (s *PostgresStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
+func (s *PostgresStore) recordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
 	s.letGo(a.Seq)
 	return s.sqlStore.recordAttempt(ctx, a)
 }

@@ -262,7 +262,7 @@ func TestGroupCommit(t *testing.T) {
 		if err := s2.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s2.Write(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, errStoreClosed) {
+		if err := s2.Write(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, domain.ErrStoreClosed) {
 			t.Errorf("write after close: %v", err)
 		}
 	})

@@ -9,19 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
-
-// outMessage is a pending webhook message ready to send.
-type outMessage struct {
-	Seq        int64
-	ID         string // webhook-id
-	EndpointID string
-	URL        string
-	Secret     string
-	Payload    []byte
-	Tries      int
-}
 
 // releaseMessages has nothing to give back: SQLite does not lease messages.
 func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error { return nil }
@@ -34,7 +24,7 @@ func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error {
 // webhook_messages_due_by_endpoint read from the index alone: a skipped
 // endpoint's backlog is never read. Only the messages chosen are then read
 // whole.
-func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error) {
+func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
 	enabled, err := queryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
 	if err != nil {
 		return nil, err
@@ -88,9 +78,9 @@ func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, per
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]outMessage, 0, len(chosen))
+	out := make([]domain.OutMessage, 0, len(chosen))
 	for rows.Next() {
-		var m outMessage
+		var m domain.OutMessage
 		var payload string
 		if err := rows.Scan(&m.Seq, &m.ID, &m.EndpointID, &m.URL, &m.Secret, &payload, &m.Tries); err != nil {
 			return nil, err
@@ -98,7 +88,7 @@ func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, per
 		m.Payload = []byte(payload)
 		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b outMessage) int { return cmp.Compare(order[a.Seq], order[b.Seq]) })
+	slices.SortFunc(out, func(a, b domain.OutMessage) int { return cmp.Compare(order[a.Seq], order[b.Seq]) })
 	return out, rows.Err()
 }
 
@@ -113,25 +103,10 @@ func (s *sqlStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time
 	return fromMS(v.Int64), true, nil
 }
 
-// deliveryAttempt is one try at sending a message and what follows from it.
-type deliveryAttempt struct {
-	Seq        int64
-	EndpointID string
-	Status     int    // 0: no HTTP answer
-	Error      string // why it failed, if it did
-	Latency    time.Duration
-	At         time.Time
-	State      string // msgPending (to retry), msgDelivered or msgDead
-	Tries      int
-	NextTryAt  time.Time
-	// DisableEndpoint: the receiver answered 410 Gone.
-	DisableEndpoint bool
-}
-
 // recordAttempt stores a try and moves the message on, in one commit. On
 // PostgreSQL it also ends the message's lease: only PostgreSQL leases
 // messages (PostgresStore.recordAttempt, docs/postgres.md#claiming-calls).
-func (s *sqlStore) recordAttempt(ctx context.Context, a deliveryAttempt) error {
+func (s *sqlStore) recordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		lease := ""
 		if tx.Dialect() == sqldb.Postgres {

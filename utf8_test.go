@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"testing"
 )
 
@@ -50,11 +51,11 @@ func testInvalidUTF8Refused(t *testing.T, backend string) {
 		checkValidationFailed(t, body, c.field)
 	}
 	var contacts struct {
-		Contacts []ContactRecord `json:"contacts"`
+		Contacts []domain.ContactRecord `json:"contacts"`
 	}
 	s.admin(t, "GET", "/apps/qa-key/contacts", "", &contacts)
 	var imports struct {
-		Imports []ImportRecord `json:"imports"`
+		Imports []domain.ImportRecord `json:"imports"`
 	}
 	s.admin(t, "GET", "/apps/qa-key/imports", "", &imports)
 	if len(contacts.Contacts) != 0 || len(imports.Imports) != 0 {

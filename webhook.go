@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/domain"
 	"errors"
 	"fmt"
 	"io"
@@ -57,14 +58,14 @@ type outbox interface {
 	// limit messages due at now, the longest waiting first, at most
 	// perEndpoint of each endpoint's, none of the endpoints in skip (each
 	// has its share under way).
-	dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]outMessage, error)
+	dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error)
 	// releaseMessages gives back messages dueMessages returned that the
 	// caller will not try now (an attempt of this process at them is still
 	// being recorded), so they are due again at once; a store that leases
 	// messages (docs/postgres.md#claiming-calls) ends their leases.
 	releaseMessages(ctx context.Context, seqs []int64) error
 	nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
-	recordAttempt(ctx context.Context, a deliveryAttempt) error
+	recordAttempt(ctx context.Context, a domain.DeliveryAttempt) error
 }
 
 // Webhooks delivers the outbox: a dispatcher hands due messages to a pool
@@ -220,7 +221,7 @@ func (w *Webhooks) Shutdown(ctx context.Context) {
 // loop runs the workers and the dispatcher until stop, then closes done
 // once every attempt is recorded or abandoned.
 func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
-	jobs := make(chan outMessage)
+	jobs := make(chan domain.OutMessage)
 	var workers sync.WaitGroup
 	for range w.workers {
 		workers.Add(1)
@@ -253,7 +254,7 @@ func (w *Webhooks) loop(ctx context.Context, stop, done chan struct{}) {
 }
 
 // work is a worker: one attempt at each message it is handed.
-func (w *Webhooks) work(ctx context.Context, jobs <-chan outMessage, stop <-chan struct{}) {
+func (w *Webhooks) work(ctx context.Context, jobs <-chan domain.OutMessage, stop <-chan struct{}) {
 	for m := range jobs {
 		select {
 		case <-stop: // handed over as Stop came: not under way yet
@@ -270,7 +271,7 @@ func (w *Webhooks) work(ctx context.Context, jobs <-chan outMessage, stop <-chan
 // dispatch is one pass of the dispatcher: it reads the due messages, hands
 // them to the workers and says how long to wait before the next pass;
 // stopped: Stop came while it handed them over.
-func (w *Webhooks) dispatch(ctx context.Context, jobs chan<- outMessage, stop <-chan struct{}) (wait time.Duration, stopped bool) {
+func (w *Webhooks) dispatch(ctx context.Context, jobs chan<- domain.OutMessage, stop <-chan struct{}) (wait time.Duration, stopped bool) {
 	now := time.Now()
 	msgs, ok := w.read(ctx, now)
 	if !ok {
@@ -294,7 +295,7 @@ func (w *Webhooks) dispatch(ctx context.Context, jobs chan<- outMessage, stop <-
 // (it sees their records) and reads the messages due at now, none of an
 // endpoint with its share under way; ok is false, and nothing read,
 // while too many attempts wait for their record.
-func (w *Webhooks) read(ctx context.Context, now time.Time) (msgs []outMessage, ok bool) {
+func (w *Webhooks) read(ctx context.Context, now time.Time) (msgs []domain.OutMessage, ok bool) {
 	w.mu.Lock()
 	busy := 0
 	for seq, f := range w.inflight {
@@ -325,7 +326,7 @@ func (w *Webhooks) read(ctx context.Context, now time.Time) (msgs []outMessage, 
 // filled: an endpoint reached its share during this pass, so the messages
 // read behind its own were not looked at; read again at once, leaving it
 // out.
-func (w *Webhooks) handOver(msgs []outMessage, jobs chan<- outMessage, stop <-chan struct{}) (filled, stopped bool) {
+func (w *Webhooks) handOver(msgs []domain.OutMessage, jobs chan<- domain.OutMessage, stop <-chan struct{}) (filled, stopped bool) {
 	var skipped []int64 // returned, but not to be tried now: given back
 	for i, m := range msgs {
 		w.mu.Lock()
@@ -364,7 +365,7 @@ type flight struct {
 // hold marks m as being sent, unless it is in flight already or its
 // endpoint has its share (maxInFlight) under way; atShare says it is the
 // latter. The caller holds w.mu.
-func (w *Webhooks) hold(m outMessage) (held, atShare bool) {
+func (w *Webhooks) hold(m domain.OutMessage) (held, atShare bool) {
 	if _, ok := w.inflight[m.Seq]; ok {
 		return false, false
 	}
@@ -437,7 +438,7 @@ const maxUnrecorded = 4
 // deliver makes one attempt at m and has it recorded. The worker does not
 // wait for the record's commit: attempts of many workers then share one,
 // and a crash before it only means the message is sent again.
-func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
+func (w *Webhooks) deliver(ctx context.Context, m domain.OutMessage) {
 	start := time.Now()
 	status, retryAfter, err := w.attempt(ctx, m, start)
 	if err != nil && ctx.Err() != nil {
@@ -456,7 +457,7 @@ func (w *Webhooks) deliver(ctx context.Context, m outMessage) {
 
 // attempt is the status of one attempt at m, and any Retry-After: a fault
 // rule's, with nothing sent, or the receiver's.
-func (w *Webhooks) attempt(ctx context.Context, m outMessage, at time.Time) (int, time.Duration, error) {
+func (w *Webhooks) attempt(ctx context.Context, m domain.OutMessage, at time.Time) (int, time.Duration, error) {
 	if status, forced := w.faults.BeforeSend(m.EndpointID); forced {
 		return status, 0, nil
 	}
@@ -466,8 +467,8 @@ func (w *Webhooks) attempt(ctx context.Context, m outMessage, at time.Time) (int
 // outcome is the record of an attempt at m begun at start and ended at now
 // with status (or err): the message delivered, dead, or pending until its
 // next try.
-func (w *Webhooks) outcome(m outMessage, start, now time.Time, status int, retryAfter time.Duration, err error) deliveryAttempt {
-	a := deliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
+func (w *Webhooks) outcome(m domain.OutMessage, start, now time.Time, status int, retryAfter time.Duration, err error) domain.DeliveryAttempt {
+	a := domain.DeliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
 		State: msgPending, Tries: m.Tries + 1, NextTryAt: now}
 	switch {
 	case err != nil:
@@ -494,7 +495,7 @@ func (w *Webhooks) outcome(m outMessage, start, now time.Time, status int, retry
 }
 
 // record stores a, the attempt at m, in the background.
-func (w *Webhooks) record(m outMessage, a deliveryAttempt) {
+func (w *Webhooks) record(m domain.OutMessage, a domain.DeliveryAttempt) {
 	w.records.Add(1)
 	go func() {
 		defer w.records.Done()
@@ -516,7 +517,7 @@ func (w *Webhooks) finished(seq int64) {
 
 // send posts m once, signed, and returns the status and any Retry-After of
 // a 429 or 503.
-func (w *Webhooks) send(ctx context.Context, m outMessage, at time.Time) (int, time.Duration, error) {
+func (w *Webhooks) send(ctx context.Context, m domain.OutMessage, at time.Time) (int, time.Duration, error) {
 	signer, err := standardwebhooks.NewWebhook(m.Secret)
 	if err != nil {
 		return 0, 0, fmt.Errorf("endpoint secret: %w", err)

@@ -470,7 +470,7 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 	}))
 	defer srv.Close()
 	s, ids := fixtureStore(b, whTenant(srv.URL))
-	data := domain.EventData{ContactID: newV7(), Fields: json.RawMessage(`{"ho_ten":"Nguyen Van A","so_dien_thoai":"+84912345678"}`),
+	data := domain.EventData{ContactID: domain.NewV7(), Fields: json.RawMessage(`{"ho_ten":"Nguyen Van A","so_dien_thoai":"+84912345678"}`),
 		Phone: "+84912345678", ScenarioID: "sc", Attempt: 1, Hotline: "02873000001", Outcome: domain.OutcomeAnswered, Cause: 200}
 	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
 		for range b.N {
