@@ -17,28 +17,6 @@ import (
 	"dialbox/internal/tts"
 )
 
-// Dialer places calls: SimDialer simulates them, SIPDialer (dialer_sip.go)
-// places real ones through SIP trunks.
-type Dialer interface {
-	// Dial places one call and returns when it has ended. A call stopped
-	// through ctx (dialbox is stopping) ends at once: CANCELED (queued
-	// again, free) unless a person had answered a real call, which stays
-	// ANSWERED with the talk it had.
-	Dial(ctx context.Context, req domain.DialRequest) domain.DialResult
-	// Trunk is the name trunk stands for ("" is the first trunk), which
-	// calls record, and its capacity as configured, which the claim holds
-	// across every node on a shared store (docs/postgres.md#claiming-calls).
-	Trunk(trunk string) (string, domain.TrunkCapacity)
-	// Reserve is the scheduler asking, before it claims contacts, how many
-	// of n calls may start now on trunk, on this node. Each start granted
-	// holds one of the trunk's channels until Release(trunk), or
-	// Unreserve(trunk) when the store refused its claim. When fewer than n
-	// are granted, wait is how soon more may be (0: when a call ends).
-	Reserve(trunk string, n int) (granted int, wait time.Duration)
-	Release(trunk string)
-	Unreserve(trunk string)
-}
-
 // unlimitedTrunks is the capacity of a dialer without trunks: any number
 // of calls may start at any moment.
 type unlimitedTrunks struct{}
