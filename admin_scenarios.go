@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -118,7 +117,7 @@ func (b *scenarioBody) applyScript(sc *domain.Scenario) error {
 		return scriptShapeError(err)
 	}
 	if err := s.Validate(); err != nil {
-		return domain.ValidationError(scriptProblems("script", err)...)
+		return domain.ValidationError(domain.ScriptProblems("script", err)...)
 	}
 	sc.Script = &s
 	return nil
@@ -136,30 +135,6 @@ func scriptShapeError(err error) error {
 		return domain.Invalid("script", strings.TrimPrefix(err.Error(), "json: unknown field ")+" is not a known field")
 	}
 	return domain.Invalid("script", `must be an object with steps ({"steps":[{"name":...,"say":{...}}, ...]}), or null to remove it`)
-}
-
-// scriptProblems turns script.Validate's error into field errors under
-// prefix: script.steps[2].gather.branches["1"], the reason naming the step.
-func scriptProblems(prefix string, err error) []domain.FieldError {
-	var ps script.Problems
-	if !errors.As(err, &ps) {
-		return []domain.FieldError{{Field: prefix, Reason: err.Error()}}
-	}
-	out := make([]domain.FieldError, len(ps))
-	for i, p := range ps {
-		field, reason := prefix, p.Reason
-		if p.Index >= 0 {
-			field += fmt.Sprintf(".steps[%d]", p.Index)
-			if p.Step != "" {
-				reason = fmt.Sprintf("step %q: %s", p.Step, reason)
-			}
-		}
-		if p.Field != "" {
-			field += "." + p.Field
-		}
-		out[i] = domain.FieldError{Field: field, Reason: reason}
-	}
-	return out
 }
 
 func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {

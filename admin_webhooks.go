@@ -66,7 +66,7 @@ func (b *endpointBody) apply(e *domain.WebhookEndpoint) error {
 	if b.Enabled != nil {
 		e.Enabled = *b.Enabled
 	}
-	if err := checkWebhookURL(e.URL); err != nil {
+	if err := domain.CheckWebhookURL(e.URL); err != nil {
 		return domain.Invalid("url", err.Error())
 	}
 	if err := domain.CheckWebhookSecret(e.Secret); err != nil {

@@ -19,7 +19,7 @@ func (m *Main) demoTenant(ctx context.Context, now time.Time) *FixtureApp {
 	if old, err := m.store.DemoApp(ctx); err == nil {
 		fa.APISecret = old.APISecret
 	}
-	fa.Webhooks = []FixtureWebhook{{URL: localSinkURL("demo"), Secret: m.Config.Sink.Secret}}
+	fa.Webhooks = []FixtureWebhook{{URL: domain.LocalSinkURL("demo"), Secret: m.Config.Sink.Secret}}
 	return fa
 }
 
@@ -143,5 +143,5 @@ func (m *Main) repointDemoSink(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return m.store.RepointDemoSink(ctx, app.ID, localSinkURL("demo"), now)
+	return m.store.RepointDemoSink(ctx, app.ID, domain.LocalSinkURL("demo"), now)
 }

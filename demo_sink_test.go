@@ -116,13 +116,13 @@ func testDemoSinkMovedFromAnAddress(t *testing.T, backend string) {
 // built-in sink of the delivering node; nothing else is taken.
 func TestWebhookURLForms(t *testing.T) {
 	for _, u := range []string{"http://127.0.0.1:8080/sink/qa", "https://crm.example/hooks", "/sink/qa", "/sink/demo"} {
-		if err := checkWebhookURL(u); err != nil {
+		if err := domain.CheckWebhookURL(u); err != nil {
 			t.Errorf("%q refused: %v", u, err)
 		}
 	}
 	for _, u := range []string{"", "/sink/", "/sink/a/b", "/sinks/a", "sink/a", "//evil/sink/a", "/sink/a?x=1",
 		"/sink/a#x", "/sink/a?", "ftp://host/x", "http://", "file:///sink/a"} {
-		if err := checkWebhookURL(u); err == nil {
+		if err := domain.CheckWebhookURL(u); err == nil {
 			t.Errorf("%q taken", u)
 		}
 	}

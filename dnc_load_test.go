@@ -163,7 +163,7 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"+84912345670": ReasonDNCTenant, "+84912345672": ReasonDNCNational}; !mapsEqual(listed, want) {
+	if want := map[string]string{"+84912345670": domain.ReasonDNCTenant, "+84912345672": domain.ReasonDNCNational}; !mapsEqual(listed, want) {
 		t.Errorf("listings %v, want %v", listed, want)
 	}
 	// Without the national register (a care scenario's calls), the tenant's list alone.
@@ -171,7 +171,7 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"+84912345670": ReasonDNCTenant}; !mapsEqual(listed, want) {
+	if want := map[string]string{"+84912345670": domain.ReasonDNCTenant}; !mapsEqual(listed, want) {
 		t.Errorf("listings without the register %v, want %v", listed, want)
 	}
 }
@@ -216,7 +216,7 @@ func testDNCCLI(t *testing.T, backend string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"+84912345679": ReasonDNCNational, "+84912000001": ReasonDNCTenant}; !mapsEqual(listed, want) {
+	if want := map[string]string{"+84912345679": domain.ReasonDNCNational, "+84912000001": domain.ReasonDNCTenant}; !mapsEqual(listed, want) {
 		t.Errorf("the store sees %v, want %v", listed, want)
 	}
 }
@@ -242,7 +242,7 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	stored := 0
 	if _, err := s.LoadDNC(ctx, nationalList, []int64{n}, true, time.Now(), func(done int) {
 		stored = done
-		if got := listed(); !mapsEqual(got, map[string]string{old: ReasonDNCNational}) {
+		if got := listed(); !mapsEqual(got, map[string]string{old: domain.ReasonDNCNational}) {
 			t.Errorf("while loading, with %d numbers stored: listed %v, want the old list alone", done, got)
 		}
 	}); err != nil {
@@ -251,7 +251,7 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	if stored != 1 {
 		t.Errorf("progress said %d numbers stored, want 1", stored)
 	}
-	if got := listed(); !mapsEqual(got, map[string]string{replacement: ReasonDNCNational}) {
+	if got := listed(); !mapsEqual(got, map[string]string{replacement: domain.ReasonDNCNational}) {
 		t.Errorf("after the load: listed %v, want the new list alone", got)
 	}
 }

@@ -112,7 +112,7 @@ func TestDNCOptOutOverSIP(t *testing.T) {
 	fe := newOptOutFarEnd(t, 10, func(p string) bool {
 		ready.Wait()
 		listed, err := store.dncListings(context.Background(), appID, []string{p}, false)
-		return err == nil && listed[p] == ReasonDNCTenant
+		return err == nil && listed[p] == domain.ReasonDNCTenant
 	})
 	writeFileAt(t, filepath.Join(dir, "fixtures.toml"), fmt.Sprintf(sipFixtures, optOutSIPScenarios))
 	cfg := filepath.Join(dir, "dialbox.toml")

@@ -163,8 +163,8 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 		return nil
 	})
 	wantReasons := map[string]string{
-		"dnc-a " + national: ReasonDNCNational, "dnc-a " + tenantA: ReasonDNCTenant, "dnc-a " + both: ReasonDNCNational,
-		"dnc-b " + national: ReasonDNCNational, "dnc-b " + both: ReasonDNCNational,
+		"dnc-a " + national: domain.ReasonDNCNational, "dnc-a " + tenantA: domain.ReasonDNCTenant, "dnc-a " + both: domain.ReasonDNCNational,
+		"dnc-b " + national: domain.ReasonDNCNational, "dnc-b " + both: domain.ReasonDNCNational,
 	}
 	if !mapsEqual(reasons, wantReasons) {
 		t.Errorf("call_blocks %v, want %v", reasons, wantReasons)
@@ -248,7 +248,7 @@ func testDNCCareScenarioDialsTheNationalRegister(t *testing.T, backend string) {
 		reasons[phone] = reason
 		return err
 	})
-	if want := map[string]string{tenantA: ReasonDNCTenant, both: ReasonDNCTenant}; !mapsEqual(reasons, want) {
+	if want := map[string]string{tenantA: domain.ReasonDNCTenant, both: domain.ReasonDNCTenant}; !mapsEqual(reasons, want) {
 		t.Errorf("call_blocks %v, want %v", reasons, want)
 	}
 }
@@ -341,7 +341,7 @@ func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	if _, outcome, _ := engContact(t, s, first[0]); outcome != domain.OutcomeAnswered || result != script.OptedOut {
 		t.Fatalf("the opting-out call ended %s with result %q", outcome, result)
 	}
-	if listed, _ := s.dncListings(context.Background(), ids[0], []string{phone}, true); listed[phone] != ReasonDNCTenant {
+	if listed, _ := s.dncListings(context.Background(), ids[0], []string{phone}, true); listed[phone] != domain.ReasonDNCTenant {
 		t.Fatalf("after the opt-out the number is listed %q", listed[phone])
 	}
 	second := engImport(t, s, ids[0], "sc", "", phone)

@@ -124,7 +124,7 @@ type engineStore interface {
 	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
 	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
 	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
-	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
+	holdContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
 	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
 	delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
 

@@ -15,29 +15,12 @@ import (
 // screens every scenario of the tenant, and the national register, which
 // restricts advertising calls only, screens advertising scenarios.
 
-// Why an attempt was kept from being dialled: call_blocks.reason and the
-// reason label of dialbox_calls_blocked_total. The destination policy's
-// reasons are destinations.Denied, Foreign, Premium and Special.
-const (
-	ReasonDNCNational = "dnc_national" // on the national Do-Not-Call register, in an advertising scenario
-	ReasonDNCTenant   = "dnc_tenant"   // on the tenant's own list (an opt-out, or added by the tenant)
-)
-
-// callHold is a due contact a calling rule keeps from being dialled, and
-// why. A hold ends the contact DO_NOT_CALL (Store.holdContacts).
-type callHold struct {
-	AppID      int64
-	ScenarioID string
-	Contact    domain.DueContact
-	Reason     string
-}
-
 // screen splits a scenario's due contacts into those that may be dialled
 // now and those a rule holds: the destination policy first, then every
 // remaining number looked up at once in the lists that screen the
 // scenario. A number both rules hold gets the destination's reason.
 // On an error nothing is dialled: rules that cannot be read block.
-func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []domain.DueContact) (dial []domain.DueContact, held []callHold, err error) {
+func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []domain.DueContact) (dial []domain.DueContact, held []domain.CallHold, err error) {
 	if len(due) == 0 {
 		return due, nil, nil
 	}
@@ -46,7 +29,7 @@ func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []domain.D
 		return nil, nil, err
 	}
 	hold := func(c domain.DueContact, reason string) {
-		held = append(held, callHold{AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Reason: reason})
+		held = append(held, domain.CallHold{AppID: sc.AppID, ScenarioID: sc.ID, Contact: c, Reason: reason})
 	}
 	dial = due[:0:0]
 	for _, c := range due {

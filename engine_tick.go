@@ -46,7 +46,7 @@ type round struct {
 	budgets   map[int64]*budget
 	hotlines  map[poolKey]domain.PoolLines
 	claims    []domain.CallClaim
-	holds     []callHold
+	holds     []domain.CallHold
 	delays    []domain.CallDelay
 }
 

@@ -257,7 +257,7 @@ func (ff *FixtureFile) Validate() *config.ConfigError {
 			if sc.Script != nil {
 				if err := sc.Script.Validate(); err != nil {
 					// The first problem, with its line; the admin API lists them all.
-					p := scriptProblems(key+".script", err)[0]
+					p := domain.ScriptProblems(key+".script", err)[0]
 					return bad(p.Field, "%s", p.Reason)
 				}
 			}
@@ -281,7 +281,7 @@ func (ff *FixtureFile) Validate() *config.ConfigError {
 		}
 		for wi, wh := range fa.Webhooks {
 			key := fmt.Sprintf("%s.webhooks[%d]", at, wi)
-			if err := checkWebhookURL(wh.URL); err != nil {
+			if err := domain.CheckWebhookURL(wh.URL); err != nil {
 				return bad(key+".url", "%s", err)
 			}
 			if err := domain.CheckWebhookSecret(wh.Secret); err != nil {

@@ -147,7 +147,7 @@ func migrateToFill(t *testing.T) string {
 			t.Fatalf("no contact %s", state)
 		}
 	}
-	for _, reason := range []string{ReasonDNCTenant, ReasonDNCNational, domain.ReasonDailyLimit} {
+	for _, reason := range []string{domain.ReasonDNCTenant, domain.ReasonDNCNational, domain.ReasonDailyLimit} {
 		if queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, reason) == 0 {
 			t.Fatalf("no call blocked for %s", reason)
 		}

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"dialbox/internal/config"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -82,31 +80,6 @@ func NewSink(cfg config.SinkConfig) (*Sink, error) {
 		return nil, err
 	}
 	return &Sink{verifier: v, max: cfg.MaxMessages, maxBytes: cfg.MaxBytes, maxBody: cfg.MaxBodyBytes}, nil
-}
-
-// localSinkPrefix starts a webhook URL naming the built-in sink of
-// whichever node delivers the message, resolved to that node's own
-// address at each attempt: such a webhook works from every node of a
-// cluster and on any --listen (docs/sandbox.md#7-read-the-webhooks-the-sink).
-const localSinkPrefix = "/sink/"
-
-// localSinkURL is the webhook URL of this server's sink of name.
-func localSinkURL(name string) string { return localSinkPrefix + url.PathEscape(name) }
-
-// checkWebhookURL is the one rule for a webhook endpoint's URL, in the
-// admin API and in fixtures: an http(s) URL, or /sink/{name}.
-func checkWebhookURL(s string) error {
-	u, err := url.Parse(s)
-	if err == nil && u.Scheme == "" && u.Host == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery {
-		name, ok := strings.CutPrefix(u.Path, localSinkPrefix)
-		if ok && name != "" && !strings.Contains(name, "/") {
-			return nil
-		}
-	}
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("must be an http:// or https:// URL, or /sink/{name} for the built-in sink of the node that delivers")
-	}
-	return nil
 }
 
 func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {

@@ -61,9 +61,9 @@ func (s *sqlStore) dncListings(ctx context.Context, appID int64, phones []string
 				}
 				p := domain.DNCE164(n)
 				if national {
-					out[p] = ReasonDNCNational
+					out[p] = domain.ReasonDNCNational
 				} else if out[p] == "" {
-					out[p] = ReasonDNCTenant
+					out[p] = domain.ReasonDNCTenant
 				}
 				return nil
 			})

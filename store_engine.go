@@ -311,7 +311,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 // first, in the order of their ids, in one statement, as a settle and an
 // import take them, so none of them deadlocks with another; SQLite's one
 // writer needs no lock.
-func (s *sqlStore) holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error {
+func (s *sqlStore) holdContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error {
 	return s.writeData(ctx, func(q sqldb.Querier) error {
 		if q.Dialect() == sqldb.Postgres {
 			var apps []int64
@@ -329,7 +329,7 @@ func (s *sqlStore) holdContacts(ctx context.Context, holds []callHold, now, firs
 }
 
 // holdContactsTx is holdContacts in a transaction of either store.
-func holdContactsTx(tx settleTx, holds []callHold, now, firstTry time.Time) error {
+func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Time) error {
 	endpoints := map[int64]map[string][]string{}
 	for _, h := range holds {
 		var (

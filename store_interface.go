@@ -97,7 +97,7 @@ type Store interface {
 	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
 	// holdContacts ends the due contacts a calling rule holds, each
 	// with its attempt record, audit row and event, in one commit.
-	holdContacts(ctx context.Context, holds []callHold, now, firstTry time.Time) error
+	holdContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
 	// answeredAdCalls are, for each of phones, when the tenant's
 	// advertising calls to it answered after since.
 	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)

@@ -529,7 +529,7 @@ func (w *Webhooks) send(ctx context.Context, m domain.OutMessage, at time.Time) 
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	target := m.URL
-	if strings.HasPrefix(target, localSinkPrefix) {
+	if strings.HasPrefix(target, domain.LocalSinkPrefix) {
 		target = w.selfURL + target
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(m.Payload))
