@@ -40,7 +40,8 @@ type API struct {
 	log      *slog.Logger
 	importer *Importer
 	limits   *rateLimits
-	body     bodyRules // how operations A and C read their bodies
+	tokens   *tokenCache // ACCESS_TOKENs already verified (auth.go)
+	body     bodyRules   // how operations A and C read their bodies
 	// imports holds a token per import in progress (limits.max_concurrent_imports).
 	imports chan struct{}
 
@@ -59,7 +60,7 @@ type apiStore interface {
 
 func NewAPI(cfg config.Config, store apiStore, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
-		limits:  newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst),
+		limits: newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &tokenCache{},
 		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
 		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports),
 		journal: journal, faults: faults}
@@ -100,7 +101,7 @@ func (a *API) handle(op operation, h handler) httprouter.Handle {
 // serve authenticates, applies the fault rules and the rate limit, then
 // runs h.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, h handler) (any, error) {
-	app, apiErr, err := authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
+	app, apiErr, err := a.tokens.authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
 	noteRequest(r.Context(), op.name, app)
 	switch {
 	case err != nil:

@@ -25,16 +25,21 @@ type authFailure struct {
 
 func (f *authFailure) Error() string { return "authentication failed" }
 
+// appByKey is what authentication reads of the store.
+type appByKey interface {
+	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
+}
+
 // authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
 // algorithm other than HS256 (none included) or expiry -> 401.
-func authenticate(ctx context.Context, store Store, header string) (*domain.Application, *APIError, error) {
+func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header string) (*domain.Application, *APIError, error) {
 	raw, ok := strings.CutPrefix(header, "Bearer ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
 		return nil, errUnauthorized, nil
 	}
-	if app, ok, err := store.verifiedTokens().lookup(ctx, store, raw, time.Now()); ok || err != nil {
+	if app, ok, err := c.lookup(ctx, store, raw, time.Now()); ok || err != nil {
 		return app, nil, err
 	}
 	var app *domain.Application
@@ -63,7 +68,7 @@ func authenticate(ctx context.Context, store Store, header string) (*domain.Appl
 	case err != nil: // malformed, bad signature, expired
 		return nil, errUnauthorized, nil
 	}
-	store.verifiedTokens().remember(raw, app, token.Claims)
+	c.remember(raw, app, token.Claims)
 	return app, nil, nil
 }
 
@@ -112,7 +117,7 @@ func (c *tokenCache) size() (entries, bytes int) {
 
 // lookup authenticates a token verified before; ok is false when the token
 // must be verified (again) the long way.
-func (c *tokenCache) lookup(ctx context.Context, store Store, raw string, now time.Time) (*domain.Application, bool, error) {
+func (c *tokenCache) lookup(ctx context.Context, store appByKey, raw string, now time.Time) (*domain.Application, bool, error) {
 	digest := digestToken(raw)
 	c.mu.RLock()
 	v, ok := c.entries[digest]

@@ -21,13 +21,13 @@ func testTokenCacheBoundedInBytes(t *testing.T, backend string) {
 	// each would pin 26 MB if the cache kept their text.
 	pad := strings.Repeat("x", 100_000)
 	var last string
+	cache := &tokenCache{}
 	for i := range 200 {
 		last = mustSign(jwt.MapClaims{"apiKey": "k", "pad": pad, "n": i}, "s")
-		if app, apiErr, err := authenticate(ctx, store, "Bearer "+last); err != nil || apiErr != nil || app.APIKey != "k" {
+		if app, apiErr, err := cache.authenticate(ctx, store, "Bearer "+last); err != nil || apiErr != nil || app.APIKey != "k" {
 			t.Fatalf("token %d: %v %v", i, apiErr, err)
 		}
 	}
-	cache := store.verifiedTokens()
 	entries, retained := cache.size()
 	if entries == 0 || retained > maxCachedTokenBytes || retained/entries > 256 {
 		t.Errorf("cache keeps %d tokens in %d bytes; want at most %d bytes, and no token's text", entries, retained, maxCachedTokenBytes)

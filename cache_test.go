@@ -112,9 +112,10 @@ func TestTokenCache(t *testing.T) {
 	}
 	app, _ := s.AppByKey(ctx, "k")
 	token, _ := MintToken(app, time.Now())
+	tokens := &tokenCache{}
 	check := func(step string, wantCode int) {
 		t.Helper()
-		_, apiErr, err := authenticate(ctx, s, "Bearer "+token)
+		_, apiErr, err := tokens.authenticate(ctx, s, "Bearer "+token)
 		code := 0
 		if apiErr != nil {
 			code = apiErr.Code
@@ -124,14 +125,14 @@ func TestTokenCache(t *testing.T) {
 		}
 	}
 	check("first use", 0)
-	if _, ok := s.tokens.entries[digestToken(token)]; !ok {
+	if _, ok := tokens.entries[digestToken(token)]; !ok {
 		t.Fatal("a verified token was not remembered")
 	}
 	check("second use, from the cache", 0)
 	// A remembered token is answered without the parser: this one could
 	// not be parsed at all.
-	s.tokens.entries[digestToken("remembered, not a JWT")] = verifiedToken{apiKey: "k", secret: "s1"}
-	if app, apiErr, err := authenticate(ctx, s, "Bearer remembered, not a JWT"); app == nil || apiErr != nil || err != nil {
+	tokens.entries[digestToken("remembered, not a JWT")] = verifiedToken{apiKey: "k", secret: "s1"}
+	if app, apiErr, err := tokens.authenticate(ctx, s, "Bearer remembered, not a JWT"); app == nil || apiErr != nil || err != nil {
 		t.Errorf("a remembered token was not answered from the cache: %v %v", apiErr, err)
 	}
 
@@ -146,12 +147,12 @@ func TestTokenCache(t *testing.T) {
 
 	// exp is exclusive and nbf inclusive, as the parser's validator has them.
 	now := time.Unix(1_800_000_000, 0)
-	s.tokens.entries[digestToken("timed")] = verifiedToken{apiKey: "k", secret: "s2", exp: now.Add(time.Hour), nbf: now}
+	tokens.entries[digestToken("timed")] = verifiedToken{apiKey: "k", secret: "s2", exp: now.Add(time.Hour), nbf: now}
 	for _, c := range []struct {
 		at   time.Time
 		want bool
 	}{{now.Add(-time.Second), false}, {now, true}, {now.Add(time.Hour - time.Second), true}, {now.Add(time.Hour), false}} {
-		if _, ok, _ := s.tokens.lookup(ctx, s, "timed", c.at); ok != c.want {
+		if _, ok, _ := tokens.lookup(ctx, s, "timed", c.at); ok != c.want {
 			t.Errorf("token valid from %v to %v, at %v: cached %v, want %v", now, now.Add(time.Hour), c.at, ok, c.want)
 		}
 	}

@@ -49,7 +49,6 @@ type SQLiteStore struct {
 	// (configVersion), other connections' seen through watch.
 	configChanges atomic.Uint64
 	watch         *commitWatch
-	tokens        tokenCache        // verified ACCESS_TOKENs (auth.go)
 	storage       writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
 	// calls deleted; none when the store was opened without a config.
@@ -279,8 +278,6 @@ func (s *SQLiteStore) configVersion() (uint64, bool) {
 	s.watch.Check(&s.configChanges)
 	return s.configChanges.Load(), true
 }
-
-func (s *SQLiteStore) verifiedTokens() *tokenCache { return &s.tokens }
 
 // Write runs fn inside the writer's current transaction, isolated by a
 // savepoint: if fn fails, only its own changes are undone. It returns once

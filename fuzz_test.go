@@ -182,8 +182,9 @@ func FuzzAuthenticate(f *testing.F) {
 	app, _ := store.AppByKey(f.Context(), "fuzz-key")
 	good, _ := MintToken(app, time.Now())
 	f.Add("Bearer " + good)
+	tokens := &tokenCache{}
 	f.Fuzz(func(t *testing.T, header string) {
-		got, apiErr, err := authenticate(t.Context(), store, header)
+		got, apiErr, err := tokens.authenticate(t.Context(), store, header)
 		switch {
 		case err != nil:
 			t.Fatalf("internal error for header %q: %v", header, err)

@@ -45,8 +45,6 @@ type Store interface {
 	// cannot tell (a PostgreSQL node deaf to the others' changes). The
 	// configuration cache (cache.go) asks before every read.
 	configVersion() (v uint64, ok bool)
-	// verifiedTokens holds the ACCESS_TOKENs already verified (auth.go).
-	verifiedTokens() *tokenCache
 
 	// ---- the public API and imports (store.go) ----
 

@@ -61,7 +61,6 @@ type PostgresStore struct {
 	// (store_postgres_notify.go).
 	configChanges atomic.Uint64
 	deaf          atomic.Bool
-	tokens        tokenCache
 	// storage is the last import or settling that failed for want of room.
 	storage writehealth.State
 	// recordings is where the calls' recordings are (setRecordings).
@@ -233,8 +232,6 @@ func (s *PostgresStore) nodeID() string { return s.node }
 func (s *PostgresStore) configVersion() (uint64, bool) {
 	return s.configChanges.Load(), !s.deaf.Load()
 }
-
-func (s *PostgresStore) verifiedTokens() *tokenCache { return &s.tokens }
 
 // groupJob runs fn (an import) in the group commit of the application's
 // writer and returns once its transaction has committed (or failed).
