@@ -66,7 +66,7 @@ type ContactRecord struct {
 	CreatedAt     time.Time         `json:"created_at"`
 	UpdatedAt     time.Time         `json:"updated_at"`
 
-	Seq int64
+	Seq int64 `json:"-"` // the keyset cursor, not shown
 }
 
 type CallRecord struct {
@@ -90,7 +90,7 @@ type CallRecord struct {
 	// (docs/voicebot.md#recordings); left out otherwise.
 	RecordingURL string `json:"recording_url,omitempty"`
 
-	Recorded bool
+	Recorded bool `json:"-"` // RecordingURL is filled when set
 }
 
 // CursorPage is how the contact and webhook-message lists page: Limit rows
@@ -145,7 +145,7 @@ type WebhookMessage struct {
 	CreatedAt  time.Time       `json:"created_at"`
 	UpdatedAt  time.Time       `json:"updated_at"`
 
-	Seq int64
+	Seq int64 `json:"-"` // the keyset cursor, not shown
 }
 
 type WebhookAttempt struct {
