@@ -44,12 +44,13 @@ type SIPDialer struct {
 }
 
 // NewSIPDialer starts dialbox's SIP user agent on sip.listen with the
-// trunks and the TTS engine of cfg; registered is where it shows whether
-// each trunk's registration holds.
-func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.GaugeVec) (*SIPDialer, error) {
+// trunks and the TTS engine of cfg; dataDir is where the TTS cache and the
+// prompts default to (beside the database); registered is where it shows
+// whether each trunk's registration holds.
+func NewSIPDialer(cfg config.Config, dataDir string, log *slog.Logger, registered *prometheus.GaugeVec) (*SIPDialer, error) {
 	cacheDir := cfg.TTS.CacheDir
 	if cacheDir == "" {
-		cacheDir = filepath.Join(dataDir(cfg), "tts-cache")
+		cacheDir = filepath.Join(dataDir, "tts-cache")
 	}
 	speech, err := cfg.TTSEngine(cacheDir)
 	if err != nil {
@@ -61,7 +62,7 @@ func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.Ga
 	}
 	promptsDir := cfg.Voicebot.PromptsDir
 	if promptsDir == "" {
-		promptsDir = filepath.Join(dataDir(cfg), "prompts")
+		promptsDir = filepath.Join(dataDir, "prompts")
 	}
 	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
 		registered: registered, log: log, trunkLoads: newTrunkLoads(cfg.SIP.Trunks)}

@@ -135,7 +135,7 @@ func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) *SIPDialer {
 	cfg.SIP.RTPPorts = ""
 	cfg.Voicebot.PromptsDir = filepath.Join(dir, "prompts")
 	cfg.SIP.Trunks = []config.SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
-	d, err := NewSIPDialer(cfg, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
+	d, err := NewSIPDialer(cfg, dir, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,7 +294,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var dialer Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
-		if m.sip, err = NewSIPDialer(cfg, m.Log, m.metrics.trunkRegistered); err != nil {
+		if m.sip, err = NewSIPDialer(cfg, dataDir(cfg), m.Log, m.metrics.trunkRegistered); err != nil {
 			return err
 		}
 		dialer = m.sip
