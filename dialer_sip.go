@@ -257,6 +257,10 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// TTSCache is the TTS engine behind its disk cache, for /metrics to show
+// the cache's size.
+func (d *SIPDialer) TTSCache() *tts.Cache { return d.speech }
+
 // reportRegistration keeps dialbox_sip_trunk_registered; sipcall logs the
 // state and its error.
 func (d *SIPDialer) reportRegistration(r sipcall.Registration) {

@@ -21,6 +21,19 @@ func fastSim(cfg config.SimulatorConfig) *SimDialer {
 	return NewSimDialer(cfg)
 }
 
+// TestSimDialerDemoNumber: the number the first-run block calls is
+// answered after 1 s and talks 2 s, whatever the seed or the attempt.
+func TestSimDialerDemoNumber(t *testing.T) {
+	for _, seed := range []int64{0, 1, 42} {
+		d := NewSimDialer(config.SimulatorConfig{Seed: seed, TimeScale: 1})
+		for attempt := 1; attempt <= 3; attempt++ {
+			if p := d.plan(domain.DialRequest{To: "+84900000009", Attempt: attempt}); p.outcome != domain.OutcomeAnswered || p.ring != time.Second || p.talk != 2*time.Second {
+				t.Errorf("seed %d attempt %d: %+v", seed, attempt, p)
+			}
+		}
+	}
+}
+
 func TestSimDialerTestNumbers(t *testing.T) {
 	d := fastSim(config.SimulatorConfig{Seed: 1})
 	want := map[string]string{

@@ -69,13 +69,13 @@ func engPhones(n, from int) []string {
 
 // engStart starts an engine on s with a fast simulated dialer (unless
 // dialer is set) and stops it when the test ends.
-func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(*EngineParts)) *Engine {
+func engStart(t testing.TB, s Store, calls Dialer, hooks *Webhooks, setup func(*EngineParts)) *Engine {
 	t.Helper()
 	scale := 5000.0
-	if dialer == nil {
-		dialer = NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: scale})
+	if calls == nil {
+		calls = NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
-	p := EngineParts{Store: s, Dialer: dialer, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
+	p := EngineParts{Store: s, Dialer: calls, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
 		Destinations: testPolicy(t, config.DefaultConfig()), Webhooks: hooks, TimeScale: func() float64 { return scale }}
 	if setup != nil {
 		setup(&p)

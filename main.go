@@ -291,16 +291,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (faults and the journal are nil-safe; the admin API mounts them).
 	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
 	faults := NewFaults(m.catalog)
-	var dialer Dialer
+	var calls Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
 		if m.sip, err = NewSIPDialer(cfg, dataDir(cfg), m.Log, m.metrics.trunkRegistered); err != nil {
 			return err
 		}
-		dialer = m.sip
+		calls = m.sip
 	} else {
 		sim := NewSimDialer(cfg.Simulator)
-		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
+		calls, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
 	m.webhooks = NewWebhooks(m.catalog, faults, m.Log, cfg.Webhooks, m.URL(), m.metrics.endpointsAtShare)
@@ -308,7 +308,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
+	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
 		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
