@@ -14,6 +14,7 @@ import (
 
 	"dialbox/internal/audio"
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
@@ -127,7 +128,7 @@ func sipReminder(t *testing.T, menu, timeout string) *script.Script {
 
 // newTestSIPDialer is a SIP dialer calling fe through trunk "main", and the
 // folder of its prompts.
-func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) (*SIPDialer, string) {
+func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) (*dialer.SIP, string) {
 	dir := t.TempDir()
 	cfg := config.DefaultConfig()
 	cfg.Database = filepath.Join(dir, "dialbox.db")
@@ -137,7 +138,7 @@ func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) (*SIPDialer, string)
 	cfg.SIP.RTPPorts = ""
 	cfg.Voicebot.PromptsDir = filepath.Join(dir, "prompts")
 	cfg.SIP.Trunks = []config.SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
-	d, err := NewSIPDialer(cfg, dir, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
+	d, err := dialer.NewSIP(cfg, dir, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
 	if err != nil {
 		t.Fatal(err)
 	}

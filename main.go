@@ -20,6 +20,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
@@ -127,8 +128,8 @@ type Main struct {
 	server            *http.Server
 	ops               *opsServer
 
-	sip   *SIPDialer // when dialer.kind is "sip", to hang up its calls at the end
-	clock Clock      // the simulator's; nil with real calls
+	sip   *dialer.SIP // when dialer.kind is "sip", to hang up its calls at the end
+	clock Clock       // the simulator's; nil with real calls
 	// sandboxNow is the time the rules of calling read, which the admin
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
@@ -294,12 +295,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var calls Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
-		if m.sip, err = NewSIPDialer(cfg, dataDir(cfg), m.Log, m.metrics.trunkRegistered); err != nil {
+		if m.sip, err = dialer.NewSIP(cfg, dataDir(cfg), m.Log, m.metrics.trunkRegistered); err != nil {
 			return err
 		}
 		calls = m.sip
 	} else {
-		sim := NewSimDialer(cfg.Simulator)
+		sim := dialer.NewSim(cfg.Simulator)
 		calls, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
