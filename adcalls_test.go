@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -534,7 +535,7 @@ func BenchmarkEngineAdvertisingCalls(b *testing.B) {
 	clock.Set(testDate(2026, 11, 30, 10, 0, 0, 0, hcm))
 	b.ResetTimer()
 	begin := time.Now()
-	engStart(b, s, NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(p *EngineParts) { p.Now = clock.Now })
+	engStart(b, s, dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(p *EngineParts) { p.Now = clock.Now })
 	for queryInt(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
@@ -33,8 +34,8 @@ import (
 type Console struct {
 	admin  consoleAdmin
 	engine consoleEngine
-	sip    *SIPDialer // trunk use; nil with the simulated dialer
-	trunks []string   // sip.trunks' names, in order
+	sip    *dialer.SIP // trunk use; nil with the simulated dialer
+	trunks []string    // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too: the request journal
 	// (nil when off), the sink, and the time the rules of calling read.
 	journal    *Journal
@@ -127,7 +128,7 @@ var consoleFiles embed.FS
 const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
-func newConsole(admin consoleAdmin, engine consoleEngine, sip *SIPDialer, trunks []string, journal *Journal, sink *Sink,
+func newConsole(admin consoleAdmin, engine consoleEngine, sip *dialer.SIP, trunks []string, journal *Journal, sink *Sink,
 	sandboxNow *sandboxclock.Clock, proxies proxy.Trusted, cfg config.ConsoleConfig, log *slog.Logger) (*Console, error) {
 	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, journal: journal, sink: sink,
 		sandboxNow: sandboxNow, proxies: proxies, log: log, now: time.Now,

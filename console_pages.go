@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"net/http"
 	"net/url"
@@ -45,7 +46,7 @@ type poolRow struct {
 
 type overviewData struct {
 	Tenants []tenantView
-	Trunks  []TrunkUse
+	Trunks  []dialer.TrunkUse
 	At      time.Time
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"dialbox/internal/audio"
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
@@ -125,7 +126,9 @@ func sipReminder(t *testing.T, menu, timeout string) *script.Script {
 	return &s
 }
 
-func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) *SIPDialer {
+// newTestSIPDialer is a SIP dialer calling fe through trunk "main", and the
+// folder of its prompts.
+func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) (*dialer.SIP, string) {
 	dir := t.TempDir()
 	cfg := config.DefaultConfig()
 	cfg.Database = filepath.Join(dir, "dialbox.db")
@@ -135,12 +138,12 @@ func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) *SIPDialer {
 	cfg.SIP.RTPPorts = ""
 	cfg.Voicebot.PromptsDir = filepath.Join(dir, "prompts")
 	cfg.SIP.Trunks = []config.SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
-	d, err := NewSIPDialer(cfg, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
+	d, err := dialer.NewSIP(cfg, dir, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	return d
+	return d, cfg.Voicebot.PromptsDir
 }
 
 func TestSIPScript(t *testing.T) {
@@ -164,7 +167,7 @@ func TestSIPScript(t *testing.T) {
 		refuse: {key: '2', keyAt: 200},
 	}
 	fe, farEnd := newScriptFarEnd(t, callees)
-	d := newTestSIPDialer(t, fe)
+	d, _ := newTestSIPDialer(t, fe)
 	long := sipReminder(t, "long menu", "1s")
 	short := sipReminder(t, "menu", "1s")
 	fields := map[string]string{"ho_ten": "An"}
@@ -245,7 +248,7 @@ func TestSIPScript(t *testing.T) {
 func TestSIPScriptPlay(t *testing.T) {
 	const to = "+84912000011"
 	fe, farEnd := newScriptFarEnd(t, map[string]sipCallee{to: {}})
-	d := newTestSIPDialer(t, fe)
+	d, promptsDir := newTestSIPDialer(t, fe)
 	tone8k, _ := audio.DecodePCM16(sipcalltest.Tone(1200))
 	tone16k, err := audio.Resample(tone8k, audio.PhoneRate, 16000)
 	if err != nil {
@@ -255,10 +258,10 @@ func TestSIPScriptPlay(t *testing.T) {
 	if err := audio.EncodeWAV(&wav, audio.Buffer{Rate: 16000, Samples: tone16k}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(d.promptsDir, "vi"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(promptsDir, "vi"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFileAt(t, filepath.Join(d.promptsDir, "vi", "beep.wav"), wav.String())
+	writeFileAt(t, filepath.Join(promptsDir, "vi", "beep.wav"), wav.String())
 	var s script.Script
 	if err := json.Unmarshal([]byte(`{"start":"p","steps":[{"name":"p","play":{"path":"vi/beep.wav"}}]}`), &s); err != nil {
 		t.Fatal(err)
@@ -293,7 +296,7 @@ func TestSIPScriptAMD(t *testing.T) {
 		// 200 ms words 200 ms apart: too short to count, never 800 ms of
 		// silence; NOTSURE at 5 s.
 		notSure: {greeting: bytes.Repeat(sipcalltest.Words(200, 60), 40)}})
-	d := newTestSIPDialer(t, fe)
+	d, _ := newTestSIPDialer(t, fe)
 	var s script.Script
 	// script.Validate wants every step reachable from the start: the
 	// voicemail step is also a branch.

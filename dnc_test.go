@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 
@@ -24,20 +25,20 @@ import (
 
 // recordingDialer is the simulator, noting every number it is asked to dial.
 type recordingDialer struct {
-	*SimDialer
+	*dialer.Sim
 	mu     sync.Mutex
 	dialed []string
 }
 
 func newRecordingDialer() *recordingDialer {
-	return &recordingDialer{SimDialer: NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000})}
+	return &recordingDialer{Sim: dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000})}
 }
 
 func (d *recordingDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	d.mu.Lock()
 	d.dialed = append(d.dialed, req.To)
 	d.mu.Unlock()
-	return d.SimDialer.Dial(ctx, req)
+	return d.Sim.Dial(ctx, req)
 }
 
 func (d *recordingDialer) numbers() []string {
@@ -330,7 +331,7 @@ func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	a.Scenarios = append(a.Scenarios, &bot)
 	s, ids := fixtureStoreOn(t, backend, a, b)
 	const phone = "+84913000021"
-	dialer := &recordingDialer{SimDialer: NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000,
+	dialer := &recordingDialer{Sim: dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000,
 		Rules: []config.SimulatorRule{{Number: phone, Outcome: domain.OutcomeAnswered, Digits: "9"}}})}
 	engStart(t, s, dialer, nil, nil)
 	first := engImport(t, s, ids[0], "bot", "", phone)

@@ -498,9 +498,9 @@ func contactFields(raw string) map[string]string {
 	return out
 }
 
-// Dialer is what the engine needs of whatever places its calls: SimDialer
-// simulates them, SIPDialer (dialer_sip.go) places real ones through SIP
-// trunks.
+// Dialer is what the engine needs of whatever places its calls: dialer.Sim
+// simulates them, dialer.SIP (internal/dialer/sip.go) places real ones
+// through SIP trunks.
 type Dialer interface {
 	// Dial places one call and returns when it has ended. A call stopped
 	// through ctx (dialbox is stopping) ends at once: CANCELED (queued

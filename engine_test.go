@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -69,13 +70,13 @@ func engPhones(n, from int) []string {
 
 // engStart starts an engine on s with a fast simulated dialer (unless
 // dialer is set) and stops it when the test ends.
-func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(*EngineParts)) *Engine {
+func engStart(t testing.TB, s Store, calls Dialer, hooks *Webhooks, setup func(*EngineParts)) *Engine {
 	t.Helper()
 	scale := 5000.0
-	if dialer == nil {
-		dialer = NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: scale})
+	if calls == nil {
+		calls = dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
-	p := EngineParts{Store: s, Dialer: dialer, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
+	p := EngineParts{Store: s, Dialer: calls, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
 		Destinations: testPolicy(t, config.DefaultConfig()), Webhooks: hooks, TimeScale: func() float64 { return scale }}
 	if setup != nil {
 		setup(&p)
@@ -197,7 +198,7 @@ func testEngineCallsEveryContactAndReportsIt(t *testing.T, backend string) {
 // expected number are up (or a while passes), so a limit that is reached
 // is seen reached whatever the machine's speed.
 type limitDialer struct {
-	unlimitedTrunks
+	dialer.UnlimitedTrunks
 	inner  Dialer
 	expect int
 	mu     sync.Mutex
@@ -260,7 +261,7 @@ func testEngineConcurrencyLimits(t *testing.T, backend string) {
 			app.Scenarios[0].CallConfig.CallRouting = tc.routing
 			s, ids := fixtureStoreOn(t, backend, app)
 			limit := min(tc.maxConcurrent, tc.hotlines)
-			d := newLimitDialer(NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000}), limit)
+			d := newLimitDialer(dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000}), limit)
 			engStart(t, s, d, nil, nil)
 			n := 4*limit + 1
 			engImport(t, s, ids[0], "sc", "", engPhones(n, 0)...)
@@ -409,7 +410,7 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	appID := ids[0]
 	hooks := whStart(t, s, nil, nil)
-	sim := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
+	sim := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
 		{Suffix: "1", Outcome: domain.OutcomeAnswered, TalkTime: config.Duration{Duration: 30 * time.Second}},  // 1 started minute: 800 -> 1000 minimum
 		{Suffix: "2", Outcome: domain.OutcomeAnswered, TalkTime: config.Duration{Duration: 150 * time.Second}}, // 3 started minutes: 2400
 		{Suffix: "3", Outcome: domain.OutcomeBusy},                                                             // free
@@ -600,7 +601,7 @@ func testEngineSettlesACallOnce(t *testing.T, backend string) {
 // slowDialer holds every call until its context ends; once then is set
 // (while the engine is stopped) it places them through then instead.
 type slowDialer struct {
-	unlimitedTrunks
+	dialer.UnlimitedTrunks
 	up   atomic.Int64
 	then Dialer
 }
@@ -632,7 +633,7 @@ func testEngineStopAndStartAgain(t *testing.T, backend string) {
 	if n := queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued'`); n != 5 {
 		t.Fatalf("%d contacts queued after Stop, want 5", n)
 	}
-	slow.then = NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000})
+	slow.then = dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000})
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -839,7 +840,7 @@ func BenchmarkEngineCalls(b *testing.B) {
 	}
 	b.ResetTimer()
 	begin := time.Now()
-	engStart(b, s, NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, nil)
+	engStart(b, s, dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, nil)
 	// Polled slowly: the count scans the table and must not steal the
 	// engine's CPU.
 	for queryInt(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {

@@ -20,6 +20,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
@@ -127,8 +128,8 @@ type Main struct {
 	server            *http.Server
 	ops               *opsServer
 
-	sip   *SIPDialer // when dialer.kind is "sip", to hang up its calls at the end
-	clock Clock      // the simulator's; nil with real calls
+	sip   *dialer.SIP // when dialer.kind is "sip", to hang up its calls at the end
+	clock Clock       // the simulator's; nil with real calls
 	// sandboxNow is the time the rules of calling read, which the admin
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
@@ -291,16 +292,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (faults and the journal are nil-safe; the admin API mounts them).
 	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
 	faults := NewFaults(m.catalog)
-	var dialer Dialer
+	var calls Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
-		if m.sip, err = NewSIPDialer(cfg, m.Log, m.metrics.trunkRegistered); err != nil {
+		if m.sip, err = dialer.NewSIP(cfg, dataDir(cfg), m.Log, m.metrics.trunkRegistered); err != nil {
 			return err
 		}
-		dialer = m.sip
+		calls = m.sip
 	} else {
-		sim := NewSimDialer(cfg.Simulator)
-		dialer, m.clock, timeScale = sim, sim, sim.TimeScale
+		sim := dialer.NewSim(cfg.Simulator)
+		calls, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
 	m.webhooks = NewWebhooks(m.catalog, faults, m.Log, cfg.Webhooks, m.URL(), m.metrics.endpointsAtShare)
@@ -308,7 +309,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
+	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
 		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)

@@ -29,7 +29,7 @@ func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 		"token_cache": m.api.tokens.size,
 	})
 	if m.sip != nil {
-		collectors = append(collectors, ttsCacheCollector{cache: m.sip.speech, log: m.Log})
+		collectors = append(collectors, ttsCacheCollector{cache: m.sip.TTSCache(), log: m.Log})
 	}
 	metrics := metricsHandler(m.metrics.registry, m.store, m.Log, collectors...)
 	router.GET("/healthz", wrap(http.HandlerFunc(healthz)))

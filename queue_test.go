@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -146,7 +147,7 @@ func TestQueuedContactsCount(t *testing.T) {
 	engImport(t, s, ids[0], "sc", "", engPhones(7, 200)...)
 	queueCountsExact(t, s, "after imports")
 
-	dialer := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000,
+	dialer := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000,
 		Rules: []config.SimulatorRule{{Suffix: "1", Outcome: "BUSY"}, {Suffix: "3", Outcome: "BUSY"}}})
 	e := engStart(t, s, dialer, nil, nil)
 	engWaitAllDone(t, s, app, 25)

@@ -302,7 +302,7 @@ func TestRecordingOverSIP(t *testing.T) {
 	const to = "+84912000031"
 	greeting := append(make([]byte, 2*16000), sipcalltest.ToneAt(1000, 2000)...)
 	fe, _ := newScriptFarEnd(t, map[string]sipCallee{to: {greeting: greeting}})
-	d := newTestSIPDialer(t, fe)
+	d, _ := newTestSIPDialer(t, fe)
 	var s script.Script
 	if err := json.Unmarshal([]byte(`{"start":"hi","steps":[
 		{"name":"hi","say":{"text":"hello","next":"menu"}},

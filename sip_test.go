@@ -26,6 +26,7 @@ import (
 
 	"dialbox/internal/audio"
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/sipcall/sipcalltest"
 	"dialbox/internal/testtool"
@@ -397,7 +398,7 @@ func TestSIPCallsThroughTheEngine(t *testing.T) {
 
 	// The TTS engine failed: FAILED with cause 500, nothing dialled, the
 	// reason logged.
-	check(broken, domain.OutcomeFailed, causeTTSFailed, 0, 0)
+	check(broken, domain.OutcomeFailed, dialer.CauseTTSFailed, 0, 0)
 	if n := r.fe.invitesTo("+84911000011"); n != 0 {
 		t.Errorf("%d INVITEs for a call whose prompt failed", n)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"sync"
 	"testing"
@@ -187,7 +188,7 @@ func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
 // trunkCount reach expect, or after a while: two nodes exceeding the trunk
 // together are seen doing it, whatever the machine's speed.
 type trunkDialer struct {
-	*trunkLoads
+	*dialer.TrunkLoads
 	count *trunkCount
 }
 
@@ -230,7 +231,7 @@ func TestPostgresTrunkEnginesShareChannels(t *testing.T) {
 	count := &trunkCount{expect: 6, trunks: map[string]int{}} // what the two nodes' channels add up to
 	count.cond = sync.NewCond(&count.mu)
 	for _, s := range nodes {
-		engStart(t, s, trunkDialer{newTrunkLoads(trunks), count}, nil, nil)
+		engStart(t, s, trunkDialer{dialer.NewTrunkLoads(trunks), count}, nil, nil)
 	}
 	engWaitAllDone(t, nodes[0], appID, len(due))
 	count.mu.Lock()

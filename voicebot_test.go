@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dialbox/internal/config"
+	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 
@@ -141,7 +142,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	if err := s.read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
-	dialer := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
+	dialer := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
 		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1", DigitsDelay: config.Duration{Duration: 2 * time.Second}},
 		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, Digits: "2"},
 		{Number: "+84912000003", Outcome: domain.OutcomeAnswered},
@@ -263,7 +264,7 @@ func TestVoicebotCutMidScript(t *testing.T) {
 	if err := json.Unmarshal([]byte(reminderJSON), &sc); err != nil {
 		t.Fatal(err)
 	}
-	d := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []config.SimulatorRule{
+	d := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []config.SimulatorRule{
 		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: time.Second}},
 		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: time.Second}, HangupAfter: config.Duration{Duration: 6 * time.Second}},
 	}})
@@ -274,9 +275,9 @@ func TestVoicebotCutMidScript(t *testing.T) {
 		cause   error
 		stopped string
 	}{
-		{"+84912000001", 3 * time.Second, 3 * time.Second, errMaxDuration, "greet"},   // in the 3.64 s greeting (no ho_ten)
-		{"+84912000002", 300 * time.Second, 6 * time.Second, errCalleeHungUp, "menu"}, // in the menu's prompt
-		{"+84912000002", 5 * time.Second, 5 * time.Second, errMaxDuration, "menu"},    // the sooner of the two
+		{"+84912000001", 3 * time.Second, 3 * time.Second, dialer.ErrMaxDuration, "greet"},   // in the 3.64 s greeting (no ho_ten)
+		{"+84912000002", 300 * time.Second, 6 * time.Second, dialer.ErrCalleeHungUp, "menu"}, // in the menu's prompt
+		{"+84912000002", 5 * time.Second, 5 * time.Second, dialer.ErrMaxDuration, "menu"},    // the sooner of the two
 	} {
 		res := d.Dial(context.Background(), domain.DialRequest{To: tc.phone, Attempt: 1, Start: time.Now(), MaxDuration: tc.max, Script: &sc})
 		o := res.Script
@@ -299,7 +300,7 @@ func TestVoicebotSimulatedKeys(t *testing.T) {
 		{Name: "ok", Set: &script.Set{Label: "pin_ok"}},
 		{Name: "none", Set: &script.Set{Label: "pin_bad"}},
 	}}
-	d := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []config.SimulatorRule{
+	d := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 1e6, Rules: []config.SimulatorRule{
 		{Number: "+84912000001", Outcome: domain.OutcomeAnswered, Digits: "1234#"},
 		{Number: "+84912000002", Outcome: domain.OutcomeAnswered, Digits: "12", DigitsDelay: config.Duration{Duration: 10 * time.Second}},
 	}})

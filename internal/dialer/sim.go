@@ -1,4 +1,4 @@
-package main
+package dialer
 
 import (
 	"cmp"
@@ -16,17 +16,6 @@ import (
 	"dialbox/internal/script"
 	"dialbox/internal/tts"
 )
-
-// unlimitedTrunks is the capacity of a dialer without trunks: any number
-// of calls may start at any moment.
-type unlimitedTrunks struct{}
-
-func (unlimitedTrunks) Trunk(name string) (string, domain.TrunkCapacity) {
-	return name, domain.TrunkCapacity{}
-}
-func (unlimitedTrunks) Reserve(_ string, n int) (int, time.Duration) { return n, 0 }
-func (unlimitedTrunks) Release(string)                               {}
-func (unlimitedTrunks) Unreserve(string)                             {}
 
 var builtinRules = []config.SimulatorRule{
 	{Number: "+84900000001", Outcome: domain.OutcomeAnswered, RingTime: config.Duration{Duration: 5 * time.Second}, TalkTime: config.Duration{Duration: 30 * time.Second}},
@@ -54,11 +43,11 @@ var defaultWeights = map[string]float64{
 	domain.OutcomeVoiceMail: 5, domain.OutcomeRejected: 5, domain.OutcomeFailed: 5,
 }
 
-// SimDialer is the simulated dialer. Its outcome for a number comes from
+// Sim is the simulated dialer. Its outcome for a number comes from
 // the first matching rule, else from chance seeded by (seed, number,
 // attempt), so a run does not depend on the order calls happen to start in.
-type SimDialer struct {
-	unlimitedTrunks
+type Sim struct {
+	UnlimitedTrunks
 	seed    uint64
 	rules   []config.SimulatorRule
 	weights []weightedOutcome
@@ -71,8 +60,11 @@ type weightedOutcome struct {
 	weight  float64
 }
 
-func NewSimDialer(cfg config.SimulatorConfig) *SimDialer {
-	d := &SimDialer{seed: uint64(cfg.Seed), rules: append(append([]config.SimulatorRule(nil), cfg.Rules...), builtinRules...)}
+// NewSim is the simulator of cfg (simulator.*): its rules before the
+// built-in test numbers (docs/calling.md#outcomes-and-test-numbers), its
+// weights or the defaults.
+func NewSim(cfg config.SimulatorConfig) *Sim {
+	d := &Sim{seed: uint64(cfg.Seed), rules: append(append([]config.SimulatorRule(nil), cfg.Rules...), builtinRules...)}
 	weights := cfg.Weights
 	if len(weights) == 0 {
 		weights = defaultWeights
@@ -91,7 +83,7 @@ func NewSimDialer(cfg config.SimulatorConfig) *SimDialer {
 
 // SetTimeScale changes how much faster than real time simulated calls run;
 // calls already up keep the scale of their current phase.
-func (d *SimDialer) SetTimeScale(scale float64) {
+func (d *Sim) SetTimeScale(scale float64) {
 	if scale <= 0 || math.IsNaN(scale) || math.IsInf(scale, 0) {
 		scale = 1
 	}
@@ -99,7 +91,7 @@ func (d *SimDialer) SetTimeScale(scale float64) {
 }
 
 // TimeScale is the current time_scale.
-func (d *SimDialer) TimeScale() float64 { return math.Float64frombits(d.scale.Load()) }
+func (d *Sim) TimeScale() float64 { return math.Float64frombits(d.scale.Load()) }
 
 // plan is what a simulated call will do, in simulated time.
 type plan struct {
@@ -110,7 +102,7 @@ type plan struct {
 	digitsDelay, hangup time.Duration
 }
 
-func (d *SimDialer) plan(req domain.DialRequest) (p plan) {
+func (d *Sim) plan(req domain.DialRequest) (p plan) {
 	h := fnv.New64a()
 	h.Write([]byte(req.To))
 	rng := rand.New(rand.NewPCG(d.seed, h.Sum64()^uint64(req.Attempt)*0x9e3779b97f4a7c15))
@@ -172,7 +164,7 @@ func defaultRing(outcome string, rng *rand.Rand) time.Duration {
 // Dial waits out the call's ring and talk, scaled by time_scale. Times
 // are req.Start plus the real time waited, so a timeline read from them
 // is what really happened.
-func (d *SimDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
+func (d *Sim) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	p := d.plan(req)
 	ring, ok := d.sleep(ctx, p.ring)
 	at := req.Start.Add(ring)
@@ -201,7 +193,7 @@ func (d *SimDialer) Dial(ctx context.Context, req domain.DialRequest) domain.Dia
 // plain content is said for the whole talk time, as before scripts: its
 // one say step lasts talk_time. A script takes as long as its steps (sayLength, simPlayTime,
 // the keys and timeouts). Either is cut by hangup_after and max_duration.
-func (d *SimDialer) talk(ctx context.Context, req domain.DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome, []simKey) {
+func (d *Sim) talk(ctx context.Context, req domain.DialRequest, p plan, at, answered time.Time) (time.Duration, script.Outcome, []simKey) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// A say is as long as what is spoken: its text with the contact's fields.
@@ -217,10 +209,10 @@ func (d *SimDialer) talk(ctx context.Context, req domain.DialRequest, p plan, at
 		c.sayTime = func(string) time.Duration { return p.talk }
 	}
 	if p.hangup > 0 {
-		c.end, c.endWhy = p.hangup, errCalleeHungUp
+		c.end, c.endWhy = p.hangup, ErrCalleeHungUp
 	}
 	if m := req.MaxDuration; m > 0 && (c.end == 0 || m < c.end) {
-		c.end, c.endWhy = m, errMaxDuration
+		c.end, c.endWhy = m, ErrMaxDuration
 	}
 	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut}
 	out := run.Run(ctx, s, c)
@@ -229,7 +221,7 @@ func (d *SimDialer) talk(ctx context.Context, req domain.DialRequest, p plan, at
 
 // sleep waits simulated time sim and returns the real time it waited;
 // false when ctx ended first.
-func (d *SimDialer) sleep(ctx context.Context, sim time.Duration) (time.Duration, bool) {
+func (d *Sim) sleep(ctx context.Context, sim time.Duration) (time.Duration, bool) {
 	real := time.Duration(float64(sim) / d.TimeScale())
 	if real <= 0 {
 		return 0, ctx.Err() == nil

@@ -1,4 +1,4 @@
-package main
+package dialer
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // cache, plays read WAV files from the prompts folder, keys are RFC 4733
 // DTMF, a transfer is a REFER.
 type sipScriptCall struct {
-	d      *SIPDialer
+	d      *SIP
 	line   *sipcall.Line
 	fields map[string]string
 }

@@ -1,4 +1,4 @@
-package main
+package dialer
 
 import (
 	"context"
@@ -19,15 +19,15 @@ import (
 	"dialbox/internal/tts"
 )
 
-// causeTTSFailed is the cause of a call not placed because its prompt could
+// CauseTTSFailed is the cause of a call not placed because its prompt could
 // not be rendered: 500 (Server Internal Error), dialbox's own failure, told
 // apart from a trunk's 503.
-const causeTTSFailed = 500
+const CauseTTSFailed = 500
 
-// SIPDialer places real calls through the trunks of [sip]: each call's
+// SIP places real calls through the trunks of [sip]: each call's
 // prompt is rendered (through a disk cache) before the INVITE goes out, then
 // played to whoever answers (docs/calling.md#real-calls-over-sip).
-type SIPDialer struct {
+type SIP struct {
 	ua          *sipcall.UserAgent
 	speech      *tts.Cache // the engine, behind its cache
 	voice       string
@@ -38,18 +38,19 @@ type SIPDialer struct {
 	registered *prometheus.GaugeVec
 	log        *slog.Logger
 
-	// The trunks' capacity for the scheduler (dialer_trunks.go): Trunk,
+	// The trunks' capacity for the scheduler (trunks.go): Trunk,
 	// Reserve, Release, Unreserve and TrunkUses.
-	*trunkLoads
+	*TrunkLoads
 }
 
-// NewSIPDialer starts dialbox's SIP user agent on sip.listen with the
-// trunks and the TTS engine of cfg; registered is where it shows whether
-// each trunk's registration holds.
-func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.GaugeVec) (*SIPDialer, error) {
+// NewSIP starts dialbox's SIP user agent on sip.listen with the
+// trunks and the TTS engine of cfg; dataDir is where the TTS cache and the
+// prompts default to (beside the database); registered is where it shows
+// whether each trunk's registration holds.
+func NewSIP(cfg config.Config, dataDir string, log *slog.Logger, registered *prometheus.GaugeVec) (*SIP, error) {
 	cacheDir := cfg.TTS.CacheDir
 	if cacheDir == "" {
-		cacheDir = filepath.Join(dataDir(cfg), "tts-cache")
+		cacheDir = filepath.Join(dataDir, "tts-cache")
 	}
 	speech, err := cfg.TTSEngine(cacheDir)
 	if err != nil {
@@ -61,10 +62,10 @@ func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.Ga
 	}
 	promptsDir := cfg.Voicebot.PromptsDir
 	if promptsDir == "" {
-		promptsDir = filepath.Join(dataDir(cfg), "prompts")
+		promptsDir = filepath.Join(dataDir, "prompts")
 	}
-	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
-		registered: registered, log: log, trunkLoads: newTrunkLoads(cfg.SIP.Trunks)}
+	d := &SIP{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
+		registered: registered, log: log, TrunkLoads: NewTrunkLoads(cfg.SIP.Trunks)}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
 		Logger: log.With("part", "sip"), OnRegistration: d.reportRegistration}
 	for _, t := range cfg.SIP.Trunks {
@@ -84,7 +85,7 @@ func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.Ga
 
 // Dial renders the prompt, then calls req.To through the trunk from the
 // hotline, and reports the call on the engine's clock.
-func (d *SIPDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
+func (d *SIP) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
 	begin := time.Now()
 	at := func(t time.Time) time.Time { return req.Start.Add(t.Sub(begin)) }
 	if req.Outcome != "" {
@@ -110,7 +111,7 @@ func (d *SIPDialer) Dial(ctx context.Context, req domain.DialRequest) domain.Dia
 					return domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: at(time.Now())}
 				}
 				d.log.Warn("sip: the prompt could not be rendered; call not placed", "to", req.To, "trunk", trunk, "err", err)
-				return domain.DialResult{Outcome: domain.OutcomeFailed, Cause: causeTTSFailed, EndedAt: at(time.Now())}
+				return domain.DialResult{Outcome: domain.OutcomeFailed, Cause: CauseTTSFailed, EndedAt: at(time.Now())}
 			}
 			s = script.FromContent(req.Content)
 		}
@@ -228,7 +229,7 @@ func voicemailScript(s script.Script) (script.Script, bool) {
 
 // detectMachine listens to the callee's first seconds with Asterisk's AMD
 // rules: Machine, Human, NotSure, or Undecided when too little audio came.
-func (d *SIPDialer) detectMachine(ctx context.Context, l *sipcall.Line) (amd.Decision, error) {
+func (d *SIP) detectMachine(ctx context.Context, l *sipcall.Line) (amd.Decision, error) {
 	det, err := amd.New(amd.DefaultConfig())
 	if err != nil {
 		return amd.Undecided, err
@@ -256,9 +257,13 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// TTSCache is the TTS engine behind its disk cache, for /metrics to show
+// the cache's size.
+func (d *SIP) TTSCache() *tts.Cache { return d.speech }
+
 // reportRegistration keeps dialbox_sip_trunk_registered; sipcall logs the
 // state and its error.
-func (d *SIPDialer) reportRegistration(r sipcall.Registration) {
+func (d *SIP) reportRegistration(r sipcall.Registration) {
 	v := 0.0
 	if r.Registered {
 		v = 1
@@ -267,7 +272,7 @@ func (d *SIPDialer) reportRegistration(r sipcall.Registration) {
 }
 
 // forgetRegistrations takes this dialer's trunks out of /metrics.
-func (d *SIPDialer) forgetRegistrations() {
+func (d *SIP) forgetRegistrations() {
 	for _, name := range d.registering {
 		d.registered.DeleteLabelValues(name)
 	}
@@ -275,7 +280,7 @@ func (d *SIPDialer) forgetRegistrations() {
 
 // Close hangs up every call still up (BYE, or CANCEL while ringing),
 // removes the trunks' registrations and stops listening.
-func (d *SIPDialer) Close() error {
+func (d *SIP) Close() error {
 	err := d.ua.Close()
 	d.forgetRegistrations()
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package dialer
 
 import (
 	"dialbox/internal/config"
@@ -11,7 +11,7 @@ import (
 // starts, "" standing for the first trunk, and a start the store refused
 // given back whole, its channel and its place in the window.
 func TestTrunkLoadsReserveAndUnreserve(t *testing.T) {
-	l := newTrunkLoads([]config.SIPTrunk{{Name: "main", MaxChannels: 4, MaxCPS: 3}, {Name: "backup", MaxChannels: 1, MaxCPS: 1}})
+	l := NewTrunkLoads([]config.SIPTrunk{{Name: "main", MaxChannels: 4, MaxCPS: 3}, {Name: "backup", MaxChannels: 1, MaxCPS: 1}})
 	now := time.Unix(1_800_000_000, 0)
 	l.clock = func() time.Time { return now }
 	if name, c := l.Trunk(""); name != "main" || c != (domain.TrunkCapacity{Channels: 4, CPS: 3}) {

@@ -1,4 +1,4 @@
-package main
+package dialer
 
 import (
 	"context"
@@ -14,11 +14,24 @@ import (
 )
 
 // fastSim is a simulated dialer whose calls take microseconds.
-func fastSim(cfg config.SimulatorConfig) *SimDialer {
+func fastSim(cfg config.SimulatorConfig) *Sim {
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1e6
 	}
-	return NewSimDialer(cfg)
+	return NewSim(cfg)
+}
+
+// TestSimDialerDemoNumber: the number the first-run block calls is
+// answered after 1 s and talks 2 s, whatever the seed or the attempt.
+func TestSimDialerDemoNumber(t *testing.T) {
+	for _, seed := range []int64{0, 1, 42} {
+		d := NewSim(config.SimulatorConfig{Seed: seed, TimeScale: 1})
+		for attempt := 1; attempt <= 3; attempt++ {
+			if p := d.plan(domain.DialRequest{To: "+84900000009", Attempt: attempt}); p.outcome != domain.OutcomeAnswered || p.ring != time.Second || p.talk != 2*time.Second {
+				t.Errorf("seed %d attempt %d: %+v", seed, attempt, p)
+			}
+		}
+	}
 }
 
 func TestSimDialerTestNumbers(t *testing.T) {
@@ -125,7 +138,7 @@ func TestSimDialerSeededChance(t *testing.T) {
 }
 
 func TestSimDialerCancelAndTimeScale(t *testing.T) {
-	d := NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: 1})
+	d := NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan domain.DialResult)
 	go func() { done <- d.Dial(ctx, domain.DialRequest{To: "+84900000003", Attempt: 1, Start: time.Now()}) }()

@@ -1,4 +1,4 @@
-package main
+package dialer
 
 import (
 	"context"
@@ -22,8 +22,8 @@ const (
 
 // Why a simulated script stopped before its end.
 var (
-	errCalleeHungUp = errors.New("the callee hung up")
-	errMaxDuration  = errors.New("max_duration reached")
+	ErrCalleeHungUp = errors.New("the callee hung up")
+	ErrMaxDuration  = errors.New("max_duration reached")
 )
 
 // simCall is the callee of a simulated answered call, as a script.Call: it
@@ -32,7 +32,7 @@ var (
 // end (the callee hanging up, or max_duration). Its clock is simulated
 // time since the answer; every step waits it out, scaled.
 type simCall struct {
-	d       *SimDialer
+	d       *Sim
 	cancel  context.CancelCauseFunc
 	elapsed time.Duration // simulated time since the answer
 	end     time.Duration // the call is cut then; 0: never

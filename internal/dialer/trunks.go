@@ -1,4 +1,4 @@
-package main
+package dialer
 
 import (
 	"dialbox/internal/config"
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// trunkLoads is this node's use of the trunks of sip.trunks, the
+// TrunkLoads is this node's use of the trunks of sip.trunks, the
 // scheduler's first gate: a node never exceeds a trunk alone
 // (docs/sip.md#capacity).
-type trunkLoads struct {
+type TrunkLoads struct {
 	first string // name of the trunk "" stands for
 	clock func() time.Time
 
@@ -31,8 +31,9 @@ type trunkLoad struct {
 	starts   []time.Time // oldest first, none older than a second
 }
 
-func newTrunkLoads(trunks []config.SIPTrunk) *trunkLoads {
-	l := &trunkLoads{clock: time.Now, loads: map[string]*trunkLoad{}}
+// NewTrunkLoads is the trunks of sip.trunks, none in use.
+func NewTrunkLoads(trunks []config.SIPTrunk) *TrunkLoads {
+	l := &TrunkLoads{clock: time.Now, loads: map[string]*trunkLoad{}}
 	for i, t := range trunks {
 		if i == 0 {
 			l.first = t.Name
@@ -45,7 +46,7 @@ func newTrunkLoads(trunks []config.SIPTrunk) *trunkLoads {
 
 // Trunk is the name trunk stands for ("" is the first trunk) and its
 // capacity; an unknown name has none (Dial fails its calls and says why).
-func (l *trunkLoads) Trunk(trunk string) (string, domain.TrunkCapacity) {
+func (l *TrunkLoads) Trunk(trunk string) (string, domain.TrunkCapacity) {
 	name := l.name(trunk)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -55,7 +56,7 @@ func (l *trunkLoads) Trunk(trunk string) (string, domain.TrunkCapacity) {
 	return name, domain.TrunkCapacity{}
 }
 
-func (l *trunkLoads) name(trunk string) string {
+func (l *TrunkLoads) name(trunk string) string {
 	if trunk == "" {
 		return l.first
 	}
@@ -78,7 +79,7 @@ func (t *trunkLoad) mayStart(now time.Time) (bool, time.Duration) {
 
 // Reserve grants calls while the trunk has a free channel and the last
 // second holds fewer than max_cps starts.
-func (l *trunkLoads) Reserve(trunk string, n int) (int, time.Duration) {
+func (l *TrunkLoads) Reserve(trunk string, n int) (int, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.loads[l.name(trunk)]
@@ -100,7 +101,7 @@ func (l *trunkLoads) Reserve(trunk string, n int) (int, time.Duration) {
 }
 
 // Release frees the channel of a call that ended.
-func (l *trunkLoads) Release(trunk string) {
+func (l *TrunkLoads) Release(trunk string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t, ok := l.loads[l.name(trunk)]; ok && t.up > 0 {
@@ -112,7 +113,7 @@ func (l *trunkLoads) Release(trunk string) {
 // store refused its claim): its channel, and its place among the second's
 // starts, so that the refusal does not hold back this node's next starts.
 // The newest start goes, which is the refused one or one of its tick.
-func (l *trunkLoads) Unreserve(trunk string) {
+func (l *TrunkLoads) Unreserve(trunk string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.loads[l.name(trunk)]
@@ -127,6 +128,17 @@ func (l *trunkLoads) Unreserve(trunk string) {
 	}
 }
 
+// UnlimitedTrunks is the capacity of a dialer without trunks: any number
+// of calls may start at any moment.
+type UnlimitedTrunks struct{}
+
+func (UnlimitedTrunks) Trunk(name string) (string, domain.TrunkCapacity) {
+	return name, domain.TrunkCapacity{}
+}
+func (UnlimitedTrunks) Reserve(_ string, n int) (int, time.Duration) { return n, 0 }
+func (UnlimitedTrunks) Release(string)                               {}
+func (UnlimitedTrunks) Unreserve(string)                             {}
+
 // TrunkUse is a trunk's calls up against its channels, for the console.
 type TrunkUse struct {
 	Name         string
@@ -134,7 +146,7 @@ type TrunkUse struct {
 }
 
 // TrunkUses lists every trunk's use, in the order of sip.trunks.
-func (l *trunkLoads) TrunkUses(names []string) []TrunkUse {
+func (l *TrunkLoads) TrunkUses(names []string) []TrunkUse {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []TrunkUse
