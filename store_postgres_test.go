@@ -106,7 +106,7 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 	}
 	// Node 0 records one attempt, then "dies" holding the other two.
 	if err := nodes[0].recordAttempt(ctx, domain.DeliveryAttempt{Seq: held[0].Seq, EndpointID: held[0].EndpointID,
-		Status: 200, At: now, State: msgDelivered, NextTryAt: now}); err != nil {
+		Status: 200, At: now, State: domain.MessageDelivered, NextTryAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	later := now.Add(nodes[0].lease + time.Second)

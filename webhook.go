@@ -21,28 +21,6 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
-// Webhook message states (webhook_messages.state):
-//
-//	pending   -> delivered  a 2xx answer
-//	pending   -> pending    any other answer or none: tries+1, next_try_at
-//	                        from retry_schedule[tries] (or Retry-After)
-//	pending   -> dead       after the last entry of retry_schedule, or 410
-//	                        (which also disables the endpoint)
-//	dead      -> pending    redelivery (admin API): set state = 'pending',
-//	                        tries = 0, next_try_at = now, then call Notify
-//
-// Pending messages of a disabled endpoint wait until it is enabled again.
-// attempts counts every try ever made (webhook_attempts.attempt); tries
-// only those since the message was last queued.
-const (
-	msgPending   = "pending"
-	msgDelivered = "delivered"
-	msgDead      = "dead"
-)
-
-// messageStates are the states a messages filter may name ("": any).
-var messageStates = map[string]bool{"": true, msgPending: true, msgDelivered: true, msgDead: true}
-
 // webhookIdle bounds how long the dispatcher sleeps with nothing due, so
 // changes made without Notify (an endpoint enabled again) are seen.
 const webhookIdle = time.Second
@@ -469,21 +447,21 @@ func (w *Webhooks) attempt(ctx context.Context, m domain.OutMessage, at time.Tim
 // next try.
 func (w *Webhooks) outcome(m domain.OutMessage, start, now time.Time, status int, retryAfter time.Duration, err error) domain.DeliveryAttempt {
 	a := domain.DeliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
-		State: msgPending, Tries: m.Tries + 1, NextTryAt: now}
+		State: domain.MessagePending, Tries: m.Tries + 1, NextTryAt: now}
 	switch {
 	case err != nil:
 		a.Error = err.Error()
 	case status >= 200 && status < 300:
-		a.State, a.Tries = msgDelivered, m.Tries
+		a.State, a.Tries = domain.MessageDelivered, m.Tries
 	case status == http.StatusGone:
-		a.State, a.DisableEndpoint = msgDead, true
+		a.State, a.DisableEndpoint = domain.MessageDead, true
 		a.Error = "410 Gone: endpoint disabled"
 	default:
 		a.Error = "HTTP " + strconv.Itoa(status)
 	}
-	if a.State == msgPending {
+	if a.State == domain.MessagePending {
 		if a.Tries >= len(w.schedule) {
-			a.State = msgDead
+			a.State = domain.MessageDead
 		} else if retryAfter > 0 {
 			a.NextTryAt = now.Add(min(retryAfter, maxRetryAfter))
 		} else {

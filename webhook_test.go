@@ -262,13 +262,13 @@ func testWebhooksDeadGoneAndRetryAfter(t *testing.T, backend string) {
 			}{state, attempts, enabled}
 			return err
 		})
-	if got := rows[failing.URL()]; got.state != msgDead || got.attempts != len(w.schedule) || !got.enabled {
+	if got := rows[failing.URL()]; got.state != domain.MessageDead || got.attempts != len(w.schedule) || !got.enabled {
 		t.Errorf("always 500: %+v, want dead after %d attempts", got, len(w.schedule))
 	}
-	if got := rows[gone.URL()]; got.state != msgDead || got.attempts != 1 || got.enabled {
+	if got := rows[gone.URL()]; got.state != domain.MessageDead || got.attempts != 1 || got.enabled {
 		t.Errorf("410: %+v, want dead after 1 attempt and the endpoint disabled", got)
 	}
-	if got := rows[slow.URL()]; got.state != msgDelivered || got.attempts != 2 {
+	if got := rows[slow.URL()]; got.state != domain.MessageDelivered || got.attempts != 2 {
 		t.Errorf("429 then 204: %+v, want delivered on the second attempt", got)
 	}
 	// The retry after the 429 waited the second Retry-After asked for, not
