@@ -46,6 +46,13 @@ type outbox interface {
 	recordAttempt(ctx context.Context, a domain.DeliveryAttempt) error
 }
 
+// faultRules may answer for a receiver (the admin API's webhook rules,
+// docs/sandbox.md#5-force-call-outcomes-and-webhook-failures): forced,
+// and then nothing is sent.
+type faultRules interface {
+	BeforeSend(endpointID string) (status int, forced bool)
+}
+
 // Webhooks delivers the outbox: a dispatcher hands due messages to a pool
 // of workers, each of which sends, signs per Standard Webhooks, and records
 // the attempt. Delivery is at least once: a message is marked delivered
@@ -66,7 +73,9 @@ type Webhooks struct {
 	selfURL string
 	// faults may answer for the receiver (the admin API's webhook rules),
 	// and then nothing is sent; nil: none.
-	faults *Faults
+	faults faultRules
+	// userAgent is every request's User-Agent: dialbox and its version.
+	userAgent string
 	// atShare is dialbox_webhook_endpoints_at_share.
 	atShare prometheus.Gauge
 
@@ -90,19 +99,20 @@ type Webhooks struct {
 	records   sync.WaitGroup
 }
 
-// NewWebhooks makes the deliverer of store's outbox, with cfg's workers,
+// newWebhooks makes the deliverer of store's outbox, with cfg's workers,
 // share per endpoint, timeout and retries; faults may answer for the
-// receivers (nil: none), and selfURL is this node's own address, where a
-// webhook URL of the form /sink/{name} is delivered; atShare shows how
-// many endpoints are at their share.
-func NewWebhooks(store outbox, faults *Faults, log *slog.Logger, cfg config.WebhooksConfig, selfURL string, atShare prometheus.Gauge) *Webhooks {
+// receivers (nil: none), selfURL is this node's own address, where a
+// webhook URL of the form /sink/{name} is delivered, userAgent every
+// request's User-Agent; atShare shows how many endpoints are at their
+// share.
+func newWebhooks(store outbox, faults faultRules, log *slog.Logger, cfg config.WebhooksConfig, selfURL, userAgent string, atShare prometheus.Gauge) *Webhooks {
 	schedule := make([]time.Duration, len(cfg.RetrySchedule))
 	for i, d := range cfg.RetrySchedule {
 		schedule[i] = d.Duration
 	}
 	return &Webhooks{
 		outbox: store, faults: faults, log: log, workers: cfg.Workers, maxInFlight: cfg.MaxInFlightPerEndpoint,
-		timeout: cfg.Timeout.Duration, schedule: schedule, selfURL: selfURL, atShare: atShare,
+		timeout: cfg.Timeout.Duration, schedule: schedule, selfURL: selfURL, userAgent: userAgent, atShare: atShare,
 		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               http.ProxyFromEnvironment,
@@ -436,8 +446,10 @@ func (w *Webhooks) deliver(ctx context.Context, m domain.OutMessage) {
 // attempt is the status of one attempt at m, and any Retry-After: a fault
 // rule's, with nothing sent, or the receiver's.
 func (w *Webhooks) attempt(ctx context.Context, m domain.OutMessage, at time.Time) (int, time.Duration, error) {
-	if status, forced := w.faults.BeforeSend(m.EndpointID); forced {
-		return status, 0, nil
+	if w.faults != nil {
+		if status, forced := w.faults.BeforeSend(m.EndpointID); forced {
+			return status, 0, nil
+		}
 	}
 	return w.send(ctx, m, at)
 }
@@ -515,7 +527,7 @@ func (w *Webhooks) send(ctx context.Context, m domain.OutMessage, at time.Time) 
 		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "dialbox/"+versionString())
+	req.Header.Set("User-Agent", w.userAgent)
 	req.Header.Set(standardwebhooks.HeaderWebhookID, m.ID)
 	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
 	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)

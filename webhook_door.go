@@ -1,0 +1,18 @@
+package main
+
+import (
+	"dialbox/internal/config"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// NewWebhooks makes the deliverer of store's outbox, with cfg's workers,
+// share per endpoint, timeout and retries; faults may answer for the
+// receivers (nil: none), and selfURL is this node's own address, where a
+// webhook URL of the form /sink/{name} is delivered; atShare shows how
+// many endpoints are at their share. Its requests name this dialbox's
+// version.
+func NewWebhooks(store outbox, faults *Faults, log *slog.Logger, cfg config.WebhooksConfig, selfURL string, atShare prometheus.Gauge) *Webhooks {
+	return newWebhooks(store, faults, log, cfg, selfURL, "dialbox/"+versionString(), atShare)
+}
