@@ -97,9 +97,7 @@ func TestShutdownFinishesWebhookAttempts(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- m.Close() }()
 	waitFor(t, "delivery to stop taking messages", func() bool {
-		m.webhooks.mu.Lock()
-		defer m.webhooks.mu.Unlock()
-		return !m.webhooks.running
+		return !m.webhooks.Running()
 	})
 	whEnqueue(t, m.store, app, 1)
 	m.webhooks.Notify()

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/webhook"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -119,14 +120,14 @@ func (r *whReceiver) waitFor(t testing.TB, n int) {
 
 // whStart starts delivery on s, under faults (nil: none), with 4 workers
 // and a fast retry schedule, unless setup changes them.
-func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig)) *Webhooks {
+func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig)) *webhook.Deliverer {
 	t.Helper()
 	return whStartMetered(t, s, faults, setup, newMetrics(false).endpointsAtShare)
 }
 
 // whStartMetered is whStart showing on atShare how many endpoints are at
 // their share.
-func whStartMetered(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig), atShare prometheus.Gauge) *Webhooks {
+func whStartMetered(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig), atShare prometheus.Gauge) *webhook.Deliverer {
 	t.Helper()
 	cfg := config.DefaultConfig().Webhooks
 	cfg.Workers = 4
