@@ -178,7 +178,7 @@ func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error)
 	}
 	q := r.URL.Query()
 	f := domain.MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state"), EventType: q.Get("event_type")}
-	if !messageStates[f.State] {
+	if !domain.MessageStates[f.State] {
 		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
 	if f.CursorPage, err = cursorPageParams(q); err != nil {

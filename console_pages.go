@@ -392,7 +392,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 		return nil, err
 	}
 	q := r.URL.Query()
-	d := &webhooksView{App: app, Filter: q, States: []string{msgPending, msgDelivered, msgDead},
+	d := &webhooksView{App: app, Filter: q, States: []string{domain.MessagePending, domain.MessageDelivered, domain.MessageDead},
 		Since: c.now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
 	eps, err := c.admin.Endpoints(ctx, app.ID)
 	if err != nil {
@@ -406,7 +406,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 		d.Endpoints = append(d.Endpoints, endpointRow{e, states})
 	}
 	f := domain.MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state")}
-	if !messageStates[f.State] {
+	if !domain.MessageStates[f.State] {
 		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
 	if f.CursorPage, err = cursorPageParams(q); err != nil {

@@ -16,6 +16,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/webhook"
 )
 
 // Engine dials queued contacts (docs/design.md#the-call-engine). One scheduler goroutine decides
@@ -45,7 +46,7 @@ type Engine struct {
 	// timeScale shrinks re_call delays like simulated calls; nil: 1.
 	timeScale func() float64
 	// webhooks is told when events are queued; nil: they stay queued.
-	webhooks *Webhooks
+	webhooks *webhook.Deliverer
 	// faults may force the outcome of a call (the admin API's dial rules);
 	// nil: none.
 	faults *Faults
@@ -142,7 +143,7 @@ type EngineParts struct {
 	// Webhooks is told of the events the engine queues; Faults may force
 	// outcomes; TimeScale is the dialer's clock speed, which re_call delays
 	// follow; Now is the engine's clock. Each may be nil.
-	Webhooks  *Webhooks
+	Webhooks  *webhook.Deliverer
 	Faults    *Faults
 	TimeScale func() float64
 	Now       func() time.Time
@@ -198,7 +199,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine already running")
 	}
 	now := e.now()
-	n, err := e.store.settleInterrupted(ctx, now, e.webhooks.firstTry(time.Now()))
+	n, err := e.store.settleInterrupted(ctx, now, e.webhooks.FirstTry(time.Now()))
 	if err != nil {
 		return fmt.Errorf("settling interrupted calls: %w", err)
 	}
@@ -275,7 +276,7 @@ const takeoverEvery = 5 * time.Second
 
 // takeOver settles the calls of dead nodes, on a store several share.
 func (e *Engine) takeOver(ctx context.Context) {
-	n, err := e.store.takeOverCalls(ctx, e.now(), e.webhooks.firstTry(time.Now()))
+	n, err := e.store.takeOverCalls(ctx, e.now(), e.webhooks.FirstTry(time.Now()))
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
@@ -356,7 +357,7 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 		e.log.Warn("engine: the call could not be recorded", "call", c.CallID, "err", res.RecordingErr)
 	}
 	now := e.now()
-	end := domain.CallEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
+	end := domain.CallEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.FirstTry(time.Now()),
 		Interrupted: ctx.Err() != nil && res.Outcome == domain.OutcomeCanceled, RecordingBase: e.recordingBase}
 	end.RetryAt = now
 	if !end.Interrupted {

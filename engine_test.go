@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/webhook"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -70,7 +71,7 @@ func engPhones(n, from int) []string {
 
 // engStart starts an engine on s with a fast simulated dialer (unless
 // dialer is set) and stops it when the test ends.
-func engStart(t testing.TB, s Store, calls Dialer, hooks *Webhooks, setup func(*EngineParts)) *Engine {
+func engStart(t testing.TB, s Store, calls Dialer, hooks *webhook.Deliverer, setup func(*EngineParts)) *Engine {
 	t.Helper()
 	scale := 5000.0
 	if calls == nil {

@@ -25,6 +25,7 @@ import (
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
+	"dialbox/internal/webhook"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -134,7 +135,7 @@ type Main struct {
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
 	engine     *Engine
-	webhooks   *Webhooks
+	webhooks   *webhook.Deliverer
 	sweeper    *RecordingSweeper
 	console    *Console // nil when console.enabled is false
 	sink       *Sink    // the webhook sink, mounted by mountAdmin

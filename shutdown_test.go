@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/domain"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,9 +97,7 @@ func TestShutdownFinishesWebhookAttempts(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- m.Close() }()
 	waitFor(t, "delivery to stop taking messages", func() bool {
-		m.webhooks.mu.Lock()
-		defer m.webhooks.mu.Unlock()
-		return !m.webhooks.running
+		return !m.webhooks.Running()
 	})
 	whEnqueue(t, m.store, app, 1)
 	m.webhooks.Notify()
@@ -117,9 +116,9 @@ func TestShutdownFinishesWebhookAttempts(t *testing.T) {
 		t.Fatalf("%d messages, want 2", len(msgs))
 	}
 	for id, msg := range msgs {
-		want := whMessage{State: msgPending}
+		want := whMessage{State: domain.MessagePending}
 		if id == first {
-			want = whMessage{State: msgDelivered, Attempts: 1}
+			want = whMessage{State: domain.MessageDelivered, Attempts: 1}
 		}
 		if msg != want {
 			t.Errorf("message %s: %+v, want %+v", id, msg, want)
@@ -139,7 +138,7 @@ func TestShutdownAbandonsSlowWebhookAttempts(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
-	if got, want := shutdownMessages(t, db)[id], (whMessage{State: msgPending}); got != want {
+	if got, want := shutdownMessages(t, db)[id], (whMessage{State: domain.MessagePending}); got != want {
 		t.Errorf("after the close: %+v, want %+v", got, want)
 	}
 
@@ -207,7 +206,7 @@ func TestSIGTERMFinishesWebhookAttempts(t *testing.T) {
 	}
 	msgs := shutdownMessages(t, db)
 	for _, id := range sent {
-		if m := msgs[id]; m.State != msgDelivered || m.Attempts != 1 {
+		if m := msgs[id]; m.State != domain.MessageDelivered || m.Attempts != 1 {
 			t.Errorf("message %s, sent before the stop: %+v, want delivered at the first attempt", id, m)
 		}
 	}

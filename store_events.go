@@ -9,7 +9,7 @@ import (
 )
 
 // How events are queued in the outbox, in the transaction that settles the
-// call they tell of (webhook.go delivers them).
+// call they tell of (internal/webhook delivers them).
 
 // enqueueEvent writes one outbox message per enabled endpoint of the
 // application subscribed to the event (an empty events list means all).

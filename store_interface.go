@@ -6,6 +6,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/webhook"
 )
 
 // Store is everything the rest of dialbox asks of its database: the public
@@ -71,8 +72,9 @@ type Store interface {
 
 	// ---- webhook delivery (store_webhooks.go) ----
 
-	// outbox is what webhook delivery asks of the store (webhook.go).
-	outbox
+	// webhook.Outbox is what webhook delivery asks of the store
+	// (internal/webhook).
+	webhook.Outbox
 
 	// ---- calls' recordings (store_recordings.go) ----
 

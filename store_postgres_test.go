@@ -60,7 +60,7 @@ func TestPostgresOutboxClaimsAreExclusive(t *testing.T) {
 	for i, s := range nodes {
 		wg.Go(func() {
 			for {
-				msgs, err := s.dueMessages(context.Background(), now, 7, 7, nil)
+				msgs, err := s.DueMessages(context.Background(), now, 7, 7, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -94,24 +94,24 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	pgQueueMessages(t, nodes[0], appID, 3, now.Add(-time.Second))
-	held, err := nodes[0].dueMessages(ctx, now, 10, 10, nil)
+	held, err := nodes[0].DueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(held) != 3 {
 		t.Fatalf("node 0 took %d (%v), want 3", len(held), err)
 	}
-	if again, err := nodes[0].dueMessages(ctx, now, 10, 10, nil); err != nil || len(again) != 0 {
+	if again, err := nodes[0].DueMessages(ctx, now, 10, 10, nil); err != nil || len(again) != 0 {
 		t.Fatalf("node 0 asked again: %d (%v), want none (all in flight)", len(again), err)
 	}
-	if msgs, err := nodes[1].dueMessages(ctx, now.Add(nodes[0].lease-time.Second), 10, 10, nil); err != nil || len(msgs) != 0 {
+	if msgs, err := nodes[1].DueMessages(ctx, now.Add(nodes[0].lease-time.Second), 10, 10, nil); err != nil || len(msgs) != 0 {
 		t.Fatalf("node 1 took %d (%v) while node 0's lease holds, want 0", len(msgs), err)
 	}
 	// Node 0 records one attempt, then "dies" holding the other two.
-	if err := nodes[0].recordAttempt(ctx, domain.DeliveryAttempt{Seq: held[0].Seq, EndpointID: held[0].EndpointID,
-		Status: 200, At: now, State: msgDelivered, NextTryAt: now}); err != nil {
+	if err := nodes[0].RecordAttempt(ctx, domain.DeliveryAttempt{Seq: held[0].Seq, EndpointID: held[0].EndpointID,
+		Status: 200, At: now, State: domain.MessageDelivered, NextTryAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	later := now.Add(nodes[0].lease + time.Second)
 	takeovers := testutil.ToFloat64(nodes[1].metrics.cluster.takeovers.WithLabelValues(takeoverMessage))
-	msgs, err := nodes[1].dueMessages(ctx, later, 10, 10, nil)
+	msgs, err := nodes[1].DueMessages(ctx, later, 10, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,8 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 	if err := nodes[1].pool.QueryRow(ctx, `SELECT count(*) FROM webhook_attempts`).Scan(&attempts); err != nil || attempts != 1 {
 		t.Errorf("%d attempts recorded (%v), want 1", attempts, err)
 	}
-	if next, ok, err := nodes[1].nextMessageDue(ctx, now.Add(-time.Hour)); err != nil || !ok || !next.Equal(fromMS(ms(now.Add(-time.Second)))) {
-		t.Errorf("nextMessageDue = %v, %v, %v", next, ok, err)
+	if next, ok, err := nodes[1].NextMessageDue(ctx, now.Add(-time.Hour)); err != nil || !ok || !next.Equal(fromMS(ms(now.Add(-time.Second)))) {
+		t.Errorf("NextMessageDue = %v, %v, %v", next, ok, err)
 	}
 }
 
@@ -181,21 +181,21 @@ func TestPostgresOutboxRelease(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	pgQueueMessages(t, nodes[0], appID, 2, now.Add(-time.Second))
-	held, err := nodes[0].dueMessages(ctx, now, 10, 10, nil)
+	held, err := nodes[0].DueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(held) != 2 {
 		t.Fatalf("node 0 took %d (%v), want 2", len(held), err)
 	}
 	// Node 1 cannot end node 0's lease.
-	if err := nodes[1].releaseMessages(ctx, []int64{held[0].Seq, held[1].Seq}); err != nil {
+	if err := nodes[1].ReleaseMessages(ctx, []int64{held[0].Seq, held[1].Seq}); err != nil {
 		t.Fatal(err)
 	}
-	if msgs, err := nodes[1].dueMessages(ctx, now, 10, 10, nil); err != nil || len(msgs) != 0 {
+	if msgs, err := nodes[1].DueMessages(ctx, now, 10, 10, nil); err != nil || len(msgs) != 0 {
 		t.Fatalf("node 1 took %d (%v) under node 0's lease, want 0", len(msgs), err)
 	}
-	if err := nodes[0].releaseMessages(ctx, []int64{held[1].Seq}); err != nil {
+	if err := nodes[0].ReleaseMessages(ctx, []int64{held[1].Seq}); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := nodes[1].dueMessages(ctx, now, 10, 10, nil)
+	msgs, err := nodes[1].DueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(msgs) != 1 || msgs[0].Seq != held[1].Seq {
 		t.Fatalf("after node 0 gave one back node 1 took %v (%v), want it", msgs, err)
 	}
@@ -209,7 +209,7 @@ func TestPostgresOutboxLeaseRenewal(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	pgQueueMessages(t, nodes[0], appID, 3, now.Add(-time.Second))
-	held, err := nodes[0].dueMessages(ctx, now, 10, 10, nil)
+	held, err := nodes[0].DueMessages(ctx, now, 10, 10, nil)
 	if err != nil || len(held) != 3 {
 		t.Fatalf("node 0 took %d (%v), want 3", len(held), err)
 	}
@@ -220,11 +220,11 @@ func TestPostgresOutboxLeaseRenewal(t *testing.T) {
 	if err := nodes[0].renewLeases(ctx, now.Add(lease/2)); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := nodes[1].dueMessages(ctx, now.Add(lease+time.Second), 10, 10, nil)
+	msgs, err := nodes[1].DueMessages(ctx, now.Add(lease+time.Second), 10, 10, nil)
 	if err != nil || len(msgs) != 1 || msgs[0].Seq != held[2].Seq {
 		t.Fatalf("past the first lease node 1 took %v (%v), want only the one node 0 let go", msgs, err)
 	}
-	msgs, err = nodes[1].dueMessages(ctx, now.Add(lease*3/2+time.Second), 10, 10, nil)
+	msgs, err = nodes[1].DueMessages(ctx, now.Add(lease*3/2+time.Second), 10, 10, nil)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("past the renewed lease node 1 took %d (%v), want node 0's other two", len(msgs), err)
 	}

@@ -13,7 +13,7 @@ import (
 // loses its messages to the others when the lease runs out
 // (docs/postgres.md#claiming-calls).
 
-// dueMessages claims up to limit pending messages due at now whose endpoint
+// DueMessages claims up to limit pending messages due at now whose endpoint
 // is enabled and not in skip (this node has its share of them under way),
 // at most perEndpoint of each endpoint's, the longest waiting first. Each
 // endpoint's are one range of webhook_messages_due_by_endpoint: a skipped
@@ -24,7 +24,7 @@ import (
 // left to run out is taken over (counted in /metrics). The node renews the
 // leases of the messages it holds until it records or gives them back
 // (renewLeases).
-func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
+func (s *PostgresStore) DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
 	if skip == nil {
 		skip = []string{} // <> ALL(NULL) would leave out every message
 	}
@@ -81,9 +81,9 @@ func (s *PostgresStore) dueMessages(ctx context.Context, now time.Time, limit, p
 	return out, nil
 }
 
-// releaseMessages ends this node's leases on messages it will not try now.
+// ReleaseMessages ends this node's leases on messages it will not try now.
 // Should that fail, the leases are no longer renewed and run out.
-func (s *PostgresStore) releaseMessages(ctx context.Context, seqs []int64) error {
+func (s *PostgresStore) ReleaseMessages(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -93,12 +93,12 @@ func (s *PostgresStore) releaseMessages(ctx context.Context, seqs []int64) error
 	return err
 }
 
-// recordAttempt is sqlStore's, which ends the message's lease in the same
+// RecordAttempt is sqlStore's, which ends the message's lease in the same
 // commit; this node first stops renewing it. Should the commit fail, the
 // lease runs out and the message is sent again.
-func (s *PostgresStore) recordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
+func (s *PostgresStore) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
 	s.letGo(a.Seq)
-	return s.sqlStore.recordAttempt(ctx, a)
+	return s.sqlStore.RecordAttempt(ctx, a)
 }
 
 // letGo stops renewing the leases of messages this node is done with.

@@ -13,10 +13,10 @@ import (
 	"dialbox/internal/sqldb"
 )
 
-// releaseMessages has nothing to give back: SQLite does not lease messages.
-func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error { return nil }
+// ReleaseMessages has nothing to give back: SQLite does not lease messages.
+func (s *SQLiteStore) ReleaseMessages(ctx context.Context, seqs []int64) error { return nil }
 
-// dueMessages returns up to limit pending messages due at now whose
+// DueMessages returns up to limit pending messages due at now whose
 // endpoint is enabled and not in skip, at most perEndpoint of each
 // endpoint's, the longest waiting first. SQLite has no LATERAL join to do
 // it in one query, so it steps through the endpoints with messages
@@ -24,7 +24,7 @@ func (s *SQLiteStore) releaseMessages(ctx context.Context, seqs []int64) error {
 // webhook_messages_due_by_endpoint read from the index alone: a skipped
 // endpoint's backlog is never read. Only the messages chosen are then read
 // whole.
-func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
+func (s *SQLiteStore) DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
 	enabled, err := queryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
 	if err != nil {
 		return nil, err
@@ -92,8 +92,8 @@ func (s *SQLiteStore) dueMessages(ctx context.Context, now time.Time, limit, per
 	return out, rows.Err()
 }
 
-// nextMessageDue is the earliest next_try_at after now of a pending message.
-func (s *sqlStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+// NextMessageDue is the earliest next_try_at after now of a pending message.
+func (s *sqlStore) NextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var v sql.NullInt64
 	err := s.db.QueryRow(ctx, `SELECT min(next_try_at) FROM webhook_messages
 		WHERE state = 'pending' AND next_try_at > ?`, ms(now)).Scan(&v)
@@ -103,10 +103,10 @@ func (s *sqlStore) nextMessageDue(ctx context.Context, now time.Time) (time.Time
 	return fromMS(v.Int64), true, nil
 }
 
-// recordAttempt stores a try and moves the message on, in one commit. On
+// RecordAttempt stores a try and moves the message on, in one commit. On
 // PostgreSQL it also ends the message's lease: only PostgreSQL leases
-// messages (PostgresStore.recordAttempt, docs/postgres.md#claiming-calls).
-func (s *sqlStore) recordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
+// messages (PostgresStore.RecordAttempt, docs/postgres.md#claiming-calls).
+func (s *sqlStore) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		lease := ""
 		if tx.Dialect() == sqldb.Postgres {

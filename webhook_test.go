@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/webhook"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
@@ -118,7 +120,14 @@ func (r *whReceiver) waitFor(t testing.TB, n int) {
 
 // whStart starts delivery on s, under faults (nil: none), with 4 workers
 // and a fast retry schedule, unless setup changes them.
-func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig)) *Webhooks {
+func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig)) *webhook.Deliverer {
+	t.Helper()
+	return whStartMetered(t, s, faults, setup, newMetrics(false).endpointsAtShare)
+}
+
+// whStartMetered is whStart showing on atShare how many endpoints are at
+// their share.
+func whStartMetered(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig), atShare prometheus.Gauge) *webhook.Deliverer {
 	t.Helper()
 	cfg := config.DefaultConfig().Webhooks
 	cfg.Workers = 4
@@ -127,7 +136,7 @@ func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksC
 	if setup != nil {
 		setup(&cfg)
 	}
-	w := NewWebhooks(s, faults, discardLog(), cfg, "", newMetrics(false).endpointsAtShare)
+	w := NewWebhooks(s, faults, discardLog(), cfg, "", atShare)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +248,8 @@ func testWebhooksDeadGoneAndRetryAfter(t *testing.T, backend string) {
 		return 0, nil
 	})
 	s, ids := fixtureStoreOn(t, backend, whTenant(failing.URL(), gone.URL(), slow.URL()))
-	w := whStart(t, s, nil, nil)
+	var cfg config.WebhooksConfig
+	whStart(t, s, nil, func(c *config.WebhooksConfig) { cfg = *c })
 	whEnqueue(t, s, ids[0], 1)
 	waitFor(t, "messages settled", func() bool {
 		return queryInt(t, s, `SELECT count(*) FROM webhook_messages WHERE state <> 'pending'`) == 3
@@ -262,13 +272,13 @@ func testWebhooksDeadGoneAndRetryAfter(t *testing.T, backend string) {
 			}{state, attempts, enabled}
 			return err
 		})
-	if got := rows[failing.URL()]; got.state != msgDead || got.attempts != len(w.schedule) || !got.enabled {
-		t.Errorf("always 500: %+v, want dead after %d attempts", got, len(w.schedule))
+	if got := rows[failing.URL()]; got.state != domain.MessageDead || got.attempts != len(cfg.RetrySchedule) || !got.enabled {
+		t.Errorf("always 500: %+v, want dead after %d attempts", got, len(cfg.RetrySchedule))
 	}
-	if got := rows[gone.URL()]; got.state != msgDead || got.attempts != 1 || got.enabled {
+	if got := rows[gone.URL()]; got.state != domain.MessageDead || got.attempts != 1 || got.enabled {
 		t.Errorf("410: %+v, want dead after 1 attempt and the endpoint disabled", got)
 	}
-	if got := rows[slow.URL()]; got.state != msgDelivered || got.attempts != 2 {
+	if got := rows[slow.URL()]; got.state != domain.MessageDelivered || got.attempts != 2 {
 		t.Errorf("429 then 204: %+v, want delivered on the second attempt", got)
 	}
 	// The retry after the 429 waited the second Retry-After asked for, not
@@ -385,10 +395,15 @@ func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, whTenant(slow.URL()), other)
 	// Workers to spare beyond the share, and a timeout the test never
 	// reaches: the slow receiver holds every attempt it is given.
-	w := whStart(t, s, nil, func(cfg *config.WebhooksConfig) { cfg.Timeout = config.Duration{Duration: time.Hour} })
-	share := int64(w.maxInFlight) // the default, 2 of whStart's 4 workers
-	if share != 2 || w.workers != 4 {
-		t.Fatalf("%d in flight per endpoint, %d workers; the test wants 2 of 4", share, w.workers)
+	var cfg config.WebhooksConfig
+	atShare := newMetrics(false).endpointsAtShare
+	whStartMetered(t, s, nil, func(c *config.WebhooksConfig) {
+		c.Timeout = config.Duration{Duration: time.Hour}
+		cfg = *c
+	}, atShare)
+	share := int64(cfg.MaxInFlightPerEndpoint) // the default, 2 of whStart's 4 workers
+	if share != 2 || cfg.Workers != 4 {
+		t.Fatalf("%d in flight per endpoint, %d workers; the test wants 2 of 4", share, cfg.Workers)
 	}
 	whEnqueue(t, s, ids[0], 20)
 	waitFor(t, "the slow receiver holding attempts", func() bool { return stuck.Load() >= share })
@@ -399,7 +414,7 @@ func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
 			WHERE e.url = ? AND m.state = 'delivered'`, fast.URL()) == 20
 	})
 	waitFor(t, "the metric showing the slow endpoint at its share", func() bool {
-		return testutil.ToFloat64(w.atShare) == 1
+		return testutil.ToFloat64(atShare) == 1
 	})
 	if n := stuck.Load(); n != share {
 		t.Errorf("the slow receiver holds %d attempts after the fast one got all, want %d (still stuck)", n, share)
@@ -409,19 +424,6 @@ func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
 	}
 	if n := queryInt(t, s, `SELECT count(*) FROM webhook_attempts`); n != 20 {
 		t.Errorf("%d attempts recorded, want the fast endpoint's 20 alone", n)
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Duration{
-		"": 0, "7": 7 * time.Second, "-1": 0, "soon": 0,
-		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
-		now.Add(-time.Hour).Format(http.TimeFormat):       0,
-	} {
-		if got := parseRetryAfter(in, now); got != want {
-			t.Errorf("Retry-After %q: %v, want %v", in, got, want)
-		}
 	}
 }
 

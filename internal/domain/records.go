@@ -252,7 +252,7 @@ type DeliveryAttempt struct {
 	Error      string // why it failed, if it did
 	Latency    time.Duration
 	At         time.Time
-	State      string // msgPending (to retry), msgDelivered or msgDead
+	State      string // MessagePending (to retry), MessageDelivered or MessageDead
 	Tries      int
 	NextTryAt  time.Time
 	// DisableEndpoint: the receiver answered 410 Gone.

@@ -1,0 +1,565 @@
+// Package webhook owns the delivery of webhook messages: the dispatcher
+// and its workers, each endpoint's share of them, signing per Standard
+// Webhooks, retries and Retry-After, and sending a local sink's URLs
+// (/sink/{name}) to this node (docs/webhooks.md). It reads and records
+// through Outbox, the part of the store it calls, and may import only
+// internal/config and internal/domain of dialbox.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"dialbox/internal/config"
+	"dialbox/internal/domain"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// webhookIdle bounds how long the dispatcher sleeps with nothing due, so
+// changes made without Notify (an endpoint enabled again) are seen.
+const webhookIdle = time.Second
+
+// maxRetryAfter caps a receiver's Retry-After so one answer cannot park a
+// message for ever.
+const maxRetryAfter = 24 * time.Hour
+
+// Outbox is what delivery asks of the store; the root's Store includes it
+// (docs/postgres.md#the-store-interface).
+type Outbox interface {
+	// DueMessages returns (on a store that leases messages, claims) up to
+	// limit messages due at now, the longest waiting first, at most
+	// perEndpoint of each endpoint's, none of the endpoints in skip (each
+	// has its share under way).
+	DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error)
+	// ReleaseMessages gives back messages DueMessages returned that the
+	// caller will not try now (an attempt of this process at them is still
+	// being recorded), so they are due again at once; a store that leases
+	// messages (docs/postgres.md#claiming-calls) ends their leases.
+	ReleaseMessages(ctx context.Context, seqs []int64) error
+	NextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
+	RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error
+}
+
+// Faults may answer for a receiver (the admin API's webhook rules,
+// docs/sandbox.md#5-force-call-outcomes-and-webhook-failures): forced,
+// and then nothing is sent.
+type Faults interface {
+	BeforeSend(endpointID string) (status int, forced bool)
+}
+
+// Deliverer delivers the outbox: a dispatcher hands due messages to a pool
+// of workers, each of which sends, signs per Standard Webhooks, and records
+// the attempt. Delivery is at least once: a message is marked delivered
+// only after its 2xx, so a crash in between sends it again, with the same
+// webhook-id. No endpoint has more than maxInFlight attempts under way at
+// once, so a receiver that never answers holds only that many workers and
+// the others serve every other endpoint (docs/webhooks.md#fair-delivery).
+type Deliverer struct {
+	outbox      Outbox
+	log         *slog.Logger
+	workers     int
+	maxInFlight int // per endpoint: webhooks.max_in_flight_per_endpoint
+	timeout     time.Duration
+	schedule    []time.Duration
+	client      *http.Client
+	// selfURL is this node's own address, where a webhook URL of the form
+	// /sink/{name} is delivered (docs/sandbox.md#7-read-the-webhooks-the-sink).
+	selfURL string
+	// faults may answer for the receiver (the admin API's webhook rules),
+	// and then nothing is sent; nil: none.
+	faults Faults
+	// userAgent is every request's User-Agent: dialbox and its version.
+	userAgent string
+	// atShare is dialbox_webhook_endpoints_at_share.
+	atShare prometheus.Gauge
+
+	wake chan struct{}
+
+	mu      sync.Mutex
+	running bool
+	stop    chan struct{}
+	done    chan struct{}
+	cancel  context.CancelFunc
+	// inflight holds messages sent or being sent whose attempt is not yet
+	// recorded, and those recorded since the dispatcher's last outbox read
+	// began: that read may predate the record and still show them due,
+	// which would send them twice.
+	inflight map[int64]flight
+	// sending counts each endpoint's messages in inflight whose attempt is
+	// on the wire, which maxInFlight bounds.
+	sending map[string]int
+	// abandoned counts attempts cut by a stop, to be logged once.
+	abandoned atomic.Int64
+	records   sync.WaitGroup
+}
+
+// New makes the deliverer of store's outbox, with cfg's workers,
+// share per endpoint, timeout and retries; faults may answer for the
+// receivers (nil: none), selfURL is this node's own address, where a
+// webhook URL of the form /sink/{name} is delivered, userAgent every
+// request's User-Agent; atShare shows how many endpoints are at their
+// share.
+func New(store Outbox, faults Faults, log *slog.Logger, cfg config.WebhooksConfig, selfURL, userAgent string, atShare prometheus.Gauge) *Deliverer {
+	schedule := make([]time.Duration, len(cfg.RetrySchedule))
+	for i, d := range cfg.RetrySchedule {
+		schedule[i] = d.Duration
+	}
+	return &Deliverer{
+		outbox: store, faults: faults, log: log, workers: cfg.Workers, maxInFlight: cfg.MaxInFlightPerEndpoint,
+		timeout: cfg.Timeout.Duration, schedule: schedule, selfURL: selfURL, userAgent: userAgent, atShare: atShare,
+		client: &http.Client{
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				MaxIdleConnsPerHost: cfg.Workers,
+				IdleConnTimeout:     90 * time.Second,
+			},
+			// A redirect is not a delivery: the receiver must answer 2xx itself.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// Notify wakes the dispatcher: messages were queued. Safe on a nil
+// *Deliverer and while stopped.
+func (w *Deliverer) Notify() {
+	if w == nil {
+		return
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// FirstTry is when a message queued at now is first due; now is the
+// deliverer's clock (the real one), whatever clock the engine runs on.
+func (w *Deliverer) FirstTry(now time.Time) time.Time {
+	if w == nil || len(w.schedule) == 0 {
+		return now
+	}
+	return now.Add(w.schedule[0])
+}
+
+// Running says whether delivery is between Start and Stop (/readyz).
+func (w *Deliverer) Running() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running
+}
+
+// Start begins delivering pending messages, those left by an earlier run
+// included.
+func (w *Deliverer) Start() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running {
+		return errors.New("webhooks already running")
+	}
+	w.running = true
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	w.inflight, w.sending = map[int64]flight{}, map[string]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go w.loop(ctx, w.stop, w.done)
+	return nil
+}
+
+// Stop ends delivery at once (an admin reset must not wait on a slow
+// receiver); requests in flight are abandoned unrecorded, so their messages
+// are sent again after the next Start.
+func (w *Deliverer) Stop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.Shutdown(ctx)
+}
+
+// Shutdown takes no new message but lets attempts already under way finish
+// and be recorded until ctx is done; those still waiting on their receiver
+// then are abandoned as by Stop. An abandoned attempt is no error (its
+// message stays pending and goes out after the next start), so it is only
+// logged.
+func (w *Deliverer) Shutdown(ctx context.Context) {
+	w.mu.Lock()
+	if !w.running {
+		w.mu.Unlock()
+		return
+	}
+	w.running = false
+	close(w.stop)
+	cancel, done := w.cancel, w.done
+	w.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	cancel()
+	<-done
+	if n := w.abandoned.Swap(0); n > 0 {
+		w.log.Info("webhooks: attempts abandoned on stop; their messages go out after the next start", "attempts", n)
+	}
+}
+
+// loop runs the workers and the dispatcher until stop, then closes done
+// once every attempt is recorded or abandoned.
+func (w *Deliverer) loop(ctx context.Context, stop, done chan struct{}) {
+	jobs := make(chan domain.OutMessage)
+	var workers sync.WaitGroup
+	for range w.workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			w.work(ctx, jobs, stop)
+		}()
+	}
+	defer func() {
+		close(jobs)
+		workers.Wait()
+		w.records.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+		wait, stopped := w.dispatch(ctx, jobs, stop)
+		if stopped {
+			return
+		}
+		timer.Reset(wait)
+	}
+}
+
+// work is a worker: one attempt at each message it is handed.
+func (w *Deliverer) work(ctx context.Context, jobs <-chan domain.OutMessage, stop <-chan struct{}) {
+	for m := range jobs {
+		select {
+		case <-stop: // handed over as Stop came: not under way yet
+			w.mu.Lock()
+			w.forget(m.Seq)
+			w.mu.Unlock()
+			w.release([]int64{m.Seq})
+		default:
+			w.deliver(ctx, m)
+		}
+	}
+}
+
+// dispatch is one pass of the dispatcher: it reads the due messages, hands
+// them to the workers and says how long to wait before the next pass;
+// stopped: Stop came while it handed them over.
+func (w *Deliverer) dispatch(ctx context.Context, jobs chan<- domain.OutMessage, stop <-chan struct{}) (wait time.Duration, stopped bool) {
+	now := time.Now()
+	msgs, ok := w.read(ctx, now)
+	if !ok {
+		return webhookIdle, false // a recorded attempt wakes us sooner
+	}
+	filled, stopped := w.handOver(msgs, jobs, stop)
+	if stopped {
+		return 0, true
+	}
+	wait = webhookIdle
+	if t, ok, err := w.outbox.NextMessageDue(ctx, now); err == nil && ok {
+		wait = min(wait, max(time.Until(t), time.Millisecond))
+	}
+	if filled {
+		wait = 0
+	}
+	return wait, false
+}
+
+// read forgets the messages whose attempts were recorded before it began
+// (it sees their records) and reads the messages due at now, none of an
+// endpoint with its share under way; ok is false, and nothing read,
+// while too many attempts wait for their record.
+func (w *Deliverer) read(ctx context.Context, now time.Time) (msgs []domain.OutMessage, ok bool) {
+	w.mu.Lock()
+	busy := 0
+	for seq, f := range w.inflight {
+		if f.recorded {
+			delete(w.inflight, seq) // recorded before this read: it sees the record
+		} else {
+			busy++
+		}
+	}
+	full := w.endpointsFull()
+	w.mu.Unlock()
+	w.atShare.Set(float64(len(full)))
+	if busy >= maxUnrecorded*w.workers {
+		return nil, false
+	}
+	// busy more of each endpoint's than its share: on SQLite, which does
+	// not lease them, messages whose attempts are not yet recorded come
+	// first and are passed over.
+	msgs, err := w.outbox.DueMessages(ctx, now, busy+2*w.workers, busy+w.maxInFlight, full)
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("webhooks: reading the outbox", "err", err)
+	}
+	return msgs, true
+}
+
+// handOver hands each of msgs it can hold to a worker and gives the others
+// back to the outbox, and those not handed over when Stop came (stopped).
+// filled: an endpoint reached its share during this pass, so the messages
+// read behind its own were not looked at; read again at once, leaving it
+// out.
+func (w *Deliverer) handOver(msgs []domain.OutMessage, jobs chan<- domain.OutMessage, stop <-chan struct{}) (filled, stopped bool) {
+	var skipped []int64 // returned, but not to be tried now: given back
+	for i, m := range msgs {
+		w.mu.Lock()
+		held, atShare := w.hold(m)
+		w.mu.Unlock()
+		if !held {
+			filled = filled || atShare
+			skipped = append(skipped, m.Seq)
+			continue
+		}
+		select {
+		case jobs <- m:
+		case <-stop:
+			w.mu.Lock()
+			w.forget(m.Seq)
+			w.mu.Unlock()
+			for _, rest := range msgs[i:] {
+				skipped = append(skipped, rest.Seq)
+			}
+			w.release(skipped)
+			return filled, true
+		}
+	}
+	w.release(skipped)
+	return filled, false
+}
+
+// flight is a message of inflight: its endpoint, whether its attempt is on
+// the wire (counted in its endpoint's share), and whether it is recorded.
+type flight struct {
+	endpoint string
+	onWire   bool
+	recorded bool
+}
+
+// hold marks m as being sent, unless it is in flight already or its
+// endpoint has its share (maxInFlight) under way; atShare says it is the
+// latter. The caller holds w.mu.
+func (w *Deliverer) hold(m domain.OutMessage) (held, atShare bool) {
+	if _, ok := w.inflight[m.Seq]; ok {
+		return false, false
+	}
+	if w.sending[m.EndpointID] >= w.maxInFlight {
+		return false, true
+	}
+	w.inflight[m.Seq] = flight{endpoint: m.EndpointID, onWire: true}
+	w.sending[m.EndpointID]++
+	return true, false
+}
+
+// offWire marks a held message's attempt as answered (or given up): its
+// endpoint's share is free again, though the attempt may still be being
+// recorded. The caller holds w.mu.
+func (w *Deliverer) offWire(seq int64) {
+	f, ok := w.inflight[seq]
+	if !ok || !f.onWire {
+		return
+	}
+	f.onWire = false
+	w.inflight[seq] = f
+	if w.sending[f.endpoint]--; w.sending[f.endpoint] <= 0 {
+		delete(w.sending, f.endpoint)
+	}
+}
+
+// recorded marks a held message's attempt as stored; it stays in inflight
+// until the next outbox read, which sees the record. The caller holds w.mu.
+func (w *Deliverer) recorded(seq int64) {
+	w.offWire(seq)
+	if f, ok := w.inflight[seq]; ok {
+		f.recorded = true
+		w.inflight[seq] = f
+	}
+}
+
+// forget drops a held message that was not sent. The caller holds w.mu.
+func (w *Deliverer) forget(seq int64) {
+	w.offWire(seq)
+	delete(w.inflight, seq)
+}
+
+// endpointsFull are the endpoints with their share under way, which the
+// next outbox read leaves out. The caller holds w.mu.
+func (w *Deliverer) endpointsFull() []string {
+	full := []string{}
+	for endpoint, n := range w.sending {
+		if n >= w.maxInFlight {
+			full = append(full, endpoint)
+		}
+	}
+	return full
+}
+
+// release gives messages back to the outbox (Outbox.ReleaseMessages), due
+// again at once; a failure only delays them until their lease runs out.
+func (w *Deliverer) release(seqs []int64) {
+	if len(seqs) == 0 {
+		return
+	}
+	if err := w.outbox.ReleaseMessages(context.Background(), seqs); err != nil {
+		w.log.Warn("webhooks: giving messages back to the outbox; they wait for their lease to run out", "messages", len(seqs), "err", err)
+	}
+}
+
+// maxUnrecorded bounds, per worker, the messages sent whose attempt is
+// still being recorded.
+const maxUnrecorded = 4
+
+// deliver makes one attempt at m and has it recorded. The worker does not
+// wait for the record's commit: attempts of many workers then share one,
+// and a crash before it only means the message is sent again.
+func (w *Deliverer) deliver(ctx context.Context, m domain.OutMessage) {
+	start := time.Now()
+	status, retryAfter, err := w.attempt(ctx, m, start)
+	if err != nil && ctx.Err() != nil {
+		w.abandoned.Add(1)
+		w.release([]int64{m.Seq})
+		w.finished(m.Seq)
+		return // stopping: not the receiver's fault, try again after the next Start
+	}
+	// The endpoint may take its next message while this attempt is recorded.
+	w.mu.Lock()
+	w.offWire(m.Seq)
+	w.mu.Unlock()
+	w.Notify()
+	w.record(m, w.outcome(m, start, time.Now(), status, retryAfter, err))
+}
+
+// attempt is the status of one attempt at m, and any Retry-After: a fault
+// rule's, with nothing sent, or the receiver's.
+func (w *Deliverer) attempt(ctx context.Context, m domain.OutMessage, at time.Time) (int, time.Duration, error) {
+	if w.faults != nil {
+		if status, forced := w.faults.BeforeSend(m.EndpointID); forced {
+			return status, 0, nil
+		}
+	}
+	return w.send(ctx, m, at)
+}
+
+// outcome is the record of an attempt at m begun at start and ended at now
+// with status (or err): the message delivered, dead, or pending until its
+// next try.
+func (w *Deliverer) outcome(m domain.OutMessage, start, now time.Time, status int, retryAfter time.Duration, err error) domain.DeliveryAttempt {
+	a := domain.DeliveryAttempt{Seq: m.Seq, EndpointID: m.EndpointID, Status: status, Latency: now.Sub(start), At: now,
+		State: domain.MessagePending, Tries: m.Tries + 1, NextTryAt: now}
+	switch {
+	case err != nil:
+		a.Error = err.Error()
+	case status >= 200 && status < 300:
+		a.State, a.Tries = domain.MessageDelivered, m.Tries
+	case status == http.StatusGone:
+		a.State, a.DisableEndpoint = domain.MessageDead, true
+		a.Error = "410 Gone: endpoint disabled"
+	default:
+		a.Error = "HTTP " + strconv.Itoa(status)
+	}
+	if a.State == domain.MessagePending {
+		if a.Tries >= len(w.schedule) {
+			a.State = domain.MessageDead
+		} else if retryAfter > 0 {
+			a.NextTryAt = now.Add(min(retryAfter, maxRetryAfter))
+		} else {
+			d := w.schedule[a.Tries]
+			a.NextTryAt = now.Add(d + rand.N(d/10+1)) // up to 10% jitter so retries spread out
+		}
+	}
+	return a
+}
+
+// record stores a, the attempt at m, in the background.
+func (w *Deliverer) record(m domain.OutMessage, a domain.DeliveryAttempt) {
+	w.records.Add(1)
+	go func() {
+		defer w.records.Done()
+		if err := w.outbox.RecordAttempt(context.Background(), a); err != nil {
+			w.log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
+		}
+		w.finished(m.Seq)
+	}()
+}
+
+// finished marks the attempt at a held message as recorded (or given up)
+// and wakes the dispatcher.
+func (w *Deliverer) finished(seq int64) {
+	w.mu.Lock()
+	w.recorded(seq)
+	w.mu.Unlock()
+	w.Notify()
+}
+
+// send posts m once, signed, and returns the status and any Retry-After of
+// a 429 or 503.
+func (w *Deliverer) send(ctx context.Context, m domain.OutMessage, at time.Time) (int, time.Duration, error) {
+	signer, err := standardwebhooks.NewWebhook(m.Secret)
+	if err != nil {
+		return 0, 0, fmt.Errorf("endpoint secret: %w", err)
+	}
+	sig, err := signer.Sign(m.ID, at, m.Payload)
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	target := m.URL
+	if strings.HasPrefix(target, domain.LocalSinkPrefix) {
+		target = w.selfURL + target
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(m.Payload))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", w.userAgent)
+	req.Header.Set(standardwebhooks.HeaderWebhookID, m.ID)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	var retryAfter time.Duration
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return resp.StatusCode, retryAfter, nil
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or bad.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
