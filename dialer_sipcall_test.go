@@ -15,6 +15,7 @@ import (
 	"dialbox/internal/audio"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/sipcall/sipcalltest"
@@ -135,7 +136,7 @@ func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) *SIPDialer {
 	cfg.SIP.RTPPorts = ""
 	cfg.Voicebot.PromptsDir = filepath.Join(dir, "prompts")
 	cfg.SIP.Trunks = []config.SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
-	d, err := NewSIPDialer(cfg, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
+	d, err := NewSIPDialer(cfg, slog.New(slog.DiscardHandler), ops.NewMetrics("").TrunkRegistered)
 	if err != nil {
 		t.Fatal(err)
 	}

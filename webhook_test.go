@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -127,7 +128,7 @@ func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksC
 	if setup != nil {
 		setup(&cfg)
 	}
-	w := NewWebhooks(s, faults, discardLog(), cfg, "", newMetrics(false).endpointsAtShare)
+	w := NewWebhooks(s, faults, discardLog(), cfg, "", ops.NewMetrics("").EndpointsAtShare)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
