@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -316,7 +317,7 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 		t.Errorf("%d advertising_hours audit rows, want one per contact", n)
 	}
 	rec := httptest.NewRecorder()
-	metricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	ops.MetricsHandler(prometheus.NewRegistry(), opsStore{s}, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{`dialbox_calls_blocked_total{reason="daily_limit"} 1`, `dialbox_calls_blocked_total{reason="advertising_hours"} 2`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)

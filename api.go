@@ -5,6 +5,7 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func (a *API) handle(op operation, h handler) httprouter.Handle {
 // runs h.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, h handler) (any, error) {
 	app, apiErr, err := a.tokens.authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
-	noteRequest(r.Context(), op.name, app)
+	ops.NoteRequest(r.Context(), op.name, app)
 	switch {
 	case err != nil:
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -89,7 +90,7 @@ func testDestinationsHeldByDefault(t *testing.T, backend string) {
 	}
 
 	rec := httptest.NewRecorder()
-	metricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	ops.MetricsHandler(prometheus.NewRegistry(), opsStore{s}, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, line := range []string{`dialbox_calls_blocked_total{reason="destination_premium"} 2`,
 		`dialbox_calls_blocked_total{reason="destination_special"} 1`,
 		`dialbox_calls_blocked_total{reason="destination_foreign"} 5`} {

@@ -16,6 +16,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/sipcall/sipcalltest"
@@ -138,7 +139,7 @@ func newTestSIPDialer(t *testing.T, fe *sipcalltest.FarEnd) (*dialer.SIP, string
 	cfg.SIP.RTPPorts = ""
 	cfg.Voicebot.PromptsDir = filepath.Join(dir, "prompts")
 	cfg.SIP.Trunks = []config.SIPTrunk{{Name: "main", Address: fe.Address("udp"), MaxChannels: 10, MaxCPS: 10}}
-	d, err := dialer.NewSIP(cfg, dir, slog.New(slog.DiscardHandler), newMetrics(false).trunkRegistered)
+	d, err := dialer.NewSIP(cfg, dir, slog.New(slog.DiscardHandler), ops.NewMetrics("").TrunkRegistered)
 	if err != nil {
 		t.Fatal(err)
 	}

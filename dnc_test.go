@@ -13,6 +13,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"dialbox/internal/script"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -200,7 +201,7 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 
 	// Counted on /metrics.
 	rec := httptest.NewRecorder()
-	metricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	ops.MetricsHandler(prometheus.NewRegistry(), opsStore{s}, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{`dialbox_calls_blocked_total{reason="dnc_national"} 4`, `dialbox_calls_blocked_total{reason="dnc_tenant"} 1`,
 		`dialbox_calls_total{outcome="DO_NOT_CALL"} 5`} {
 		if !strings.Contains(rec.Body.String(), want) {

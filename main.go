@@ -22,6 +22,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -114,9 +115,9 @@ type Main struct {
 	Log    *slog.Logger
 	// AccessLog gets the line per request; nil: Log.
 	AccessLog *slog.Logger
-	logs      *logBuffer // behind both loggers when log.flush_interval > 0
+	logs      *ops.LogBuffer // behind both loggers when log.flush_interval > 0
 
-	metrics *metrics // what this server's /metrics serves, handed to each part
+	metrics *ops.Metrics // what this server's /metrics serves, handed to each part
 	store   Store
 	// catalog is store seen through the configuration cache (cache.go):
 	// what the parts that serve and call are given.
@@ -127,7 +128,7 @@ type Main struct {
 	api               *API
 	ln                net.Listener
 	server            *http.Server
-	ops               *opsServer
+	ops               *ops.Server
 
 	sip   *dialer.SIP // when dialer.kind is "sip", to hang up its calls at the end
 	clock Clock       // the simulator's; nil with real calls
@@ -153,12 +154,12 @@ func NewMain(stdout io.Writer) *Main {
 // access log batched when log.flush_interval is set, the rest at once.
 func (m *Main) SetLogOutput(out io.Writer) {
 	if iv := m.Config.Log.FlushInterval.Duration; iv > 0 {
-		m.logs = newLogBuffer(out, iv)
-		m.Log = newLogger(m.Config.Log, m.logs.Immediate())
-		m.AccessLog = newLogger(m.Config.Log, m.logs)
+		m.logs = ops.NewLogBuffer(out, iv)
+		m.Log = ops.NewLogger(m.Config.Log, m.logs.Immediate())
+		m.AccessLog = ops.NewLogger(m.Config.Log, m.logs)
 		return
 	}
-	m.Log = newLogger(m.Config.Log, out)
+	m.Log = ops.NewLogger(m.Config.Log, out)
 	m.AccessLog = nil
 }
 
@@ -241,8 +242,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	m.metrics = newMetrics(config.IsPostgresURL(cfg.Database))
-	if m.store, err = openConfiguredStore(ctx, cfg, m.metrics.store); err != nil {
+	// A PostgreSQL node's counters show only there (docs/postgres.md), so a
+	// SQLite server's metrics stay as they were.
+	storeMetrics := newStoreMetrics(config.IsPostgresURL(cfg.Database))
+	m.metrics = ops.NewMetrics(versionString(), storeMetrics.collectors()...)
+	if m.store, err = openConfiguredStore(ctx, cfg, storeMetrics); err != nil {
 		m.serveLock.Close()
 		return err
 	}
@@ -296,7 +300,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var calls Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
-		if m.sip, err = dialer.NewSIP(cfg, dataDir(cfg), m.Log, m.metrics.trunkRegistered); err != nil {
+		if m.sip, err = dialer.NewSIP(cfg, dataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
 			return err
 		}
 		calls = m.sip
@@ -305,7 +309,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		calls, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
-	m.webhooks = NewWebhooks(m.catalog, faults, m.Log, cfg.Webhooks, m.URL(), m.metrics.endpointsAtShare)
+	m.webhooks = NewWebhooks(m.catalog, faults, m.Log, cfg.Webhooks, m.URL(), m.metrics.EndpointsAtShare)
 	policy, err := destinations.New(cfg.Phone.DefaultRegion, cfg.Destinations)
 	if err != nil {
 		return err
@@ -329,15 +333,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.sink, err = NewSink(cfg.Sink); err != nil {
 		return err
 	}
-	handler, err := m.startOps(router)
-	if err != nil {
+	if m.ops, err = m.startOps(router); err != nil {
 		return err
 	}
 	if err := m.mountAdmin(ctx, router, journal, faults); err != nil {
 		return err
 	}
 	m.server = &http.Server{
-		Handler:           handler,
+		Handler:           m.ops.Handler,
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Duration,
 		ReadTimeout:       cfg.HTTP.ReadTimeout.Duration,
 		WriteTimeout:      cfg.HTTP.WriteTimeout.Duration,
@@ -358,6 +361,36 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", databaseName(cfg.Database))
 	// Already serving: a stop signal from now on is for Close, not a failed start.
 	return m.printDemo(context.WithoutCancel(ctx))
+}
+
+// startOps adds the operator routes to router, with what they read.
+func (m *Main) startOps(router *httprouter.Router) (*ops.Server, error) {
+	p := ops.Parts{Router: router, Metrics: m.metrics, Store: opsStore{m.store}, Log: m.Log, AccessLog: m.AccessLog,
+		MetricsListen: m.Config.Metrics.Listen, Webhooks: m.webhooks, OpenAPI: http.HandlerFunc(serveOpenAPI),
+		Version: versionString(),
+		Retained: map[string]func() (int, int){
+			"journal":     m.api.journal.size,
+			"sink":        m.sink.size,
+			"token_cache": m.api.tokens.size,
+		}}
+	if pg, ok := m.store.(interface{ nodeID() string }); ok {
+		p.Node = pg.nodeID()
+	}
+	if m.sip != nil {
+		p.TTSCache = m.sip.TTSCache()
+	}
+	if m.Config.Engine.Enabled {
+		p.Engine = m.engine
+	}
+	return ops.New(p)
+}
+
+// opsStore is the store as the operator routes read it, its metrics query
+// under the name they declare.
+type opsStore struct{ Store }
+
+func (s opsStore) MetricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
+	return s.metricsRows(ctx, query, row)
 }
 
 // URL is the base URL clients use to reach this server.
@@ -399,7 +432,7 @@ func (m *Main) Close() error {
 	if m.server != nil {
 		errs = append(errs, m.server.Shutdown(ctx))
 	}
-	errs = append(errs, m.ops.close())
+	errs = append(errs, m.ops.Close())
 	<-delivered
 	m.stopCalling() // an admin reset answered during the grace may have started calling again
 	if m.sip != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dialbox/internal/config"
+	"dialbox/internal/ops"
 	"dialbox/internal/pgtest"
 	"dialbox/internal/testtool"
 
@@ -209,7 +210,7 @@ func TestMetricsSeparateListener(t *testing.T) {
 	if resp, _ := opsDo(t, "GET", m.URL()+"/metrics", "", ""); resp.StatusCode != 404 {
 		t.Errorf("/metrics on the main listener: %d, want 404", resp.StatusCode)
 	}
-	if _, ok := metricValue(scrapeMetrics(t, "http://"+m.ops.metricsAddr+"/metrics"), "dialbox_build_info"); !ok {
+	if _, ok := metricValue(scrapeMetrics(t, "http://"+m.ops.MetricsAddr+"/metrics"), "dialbox_build_info"); !ok {
 		t.Error("separate listener serves no dialbox metrics")
 	}
 }
@@ -306,8 +307,8 @@ func TestOpsConfig(t *testing.T) {
 		t.Errorf("environment not applied: %+v %+v", cfg.Log, cfg.Metrics)
 	}
 	var buf testtool.LockedBuffer
-	newLogger(cfg.Log, &buf).Info("dropped")
-	newLogger(cfg.Log, &buf).Warn("kept")
+	ops.NewLogger(cfg.Log, &buf).Info("dropped")
+	ops.NewLogger(cfg.Log, &buf).Warn("kept")
 	if got := buf.String(); strings.Contains(got, "dropped") || !strings.HasPrefix(got, `{"time"`) {
 		t.Errorf("json logger at warn wrote %q", got)
 	}
@@ -317,7 +318,7 @@ func TestOpsConfig(t *testing.T) {
 // written at once, and Close writes what is left.
 func TestLogBuffer(t *testing.T) {
 	var out testtool.LockedBuffer
-	b := newLogBuffer(&out, time.Hour) // no timer flush within the test
+	b := ops.NewLogBuffer(&out, time.Hour) // no timer flush within the test
 	fmt.Fprintln(b, "request 1")
 	if got := out.String(); got != "" {
 		t.Fatalf("an access-log line was written at once: %q", got)

@@ -512,7 +512,7 @@ func TestSIPRegisterThenCall(t *testing.T) {
 	if h := last.Req.GetHeader("Expires"); h == nil || h.Value() != "0" || last.Status != 200 {
 		t.Errorf("the stop's last REGISTER %v answered %d; want Expires: 0 accepted", last.Req, last.Status)
 	}
-	if r.m.metrics.trunkRegistered.DeleteLabelValues("main") {
+	if r.m.metrics.TrunkRegistered.DeleteLabelValues("main") {
 		t.Error("a stopped dialbox's trunk is still in /metrics")
 	}
 }

@@ -34,7 +34,7 @@ type Store interface {
 	// Migrations says which migration the database is at and the last one
 	// this dialbox knows.
 	Migrations(ctx context.Context) (at, known int, err error)
-	// metricsRows runs one of metrics.go's read-only queries, written in
+	// metricsRows runs one of internal/ops' read-only queries, written in
 	// the SQL every store speaks, and hands each row to row.
 	metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error
 

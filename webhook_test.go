@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/ops"
 	"dialbox/internal/webhook"
 	"encoding/json"
 	"io"
@@ -122,7 +123,7 @@ func (r *whReceiver) waitFor(t testing.TB, n int) {
 // and a fast retry schedule, unless setup changes them.
 func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig)) *webhook.Deliverer {
 	t.Helper()
-	return whStartMetered(t, s, faults, setup, newMetrics(false).endpointsAtShare)
+	return whStartMetered(t, s, faults, setup, ops.NewMetrics("").EndpointsAtShare)
 }
 
 // whStartMetered is whStart showing on atShare how many endpoints are at
@@ -396,7 +397,7 @@ func testWebhooksSlowEndpointTakesOnlyItsShare(t *testing.T, backend string) {
 	// Workers to spare beyond the share, and a timeout the test never
 	// reaches: the slow receiver holds every attempt it is given.
 	var cfg config.WebhooksConfig
-	atShare := newMetrics(false).endpointsAtShare
+	atShare := ops.NewMetrics("").EndpointsAtShare
 	whStartMetered(t, s, nil, func(c *config.WebhooksConfig) {
 		c.Timeout = config.Duration{Duration: time.Hour}
 		cfg = *c

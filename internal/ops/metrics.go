@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"context"
@@ -14,29 +14,27 @@ import (
 	"dialbox/internal/tts"
 )
 
-// metrics are one Main's counters and histograms of what happens in its
+// Metrics are one Main's counters and histograms of what happens in its
 // process, in the registry its /metrics serves. Main builds them and hands
 // each part the ones it records at construction (docs/architecture.md):
 // several Mains in one process (the tests) count apart. Values that live
 // in the database are read on scrape by the Main's dbCollector.
-type metrics struct {
+type Metrics struct {
 	registry *prometheus.Registry
-	http     httpMetrics
-	store    storeMetrics
+	http     HTTPMetrics
 	// trunkRegistered is the SIP dialer's dialbox_sip_trunk_registered.
-	trunkRegistered *prometheus.GaugeVec
+	TrunkRegistered *prometheus.GaugeVec
 	// endpointsAtShare is the webhook deliverer's
 	// dialbox_webhook_endpoints_at_share.
-	endpointsAtShare prometheus.Gauge
+	EndpointsAtShare prometheus.Gauge
 }
 
-// newMetrics makes and registers a Main's metrics; postgres: its store is
-// PostgreSQL, whose nodes' counters show only then (docs/postgres.md), so a
-// SQLite server's metrics stay as they were.
-func newMetrics(postgres bool) *metrics {
-	m := &metrics{
+// NewMetrics makes and registers a Main's metrics, dialbox_build_info
+// saying version, with more: what other parts record (the store's).
+func NewMetrics(version string, more ...prometheus.Collector) *Metrics {
+	m := &Metrics{
 		registry: prometheus.NewRegistry(),
-		http: httpMetrics{
+		http: HTTPMetrics{
 			requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Name: "dialbox_http_requests_total",
 				Help: "HTTP requests by operation (A, B, C, admin, sink, metrics, healthz, readyz, openapi.yaml, other) and result code (bodies in the API envelope: 1 for success, else the error code; other responses: the HTTP status).",
@@ -47,12 +45,11 @@ func newMetrics(postgres bool) *metrics {
 				Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 			}, []string{"op", "code"}),
 		},
-		store: newStoreMetrics(postgres),
-		trunkRegistered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		TrunkRegistered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dialbox_sip_trunk_registered",
 			Help: "Per trunk with register = true: 1 while its last REGISTER was accepted, 0 while it fails (retried with backoff; the log says why).",
 		}, []string{"trunk"}),
-		endpointsAtShare: prometheus.NewGauge(prometheus.GaugeOpts{
+		EndpointsAtShare: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dialbox_webhook_endpoints_at_share",
 			Help: "Webhook endpoints with webhooks.max_in_flight_per_endpoint attempts under way on this node at the dispatcher's last look: slow receivers; their other due messages wait, the other endpoints' do not.",
 		}),
@@ -61,38 +58,32 @@ func newMetrics(postgres bool) *metrics {
 		Name: "dialbox_build_info",
 		Help: "Always 1; the version label is the running build.",
 	}, []string{"version"})
-	buildInfo.WithLabelValues(versionString()).Set(1)
-	m.registry.MustRegister(m.http.requests, m.http.duration, m.trunkRegistered, m.endpointsAtShare, buildInfo,
+	buildInfo.WithLabelValues(version).Set(1)
+	m.registry.MustRegister(m.http.requests, m.http.duration, m.TrunkRegistered, m.EndpointsAtShare, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.registry.MustRegister(m.store.collectors()...)
+	m.registry.MustRegister(more...)
 	return m
 }
 
-// httpMetrics are what the access log wrapped around every request
+// HTTPMetrics are what the access log wrapped around every request
 // (observed) records.
-type httpMetrics struct {
+type HTTPMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
 
-func (m httpMetrics) observe(op, code string, d time.Duration) {
+func (m HTTPMetrics) observe(op, code string, d time.Duration) {
 	m.requests.WithLabelValues(op, code).Inc()
 	m.duration.WithLabelValues(op, code).Observe(d.Seconds())
 }
 
-// metricsHandler serves a Main's metrics (process), its database gauges
+// MetricsHandler serves a Main's metrics (process), its database gauges
 // and its other collectors. A failing database query leaves its metrics
 // out rather than failing the whole scrape.
-func metricsHandler(process prometheus.Gatherer, store Store, log *slog.Logger, collectors ...prometheus.Collector) http.Handler {
+func MetricsHandler(process prometheus.Gatherer, store Database, log *slog.Logger, collectors ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&dbCollector{store: store, log: log})
 	reg.MustRegister(collectors...)
-	if pg, ok := store.(interface{ nodeID() string }); ok {
-		node := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dialbox_node_info",
-			Help: "Always 1; the node label is the id this node's leases carry.", ConstLabels: prometheus.Labels{"node": pg.nodeID()}})
-		node.Set(1)
-		reg.MustRegister(node)
-	}
 	return promhttp.HandlerFor(prometheus.Gatherers{process, reg},
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 }
@@ -112,10 +103,15 @@ var (
 		"Renderings not stored since the start, because the cache's file system had less than tts.cache_min_free_mib free even after the cache gave back its own.", nil, nil)
 )
 
+// TTSCache is the SIP dialer's TTS cache as its collector reads it.
+type TTSCache interface {
+	Stats() (tts.CacheStats, error)
+}
+
 // ttsCacheCollector reads the SIP dialer's TTS cache on every scrape: its
 // files as they are on disk (docs/sip.md#text-to-speech).
 type ttsCacheCollector struct {
-	cache *tts.Cache
+	cache TTSCache
 	log   *slog.Logger
 }
 
@@ -150,9 +146,9 @@ func retainedBytesGauges(parts map[string]func() (entries, bytes int)) []prometh
 
 // dbCollector reads on every scrape the values kept in the database, so
 // they are right after a restart and whichever component changed them. Its
-// queries are in the SQL every store speaks (Store.metricsRows).
+// queries are in the SQL every store speaks (MetricsRows).
 type dbCollector struct {
-	store Store
+	store Database
 	log   *slog.Logger
 }
 
@@ -196,7 +192,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	failed := 0
 	run := func(name, query string, row func(scan func(...any) error) error) {
-		if err := c.store.metricsRows(ctx, query, row); err != nil {
+		if err := c.store.MetricsRows(ctx, query, row); err != nil {
 			failed++
 			c.log.Warn("metrics query failed", "metric", name, "err", err)
 		}
@@ -291,7 +287,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		age := 0.0
 		if oldest > 0 {
-			age = max(0, time.Since(fromMS(oldest)).Seconds())
+			age = max(0, time.Since(time.UnixMilli(oldest)).Seconds())
 		}
 		ch <- prometheus.MustNewConstMetric(descOutboxBacklog, prometheus.GaugeValue, n)
 		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, age)

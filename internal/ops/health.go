@@ -1,15 +1,20 @@
-package main
+package ops
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
+
+	"dialbox/internal/domain"
 )
 
 // healthz answers while the process serves HTTP at all.
-func healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "alive", "version": versionString()})
+func healthz(version string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		answer(w, http.StatusOK, map[string]string{"status": "alive", "version": version})
+	}
 }
 
 // readinessCheck reports "" when its part is ready, else what is wrong.
@@ -37,8 +42,22 @@ func readyz(checks []readinessCheck) http.HandlerFunc {
 		if status != http.StatusOK {
 			state = "not ready"
 		}
-		writeJSON(w, status, map[string]any{"status": state, "checks": results})
+		answer(w, status, map[string]any{"status": state, "checks": results})
 	}
+}
+
+// answer writes v as JSON the way the public API writes its bodies: in one
+// Write, with its length, HTML left unescaped.
+func answer(w http.ResponseWriter, status int, v any) {
+	b, err := domain.MarshalJSON(v)
+	if err != nil {
+		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 // storeChecks are the database's readiness checks: the store takes a write
@@ -46,7 +65,7 @@ func readyz(checks []readinessCheck) http.HandlerFunc {
 // writer goroutine is alive; PostgreSQL: the server answers and is not
 // read-only) and, after a write failed for want of room, stores a probe
 // write again; and every migration of its schema is applied.
-func storeChecks(s Store) []readinessCheck {
+func storeChecks(s Database) []readinessCheck {
 	return []readinessCheck{
 		{"database", func(ctx context.Context) string {
 			done := make(chan error, 1)

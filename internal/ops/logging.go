@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"bufio"
@@ -16,8 +16,8 @@ import (
 	"time"
 )
 
-// newLogger makes a logger of the format and level the log section asks for.
-func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
+// NewLogger makes a logger of the format and level the log section asks for.
+func NewLogger(c config.LogConfig, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: config.LogLevels[c.Level]}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
@@ -25,12 +25,12 @@ func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// logBuffer batches the access log: a write per request line cost a
+// LogBuffer batches the access log: a write per request line cost a
 // system call each and serialized every request on the handler's lock.
 // Buffered lines go out when the buffer fills, every interval, before any
 // line written through Immediate (so the order of lines is kept), and on
 // Close.
-type logBuffer struct {
+type LogBuffer struct {
 	mu       sync.Mutex
 	buf      *bufio.Writer
 	stop     chan struct{}
@@ -38,13 +38,13 @@ type logBuffer struct {
 	stopOnce sync.Once
 }
 
-func newLogBuffer(out io.Writer, interval time.Duration) *logBuffer {
-	b := &logBuffer{buf: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+func NewLogBuffer(out io.Writer, interval time.Duration) *LogBuffer {
+	b := &LogBuffer{buf: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.flushEvery(interval)
 	return b
 }
 
-func (b *logBuffer) flushEvery(interval time.Duration) {
+func (b *LogBuffer) flushEvery(interval time.Duration) {
 	defer close(b.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -60,16 +60,16 @@ func (b *logBuffer) flushEvery(interval time.Duration) {
 	}
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
 // Immediate is a writer whose lines go out at once, after what is buffered.
-func (b *logBuffer) Immediate() io.Writer { return immediateWriter{b} }
+func (b *LogBuffer) Immediate() io.Writer { return immediateWriter{b} }
 
-type immediateWriter struct{ b *logBuffer }
+type immediateWriter struct{ b *LogBuffer }
 
 func (w immediateWriter) Write(p []byte) (int, error) {
 	w.b.mu.Lock()
@@ -82,7 +82,7 @@ func (w immediateWriter) Write(p []byte) (int, error) {
 }
 
 // Close stops the timer and writes what is left.
-func (b *logBuffer) Close() error {
+func (b *LogBuffer) Close() error {
 	b.stopOnce.Do(func() { close(b.stop) })
 	<-b.done
 	b.mu.Lock()
@@ -99,9 +99,9 @@ type requestInfo struct {
 
 type requestInfoKey struct{}
 
-// noteRequest records the operation and, once authenticated, the tenant of
+// NoteRequest records the operation and, once authenticated, the tenant of
 // a public API request; it does nothing outside the access-log middleware.
-func noteRequest(ctx context.Context, op string, app *domain.Application) {
+func NoteRequest(ctx context.Context, op string, app *domain.Application) {
 	info, ok := ctx.Value(requestInfoKey{}).(*requestInfo)
 	if !ok {
 		return
@@ -134,7 +134,7 @@ func newRequestID() string {
 
 // observed wraps every request: it gives it a request id (X-Request-Id),
 // then writes one access log line and the request metrics into m.
-func observed(log *slog.Logger, m httpMetrics, next http.Handler) http.Handler {
+func observed(log *slog.Logger, m HTTPMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -180,7 +180,7 @@ func routeClass(path string) string {
 }
 
 // resultRecorder keeps the HTTP status and the public API's result code.
-// Every public API body is written by writeJSON in one Write, beginning
+// Every public API body is written in one Write (writeJSON), beginning
 // {"status":0,"code":N or {"status":1, so the code is read off its start.
 type resultRecorder struct {
 	http.ResponseWriter
