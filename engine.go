@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -38,17 +39,19 @@ type Engine struct {
 	clock func() time.Time
 	// recordings is where scenarios with call_config.record keep their
 	// calls' audio, recordingBase what their recording_url starts with
-	// (docs/voicebot.md#recordings); no folder: nothing is recorded.
-	recordings    RecordingFiles
+	// (docs/voicebot.md#recordings); nil: nothing is recorded.
+	recordings    Recordings
 	recordingBase string
 
 	// timeScale shrinks re_call delays like simulated calls; nil: 1.
 	timeScale func() float64
 	// webhooks is told when events are queued; nil: they stay queued.
-	webhooks *Webhooks
-	// faults may force the outcome of a call (the admin API's dial rules);
-	// nil: none.
-	faults *Faults
+	webhooks engineWebhooks
+	// firstTry is when a queued event is first sent, given now; nil: now.
+	firstTry func(now time.Time) time.Time
+	// forceDial may force the outcome of a call (the admin API's dial
+	// rules); nil: none.
+	forceDial ForceDial
 	// destinations is the policy of the numbers that may be dialled at all
 	// (engine_screen.go).
 	destinations *destinations.Policy
@@ -131,6 +134,24 @@ type engineStore interface {
 	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
 }
 
+// engineWebhooks is what the engine asks of webhook delivery: to be told that
+// events were queued.
+type engineWebhooks interface {
+	Notify()
+}
+
+// Recordings is where a recorded call's audio goes
+// (docs/voicebot.md#recordings).
+type Recordings interface {
+	// Path is the file of a call's recording; its folder is made first.
+	Path(callID string) string
+}
+
+// ForceDial is a lookup of the admin API's dial rules
+// (docs/sandbox.md#5-force-call-outcomes-and-webhook-failures): the outcome and keypad digits forced on a call to
+// phone, if any.
+type ForceDial func(appID int64, phone string) (outcome string, digits *string, forced bool)
+
 // EngineParts is everything an engine is built with.
 type EngineParts struct {
 	Store  engineStore
@@ -139,15 +160,17 @@ type EngineParts struct {
 	Config config.EngineConfig
 	// Destinations is the policy of the numbers that may be dialled at all.
 	Destinations *destinations.Policy
-	// Webhooks is told of the events the engine queues; Faults may force
-	// outcomes; TimeScale is the dialer's clock speed, which re_call delays
-	// follow; Now is the engine's clock. Each may be nil.
-	Webhooks  *Webhooks
-	Faults    *Faults
+	// Webhooks is told of the events the engine queues; FirstTry is when
+	// webhook delivery first sends an event queued at now; ForceDial may
+	// force outcomes; TimeScale is the dialer's clock speed, which re_call
+	// delays follow; Now is the engine's clock. Each may be nil.
+	Webhooks  engineWebhooks
+	FirstTry  func(now time.Time) time.Time
+	ForceDial ForceDial
 	TimeScale func() float64
 	Now       func() time.Time
 	// Recordings and RecordingBase: see Engine.recordings.
-	Recordings    RecordingFiles
+	Recordings    Recordings
 	RecordingBase string
 }
 
@@ -155,7 +178,23 @@ type EngineParts struct {
 func NewEngine(p EngineParts) *Engine {
 	return &Engine{store: p.Store, dialer: p.Dialer, log: p.Log, pollInterval: p.Config.PollInterval.Duration,
 		clock: p.Now, recordings: p.Recordings, recordingBase: p.RecordingBase, timeScale: p.TimeScale,
-		webhooks: p.Webhooks, faults: p.Faults, destinations: p.Destinations, wake: make(chan struct{}, 1)}
+		webhooks: p.Webhooks, firstTry: p.FirstTry, forceDial: p.ForceDial, destinations: p.Destinations,
+		wake: make(chan struct{}, 1)}
+}
+
+// firstTryOf is when webhook delivery first sends an event queued at now.
+func (e *Engine) firstTryOf(now time.Time) time.Time {
+	if e.firstTry == nil {
+		return now
+	}
+	return e.firstTry(now)
+}
+
+// notifyWebhooks tells webhook delivery that events were queued.
+func (e *Engine) notifyWebhooks() {
+	if e.webhooks != nil {
+		e.webhooks.Notify()
+	}
 }
 
 func (e *Engine) now() time.Time {
@@ -198,13 +237,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine already running")
 	}
 	now := e.now()
-	n, err := e.store.settleInterrupted(ctx, now, e.webhooks.firstTry(time.Now()))
+	n, err := e.store.settleInterrupted(ctx, now, e.firstTryOf(time.Now()))
 	if err != nil {
 		return fmt.Errorf("settling interrupted calls: %w", err)
 	}
 	if n > 0 {
 		e.log.Info("settled calls interrupted by the last stop; their contacts are queued again", "calls", n)
-		e.webhooks.Notify()
+		e.notifyWebhooks()
 	}
 	e.running = true
 	e.stop, e.loopDone = make(chan struct{}), make(chan struct{})
@@ -275,7 +314,7 @@ const takeoverEvery = 5 * time.Second
 
 // takeOver settles the calls of dead nodes, on a store several share.
 func (e *Engine) takeOver(ctx context.Context) {
-	n, err := e.store.takeOverCalls(ctx, e.now(), e.webhooks.firstTry(time.Now()))
+	n, err := e.store.takeOverCalls(ctx, e.now(), e.firstTryOf(time.Now()))
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
@@ -284,7 +323,7 @@ func (e *Engine) takeOver(ctx context.Context) {
 	}
 	if n > 0 {
 		e.log.Warn("engine: settled calls of a node whose lease ran out; their contacts are queued again", "calls", n)
-		e.webhooks.Notify()
+		e.notifyWebhooks()
 	}
 }
 
@@ -341,14 +380,17 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 		_, err := e.store.AddDNC(context.WithoutCancel(ctx), c.AppID, []string{c.Contact.Phone}, e.now())
 		return err
 	}
-	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
-		req.Outcome, req.Digits = f.Outcome, f.Digits
+	if e.forceDial != nil {
+		if outcome, digits, ok := e.forceDial(c.AppID, c.Contact.Phone); ok {
+			req.Outcome, req.Digits = outcome, digits
+		}
 	}
-	if cc.Record && e.recordings.Dir != "" {
-		if err := os.MkdirAll(e.recordings.Dir, 0o700); err != nil {
+	if cc.Record && e.recordings != nil {
+		path := e.recordings.Path(c.CallID)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			e.log.Warn("engine: the recordings folder cannot be made; the call is not recorded", "call", c.CallID, "err", err)
 		} else {
-			req.Record = e.recordings.Path(c.CallID)
+			req.Record = path
 		}
 	}
 	res := e.dialer.Dial(ctx, req)
@@ -356,7 +398,7 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 		e.log.Warn("engine: the call could not be recorded", "call", c.CallID, "err", res.RecordingErr)
 	}
 	now := e.now()
-	end := domain.CallEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.firstTry(time.Now()),
+	end := domain.CallEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.firstTryOf(time.Now()),
 		Interrupted: ctx.Err() != nil && res.Outcome == domain.OutcomeCanceled, RecordingBase: e.recordingBase}
 	end.RetryAt = now
 	if !end.Interrupted {
@@ -380,7 +422,7 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 	e.release(c)
 	e.rates.Add(c, res.Outcome == domain.OutcomeAnswered, now)
 	e.Notify(c.AppID)
-	e.webhooks.Notify()
+	e.notifyWebhooks()
 }
 
 // LiveCalls is what the engine has up now: calls per scenario and the

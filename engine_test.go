@@ -76,7 +76,8 @@ func engStart(t testing.TB, s Store, dialer Dialer, hooks *Webhooks, setup func(
 		dialer = NewSimDialer(config.SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
 	p := EngineParts{Store: s, Dialer: dialer, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
-		Destinations: testPolicy(t, config.DefaultConfig()), Webhooks: hooks, TimeScale: func() float64 { return scale }}
+		Destinations: testPolicy(t, config.DefaultConfig()), Webhooks: hooks, FirstTry: hooks.firstTry,
+		TimeScale: func() float64 { return scale }}
 	if setup != nil {
 		setup(&p)
 	}
@@ -692,7 +693,7 @@ func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	faults := NewFaults(s)
 	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: domain.OutcomeFailed, Probability: 1})
-	engStart(t, s, nil, nil, func(p *EngineParts) { p.Faults = faults })
+	engStart(t, s, nil, nil, func(p *EngineParts) { p.ForceDial = forceDial(faults) })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
 	engWaitAllDone(t, s, ids[0], 2)

@@ -254,10 +254,10 @@ func (e *Engine) claim(r *round, p *scenarioPlan, due []domain.DueContact) {
 // contacts they hold end, those they delay wait.
 func (e *Engine) keepRules(r *round) {
 	if len(r.holds) > 0 {
-		if err := e.store.holdContacts(r.ctx, r.holds, r.now, e.webhooks.firstTry(time.Now())); err != nil {
+		if err := e.store.holdContacts(r.ctx, r.holds, r.now, e.firstTryOf(time.Now())); err != nil {
 			e.logErr(r.ctx, "engine: ending contacts the calling rules hold", "err", err)
 		}
-		e.webhooks.Notify()
+		e.notifyWebhooks()
 	}
 	if len(r.delays) > 0 {
 		if err := e.store.delayContacts(r.ctx, r.delays, r.now); err != nil {

@@ -309,8 +309,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
-		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
-		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
+		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.firstTry, ForceDial: forceDial(faults),
+		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
 	importer := NewImporter(m.catalog, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
@@ -448,6 +448,14 @@ func (m *Main) stopCalling() {
 
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
+// forceDial is the engine's lookup of the dial rules of faults.
+func forceDial(faults *Faults) ForceDial {
+	return func(appID int64, phone string) (string, *string, bool) {
+		f, ok := faults.BeforeDial(appID, phone)
+		return f.Outcome, f.Digits, ok
+	}
+}
+
 func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *Journal, faults *Faults) error {
 	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
