@@ -21,6 +21,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -132,7 +133,7 @@ type Main struct {
 	// sandboxNow is the time the rules of calling read, which the admin
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
-	engine     *Engine
+	engine     *engine.Engine
 	webhooks   *Webhooks
 	sweeper    *RecordingSweeper
 	console    *Console // nil when console.enabled is false
@@ -291,7 +292,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (faults and the journal are nil-safe; the admin API mounts them).
 	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
 	faults := NewFaults(m.catalog)
-	var dialer Dialer
+	var dialer engine.Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
 		if m.sip, err = NewSIPDialer(cfg, m.Log, m.metrics.trunkRegistered); err != nil {
@@ -308,7 +309,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
+	m.engine = engine.New(engine.Parts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.firstTry, ForceDial: forceDial(faults),
 		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
@@ -446,16 +447,16 @@ func (m *Main) stopCalling() {
 	}
 }
 
-// mountAdmin adds the admin API, with the sandbox parts it shares with the
-// public API, the engine and webhook delivery, and the sink to router.
 // forceDial is the engine's lookup of the dial rules of faults.
-func forceDial(faults *Faults) ForceDial {
+func forceDial(faults *Faults) engine.ForceDial {
 	return func(appID int64, phone string) (string, *string, bool) {
 		f, ok := faults.BeforeDial(appID, phone)
 		return f.Outcome, f.Digits, ok
 	}
 }
 
+// mountAdmin adds the admin API, with the sandbox parts it shares with the
+// public API, the engine and webhook delivery, and the sink to router.
 func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *Journal, faults *Faults) error {
 	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {

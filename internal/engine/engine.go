@@ -1,4 +1,11 @@
-package main
+// Package engine owns the call engine (docs/design.md#the-call-engine): the
+// scheduler that decides what to dial under every limit and calling rule,
+// each call placed through a Dialer and settled in one commit, and the
+// counts of calls up that the console shows. It declares what it asks of
+// the store, the dialer, webhook delivery, the dial rules and the
+// recordings' folder, and is handed them at construction; it imports only
+// internal/domain, internal/config and internal/destinations.
+package engine
 
 import (
 	"context"
@@ -30,7 +37,7 @@ import (
 // can pay the least an answered call costs for this call on top of every
 // call already up.
 type Engine struct {
-	store  engineStore
+	store  Store
 	dialer Dialer
 	log    *slog.Logger
 	// pollInterval bounds how long the scheduler sleeps when nothing wakes it.
@@ -46,14 +53,14 @@ type Engine struct {
 	// timeScale shrinks re_call delays like simulated calls; nil: 1.
 	timeScale func() float64
 	// webhooks is told when events are queued; nil: they stay queued.
-	webhooks engineWebhooks
+	webhooks Webhooks
 	// firstTry is when a queued event is first sent, given now; nil: now.
 	firstTry func(now time.Time) time.Time
 	// forceDial may force the outcome of a call (the admin API's dial
 	// rules); nil: none.
 	forceDial ForceDial
 	// destinations is the policy of the numbers that may be dialled at all
-	// (engine_screen.go).
+	// (screen.go).
 	destinations *destinations.Policy
 
 	wake chan struct{}
@@ -74,7 +81,7 @@ type Engine struct {
 	rates    callRates // calls ended in the last minute, for the console
 
 	// adUp counts advertising calls up per tenant and number, for the
-	// daily limit (engine_adcalls.go).
+	// daily limit (adcalls.go).
 	adUp map[phoneKey]int
 }
 
@@ -93,15 +100,15 @@ type poolKey struct {
 	key string
 }
 
-// engineStore is what the engine asks of the store: the scheduler's
-// reads and claims, a call's end, the calling rules' reads and holds, and
-// an opt-out heard during a call. Store embeds it.
-type engineStore interface {
-	activeScenarios(ctx context.Context) ([]*domain.Scenario, error)
-	enabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error)
-	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error)
-	nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
-	// claimCalls is the authority on what may be dialled: it returns the
+// Store is what the engine asks of the store: the scheduler's reads and
+// claims, a call's end, the calling rules' reads and holds, and an opt-out
+// heard during a call. dialbox's whole store interface embeds it.
+type Store interface {
+	ActiveScenarios(ctx context.Context) ([]*domain.Scenario, error)
+	EnabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error)
+	DueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error)
+	NextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
+	// ClaimCalls is the authority on what may be dialled: it returns the
 	// claims that took. A contact no longer queued is left out; a store
 	// shared by several nodes also leaves out what would exceed the
 	// scenario's max_concurrent, a busy hotline or the wallet across all
@@ -112,31 +119,31 @@ type engineStore interface {
 	// claim holds, so a call's recorded start never precedes the end of
 	// the call it took the place of on another node; SQLite's one server
 	// keeps the claims' Start.
-	claimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error)
-	endCall(ctx context.Context, e domain.CallEnd) error
-	// settleInterrupted ends the calls no running dialbox holds any more;
+	ClaimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error)
+	EndCall(ctx context.Context, e domain.CallEnd) error
+	// SettleInterrupted ends the calls no running dialbox holds any more;
 	// the engine's start calls it. On SQLite (one server) that is every
 	// call up; on a shared store, the calls whose lease ran out.
-	settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
-	// takeOverCalls is what a running engine calls every takeoverEvery: on
+	SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
+	// TakeOverCalls is what a running engine calls every takeoverEvery: on
 	// a shared store it settles the calls of nodes that died (their lease
 	// ran out); on SQLite, which one server owns, there are none.
-	takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
+	TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
 
 	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
 	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
-	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
-	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
-	holdContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
-	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
-	delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
+	DNCListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
+	AppDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
+	HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
+	AnsweredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
+	DelayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
 
 	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
 }
 
-// engineWebhooks is what the engine asks of webhook delivery: to be told that
+// Webhooks is what the engine asks of webhook delivery: to be told that
 // events were queued.
-type engineWebhooks interface {
+type Webhooks interface {
 	Notify()
 }
 
@@ -148,13 +155,13 @@ type Recordings interface {
 }
 
 // ForceDial is a lookup of the admin API's dial rules
-// (docs/sandbox.md#5-force-call-outcomes-and-webhook-failures): the outcome and keypad digits forced on a call to
-// phone, if any.
+// (docs/sandbox.md#5-force-call-outcomes-and-webhook-failures): the
+// outcome and keypad digits forced on a call to phone, if any.
 type ForceDial func(appID int64, phone string) (outcome string, digits *string, forced bool)
 
-// EngineParts is everything an engine is built with.
-type EngineParts struct {
-	Store  engineStore
+// Parts is everything an engine is built with.
+type Parts struct {
+	Store  Store
 	Dialer Dialer
 	Log    *slog.Logger
 	Config config.EngineConfig
@@ -164,7 +171,7 @@ type EngineParts struct {
 	// webhook delivery first sends an event queued at now; ForceDial may
 	// force outcomes; TimeScale is the dialer's clock speed, which re_call
 	// delays follow; Now is the engine's clock. Each may be nil.
-	Webhooks  engineWebhooks
+	Webhooks  Webhooks
 	FirstTry  func(now time.Time) time.Time
 	ForceDial ForceDial
 	TimeScale func() float64
@@ -174,8 +181,8 @@ type EngineParts struct {
 	RecordingBase string
 }
 
-// NewEngine makes an engine of p; it dials once started.
-func NewEngine(p EngineParts) *Engine {
+// New makes an engine of p; it dials once started.
+func New(p Parts) *Engine {
 	return &Engine{store: p.Store, dialer: p.Dialer, log: p.Log, pollInterval: p.Config.PollInterval.Duration,
 		clock: p.Now, recordings: p.Recordings, recordingBase: p.RecordingBase, timeScale: p.TimeScale,
 		webhooks: p.Webhooks, firstTry: p.FirstTry, forceDial: p.ForceDial, destinations: p.Destinations,
@@ -237,7 +244,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine already running")
 	}
 	now := e.now()
-	n, err := e.store.settleInterrupted(ctx, now, e.firstTryOf(time.Now()))
+	n, err := e.store.SettleInterrupted(ctx, now, e.firstTryOf(time.Now()))
 	if err != nil {
 		return fmt.Errorf("settling interrupted calls: %w", err)
 	}
@@ -309,12 +316,12 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 }
 
 // takeoverEvery is how often a running engine settles the calls of nodes
-// that died (Store.takeOverCalls; at least every poll_interval).
+// that died (Store.TakeOverCalls; at least every poll_interval).
 const takeoverEvery = 5 * time.Second
 
 // takeOver settles the calls of dead nodes, on a store several share.
 func (e *Engine) takeOver(ctx context.Context) {
-	n, err := e.store.takeOverCalls(ctx, e.now(), e.firstTryOf(time.Now()))
+	n, err := e.store.TakeOverCalls(ctx, e.now(), e.firstTryOf(time.Now()))
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
@@ -408,7 +415,7 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 	// still open until Stop returns. A failed commit is tried again, as the
 	// contact stays dialing (not dialled again) until it is settled.
 	for try := 1; ; try++ {
-		err := e.store.endCall(context.Background(), end)
+		err := e.store.EndCall(context.Background(), end)
 		if err == nil {
 			break
 		}
@@ -540,8 +547,8 @@ func contactFields(raw string) map[string]string {
 	return out
 }
 
-// Dialer is what the engine needs of whatever places its calls: SimDialer
-// simulates them, SIPDialer (dialer_sip.go) places real ones through SIP
+// Dialer is what the engine needs of whatever places its calls: the
+// simulator simulates them, the SIP dialer places real ones through SIP
 // trunks.
 type Dialer interface {
 	// Dial places one call and returns when it has ended. A call stopped
