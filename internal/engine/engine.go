@@ -150,7 +150,8 @@ type Webhooks interface {
 // Recordings is where a recorded call's audio goes
 // (docs/voicebot.md#recordings).
 type Recordings interface {
-	// Path is the file of a call's recording; its folder is made first.
+	// Path is the file of a call's recording; the engine makes its folder
+	// before the call.
 	Path(callID string) string
 }
 
