@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/ops"
 	"encoding/json"
 	"fmt"
@@ -210,7 +211,7 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 9, 0, 0, 0, hcm))
 	dialer := newRecordingDialer()
-	e := engStart(t, s, dialer, nil, func(p *EngineParts) { p.Now = clock.Now })
+	e := engStart(t, s, dialer, nil, func(p *engine.Parts) { p.Now = clock.Now })
 	dialled := func(n string) int {
 		return len(slices.DeleteFunc(dialer.numbers(), func(p string) bool { return p != n }))
 	}
@@ -284,7 +285,7 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 7, 0, 0, 0, hcm)) // before the hours: both wait for 08:00
 	dialer := newRecordingDialer()
-	e := engStart(t, s, dialer, nil, func(p *EngineParts) { p.Now = clock.Now })
+	e := engStart(t, s, dialer, nil, func(p *engine.Parts) { p.Now = clock.Now })
 	ad := engImport(t, s, a, "sc", "", number)
 	ad = append(ad, engImport(t, s, a, "ad2", "", number)...)
 	care := engImport(t, s, a, "care", "", number)
@@ -334,7 +335,7 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	a := ids[0]
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 6, 30, 0, 0, tokyo)) // 04:30 in Ho Chi Minh City
-	e := engStart(t, s, newRecordingDialer(), nil, func(p *EngineParts) { p.Now = clock.Now })
+	e := engStart(t, s, newRecordingDialer(), nil, func(p *engine.Parts) { p.Now = clock.Now })
 	open := testDate(2026, 11, 30, 10, 0, 0, 0, tokyo)
 
 	contacts := engImport(t, s, a, "sc", "", engPhones(3, 0)...)
@@ -489,7 +490,7 @@ func testAdSettingsAndPurpose(t *testing.T, backend string) {
 // calls_ad_answered a number, not a scan of the calls.
 func TestAdLimitQueryUsesItsIndex(t *testing.T) {
 	s, _ := fixtureStore(t)
-	// The queries of answeredAdCalls and ContactWait, parameters and all.
+	// The queries of AnsweredAdCalls and ContactWait, parameters and all.
 	for q, args := range map[string][]any{
 		`SELECT ad_phone, answered_at FROM calls WHERE app_id = ? AND answered_at > ? AND ad_phone IS NOT NULL AND answered_at IS NOT NULL AND ad_phone IN (?, ?)`: {"calls_ad_answered", 1, 0, "+84900000001", "+84900000002"},
 		`SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`:                                                                       {"calls_dialing", 1, "+84900000001"},
@@ -536,7 +537,7 @@ func BenchmarkEngineAdvertisingCalls(b *testing.B) {
 	clock.Set(testDate(2026, 11, 30, 10, 0, 0, 0, hcm))
 	b.ResetTimer()
 	begin := time.Now()
-	engStart(b, s, dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(p *EngineParts) { p.Now = clock.Now })
+	engStart(b, s, dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 1e12}), nil, func(p *engine.Parts) { p.Now = clock.Now })
 	for queryInt(b, s, `SELECT count(*) FROM contacts WHERE state = 'done'`) < b.N {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -67,7 +67,7 @@ func (a *Admin) ContactProgress(ctx context.Context, appID int64, scenarioID, ca
 func (a *Admin) ScenarioHold(ctx context.Context, appID int64, wallet domain.Wallet, sc *domain.Scenario, now time.Time) (domain.Hold, bool, error) {
 	in := domain.DialInputs{Status: sc.Status, Wallet: wallet, Pool: sc.CallConfig.PoolHotlineKey}
 	in.Window, in.WindowErr = domain.ParseCallWindow(sc.CallConfig.CallWindow)
-	lines, err := a.store.enabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
+	lines, err := a.store.EnabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
 	if err != nil {
 		return domain.Hold{}, false, err
 	}

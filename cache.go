@@ -128,9 +128,9 @@ func (s *cachedStore) AdSettings(ctx context.Context, appID int64) (domain.AdSet
 	})
 }
 
-// activeScenarios are read at every scheduler tick.
-func (s *cachedStore) activeScenarios(ctx context.Context) ([]*domain.Scenario, error) {
-	list, err := cached(s, "active scenarios", func() ([]*domain.Scenario, error) { return s.Store.activeScenarios(ctx) })
+// ActiveScenarios are read at every scheduler tick.
+func (s *cachedStore) ActiveScenarios(ctx context.Context) ([]*domain.Scenario, error) {
+	list, err := cached(s, "active scenarios", func() ([]*domain.Scenario, error) { return s.Store.ActiveScenarios(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -141,17 +141,17 @@ func (s *cachedStore) activeScenarios(ctx context.Context) ([]*domain.Scenario, 
 	return out, nil
 }
 
-// enabledHotlines: the scheduler asks at every tick, and a pool of hundreds
+// EnabledHotlines: the scheduler asks at every tick, and a pool of hundreds
 // of numbers read each time was a tenth of the CPU of a busy SIP trunk.
 // Callers must not change the slice.
-func (s *cachedStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error) {
+func (s *cachedStore) EnabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error) {
 	return cached(s, fmt.Sprintf("hotlines\x00%d\x00%s", appID, poolKey), func() (domain.PoolLines, error) {
-		return s.Store.enabledHotlines(ctx, appID, poolKey)
+		return s.Store.EnabledHotlines(ctx, appID, poolKey)
 	})
 }
 
-func (s *cachedStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
+func (s *cachedStore) AppDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
 	return cached(s, fmt.Sprintf("destinations\x00%d", appID), func() (destinations.Rules, error) {
-		return s.Store.appDestinations(ctx, appID)
+		return s.Store.AppDestinations(ctx, appID)
 	})
 }

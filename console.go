@@ -19,6 +19,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 
@@ -116,7 +117,7 @@ type consoleSandbox interface {
 // consoleEngine is what the console shows of the engine: calls up, and
 // calls per minute.
 type consoleEngine interface {
-	Live() LiveCalls
+	Live() engine.LiveCalls
 	CallRate(appID int64, scenarioID, campaignID string) (ended, answered int)
 }
 

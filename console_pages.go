@@ -5,6 +5,7 @@ import (
 	"context"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -122,7 +123,7 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 }
 
 // scenarioRow says what a scenario is doing, by the scheduler's own rule.
-func (c *Console) scenarioRow(ctx context.Context, app *domain.Application, wallet domain.Wallet, sc *domain.Scenario, live LiveCalls, now time.Time) (scenarioRow, error) {
+func (c *Console) scenarioRow(ctx context.Context, app *domain.Application, wallet domain.Wallet, sc *domain.Scenario, live engine.LiveCalls, now time.Time) (scenarioRow, error) {
 	row := scenarioRow{Scenario: sc, Live: live.Scenario(app.ID, sc.ID)}
 	p, err := c.admin.ContactProgress(ctx, app.ID, sc.ID, "")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/ops"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -131,7 +132,7 @@ func testDestinationRulesOfOperatorAndTenant(t *testing.T, backend string) {
 	cfg := config.DefaultConfig()
 	cfg.Destinations = destinations.Rules{Allow: []string{"+65"}, Deny: []string{vnDenied}}
 	dialer := newRecordingDialer()
-	engStart(t, s, dialer, nil, func(p *EngineParts) { p.Destinations = testPolicy(t, cfg) })
+	engStart(t, s, dialer, nil, func(p *engine.Parts) { p.Destinations = testPolicy(t, cfg) })
 	phones := []string{sgMobile, sgDenied, vnDenied, vn1900, vn1900More}
 	engImport(t, s, ids[0], "sc", "", phones...)
 	engImport(t, s, ids[1], "sc", "", phones...)
@@ -183,7 +184,7 @@ func testAdminDestinationRules(t *testing.T, backend string) {
 	if !slices.Equal(app.Destinations.Allow, rules.Allow) || !slices.Equal(app.Destinations.Deny, rules.Deny) {
 		t.Errorf("PATCH answered %+v", app.Destinations)
 	}
-	got, err := s.m.store.appDestinations(context.Background(), app.ID)
+	got, err := s.m.store.AppDestinations(context.Background(), app.ID)
 	if err != nil || !slices.Equal(got.Allow, rules.Allow) || !slices.Equal(got.Deny, rules.Deny) {
 		t.Errorf("the engine reads %+v, %v; want %+v", got, err, rules)
 	}
@@ -250,7 +251,7 @@ func testFixtureDestinations(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, fa)
 	read := func() destinations.Rules {
 		t.Helper()
-		r, err := s.appDestinations(context.Background(), ids[0])
+		r, err := s.AppDestinations(context.Background(), ids[0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,7 +159,7 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 		t.Errorf("%d list versions, want 1", n)
 	}
 	load(ids[0], "0912345670\n", true)
-	listed, err := s.dncListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"}, true)
+	listed, err := s.DNCListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 		t.Errorf("listings %v, want %v", listed, want)
 	}
 	// Without the national register (a care scenario's calls), the tenant's list alone.
-	listed, err = s.dncListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"}, false)
+	listed, err = s.DNCListings(ctx, ids[0], []string{"+84912345670", "+84912345671", "+84912345672"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func testDNCCLI(t *testing.T, backend string) {
 		t.Errorf("count: %q", out)
 	}
 	dnc("remove", "0912345678")
-	listed, err := s.dncListings(context.Background(), ids[0], []string{"+84912345678", "+84912345679", "+84912000001"}, true)
+	listed, err := s.DNCListings(context.Background(), ids[0], []string{"+84912345678", "+84912345679", "+84912000001"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	dncAdd(t, s, nationalList, old)
 	n, _ := domain.DNCNumber(replacement)
 	listed := func() map[string]string {
-		got, err := s.dncListings(ctx, ids[0], []string{old, replacement}, true)
+		got, err := s.DNCListings(ctx, ids[0], []string{old, replacement}, true)
 		if err != nil {
 			t.Fatal(err)
 		}

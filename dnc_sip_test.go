@@ -111,7 +111,7 @@ func TestDNCOptOutOverSIP(t *testing.T) {
 	ready.Add(1)
 	fe := newOptOutFarEnd(t, 10, func(p string) bool {
 		ready.Wait()
-		listed, err := store.dncListings(context.Background(), appID, []string{p}, false)
+		listed, err := store.DNCListings(context.Background(), appID, []string{p}, false)
 		return err == nil && listed[p] == domain.ReasonDNCTenant
 	})
 	writeFileAt(t, filepath.Join(dir, "fixtures.toml"), fmt.Sprintf(sipFixtures, optOutSIPScenarios))

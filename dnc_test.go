@@ -13,6 +13,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/ops"
 	"dialbox/internal/script"
 
@@ -87,11 +88,11 @@ func dncEvents(t testing.TB, s Store, appID int64, typ string) map[string][]stri
 // dncAdClock is an engine clock inside the advertising hours: 09:00
 // tomorrow in Ho Chi Minh City, after the contacts' imports (made at the
 // real time), so they are due at once.
-func dncAdClock() func(*EngineParts) {
+func dncAdClock() func(*engine.Parts) {
 	y, m, d := time.Now().In(hcm).Date()
 	clock := &engClock{}
 	clock.Set(time.Date(y, m, d+1, 9, 0, 0, 0, hcm))
-	return func(p *EngineParts) { p.Now = clock.Now }
+	return func(p *engine.Parts) { p.Now = clock.Now }
 }
 
 // The national register screens advertising scenarios (adTenant's "sc");
@@ -343,7 +344,7 @@ func testDNCOptOutByKeyPress(t *testing.T, backend string) {
 	if _, outcome, _ := engContact(t, s, first[0]); outcome != domain.OutcomeAnswered || result != script.OptedOut {
 		t.Fatalf("the opting-out call ended %s with result %q", outcome, result)
 	}
-	if listed, _ := s.dncListings(context.Background(), ids[0], []string{phone}, true); listed[phone] != domain.ReasonDNCTenant {
+	if listed, _ := s.DNCListings(context.Background(), ids[0], []string{phone}, true); listed[phone] != domain.ReasonDNCTenant {
 		t.Fatalf("after the opt-out the number is listed %q", listed[phone])
 	}
 	second := engImport(t, s, ids[0], "sc", "", phone)

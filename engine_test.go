@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/webhook"
 	"encoding/json"
 	"fmt"
@@ -71,18 +72,19 @@ func engPhones(n, from int) []string {
 
 // engStart starts an engine on s with a fast simulated dialer (unless
 // dialer is set) and stops it when the test ends.
-func engStart(t testing.TB, s Store, calls Dialer, hooks *webhook.Deliverer, setup func(*EngineParts)) *Engine {
+func engStart(t testing.TB, s Store, calls engine.Dialer, hooks *webhook.Deliverer, setup func(*engine.Parts)) *engine.Engine {
 	t.Helper()
 	scale := 5000.0
 	if calls == nil {
 		calls = dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: scale})
 	}
-	p := EngineParts{Store: s, Dialer: calls, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
-		Destinations: testPolicy(t, config.DefaultConfig()), Webhooks: hooks, TimeScale: func() float64 { return scale }}
+	p := engine.Parts{Store: s, Dialer: calls, Log: discardLog(), Config: config.EngineConfig{PollInterval: config.Duration{Duration: 20 * time.Millisecond}},
+		Destinations: testPolicy(t, config.DefaultConfig()), Webhooks: hooks, FirstTry: hooks.FirstTry,
+		TimeScale: func() float64 { return scale }}
 	if setup != nil {
 		setup(&p)
 	}
-	e := NewEngine(p)
+	e := engine.New(p)
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func testEngineCallsEveryContactAndReportsIt(t *testing.T, backend string) {
 // is seen reached whatever the machine's speed.
 type limitDialer struct {
 	dialer.UnlimitedTrunks
-	inner  Dialer
+	inner  engine.Dialer
 	expect int
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -210,7 +212,7 @@ type limitDialer struct {
 	double bool
 }
 
-func newLimitDialer(inner Dialer, expect int) *limitDialer {
+func newLimitDialer(inner engine.Dialer, expect int) *limitDialer {
 	d := &limitDialer{inner: inner, expect: expect, lines: map[string]int{}}
 	d.cond = sync.NewCond(&d.mu)
 	return d
@@ -370,7 +372,7 @@ func testEngineCallWindow(t *testing.T, backend string) {
 	// Saturday 10:00 in Ho Chi Minh City (after the contacts are imported,
 	// so they are due): inside the hours, not the days.
 	clock.Set(testDate(2026, 11, 28, 10, 0, 0, 0, hcm))
-	e := engStart(t, s, nil, nil, func(p *EngineParts) { p.Now = clock.Now })
+	e := engStart(t, s, nil, nil, func(p *engine.Parts) { p.Now = clock.Now })
 	contacts := engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
 	e.Notify(ids[0])
 	hold := func(when string) {
@@ -510,7 +512,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	appID := ids[0]
 	phones := []string{"+84900000001", "+84900000002", "+84900000003"}
 	contacts := engImport(t, s1, appID, "sc", "", phones...)
-	due, err := s1.dueContacts(context.Background(), appID, "sc", time.Now(), 10)
+	due, err := s1.DueContacts(context.Background(), appID, "sc", time.Now(), 10)
 	if err != nil || len(due) != 3 {
 		t.Fatalf("due: %v %v", due, err)
 	}
@@ -519,7 +521,7 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 		claims = append(claims, domain.CallClaim{CallID: domain.NewV7(), AppID: appID, ScenarioID: "sc", Contact: c,
 			Hotline: app.HotlinePools[0].Numbers[i], Start: time.Now()})
 	}
-	if taken, err := s1.claimCalls(context.Background(), claims, time.Now); err != nil || len(taken) != 3 {
+	if taken, err := s1.ClaimCalls(context.Background(), claims, time.Now); err != nil || len(taken) != 3 {
 		t.Fatalf("claim: %d %v", len(taken), err)
 	}
 	whEnqueue(t, s1, appID, 1)
@@ -578,20 +580,20 @@ func testEngineSettlesACallOnce(t *testing.T, backend string) {
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 10000, PricePerCall: 1000}
 	s, ids := fixtureStoreOn(t, backend, app)
 	engImport(t, s, ids[0], "sc", "", "+84900000001")
-	due, _ := s.dueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
+	due, _ := s.DueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
 	claim := domain.CallClaim{CallID: domain.NewV7(), AppID: ids[0], ScenarioID: "sc", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
-	if _, err := s.claimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil {
+	if _, err := s.ClaimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil {
 		t.Fatal(err)
 	}
 	answered := time.Now()
 	end := domain.CallEnd{CallID: claim.CallID, Now: time.Now(), RetryAt: time.Now(), FirstTry: time.Now(),
 		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, Cause: 200, AnsweredAt: &answered, EndedAt: answered, Talk: 10 * time.Second}}
 	for range 2 {
-		if err := s.endCall(context.Background(), end); err != nil {
+		if err := s.EndCall(context.Background(), end); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.settleInterrupted(context.Background(), time.Now(), time.Now()); err != nil || n != 0 {
+	if n, err := s.SettleInterrupted(context.Background(), time.Now(), time.Now()); err != nil || n != 0 {
 		t.Fatalf("settled %d ended calls (%v)", n, err)
 	}
 	if w, _ := s.Wallet(context.Background(), ids[0]); w.Balance != 9000 {
@@ -604,7 +606,7 @@ func testEngineSettlesACallOnce(t *testing.T, backend string) {
 type slowDialer struct {
 	dialer.UnlimitedTrunks
 	up   atomic.Int64
-	then Dialer
+	then engine.Dialer
 }
 
 func (d *slowDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
@@ -694,7 +696,7 @@ func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	faults := NewFaults(s)
 	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: domain.OutcomeFailed, Probability: 1})
-	engStart(t, s, nil, nil, func(p *EngineParts) { p.Faults = faults })
+	engStart(t, s, nil, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
 	engWaitAllDone(t, s, ids[0], 2)

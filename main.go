@@ -22,6 +22,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
@@ -135,7 +136,7 @@ type Main struct {
 	// sandboxNow is the time the rules of calling read, which the admin
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
-	engine     *Engine
+	engine     *engine.Engine
 	webhooks   *webhook.Deliverer
 	sweeper    *RecordingSweeper
 	console    *Console // nil when console.enabled is false
@@ -297,7 +298,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (faults and the journal are nil-safe; the admin API mounts them).
 	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
 	faults := NewFaults(m.catalog)
-	var calls Dialer
+	var calls engine.Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
 		if m.sip, err = dialer.NewSIP(cfg, dataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
@@ -314,9 +315,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
-		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
-		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
+	m.engine = engine.New(engine.Parts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
+		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
+		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
 	importer := NewImporter(m.catalog, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
@@ -478,6 +479,14 @@ func (m *Main) stopCalling() {
 	}
 	if m.sweeper != nil {
 		m.sweeper.Stop()
+	}
+}
+
+// forceDial is the engine's lookup of the dial rules of faults.
+func forceDial(faults *Faults) engine.ForceDial {
+	return func(appID int64, phone string) (string, *string, bool) {
+		f, ok := faults.BeforeDial(appID, phone)
+		return f.Outcome, f.Digits, ok
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -120,7 +121,7 @@ func migrateToFill(t *testing.T) string {
 	}
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 9, 0, 0, 0, hcm))
-	e := engStart(t, store, nil, nil, func(p *EngineParts) { p.Now = clock.Now })
+	e := engStart(t, store, nil, nil, func(p *engine.Parts) { p.Now = clock.Now })
 	engImport(t, store, ad.id, "sc", "", "+84900000001", "+84913000001")
 	engWaitAllDone(t, store, ad.id, 2)
 	engImport(t, store, ad.id, "ad2", "", "+84900000001")
@@ -134,12 +135,12 @@ func migrateToFill(t *testing.T) string {
 		t.Fatal(err)
 	}
 	engImport(t, store, app.ID, "sc-remind", "", "+84900000001")
-	due, err := store.dueContacts(context.Background(), app.ID, "sc-remind", time.Now(), 10)
+	due, err := store.DueContacts(context.Background(), app.ID, "sc-remind", time.Now(), 10)
 	if err != nil || len(due) != 1 {
 		t.Fatalf("due: %v %v", due, err)
 	}
 	claim := domain.CallClaim{CallID: domain.NewV7(), AppID: app.ID, ScenarioID: "sc-remind", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
-	if taken, err := store.claimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil || len(taken) != 1 {
+	if taken, err := store.ClaimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("claim: %d %v", len(taken), err)
 	}
 	for _, state := range []string{"queued", "dialing", "done"} {
@@ -380,7 +381,7 @@ func TestMigrateTo(t *testing.T) {
 
 	// The call the crash left up is settled by the first PostgreSQL node,
 	// as SQLite's next start would have.
-	if n, err := pg.m.store.settleInterrupted(context.Background(), time.Now(), time.Now()); err != nil || n != 1 {
+	if n, err := pg.m.store.SettleInterrupted(context.Background(), time.Now(), time.Now()); err != nil || n != 1 {
 		t.Errorf("settled %d calls left up, want 1: %v", n, err)
 	}
 	// The import and the settle are counted as changes on top of the

@@ -50,11 +50,11 @@ func setAdSettingsTx(ctx context.Context, tx sqldb.Querier, appID int64, a domai
 	return err
 }
 
-// answeredAdCalls are, for each of phones, when the tenant's advertising
+// AnsweredAdCalls are, for each of phones, when the tenant's advertising
 // calls to it answered after since: one range of calls_ad_answered per
 // number (the index's own condition repeated, so PostgreSQL takes it too),
 // a few hundred numbers a query.
-func (s *sqlStore) answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error) {
+func (s *sqlStore) AnsweredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error) {
 	out := map[string][]time.Time{}
 	const batch = 500
 	for from := 0; from < len(phones); from += batch {
@@ -77,9 +77,9 @@ func (s *sqlStore) answeredAdCalls(ctx context.Context, appID int64, phones []st
 	return out, nil
 }
 
-// delayContacts moves each delayed contact's next attempt, with its audit
+// DelayContacts moves each delayed contact's next attempt, with its audit
 // row, in one commit. A contact no longer queued is left alone.
-func (s *sqlStore) delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error {
+func (s *sqlStore) DelayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error {
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		for _, d := range delays {
 			var id, scenario string
@@ -153,7 +153,7 @@ func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *domain.ContactR
 	case until.Valid:
 		timing.Delay = &domain.Wait{Reason: reason, Until: nullTime(until)}
 	}
-	answered, err := s.answeredAdCalls(ctx, appID, []string{c.Phone}, since)
+	answered, err := s.AnsweredAdCalls(ctx, appID, []string{c.Phone}, since)
 	if err != nil {
 		return timing, err
 	}

@@ -27,12 +27,12 @@ func listApp(list int64) any {
 	return list
 }
 
-// dncListings says, for each of phones (E.164) on a list that screens the
+// DNCListings says, for each of phones (E.164) on a list that screens the
 // calls, which list: the tenant's list always, the national register only
 // when national is set (it restricts advertising calls alone:
 // docs/compliance.md#how-dialbox-enforces-it), and the national register
 // when both hold it. One query per few hundred numbers.
-func (s *sqlStore) dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
+func (s *sqlStore) DNCListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error) {
 	lists := `l.app_id = ?`
 	if national {
 		lists = `(l.app_id IS NULL OR l.app_id = ?)`

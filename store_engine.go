@@ -15,16 +15,16 @@ import (
 
 // ---- what the scheduler reads ----
 
-// activeScenarios are the scenarios the engine dials, oldest first (ties
+// ActiveScenarios are the scenarios the engine dials, oldest first (ties
 // by tenant, then by id byte by byte, on both databases).
-func (s *sqlStore) activeScenarios(ctx context.Context) ([]*domain.Scenario, error) {
+func (s *sqlStore) ActiveScenarios(ctx context.Context) ([]*domain.Scenario, error) {
 	return sqldb.Collect(ctx, s.db, scanScenario, `SELECT `+scenarioColumns+` FROM scenarios
 		WHERE status = 'ACTIVE' ORDER BY created_at, app_id, id`+s.db.Dialect().CollateC())
 }
 
-// dueContacts returns up to limit contacts of a scenario due at now, the
+// DueContacts returns up to limit contacts of a scenario due at now, the
 // earliest due first, leaving out those of paused campaigns.
-func (s *sqlStore) dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error) {
+func (s *sqlStore) DueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error) {
 	return sqldb.Collect(ctx, s.db, scanDueContact, `SELECT c.seq, c.phone, c.fields, coalesce(c.campaign_id, '') FROM contacts c
 		WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
 			AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
@@ -38,9 +38,9 @@ func scanDueContact(row sqldb.Row) (domain.DueContact, error) {
 	return c, err
 }
 
-// nextDue is the earliest time after now at which a queued contact of the
+// NextDue is the earliest time after now at which a queued contact of the
 // scenario falls due; ok is false when none is waiting.
-func (s *sqlStore) nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
+func (s *sqlStore) NextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (t time.Time, ok bool, err error) {
 	var v *int64
 	err = s.db.QueryRow(ctx, `SELECT min(next_attempt_at) FROM contacts
 		WHERE app_id = ? AND scenario_id = ? AND state = 'queued' AND next_attempt_at > ?`,
@@ -51,8 +51,8 @@ func (s *sqlStore) nextDue(ctx context.Context, appID int64, scenarioID string, 
 	return fromMS(*v), true, nil
 }
 
-// enabledHotlines is the pool's enabled numbers and trunk.
-func (s *sqlStore) enabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error) {
+// EnabledHotlines is the pool's enabled numbers and trunk.
+func (s *sqlStore) EnabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error) {
 	// Numbers ordered byte by byte, on both databases.
 	var out domain.PoolLines
 	err := s.db.Query(ctx, `SELECT p.trunk, h.number FROM hotline_pools p
@@ -74,11 +74,11 @@ func (s *sqlStore) enabledHotlines(ctx context.Context, appID int64, poolKey str
 
 // ---- what the scheduler writes ----
 
-// claimCalls moves the contacts to dialing and records a call for each, in
+// ClaimCalls moves the contacts to dialing and records a call for each, in
 // one commit, before any is dialled: a crash after it leaves calls that the
 // next start settles. It returns the claims that took (a contact that is no
 // longer queued is left out).
-func (s *SQLiteStore) claimCalls(ctx context.Context, claims []domain.CallClaim, _ func() time.Time) ([]domain.CallClaim, error) {
+func (s *SQLiteStore) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ func() time.Time) ([]domain.CallClaim, error) {
 	var out []domain.CallClaim
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
@@ -103,17 +103,17 @@ func (s *SQLiteStore) claimCalls(ctx context.Context, claims []domain.CallClaim,
 	return out, err
 }
 
-// endCall settles one call: the call record, the wallet charge, the
+// EndCall settles one call: the call record, the wallet charge, the
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
-func (s *SQLiteStore) endCall(ctx context.Context, e domain.CallEnd) error {
+func (s *SQLiteStore) EndCall(ctx context.Context, e domain.CallEnd) error {
 	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx(tx), e) })
 }
 
-// settleInterrupted ends every call a previous run left up (a crash or a
+// SettleInterrupted ends every call a previous run left up (a crash or a
 // kill): recorded CANCELED, not charged, the contact queued again. It
 // returns how many it settled.
-func (s *SQLiteStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+func (s *SQLiteStore) SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	n := 0
 	err := s.WriteData(ctx, func(tx *sql.Tx) error {
 		n = 0
@@ -139,9 +139,9 @@ func scanCallID(row sqldb.Row) (string, error) {
 	return id, err
 }
 
-// takeOverCalls settles nothing: one server owns a SQLite database (the
+// TakeOverCalls settles nothing: one server owns a SQLite database (the
 // serve lock), and its start settled what an earlier run left up.
-func (s *SQLiteStore) takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
+func (s *SQLiteStore) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
 	return 0, nil
 }
 
@@ -301,7 +301,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 	return nil
 }
 
-// holdContacts settles, in one commit, the due contacts the calling rules
+// HoldContacts settles, in one commit, the due contacts the calling rules
 // kept from being dialled: each ends DO_NOT_CALL (final, free) with an
 // attempt record that was never placed (no hotline, cause 403, no talk),
 // its call_blocks row, and its contact.completed event. No call.completed
@@ -311,7 +311,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 // first, in the order of their ids, in one statement, as a settle and an
 // import take them, so none of them deadlocks with another; SQLite's one
 // writer needs no lock.
-func (s *sqlStore) holdContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error {
+func (s *sqlStore) HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error {
 	return s.writeData(ctx, func(q sqldb.Querier) error {
 		if q.Dialect() == sqldb.Postgres {
 			var apps []int64
@@ -328,7 +328,7 @@ func (s *sqlStore) holdContacts(ctx context.Context, holds []domain.CallHold, no
 	})
 }
 
-// holdContactsTx is holdContacts in a transaction of either store.
+// holdContactsTx is HoldContacts in a transaction of either store.
 func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Time) error {
 	endpoints := map[int64]map[string][]string{}
 	for _, h := range holds {
@@ -382,8 +382,8 @@ func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Tim
 	return nil
 }
 
-// appDestinations reads the tenant's own destination rules.
-func (s *sqlStore) appDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
+// AppDestinations reads the tenant's own destination rules.
+func (s *sqlStore) AppDestinations(ctx context.Context, appID int64) (destinations.Rules, error) {
 	var allow, deny string
 	err := s.db.QueryRow(ctx, `SELECT destination_allow, destination_deny FROM applications WHERE id = ?`,
 		appID).Scan(&allow, &deny)

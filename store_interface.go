@@ -6,6 +6,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/webhook"
 )
 
@@ -66,9 +67,9 @@ type Store interface {
 	// older dialbox with a server's address, at url.
 	RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error
 
-	// ---- the engine (store_engine.go; engine.go says what it asks) ----
+	// ---- the engine (store_engine.go; internal/engine says what it asks) ----
 
-	engineStore
+	engine.Store
 
 	// ---- webhook delivery (store_webhooks.go) ----
 
@@ -88,22 +89,22 @@ type Store interface {
 
 	// ---- the calling rules at dial time (store_dnc.go, store_adcalls.go) ----
 
-	// dncListings says which of phones (E.164) are on the tenant's list or,
+	// DNCListings says which of phones (E.164) are on the tenant's list or,
 	// when national is set (advertising calls), on the national register,
 	// and which: ReasonDNCNational or ReasonDNCTenant.
-	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
-	// appDestinations are the tenant's own prefixes of the destination
+	DNCListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
+	// AppDestinations are the tenant's own prefixes of the destination
 	// policy (docs/compliance.md#destinations), from the configuration cache.
-	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
-	// holdContacts ends the due contacts a calling rule holds, each
+	AppDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
+	// HoldContacts ends the due contacts a calling rule holds, each
 	// with its attempt record, audit row and event, in one commit.
-	holdContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
-	// answeredAdCalls are, for each of phones, when the tenant's
+	HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
+	// AnsweredAdCalls are, for each of phones, when the tenant's
 	// advertising calls to it answered after since.
-	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
-	// delayContacts moves delayed contacts' next attempts, with their
+	AnsweredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
+	// DelayContacts moves delayed contacts' next attempts, with their
 	// audit rows, in one commit.
-	delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
+	DelayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
 	// adTiming reads what decides a queued advertising contact's
 	// wait beside its next attempt: its last delay, the number's answered
 	// advertising calls since since, and its calls up (contactWait).

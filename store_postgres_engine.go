@@ -23,11 +23,11 @@ import (
 // and a call whose lease ran out is settled by whichever node sees it
 // first (docs/postgres.md#claiming-calls).
 
-// claimCalls claims in one transaction: first the locks of the claims'
+// ClaimCalls claims in one transaction: first the locks of the claims'
 // trunks, in the order of their keys, then tenant by tenant in the order of
 // their ids, so every claim takes its locks in one global order and two
 // nodes claiming on the same trunks for the same tenants never deadlock.
-func (s *PostgresStore) claimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error) {
+func (s *PostgresStore) ClaimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error) {
 	byApp := map[int64][]domain.CallClaim{}
 	var apps []int64
 	for _, c := range claims {
@@ -403,14 +403,14 @@ func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now ti
 	return sc.CallConfig.MaxConcurrent - up, nil
 }
 
-// endCall settles one call as SQLite does (endCallTx), in its own
+// EndCall settles one call as SQLite does (endCallTx), in its own
 // transaction.
-func (s *PostgresStore) endCall(ctx context.Context, e domain.CallEnd) error {
+func (s *PostgresStore) EndCall(ctx context.Context, e domain.CallEnd) error {
 	_, err := s.settle(ctx, e)
 	return err
 }
 
-// settle is endCall, saying whether it settled the call (false: it was
+// settle is EndCall, saying whether it settled the call (false: it was
 // settled already). It runs in a settler's group commit (settleJob):
 // every call's end writes its tenant's hot rows (the count of unfinished
 // contacts, the wallet), which a transaction holds until its commit, so
@@ -439,13 +439,13 @@ func (s *PostgresStore) settle(ctx context.Context, e domain.CallEnd) (bool, err
 	return settled && err == nil, err
 }
 
-// settleInterrupted settles the calls whose lease ran out: their node
+// SettleInterrupted settles the calls whose lease ran out: their node
 // died, or stopped without settling them. On PostgreSQL it is what a start
-// does and what every node does every takeoverEvery (takeOverCalls); a
+// does and what every node does every takeoverEvery (TakeOverCalls); a
 // restarted node's calls of its last run wait out their lease like any
 // other's, as its new run is a new node. Each call is settled in its own
-// transaction, as endCall settles it.
-func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+// transaction, as EndCall settles it.
+func (s *PostgresStore) SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	ids, err := sqldb.Collect(ctx, s.db, scanCallID, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
 		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < ? ORDER BY c.id`, ms(time.Now()))
 	if err != nil {
@@ -466,8 +466,8 @@ func (s *PostgresStore) settleInterrupted(ctx context.Context, now, firstTry tim
 	return n, nil
 }
 
-func (s *PostgresStore) takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
-	return s.settleInterrupted(ctx, now, firstTry)
+func (s *PostgresStore) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
+	return s.SettleInterrupted(ctx, now, firstTry)
 }
 
 // renewLeases pushes back the lease of every call this node has up and of

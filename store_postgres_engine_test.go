@@ -37,7 +37,7 @@ func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts i
 	if _, err := list[0].Import(ctx, req, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	due, err := list[0].dueContacts(ctx, appID, "sc", time.Now(), contacts)
+	due, err := list[0].DueContacts(ctx, appID, "sc", time.Now(), contacts)
 	if err != nil || len(due) != contacts {
 		t.Fatalf("%d due (%v), want %d", len(due), err, contacts)
 	}
@@ -85,7 +85,7 @@ func TestPostgresClaimsHoldMaxConcurrentAcrossNodes(t *testing.T) {
 	for i, s := range nodes {
 		wg.Go(func() {
 			for range 5 {
-				taken, err := s.claimCalls(context.Background(), pgClaims(appID, due, i*6), time.Now)
+				taken, err := s.ClaimCalls(context.Background(), pgClaims(appID, due, i*6), time.Now)
 				if err != nil {
 					t.Error(err)
 					return
@@ -120,11 +120,11 @@ func TestPostgresClaimsBusyHotlineAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 3)
 	ctx := context.Background()
 	a := pgClaims(appID, due[:1], 0)
-	if taken, err := nodes[0].claimCalls(ctx, a, time.Now); err != nil || len(taken) != 1 || taken[0].Attempt != 1 {
+	if taken, err := nodes[0].ClaimCalls(ctx, a, time.Now); err != nil || len(taken) != 1 || taken[0].Attempt != 1 {
 		t.Fatalf("node 0 took %v (%v), want its one claim, attempt 1", taken, err)
 	}
 	b := pgClaims(appID, due[1:], 0) // the first on node 0's hotline, the second on another
-	taken, err := nodes[1].claimCalls(ctx, b, time.Now)
+	taken, err := nodes[1].ClaimCalls(ctx, b, time.Now)
 	if err != nil || len(taken) != 1 || taken[0].CallID != b[1].CallID || taken[0].Contact.Seq != due[1].Seq {
 		t.Fatalf("node 1 took %v (%v), want only the claim on a free hotline, given the contact due first", taken, err)
 	}
@@ -137,10 +137,10 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 6)
 	ctx := context.Background()
 	pgPrepaid(t, nodes[0], appID, 3000, 1000)
-	if taken, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now); err != nil || len(taken) != 2 {
+	if taken, err := nodes[0].ClaimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now); err != nil || len(taken) != 2 {
 		t.Fatalf("node 0 took %d (%v), want 2", len(taken), err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[2:], 2), time.Now); err != nil || len(taken) != 1 {
+	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[2:], 2), time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("node 1 took %d (%v), want the 1 the wallet still pays for", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
@@ -150,19 +150,19 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
+	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("outside the call window node 1 took %d (%v), want 0", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
+	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("back in DRAFT, node 1 took %d (%v), want 0", len(taken), err)
 	}
 	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := nodes[1].claimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 3 {
+	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 3 {
 		t.Fatalf("active again, node 1 took %d (%v), want 3", len(taken), err)
 	}
 }
@@ -176,16 +176,16 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	ctx := context.Background()
 	pgPrepaid(t, nodes[0], appID, 100000, 1000)
 	dead, alive, other := nodes[0], nodes[1], nodes[2]
-	held, err := dead.claimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
+	held, err := dead.ClaimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
 	if err != nil || len(held) != 1 {
 		t.Fatalf("took %d (%v)", len(held), err)
 	}
-	kept, err := alive.claimCalls(ctx, pgClaims(appID, due[1:], 1), time.Now)
+	kept, err := alive.ClaimCalls(ctx, pgClaims(appID, due[1:], 1), time.Now)
 	if err != nil || len(kept) != 1 {
 		t.Fatalf("took %d (%v)", len(kept), err)
 	}
 	now := time.Now()
-	if n, err := other.takeOverCalls(ctx, now, now); err != nil || n != 0 {
+	if n, err := other.TakeOverCalls(ctx, now, now); err != nil || n != 0 {
 		t.Fatalf("took over %d (%v) while every lease holds, want 0", n, err)
 	}
 	dead.Close()
@@ -200,7 +200,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	counts := make([]int, 2)
 	for i, s := range []*PostgresStore{alive, other} {
 		wg.Go(func() {
-			n, err := s.takeOverCalls(ctx, now, now)
+			n, err := s.TakeOverCalls(ctx, now, now)
 			if err != nil {
 				t.Error(err)
 			}
@@ -227,7 +227,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	answered := now
 	late := domain.CallEnd{CallID: held[0].CallID, Now: now, FirstTry: now,
 		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, AnsweredAt: &answered, EndedAt: now, Talk: time.Minute}}
-	if err := other.endCall(ctx, late); err != nil {
+	if err := other.EndCall(ctx, late); err != nil {
 		t.Fatal(err)
 	}
 	if n := pgCount(t, other, `SELECT balance FROM wallets WHERE app_id = $1`, appID); n != 100000 {
@@ -239,7 +239,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	// The live node's call settles normally, charged once.
 	end := late
 	end.CallID = kept[0].CallID
-	if err := alive.endCall(ctx, end); err != nil {
+	if err := alive.EndCall(ctx, end); err != nil {
 		t.Fatal(err)
 	}
 	if n := pgCount(t, other, `SELECT balance FROM wallets WHERE app_id = $1`, appID); n != 99000 {
@@ -262,7 +262,7 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	phone := due[0].Phone
 	engImport(t, nodes[0], appID, "ad2", "", phone)
-	due2, err := nodes[1].dueContacts(ctx, appID, "ad2", time.Now(), 10)
+	due2, err := nodes[1].DueContacts(ctx, appID, "ad2", time.Now(), 10)
 	if err != nil || len(due2) != 1 || due2[0].Phone != phone {
 		t.Fatalf("due %+v and %+v (%v), want one contact with %s in each scenario", due, due2, err, phone)
 	}
@@ -278,7 +278,7 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, s := range nodes {
 		wg.Go(func() {
-			got, err := s.claimCalls(ctx, claims[i], func() time.Time { return start })
+			got, err := s.ClaimCalls(ctx, claims[i], func() time.Time { return start })
 			if err != nil {
 				t.Error(err)
 			}
@@ -299,7 +299,7 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	}
 	// While it is up, neither node may claim the number again.
 	for _, s := range nodes {
-		if got, err := s.claimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], start)}, func() time.Time { return start }); err != nil || len(got) != 0 {
+		if got, err := s.ClaimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], start)}, func() time.Time { return start }); err != nil || len(got) != 0 {
 			t.Fatalf("claimed %d more calls to %s while one is up (%v)", len(got), phone, err)
 		}
 	}
@@ -307,15 +307,15 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	answered := start.Add(5 * time.Second)
 	end := domain.CallEnd{CallID: first.CallID, Now: answered.Add(time.Minute), FirstTry: answered,
 		Result: domain.DialResult{Outcome: domain.OutcomeAnswered, AnsweredAt: &answered, EndedAt: answered.Add(time.Minute), Talk: time.Minute}}
-	if err := nodes[0].endCall(ctx, end); err != nil {
+	if err := nodes[0].EndCall(ctx, end); err != nil {
 		t.Fatal(err)
 	}
 	later := answered.Add(domain.AdDay - time.Minute)
-	if got, err := nodes[1].claimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], later)}, func() time.Time { return later }); err != nil || len(got) != 0 {
+	if got, err := nodes[1].ClaimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], later)}, func() time.Time { return later }); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %d calls to %s a minute before 24 hours after its answer (%v)", len(got), phone, err)
 	}
 	next := answered.Add(domain.AdDay + time.Minute)
-	if got, err := nodes[1].claimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], next)}, func() time.Time { return next }); err != nil || len(got) != 1 {
+	if got, err := nodes[1].ClaimCalls(ctx, []domain.CallClaim{claim(waiting, scenario, hotlines[2], next)}, func() time.Time { return next }); err != nil || len(got) != 1 {
 		t.Fatalf("claimed %d calls to %s 24 hours after its answer (%v), want 1", len(got), phone, err)
 	}
 	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE ad_phone = $1`, phone); n != 2 {
@@ -331,19 +331,19 @@ func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 2)
 	ctx := context.Background()
 	tick := time.Now() // node 1's tick, before node 0's call ends
-	first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
+	first, err := nodes[0].ClaimCalls(ctx, pgClaims(appID, due[:1], 0), time.Now)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("node 0 took %d (%v)", len(first), err)
 	}
 	ended := time.Now().Add(5 * time.Millisecond)
-	if err := nodes[0].endCall(ctx, domain.CallEnd{CallID: first[0].CallID, Now: ended, FirstTry: ended,
+	if err := nodes[0].EndCall(ctx, domain.CallEnd{CallID: first[0].CallID, Now: ended, FirstTry: ended,
 		Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: ended}}); err != nil {
 		t.Fatal(err)
 	}
 	late := pgClaims(appID, due[1:], 0) // the same hotline
 	late[0].Start = tick
 	clock := func() time.Time { return ended.Add(time.Millisecond) }
-	taken, err := nodes[1].claimCalls(ctx, late, clock)
+	taken, err := nodes[1].ClaimCalls(ctx, late, clock)
 	if err != nil || len(taken) != 1 {
 		t.Fatalf("node 1 took %d (%v)", len(taken), err)
 	}
@@ -362,12 +362,12 @@ func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
 func TestPostgresClaimTakesTheContactsDueNext(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 2, nil, 4)
 	ctx := context.Background()
-	first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now)
+	first, err := nodes[0].ClaimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now)
 	if err != nil || len(first) != 2 {
 		t.Fatalf("node 0 took %d (%v), want 2", len(first), err)
 	}
 	stale := pgClaims(appID, due[:2], 2) // what node 1 read before node 0's claim
-	taken, err := nodes[1].claimCalls(ctx, stale, time.Now)
+	taken, err := nodes[1].ClaimCalls(ctx, stale, time.Now)
 	if err != nil || len(taken) != 2 {
 		t.Fatalf("node 1 took %d (%v), want 2", len(taken), err)
 	}
@@ -387,7 +387,7 @@ func TestPostgresRenewalSkipsHeldContacts(t *testing.T) {
 	nodes, appID, due := pgEngineNodes(t, 1, nil, 2)
 	s := nodes[0]
 	ctx := context.Background()
-	taken, err := s.claimCalls(ctx, pgClaims(appID, due, 0), time.Now)
+	taken, err := s.ClaimCalls(ctx, pgClaims(appID, due, 0), time.Now)
 	if err != nil || len(taken) != 2 {
 		t.Fatalf("took %d (%v), want 2", len(taken), err)
 	}
@@ -420,11 +420,11 @@ func TestPostgresClaimPassesOverListedNumbers(t *testing.T) {
 	if _, err := nodes[0].AddDNC(ctx, appID, []string{due[2].Phone}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if first, err := nodes[0].claimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now); err != nil || len(first) != 2 {
+	if first, err := nodes[0].ClaimCalls(ctx, pgClaims(appID, due[:2], 0), time.Now); err != nil || len(first) != 2 {
 		t.Fatalf("node 0 took %d (%v), want 2", len(first), err)
 	}
 	stale := pgClaims(appID, due[:2], 2) // what node 1 read and screened before node 0's claim
-	taken, err := nodes[1].claimCalls(ctx, stale, time.Now)
+	taken, err := nodes[1].ClaimCalls(ctx, stale, time.Now)
 	if err != nil || len(taken) != 1 || taken[0].Contact.Seq != due[3].Seq {
 		t.Fatalf("node 1 took %+v (%v), want only %s, not the listed %s", taken, err, due[3].Phone, due[2].Phone)
 	}

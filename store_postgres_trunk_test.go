@@ -36,7 +36,7 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 	for i, s := range nodes {
 		wg.Go(func() {
 			for range 5 {
-				got, err := s.claimCalls(ctx, pgTrunkClaims(appID, due[i*6:i*6+6], i*6, "main", capacity), time.Now)
+				got, err := s.ClaimCalls(ctx, pgTrunkClaims(appID, due[i*6:i*6+6], i*6, "main", capacity), time.Now)
 				if err != nil {
 					t.Error(err)
 					return
@@ -56,17 +56,17 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 	}
 	// A call ends on its node: one channel, for whichever node claims next.
 	now := time.Now()
-	if err := nodes[0].endCall(ctx, domain.CallEnd{CallID: taken[0].CallID, Now: now, FirstTry: now,
+	if err := nodes[0].EndCall(ctx, domain.CallEnd{CallID: taken[0].CallID, Now: now, FirstTry: now,
 		Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: now}}); err != nil {
 		t.Fatal(err)
 	}
-	next, err := nodes[2].claimCalls(ctx, pgTrunkClaims(appID, due[12:18], 12, "main", capacity), time.Now)
+	next, err := nodes[2].ClaimCalls(ctx, pgTrunkClaims(appID, due[12:18], 12, "main", capacity), time.Now)
 	if err != nil || len(next) != 1 {
 		t.Fatalf("after a call ended, another node took %d (%v), want the 1 channel it freed", len(next), err)
 	}
 	// Another trunk is not held by this one's calls (hotlines 18 and 19:
 	// none of the calls up holds them).
-	other, err := nodes[1].claimCalls(ctx, pgTrunkClaims(appID, due[:2], 18, "backup", domain.TrunkCapacity{Channels: 1, CPS: 100}), time.Now)
+	other, err := nodes[1].ClaimCalls(ctx, pgTrunkClaims(appID, due[:2], 18, "backup", domain.TrunkCapacity{Channels: 1, CPS: 100}), time.Now)
 	if err != nil || len(other) != 1 {
 		t.Fatalf("on another trunk of 1 channel a node took %d (%v), want 1", len(other), err)
 	}
@@ -87,7 +87,7 @@ func TestPostgresTrunkCallsPerSecondAcrossNodes(t *testing.T) {
 		var wg sync.WaitGroup
 		for i, s := range nodes {
 			wg.Go(func() {
-				got, err := s.claimCalls(ctx, pgTrunkClaims(appID, due[i*6:i*6+6], i*6, "main", capacity), clock)
+				got, err := s.ClaimCalls(ctx, pgTrunkClaims(appID, due[i*6:i*6+6], i*6, "main", capacity), clock)
 				if err != nil {
 					t.Error(err)
 				}
@@ -137,7 +137,7 @@ func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
 	}
 	appB := second.id
 	engImport(t, nodes[0], appB, "sc", "", engPhones(40, 1000)...)
-	dueB, err := nodes[0].dueContacts(ctx, appB, "sc", time.Now(), 40)
+	dueB, err := nodes[0].DueContacts(ctx, appB, "sc", time.Now(), 40)
 	if err != nil || len(dueB) != 40 {
 		t.Fatalf("%d due for the second tenant (%v)", len(dueB), err)
 	}
@@ -160,7 +160,7 @@ func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
 	for i, s := range nodes {
 		wg.Go(func() {
 			for round := range 30 {
-				got, err := s.claimCalls(deadline, claimsOf(i, round), time.Now)
+				got, err := s.ClaimCalls(deadline, claimsOf(i, round), time.Now)
 				if err != nil {
 					t.Errorf("node %d, round %d: %v", i, round, err)
 					return
@@ -168,7 +168,7 @@ func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
 				// Each call ends at once, to make room for the next rounds.
 				for _, c := range got {
 					now := time.Now()
-					if err := s.endCall(ctx, domain.CallEnd{CallID: c.CallID, Now: now, FirstTry: now,
+					if err := s.EndCall(ctx, domain.CallEnd{CallID: c.CallID, Now: now, FirstTry: now,
 						Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: now}}); err != nil {
 						t.Error(err)
 						return

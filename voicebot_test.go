@@ -16,6 +16,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/engine"
 	"dialbox/internal/script"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -151,7 +152,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	faults := NewFaults(nil)
 	two := "2"
 	faults.rules = []*FaultRule{{ID: "f", Kind: FaultDial, Phone: "+84912000004", Outcome: domain.OutcomeAnswered, Digits: &two, Probability: 1}}
-	engStart(t, s, dialer, nil, func(p *EngineParts) { p.Faults = faults })
+	engStart(t, s, dialer, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
 	engImport(t, s, app, "bot", "", "+84912000001", "+84912000002", "+84912000003", "+84912000004", "+84900000010", "+84900000011")
 	engImport(t, s, app, "plain", "", "+84912000005")
 	engWaitAllDone(t, s, app, 7)

@@ -19,7 +19,7 @@ const (
 	HoldWalletExpired = "wallet_expired"    // a prepaid wallet past its expiry
 	HoldWalletEmpty   = "wallet_empty"      // a prepaid wallet that cannot pay one more call
 	HoldNoHotline     = "no_hotline"        // the pool has no enabled number
-	HoldPaused        = "paused"            // a paused campaign (Store.dueContacts leaves its contacts out)
+	HoldPaused        = "paused"            // a paused campaign (Store.DueContacts leaves its contacts out)
 )
 
 // Hold is one reason not to dial now.

@@ -198,7 +198,7 @@ type CallClaim struct {
 	// server leaves it to the dialer's Reserve.
 	Capacity TrunkCapacity
 	Start    time.Time
-	Attempt  int // set by claimCalls
+	Attempt  int // set by ClaimCalls
 	// AdPhone is the number of an advertising scenario's call, which the
 	// daily limit counts (calls.ad_phone); "" for a care call.
 	AdPhone string

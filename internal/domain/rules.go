@@ -20,7 +20,7 @@ const (
 )
 
 // callHold is a due contact a calling rule keeps from being dialled, and
-// why. A hold ends the contact DO_NOT_CALL (Store.holdContacts).
+// why. A hold ends the contact DO_NOT_CALL (Store.HoldContacts).
 type CallHold struct {
 	AppID      int64
 	ScenarioID string

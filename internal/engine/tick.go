@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 func (e *Engine) tick(ctx context.Context) time.Time {
 	r := &round{ctx: ctx, now: e.now(), budgets: map[int64]*budget{}, hotlines: map[poolKey]domain.PoolLines{}}
 	r.next = r.now.Add(e.pollInterval)
-	scenarios, err := e.store.activeScenarios(ctx)
+	scenarios, err := e.store.ActiveScenarios(ctx)
 	if err != nil {
 		e.logErr(ctx, "engine: listing scenarios", "err", err)
 		return r.next
@@ -120,12 +120,12 @@ func (e *Engine) plan(r *round, sc *domain.Scenario) *scenarioPlan {
 	if free <= 0 {
 		return nil
 	}
-	if p.due, err = e.store.dueContacts(r.ctx, sc.AppID, sc.ID, r.now, free); err != nil {
+	if p.due, err = e.store.DueContacts(r.ctx, sc.AppID, sc.ID, r.now, free); err != nil {
 		e.logErr(r.ctx, "engine: reading due contacts", "app", sc.AppID, "scenario", sc.ID, "err", err)
 		return nil
 	}
 	if len(p.due) < free {
-		if t, ok, err := e.store.nextDue(r.ctx, sc.AppID, sc.ID, r.now); err == nil && ok {
+		if t, ok, err := e.store.NextDue(r.ctx, sc.AppID, sc.ID, r.now); err == nil && ok {
 			r.later(t)
 		}
 	}
@@ -153,7 +153,7 @@ func (e *Engine) roundPool(r *round, pk poolKey) (domain.PoolLines, bool) {
 	if pool, ok := r.hotlines[pk]; ok {
 		return pool, true
 	}
-	pool, err := e.store.enabledHotlines(r.ctx, pk.app, pk.key)
+	pool, err := e.store.EnabledHotlines(r.ctx, pk.app, pk.key)
 	if err != nil {
 		e.logErr(r.ctx, "engine: reading hotlines", "app", pk.app, "err", err)
 		return pool, false
@@ -190,8 +190,8 @@ func (e *Engine) held(r *round, p *scenarioPlan, w *domain.ParsedCallWindow, wer
 }
 
 // screenDue applies the calling rules to a plan's due contacts: those a
-// destination rule or a do-not-call list holds (engine_screen.go), or the
-// advertising rules delay (engine_adcalls.go), are not dialled and free
+// destination rule or a do-not-call list holds (screen.go), or the
+// advertising rules delay (adcalls.go), are not dialled and free
 // their places for the next round; false: the rules could not be read.
 func (e *Engine) screenDue(r *round, p *scenarioPlan) ([]domain.DueContact, bool) {
 	sc := p.sc
@@ -254,25 +254,25 @@ func (e *Engine) claim(r *round, p *scenarioPlan, due []domain.DueContact) {
 // contacts they hold end, those they delay wait.
 func (e *Engine) keepRules(r *round) {
 	if len(r.holds) > 0 {
-		if err := e.store.holdContacts(r.ctx, r.holds, r.now, e.webhooks.FirstTry(time.Now())); err != nil {
+		if err := e.store.HoldContacts(r.ctx, r.holds, r.now, e.firstTryOf(time.Now())); err != nil {
 			e.logErr(r.ctx, "engine: ending contacts the calling rules hold", "err", err)
 		}
-		e.webhooks.Notify()
+		e.notifyWebhooks()
 	}
 	if len(r.delays) > 0 {
-		if err := e.store.delayContacts(r.ctx, r.delays, r.now); err != nil {
+		if err := e.store.DelayContacts(r.ctx, r.delays, r.now); err != nil {
 			e.logErr(r.ctx, "engine: delaying contacts by the advertising rules", "err", err)
 		}
 	}
 }
 
 // storeClaim asks the store which of the round's claims took (the
-// authority: Store.claimCalls); none when it fails.
+// authority: Store.ClaimCalls); none when it fails.
 func (e *Engine) storeClaim(r *round) []domain.CallClaim {
 	if len(r.claims) == 0 {
 		return nil
 	}
-	taken, err := e.store.claimCalls(r.ctx, r.claims, e.now)
+	taken, err := e.store.ClaimCalls(r.ctx, r.claims, e.now)
 	if err != nil {
 		e.logErr(r.ctx, "engine: claiming calls", "err", err)
 		return nil

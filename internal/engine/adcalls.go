@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func (e *Engine) adWaits(ctx context.Context, sc *domain.Scenario, rules *domain
 	e.mu.Unlock()
 	// Read after the calls up: a call that ended meanwhile committed its
 	// answer before it stopped counting as up, so this read sees it.
-	answered, err := e.store.answeredAdCalls(ctx, sc.AppID, phones, now.Add(-domain.AdDay))
+	answered, err := e.store.AnsweredAdCalls(ctx, sc.AppID, phones, now.Add(-domain.AdDay))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +83,7 @@ func (e *Engine) delayOutsideHours(ctx context.Context, sc *domain.Scenario, rul
 	if open, ok := rules.Window.Next(now); ok {
 		later(open)
 	}
-	due, err := e.store.dueContacts(ctx, sc.AppID, sc.ID, now, adDelayBatch)
+	due, err := e.store.DueContacts(ctx, sc.AppID, sc.ID, now, adDelayBatch)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []domain.D
 	if len(due) == 0 {
 		return due, nil, nil
 	}
-	tenant, err := e.store.appDestinations(ctx, sc.AppID)
+	tenant, err := e.store.AppDestinations(ctx, sc.AppID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,7 +46,7 @@ func (e *Engine) screen(ctx context.Context, sc *domain.Scenario, due []domain.D
 	for i, c := range dial {
 		phones[i] = c.Phone
 	}
-	listed, err := e.store.dncListings(ctx, sc.AppID, phones, sc.CallConfig.Purpose == domain.PurposeAdvertising)
+	listed, err := e.store.DNCListings(ctx, sc.AppID, phones, sc.CallConfig.Purpose == domain.PurposeAdvertising)
 	if err != nil {
 		return nil, nil, err
 	}

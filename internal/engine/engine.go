@@ -1,4 +1,11 @@
-package main
+// Package engine owns the call engine (docs/design.md#the-call-engine): the
+// scheduler that decides what to dial under every limit and calling rule,
+// each call placed through a Dialer and settled in one commit, and the
+// counts of calls up that the console shows. It declares what it asks of
+// the store, the dialer, webhook delivery, the dial rules and the
+// recordings' folder, and is handed them at construction; it imports only
+// internal/domain, internal/config and internal/destinations.
+package engine
 
 import (
 	"context"
@@ -9,6 +16,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +24,6 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
-	"dialbox/internal/webhook"
 )
 
 // Engine dials queued contacts (docs/design.md#the-call-engine). One scheduler goroutine decides
@@ -30,7 +37,7 @@ import (
 // can pay the least an answered call costs for this call on top of every
 // call already up.
 type Engine struct {
-	store  engineStore
+	store  Store
 	dialer Dialer
 	log    *slog.Logger
 	// pollInterval bounds how long the scheduler sleeps when nothing wakes it.
@@ -39,19 +46,21 @@ type Engine struct {
 	clock func() time.Time
 	// recordings is where scenarios with call_config.record keep their
 	// calls' audio, recordingBase what their recording_url starts with
-	// (docs/voicebot.md#recordings); no folder: nothing is recorded.
-	recordings    RecordingFiles
+	// (docs/voicebot.md#recordings); nil: nothing is recorded.
+	recordings    Recordings
 	recordingBase string
 
 	// timeScale shrinks re_call delays like simulated calls; nil: 1.
 	timeScale func() float64
 	// webhooks is told when events are queued; nil: they stay queued.
-	webhooks *webhook.Deliverer
-	// faults may force the outcome of a call (the admin API's dial rules);
-	// nil: none.
-	faults *Faults
+	webhooks Webhooks
+	// firstTry is when a queued event is first sent, given now; nil: now.
+	firstTry func(now time.Time) time.Time
+	// forceDial may force the outcome of a call (the admin API's dial
+	// rules); nil: none.
+	forceDial ForceDial
 	// destinations is the policy of the numbers that may be dialled at all
-	// (engine_screen.go).
+	// (screen.go).
 	destinations *destinations.Policy
 
 	wake chan struct{}
@@ -72,7 +81,7 @@ type Engine struct {
 	rates    callRates // calls ended in the last minute, for the console
 
 	// adUp counts advertising calls up per tenant and number, for the
-	// daily limit (engine_adcalls.go).
+	// daily limit (adcalls.go).
 	adUp map[phoneKey]int
 }
 
@@ -91,15 +100,15 @@ type poolKey struct {
 	key string
 }
 
-// engineStore is what the engine asks of the store: the scheduler's
-// reads and claims, a call's end, the calling rules' reads and holds, and
-// an opt-out heard during a call. Store embeds it.
-type engineStore interface {
-	activeScenarios(ctx context.Context) ([]*domain.Scenario, error)
-	enabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error)
-	dueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error)
-	nextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
-	// claimCalls is the authority on what may be dialled: it returns the
+// Store is what the engine asks of the store: the scheduler's reads and
+// claims, a call's end, the calling rules' reads and holds, and an opt-out
+// heard during a call. dialbox's whole store interface embeds it.
+type Store interface {
+	ActiveScenarios(ctx context.Context) ([]*domain.Scenario, error)
+	EnabledHotlines(ctx context.Context, appID int64, poolKey string) (domain.PoolLines, error)
+	DueContacts(ctx context.Context, appID int64, scenarioID string, now time.Time, limit int) ([]domain.DueContact, error)
+	NextDue(ctx context.Context, appID int64, scenarioID string, now time.Time) (time.Time, bool, error)
+	// ClaimCalls is the authority on what may be dialled: it returns the
 	// claims that took. A contact no longer queued is left out; a store
 	// shared by several nodes also leaves out what would exceed the
 	// scenario's max_concurrent, a busy hotline or the wallet across all
@@ -110,53 +119,90 @@ type engineStore interface {
 	// claim holds, so a call's recorded start never precedes the end of
 	// the call it took the place of on another node; SQLite's one server
 	// keeps the claims' Start.
-	claimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error)
-	endCall(ctx context.Context, e domain.CallEnd) error
-	// settleInterrupted ends the calls no running dialbox holds any more;
+	ClaimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error)
+	EndCall(ctx context.Context, e domain.CallEnd) error
+	// SettleInterrupted ends the calls no running dialbox holds any more;
 	// the engine's start calls it. On SQLite (one server) that is every
 	// call up; on a shared store, the calls whose lease ran out.
-	settleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
-	// takeOverCalls is what a running engine calls every takeoverEvery: on
+	SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
+	// TakeOverCalls is what a running engine calls every takeoverEvery: on
 	// a shared store it settles the calls of nodes that died (their lease
 	// ran out); on SQLite, which one server owns, there are none.
-	takeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
+	TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error)
 
 	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
 	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
-	dncListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
-	appDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
-	holdContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
-	answeredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
-	delayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
+	DNCListings(ctx context.Context, appID int64, phones []string, national bool) (map[string]string, error)
+	AppDestinations(ctx context.Context, appID int64) (destinations.Rules, error)
+	HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
+	AnsweredAdCalls(ctx context.Context, appID int64, phones []string, since time.Time) (map[string][]time.Time, error)
+	DelayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
 
 	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
 }
 
-// EngineParts is everything an engine is built with.
-type EngineParts struct {
-	Store  engineStore
+// Webhooks is what the engine asks of webhook delivery: to be told that
+// events were queued.
+type Webhooks interface {
+	Notify()
+}
+
+// Recordings is where a recorded call's audio goes
+// (docs/voicebot.md#recordings).
+type Recordings interface {
+	// Path is the file of a call's recording; the engine makes its folder
+	// before the call.
+	Path(callID string) string
+}
+
+// ForceDial is a lookup of the admin API's dial rules
+// (docs/sandbox.md#5-force-call-outcomes-and-webhook-failures): the
+// outcome and keypad digits forced on a call to phone, if any.
+type ForceDial func(appID int64, phone string) (outcome string, digits *string, forced bool)
+
+// Parts is everything an engine is built with.
+type Parts struct {
+	Store  Store
 	Dialer Dialer
 	Log    *slog.Logger
 	Config config.EngineConfig
 	// Destinations is the policy of the numbers that may be dialled at all.
 	Destinations *destinations.Policy
-	// Webhooks is told of the events the engine queues; Faults may force
-	// outcomes; TimeScale is the dialer's clock speed, which re_call delays
-	// follow; Now is the engine's clock. Each may be nil.
-	Webhooks  *webhook.Deliverer
-	Faults    *Faults
+	// Webhooks is told of the events the engine queues; FirstTry is when
+	// webhook delivery first sends an event queued at now; ForceDial may
+	// force outcomes; TimeScale is the dialer's clock speed, which re_call
+	// delays follow; Now is the engine's clock. Each may be nil.
+	Webhooks  Webhooks
+	FirstTry  func(now time.Time) time.Time
+	ForceDial ForceDial
 	TimeScale func() float64
 	Now       func() time.Time
 	// Recordings and RecordingBase: see Engine.recordings.
-	Recordings    RecordingFiles
+	Recordings    Recordings
 	RecordingBase string
 }
 
-// NewEngine makes an engine of p; it dials once started.
-func NewEngine(p EngineParts) *Engine {
+// New makes an engine of p; it dials once started.
+func New(p Parts) *Engine {
 	return &Engine{store: p.Store, dialer: p.Dialer, log: p.Log, pollInterval: p.Config.PollInterval.Duration,
 		clock: p.Now, recordings: p.Recordings, recordingBase: p.RecordingBase, timeScale: p.TimeScale,
-		webhooks: p.Webhooks, faults: p.Faults, destinations: p.Destinations, wake: make(chan struct{}, 1)}
+		webhooks: p.Webhooks, firstTry: p.FirstTry, forceDial: p.ForceDial, destinations: p.Destinations,
+		wake: make(chan struct{}, 1)}
+}
+
+// firstTryOf is when webhook delivery first sends an event queued at now.
+func (e *Engine) firstTryOf(now time.Time) time.Time {
+	if e.firstTry == nil {
+		return now
+	}
+	return e.firstTry(now)
+}
+
+// notifyWebhooks tells webhook delivery that events were queued.
+func (e *Engine) notifyWebhooks() {
+	if e.webhooks != nil {
+		e.webhooks.Notify()
+	}
 }
 
 func (e *Engine) now() time.Time {
@@ -199,13 +245,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine already running")
 	}
 	now := e.now()
-	n, err := e.store.settleInterrupted(ctx, now, e.webhooks.FirstTry(time.Now()))
+	n, err := e.store.SettleInterrupted(ctx, now, e.firstTryOf(time.Now()))
 	if err != nil {
 		return fmt.Errorf("settling interrupted calls: %w", err)
 	}
 	if n > 0 {
 		e.log.Info("settled calls interrupted by the last stop; their contacts are queued again", "calls", n)
-		e.webhooks.Notify()
+		e.notifyWebhooks()
 	}
 	e.running = true
 	e.stop, e.loopDone = make(chan struct{}), make(chan struct{})
@@ -271,12 +317,12 @@ func (e *Engine) loop(ctx context.Context, stop, done chan struct{}) {
 }
 
 // takeoverEvery is how often a running engine settles the calls of nodes
-// that died (Store.takeOverCalls; at least every poll_interval).
+// that died (Store.TakeOverCalls; at least every poll_interval).
 const takeoverEvery = 5 * time.Second
 
 // takeOver settles the calls of dead nodes, on a store several share.
 func (e *Engine) takeOver(ctx context.Context) {
-	n, err := e.store.takeOverCalls(ctx, e.now(), e.webhooks.FirstTry(time.Now()))
+	n, err := e.store.TakeOverCalls(ctx, e.now(), e.firstTryOf(time.Now()))
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("engine: settling the calls of nodes whose lease ran out", "err", err)
@@ -285,7 +331,7 @@ func (e *Engine) takeOver(ctx context.Context) {
 	}
 	if n > 0 {
 		e.log.Warn("engine: settled calls of a node whose lease ran out; their contacts are queued again", "calls", n)
-		e.webhooks.Notify()
+		e.notifyWebhooks()
 	}
 }
 
@@ -342,14 +388,17 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 		_, err := e.store.AddDNC(context.WithoutCancel(ctx), c.AppID, []string{c.Contact.Phone}, e.now())
 		return err
 	}
-	if f, ok := e.faults.BeforeDial(c.AppID, c.Contact.Phone); ok {
-		req.Outcome, req.Digits = f.Outcome, f.Digits
+	if e.forceDial != nil {
+		if outcome, digits, ok := e.forceDial(c.AppID, c.Contact.Phone); ok {
+			req.Outcome, req.Digits = outcome, digits
+		}
 	}
-	if cc.Record && e.recordings.Dir != "" {
-		if err := os.MkdirAll(e.recordings.Dir, 0o700); err != nil {
+	if cc.Record && e.recordings != nil {
+		path := e.recordings.Path(c.CallID)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			e.log.Warn("engine: the recordings folder cannot be made; the call is not recorded", "call", c.CallID, "err", err)
 		} else {
-			req.Record = e.recordings.Path(c.CallID)
+			req.Record = path
 		}
 	}
 	res := e.dialer.Dial(ctx, req)
@@ -357,7 +406,7 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 		e.log.Warn("engine: the call could not be recorded", "call", c.CallID, "err", res.RecordingErr)
 	}
 	now := e.now()
-	end := domain.CallEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.webhooks.FirstTry(time.Now()),
+	end := domain.CallEnd{CallID: c.CallID, Result: res, ReCall: cc.ReCall, Now: now, FirstTry: e.firstTryOf(time.Now()),
 		Interrupted: ctx.Err() != nil && res.Outcome == domain.OutcomeCanceled, RecordingBase: e.recordingBase}
 	end.RetryAt = now
 	if !end.Interrupted {
@@ -367,7 +416,7 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 	// still open until Stop returns. A failed commit is tried again, as the
 	// contact stays dialing (not dialled again) until it is settled.
 	for try := 1; ; try++ {
-		err := e.store.endCall(context.Background(), end)
+		err := e.store.EndCall(context.Background(), end)
 		if err == nil {
 			break
 		}
@@ -381,7 +430,7 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 	e.release(c)
 	e.rates.Add(c, res.Outcome == domain.OutcomeAnswered, now)
 	e.Notify(c.AppID)
-	e.webhooks.Notify()
+	e.notifyWebhooks()
 }
 
 // LiveCalls is what the engine has up now: calls per scenario and the
