@@ -5,6 +5,7 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/importer"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ type API struct {
 	// the sandbox clock's. Rate limits keep the real time.
 	now      func() time.Time
 	log      *slog.Logger
-	importer *Importer
+	importer *importer.Importer
 	limits   *rateLimits
 	tokens   *tokenCache // ACCESS_TOKENs already verified (auth.go)
 	body     bodyRules   // how operations A and C read their bodies
@@ -58,7 +59,7 @@ type apiStore interface {
 	keep(key string, load func() (any, error)) (any, error)
 }
 
-func NewAPI(cfg config.Config, store apiStore, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
+func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
 		limits: newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &tokenCache{},
 		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},

@@ -21,6 +21,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/importer"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -312,8 +313,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
 		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
-	importer := NewImporter(m.catalog, cfg, m.Log, m.engine.Notify)
-	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
+	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.Log)
 	m.api.now = m.sandboxNow.Now
 
 	router := newRouter()
