@@ -61,7 +61,7 @@ func (im *Importer) Import(ctx context.Context, app *domain.Application, sc *dom
 	if err := im.checkSizes(items); err != nil {
 		return nil, err
 	}
-	if err := im.Check(ctx, app, sc, now); err != nil {
+	if err := im.check(ctx, app, sc, now); err != nil {
 		return nil, err
 	}
 	req := im.request(app, sc, campaignID, items)
@@ -78,9 +78,9 @@ func (im *Importer) Import(ctx context.Context, app *domain.Application, sc *dom
 	return res, err
 }
 
-// Check runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders before the contacts are
+// check runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders before the contacts are
 // looked at: content, wallet expiry, hotline pool (the import command too).
-func (im *Importer) Check(ctx context.Context, app *domain.Application, sc *domain.Scenario, now time.Time) error {
+func (im *Importer) check(ctx context.Context, app *domain.Application, sc *domain.Scenario, now time.Time) error {
 	if sc.HasNothingToSay() {
 		return domain.ErrContentEmpty
 	}
