@@ -5,6 +5,7 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/importer"
 	"dialbox/internal/ops"
 	"encoding/json"
 	"errors"
@@ -39,7 +40,7 @@ type API struct {
 	// the sandbox clock's. Rate limits keep the real time.
 	now      func() time.Time
 	log      *slog.Logger
-	importer *Importer
+	importer *importer.Importer
 	limits   *rateLimits
 	tokens   *tokenCache // ACCESS_TOKENs already verified (auth.go)
 	body     bodyRules   // how operations A and C read their bodies
@@ -59,7 +60,7 @@ type apiStore interface {
 	keep(key string, load func() (any, error)) (any, error)
 }
 
-func NewAPI(cfg config.Config, store apiStore, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
+func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
 		limits: newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &tokenCache{},
 		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},

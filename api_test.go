@@ -9,6 +9,7 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/testtool"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -811,9 +812,7 @@ func TestListOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// created_at has millisecond resolution: make sure the clock moved on.
-	for time.Now().UnixMilli() <= before {
-		time.Sleep(time.Millisecond)
-	}
+	testtool.WaitFor(t, "the clock to pass a millisecond", time.Second, func() bool { return time.Now().UnixMilli() > before })
 	if err := os.WriteFile(fx, []byte(tenant+sc("s-b")+sc("s-a")+sc("s-d")+sc("s-c")), 0o600); err != nil {
 		t.Fatal(err)
 	}

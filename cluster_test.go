@@ -90,7 +90,7 @@ level = "warn"
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
 	writeTestFile(t, cfgPath, config)
 	lb := exec.Command(haproxy, "-db", "-f", cfgPath)
-	var lbOut strings.Builder
+	var lbOut testtool.LockedBuffer
 	lb.Stdout, lb.Stderr = &lbOut, &lbOut
 	if err := lb.Start(); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ level = "warn"
 	statsURL := "http://" + stats + "/;csv"
 	// HAProxy checks each node's /readyz (its first checks spread over
 	// the interval) and finds it UP.
-	mnWait(t, "HAProxy's /readyz checks to reach every node, all UP", 20*time.Second, func() bool {
+	testtool.WaitFor(t, "HAProxy's /readyz checks to reach every node, all UP", 20*time.Second, func() bool {
 		for _, n := range nodes {
 			if checks, _ := metricValue(scrapeMetrics(t, n.url+"/metrics"), "dialbox_http_requests_total", "op", "readyz", "code", "200"); checks == 0 {
 				return false
@@ -168,7 +168,7 @@ level = "warn"
 	}
 	<-victim.proc.exited
 	before := opA(nodes[0]) + opA(nodes[2])
-	mnWait(t, "HAProxy to take the killed node out", 20*time.Second, func() bool {
+	testtool.WaitFor(t, "HAProxy to take the killed node out", 20*time.Second, func() bool {
 		importOne()
 		return lbStatus(statsURL)["n2"] == "DOWN"
 	})
@@ -207,7 +207,7 @@ level = "warn"
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	mnWait(t, "HAProxy to take the nodes on a read-only database out", 20*time.Second, func() bool {
+	testtool.WaitFor(t, "HAProxy to take the nodes on a read-only database out", 20*time.Second, func() bool {
 		st := lbCheckStatus(statsURL)
 		return st["n1"] == "DOWN L7STS" && st["n3"] == "DOWN L7STS"
 	})

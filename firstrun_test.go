@@ -102,19 +102,23 @@ func firstRun(t *testing.T, env []string, flags ...string) (string, func()) {
 			t.Errorf("dialbox stopped with %v", err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "Operation C") { // the demo block is one write
+	t.Cleanup(func() { // after stop, or when the wait below failed
+		cancel()
+		if t.Failed() {
+			t.Logf("dialbox output:\n%s", out.String())
+		}
+	})
+	testtool.WaitFor(t, "the demo block", 30*time.Second, func() bool {
+		if strings.Contains(out.String(), "Operation C") { // the demo block is one write
+			return true
+		}
 		select {
 		case err := <-done:
-			t.Fatalf("dialbox ended: %v\n%s", err, out.String())
+			t.Fatalf("dialbox ended: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("no demo block printed:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	return out.String(), stop
 }
 
@@ -172,14 +176,19 @@ func runPrintedCommands(t *testing.T, out string, env []string, wantSink bool) {
 	if sink == nil {
 		t.Fatalf("no printed command reads the sink:\n%s", out)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var body []byte // the sink's last answer
+	defer func() {
+		if t.Failed() {
+			t.Logf("the sink's last answer: %s", body)
+		}
+	}()
+	testtool.WaitFor(t, "every demo contact in the sink", 20*time.Second, func() bool {
 		var answer struct {
 			Result struct {
 				Messages []SinkMessage `json:"messages"`
 			} `json:"result"`
 		}
-		body := doPrinted(t, sink.Clone(context.Background()))
+		body = doPrinted(t, sink.Clone(context.Background()))
 		if err := json.Unmarshal(body, &answer); err != nil {
 			t.Fatalf("sink: %s", body)
 		}
@@ -201,20 +210,13 @@ func runPrintedCommands(t *testing.T, out string, env []string, wantSink bool) {
 			}
 			reported[ev.Data.ContactID] = true
 		}
-		missing := 0
 		for _, id := range contactIDs {
 			if !reported[id] {
-				missing++
+				return false
 			}
 		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d demo contacts not in the sink after 20 s: %s", missing, len(contactIDs), body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 }
 
 func doPrinted(t *testing.T, req *http.Request) []byte {

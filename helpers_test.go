@@ -24,6 +24,7 @@ import (
 
 	"dialbox/internal/pgtest"
 	"dialbox/internal/sqldb"
+
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,14 +81,13 @@ func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 // (docs/postgres.md#configuration-changes), so cond is polled there.
 func seenAfter(t testing.TB, backend, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if backend == "sqlite" || time.Now().After(deadline) {
+	if backend == "sqlite" {
+		if !cond() {
 			t.Errorf("the server does not see %s", what)
-			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		return
 	}
+	testtool.WaitFor(t, "the server to see "+what, 30*time.Second, cond)
 }
 
 // configOn is the default configuration with database set.

@@ -17,6 +17,7 @@ import (
 
 	"dialbox/internal/csvsafe"
 	"dialbox/internal/domain"
+	"dialbox/internal/importer"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -72,7 +73,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return fmt.Errorf("import: %w", err)
 	}
 	imp := &csvImport{
-		importer:    NewImporter(store, cfg, slog.New(slog.DiscardHandler), nil),
+		importer:    importer.New(store, cfg, slog.New(slog.DiscardHandler), nil),
 		store:       store,
 		app:         app,
 		chunk:       *chunk,
@@ -127,7 +128,7 @@ func importApp(ctx context.Context, store Store, key string) (*domain.Applicatio
 // csvImport is one file's import: chunks of rows go through the checks of
 // operation A; skipped rows are written, with their reason, to skippedPath.
 type csvImport struct {
-	importer    *Importer
+	importer    *importer.Importer
 	store       Store
 	app         *domain.Application
 	sc          *domain.Scenario
@@ -239,7 +240,7 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 		}
 		// Over the size limits, a row is skipped here, so the database
 		// stores nothing of it; operations A and C refuse such a request.
-		if key, reason, over := imp.importer.sizes.oversized(contact); over {
+		if key, reason, over := imp.importer.Oversized(contact); over {
 			if key != "" {
 				reason = key + " " + reason
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/importer"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -258,7 +259,7 @@ func testImportMemoryFlat(t *testing.T, backend string) {
 	defer store.Close()
 	app, _ := store.AppByKey(context.Background(), "imp-key")
 	cfg := config.DefaultConfig()
-	imp := &csvImport{importer: NewImporter(store, cfg, slog.New(slog.DiscardHandler), nil), store: store,
+	imp := &csvImport{importer: importer.New(store, cfg, slog.New(slog.DiscardHandler), nil), store: store,
 		app: app, chunk: 1000, skippedPath: filepath.Join(t.TempDir(), "skipped.csv")}
 	if err := imp.target(context.Background(), "sc-unique", ""); err != nil {
 		t.Fatal(err)

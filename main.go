@@ -23,6 +23,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/importer"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
@@ -319,8 +320,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
 		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
-	importer := NewImporter(m.catalog, cfg, m.Log, m.engine.Notify)
-	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
+	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.Log)
 	m.api.now = m.sandboxNow.Now
 
 	router := newRouter()

@@ -25,6 +25,7 @@ import (
 
 	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/testtool"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -161,12 +162,12 @@ level = "warn"
 	}()
 
 	// The kill: with imports under way and calls up everywhere.
-	mnWait(t, "40% of the contacts acknowledged and calls reported", time.Minute, func() bool {
+	testtool.WaitFor(t, "40% of the contacts acknowledged and calls reported", time.Minute, func() bool {
 		return ackCount.Load() >= contacts*4/10 && rcv.count() >= 1000
 	})
 	victim := nodes[1]
 	victimID := mnNodeID(t, victim.url)
-	mnWait(t, "calls up on the node to kill", time.Minute, func() bool {
+	testtool.WaitFor(t, "calls up on the node to kill", time.Minute, func() bool {
 		return count(`SELECT count(*) FROM contacts WHERE state = 'dialing' AND lease_node = $1`, victimID) >= 3
 	})
 	if err := victim.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -175,7 +176,7 @@ level = "warn"
 	<-victim.proc.exited
 	// A commit the node sent before it died may still be finishing on the
 	// server: its connections' backends are gone once it has.
-	mnWait(t, "the killed node's connections to end", time.Minute, func() bool {
+	testtool.WaitFor(t, "the killed node's connections to end", time.Minute, func() bool {
 		return count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "dialbox "+victimID) == 0
 	})
 	callsUp := count(`SELECT count(*) FROM contacts WHERE state = 'dialing' AND lease_node = $1`, victimID)
@@ -185,7 +186,7 @@ level = "warn"
 	if callsUp == 0 {
 		t.Fatalf("the kill did not land mid-run: %s had no call up", victimID)
 	}
-	mnWait(t, "70% of the contacts acknowledged", time.Minute, func() bool { return ackCount.Load() >= contacts*7/10 })
+	testtool.WaitFor(t, "70% of the contacts acknowledged", time.Minute, func() bool { return ackCount.Load() >= contacts*7/10 })
 	victim.proc = engRunBinary(t, bin, victim.config, victim.url)
 	t.Logf("%v: %s started again as %s", time.Since(begin).Round(time.Millisecond), victimID, mnNodeID(t, victim.url))
 	clients.Wait()
@@ -504,18 +505,6 @@ func mnPoll(limit time.Duration, cond func() bool) bool {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return true
-}
-
-// mnWait polls cond until it holds, failing after limit.
-func mnWait(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func mnRows(t *testing.T, pool *pgxpool.Pool, query string, row func(scan func(...any) error)) {

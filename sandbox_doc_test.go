@@ -6,7 +6,9 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/testtool"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,22 +101,21 @@ func writeTestFileIn(t *testing.T, dir, name, text string) string {
 // sinkCall waits for the call.completed of phone in the sink named name.
 func sinkCall(t *testing.T, s *testServer, name, phone string) botCall {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var call botCall
+	testtool.WaitFor(t, fmt.Sprintf("the call.completed of %s in the sink %q", phone, name), time.Minute, func() bool {
 		var sink struct {
 			Messages []struct{ Body struct{ Data botCall } }
 		}
 		s.admin(t, "GET", "/sink?name="+name+"&event_type=call.completed", "", &sink)
 		for _, m := range sink.Messages {
 			if m.Body.Data.Phone == phone {
-				return m.Body.Data
+				call = m.Body.Data
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no call.completed of %s in the sink %q", phone, name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return call
 }
 
 // TestSandboxDocPressOne: docs/sandbox.md#scripted-calls-without-a-phone,

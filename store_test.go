@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/importer"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,7 +152,7 @@ func importRequest(t testing.TB, appID int64, sc *domain.Scenario, contacts stri
 		t.Fatal(err)
 	}
 	req := domain.ImportRequest{AppID: appID, ScenarioID: sc.ID, UniquePhone: !sc.CallConfig.AllowDuplicatePhone}
-	req.Contacts, req.Skipped = validateContacts(items, sc, "VN")
+	req.Contacts, req.Skipped = importer.ValidateContacts(items, sc, "VN")
 	return req
 }
 

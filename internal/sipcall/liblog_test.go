@@ -1,37 +1,18 @@
 package sipcall
 
 import (
-	"bytes"
+	"dialbox/internal/testtool"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo/sip"
 )
-
-// logBuffer is a log output tests read while the UserAgent writes to it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // junk is a datagram SIP cannot parse: a scanner's probe, 30 KB of it.
 func junk(i int) []byte {
@@ -41,7 +22,7 @@ func junk(i int) []byte {
 // TestJunkDatagramsBoundedLog: a flood of unparsable datagrams on the SIP
 // port adds a few short lines to the log, not their payloads.
 func TestJunkDatagramsBoundedLog(t *testing.T) {
-	var out logBuffer
+	var out testtool.LockedBuffer
 	u, err := New(Options{ListenAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&out, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +69,7 @@ func TestJunkDatagramsBoundedLog(t *testing.T) {
 // TestLibraryLogLimits: repeated lines are let through a few at a time,
 // the next one saying how many were left out; long values are cut.
 func TestLibraryLogLimits(t *testing.T) {
-	var out logBuffer
+	var out testtool.LockedBuffer
 	now := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 	log := slog.New(newLibraryHandler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}),
 		func() time.Time { return now })).With("caller", "Transport<UDP>")
@@ -104,7 +85,7 @@ func TestLibraryLogLimits(t *testing.T) {
 		}
 	}
 	now = now.Add(libraryWindow)
-	out.b.Reset()
+	out.Reset()
 	log.Error("failed to parse", "data", "x", "error", "y")
 	if want := "suppressed=" + strconv.Itoa(100-libraryBurst); !strings.Contains(out.String(), want) {
 		t.Errorf("the next window's line: %q, want %s", out.String(), want)
@@ -112,7 +93,7 @@ func TestLibraryLogLimits(t *testing.T) {
 
 	// Other lines: each message its own budget; debug lines, asked for,
 	// are all kept, but cut too.
-	out.b.Reset()
+	out.Reset()
 	for range 10 {
 		log.Warn("RTP read error", "error", strings.Repeat("e", 5000))
 		log.Debug("UDP read", "data", strings.Repeat("d", 5000))
@@ -130,7 +111,7 @@ func TestLibraryLogLimits(t *testing.T) {
 // TestLibraryDefaultsRouted: what sipgo and diago log to their package
 // default loggers reaches the UserAgent's logger, in its format.
 func TestLibraryDefaultsRouted(t *testing.T) {
-	var out logBuffer
+	var out testtool.LockedBuffer
 	u, err := New(Options{ListenAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(&out, nil)).With("part", "sip")})
 	if err != nil {
 		t.Fatal(err)

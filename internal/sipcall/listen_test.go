@@ -1,6 +1,7 @@
 package sipcall
 
 import (
+	"dialbox/internal/testtool"
 	"errors"
 	"log/slog"
 	"net"
@@ -67,7 +68,7 @@ func TestListenWhereTheTrunksAre(t *testing.T) {
 // addresses leave no one address to listen on: every interface, and a
 // warning that says why.
 func TestListenEverywhereWhenTrunksDisagree(t *testing.T) {
-	var out logBuffer
+	var out testtool.LockedBuffer
 	u, err := New(Options{ListenAddr: ":0", Logger: slog.New(slog.NewTextHandler(&out, nil)),
 		Trunks: []Trunk{{Name: "a", Address: "127.0.0.1:5999"}, {Name: "b", Address: "[::1]:5999"}}})
 	if err != nil {

@@ -60,7 +60,7 @@ func startSippUAS(t *testing.T, scenario string) *sippRun {
 			"-nostdin", "-trace_screen", "-screen_file", r.screen,
 			"-trace_err", "-error_file", filepath.Join(dir, "errors.log"))
 		cmd.Dir = dir // sipp writes its logs into its working folder
-		var out bytes.Buffer
+		var out testtool.LockedBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			cancel()
@@ -80,7 +80,7 @@ func startSippUAS(t *testing.T, scenario string) *sippRun {
 		if exitCode(r.err) == sippExitBind && try < 3 {
 			continue
 		}
-		t.Fatalf("sipp did not start: %v (exit: %v)\n%s", err, r.err, out.Bytes())
+		t.Fatalf("sipp did not start: %v (exit: %v)\n%s", err, r.err, out.String())
 	}
 }
 

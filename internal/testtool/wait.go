@@ -39,3 +39,10 @@ func (b *LockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Reset empties the buffer, so a test reads only what is written after.
+func (b *LockedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}

@@ -1,4 +1,9 @@
-package main
+// Package importer owns the rules of adding contacts that operations A and
+// C and `dialbox import` share (docs/design.md#order-of-checks-for-operations-a-and-c):
+// the checks before the contacts are looked at, each contact's validation
+// and sizes, then the store's import. It imports only domain and config;
+// the store comes in as the narrow Store it declares (docs/architecture.md).
+package importer
 
 import (
 	"context"
@@ -27,7 +32,17 @@ type Importer struct {
 	notify    func(appID int64) // told after contacts are added, so dialling starts at once; nil: no one
 }
 
-func NewImporter(store Store, cfg config.Config, log *slog.Logger, notify func(appID int64)) *Importer {
+// Store is what the importer asks of the store: the wallet and
+// the hotline pool it checks, and the import itself.
+type Store interface {
+	WalletExpired(ctx context.Context, appID int64, now time.Time) (bool, error)
+	PoolAvailable(ctx context.Context, appID int64, poolKey string) (bool, error)
+	Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error)
+}
+
+// New returns the importer of cfg's phone region and limits; notify, if
+// not nil, is told of each application that got contacts.
+func New(store Store, cfg config.Config, log *slog.Logger, notify func(appID int64)) *Importer {
 	sizes := contactLimits{field: cfg.Limits.MaxContactFieldBytes, contact: cfg.Limits.MaxContactBytes}
 	return &Importer{store: store, region: cfg.Phone.DefaultRegion, maxQueued: cfg.Limits.MaxQueuedContacts,
 		sizes: sizes, log: log, notify: notify}
@@ -46,7 +61,7 @@ func (im *Importer) Import(ctx context.Context, app *domain.Application, sc *dom
 	if err := im.checkSizes(items); err != nil {
 		return nil, err
 	}
-	if err := im.Check(ctx, app, sc, now); err != nil {
+	if err := im.check(ctx, app, sc, now); err != nil {
 		return nil, err
 	}
 	req := im.request(app, sc, campaignID, items)
@@ -65,7 +80,7 @@ func (im *Importer) Import(ctx context.Context, app *domain.Application, sc *dom
 
 // check runs the checks docs/design.md#order-of-checks-for-operations-a-and-c orders before the contacts are
 // looked at: content, wallet expiry, hotline pool (the import command too).
-func (im *Importer) Check(ctx context.Context, app *domain.Application, sc *domain.Scenario, now time.Time) error {
+func (im *Importer) check(ctx context.Context, app *domain.Application, sc *domain.Scenario, now time.Time) error {
 	if sc.HasNothingToSay() {
 		return domain.ErrContentEmpty
 	}
@@ -91,13 +106,13 @@ func (im *Importer) Check(ctx context.Context, app *domain.Application, sc *doma
 func (im *Importer) request(app *domain.Application, sc *domain.Scenario, campaignID string, items []any) domain.ImportRequest {
 	req := domain.ImportRequest{AppID: app.ID, ScenarioID: sc.ID, CampaignID: campaignID,
 		UniquePhone: !sc.CallConfig.AllowDuplicatePhone, MaxQueued: im.maxQueued}
-	req.Contacts, req.Skipped = validateContacts(items, sc, im.region)
+	req.Contacts, req.Skipped = ValidateContacts(items, sc, im.region)
 	return req
 }
 
-// validateContacts splits the request's contacts into those to add, with
+// ValidateContacts splits the request's contacts into those to add, with
 // their normalized phone and echo fields, and those skipped with a reason.
-func validateContacts(items []any, sc *domain.Scenario, region string) ([]domain.NewContact, []domain.SkippedContact) {
+func ValidateContacts(items []any, sc *domain.Scenario, region string) ([]domain.NewContact, []domain.SkippedContact) {
 	valid := make([]domain.NewContact, 0, len(items))
 	var skipped []domain.SkippedContact
 	seen := map[string]bool{}
@@ -173,7 +188,7 @@ const maxSizeDetails = 10
 func (im *Importer) checkSizes(items []any) error {
 	var bad []domain.FieldError
 	for i, item := range items {
-		key, reason, over := im.sizes.oversized(item)
+		key, reason, over := im.Oversized(item)
 		if !over {
 			continue
 		}
@@ -191,10 +206,12 @@ func (im *Importer) checkSizes(items []any) error {
 	return nil
 }
 
-// oversized says what of a contact is over the limits: the field's name
+// Oversized says what of a contact is over the limits: the field's name
 // (empty when it is the contact as a whole, or a name itself too long to
-// repeat) and why.
-func (l contactLimits) oversized(item any) (key, reason string, over bool) {
+// repeat) and why. `dialbox import` skips such a row where operations A
+// and C refuse the request.
+func (im *Importer) Oversized(item any) (key, reason string, over bool) {
+	l := im.sizes
 	obj, ok := item.(map[string]any)
 	if !ok {
 		if n := jsonSize(item); n > l.contact {
@@ -241,7 +258,7 @@ func storedSize(v any) (value, text int) {
 	return n, n
 }
 
-// jsonSize is the length of v's JSON as marshalJSON writes it, without
+// jsonSize is the length of v's JSON as domain.MarshalJSON writes it, without
 // writing it: contacts are measured on every import.
 func jsonSize(v any) int {
 	switch v := v.(type) {

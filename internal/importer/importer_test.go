@@ -1,4 +1,4 @@
-package main
+package importer
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestValidateContacts(t *testing.T) {
 		{"phone_number":"0912345679"}
 	]`)
 	sc := &domain.Scenario{ID: "sc", PersonalizedFields: []string{"danh_xung", "ho_ten"}}
-	valid, skipped := validateContacts(items, sc, "VN")
+	valid, skipped := ValidateContacts(items, sc, "VN")
 
 	wantSkipped := []domain.SkippedContact{
 		{Position: 1, Input: json.RawMessage(`"not an object"`), Reason: "contact is not a JSON object"},
@@ -100,7 +100,7 @@ func TestValidateContactsDuplicatesAllowed(t *testing.T) {
 	items := decodeContacts(t, `[{"phone_number":"0912345678"},{"phone_number":"+84912345678"}]`)
 	for _, allow := range []bool{false, true} {
 		sc := &domain.Scenario{ID: "sc", CallConfig: domain.CallConfig{AllowDuplicatePhone: allow}}
-		valid, skipped := validateContacts(items, sc, "VN")
+		valid, skipped := ValidateContacts(items, sc, "VN")
 		if want := map[bool]int{false: 1, true: 2}[allow]; len(valid) != want || len(valid)+len(skipped) != 2 {
 			t.Errorf("allow_duplicate_phone %v: %d valid, %d skipped; want %d valid", allow, len(valid), len(skipped), want)
 		}
