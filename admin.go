@@ -168,8 +168,8 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(app+"/scenarios/:scenario", a.handle(a.getScenario))
 	r.PATCH(app+"/scenarios/:scenario", a.handle(a.updateScenario))
 	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteScenario))
-	for _, t := range scenarioTransitions {
-		r.POST(app+"/scenarios/:scenario/"+t.name, a.handle(a.transition(t)))
+	for _, t := range domain.ScenarioTransitions {
+		r.POST(app+"/scenarios/:scenario/"+t.Name, a.handle(a.transition(t)))
 	}
 
 	r.GET(app+"/campaigns", a.handle(a.listCampaigns))

@@ -221,34 +221,20 @@ func (a *Admin) deleteScenario(r *http.Request, ps httprouter.Params) (any, erro
 	return map[string]string{"deleted": ps.ByName("scenario")}, err
 }
 
-// scenarioTransition is one arrow of docs/design.md#scenario-status-transitions.
-type scenarioTransition struct {
-	name string
-	from []string
-	to   string
-}
-
-var scenarioTransitions = []scenarioTransition{
-	{"submit", []string{domain.StatusDraft}, domain.StatusReviewing},
-	{"approve", []string{domain.StatusReviewing}, domain.StatusActive},
-	{"reject", []string{domain.StatusReviewing}, domain.StatusReject},
-	{"edit", []string{domain.StatusActive, domain.StatusReject}, domain.StatusDraft},
-}
-
-func (a *Admin) transition(t scenarioTransition) handler {
+func (a *Admin) transition(t domain.ScenarioTransition) handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {
 			return nil, err
 		}
 		id := ps.ByName("scenario")
-		err = a.store.TransitionScenario(r.Context(), app.ID, id, t.from, t.to, a.now())
+		err = a.store.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
 		var bad domain.ErrBadTransition
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			return nil, domain.NotFound("Scenario")
 		case errors.As(err, &bad):
-			return nil, domain.Conflict("%s", transitionRefused(t, bad.Status))
+			return nil, domain.Conflict("%s", t.Refused(bad.Status))
 		case err != nil:
 			return nil, err
 		}

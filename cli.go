@@ -173,7 +173,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	defer store.Close()
 	app, err := store.AppByKey(ctx, *appKey)
 	if errors.Is(err, domain.ErrNotFound) {
-		return fmt.Errorf("token: no application has API key %q in %s", *appKey, databaseName(cfg.Database))
+		return fmt.Errorf("token: no application has API key %q in %s", *appKey, config.DatabaseName(cfg.Database))
 	}
 	if err != nil {
 		return err
@@ -188,10 +188,10 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 
 func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
 	if key == "" {
-		key = randomHex(16)
+		key = domain.NewAPIKey()
 	}
 	if secret == "" {
-		secret = randomHex(24)
+		secret = domain.NewAPISecret()
 	}
 	app, err := s.CreateApp(ctx, name, key, secret, destinations.Rules{}, time.Now())
 	if errors.Is(err, domain.ErrConflict) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/config"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ func checkPostgresIsDialbox(ctx context.Context, url string) error {
 		version, err = postgresVersion(ctx, conn)
 	}
 	if err != nil {
-		return fmt.Errorf("database %s: %w", databaseName(url), err)
+		return fmt.Errorf("database %s: %w", config.DatabaseName(url), err)
 	}
 	if version == 0 {
 		return errNoDatabase(url, "holds no dialbox schema")

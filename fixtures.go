@@ -450,7 +450,7 @@ func demoFixture(now time.Time) *FixtureApp {
 	return &FixtureApp{
 		Name:      "Demo tenant",
 		APIKey:    demoAPIKey,
-		APISecret: randomHex(24),
+		APISecret: domain.NewAPISecret(),
 		Wallet: &FixtureWallet{Prepaid: &prepaid, Balance: 10_000_000, ExpiresAt: &expires,
 			PricePerCall: 1000, PricePerMinute: 800},
 		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},

@@ -359,7 +359,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Log.Error("server stopped", "err", err)
 		}
 	}()
-	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", databaseName(cfg.Database))
+	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", config.DatabaseName(cfg.Database))
 	// Already serving: a stop signal from now on is for Close, not a failed start.
 	return m.printDemo(context.WithoutCancel(ctx))
 }

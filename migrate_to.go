@@ -105,7 +105,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	}
 	source := cfg.Database
 	if config.IsPostgresURL(source) {
-		return fmt.Errorf("migrate-to: the database to copy from (--database, database, DIALBOX_DATABASE) must be a SQLite file, not %s", databaseName(source))
+		return fmt.Errorf("migrate-to: the database to copy from (--database, database, DIALBOX_DATABASE) must be a SQLite file, not %s", config.DatabaseName(source))
 	}
 	if _, err := os.Stat(source); err != nil {
 		return fmt.Errorf("migrate-to: database %w", err)
@@ -130,7 +130,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	}
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("migrate-to: %s: %w", databaseName(target), err)
+		return fmt.Errorf("migrate-to: %s: %w", config.DatabaseName(target), err)
 	}
 
 	lite, err := openPlain(source)
@@ -154,7 +154,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 		liteVersion = len(migrations())
 	}
 
-	m := &migration{lite: lite, pg: pool, out: stdout, source: source, target: databaseName(target)}
+	m := &migration{lite: lite, pg: pool, out: stdout, source: source, target: config.DatabaseName(target)}
 	if *verifyOnly {
 		return m.verifyOnly(ctx)
 	}

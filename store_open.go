@@ -5,7 +5,6 @@ import (
 	"dialbox/internal/config"
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 )
 
@@ -46,7 +45,7 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 // made.
 func errNoDatabase(database, why string) error {
 	return fmt.Errorf("database %s %s: is --database (or database, DIALBOX_DATABASE) mistyped? Only `dialbox serve` creates a database: start it once on a new one",
-		databaseName(database), why)
+		config.DatabaseName(database), why)
 }
 
 // dataDir is where the folders that default to "beside the database"
@@ -57,19 +56,6 @@ func dataDir(cfg config.Config) string {
 		return "."
 	}
 	return filepath.Dir(cfg.Database)
-}
-
-// databaseName is `database` as logs and messages show it: a URL without
-// its password.
-func databaseName(database string) string {
-	if !config.IsPostgresURL(database) {
-		return database
-	}
-	u, err := url.Parse(database)
-	if err != nil {
-		return "postgres://(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 // errNotSQLite answers the commands that work on a SQLite file only.

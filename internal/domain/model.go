@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -57,6 +59,19 @@ func APISecretProblem(secret string) string {
 	return fmt.Sprintf("must have at least %d characters", apiSecretMinLength)
 }
 
+// NewAPIKey and NewAPISecret are the credentials of an application created
+// without its own, through the admin API or the CLI.
+func NewAPIKey() string    { return randomHex(16) }
+func NewAPISecret() string { return randomHex(24) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b)
+}
+
 // Wallet is an application's balance. A postpaid wallet skips every balance
 // and expiry check.
 type Wallet struct {
@@ -86,6 +101,37 @@ func ValidScenarioStatus(s string) bool {
 		return true
 	}
 	return false
+}
+
+// ScenarioTransition is one arrow of docs/design.md#scenario-status-transitions.
+type ScenarioTransition struct {
+	Name string
+	From []string
+	To   string
+}
+
+// ScenarioTransitions are the arrows the admin API routes and the CLI takes.
+var ScenarioTransitions = []ScenarioTransition{
+	{"submit", []string{StatusDraft}, StatusReviewing},
+	{"approve", []string{StatusReviewing}, StatusActive},
+	{"reject", []string{StatusReviewing}, StatusReject},
+	{"edit", []string{StatusActive, StatusReject}, StatusDraft},
+}
+
+// ScenarioTransitionNamed is the transition called name, one of
+// ScenarioTransitions.
+func ScenarioTransitionNamed(name string) ScenarioTransition {
+	for _, t := range ScenarioTransitions {
+		if t.Name == name {
+			return t
+		}
+	}
+	panic("no scenario transition " + name)
+}
+
+// Refused says why t cannot leave status; the admin API answers it with 409.
+func (t ScenarioTransition) Refused(status string) string {
+	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.Name, status, strings.Join(t.From, " or "))
 }
 
 // Scenario is a calling script with its call settings.
