@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"database/sql"
+	"dialbox/internal/cli"
 	"dialbox/internal/config"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -13,22 +13,6 @@ import (
 	"path/filepath"
 	"time"
 )
-
-// parseInterspersed parses flags written before or after the positional
-// arguments ("dialbox backup PATH --database x") and returns the latter.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
 
 // openPlain opens a database file without the Store (no migration, no
 // writer, no lock): backup reads a live database another process writes.
@@ -46,15 +30,15 @@ func openPlain(path string) (*sql.DB, error) {
 // VACUUM INTO: one read transaction, so the copy holds exactly the commits
 // made before it began, and the server goes on writing meanwhile (WAL).
 func runBackup(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("backup")
-	pos, err := parseInterspersed(fs, args)
+	fs, f := cli.NewFlagSet("backup")
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("backup: give one PATH to write the copy to\n%s", usage)
+		return fmt.Errorf("backup: give one PATH to write the copy to\n%s", cli.Usage)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}
@@ -107,15 +91,15 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 // runRestore puts a backup in place of the database. It refuses while any
 // dialbox has the database open, and keeps the database it replaces.
 func runRestore(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("restore")
-	pos, err := parseInterspersed(fs, args)
+	fs, f := cli.NewFlagSet("restore")
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("restore: give the BACKUP file to restore\n%s", usage)
+		return fmt.Errorf("restore: give the BACKUP file to restore\n%s", cli.Usage)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}

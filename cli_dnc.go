@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/cli"
 	"dialbox/internal/domain"
 	"errors"
 	"fmt"
@@ -17,36 +18,31 @@ import (
 // while a server runs on it (its engine reads the lists at every dial), as
 // the admin API's /dnc routes do (docs/compliance.md#loading-the-national-register).
 
-const dncUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace [--force]]   load a list file into the national register (or a tenant's list)
-  dialbox dnc add|remove|check NUMBER [--app API_KEY]
-  dialbox dnc count [--app API_KEY]
-`
-
 func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("dnc: import, add, remove, check or count\n%s", dncUsage)
+		return fmt.Errorf("dnc: import, add, remove, check or count\n%s", cli.DNCUsage)
 	}
 	sub, args := args[0], args[1:]
-	fs, f := newFlagSet("dnc " + sub)
+	fs, f := cli.NewFlagSet("dnc " + sub)
 	appKey := fs.String("app", "", "API key of the tenant whose list it is (default: the national register)")
 	replace := fs.Bool("replace", false, "import: the file becomes the whole list")
 	force := fs.Bool("force", false, "import --replace: even when the list would lose more than half of its numbers")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	wantArgs := map[string]int{"import": 1, "add": 1, "remove": 1, "check": 1, "count": 0}
 	n, known := wantArgs[sub]
 	if !known {
-		return fmt.Errorf("dnc: unknown command %q\n%s", sub, dncUsage)
+		return fmt.Errorf("dnc: unknown command %q\n%s", sub, cli.DNCUsage)
 	}
 	if len(pos) != n {
-		return fmt.Errorf("dnc %s: wrong arguments\n%s", sub, dncUsage)
+		return fmt.Errorf("dnc %s: wrong arguments\n%s", sub, cli.DNCUsage)
 	}
 	if *force && (sub != "import" || !*replace) {
-		return fmt.Errorf("dnc %s: --force goes with import --replace only\n%s", sub, dncUsage)
+		return fmt.Errorf("dnc %s: --force goes with import --replace only\n%s", sub, cli.DNCUsage)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}
@@ -57,7 +53,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	defer store.Close()
 	list, who := nationalList, "the national register"
 	if *appKey != "" {
-		app, err := cliApp(ctx, store, *appKey)
+		app, err := cli.App(ctx, store, *appKey)
 		if err != nil {
 			return err
 		}

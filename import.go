@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"dialbox/internal/cli"
 	"dialbox/internal/csvsafe"
 	"dialbox/internal/domain"
 	"dialbox/internal/importer"
@@ -30,17 +31,17 @@ import (
 // running (SQLite serialises the two writers; the engine finds the new
 // contacts on its next poll) or stopped.
 func runImport(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("import")
+	fs, f := cli.NewFlagSet("import")
 	appKey := fs.String("app", "", "API key of the application (may be left out when the database has only one)")
 	scenarioID := fs.String("scenario", "", "scenario to add the contacts to")
 	campaignID := fs.String("campaign", "", "campaign to add the contacts to (its scenario is used)")
 	chunk := fs.Int("chunk", 1000, "contacts per transaction")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("import: give one contacts.csv file\n%s", usage)
+		return fmt.Errorf("import: give one contacts.csv file\n%s", cli.Usage)
 	}
 	if *scenarioID == "" && *campaignID == "" {
 		return errors.New("import: --scenario ID or --campaign ID is required")
@@ -48,7 +49,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 	if *chunk < 1 || *chunk > 10000 {
 		return errors.New("import: --chunk must be from 1 to 10000")
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
+	"dialbox/internal/cli"
 	"dialbox/internal/config"
 	"dialbox/internal/sqldb"
 )
@@ -79,10 +80,10 @@ const migrateToUsage = `usage: dialbox migrate-to postgres://USER:PASSWORD@HOST:
 
 // runMigrateTo runs `dialbox migrate-to URL`.
 func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("migrate-to")
+	fs, f := cli.NewFlagSet("migrate-to")
 	replace := fs.Bool("replace", false, "empty the target's tables first (in the copy's transaction) instead of refusing a target that holds data")
 	verifyOnly := fs.Bool("verify-only", false, "copy nothing: compare an earlier copy with the SQLite database")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	if err := config.CheckPostgresURL(target); err != nil {
 		return fmt.Errorf("migrate-to: %w", err)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}

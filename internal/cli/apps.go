@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -19,7 +19,9 @@ import (
 // running on it too: SQLite's WAL lets both in), with the same --config and
 // --database flags as `dialbox token`.
 
-const cliUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret SECRET]
+// appUsage is the part of Usage that the app, wallet, scenario and
+// contacts commands' usage errors show.
+const appUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret SECRET]
   dialbox app list
   dialbox app disable|enable|delete --app API_KEY
   dialbox wallet show --app API_KEY
@@ -31,13 +33,13 @@ const cliUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret
   (each also takes --config FILE and --database FILE)
 `
 
-// runCLI runs `dialbox app|wallet|scenario|contacts SUBCOMMAND ...`.
-func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string) error {
+// runApps runs `dialbox app|wallet|scenario|contacts SUBCOMMAND ...`.
+func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string, p Parts) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%s: which subcommand?\n%s", cmd, cliUsage)
+		return fmt.Errorf("%s: which subcommand?\n%s", cmd, appUsage)
 	}
 	sub := cmd + " " + args[0]
-	fs, f := newFlagSet(sub)
+	fs, f := NewFlagSet(sub)
 	var run func(context.Context, Store, config.Config) error
 	var check func() error // usage errors, found before the database is opened
 	switch sub {
@@ -55,7 +57,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return requireFlag(sub, "--name NAME", *name)
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
+			return cliAppCreate(ctx, s, stdout, *name, *key, *secret, p)
 		}
 	case "app disable", "app enable", "app delete":
 		app := fs.String("app", "", "API key of the application")
@@ -121,7 +123,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return cliContactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
 		}
 	default:
-		return fmt.Errorf("unknown command %q\n%s", sub, cliUsage)
+		return fmt.Errorf("unknown command %q\n%s", sub, appUsage)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -134,7 +136,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return err
 		}
 	}
-	store, cfg, err := f.openStore(fs, env)
+	store, cfg, err := f.openStore(fs, env, p)
 	if err != nil {
 		return err
 	}
@@ -142,23 +144,20 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	return run(ctx, store, cfg)
 }
 
-// openStore reads the configuration as load does and opens its database,
+// openStore reads the configuration as Load does and opens its database,
 // for the commands that work on it directly; the caller closes the store.
-func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, config.Config, error) {
-	cfg, err := f.load(fs, env)
+func (f Flags) openStore(fs *flag.FlagSet, env []string, p Parts) (Store, config.Config, error) {
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return nil, cfg, err
 	}
-	store, err := openExistingStore(context.Background(), cfg)
-	if err == nil {
-		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
-	}
+	store, err := p.Open(context.Background(), cfg)
 	return store, cfg, err
 }
 
 // runToken prints a fresh ACCESS_TOKEN for an application.
-func runToken(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("token")
+func runToken(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("token")
 	appKey := fs.String("app", "", "API key of the application")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -166,7 +165,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if *appKey == "" {
 		return fmt.Errorf("token: --app API_KEY is required")
 	}
-	store, cfg, err := f.openStore(fs, env)
+	store, cfg, err := f.openStore(fs, env, p)
 	if err != nil {
 		return err
 	}
@@ -178,7 +177,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if err != nil {
 		return err
 	}
-	token, err := MintToken(app, time.Now())
+	token, err := p.MintToken(app, time.Now())
 	if err != nil {
 		return err
 	}
@@ -186,7 +185,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	return nil
 }
 
-func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
+func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string, p Parts) error {
 	if key == "" {
 		key = domain.NewAPIKey()
 	}
@@ -200,7 +199,7 @@ func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret
 	if err != nil {
 		return err
 	}
-	token, err := MintToken(app, time.Now())
+	token, err := p.MintToken(app, time.Now())
 	if err != nil {
 		return err
 	}
@@ -221,7 +220,11 @@ func cliAppList(ctx context.Context, s Store, out io.Writer) error {
 	return tw.Flush()
 }
 
-func cliApp(ctx context.Context, s Store, apiKey string) (*domain.Application, error) {
+// App is the application apiKey names, with the commands' wording when
+// there is none.
+func App(ctx context.Context, s interface {
+	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
+}, apiKey string) (*domain.Application, error) {
 	if apiKey == "" {
 		return nil, fmt.Errorf("--app API_KEY is required")
 	}
@@ -233,7 +236,7 @@ func cliApp(ctx context.Context, s Store, apiKey string) (*domain.Application, e
 }
 
 func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status string) error {
-	app, err := cliApp(ctx, s, apiKey)
+	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -258,7 +261,7 @@ func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status
 }
 
 func cliContactList(ctx context.Context, s Store, out io.Writer, apiKey string, f domain.ContactFilter, region string) error {
-	app, err := cliApp(ctx, s, apiKey)
+	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}

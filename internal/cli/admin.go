@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 
 // The CLI counterparts of the admin API's common actions. They change the
 // database directly; a server running on it sees each change at its next
-// request (catalog_watch.go), and its engine at its next poll.
+// request, and its engine at its next poll
+// (docs/design.md#other-processes-changes-are-seen-at-once).
 
 // cliSetAppDisabled disables or enables an application, as
 // POST /admin/v1/apps/:app/disable and /enable do.
@@ -42,7 +43,7 @@ func cliAppDelete(ctx context.Context, s Store, out io.Writer, apiKey string) er
 }
 
 func cliWalletShow(ctx context.Context, s Store, out io.Writer, apiKey string) error {
-	app, err := cliApp(ctx, s, apiKey)
+	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func cliWalletShow(ctx context.Context, s Store, out io.Writer, apiKey string) e
 // cliTopUp adds amount VND to the balance, as
 // POST /admin/v1/apps/:app/wallet/topup does.
 func cliTopUp(ctx context.Context, s Store, out io.Writer, apiKey string, amount int64) error {
-	app, err := cliApp(ctx, s, apiKey)
+	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func printWallet(ctx context.Context, s Store, out io.Writer, appID int64) error
 // cliTransition moves a scenario along the transition named (submit,
 // approve), with the admin API's rules and wording.
 func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID, name string) error {
-	app, err := cliApp(ctx, s, apiKey)
+	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenario
 // requireFlag is the usage error of sub when flag was not given a value.
 func requireFlag(sub, flag, value string) error {
 	if value == "" {
-		return fmt.Errorf("%s: %s is required\n%s", sub, flag, cliUsage)
+		return fmt.Errorf("%s: %s is required\n%s", sub, flag, appUsage)
 	}
 	return nil
 }
