@@ -6,6 +6,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -50,7 +51,7 @@ type createdApp struct {
 
 func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	var b appBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.Disabled != nil {
@@ -90,7 +91,7 @@ func deref(p *string, def string) string {
 
 func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 	var b appBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.APIKey != nil {
@@ -115,7 +116,7 @@ func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p domain.AppPatc
 	return app, err
 }
 
-func (a *Admin) setAppDisabled(disabled bool) handler {
+func (a *Admin) setAppDisabled(disabled bool) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		return a.patchApp(r, ps, domain.AppPatch{Disabled: &disabled})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ var tokenParser = jwt.NewParser()
 
 // authFailure carries what the key function found out to authenticate.
 type authFailure struct {
-	apiErr *APIError
+	apiErr *httpx.Error
 	err    error // an internal error (the store failed)
 }
 
@@ -33,11 +34,11 @@ type appByKey interface {
 // authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
 // algorithm other than HS256 (none included) or expiry -> 401.
-func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header string) (*domain.Application, *APIError, error) {
+func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header string) (*domain.Application, *httpx.Error, error) {
 	raw, ok := strings.CutPrefix(header, "Bearer ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
-		return nil, errUnauthorized, nil
+		return nil, httpx.ErrUnauthorized, nil
 	}
 	if app, ok, err := c.lookup(ctx, store, raw, time.Now()); ok || err != nil {
 		return app, nil, err
@@ -47,17 +48,17 @@ func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header st
 		claims, _ := t.Claims.(jwt.MapClaims)
 		apiKey, ok := claims["apiKey"].(string)
 		if !ok {
-			return nil, &authFailure{apiErr: errUnauthorized}
+			return nil, &authFailure{apiErr: httpx.ErrUnauthorized}
 		}
 		var err error
 		app, err = store.AppByKey(ctx, apiKey)
 		switch {
 		case errors.Is(err, domain.ErrNotFound) || (err == nil && app.Disabled):
-			return nil, &authFailure{apiErr: errAppNotFound}
+			return nil, &authFailure{apiErr: httpx.ErrAppNotFound}
 		case err != nil:
 			return nil, &authFailure{err: err}
 		case t.Method != jwt.SigningMethodHS256:
-			return nil, &authFailure{apiErr: errUnauthorized}
+			return nil, &authFailure{apiErr: httpx.ErrUnauthorized}
 		}
 		return []byte(app.APISecret), nil
 	})
@@ -66,7 +67,7 @@ func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header st
 	case errors.As(err, &failure):
 		return nil, failure.apiErr, failure.err
 	case err != nil: // malformed, bad signature, expired
-		return nil, errUnauthorized, nil
+		return nil, httpx.ErrUnauthorized, nil
 	}
 	c.remember(raw, app, token.Claims)
 	return app, nil, nil

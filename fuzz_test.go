@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"errors"
 	"io"
@@ -188,7 +189,7 @@ func FuzzAuthenticate(f *testing.F) {
 		switch {
 		case err != nil:
 			t.Fatalf("internal error for header %q: %v", header, err)
-		case apiErr != nil && apiErr != errUnauthorized && apiErr != errAppNotFound:
+		case apiErr != nil && apiErr != httpx.ErrUnauthorized && apiErr != httpx.ErrAppNotFound:
 			t.Fatalf("unexpected error %v for %q", apiErr, header)
 		case apiErr == nil && (got == nil || got.APIKey != "fuzz-key"):
 			t.Fatalf("accepted %q for %v", header, got)

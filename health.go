@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/httpx"
 	"fmt"
 	"net/http"
 	"time"
@@ -9,7 +10,7 @@ import (
 
 // healthz answers while the process serves HTTP at all.
 func healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "alive", "version": versionString()})
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "alive", "version": versionString()})
 }
 
 // readinessCheck reports "" when its part is ready, else what is wrong.
@@ -37,7 +38,7 @@ func readyz(checks []readinessCheck) http.HandlerFunc {
 		if status != http.StatusOK {
 			state = "not ready"
 		}
-		writeJSON(w, status, map[string]any{"status": state, "checks": results})
+		httpx.WriteJSON(w, status, map[string]any{"status": state, "checks": results})
 	}
 }
 

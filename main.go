@@ -21,6 +21,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -316,13 +317,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
 	m.api.now = m.sandboxNow.Now
 
-	router := newRouter()
+	router := httpx.NewRouter()
 	m.api.routes(router)
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.api.writeError(w, &APIError{Code: 404, Message: "Not found"})
+		m.api.writeError(w, &httpx.Error{Code: 404, Message: "Not found"})
 	})
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
+		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Code: 405, Message: "Method not allowed"})
 	})
 	if m.sink, err = NewSink(cfg.Sink); err != nil {
 		return err
