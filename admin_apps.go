@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"dialbox/internal/auth"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -78,7 +79,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := MintToken(app, a.now())
+	token, err := auth.MintToken(app, a.now())
 	return createdApp{app, secret, token}, err
 }
 
@@ -135,6 +136,6 @@ func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := MintToken(app, a.now())
+	token, err := auth.MintToken(app, a.now())
 	return map[string]string{"access_token": token}, err
 }

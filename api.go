@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -28,7 +29,7 @@ type API struct {
 	log      *slog.Logger
 	importer *Importer
 	limits   *httpx.RateLimits
-	tokens   *tokenCache     // ACCESS_TOKENs already verified (auth.go)
+	tokens   *auth.Cache     // ACCESS_TOKENs already verified
 	body     httpx.BodyRules // how operations A and C read their bodies
 	// imports holds a token per import in progress (limits.max_concurrent_imports).
 	imports chan struct{}
@@ -48,7 +49,7 @@ type apiStore interface {
 
 func NewAPI(cfg config.Config, store apiStore, importer *Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
-		limits: httpx.NewRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &tokenCache{},
+		limits: httpx.NewRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &auth.Cache{},
 		body:    httpx.BodyRules{Max: cfg.Limits.MaxBodyBytes, Whole: true, Numbers: true},
 		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports),
 		journal: journal, faults: faults}
@@ -89,7 +90,7 @@ func (a *API) handle(op httpx.Operation, h httpx.Handler) httprouter.Handle {
 // serve authenticates, applies the fault rules and the rate limit, then
 // runs h.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, h httpx.Handler) (any, error) {
-	app, apiErr, err := a.tokens.authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
+	app, apiErr, err := a.tokens.Authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
 	noteRequest(r.Context(), op.Name, app)
 	switch {
 	case err != nil:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -181,11 +182,11 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Fatal(err)
 	}
 	app, _ := store.AppByKey(f.Context(), "fuzz-key")
-	good, _ := MintToken(app, time.Now())
+	good, _ := auth.MintToken(app, time.Now())
 	f.Add("Bearer " + good)
-	tokens := &tokenCache{}
+	tokens := &auth.Cache{}
 	f.Fuzz(func(t *testing.T, header string) {
-		got, apiErr, err := tokens.authenticate(t.Context(), store, header)
+		got, apiErr, err := tokens.Authenticate(t.Context(), store, header)
 		switch {
 		case err != nil:
 			t.Fatalf("internal error for header %q: %v", header, err)

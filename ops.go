@@ -26,7 +26,7 @@ func (m *Main) startOps(router *httprouter.Router) (http.Handler, error) {
 	collectors := retainedBytesGauges(map[string]func() (int, int){
 		"journal":     m.api.journal.size,
 		"sink":        m.sink.size,
-		"token_cache": m.api.tokens.size,
+		"token_cache": m.api.tokens.Size,
 	})
 	if m.sip != nil {
 		collectors = append(collectors, ttsCacheCollector{cache: m.sip.speech, log: m.Log})

@@ -1,4 +1,4 @@
-package main
+package auth
 
 // The verified-token cache, against a store answering AppByKey alone (the
 // stores' own AppByKey is tested with the public API on both stores).
@@ -54,14 +54,14 @@ func TestTokenCacheBoundedInBytes(t *testing.T) {
 	// each would pin 26 MB if the cache kept their text.
 	pad := strings.Repeat("x", 100_000)
 	var last string
-	cache := &tokenCache{}
+	cache := &Cache{}
 	for i := range 200 {
 		last = signed(t, jwt.MapClaims{"apiKey": "k", "pad": pad, "n": i}, "s")
-		if app, apiErr, err := cache.authenticate(ctx, store, "Bearer "+last); err != nil || apiErr != nil || app.APIKey != "k" {
+		if app, apiErr, err := cache.Authenticate(ctx, store, "Bearer "+last); err != nil || apiErr != nil || app.APIKey != "k" {
 			t.Fatalf("token %d: %v %v", i, apiErr, err)
 		}
 	}
-	entries, retained := cache.size()
+	entries, retained := cache.Size()
 	if entries == 0 || retained > maxCachedTokenBytes || retained/entries > 256 {
 		t.Errorf("cache keeps %d tokens in %d bytes; want at most %d bytes, and no token's text", entries, retained, maxCachedTokenBytes)
 	}
@@ -78,10 +78,10 @@ func TestTokenCache(t *testing.T) {
 	app := domain.Application{ID: 1, Name: "t", APIKey: "k", APISecret: "s1"}
 	s := &appsByKey{apps: map[string]domain.Application{"k": app}}
 	token, _ := MintToken(&app, time.Now())
-	tokens := &tokenCache{}
+	tokens := &Cache{}
 	check := func(step string, wantCode int) {
 		t.Helper()
-		_, apiErr, err := tokens.authenticate(ctx, s, "Bearer "+token)
+		_, apiErr, err := tokens.Authenticate(ctx, s, "Bearer "+token)
 		code := 0
 		if apiErr != nil {
 			code = apiErr.Code
@@ -98,7 +98,7 @@ func TestTokenCache(t *testing.T) {
 	// A remembered token is answered without the parser: this one could
 	// not be parsed at all.
 	tokens.entries[digestToken("remembered, not a JWT")] = verifiedToken{apiKey: "k", secret: "s1"}
-	if app, apiErr, err := tokens.authenticate(ctx, s, "Bearer remembered, not a JWT"); app == nil || apiErr != nil || err != nil {
+	if app, apiErr, err := tokens.Authenticate(ctx, s, "Bearer remembered, not a JWT"); app == nil || apiErr != nil || err != nil {
 		t.Errorf("a remembered token was not answered from the cache: %v %v", apiErr, err)
 	}
 

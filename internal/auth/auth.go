@@ -1,4 +1,12 @@
-package main
+// Package auth owns the public API's authentication: the ACCESS_TOKEN
+// check in its fixed order (docs/design.md#authentication-checks-in-a-fixed-order),
+// the cache of tokens already verified, and MintToken, which makes a token
+// as a customer would. It is a package of its own rather than part of
+// internal/httpx because it is the public API's alone (the admin API and
+// the console have their own token) and it brings the JWT library, which
+// nothing else at the edge needs. It imports internal/domain, for the
+// application, and internal/httpx, for the 401 and 1201 bodies it answers.
+package auth
 
 import (
 	"context"
@@ -26,15 +34,15 @@ type authFailure struct {
 
 func (f *authFailure) Error() string { return "authentication failed" }
 
-// appByKey is what authentication reads of the store.
-type appByKey interface {
+// Store is what authentication reads of the store.
+type Store interface {
 	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
 }
 
-// authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
+// Authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
 // algorithm other than HS256 (none included) or expiry -> 401.
-func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header string) (*domain.Application, *httpx.Error, error) {
+func (c *Cache) Authenticate(ctx context.Context, store Store, header string) (*domain.Application, *httpx.Error, error) {
 	raw, ok := strings.CutPrefix(header, "Bearer ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
@@ -73,14 +81,14 @@ func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header st
 	return app, nil, nil
 }
 
-// tokenCache remembers tokens already verified: a client sends the same
+// Cache remembers tokens already verified: a client sends the same
 // token with every request, and checking its HMAC and decoding its claims
 // is most of what operation B costs otherwise. Only a verified token gets
 // in, keyed by the SHA-256 of its exact text (a tenant may sign tokens of
 // any size; the cache must not keep them), and it counts only while its
 // application keeps the secret that verified it and its exp/nbf still
 // allow it.
-type tokenCache struct {
+type Cache struct {
 	mu      sync.RWMutex
 	entries map[tokenDigest]verifiedToken
 	bytes   int // what the entries retain, by cachedTokenBytes
@@ -109,8 +117,8 @@ func cachedTokenBytes(v verifiedToken) int {
 	return sha256.Size + len(v.apiKey) + len(v.secret) + 96
 }
 
-// size is how many tokens the cache holds and the bytes they retain.
-func (c *tokenCache) size() (entries, bytes int) {
+// Size is how many tokens the cache holds and the bytes they retain.
+func (c *Cache) Size() (entries, bytes int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.entries), c.bytes
@@ -118,7 +126,7 @@ func (c *tokenCache) size() (entries, bytes int) {
 
 // lookup authenticates a token verified before; ok is false when the token
 // must be verified (again) the long way.
-func (c *tokenCache) lookup(ctx context.Context, store appByKey, raw string, now time.Time) (*domain.Application, bool, error) {
+func (c *Cache) lookup(ctx context.Context, store Store, raw string, now time.Time) (*domain.Application, bool, error) {
 	digest := digestToken(raw)
 	c.mu.RLock()
 	v, ok := c.entries[digest]
@@ -137,7 +145,7 @@ func (c *tokenCache) lookup(ctx context.Context, store appByKey, raw string, now
 	return app, true, nil
 }
 
-func (c *tokenCache) remember(raw string, app *domain.Application, claims jwt.Claims) {
+func (c *Cache) remember(raw string, app *domain.Application, claims jwt.Claims) {
 	v := verifiedToken{apiKey: app.APIKey, secret: app.APISecret}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		v.exp = exp.Time
