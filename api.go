@@ -87,6 +87,19 @@ func (a *API) handle(op httpx.Operation, h httpx.Handler) httprouter.Handle {
 	}
 }
 
+// writeError writes a public error body with the HTTP status
+// api.error_http_status asks for.
+func (a *API) writeError(w http.ResponseWriter, e *httpx.Error) {
+	status := http.StatusOK
+	if a.cfg.API.ErrorHTTPStatus != config.StatusModeAlways {
+		status = httpx.SemanticStatus(e.Code)
+	}
+	if e.Code == httpx.ErrRateLimited.Code && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1") // every 429 says when to come back
+	}
+	httpx.WriteJSON(w, status, httpx.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details})
+}
+
 // serve authenticates, applies the fault rules and the rate limit, then
 // runs h.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, h httpx.Handler) (any, error) {
@@ -340,17 +353,4 @@ func scenarioJSON(sc *domain.Scenario, sel map[string]bool) (json.RawMessage, er
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
-}
-
-// writeError writes a public error body with the HTTP status
-// api.error_http_status asks for.
-func (a *API) writeError(w http.ResponseWriter, e *httpx.Error) {
-	status := http.StatusOK
-	if a.cfg.API.ErrorHTTPStatus != config.StatusModeAlways {
-		status = httpx.SemanticStatus(e.Code)
-	}
-	if e.Code == httpx.ErrRateLimited.Code && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1") // every 429 says when to come back
-	}
-	httpx.WriteJSON(w, status, httpx.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details})
 }
