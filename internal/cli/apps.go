@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
@@ -57,7 +58,7 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 			return requireFlag(sub, "--name NAME", *name)
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliAppCreate(ctx, s, stdout, *name, *key, *secret, p)
+			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
 		}
 	case "app disable", "app enable", "app delete":
 		app := fs.String("app", "", "API key of the application")
@@ -177,7 +178,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if err != nil {
 		return err
 	}
-	token, err := p.MintToken(app, time.Now())
+	token, err := auth.MintToken(app, time.Now())
 	if err != nil {
 		return err
 	}
@@ -185,7 +186,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	return nil
 }
 
-func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string, p Parts) error {
+func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
 	if key == "" {
 		key = domain.NewAPIKey()
 	}
@@ -199,7 +200,7 @@ func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret
 	if err != nil {
 		return err
 	}
-	token, err := p.MintToken(app, time.Now())
+	token, err := auth.MintToken(app, time.Now())
 	if err != nil {
 		return err
 	}

@@ -34,10 +34,8 @@ const DNCUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace [--force]
 type Parts struct {
 	// Open opens the existing dialbox database cfg names; the caller
 	// closes it.
-	Open func(ctx context.Context, cfg config.Config) (Store, error)
-	// MintToken makes an application's ACCESS_TOKEN.
-	MintToken func(app *domain.Application, now time.Time) (string, error)
-	Version   string // what `dialbox version` prints
+	Open    func(ctx context.Context, cfg config.Config) (Store, error)
+	Version string // what `dialbox version` prints
 }
 
 // Run runs `dialbox cmd args...`: help, version, token, app, wallet,

@@ -2,6 +2,6 @@
 // help text, the flags every command shares (the config file, then
 // DIALBOX_* variables, then the flags), and the commands that work on the
 // database directly (docs/operations.md). It imports internal/config,
-// internal/domain and dialbox's small libraries; the store it works on,
-// and minting a token, are handed in by main.go as Parts.
+// internal/domain, internal/auth (to mint a token) and dialbox's small
+// libraries; the store it works on is handed in by main.go as Parts.
 package cli
