@@ -14,9 +14,9 @@ import (
 // request, and its engine at its next poll
 // (docs/design.md#other-processes-changes-are-seen-at-once).
 
-// cliSetAppDisabled disables or enables an application, as
+// setAppDisabled disables or enables an application, as
 // POST /admin/v1/apps/:app/disable and /enable do.
-func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey string, disabled bool) error {
+func setAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey string, disabled bool) error {
 	app, err := s.UpdateApp(ctx, apiKey, domain.AppPatch{Disabled: &disabled}, time.Now())
 	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
@@ -28,9 +28,9 @@ func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey strin
 	return nil
 }
 
-// cliAppDelete removes an application and everything it owns, as
+// appDelete removes an application and everything it owns, as
 // DELETE /admin/v1/apps/:app does.
-func cliAppDelete(ctx context.Context, s Store, out io.Writer, apiKey string) error {
+func appDelete(ctx context.Context, s Store, out io.Writer, apiKey string) error {
 	err := s.DeleteApp(ctx, apiKey)
 	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
@@ -42,7 +42,7 @@ func cliAppDelete(ctx context.Context, s Store, out io.Writer, apiKey string) er
 	return nil
 }
 
-func cliWalletShow(ctx context.Context, s Store, out io.Writer, apiKey string) error {
+func walletShow(ctx context.Context, s Store, out io.Writer, apiKey string) error {
 	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
@@ -50,9 +50,9 @@ func cliWalletShow(ctx context.Context, s Store, out io.Writer, apiKey string) e
 	return printWallet(ctx, s, out, app.ID)
 }
 
-// cliTopUp adds amount VND to the balance, as
+// topUp adds amount VND to the balance, as
 // POST /admin/v1/apps/:app/wallet/topup does.
-func cliTopUp(ctx context.Context, s Store, out io.Writer, apiKey string, amount int64) error {
+func topUp(ctx context.Context, s Store, out io.Writer, apiKey string, amount int64) error {
 	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
@@ -77,9 +77,9 @@ func printWallet(ctx context.Context, s Store, out io.Writer, appID int64) error
 	return nil
 }
 
-// cliTransition moves a scenario along the transition named (submit,
+// transition moves a scenario along the transition named (submit,
 // approve), with the admin API's rules and wording.
-func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID, name string) error {
+func transition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID, name string) error {
 	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err

@@ -58,22 +58,22 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 			return requireFlag(sub, "--name NAME", *name)
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
+			return appCreate(ctx, s, stdout, *name, *key, *secret)
 		}
 	case "app disable", "app enable", "app delete":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
 			if args[0] == "delete" {
-				return cliAppDelete(ctx, s, stdout, *app)
+				return appDelete(ctx, s, stdout, *app)
 			}
-			return cliSetAppDisabled(ctx, s, stdout, *app, args[0] == "disable")
+			return setAppDisabled(ctx, s, stdout, *app, args[0] == "disable")
 		}
 	case "wallet show":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliWalletShow(ctx, s, stdout, *app)
+			return walletShow(ctx, s, stdout, *app)
 		}
 	case "wallet top-up":
 		app := fs.String("app", "", "API key of the application")
@@ -88,7 +88,7 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 			return nil
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliTopUp(ctx, s, stdout, *app, *amount)
+			return topUp(ctx, s, stdout, *app, *amount)
 		}
 	case "scenario submit", "scenario approve":
 		app := fs.String("app", "", "API key of the application")
@@ -100,15 +100,15 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 			return requireFlag(sub, "--scenario ID", *scenario)
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliTransition(ctx, s, stdout, *app, *scenario, args[0])
+			return transition(ctx, s, stdout, *app, *scenario, args[0])
 		}
 	case "app list":
-		run = func(ctx context.Context, s Store, cfg config.Config) error { return cliAppList(ctx, s, stdout) }
+		run = func(ctx context.Context, s Store, cfg config.Config) error { return appList(ctx, s, stdout) }
 	case "scenario list":
 		app := fs.String("app", "", "API key of the application")
 		status := fs.String("status", "", "DRAFT, ACTIVE, REVIEWING or REJECT")
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliScenarioList(ctx, s, stdout, *app, *status)
+			return scenarioList(ctx, s, stdout, *app, *status)
 		}
 	case "contacts list":
 		app := fs.String("app", "", "API key of the application")
@@ -121,7 +121,7 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 		fs.IntVar(&cf.Limit, "limit", 50, "contacts per page")
 		fs.Int64Var(&cf.Cursor, "cursor", 0, "next cursor printed by the previous page")
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliContactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
+			return contactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
 		}
 	default:
 		return fmt.Errorf("unknown command %q\n%s", sub, appUsage)
@@ -186,7 +186,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	return nil
 }
 
-func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
+func appCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
 	if key == "" {
 		key = domain.NewAPIKey()
 	}
@@ -208,7 +208,7 @@ func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret
 	return nil
 }
 
-func cliAppList(ctx context.Context, s Store, out io.Writer) error {
+func appList(ctx context.Context, s Store, out io.Writer) error {
 	apps, err := s.ListApps(ctx)
 	if err != nil {
 		return err
@@ -236,7 +236,7 @@ func App(ctx context.Context, s interface {
 	return app, err
 }
 
-func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status string) error {
+func scenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status string) error {
 	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
@@ -261,7 +261,7 @@ func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status
 	return tw.Flush()
 }
 
-func cliContactList(ctx context.Context, s Store, out io.Writer, apiKey string, f domain.ContactFilter, region string) error {
+func contactList(ctx context.Context, s Store, out io.Writer, apiKey string, f domain.ContactFilter, region string) error {
 	app, err := App(ctx, s, apiKey)
 	if err != nil {
 		return err
