@@ -83,8 +83,6 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		return runRestore(ctx, args, stdout, env)
 	case "migrate-to":
 		return runMigrateTo(ctx, args, stdout, env)
-	case "import":
-		return runImport(ctx, args, stdout, env)
 	case "dnc":
 		return runDNC(ctx, args, stdout, env)
 	}

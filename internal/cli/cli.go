@@ -11,6 +11,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/importer"
 )
 
 // Usage is `dialbox help`, and what a usage error shows.
@@ -39,13 +40,15 @@ type Parts struct {
 }
 
 // Run runs `dialbox cmd args...`: help, version, token, app, wallet,
-// scenario and contacts; any other cmd is an unknown command.
+// scenario, contacts and import; any other cmd is an unknown command.
 func Run(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string, p Parts) error {
 	switch cmd {
 	case "token":
 		return runToken(ctx, args, stdout, env, p)
 	case "app", "wallet", "scenario", "contacts":
 		return runApps(ctx, cmd, args, stdout, env, p)
+	case "import":
+		return runImport(ctx, args, stdout, env, p)
 	case "version":
 		fmt.Fprintln(stdout, "dialbox", p.Version)
 		return nil
@@ -120,6 +123,8 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // Store is what the commands use of the store: they work on the database
 // directly, also while a server runs on it.
 type Store interface {
+	importer.Store
+	importTarget
 	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
 	ListApps(ctx context.Context) ([]*domain.Application, error)
 	CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*domain.Application, error)

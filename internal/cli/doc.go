@@ -2,6 +2,8 @@
 // help text, the flags every command shares (the config file, then
 // DIALBOX_* variables, then the flags), and the commands that work on the
 // database directly (docs/operations.md). It imports internal/config,
-// internal/domain, internal/auth (to mint a token) and dialbox's small
-// libraries; the store it works on is handed in by main.go as Parts.
+// internal/domain, internal/auth (to mint a token), internal/importer (the
+// rules of an import, with internal/httpx's wording of its refusals) and
+// dialbox's small libraries; main.go hands it the store it works on, in
+// Parts.
 package cli

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"dialbox/internal/cli"
 	"dialbox/internal/csvsafe"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -31,18 +30,18 @@ import (
 // refuse the same contacts. It works with the server
 // running (SQLite serialises the two writers; the engine finds the new
 // contacts on its next poll) or stopped.
-func runImport(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := cli.NewFlagSet("import")
+func runImport(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("import")
 	appKey := fs.String("app", "", "API key of the application (may be left out when the database has only one)")
 	scenarioID := fs.String("scenario", "", "scenario to add the contacts to")
 	campaignID := fs.String("campaign", "", "campaign to add the contacts to (its scenario is used)")
 	chunk := fs.Int("chunk", 1000, "contacts per transaction")
-	pos, err := cli.ParseInterspersed(fs, args)
+	pos, err := ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("import: give one contacts.csv file\n%s", cli.Usage)
+		return fmt.Errorf("import: give one contacts.csv file\n%s", Usage)
 	}
 	if *scenarioID == "" && *campaignID == "" {
 		return errors.New("import: --scenario ID or --campaign ID is required")
@@ -65,7 +64,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 
-	store, err := openExistingStore(ctx, cfg)
+	store, err := p.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -131,7 +130,7 @@ func importApp(ctx context.Context, store Store, key string) (*domain.Applicatio
 // operation A; skipped rows are written, with their reason, to skippedPath.
 type csvImport struct {
 	importer    *importer.Importer
-	store       Store
+	store       importTarget
 	app         *domain.Application
 	sc          *domain.Scenario
 	campaignID  string
@@ -142,6 +141,13 @@ type csvImport struct {
 	rows, added, skipped int
 	out                  *os.File // skipped rows, made at the first one
 	skippedCSV           *csv.Writer
+}
+
+// importTarget is what an import reads of the store to find where the
+// contacts go.
+type importTarget interface {
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 }
 
 // target looks up the scenario (and campaign) as operations A and C do.
