@@ -123,8 +123,7 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // Store is what the commands use of the store: they work on the database
 // directly, also while a server runs on it.
 type Store interface {
-	importer.Store
-	importTarget
+	importer.Store // dialbox import
 	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
 	ListApps(ctx context.Context) ([]*domain.Application, error)
 	CreateApp(ctx context.Context, name, apiKey, apiSecret string, rules destinations.Rules, now time.Time) (*domain.Application, error)
@@ -132,8 +131,10 @@ type Store interface {
 	DeleteApp(ctx context.Context, apiKey string) error
 	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
 	TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
 	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error)
 	TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
 	Close() error
 }
