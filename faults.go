@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"io"
@@ -19,7 +20,7 @@ import (
 // statuses forced on webhook deliveries. Rules live in memory and are
 // dropped by a reset.
 type Faults struct {
-	store Store // to find the scenario of operation C's campaign
+	campaigns Campaigns
 
 	mu    sync.Mutex
 	rules []*FaultRule // in creation order; the first matching error rule answers
@@ -65,8 +66,14 @@ type FaultRule struct {
 	appID int64 // dial rules match the engine's application id
 }
 
-func NewFaults(store Store) *Faults {
-	return &Faults{store: store}
+// Campaigns is what the fault rules read of the store: the scenario of
+// operation C's campaign, for a rule naming a scenario.
+type Campaigns interface {
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
+}
+
+func NewFaults(campaigns Campaigns) *Faults {
+	return &Faults{campaigns: campaigns}
 }
 
 // fire reports whether a matching rule fires now, and counts it. Callers
@@ -181,7 +188,7 @@ func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op operation,
 		if json.Unmarshal(body, &b) != nil || b.CampaignID == "" {
 			return ""
 		}
-		if c, err := f.store.Campaign(r.Context(), app.ID, b.CampaignID); err == nil {
+		if c, err := f.campaigns.Campaign(r.Context(), app.ID, b.CampaignID); err == nil {
 			return c.ScenarioID
 		}
 	}
