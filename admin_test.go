@@ -25,6 +25,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/testtool"
 )
 
@@ -690,7 +691,7 @@ func testAdminReset(t *testing.T, backend string) {
 	if len(after.Applications) != 2 || after.Applications[0].APIKey != "qa-key" || after.Applications[1].APIKey != "other-key" {
 		t.Fatalf("after reset %+v", after)
 	}
-	var faults struct{ Faults []FaultRule }
+	var faults struct{ Faults []sandbox.FaultRule }
 	s.admin(t, "GET", "/faults", "", &faults)
 	var count struct{ Count int }
 	s.admin(t, "GET", "/journal/count", "", &count)
@@ -769,7 +770,7 @@ func testJournal(t *testing.T, backend string) {
 	s.public(t, "qa-key", "qa-secret", "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678"}]}`)
 
 	type journal struct {
-		Requests []JournalEntry
+		Requests []sandbox.JournalEntry
 		Total    int
 	}
 	var j journal

@@ -8,6 +8,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/sandbox"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -26,9 +27,9 @@ func validRequest(op string) (method, path, body string) {
 	return "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678"}]}`
 }
 
-func addFault(t testing.TB, s *testServer, body string) FaultRule {
+func addFault(t testing.TB, s *testServer, body string) sandbox.FaultRule {
 	t.Helper()
-	var rule FaultRule
+	var rule sandbox.FaultRule
 	s.admin(t, "POST", "/faults", body, &rule)
 	return rule
 }
@@ -67,13 +68,13 @@ func testFaultEveryErrorCode(t *testing.T, backend string) {
 		if status, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body); status != 200 {
 			t.Errorf("%s %d: the rule fired twice: %d %s", c.op, c.code, status, b)
 		}
-		var j struct{ Requests []JournalEntry }
+		var j struct{ Requests []sandbox.JournalEntry }
 		s.admin(t, "GET", "/journal?fault="+rule.ID+"&code="+fmt.Sprint(c.code), "", &j)
 		if len(j.Requests) != 1 || j.Requests[0].RequestBody != body {
 			t.Errorf("%s %d: journal entries naming the rule: %+v", c.op, c.code, j.Requests)
 		}
 	}
-	var list struct{ Faults []FaultRule }
+	var list struct{ Faults []sandbox.FaultRule }
 	s.admin(t, "GET", "/faults", "", &list)
 	if len(list.Faults) != 0 {
 		t.Errorf("rules used up are still listed: %+v", list.Faults)
@@ -131,7 +132,7 @@ func testFaultFiltersAndLifetimes(t *testing.T, backend string) {
 			t.Errorf("%s: %d %s", op, st, b)
 		}
 	}
-	var list struct{ Faults []FaultRule }
+	var list struct{ Faults []sandbox.FaultRule }
 	s.admin(t, "GET", "/faults", "", &list)
 	if len(list.Faults) != 1 || list.Faults[0].Hits != 4 || list.Faults[0].ID != rule.ID {
 		t.Errorf("list %+v", list)
@@ -196,7 +197,7 @@ func testFaultLatency(t *testing.T, backend string) {
 			t.Errorf("%s took %v, want at least %v", c.op, took, c.least)
 		}
 	}
-	var j struct{ Requests []JournalEntry }
+	var j struct{ Requests []sandbox.JournalEntry }
 	s.admin(t, "GET", "/journal", "", &j)
 	if len(j.Requests) != 2 || j.Requests[0].Fault != random.ID || j.Requests[1].Fault != fixed.ID ||
 		j.Requests[1].LatencyMS < 60 {
@@ -240,7 +241,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 	}
 
 	type sinkList struct {
-		Messages []SinkMessage
+		Messages []sandbox.SinkMessage
 		Count    int
 	}
 	var sl sinkList
@@ -347,9 +348,9 @@ func TestFaultCodesTheOperationAnswers(t *testing.T) {
 		}
 	}
 	// The console offers each operation its own codes, and refuses another.
-	for op, codes := range operationCodes {
+	for op, codes := range sandbox.OperationCodes {
 		for _, code := range codes {
-			if !faultAnswerable(op, code) {
+			if !sandbox.Answerable(op, code) {
 				t.Errorf("the console offers %s:%d, which the admin API refuses", op, code)
 			}
 		}

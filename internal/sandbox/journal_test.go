@@ -1,4 +1,4 @@
-package main
+package sandbox
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ func TestJournalKeepsAnswersCheaply(t *testing.T) {
 	j := NewJournal(config.JournalConfig{MaxEntries: 10, MaxAge: config.Duration{Duration: time.Hour}, MaxBodyBytes: 100, MaxBytes: 1 << 20})
 	small, big := bytes.Repeat([]byte("s"), 150), bytes.Repeat([]byte("b"), 10_000)
 	for _, body := range [][]byte{small, big} {
-		w, done := j.begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), "B")
+		w, done := j.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), "B")
 		w.Write(body)
 		done()
 	}

@@ -1,4 +1,4 @@
-package main
+package sandbox
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 func TestFaultHooks(t *testing.T) {
 	f := NewFaults(nil)
 	f.rules = []*FaultRule{
-		{ID: "1", Kind: FaultDial, appID: 7, Phone: "+84912000001", Outcome: "NO_ANSWER", Probability: 1},
+		{ID: "1", Kind: FaultDial, AppID: 7, Phone: "+84912000001", Outcome: "NO_ANSWER", Probability: 1},
 		{ID: "2", Kind: FaultWebhook, EndpointID: "ep", Status: http.StatusGone, Probability: 1, Times: 1, Remaining: 1},
 	}
 	if o, ok := f.BeforeDial(8, "+84912000001"); ok {
