@@ -50,8 +50,8 @@ type apiStore interface {
 	keep(key string, load func() (any, error)) (any, error)
 }
 
-func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *sandbox.Journal, faults *sandbox.Faults, log *slog.Logger) *API {
-	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
+func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *sandbox.Journal, faults *sandbox.Faults, now func() time.Time, log *slog.Logger) *API {
+	return &API{cfg: cfg, store: store, now: now, log: log, importer: importer,
 		limits: httpx.NewRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &auth.Cache{},
 		body:    httpx.BodyRules{Max: cfg.Limits.MaxBodyBytes, Whole: true, Numbers: true},
 		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports),

@@ -322,8 +322,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
 		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
-	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.Log)
-	m.api.now = m.sandboxNow.Now
+	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.sandboxNow.Now, m.Log)
 
 	router := httpx.NewRouter()
 	m.api.routes(router)
