@@ -13,6 +13,7 @@ import (
 
 	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
 
@@ -52,7 +53,7 @@ type Admin struct {
 	trunks map[string]bool
 	// recordings are the calls' recordings, recordingBase what their
 	// recording_url starts with.
-	recordings    RecordingFiles
+	recordings    recordings.Files
 	recordingBase string
 	// http.read_timeout and http.write_timeout, which a list upload's
 	// deadlines follow (uploadBody).

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"errors"
 	"time"
 )
@@ -143,7 +144,7 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	case size == 0 || a.recordings.Dir == "":
 		return nil, domain.NotFound("Recording")
 	}
-	return &ServedFile{path: a.recordings.Path(callID), name: callID + recordingExt, contentType: "audio/wav",
+	return &ServedFile{path: a.recordings.Path(callID), name: callID + recordings.Ext, contentType: "audio/wav",
 		missing: domain.NotFound("Recording")}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 )
 
 // The CLI's common tasks work on the database directly (the server may be
@@ -151,7 +152,7 @@ func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, config.Co
 	}
 	store, err := openExistingStore(context.Background(), cfg)
 	if err == nil {
-		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
+		store.setRecordings(recordings.Folder(cfg, dataDir(cfg))) // an application deleted takes its recordings
 	}
 	return store, cfg, err
 }

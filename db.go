@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
 
@@ -52,7 +53,7 @@ type SQLiteStore struct {
 	storage       writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
 	// calls deleted; none when the store was opened without a config.
-	recordings RecordingFiles
+	recordings recordings.Files
 }
 
 type writeJob struct {

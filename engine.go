@@ -16,6 +16,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 )
 
 // Engine dials queued contacts (docs/design.md#the-call-engine). One scheduler goroutine decides
@@ -39,7 +40,7 @@ type Engine struct {
 	// recordings is where scenarios with call_config.record keep their
 	// calls' audio, recordingBase what their recording_url starts with
 	// (docs/voicebot.md#recordings); no folder: nothing is recorded.
-	recordings    RecordingFiles
+	recordings    recordings.Files
 	recordingBase string
 
 	// timeScale shrinks re_call delays like simulated calls; nil: 1.
@@ -147,7 +148,7 @@ type EngineParts struct {
 	TimeScale func() float64
 	Now       func() time.Time
 	// Recordings and RecordingBase: see Engine.recordings.
-	Recordings    RecordingFiles
+	Recordings    recordings.Files
 	RecordingBase string
 }
 

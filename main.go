@@ -22,6 +22,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/proxy"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
 
@@ -134,7 +135,7 @@ type Main struct {
 	sandboxNow *sandboxclock.Clock
 	engine     *Engine
 	webhooks   *Webhooks
-	sweeper    *RecordingSweeper
+	sweeper    *recordings.Sweeper
 	console    *Console // nil when console.enabled is false
 	sink       *Sink    // the webhook sink, mounted by mountAdmin
 }
@@ -244,7 +245,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.setRecordings(recordingFiles(cfg))
+	m.store.setRecordings(recordings.Folder(cfg, dataDir(cfg)))
 	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {
@@ -310,8 +311,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
-		Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
-	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
+		Recordings: recordings.Folder(cfg, dataDir(cfg)), RecordingBase: m.recordingBase()})
+	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, dataDir(cfg)), cfg, m.Log)
 	importer := NewImporter(m.catalog, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
 	m.api.now = m.sandboxNow.Now
@@ -464,7 +465,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		wrongTokens: wrongTokens, proxies: proxies,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
-		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
+		recordings: recordings.Folder(m.Config, dataDir(m.Config)), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)

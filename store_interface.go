@@ -6,6 +6,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 )
 
 // Store is everything the rest of dialbox asks of its database: the public
@@ -79,10 +80,10 @@ type Store interface {
 	// setRecordings names the folder of the calls' recordings, whose files
 	// the deletes of calls (DeleteApp, DeleteScenario, Reset) remove once
 	// committed; none until it is called.
-	setRecordings(f RecordingFiles)
+	setRecordings(f recordings.Files)
 	recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
-	expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
-	recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error)
+	ExpireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
+	RecordingsKept(ctx context.Context, ids []string) (map[string]recordings.Kept, error)
 
 	// ---- the calling rules at dial time (store_dnc.go, store_adcalls.go) ----
 

@@ -11,6 +11,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
 
@@ -64,7 +65,7 @@ type PostgresStore struct {
 	// storage is the last import or settling that failed for want of room.
 	storage writehealth.State
 	// recordings is where the calls' recordings are (setRecordings).
-	recordings RecordingFiles
+	recordings recordings.Files
 }
 
 // pgJob is one import or call settling waiting for its writer's next
