@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"dialbox/internal/config"
+	"dialbox/internal/store"
 	"errors"
 	"flag"
 	"fmt"
@@ -127,7 +128,7 @@ func runRestore(ctx context.Context, args []string, stdout io.Writer, env []stri
 	if err != nil {
 		return fmt.Errorf("restore: %s: %w", src, err)
 	}
-	lock, err := lockDatabaseExclusive(dst)
+	lock, err := store.LockDatabaseExclusive(dst)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

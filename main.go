@@ -24,6 +24,7 @@ import (
 	"dialbox/internal/proxy"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/store"
 	"dialbox/internal/tokenlimit"
 
 	"github.com/julienschmidt/httprouter"
@@ -236,7 +237,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	// A SQLite file has one server; PostgreSQL is shared by any number.
 	if !config.IsPostgresURL(cfg.Database) {
-		if m.serveLock, err = lockServing(cfg.Database); err != nil {
+		if m.serveLock, err = store.LockServing(cfg.Database); err != nil {
 			return err
 		}
 	}
@@ -398,7 +399,7 @@ func (m *Main) Close() error {
 	if m.server != nil {
 		errs = append(errs, m.server.Shutdown(ctx))
 	}
-	errs = append(errs, m.ops.close())
+	errs = append(errs, m.ops.Close())
 	<-delivered
 	m.stopCalling() // an admin reset answered during the grace may have started calling again
 	if m.sip != nil {

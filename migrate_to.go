@@ -20,6 +20,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/sqldb"
+	"dialbox/internal/store"
 )
 
 // `dialbox migrate-to postgres://...` copies a stopped SQLite database into
@@ -111,8 +112,8 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 		return fmt.Errorf("migrate-to: database %w", err)
 	}
 	// Nothing else may have the file open while it is copied: a server's
-	// writes after the copy began would be lost (dblock_unix.go).
-	lock, err := lockDatabaseExclusive(source)
+	// writes after the copy began would be lost (internal/store/dblock_unix.go).
+	lock, err := store.LockDatabaseExclusive(source)
 	if err != nil {
 		return fmt.Errorf("migrate-to: %w", err)
 	}

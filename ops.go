@@ -84,7 +84,7 @@ func wrap(h http.Handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.ServeHTTP(w, r) }
 }
 
-func (o *opsServer) close() error {
+func (o *opsServer) Close() error {
 	if o == nil || o.metrics == nil {
 		return nil
 	}
