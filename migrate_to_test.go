@@ -17,6 +17,7 @@ import (
 
 	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -317,7 +318,7 @@ func TestMigrateTo(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		return sqliteTables(context.Background(), db)
+		return store.SQLiteTables(context.Background(), db)
 	}()
 	if len(liteTables) < 13 || len(tables) != len(liteTables) {
 		t.Fatalf("verified %v, SQLite has %v", tables, liteTables)

@@ -10,6 +10,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
+	"dialbox/internal/store"
 )
 
 // The queries of calls' recordings (internal/recordings): calls.recording_bytes
@@ -40,7 +41,7 @@ func (s *sqlStore) ExpireRecordings(ctx context.Context, before time.Time, limit
 	var ids []string
 	err := s.writeData(ctx, func(tx sqldb.Querier) error {
 		var err error
-		ids, err = queryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
+		ids, err = store.QueryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
 			WHERE recording_bytes > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?) RETURNING id`, ms(before), limit)
 		return err
 	})
@@ -83,7 +84,7 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 	var ids []string
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if ids, err = queryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
+		if ids, err = store.QueryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
 			return err
 		}
 		return del(tx)
@@ -92,9 +93,4 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 		s.recordings.Remove(ids)
 	}
 	return err
-}
-
-// queryStrings reads a query's one text column.
-func queryStrings(ctx context.Context, q sqldb.Querier, query string, args ...any) ([]string, error) {
-	return sqldb.Collect(ctx, q, func(r sqldb.Row) (v string, err error) { return v, r.Scan(&v) }, query, args...)
 }
