@@ -192,7 +192,7 @@ func checkSQLiteIsDialbox(ctx context.Context, path string) error {
 	} else if err != nil {
 		return fmt.Errorf("database %s: %w", path, err)
 	}
-	db, err := openPlain(path)
+	db, err := store.OpenPlain(path)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 		return fmt.Errorf("migrate-to: %s: %w", databaseName(target), err)
 	}
 
-	lite, err := openPlain(source)
+	lite, err := store.OpenPlain(source)
 	if err != nil {
 		return err
 	}

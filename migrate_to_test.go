@@ -313,7 +313,7 @@ func TestMigrateTo(t *testing.T) {
 	}
 	tables := verifiedTables(t, out)
 	liteTables, _ := func() ([]string, error) {
-		db, err := openPlain(source)
+		db, err := store.OpenPlain(source)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -558,7 +558,7 @@ func TestMigrateToRefuses(t *testing.T) {
 	check("two targets", err, "give one postgres:// URL")
 
 	// A SQLite table PostgreSQL's schema lacks (another branch's, say).
-	db, err := openPlain(source)
+	db, err := store.OpenPlain(source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +645,7 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 	// A count SQLite got wrong is copied as it is, and the recount on
 	// PostgreSQL catches it: the run commits nothing, so the copy already
 	// there stays (--replace emptied it in the transaction rolled back).
-	db, err := openPlain(source)
+	db, err := store.OpenPlain(source)
 	if err != nil {
 		t.Fatal(err)
 	}
