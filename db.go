@@ -188,7 +188,7 @@ func splitMigrations(name, schema string) []string {
 // server may run on it: read through SQLite, its WAL counts.
 func checkSQLiteIsDialbox(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return errNoDatabase(path, "does not exist")
+		return store.NoDatabase(path, "does not exist")
 	} else if err != nil {
 		return fmt.Errorf("database %s: %w", path, err)
 	}
@@ -199,10 +199,10 @@ func checkSQLiteIsDialbox(ctx context.Context, path string) error {
 	defer db.Close()
 	var version int
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return errNoDatabase(path, "is not a dialbox database ("+err.Error()+")")
+		return store.NoDatabase(path, "is not a dialbox database ("+err.Error()+")")
 	}
 	if version == 0 {
-		return errNoDatabase(path, "is not a dialbox database (it has no schema version)")
+		return store.NoDatabase(path, "is not a dialbox database (it has no schema version)")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/store"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -87,10 +88,10 @@ func checkPostgresIsDialbox(ctx context.Context, url string) error {
 		version, err = postgresVersion(ctx, conn)
 	}
 	if err != nil {
-		return fmt.Errorf("database %s: %w", databaseName(url), err)
+		return fmt.Errorf("database %s: %w", store.Redacted(url), err)
 	}
 	if version == 0 {
-		return errNoDatabase(url, "holds no dialbox schema")
+		return store.NoDatabase(url, "holds no dialbox schema")
 	}
 	return nil
 }

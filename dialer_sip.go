@@ -16,6 +16,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
+	"dialbox/internal/store"
 	"dialbox/internal/tts"
 )
 
@@ -49,7 +50,7 @@ type SIPDialer struct {
 func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.GaugeVec) (*SIPDialer, error) {
 	cacheDir := cfg.TTS.CacheDir
 	if cacheDir == "" {
-		cacheDir = filepath.Join(dataDir(cfg), "tts-cache")
+		cacheDir = filepath.Join(store.DataDir(cfg), "tts-cache")
 	}
 	speech, err := cfg.TTSEngine(cacheDir)
 	if err != nil {
@@ -61,7 +62,7 @@ func NewSIPDialer(cfg config.Config, log *slog.Logger, registered *prometheus.Ga
 	}
 	promptsDir := cfg.Voicebot.PromptsDir
 	if promptsDir == "" {
-		promptsDir = filepath.Join(dataDir(cfg), "prompts")
+		promptsDir = filepath.Join(store.DataDir(cfg), "prompts")
 	}
 	d := &SIPDialer{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
 		registered: registered, log: log, trunkLoads: newTrunkLoads(cfg.SIP.Trunks)}

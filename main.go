@@ -246,7 +246,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.setRecordings(recordings.Folder(cfg, dataDir(cfg)))
+	m.store.setRecordings(recordings.Folder(cfg, store.DataDir(cfg)))
 	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {
@@ -312,8 +312,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.engine = NewEngine(EngineParts{Store: m.catalog, Dialer: dialer, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, Faults: faults, TimeScale: timeScale, Now: m.sandboxNow.Now,
-		Recordings: recordings.Folder(cfg, dataDir(cfg)), RecordingBase: m.recordingBase()})
-	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, dataDir(cfg)), cfg, m.Log)
+		Recordings: recordings.Folder(cfg, store.DataDir(cfg)), RecordingBase: m.recordingBase()})
+	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, store.DataDir(cfg)), cfg, m.Log)
 	importer := NewImporter(m.catalog, cfg, m.Log, m.engine.Notify)
 	m.api = NewAPI(cfg, m.catalog, importer, journal, faults, m.Log)
 	m.api.now = m.sandboxNow.Now
@@ -355,7 +355,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Log.Error("server stopped", "err", err)
 		}
 	}()
-	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", databaseName(cfg.Database))
+	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", store.Redacted(cfg.Database))
 	// Already serving: a stop signal from now on is for Close, not a failed start.
 	return m.printDemo(context.WithoutCancel(ctx))
 }
@@ -466,7 +466,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
 		wrongTokens: wrongTokens, proxies: proxies,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
-		recordings: recordings.Folder(m.Config, dataDir(m.Config)), recordingBase: m.recordingBase(),
+		recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)

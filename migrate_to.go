@@ -40,7 +40,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	}
 	source := cfg.Database
 	if config.IsPostgresURL(source) {
-		return fmt.Errorf("migrate-to: the database to copy from (--database, database, DIALBOX_DATABASE) must be a SQLite file, not %s", databaseName(source))
+		return fmt.Errorf("migrate-to: the database to copy from (--database, database, DIALBOX_DATABASE) must be a SQLite file, not %s", store.Redacted(source))
 	}
 	if _, err := os.Stat(source); err != nil {
 		return fmt.Errorf("migrate-to: database %w", err)
@@ -65,7 +65,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	}
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("migrate-to: %s: %w", databaseName(target), err)
+		return fmt.Errorf("migrate-to: %s: %w", store.Redacted(target), err)
 	}
 
 	lite, err := store.OpenPlain(source)
@@ -89,13 +89,13 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 		liteVersion = len(migrations())
 	}
 
-	m := store.NewMigration(lite, pool, stdout, source, databaseName(target), func(ctx context.Context, pool *pgxpool.Pool) error {
+	m := store.NewMigration(lite, pool, stdout, source, store.Redacted(target), func(ctx context.Context, pool *pgxpool.Pool) error {
 		return migratePostgres(ctx, pool, len(postgresMigrations()))
 	})
 	if *verifyOnly {
 		return m.VerifyOnly(ctx)
 	}
-	fmt.Fprintf(stdout, "copying %s (schema version %d) into %s\n", source, liteVersion, databaseName(target))
+	fmt.Fprintf(stdout, "copying %s (schema version %d) into %s\n", source, liteVersion, store.Redacted(target))
 	return m.Copy(ctx, *replace)
 }
 

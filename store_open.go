@@ -4,9 +4,6 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"errors"
-	"fmt"
-	"net/url"
-	"path/filepath"
 )
 
 // Which store `database` names: a postgres:// (or postgresql://) URL is
@@ -40,36 +37,6 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 		return nil, err
 	}
 	return OpenStore(cfg.Database, newStoreMetrics(false))
-}
-
-// errNoDatabase says that database is no dialbox database, and how one is
-// made.
-func errNoDatabase(database, why string) error {
-	return fmt.Errorf("database %s %s: is --database (or database, DIALBOX_DATABASE) mistyped? Only `dialbox serve` creates a database: start it once on a new one",
-		databaseName(database), why)
-}
-
-// dataDir is where the folders that default to "beside the database"
-// (recordings, the TTS cache, prompts) are: the SQLite file's folder, or
-// the working directory with PostgreSQL.
-func dataDir(cfg config.Config) string {
-	if config.IsPostgresURL(cfg.Database) {
-		return "."
-	}
-	return filepath.Dir(cfg.Database)
-}
-
-// databaseName is `database` as logs and messages show it: a URL without
-// its password.
-func databaseName(database string) string {
-	if !config.IsPostgresURL(database) {
-		return database
-	}
-	u, err := url.Parse(database)
-	if err != nil {
-		return "postgres://(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 // errNotSQLite answers the commands that work on a SQLite file only.
