@@ -8,6 +8,7 @@ package main
 import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 
 	"bytes"
@@ -62,7 +63,7 @@ var migratedPostgres = &pgtest.Template{Prepare: func(ctx context.Context, url s
 		return err
 	}
 	defer pool.Close()
-	return migratePostgres(ctx, pool, len(postgresMigrations()))
+	return store.MigratePostgres(ctx, pool, postgresMigrations(), len(postgresMigrations()))
 }}
 
 // eachBackend runs test once per backend, as a subtest named after it.

@@ -90,7 +90,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	}
 
 	m := store.NewMigration(lite, pool, stdout, source, store.Redacted(target), func(ctx context.Context, pool *pgxpool.Pool) error {
-		return migratePostgres(ctx, pool, len(postgresMigrations()))
+		return store.MigratePostgres(ctx, pool, postgresMigrations(), len(postgresMigrations()))
 	})
 	if *verifyOnly {
 		return m.VerifyOnly(ctx)

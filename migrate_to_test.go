@@ -338,7 +338,7 @@ func TestMigrateTo(t *testing.T) {
 	// trigger made again, under its own name, triggers on.
 	fresh := pgtest.Database(t)
 	freshPool, copyPool := migrateToPool(t, fresh), migrateToPool(t, target)
-	if err := migratePostgres(context.Background(), freshPool, len(postgresMigrations())); err != nil {
+	if err := store.MigratePostgres(context.Background(), freshPool, postgresMigrations(), len(postgresMigrations())); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := migrateToSchema(t, copyPool), migrateToSchema(t, freshPool); got != want {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/store"
+	_ "embed"
 	"errors"
 )
 
@@ -28,7 +30,7 @@ func openConfiguredStore(ctx context.Context, cfg config.Config, m storeMetrics)
 // serves no /metrics: its store's metrics are its own.
 func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 	if config.IsPostgresURL(cfg.Database) {
-		if err := checkPostgresIsDialbox(ctx, cfg.Database); err != nil {
+		if err := store.CheckPostgres(ctx, cfg.Database); err != nil {
 			return nil, err
 		}
 		return OpenPostgres(ctx, cfg.Database, cfg.Cluster, newStoreMetrics(true))
@@ -42,4 +44,12 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 // errNotSQLite answers the commands that work on a SQLite file only.
 func errNotSQLite(command, instead string) error {
 	return errors.New(command + ": database is PostgreSQL; " + instead + " (docs/postgres.md#operations)")
+}
+
+//go:embed schema_postgres.sql
+var schemaPostgresSQL string
+
+// postgresMigrations splits schema_postgres.sql into its numbered blocks.
+func postgresMigrations() []string {
+	return splitMigrations("schema_postgres.sql", schemaPostgresSQL)
 }

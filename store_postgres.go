@@ -13,6 +13,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
+	"dialbox/internal/store"
 	"dialbox/internal/writehealth"
 
 	"github.com/google/uuid"
@@ -136,7 +137,7 @@ func openPostgresAt(ctx context.Context, url string, version int, node config.Cl
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	if err := migratePostgres(ctx, pool, version); err != nil {
+	if err := store.MigratePostgres(ctx, pool, postgresMigrations(), version); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -223,7 +224,7 @@ func (s *PostgresStore) CheckStorage(ctx context.Context) error {
 }
 
 func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
-	at, err = postgresVersion(ctx, s.pool)
+	at, err = store.PostgresVersion(ctx, s.pool)
 	return at, len(postgresMigrations()), err
 }
 
