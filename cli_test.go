@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/store"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -167,7 +167,7 @@ func testCommandsNeedAnExistingDatabase(t *testing.T, backend string) {
 		{"dnc", "add", "0912345678"},
 	} {
 		_, err := cliRun(db, args...)
-		if want := "dialbox serve"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), config.DatabaseName(db)) {
+		if want := "dialbox serve"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), store.Redacted(db)) {
 			t.Errorf("dialbox %s on %s: %v; want an error naming the database and %q", strings.Join(args, " "), backend, err, want)
 		}
 	}

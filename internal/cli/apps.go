@@ -14,6 +14,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 )
 
 // The CLI's common tasks work on the database directly (the server may be
@@ -137,12 +138,12 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 			return err
 		}
 	}
-	store, cfg, err := f.openStore(fs, env, p)
+	st, cfg, err := f.openStore(fs, env, p)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	return run(ctx, store, cfg)
+	defer st.Close()
+	return run(ctx, st, cfg)
 }
 
 // openStore reads the configuration as Load does and opens its database,
@@ -152,8 +153,8 @@ func (f Flags) openStore(fs *flag.FlagSet, env []string, p Parts) (Store, config
 	if err != nil {
 		return nil, cfg, err
 	}
-	store, err := p.Open(context.Background(), cfg)
-	return store, cfg, err
+	st, err := p.Open(context.Background(), cfg)
+	return st, cfg, err
 }
 
 // runToken prints a fresh ACCESS_TOKEN for an application.
@@ -166,14 +167,14 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if *appKey == "" {
 		return fmt.Errorf("token: --app API_KEY is required")
 	}
-	store, cfg, err := f.openStore(fs, env, p)
+	st, cfg, err := f.openStore(fs, env, p)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	app, err := store.AppByKey(ctx, *appKey)
+	defer st.Close()
+	app, err := st.AppByKey(ctx, *appKey)
 	if errors.Is(err, domain.ErrNotFound) {
-		return fmt.Errorf("token: no application has API key %q in %s", *appKey, config.DatabaseName(cfg.Database))
+		return fmt.Errorf("token: no application has API key %q in %s", *appKey, store.Redacted(cfg.Database))
 	}
 	if err != nil {
 		return err

@@ -294,19 +294,6 @@ func IsPostgresURL(database string) bool {
 	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
 }
 
-// DatabaseName is `database` as logs and messages show it: a URL without
-// its password.
-func DatabaseName(database string) string {
-	if !IsPostgresURL(database) {
-		return database
-	}
-	u, err := url.Parse(database)
-	if err != nil {
-		return "postgres://(unparsable URL)"
-	}
-	return u.Redacted()
-}
-
 // checkPostgresURL says what is wrong with a PostgreSQL URL, if anything.
 func CheckPostgresURL(url string) error {
 	_, err := pgx.ParseConfig(url)
