@@ -80,16 +80,11 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		<-ctx.Done()
 		m.Log.Info("shutting down")
 		return m.Close()
-	case "backup":
-		return runBackup(ctx, args, stdout, env)
-	case "restore":
-		return runRestore(ctx, args, stdout, env)
-	case "migrate-to":
-		return runMigrateTo(ctx, args, stdout, env)
 	case "dnc":
 		return runDNC(ctx, args, stdout, env)
 	}
-	return cli.Run(ctx, cmd, args, stdout, env, cli.Parts{Open: openCommandStore, Version: versionString()})
+	return cli.Run(ctx, cmd, args, stdout, env, cli.Parts{Open: openCommandStore, Migrations: migrations(),
+		PostgresMigrations: postgresMigrations(), MigrateSQLite: migrate, Version: versionString()})
 }
 
 // openCommandStore opens the database of a command that works on it

@@ -5,7 +5,6 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/store"
 	_ "embed"
-	"errors"
 )
 
 // Which store `database` names: a postgres:// (or postgresql://) URL is
@@ -39,11 +38,6 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 		return nil, err
 	}
 	return OpenStore(cfg.Database, newStoreMetrics(false))
-}
-
-// errNotSQLite answers the commands that work on a SQLite file only.
-func errNotSQLite(command, instead string) error {
-	return errors.New(command + ": database is PostgreSQL; " + instead + " (docs/postgres.md#operations)")
 }
 
 //go:embed schema_postgres.sql

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"io"
@@ -35,14 +36,27 @@ const DNCUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace [--force]
 type Parts struct {
 	// Open opens the existing dialbox database cfg names; the caller
 	// closes it.
-	Open    func(ctx context.Context, cfg config.Config) (Store, error)
-	Version string // what `dialbox version` prints
+	Open func(ctx context.Context, cfg config.Config) (Store, error)
+	// Migrations and PostgresMigrations are the schema's migrations this
+	// build embeds: a backup's schema version must be one of SQLite's, and
+	// migrate-to brings both databases to the last.
+	Migrations, PostgresMigrations []string
+	// MigrateSQLite brings a SQLite database to schema version n.
+	MigrateSQLite func(db *sql.DB, n int) error
+	Version       string // what `dialbox version` prints
 }
 
-// Run runs `dialbox cmd args...`: help, version, token, app, wallet,
-// scenario, contacts and import; any other cmd is an unknown command.
+// Run runs `dialbox cmd args...`: help, version, backup, restore,
+// migrate-to, token, app, wallet, scenario, contacts and import; any other
+// cmd is an unknown command.
 func Run(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string, p Parts) error {
 	switch cmd {
+	case "backup":
+		return runBackup(ctx, args, stdout, env, p)
+	case "restore":
+		return runRestore(ctx, args, stdout, env, p)
+	case "migrate-to":
+		return runMigrateTo(ctx, args, stdout, env, p)
 	case "token":
 		return runToken(ctx, args, stdout, env, p)
 	case "app", "wallet", "scenario", "contacts":

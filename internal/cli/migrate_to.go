@@ -1,8 +1,7 @@
-package main
+package cli
 
 import (
 	"context"
-	"dialbox/internal/cli"
 	"dialbox/internal/config"
 	"dialbox/internal/store"
 	"errors"
@@ -14,11 +13,11 @@ import (
 )
 
 // runMigrateTo runs `dialbox migrate-to URL`.
-func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := cli.NewFlagSet("migrate-to")
+func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("migrate-to")
 	replace := fs.Bool("replace", false, "empty the target's tables first (in the copy's transaction) instead of refusing a target that holds data")
 	verifyOnly := fs.Bool("verify-only", false, "copy nothing: compare an earlier copy with the SQLite database")
-	pos, err := cli.ParseInterspersed(fs, args)
+	pos, err := ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -84,14 +83,14 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	if !*verifyOnly {
 		// The copy has the tables of this dialbox's schema on both sides,
 		// as a start of this dialbox on the file would migrate it.
-		if err := migrate(lite, len(migrations())); err != nil {
+		if err := p.MigrateSQLite(lite, len(p.Migrations)); err != nil {
 			return fmt.Errorf("migrate-to: %s: %w", source, err)
 		}
-		liteVersion = len(migrations())
+		liteVersion = len(p.Migrations)
 	}
 
 	m := store.NewMigration(lite, pool, stdout, source, store.Redacted(target), func(ctx context.Context, pool *pgxpool.Pool) error {
-		return store.MigratePostgres(ctx, pool, postgresMigrations(), len(postgresMigrations()))
+		return store.MigratePostgres(ctx, pool, p.PostgresMigrations, len(p.PostgresMigrations))
 	})
 	if *verifyOnly {
 		return m.VerifyOnly(ctx)
