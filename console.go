@@ -104,7 +104,7 @@ type consoleActions interface {
 // clock and fault rules.
 type consoleSandbox interface {
 	CheckToken(r *http.Request, token string, now time.Time) (right bool, retryAfter time.Duration)
-	ClockState() ClockState
+	ClockState() domain.ClockState
 	RealTime() bool
 	SetTimeScale(scale *float64) error
 	SetSandboxNow(value string) error

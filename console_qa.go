@@ -279,7 +279,7 @@ func (c *Console) resetSink(r *http.Request, _ httprouter.Params, _ *session) (s
 // ---- clock ----
 
 type clockView struct {
-	ClockState
+	domain.ClockState
 	Real   bool   // real calls: the time scale is fixed at 1, the time is the real one
 	Offset string // how far the sandbox's now is moved, "" when it is not
 }
