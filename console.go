@@ -35,8 +35,8 @@ import (
 type Console struct {
 	admin  consoleAdmin
 	engine consoleEngine
-	sip    *dialer.SIP // trunk use; nil with the simulated dialer
-	trunks []string    // sip.trunks' names, in order
+	sip    trunkUses // nil with the simulated dialer
+	trunks []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too: the request journal
 	// (nil when off), the sink, and the time the rules of calling read.
 	journal    *Journal
@@ -114,6 +114,12 @@ type consoleSandbox interface {
 	RemoveFault(id string) error
 }
 
+// trunkUses is what the overview shows of the SIP dialer: each trunk's
+// calls up against its limit.
+type trunkUses interface {
+	TrunkUses(names []string) []dialer.TrunkUse
+}
+
 // consoleEngine is what the console shows of the engine: calls up, and
 // calls per minute.
 type consoleEngine interface {
@@ -129,11 +135,25 @@ var consoleFiles embed.FS
 const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
-func newConsole(admin consoleAdmin, engine consoleEngine, sip *dialer.SIP, trunks []string, journal *Journal, sink *Sink,
-	sandboxNow *sandboxclock.Clock, proxies proxy.Trusted, cfg config.ConsoleConfig, log *slog.Logger) (*Console, error) {
-	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, journal: journal, sink: sink,
-		sandboxNow: sandboxNow, proxies: proxies, log: log, now: time.Now,
-		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration), secureCookies: cfg.SecureCookies,
+// consoleParts is what the console is built from.
+type consoleParts struct {
+	Admin  consoleAdmin
+	Engine consoleEngine
+	SIP    trunkUses // nil with the simulated dialer
+	Trunks []string  // sip.trunks' names, in order
+	// The sandbox's parts the admin API reads too.
+	Journal    *Journal // nil when journal.max_entries is 0
+	Sink       *Sink
+	SandboxNow *sandboxclock.Clock
+	Proxies    proxy.Trusted
+	Config     config.ConsoleConfig
+	Log        *slog.Logger
+}
+
+func newConsole(p consoleParts) (*Console, error) {
+	c := &Console{admin: p.Admin, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
+		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: time.Now,
+		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{})}
 	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html")
 	if err != nil {

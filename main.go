@@ -531,7 +531,12 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		for _, t := range m.Config.SIP.Trunks {
 			trunks = append(trunks, t.Name)
 		}
-		if m.console, err = newConsole(admin, m.engine, m.sip, trunks, journal, sink, m.sandboxNow, proxies, m.Config.Console, m.Log); err != nil {
+		parts := consoleParts{Admin: admin, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log}
+		if m.sip != nil { // a nil *dialer.SIP would not be a nil trunkUses
+			parts.SIP = m.sip
+		}
+		if m.console, err = newConsole(parts); err != nil {
 			return err
 		}
 		m.console.routes(router)
