@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -32,7 +33,7 @@ func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, e
 		return nil, err
 	}
 	var b adSettingsBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.Timezone != nil && *b.Timezone != domain.AdTimezone {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,7 +38,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		Name       string  `json:"name"`
 		ScenarioID string  `json:"scenario_id"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	c := &domain.Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
@@ -64,7 +65,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 	return a.getCampaign(r, ps)
 }
 
-func (a *Admin) setCampaignPaused(paused bool) handler {
+func (a *Admin) setCampaignPaused(paused bool) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"net/http"
 	"strings"
@@ -45,7 +46,7 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	var b poolBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(b.Key) == "" {
@@ -100,7 +101,7 @@ func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
 	var b struct {
 		Numbers []string `json:"numbers"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	numbers, ok := cleanNumbers(b.Numbers)
@@ -132,7 +133,7 @@ func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error)
 	return a.getPool(r, ps)
 }
 
-func (a *Admin) setNumberEnabled(enabled bool) handler {
+func (a *Admin) setNumberEnabled(enabled bool) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

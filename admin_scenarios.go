@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/script"
 
 	"github.com/google/uuid"
@@ -45,7 +46,7 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	if status != "" && !domain.ValidScenarioStatus(status) {
 		return nil, domain.Invalid("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
 	}
-	limit, offset, err := pageParams(q)
+	limit, offset, err := httpx.PageParams(q)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func scriptShapeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return domain.Invalid("script."+typeErr.Field, "must be "+jsonKind(typeErr.Type))
+		return domain.Invalid("script."+typeErr.Field, "must be "+httpx.JSONKind(typeErr.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return domain.Invalid("script", strings.TrimPrefix(err.Error(), "json: unknown field ")+" is not a known field")
 	}
@@ -143,7 +144,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	var b scenarioBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
@@ -183,7 +184,7 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	var b scenarioBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	switch {
@@ -235,7 +236,7 @@ var scenarioTransitions = []scenarioTransition{
 	{"edit", []string{domain.StatusActive, domain.StatusReject}, domain.StatusDraft},
 }
 
-func (a *Admin) transition(t scenarioTransition) handler {
+func (a *Admin) transition(t scenarioTransition) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

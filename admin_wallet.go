@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -31,7 +32,7 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	var b walletBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	for name, v := range map[string]*int64{"balance": b.Balance, "price_per_call": b.PricePerCall, "price_per_minute": b.PricePerMinute} {
@@ -89,7 +90,7 @@ func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
 	var b struct {
 		Amount *int64 `json:"amount"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.Amount == nil || *b.Amount <= 0 {
