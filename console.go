@@ -149,11 +149,12 @@ type consoleParts struct {
 	Proxies    proxy.Trusted
 	Config     config.ConsoleConfig
 	Log        *slog.Logger
+	Now        func() time.Time // the wall clock sessions and wrong tokens are judged by
 }
 
 func newConsole(p consoleParts) (*Console, error) {
 	c := &Console{admin: p.Admin, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
-		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: time.Now,
+		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: p.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{})}
 	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html")

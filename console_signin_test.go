@@ -49,12 +49,12 @@ func signinConsole(t *testing.T, env ...string) (http.Handler, *time.Time) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	limit := tokenlimit.New(tokenlimit.Config{PerAddress: cfg.Admin.WrongTokensPerAddress, Overall: cfg.Admin.WrongTokensOverall,
 		Backoff: cfg.Admin.WrongTokenBackoff.Duration, MaxAddresses: 10}, log)
-	c, err := newConsole(consoleParts{Admin: signinAdmin{limit: limit}, Config: cfg.Console, Log: log})
+	now := time.Now()
+	c, err := newConsole(consoleParts{Admin: signinAdmin{limit: limit}, Config: cfg.Console, Log: log,
+		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	c.now = func() time.Time { return now }
 	r := httprouter.New()
 	c.routes(r)
 	return r, &now

@@ -118,7 +118,11 @@ type Main struct {
 	Log    *slog.Logger
 	// AccessLog gets the line per request; nil: Log.
 	AccessLog *slog.Logger
-	logs      *ops.LogBuffer // behind both loggers when log.flush_interval > 0
+	// now is the wall clock the admin API and the console read (wrong
+	// tokens, sessions); tests set their own before Run.
+	now func() time.Time
+
+	logs *ops.LogBuffer // behind both loggers when log.flush_interval > 0
 
 	metrics *ops.Metrics // what this server's /metrics serves, handed to each part
 	store   Store
@@ -150,6 +154,7 @@ func NewMain(stdout io.Writer) *Main {
 		Config: config.DefaultConfig(),
 		Stdout: stdout,
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		now:    time.Now,
 	}
 }
 
@@ -505,7 +510,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
 		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
 		MaxAddresses: 10_000}, m.Log)
-	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
+	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: m.now, log: m.Log, tokenHash: hash,
 		wrongTokens: wrongTokens, proxies: proxies,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
 		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
@@ -532,7 +537,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 			trunks = append(trunks, t.Name)
 		}
 		parts := consoleParts{Admin: admin, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
-			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log}
+			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
 		if m.sip != nil { // a nil *dialer.SIP would not be a nil trunkUses
 			parts.SIP = m.sip
 		}
