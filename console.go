@@ -28,16 +28,19 @@ import (
 )
 
 // Console is the web console at /console/ (docs/console.md): HTML pages
-// over the admin API's services (consoleAdmin) and the sandbox's parts,
+// over the admin API's services (consoleReads, consoleActions,
+// consoleSandbox) and the sandbox's parts,
 // signed in with the admin token. This file holds the type, its routes,
 // rendering and the security headers; sessions and CSRF are in
 // console_session.go, the supervisor's pages in console_pages.go, the QA
 // engineer's in console_qa.go, live updates in console_live.go.
 type Console struct {
-	admin  consoleAdmin
-	engine consoleEngine
-	sip    trunkUses // nil with the simulated dialer
-	trunks []string  // sip.trunks' names, in order
+	reads   consoleReads
+	actions consoleActions
+	sandbox consoleSandbox
+	engine  consoleEngine
+	sip     trunkUses // nil with the simulated dialer
+	trunks  []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too: the request journal
 	// (nil when off), the sink, and the time the rules of calling read.
 	journal    *Journal
@@ -59,13 +62,8 @@ type Console struct {
 	stop     chan struct{} // closed when the server shuts down: streams end
 }
 
-// consoleAdmin is what the console asks of the admin API's services
-// (admin_services.go), so a page shows and a form does what the API would.
-type consoleAdmin interface {
-	consoleReads
-	consoleActions
-	consoleSandbox
-}
+// The console asks the admin API's services (admin_services.go) what it
+// shows and does, so a page shows and a form does what the API would.
 
 // consoleReads are the supervisor's pages' reads; a missing record is
 // already the error the page shows.
@@ -138,10 +136,13 @@ const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img
 
 // consoleParts is what the console is built from.
 type consoleParts struct {
-	Admin  consoleAdmin
-	Engine consoleEngine
-	SIP    trunkUses // nil with the simulated dialer
-	Trunks []string  // sip.trunks' names, in order
+	// The admin API's services, in three parts.
+	Reads   consoleReads
+	Actions consoleActions
+	Sandbox consoleSandbox
+	Engine  consoleEngine
+	SIP     trunkUses // nil with the simulated dialer
+	Trunks  []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too.
 	Journal    *Journal // nil when journal.max_entries is 0
 	Sink       *Sink
@@ -153,7 +154,7 @@ type consoleParts struct {
 }
 
 func newConsole(p consoleParts) (*Console, error) {
-	c := &Console{admin: p.Admin, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
+	c := &Console{reads: p.Reads, actions: p.Actions, sandbox: p.Sandbox, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
 		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: p.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{})}
@@ -353,7 +354,7 @@ func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httproute
 		c.fail(w, r, nil, domain.NotFound("Recording"))
 		return
 	}
-	f, err := c.admin.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
+	f, err := c.reads.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
 	if err == nil {
 		err = f.Serve(w)
 	}

@@ -96,7 +96,7 @@ func TestConsoleSignInCookieAndHeaders(t *testing.T) {
 	resp = c.signIn(testAdminToken)
 	var session *http.Cookie
 	for _, ck := range resp.Cookies() {
-		if ck.Name == sessionCookie {
+		if ck.Name == "dialbox_console" {
 			session = ck
 		}
 	}
@@ -336,7 +336,7 @@ func signInBehind(t *testing.T, base string, header ...string) (form, session *h
 		return nil
 	}
 	resp, page := send("GET", "", nil)
-	form = named(resp, signinCookie)
+	form = named(resp, "dialbox_console_signin")
 	m := csrfInput.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no CSRF token on the sign-in page:\n%s", page)
@@ -345,7 +345,7 @@ func signInBehind(t *testing.T, base string, header ...string) (form, session *h
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in answered %d", resp.StatusCode)
 	}
-	return form, named(resp, sessionCookie)
+	return form, named(resp, "dialbox_console")
 }
 
 // Behind the TLS proxy docs/console.md recommends, the console's cookies

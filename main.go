@@ -536,7 +536,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		for _, t := range m.Config.SIP.Trunks {
 			trunks = append(trunks, t.Name)
 		}
-		parts := consoleParts{Admin: admin, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+		parts := consoleParts{Reads: admin, Actions: admin, Sandbox: admin, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
 		if m.sip != nil { // a nil *dialer.SIP would not be a nil trunkUses
 			parts.SIP = m.sip
