@@ -14,6 +14,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
 
@@ -39,9 +40,9 @@ type Admin struct {
 	// sign-in, by the client's address as proxies tells it.
 	wrongTokens *tokenlimit.Limiter
 	proxies     proxy.Trusted
-	journal     *Journal
-	faults      *Faults
-	sink        *Sink
+	journal     *sandbox.Journal
+	faults      *sandbox.Faults
+	sink        *sandbox.Sink
 	// clock is the simulator's; nil with real calls, whose time is fixed.
 	clock Clock
 	// sandboxNow is the time the rules of calling read (a contact's wait);

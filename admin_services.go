@@ -4,6 +4,7 @@ import (
 	"context"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/sandbox"
 	"errors"
 	"time"
 )
@@ -223,7 +224,7 @@ func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID strin
 // ---- the sandbox ----
 
 // AddFault checks a new fault rule (checkFault) and adds it.
-func (a *Admin) AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error) {
+func (a *Admin) AddFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.FaultRule, error) {
 	rule, err := a.checkFault(ctx, b)
 	if err != nil {
 		return nil, err
@@ -233,7 +234,7 @@ func (a *Admin) AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error) 
 }
 
 // FaultRules lists the fault rules.
-func (a *Admin) FaultRules() []FaultRule { return a.faults.List() }
+func (a *Admin) FaultRules() []sandbox.FaultRule { return a.faults.List() }
 
 // RemoveFault removes a fault rule.
 func (a *Admin) RemoveFault(id string) error {

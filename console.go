@@ -22,6 +22,7 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
 
 	"github.com/julienschmidt/httprouter"
@@ -43,8 +44,8 @@ type Console struct {
 	trunks  []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too: the request journal
 	// (nil when off), the sink, and the time the rules of calling read.
-	journal    *Journal
-	sink       *Sink
+	journal    *sandbox.Journal
+	sink       *sandbox.Sink
 	sandboxNow *sandboxclock.Clock
 	proxies    proxy.Trusted // whether a request came over HTTPS
 	log        *slog.Logger
@@ -108,8 +109,8 @@ type consoleSandbox interface {
 	SetTimeScale(scale *float64) error
 	SetSandboxNow(value string) error
 	SetSandboxOffset(seconds int64) error
-	AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error)
-	FaultRules() []FaultRule
+	AddFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.FaultRule, error)
+	FaultRules() []sandbox.FaultRule
 	RemoveFault(id string) error
 }
 
@@ -144,8 +145,8 @@ type consoleParts struct {
 	SIP     trunkUses // nil with the simulated dialer
 	Trunks  []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too.
-	Journal    *Journal // nil when journal.max_entries is 0
-	Sink       *Sink
+	Journal    *sandbox.Journal // nil when journal.max_entries is 0
+	Sink       *sandbox.Sink
 	SandboxNow *sandboxclock.Clock
 	Proxies    proxy.Trusted
 	Config     config.ConsoleConfig

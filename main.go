@@ -27,6 +27,7 @@ import (
 	"dialbox/internal/importer"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
 	"dialbox/internal/webhook"
@@ -145,8 +146,8 @@ type Main struct {
 	engine     *engine.Engine
 	webhooks   *webhook.Deliverer
 	sweeper    *RecordingSweeper
-	console    *Console // nil when console.enabled is false
-	sink       *Sink    // the webhook sink, mounted by mountAdmin
+	console    *Console      // nil when console.enabled is false
+	sink       *sandbox.Sink // the webhook sink, mounted by mountAdmin
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -303,8 +304,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	// The parts, in dependency order, each complete before it is handed on
 	// (faults and the journal are nil-safe; the admin API mounts them).
-	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
-	faults := NewFaults(m.catalog)
+	journal := sandbox.NewJournal(cfg.Journal) // nil when journal.max_entries is 0
+	faults := sandbox.NewFaults(m.catalog)
 	var calls engine.Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
@@ -336,7 +337,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Code: 405, Message: "Method not allowed"})
 	})
-	if m.sink, err = NewSink(cfg.Sink); err != nil {
+	if m.sink, err = sandbox.NewSink(cfg.Sink); err != nil {
 		return err
 	}
 	if m.ops, err = m.startOps(router); err != nil {
@@ -375,8 +376,8 @@ func (m *Main) startOps(router *httprouter.Router) (*ops.Server, error) {
 		MetricsListen: m.Config.Metrics.Listen, Webhooks: m.webhooks, OpenAPI: http.HandlerFunc(serveOpenAPI),
 		Version: versionString(),
 		Retained: map[string]func() (int, int){
-			"journal":     m.api.journal.size,
-			"sink":        m.sink.size,
+			"journal":     m.api.journal.Size,
+			"sink":        m.sink.Size,
 			"token_cache": m.api.tokens.Size,
 		}}
 	if pg, ok := m.store.(interface{ nodeID() string }); ok {
@@ -488,7 +489,7 @@ func (m *Main) stopCalling() {
 }
 
 // forceDial is the engine's lookup of the dial rules of faults.
-func forceDial(faults *Faults) engine.ForceDial {
+func forceDial(faults *sandbox.Faults) engine.ForceDial {
 	return func(appID int64, phone string) (string, *string, bool) {
 		f, ok := faults.BeforeDial(appID, phone)
 		return f.Outcome, f.Digits, ok
@@ -497,7 +498,7 @@ func forceDial(faults *Faults) engine.ForceDial {
 
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
-func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *Journal, faults *Faults) error {
+func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *sandbox.Journal, faults *sandbox.Faults) error {
 	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
 		return err
@@ -523,11 +524,11 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	}
 	switch access {
 	case config.SinkAccessOpen:
-		router.POST("/sink/:name", sink.receive)
+		router.POST("/sink/:name", sink.Receive)
 	case config.SinkAccessAdmin:
 		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 			if admin.authorize(w, r) {
-				sink.receive(w, r, ps)
+				sink.Receive(w, r, ps)
 			}
 		})
 	}
