@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dialbox/internal/config"
+	"dialbox/internal/console"
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
@@ -146,8 +147,8 @@ type Main struct {
 	engine     *engine.Engine
 	webhooks   *webhook.Deliverer
 	sweeper    *RecordingSweeper
-	console    *Console      // nil when console.enabled is false
-	sink       *sandbox.Sink // the webhook sink, mounted by mountAdmin
+	console    *console.Console // nil when console.enabled is false
+	sink       *sandbox.Sink    // the webhook sink, mounted by mountAdmin
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -537,19 +538,19 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		for _, t := range m.Config.SIP.Trunks {
 			trunks = append(trunks, t.Name)
 		}
-		parts := consoleParts{Reads: admin, Actions: admin, Sandbox: admin, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+		parts := console.Parts{Reads: admin, Actions: admin, Sandbox: admin, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
-		if m.sip != nil { // a nil *dialer.SIP would not be a nil trunkUses
+		if m.sip != nil { // a nil *dialer.SIP would not be a nil console.TrunkUses
 			parts.SIP = m.sip
 		}
-		if m.console, err = newConsole(parts); err != nil {
+		if m.console, err = console.New(parts); err != nil {
 			return err
 		}
-		m.console.routes(router)
+		m.console.Routes(router)
 		apiNotFound := router.NotFound
 		router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/console/") {
-				m.console.notFoundPage(w, r)
+				m.console.NotFoundPage(w, r)
 				return
 			}
 			apiNotFound.ServeHTTP(w, r)

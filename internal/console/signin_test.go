@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"io"
@@ -21,8 +21,8 @@ import (
 // wrong-token limit, and shows the clock page; the sign-in tests ask
 // nothing else of the admin.
 type signinAdmin struct {
-	consoleSandbox // nil: any other call fails the test with a panic
-	limit          *tokenlimit.Limiter
+	Sandbox // nil: any other call fails the test with a panic
+	limit   *tokenlimit.Limiter
 }
 
 const signinToken = "right-token-0123456789"
@@ -50,13 +50,13 @@ func signinConsole(t *testing.T, env ...string) (http.Handler, *time.Time) {
 	limit := tokenlimit.New(tokenlimit.Config{PerAddress: cfg.Admin.WrongTokensPerAddress, Overall: cfg.Admin.WrongTokensOverall,
 		Backoff: cfg.Admin.WrongTokenBackoff.Duration, MaxAddresses: 10}, log)
 	now := time.Now()
-	c, err := newConsole(consoleParts{Sandbox: signinAdmin{limit: limit}, Config: cfg.Console, Log: log,
+	c, err := New(Parts{Sandbox: signinAdmin{limit: limit}, Config: cfg.Console, Log: log,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := httprouter.New()
-	c.routes(r)
+	c.Routes(r)
 	return r, &now
 }
 
