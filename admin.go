@@ -14,6 +14,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -54,7 +55,7 @@ type Admin struct {
 	trunks map[string]bool
 	// recordings are the calls' recordings, recordingBase what their
 	// recording_url starts with.
-	recordings    RecordingFiles
+	recordings    recordings.Files
 	recordingBase string
 	// http.read_timeout and http.write_timeout, which a list upload's
 	// deadlines follow (uploadBody).

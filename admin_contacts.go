@@ -3,6 +3,7 @@ package main
 import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
 	"errors"
 	"net/http"
 
@@ -43,7 +44,7 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 	}
 	for i := range calls {
 		if calls[i].Recorded {
-			calls[i].RecordingURL = recordingURL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
+			calls[i].RecordingURL = recordings.URL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
 	wait, err := contactWait(r.Context(), a.store, app.ID, c, a.sandboxNow.Now())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"errors"
 	"time"
@@ -146,7 +147,7 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	case size == 0 || a.recordings.Dir == "":
 		return nil, domain.NotFound("Recording")
 	}
-	return &httpx.ServedFile{Path: a.recordings.Path(callID), Name: callID + recordingExt, ContentType: "audio/wav",
+	return &httpx.ServedFile{Path: a.recordings.Path(callID), Name: callID + recordings.Ext, ContentType: "audio/wav",
 		Missing: domain.NotFound("Recording")}, nil
 }
 

@@ -28,8 +28,10 @@ import (
 	"dialbox/internal/importer"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/store"
 	"dialbox/internal/tokenlimit"
 	"dialbox/internal/webhook"
 
@@ -146,7 +148,7 @@ type Main struct {
 	sandboxNow *sandboxclock.Clock
 	engine     *engine.Engine
 	webhooks   *webhook.Deliverer
-	sweeper    *RecordingSweeper
+	sweeper    *recordings.Sweeper
 	console    *console.Console // nil when console.enabled is false
 	sink       *sandbox.Sink    // the webhook sink, mounted by mountAdmin
 }
@@ -248,7 +250,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	// A SQLite file has one server; PostgreSQL is shared by any number.
 	if !config.IsPostgresURL(cfg.Database) {
-		if m.serveLock, err = lockServing(cfg.Database); err != nil {
+		if m.serveLock, err = store.LockServing(cfg.Database); err != nil {
 			return err
 		}
 	}
@@ -260,7 +262,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.setRecordings(recordingFiles(cfg))
+	m.store.setRecordings(recordings.Folder(cfg, store.DataDir(cfg)))
 	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {
@@ -310,7 +312,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var calls engine.Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
-		if m.sip, err = dialer.NewSIP(cfg, dataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
+		if m.sip, err = dialer.NewSIP(cfg, store.DataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
 			return err
 		}
 		calls = m.sip
@@ -326,8 +328,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.engine = engine.New(engine.Parts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
-		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
-	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
+		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordings.Folder(cfg, store.DataDir(cfg)), RecordingBase: m.recordingBase()})
+	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, store.DataDir(cfg)), cfg, m.Log)
 	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.sandboxNow.Now, m.Log)
 
 	router := httpx.NewRouter()
@@ -366,7 +368,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Log.Error("server stopped", "err", err)
 		}
 	}()
-	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", databaseName(cfg.Database))
+	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", store.Redacted(cfg.Database))
 	// Already serving: a stop signal from now on is for Close, not a failed start.
 	return m.printDemo(context.WithoutCancel(ctx))
 }
@@ -515,7 +517,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: m.now, log: m.Log, tokenHash: hash,
 		wrongTokens: wrongTokens, proxies: proxies,
 		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
-		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
+		recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), recordingBase: m.recordingBase(),
 		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
 	admin.routes(router)
