@@ -286,29 +286,9 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 		return nil, err
 	}
 	q := r.URL.Query()
-	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
-		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
-	if !domain.ContactStates[f.State] {
-		return nil, domain.Invalid("state", "must be queued, dialing or done")
-	}
-	if p := q.Get("phone"); p != "" {
-		if f.Phone, err = c.reads.ContactPhone(p); err != nil {
-			return nil, err
-		}
-	}
-	if f.From, err = dateParam(q, "from", 0); err != nil {
+	f, err := c.contactFilter(q)
+	if err != nil {
 		return nil, err
-	}
-	if f.To, err = dateParam(q, "to", 1); err != nil {
-		return nil, err
-	}
-	if f.Limit, err = httpx.LimitParam(q); err != nil {
-		return nil, err
-	}
-	if cur := q.Get("cursor"); cur != "" {
-		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
-			return nil, domain.Invalid("cursor", "must be the cursor of an earlier page")
-		}
 	}
 	list, next, err := c.reads.Contacts(ctx, app.ID, f)
 	if err != nil {
@@ -319,15 +299,51 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 		return nil, err
 	}
 	if next != "" {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("cursor", next)
-		d.Next = "?" + nq.Encode()
+		d.Next = nextPage(q, "cursor", next)
 		d.Searched = len(list) < f.Limit
 	}
 	return &view{Page: "contacts", Title: "Contacts of " + app.Name, Data: d}, nil
+}
+
+// contactFilter reads the contacts page's filter, its phone in E.164 as
+// the admin API would store it.
+func (c *Console) contactFilter(q url.Values) (domain.ContactFilter, error) {
+	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
+		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
+	if !domain.ContactStates[f.State] {
+		return f, domain.Invalid("state", "must be queued, dialing or done")
+	}
+	var err error
+	if p := q.Get("phone"); p != "" {
+		if f.Phone, err = c.reads.ContactPhone(p); err != nil {
+			return f, err
+		}
+	}
+	if f.From, err = dateParam(q, "from", 0); err != nil {
+		return f, err
+	}
+	if f.To, err = dateParam(q, "to", 1); err != nil {
+		return f, err
+	}
+	if f.Limit, err = httpx.LimitParam(q); err != nil {
+		return f, err
+	}
+	if cur := q.Get("cursor"); cur != "" {
+		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
+			return f, domain.Invalid("cursor", "must be the cursor of an earlier page")
+		}
+	}
+	return f, nil
+}
+
+// nextPage is the query of the page after q's: q with key set to value.
+func nextPage(q url.Values, key, value string) string {
+	nq := url.Values{}
+	for k, v := range q {
+		nq[k] = v
+	}
+	nq.Set(key, value)
+	return "?" + nq.Encode()
 }
 
 // dateParam reads a date (2006-01-02, UTC) or an RFC 3339 time; a date
@@ -420,12 +436,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 	}
 	d.Messages = list
 	if next != "" {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("cursor", next)
-		d.Next = "?" + nq.Encode()
+		d.Next = nextPage(q, "cursor", next)
 	}
 	return &view{Page: "webhooks", Title: "Webhooks of " + app.Name, Data: d}, nil
 }

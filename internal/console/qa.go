@@ -55,12 +55,7 @@ func (c *Console) journalData(q url.Values) (*journalView, error) {
 	d := &journalView{Filter: q, Off: c.journal == nil}
 	d.Entries, d.Total = c.journal.Find(f, journalPageSize)
 	if len(d.Entries) == journalPageSize && d.Total > journalPageSize {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("before", strconv.FormatInt(d.Entries[len(d.Entries)-1].ID, 10))
-		d.Next = "?" + nq.Encode()
+		d.Next = nextPage(q, "before", strconv.FormatInt(d.Entries[len(d.Entries)-1].ID, 10))
 	}
 	return d, nil
 }
