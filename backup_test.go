@@ -101,7 +101,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	if err := run(context.Background(), []string{"restore", backup, "--database", restored}, &out, nil); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	store, err := OpenStore(restored, newStoreMetrics(false))
+	store, err := OpenStore(restored, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // survive imports, and cannot be corrupted by a caller editing its copy.
 func TestCatalogCache(t *testing.T) {
 	ctx := context.Background()
-	store, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"), newStoreMetrics(false))
+	store, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"), sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,13 +70,13 @@ func BenchmarkCachedAppByKey(b *testing.B) {
 func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "two.db")
-	serverStore, err := OpenStore(db, newStoreMetrics(false))
+	serverStore, err := OpenStore(db, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer serverStore.Close()
 	server := newCachedStore(serverStore)
-	other, err := OpenStore(db, newStoreMetrics(false))
+	other, err := OpenStore(db, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 		t.Fatalf("graceful stop: %v\n%s", second.waitErr, second.out.String())
 	}
 
-	s, err := OpenStore(db, newStoreMetrics(false))
+	s, err := OpenStore(db, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

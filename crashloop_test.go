@@ -106,7 +106,7 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 
-	s, err := OpenStore(db, newStoreMetrics(false))
+	s, err := OpenStore(db, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

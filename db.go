@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	_ "embed"
 	"errors"
 	"fmt"
 	"net/url"
@@ -24,9 +23,6 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-//go:embed schema.sql
-var schemaSQL string
-
 // SQLiteStore is the Store on SQLite, the default. Reads go through a small pool;
 // every write goes through one writer goroutine that runs concurrent jobs in
 // a shared transaction (group commit), so N concurrent imports cost one
@@ -43,6 +39,7 @@ type SQLiteStore struct {
 	done   chan struct{}
 
 	stmts writeStmts // the writer's hot statements, prepared once
+	known int        // the migrations this dialbox knows (Migrations)
 	lock  *os.File   // shared lock that keeps restore away (internal/store/dblock_unix.go)
 
 	metrics storeMetrics // its commits and imports
@@ -72,19 +69,15 @@ type writeJob struct {
 const maxJobsPerCommit = 256
 
 // OpenStore opens (creating if needed) the database at path, brings its
-// schema up to date and starts the writer, which records into m.
-func OpenStore(path string, m storeMetrics) (*SQLiteStore, error) {
-	return openStoreAt(path, len(migrations()), m)
-}
-
-// openStoreAt migrates only up to version; tests use it to make a database
-// as an older dialbox would have left it.
-func openStoreAt(path string, version int, m storeMetrics) (*SQLiteStore, error) {
+// schema up to date with migrations (schema.sql's blocks, which the root
+// embeds) and starts the writer, which records into m. Tests hand in the
+// first few to make a database as an older dialbox would have left it.
+func OpenStore(path string, migrations []string, m storeMetrics) (*SQLiteStore, error) {
 	lock, err := store.LockDatabase(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openLockedStore(path, version, m)
+	s, err := openLockedStore(path, migrations, m)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -93,7 +86,7 @@ func openStoreAt(path string, version int, m storeMetrics) (*SQLiteStore, error)
 	return s, nil
 }
 
-func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, error) {
+func openLockedStore(path string, migrations []string, m storeMetrics) (*SQLiteStore, error) {
 	// SQLite would create the file with the umask's mode (often world-
 	// readable); it holds phone numbers and secrets. Its -wal and -shm
 	// files take the same mode.
@@ -108,7 +101,7 @@ func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, er
 	}
 	write.SetMaxOpenConns(1)
 	write.SetConnMaxLifetime(0)
-	if err := migrate(write, version); err != nil {
+	if err := migrate(write, migrations); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
@@ -119,10 +112,10 @@ func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, er
 	}
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
-	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m}
+	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations)}
 	s.sqlStore = sqlStore{db: sqldb.SQL(read),
 		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
-	if err := s.stmts.prepare(write, version); err != nil {
+	if err := s.stmts.prepare(write, len(migrations)); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -160,9 +153,6 @@ func (s *SQLiteStore) closeDBs() error {
 }
 
 var migrationHeader = regexp.MustCompile(`(?m)^-- migration (\d+):.*$`)
-
-// migrations splits schema.sql into its numbered blocks, in order.
-func migrations() []string { return splitMigrations("schema.sql", schemaSQL) }
 
 // splitMigrations splits a schema file into its "-- migration N:" blocks,
 // which must be numbered 1, 2, 3... in order.
@@ -207,18 +197,17 @@ func checkSQLiteIsDialbox(ctx context.Context, path string) error {
 	return nil
 }
 
-// migrate applies every migration after the database's user_version, each
-// in its own transaction, up to version.
-func migrate(db *sql.DB, version int) error {
+// migrate applies every one of all after the database's user_version, each
+// in its own transaction.
+func migrate(db *sql.DB, all []string) error {
 	var current int
 	if err := db.QueryRow(`PRAGMA user_version`).Scan(&current); err != nil {
 		return err
 	}
-	all := migrations()
 	if current > len(all) {
 		return fmt.Errorf("made by a newer dialbox (schema version %d, this one knows %d)", current, len(all))
 	}
-	for v := current + 1; v <= version; v++ {
+	for v := current + 1; v <= len(all); v++ {
 		tx, err := db.Begin()
 		if err != nil {
 			return err
@@ -247,7 +236,7 @@ func (s *SQLiteStore) SchemaVersion(ctx context.Context) (int, error) {
 
 func (s *SQLiteStore) Migrations(ctx context.Context) (at, known int, err error) {
 	at, err = s.SchemaVersion(ctx)
-	return at, len(migrations()), err
+	return at, s.known, err
 }
 
 // Ping commits a no-op job through the writer: the lock can be taken and

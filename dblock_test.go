@@ -33,7 +33,7 @@ func TestSecondServerRefused(t *testing.T) {
 // so it is created readable by its owner only.
 func TestDatabaseFileIsPrivate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "private.db")
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := OpenStore(path, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

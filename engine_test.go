@@ -762,7 +762,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := OpenStore(db, newStoreMetrics(false))
+	s, err := OpenStore(db, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

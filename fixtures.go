@@ -119,7 +119,9 @@ type FixtureAdvertising struct {
 // settings are the section's settings, the decree's where it sets none.
 func (fa *FixtureAdvertising) settings() domain.AdSettings {
 	a := domain.LegalAdSettings()
-	setIf(&a.MaxCallsPerNumberPerDay, fa.MaxCallsPerNumberPerDay)
+	if fa.MaxCallsPerNumberPerDay != nil {
+		a.MaxCallsPerNumberPerDay = *fa.MaxCallsPerNumberPerDay
+	}
 	if fa.Start != "" {
 		a.Start = fa.Start
 	}
@@ -348,7 +350,7 @@ func (ff *FixtureFile) readDNC(path, region string) error {
 // report counts the file's lines. It runs at start, not at a reset: the
 // register is not tenant data, and a reset leaves it as it is
 // (docs/compliance.md#fixtures).
-func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region string, now time.Time) (dnc.Report, error) {
+func applyFixtureRegister(ctx context.Context, s dncLoader, d *FixtureDNC, region string, now time.Time) (dnc.Report, error) {
 	var rep dnc.Report
 	if d == nil {
 		return rep, nil
@@ -380,6 +382,11 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 	gained, err := s.LoadDNC(ctx, nationalList, numbers, false, now, nil)
 	rep.Loaded = gained
 	return rep, err
+}
+
+// dncLoader is the one write applyFixtureRegister makes.
+type dncLoader interface {
+	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 }
 
 // validateScenarioFields checks what a scenario must hold wherever it comes

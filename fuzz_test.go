@@ -172,7 +172,7 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Add(seed)
 	}
 	dir := f.TempDir()
-	store, err := OpenStore(filepath.Join(dir, "auth.db"), newStoreMetrics(false))
+	store, err := OpenStore(filepath.Join(dir, "auth.db"), sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -292,7 +292,7 @@ func mintToken(t testing.TB, app *domain.Application) string {
 func openTestStore(t testing.TB) (*SQLiteStore, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dialbox.db")
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := OpenStore(path, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func fixtureStore(t testing.TB, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 
 func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStore, []int64) {
 	t.Helper()
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := OpenStore(path, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

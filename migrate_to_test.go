@@ -102,7 +102,7 @@ func migrateToFill(t *testing.T) string {
 	}
 
 	// A call left up as a crash leaves it: its contact dialing.
-	store, err := OpenStore(db, newStoreMetrics(false))
+	store, err := OpenStore(db, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,7 +673,7 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 func TestMigrateToOlderSQLite(t *testing.T) {
 	target := pgtest.Database(t)
 	source := filepath.Join(t.TempDir(), "old.db")
-	old, err := openStoreAt(source, 5, newStoreMetrics(false))
+	old, err := OpenStore(source, sqliteMigrations()[:5], newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,7 +686,7 @@ func TestMigrateToOlderSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("(schema version %d)", len(migrations())); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("(schema version %d)", len(sqliteMigrations())); !strings.Contains(out, want) {
 		t.Errorf("the output does not say %s", want)
 	}
 	if got := verifiedTables(t, out)["applications"]; got != "ok" {

@@ -113,7 +113,7 @@ func queueCountsExact(t *testing.T, s Store, when string) {
 // migration that adds it to a database holding contacts.
 func TestQueuedContactsCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := openStoreAt(path, 3, newStoreMetrics(false))
+	old, err := OpenStore(path, sqliteMigrations()[:3], newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ api_secret = "sd-secret"
 // shutdownMessages reads the outbox of a closed server's database.
 func shutdownMessages(t *testing.T, db string) map[string]whMessage {
 	t.Helper()
-	s, err := OpenStore(db, newStoreMetrics(false))
+	s, err := OpenStore(db, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

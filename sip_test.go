@@ -591,7 +591,7 @@ func TestSIPStopHangsUp(t *testing.T) {
 		t.Error("the answered call was still up at the far end after the stop")
 	}
 
-	st, err := OpenStore(filepath.Join(r.dir, "dialbox.db"), newStoreMetrics(false))
+	st, err := OpenStore(filepath.Join(r.dir, "dialbox.db"), sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +748,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := OpenStore(filepath.Join(dir, "dialbox.db"), newStoreMetrics(false))
+	s, err := OpenStore(filepath.Join(dir, "dialbox.db"), sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

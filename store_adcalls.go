@@ -103,7 +103,7 @@ func (s *sqlStore) DelayContacts(ctx context.Context, delays []domain.CallDelay,
 // contactWait explains why a queued contact of an advertising scenario is
 // not dialled at now, by the rules the engine applies (dialRules.wait);
 // nil for any other contact, or one the engine may dial now.
-func contactWait(ctx context.Context, s Store, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
+func contactWait(ctx context.Context, s waitReads, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
 	if c.State != domain.ContactQueued {
 		return nil, nil
 	}
@@ -135,6 +135,14 @@ func contactWait(ctx context.Context, s Store, appID int64, c *domain.ContactRec
 	}
 	timing.NextAttempt = c.NextAttemptAt
 	return rules.Wait(now, timing), nil
+}
+
+// waitReads is what contactWait reads: the admin API hands in its store.
+type waitReads interface {
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
+	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
+	adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
 }
 
 // adTiming is what the rules need of a contact's past: its last delay,

@@ -42,6 +42,7 @@ type PostgresStore struct {
 	heldMessages map[int64]struct{}
 	// metrics are its commits, imports, claims and takeovers.
 	metrics storeMetrics
+	known   int // the migrations this dialbox knows (Migrations)
 
 	mu      sync.RWMutex // guards closed against importing racing Close
 	closed  bool
@@ -100,13 +101,6 @@ const postgresWriters = 4
 // disk flushes one by one, where a batch waits once.
 const postgresSettlers = 2
 
-// OpenPostgres connects to the database at url, brings its schema up to
-// date and starts the writers; node names this node and sets its leases;
-// the store records into m.
-func OpenPostgres(ctx context.Context, url string, node config.ClusterConfig, m storeMetrics) (*PostgresStore, error) {
-	return openPostgresAt(ctx, url, len(postgresMigrations()), node, m)
-}
-
 // nodeIDFor is the id of a node named name (the hostname when empty): the
 // process id and a random part make every start a new node, so a
 // restarted node never renews the leases its last run left, which another
@@ -118,7 +112,11 @@ func nodeIDFor(name string) string {
 	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), uuid.NewString()[:8])
 }
 
-func openPostgresAt(ctx context.Context, url string, version int, node config.ClusterConfig, m storeMetrics) (*PostgresStore, error) {
+// OpenPostgres connects to the database at url, brings its schema up to
+// date with migrations (schema_postgres.sql's blocks, which the root
+// embeds) and starts the writers; node names this node and sets its leases;
+// the store records into m.
+func OpenPostgres(ctx context.Context, url string, migrations []string, node config.ClusterConfig, m storeMetrics) (*PostgresStore, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -137,12 +135,12 @@ func openPostgresAt(ctx context.Context, url string, version int, node config.Cl
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	if err := store.MigratePostgres(ctx, pool, postgresMigrations(), version); err != nil {
+	if err := store.MigratePostgres(ctx, pool, migrations, len(migrations)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	s := &PostgresStore{pool: pool, node: id, lease: node.Lease.Duration,
-		heldMessages: map[int64]struct{}{}, metrics: m}
+		heldMessages: map[int64]struct{}{}, metrics: m, known: len(migrations)}
 	s.sqlStore = sqlStore{db: sqldb.PGX(pool),
 		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
@@ -225,7 +223,7 @@ func (s *PostgresStore) CheckStorage(ctx context.Context) error {
 
 func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
 	at, err = store.PostgresVersion(ctx, s.pool)
-	return at, len(postgresMigrations()), err
+	return at, s.known, err
 }
 
 // nodeID is the id this node's leases carry, shown in /metrics.

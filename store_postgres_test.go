@@ -21,7 +21,7 @@ func pgNodes(t *testing.T, n int) ([]*PostgresStore, int64) {
 	url := pgtest.Database(t)
 	var nodes []*PostgresStore
 	for range n {
-		s, err := OpenPostgres(context.Background(), url, config.DefaultConfig().Cluster, newStoreMetrics(true))
+		s, err := OpenPostgres(context.Background(), url, postgresMigrations(), config.DefaultConfig().Cluster, newStoreMetrics(true))
 		if err != nil {
 			t.Fatal(err)
 		}

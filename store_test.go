@@ -25,14 +25,14 @@ import (
 // version) opens in this one with its data kept and its schema brought up
 // to date; a database from a newer dialbox is refused, untouched.
 func TestMigrations(t *testing.T) {
-	latest := len(migrations())
+	latest := len(sqliteMigrations())
 	if latest < 1 {
 		t.Fatal("schema.sql has no migrations")
 	}
 	for from := 1; from < latest; from++ {
 		t.Run(fmt.Sprintf("from version %d", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
-			old, err := openStoreAt(path, from, newStoreMetrics(false))
+			old, err := OpenStore(path, sqliteMigrations()[:from], newStoreMetrics(false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestMigrations(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s, err := OpenStore(path, newStoreMetrics(false))
+			s, err := OpenStore(path, sqliteMigrations(), newStoreMetrics(false))
 			if err != nil {
 				t.Fatalf("opening a version %d database: %v", from, err)
 			}
@@ -100,7 +100,7 @@ func TestMigrations(t *testing.T) {
 			}
 
 			// Opening again migrates nothing and loses nothing.
-			again, err := OpenStore(path, newStoreMetrics(false))
+			again, err := OpenStore(path, sqliteMigrations(), newStoreMetrics(false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		if s, err := OpenStore(path, newStoreMetrics(false)); err == nil {
+		if s, err := OpenStore(path, sqliteMigrations(), newStoreMetrics(false)); err == nil {
 			s.Close()
 			t.Fatal("a database of a newer schema version opened")
 		} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer dialbox") {

@@ -467,7 +467,7 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 // content.
 func TestVoicebotMigratedCalls(t *testing.T) {
 	path := t.TempDir() + "/old.db"
-	old, err := openStoreAt(path, 5, newStoreMetrics(false))
+	old, err := OpenStore(path, sqliteMigrations()[:5], newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +484,7 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 		storeExec(t, old, q)
 	}
 	old.Close()
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := OpenStore(path, sqliteMigrations(), newStoreMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
