@@ -15,7 +15,7 @@ import (
 // (applications, scenarios, campaigns, pools, ...) are kept in memory
 // between changes: every public request reads some of it and it changes
 // rarely. The store counts the commits that may change configuration, its
-// own, other connections' and other nodes' (configVersion); an entry read
+// own, other connections' and other nodes' (ConfigVersion); an entry read
 // at an older count is never returned, so a read never sees a value older
 // than the last committed change. Every other method is the store's own.
 type cachedStore struct {
@@ -41,7 +41,7 @@ const maxCachedReads = 10_000
 // remembers it. Errors other than errNotFound are never remembered, and
 // nothing is while the store cannot tell the configuration's version.
 func cached[T any](s *cachedStore, key string, load func() (T, error)) (T, error) {
-	v, ok := s.configVersion()
+	v, ok := s.ConfigVersion()
 	if !ok {
 		return load()
 	}
@@ -57,7 +57,7 @@ func cached[T any](s *cachedStore, key string, load func() (T, error)) (T, error
 		s.mu.Lock()
 		// A change committed during load moved the version: what load read
 		// may be stale, so it is not kept.
-		if now, ok := s.configVersion(); ok && now == v {
+		if now, ok := s.ConfigVersion(); ok && now == v {
 			if s.at != v || s.entries == nil || len(s.entries) >= maxCachedReads {
 				s.entries, s.at = map[string]cachedRead{}, v
 			}

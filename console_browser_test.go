@@ -145,10 +145,10 @@ func TestConsoleInBrowser(t *testing.T) {
 			return queryInt(t, s.m.store, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) > 0
 		})
 		var id string
-		if err := sqliteOf(t, s.m.store).read.QueryRow(`SELECT id FROM webhook_messages WHERE state = 'delivered' LIMIT 1`).Scan(&id); err != nil {
+		if err := sqliteOf(t, s.m.store).Read.QueryRow(`SELECT id FROM webhook_messages WHERE state = 'delivered' LIMIT 1`).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		s.exec(t, `UPDATE webhook_messages SET state = 'dead' WHERE id = ?`, id)
+		s.Exec(t, `UPDATE webhook_messages SET state = 'dead' WHERE id = ?`, id)
 		page := s.url + "/console/apps/qa-key/webhook-messages/" + id
 		run(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible("#resend", chromedp.ByID))
 		if got := text(t, ctx, "#message-state"); got != "dead (failed)" {

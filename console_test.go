@@ -20,6 +20,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/sandbox"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 )
 
@@ -243,10 +244,10 @@ func TestConsoleOverviewSaysWhyNotDialling(t *testing.T) {
 
 func testConsoleOverviewSaysWhyNotDialling(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	s.exec(t, `UPDATE scenarios SET status = 'DRAFT' WHERE id = 'sc-second'`)
-	s.exec(t, `UPDATE wallets SET balance = 10 WHERE app_id = 1`)
-	s.exec(t, `UPDATE hotlines SET enabled = 0 WHERE app_id = 2`)
-	s.exec(t, `UPDATE wallets SET prepaid = 0 WHERE app_id = 2`)
+	s.Exec(t, `UPDATE scenarios SET status = 'DRAFT' WHERE id = 'sc-second'`)
+	s.Exec(t, `UPDATE wallets SET balance = 10 WHERE app_id = 1`)
+	s.Exec(t, `UPDATE hotlines SET enabled = 0 WHERE app_id = 2`)
+	s.Exec(t, `UPDATE wallets SET prepaid = 0 WHERE app_id = 2`)
 	s.admin(t, "PATCH", "/apps/other-key/scenarios/sc-other", `{"call_config":{"call_window":{"start":"00:00","end":"24:00"}}}`, nil)
 	s.m.catalog.mu.Lock()
 	s.m.catalog.entries = nil // the updates above went around the store
@@ -398,8 +399,8 @@ func testConsoleCountsMatchRows(t *testing.T, backend string) {
 				t.Errorf("%s: message counts of %s %v, rows say %v", when, ep, got, wantStates[ep])
 			}
 		}
-		if pg, ok := s.m.store.(*PostgresStore); ok && !strings.HasSuffix(when, "folded") {
-			if err := pg.foldCounts(ctx); err != nil {
+		if pg, ok := s.m.store.(*store.Postgres); ok && !strings.HasSuffix(when, "folded") {
+			if err := pg.FoldCounts(ctx); err != nil {
 				t.Fatal(err)
 			}
 			check(when + ", folded")
@@ -413,7 +414,7 @@ func testConsoleCountsMatchRows(t *testing.T, backend string) {
 	if err != nil || p.Done != 6 || len(p.Outcomes) < 3 {
 		t.Errorf("progress of sc-remind: %+v %v", p, err)
 	}
-	s.exec(t, `DELETE FROM scenarios WHERE id = 'sc-remind'`)
+	s.Exec(t, `DELETE FROM scenarios WHERE id = 'sc-remind'`)
 	check("after a delete")
 	if p, err := s.m.store.ContactProgress(ctx, 1, "sc-remind", ""); err != nil || p.Total() != 0 {
 		t.Errorf("progress of the deleted sc-remind: %+v %v", p, err)
@@ -425,7 +426,7 @@ func testConsoleCountsMatchRows(t *testing.T, backend string) {
 func TestConsoleQueriesUseIndexes(t *testing.T) {
 	s := startSandbox(t)
 	plan := func(query string, args ...any) string {
-		rows, err := sqliteOf(t, s.m.store).read.Query(`EXPLAIN QUERY PLAN `+query, args...)
+		rows, err := sqliteOf(t, s.m.store).Read.Query(`EXPLAIN QUERY PLAN `+query, args...)
 		if err != nil {
 			t.Fatal(err)
 		}

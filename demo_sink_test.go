@@ -8,6 +8,7 @@ import (
 	"context"
 	"dialbox/internal/auth"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func demoResultReachesSink(t *testing.T, node *testServer, phone string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, b := node.do(t, "POST", "/api/v1/public-api/scenarios/"+demoScenarioID+"/calls", "Bearer "+token,
+	status, b := node.do(t, "POST", "/api/v1/public-api/scenarios/"+store.DemoScenarioID+"/calls", "Bearer "+token,
 		`{"contacts":[{"phone_number":"`+phone+`"}]}`)
 	if status != 200 || !strings.Contains(string(b), `"status":1`) {
 		t.Fatalf("operation A on %s: %d %s", node.url, status, b)
@@ -93,8 +94,8 @@ func TestDemoSinkMovedFromAnAddress(t *testing.T) { eachBackend(t, testDemoSinkM
 func testDemoSinkMovedFromAnAddress(t *testing.T, backend string) {
 	db := backendDatabase(t, backend)
 	old := startDemoNode(t, db)
-	old.exec(t, `UPDATE webhook_endpoints SET url = 'http://127.0.0.1:1/sink/demo'`)
-	old.exec(t, `INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
+	old.Exec(t, `UPDATE webhook_endpoints SET url = 'http://127.0.0.1:1/sink/demo'`)
+	old.Exec(t, `INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
 		SELECT 'other', app_id, 'http://127.0.0.1:1/sink/qa', secret, events, enabled, created_at, updated_at FROM webhook_endpoints`)
 	if err := old.m.Close(); err != nil {
 		t.Fatal(err)

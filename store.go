@@ -15,11 +15,11 @@ import (
 // openConfiguredStore opens the store cfg names, creating its schema (and
 // the SQLite file) when missing: serve's way, the one command that makes a
 // database. The store records into m.
-func openConfiguredStore(ctx context.Context, cfg config.Config, m storeMetrics) (Store, error) {
+func openConfiguredStore(ctx context.Context, cfg config.Config, m store.Metrics) (Store, error) {
 	if config.IsPostgresURL(cfg.Database) {
-		return OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, m)
+		return store.OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, m)
 	}
-	return OpenStore(cfg.Database, sqliteMigrations(), m)
+	return store.OpenSQLite(cfg.Database, sqliteMigrations(), m)
 }
 
 // openExistingStore opens the store cfg names for a command that reads or
@@ -33,12 +33,12 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 		if err := store.CheckPostgres(ctx, cfg.Database); err != nil {
 			return nil, err
 		}
-		return OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, newStoreMetrics(true))
+		return store.OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, store.NewMetrics(true))
 	}
-	if err := checkSQLiteIsDialbox(ctx, cfg.Database); err != nil {
+	if err := store.CheckSQLiteIsDialbox(ctx, cfg.Database); err != nil {
 		return nil, err
 	}
-	return OpenStore(cfg.Database, sqliteMigrations(), newStoreMetrics(false))
+	return store.OpenSQLite(cfg.Database, sqliteMigrations(), store.NewMetrics(false))
 }
 
 // errNotSQLite answers the commands that work on a SQLite file only.
@@ -56,9 +56,9 @@ var (
 )
 
 // sqliteMigrations splits schema.sql into its numbered blocks, in order.
-func sqliteMigrations() []string { return splitMigrations("schema.sql", schemaSQL) }
+func sqliteMigrations() []string { return store.SplitMigrations("schema.sql", schemaSQL) }
 
 // postgresMigrations splits schema_postgres.sql into its numbered blocks.
 func postgresMigrations() []string {
-	return splitMigrations("schema_postgres.sql", schemaPostgresSQL)
+	return store.SplitMigrations("schema_postgres.sql", schemaPostgresSQL)
 }

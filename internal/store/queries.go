@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -19,17 +19,17 @@ import (
 )
 
 // The queries of the public operations and the import; the machinery they
-// run on (opening, migrations, the group-commit writer) is in db.go.
+// run on (opening, migrations, the group-commit writer) is in sqlite.go.
 
-func ms(t time.Time) int64 { return t.UnixMilli() }
+func Millis(t time.Time) int64 { return t.UnixMilli() }
 
-func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+func FromMillis(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 func nullMS(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
-	return ms(*t)
+	return Millis(*t)
 }
 
 func nullString(s string) any {
@@ -63,7 +63,7 @@ func scanApp(row interface{ Scan(...any) error }) (*domain.Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	a.CreatedAt, a.UpdatedAt = FromMillis(created), FromMillis(updated)
 	if a.Destinations, err = scanDestinations(allow, deny); err != nil {
 		return nil, fmt.Errorf("application %q: %w", a.APIKey, err)
 	}
@@ -130,7 +130,7 @@ func scanWallet(row interface{ Scan(...any) error }) (domain.Wallet, error) {
 		return domain.Wallet{}, nil
 	}
 	if expires.Valid {
-		t := fromMS(expires.Int64)
+		t := FromMillis(expires.Int64)
 		w.ExpiresAt = &t
 	}
 	return w, err
@@ -180,7 +180,7 @@ func scanScenario(row interface{ Scan(...any) error }) (*domain.Scenario, error)
 	if err := json.Unmarshal([]byte(config), &sc.CallConfig); err != nil {
 		return nil, fmt.Errorf("scenario %s call_config: %w", sc.ID, err)
 	}
-	sc.CreatedAt, sc.UpdatedAt = fromMS(created), fromMS(updated)
+	sc.CreatedAt, sc.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &sc, nil
 }
 
@@ -221,7 +221,7 @@ func scanCampaign(row interface{ Scan(...any) error }) (*domain.Campaign, error)
 	if err != nil {
 		return nil, err
 	}
-	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
+	c.CreatedAt, c.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &c, nil
 }
 
@@ -242,7 +242,7 @@ func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*domai
 // a prepaid wallet cannot pay one call per added contact (for these two
 // nothing is recorded). It runs in the one writer's group commit, its
 // statements those prepared when the store opened (writeStmts).
-func (s *SQLiteStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
+func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
 	var res *domain.ImportResult
 	allInvalid := false
 	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
@@ -253,7 +253,7 @@ func (s *SQLiteStore) Import(ctx context.Context, req domain.ImportRequest, now 
 }
 
 // importTx is an import's work in its store's writer, on either database
-// (SQLiteStore.Import, PostgresStore.Import); allInvalid when nothing was
+// (SQLite.Import, Postgres.Import); allInvalid when nothing was
 // added.
 func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time) (res *domain.ImportResult, allInvalid bool, err error) {
 	res = &domain.ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
@@ -311,7 +311,7 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequ
 		for i, c := range req.Contacts {
 			ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
 		}
-		at := ms(now)
+		at := Millis(now)
 		if err := tx.Query(ctx, `INSERT INTO contacts
 			(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
 			SELECT u.id, ?, ?, ?, ?, u.phone, u.fields, ?, ?, ?, ?
@@ -326,7 +326,7 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequ
 		// The values every row shares are boxed once: this loop runs in
 		// the writer, which every import waits for.
 		var (
-			at       any = ms(now)
+			at       any = Millis(now)
 			unique   any = boolInt(req.UniquePhone)
 			camp         = nullString(req.CampaignID)
 			appID    any = req.AppID
@@ -505,7 +505,7 @@ const (
 func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
 	if _, err := tx.Exec(ctx, insertImportSQL, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
-		requested, len(res.Added), len(res.Skipped), code, ms(now)); err != nil {
+		requested, len(res.Added), len(res.Skipped), code, Millis(now)); err != nil {
 		return err
 	}
 	if len(res.Skipped) == 0 {
@@ -566,7 +566,7 @@ func scanSkipped(row sqldb.Row) (domain.SkippedContact, error) {
 // applyFixtureApp upserts one application of a fixtures file (or the demo
 // tenant) and everything it owns, changing nothing that already matches.
 func applyFixtureApp(ctx context.Context, tx sqldb.Querier, fa *FixtureApp, now time.Time) error {
-	at := ms(now)
+	at := Millis(now)
 	// RETURNING says nothing when nothing changed: the id is read then.
 	err := tx.QueryRow(ctx, `INSERT INTO applications (name, api_key, api_secret, is_demo, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
@@ -574,14 +574,14 @@ func applyFixtureApp(ctx context.Context, tx sqldb.Querier, fa *FixtureApp, now 
 			disabled = 0, updated_at = excluded.updated_at
 		WHERE applications.name IS DISTINCT FROM excluded.name OR applications.api_secret IS DISTINCT FROM excluded.api_secret
 			OR applications.disabled <> 0
-		RETURNING id`, fa.Name, fa.APIKey, fa.APISecret, boolInt(fa.isDemo), at, at).Scan(&fa.id)
+		RETURNING id`, fa.Name, fa.APIKey, fa.APISecret, boolInt(fa.isDemo), at, at).Scan(&fa.ID)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = tx.QueryRow(ctx, `SELECT id FROM applications WHERE api_key = ?`, fa.APIKey).Scan(&fa.id)
+		err = tx.QueryRow(ctx, `SELECT id FROM applications WHERE api_key = ?`, fa.APIKey).Scan(&fa.ID)
 	}
 	if err != nil {
 		return fmt.Errorf("application %q: %w", fa.APIKey, err)
 	}
-	appID := fa.id
+	appID := fa.ID
 
 	w := fa.walletOrDefault()
 	// The balance is an opening balance: set when the wallet is made, never
