@@ -52,19 +52,12 @@ type clockBody struct {
 	OffsetSeconds *int64   `json:"offset_seconds"`
 }
 
-// ClockState is the clock as GET and PUT /admin/v1/clock answer it.
-type ClockState struct {
-	TimeScale     float64   `json:"time_scale"`
-	Now           time.Time `json:"now"`
-	OffsetSeconds int64     `json:"offset_seconds"`
-}
-
-func (a *Admin) ClockState() ClockState {
+func (a *Admin) ClockState() domain.ClockState {
 	scale := 1.0
 	if a.clock != nil {
 		scale = a.clock.TimeScale()
 	}
-	return ClockState{TimeScale: scale, Now: a.sandboxNow.Now().UTC(),
+	return domain.ClockState{TimeScale: scale, Now: a.sandboxNow.Now().UTC(),
 		OffsetSeconds: int64(a.sandboxNow.Offset().Round(time.Second) / time.Second)}
 }
 

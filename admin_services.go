@@ -13,7 +13,8 @@ import (
 // The admin API's services: the reads and actions its handlers share with
 // the console (docs/console.md), each rule written once here: which error
 // a missing record is, who is woken after a change. The console declares
-// the part it uses (consoleAdmin); the handlers add the HTTP around them.
+// the parts it uses (console.Reads, Actions, Sandbox); the handlers add
+// the HTTP around them.
 
 // ---- reads ----
 

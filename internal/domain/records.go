@@ -322,3 +322,12 @@ type TrunkCapacity struct {
 }
 
 func (c TrunkCapacity) Limited() bool { return c.Channels > 0 || c.CPS > 0 }
+
+// ClockState is the clock as GET and PUT /admin/v1/clock answer it and the
+// console's clock page shows it: the simulator's time scale and the
+// sandbox's time (docs/sandbox.md#the-clock).
+type ClockState struct {
+	TimeScale     float64   `json:"time_scale"`
+	Now           time.Time `json:"now"`
+	OffsetSeconds int64     `json:"offset_seconds"`
+}
