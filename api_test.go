@@ -622,7 +622,7 @@ func TestAuthentication(t *testing.T) { eachBackend(t, testAuthentication) }
 
 func testAuthentication(t *testing.T, backend string) {
 	s := startServerOn(t, backend, testFixtures)
-	s.Exec(t, `UPDATE applications SET disabled = 1 WHERE api_key = 'disabled-key'`)
+	s.exec(t, `UPDATE applications SET disabled = 1 WHERE api_key = 'disabled-key'`)
 	now := time.Now()
 	hs256 := func(claims jwt.MapClaims, secret string) string {
 		return "Bearer " + sign(t, jwt.SigningMethodHS256, secret, claims)
@@ -925,7 +925,7 @@ func TestInternalErrors(t *testing.T) {
 			tokens := testTokens(t)
 			seen := map[string]bool{}
 			always := mode == config.StatusModeAlways
-			s.Exec(t, `CREATE TRIGGER break_import BEFORE INSERT ON contacts BEGIN SELECT RAISE(ABORT, 'disk on fire'); END`)
+			s.exec(t, `CREATE TRIGGER break_import BEFORE INSERT ON contacts BEGIN SELECT RAISE(ABORT, 'disk on fire'); END`)
 			for _, c := range []apiCase{
 				{name: "7.1 1402 Import contacts failed", path: opA("sc-remind"),
 					body: `{"contacts":[{"phone_number":"0950000001"}]}`, status: 500, want: body1402},
@@ -935,12 +935,12 @@ func TestInternalErrors(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) { c.run(t, s, tokens, always, seen) })
 			}
 			// The failed imports left nothing behind, and the store still works.
-			s.Exec(t, `DROP TRIGGER break_import`)
+			s.exec(t, `DROP TRIGGER break_import`)
 			var n int
 			if err := sqliteOf(t, s.m.store).Read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("contacts after failed imports: %d (%v), want 0", n, err)
 			}
-			s.Exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)
+			s.exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)
 			for _, c := range []apiCase{
 				{name: "7.1 9999 Unknown error", path: opA("sc-remind"),
 					body: `{"contacts":[{"phone_number":"0950000003"}]}`, status: 500, want: body9999A},
@@ -1095,10 +1095,10 @@ func testDisabledHotlines(t *testing.T, backend string) {
 	tokens := testTokens(t)
 	seen := map[string]bool{}
 	pool := `(SELECT id FROM applications WHERE api_key = 'qa-key') AND pool_key = 'POOL_SYSTEM'`
-	s.Exec(t, `UPDATE hotlines SET enabled = 0 WHERE app_id = `+pool)
+	s.exec(t, `UPDATE hotlines SET enabled = 0 WHERE app_id = `+pool)
 	apiCase{name: "every number disabled", path: opA("sc-remind"), body: `{"contacts":[{"phone_number":"0970000001"}]}`,
 		status: 503, want: body2301}.run(t, s, tokens, false, seen)
-	s.Exec(t, `UPDATE hotlines SET enabled = 1 WHERE number = '02873000002' AND app_id = `+pool)
+	s.exec(t, `UPDATE hotlines SET enabled = 1 WHERE number = '02873000002' AND app_id = `+pool)
 	apiCase{name: "one number enabled again", path: opA("sc-remind"), body: `{"contacts":[{"phone_number":"0970000001"}]}`,
 		status: 200, want: `{"status":1,"result":[{"contact_id":"<id>","danh_xung":"","ho_ten":"","so_dien_thoai":"+84970000001"}]}`}.run(t, s, tokens, false, seen)
 }

@@ -148,7 +148,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		if err := sqliteOf(t, s.m.store).Read.QueryRow(`SELECT id FROM webhook_messages WHERE state = 'delivered' LIMIT 1`).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		s.Exec(t, `UPDATE webhook_messages SET state = 'dead' WHERE id = ?`, id)
+		s.exec(t, `UPDATE webhook_messages SET state = 'dead' WHERE id = ?`, id)
 		page := s.url + "/console/apps/qa-key/webhook-messages/" + id
 		run(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible("#resend", chromedp.ByID))
 		if got := text(t, ctx, "#message-state"); got != "dead (failed)" {

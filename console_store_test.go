@@ -129,7 +129,7 @@ func testConsoleCountsMatchRows(t *testing.T, backend string) {
 	if err != nil || p.Done != 6 || len(p.Outcomes) < 3 {
 		t.Errorf("progress of sc-remind: %+v %v", p, err)
 	}
-	s.Exec(t, `DELETE FROM scenarios WHERE id = 'sc-remind'`)
+	s.exec(t, `DELETE FROM scenarios WHERE id = 'sc-remind'`)
 	check("after a delete")
 	if p, err := s.m.store.ContactProgress(ctx, 1, "sc-remind", ""); err != nil || p.Total() != 0 {
 		t.Errorf("progress of the deleted sc-remind: %+v %v", p, err)

@@ -94,8 +94,8 @@ func TestDemoSinkMovedFromAnAddress(t *testing.T) { eachBackend(t, testDemoSinkM
 func testDemoSinkMovedFromAnAddress(t *testing.T, backend string) {
 	db := backendDatabase(t, backend)
 	old := startDemoNode(t, db)
-	old.Exec(t, `UPDATE webhook_endpoints SET url = 'http://127.0.0.1:1/sink/demo'`)
-	old.Exec(t, `INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
+	old.exec(t, `UPDATE webhook_endpoints SET url = 'http://127.0.0.1:1/sink/demo'`)
+	old.exec(t, `INSERT INTO webhook_endpoints (id, app_id, url, secret, events, enabled, created_at, updated_at)
 		SELECT 'other', app_id, 'http://127.0.0.1:1/sink/qa', secret, events, enabled, created_at, updated_at FROM webhook_endpoints`)
 	if err := old.m.Close(); err != nil {
 		t.Fatal(err)

@@ -170,7 +170,7 @@ func startMain(t testing.TB, stdout io.Writer, args, env []string, setup func(*M
 
 // exec runs SQL through the store's own writer, for what the public API
 // cannot do (disable an application, break a row on purpose).
-func (s *testServer) Exec(t testing.TB, query string, args ...any) {
+func (s *testServer) exec(t testing.TB, query string, args ...any) {
 	t.Helper()
 	storeExec(t, s.m.store, query, args...)
 }

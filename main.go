@@ -130,9 +130,9 @@ type Main struct {
 
 	metrics *ops.Metrics // what this server's /metrics serves, handed to each part
 	store   Store
-	// catalog is store seen through the configuration cache (cache.go):
+	// catalog is store seen through the configuration cache (internal/store/cache.go):
 	// what the parts that serve and call are given.
-	catalog   *cachedStore
+	catalog   cachedStore
 	serveLock *os.File // held while serving: one server per database
 	// adminTokenFromEnv: Config.Admin.Token came from DIALBOX_ADMIN_TOKEN.
 	adminTokenFromEnv bool

@@ -200,12 +200,12 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 
 	// Storing fails: 1402 on A and C.
-	s.Exec(t, `CREATE TRIGGER contract_break BEFORE INSERT ON contacts BEGIN SELECT RAISE(ABORT, 'disk on fire'); END`)
+	s.exec(t, `CREATE TRIGGER contract_break BEFORE INSERT ON contacts BEGIN SELECT RAISE(ABORT, 'disk on fire'); END`)
 	c.do("A", "POST", a("sc-remind"), qa, `{"contacts":`+contacts("0912000040")+`}`)
 	c.do("C", "POST", contractC, qa, camp("camp-1", contacts("0912000041")))
-	s.Exec(t, `DROP TRIGGER contract_break`)
+	s.exec(t, `DROP TRIGGER contract_break`)
 	// Reading the scenario fails: each operation's own internal error.
-	s.Exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)
+	s.exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)
 	c.do("A", "POST", a("sc-remind"), qa, `{"contacts":`+contacts("0912000042")+`}`)
 	c.do("B", "GET", contractB, qa, "")
 	c.do("C", "POST", contractC, qa, camp("camp-1", contacts("0912000043")))

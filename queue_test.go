@@ -89,7 +89,7 @@ func testMaxQueuedContacts(t *testing.T, backend string) {
 	ok(post(opA("sc-other"), other, queueContacts(3, 0)))
 
 	// Finished contacts no longer count.
-	s.Exec(t, `UPDATE contacts SET state = 'done', outcome = 'ANSWERED'
+	s.exec(t, `UPDATE contacts SET state = 'done', outcome = 'ANSWERED'
 		WHERE app_id = (SELECT id FROM applications WHERE api_key = 'qa-key') AND phone = '+84912000000'`)
 	ok(post(opA("sc-remind"), qa, queueContacts(1, 50)))
 	if n := queued(); n != 3 {

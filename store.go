@@ -41,6 +41,21 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 	return store.OpenSQLite(cfg.Database, sqliteMigrations(), store.NewMetrics(false))
 }
 
+// cachedStore is the store with its configuration reads kept by
+// store.Cached in front: Cached's reads are promoted from one level above
+// the store's own, so they are the ones called, and every other method is
+// the store's.
+type cachedStore struct {
+	*store.Cached
+	uncached
+}
+
+// uncached holds the store one level below Cached's reads.
+type uncached struct{ Store }
+
+// newCachedStore wraps s, once, where the store is opened for a server.
+func newCachedStore(s Store) cachedStore { return cachedStore{store.NewCached(s), uncached{s}} }
+
 // errNotSQLite answers the commands that work on a SQLite file only.
 func errNotSQLite(command, instead string) error {
 	return errors.New(command + ": database is PostgreSQL; " + instead + " (docs/postgres.md#operations)")

@@ -47,7 +47,7 @@ type Store interface {
 	// configuration: this store's own, and those of other connections,
 	// processes or nodes it has learnt of. ok is false while the store
 	// cannot tell (a PostgreSQL node deaf to the others' changes). The
-	// configuration cache (cache.go) asks before every read.
+	// configuration cache (internal/store/cache.go) asks before every read.
 	ConfigVersion() (v uint64, ok bool)
 
 	// ---- the public API and imports (store.go) ----

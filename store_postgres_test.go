@@ -143,8 +143,8 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 	nodes, appID := pgNodes(t, 2)
 	ctx := context.Background()
-	cached := []*cachedStore{newCachedStore(nodes[0]), newCachedStore(nodes[1])}
-	read := func(s *cachedStore) *domain.Scenario {
+	cached := []cachedStore{newCachedStore(nodes[0]), newCachedStore(nodes[1])}
+	read := func(s cachedStore) *domain.Scenario {
 		t.Helper()
 		sc, err := s.Scenario(ctx, appID, "sc")
 		if err != nil {
