@@ -75,7 +75,7 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 		os.Remove(tmp)
 		return fmt.Errorf("backup: %w", err)
 	}
-	info, err := store.CheckDatabaseFile(ctx, tmp, len(migrations()))
+	info, err := store.CheckDatabaseFile(ctx, tmp, len(sqliteMigrations()))
 	if err == nil {
 		err = store.SyncFile(tmp)
 	}
@@ -110,7 +110,7 @@ func runRestore(ctx context.Context, args []string, stdout io.Writer, env []stri
 		return errNotSQLite("restore", "restore it with pg_restore or psql")
 	}
 	src, dst := pos[0], cfg.Database
-	info, err := store.CheckDatabaseFile(ctx, src, len(migrations()))
+	info, err := store.CheckDatabaseFile(ctx, src, len(sqliteMigrations()))
 	if err != nil {
 		return fmt.Errorf("restore: %s: %w", src, err)
 	}

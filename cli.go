@@ -154,7 +154,7 @@ func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, config.Co
 	}
 	st, err := openExistingStore(context.Background(), cfg)
 	if err == nil {
-		st.setRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
+		st.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
 	}
 	return st, cfg, err
 }
@@ -191,10 +191,10 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 
 func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
 	if key == "" {
-		key = randomHex(16)
+		key = store.RandomHex(16)
 	}
 	if secret == "" {
-		secret = randomHex(24)
+		secret = store.RandomHex(24)
 	}
 	app, err := s.CreateApp(ctx, name, key, secret, destinations.Rules{}, time.Now())
 	if errors.Is(err, domain.ErrConflict) {

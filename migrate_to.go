@@ -83,10 +83,10 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	if !*verifyOnly {
 		// The copy has the tables of this dialbox's schema on both sides,
 		// as a start of this dialbox on the file would migrate it.
-		if err := migrate(lite, len(migrations())); err != nil {
+		if err := store.Migrate(lite, sqliteMigrations()); err != nil {
 			return fmt.Errorf("migrate-to: %s: %w", source, err)
 		}
-		liteVersion = len(migrations())
+		liteVersion = len(sqliteMigrations())
 	}
 
 	m := store.NewMigration(lite, pool, stdout, source, store.Redacted(target), func(ctx context.Context, pool *pgxpool.Pool) error {
