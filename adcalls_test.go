@@ -7,6 +7,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/ops"
+	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -162,7 +163,7 @@ func TestAdLimitAndWaitReasons(t *testing.T) {
 // adTenant is engTenant with its scenario "sc" for advertising and a care
 // scenario "care", both dialling all day (so only the decree's hours
 // limit them), and a second advertising scenario "ad2".
-func adTenant(key string) *FixtureApp {
+func adTenant(key string) *store.FixtureApp {
 	a := dncTenant(key)
 	sc := a.Scenarios[0]
 	sc.CallConfig.Purpose = domain.PurposeAdvertising
@@ -179,7 +180,7 @@ func adContact(t *testing.T, s Store, id string) (state string, next time.Time, 
 	var nextMS int64
 	queryRows(t, s, `SELECT state, next_attempt_at FROM contacts WHERE id = ?`, []any{id},
 		func(scan func(...any) error) error { return scan(&state, &nextMS) })
-	return state, fromMS(nextMS), engCalls(t, s, id)
+	return state, store.FromMillis(nextMS), engCalls(t, s, id)
 }
 
 func adBlocks(t *testing.T, s Store, reason string) int {
@@ -192,7 +193,7 @@ func adWait(t *testing.T, s Store, appID int64, id string, now time.Time) *domai
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := contactWait(context.Background(), s, appID, c, now)
+	w, err := store.ContactWait(context.Background(), s, appID, c, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	if len(calls) != 1 || calls[0].Outcome != domain.OutcomeAnswered || calls[0].Answered == nil {
 		t.Fatalf("first advertising call: %+v", calls)
 	}
-	answeredAt := fromMS(*calls[0].Answered)
+	answeredAt := store.FromMillis(*calls[0].Answered)
 	free := answeredAt.Add(24 * time.Hour)
 
 	// The same numbers in the tenant's second advertising scenario: the
@@ -248,8 +249,8 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	if n := dialled(answers); n != 3 {
 		t.Errorf("%s dialled %d times before the 24 hours passed, want 3 (first, care, other tenant)", answers, n)
 	}
-	if until := queryInt(t, s, `SELECT until FROM call_blocks WHERE reason = 'daily_limit' AND contact_id = ?`, second[0]); !fromMS(int64(until)).Equal(free) {
-		t.Errorf("audit row of the delay: until %v, want %s", fromMS(int64(until)), free)
+	if until := queryInt(t, s, `SELECT until FROM call_blocks WHERE reason = 'daily_limit' AND contact_id = ?`, second[0]); !store.FromMillis(int64(until)).Equal(free) {
+		t.Errorf("audit row of the delay: until %v, want %s", store.FromMillis(int64(until)), free)
 	}
 	if n := adBlocks(t, s, domain.ReasonDailyLimit); n != 1 {
 		t.Errorf("%d daily_limit audit rows, want 1", n)
@@ -270,7 +271,7 @@ func testAdDailyLimitAcrossScenarios(t *testing.T, backend string) {
 	clock.Set(free)
 	e.Notify(a)
 	engWaitAllDone(t, s, a, 5)
-	if _, _, calls := adContact(t, s, second[0]); len(calls) != 1 || calls[0].Started < ms(free) {
+	if _, _, calls := adContact(t, s, second[0]); len(calls) != 1 || calls[0].Started < store.Millis(free) {
 		t.Errorf("the delayed contact's calls: %+v, want one from %s", calls, free)
 	}
 }
@@ -318,7 +319,7 @@ func testAdSameNumberClaimedInOneTick(t *testing.T, backend string) {
 		t.Errorf("%d advertising_hours audit rows, want one per contact", n)
 	}
 	rec := httptest.NewRecorder()
-	ops.MetricsHandler(prometheus.NewRegistry(), opsStore{s}, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	ops.MetricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{`dialbox_calls_blocked_total{reason="daily_limit"} 1`, `dialbox_calls_blocked_total{reason="advertising_hours"} 2`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -348,7 +349,7 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	clock.Set(testDate(2026, 11, 30, 9, 59, 0, 0, tokyo))
 	contacts = append(contacts, engImport(t, s, a, "sc", "", engPhones(2, 3)...)...)
 	waitFor(t, "the new contacts delayed", func() bool {
-		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued' AND next_attempt_at = ?`, ms(open)) == 5
+		return queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'queued' AND next_attempt_at = ?`, store.Millis(open)) == 5
 	})
 	if n := adBlocks(t, s, domain.ReasonAdvertisingHours); n != 5 {
 		t.Errorf("%d advertising_hours audit rows for 5 contacts", n)
@@ -360,7 +361,7 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 	e.Notify(a)
 	engWaitAllDone(t, s, a, len(contacts))
 	for _, id := range contacts {
-		if _, _, calls := adContact(t, s, id); len(calls) != 1 || !fromMS(calls[0].Started).Equal(open) {
+		if _, _, calls := adContact(t, s, id); len(calls) != 1 || !store.FromMillis(calls[0].Started).Equal(open) {
 			t.Errorf("contact %s: calls %+v, want one at %s", id, calls, open)
 		}
 	}
@@ -376,11 +377,11 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 func TestAdValidation(t *testing.T) {
 	cc := domain.DefaultCallConfig()
 	cc.Purpose = "spam"
-	if fe := validateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.purpose" {
+	if fe := store.ValidateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.purpose" {
 		t.Errorf("purpose spam: %+v", fe)
 	}
 	cc.Purpose, cc.CallWindow.Start, cc.CallWindow.End = domain.PurposeAdvertising, "18:00", "23:00"
-	if fe := validateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.call_window" ||
+	if fe := store.ValidateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.call_window" ||
 		!strings.Contains(fe.Reason, "08:00-17:00") {
 		t.Errorf("advertising 18:00-23:00: %+v", fe)
 	}
@@ -454,12 +455,12 @@ func testAdSettingsAndPurpose(t *testing.T, backend string) {
 		app + "  [applications.advertising]\n  start = \"06:00\"\n":                                                             "applications[0].advertising.start",
 		app + "  [[applications.scenarios]]\n  id = \"sc\"\n    [applications.scenarios.call_config]\n    purpose = \"spam\"\n": "applications[0].scenarios[0].call_config.purpose",
 	} {
-		_, err := LoadFixtures(writeFile(t, "f.toml", text))
+		_, err := store.LoadFixtures(writeFile(t, "f.toml", text))
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error on %s", text, err, key)
 		}
 	}
-	f, err := LoadFixtures(writeFile(t, "f.toml", app+"  [applications.advertising]\n  start = \"09:00\"\n"))
+	f, err := store.LoadFixtures(writeFile(t, "f.toml", app+"  [applications.advertising]\n  start = \"09:00\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func testAdSettingsAndPurpose(t *testing.T, backend string) {
 	}
 	// Applied again without the section: left as they were.
 	fa.Advertising = nil
-	if err := st.ApplyFixtures(context.Background(), []*FixtureApp{fa}, time.Now()); err != nil {
+	if err := st.ApplyFixtures(context.Background(), []*store.FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := st.AdSettings(context.Background(), ids[0]); got.Start != "09:00" {
@@ -496,7 +497,7 @@ func TestAdLimitQueryUsesItsIndex(t *testing.T) {
 		`SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`:                                                                       {"calls_dialing", 1, "+84900000001"},
 	} {
 		index, args := args[0].(string), args[1:]
-		rows, err := s.read.Query(`EXPLAIN QUERY PLAN `+q, args...)
+		rows, err := s.Read.Query(`EXPLAIN QUERY PLAN `+q, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -528,7 +529,7 @@ func BenchmarkEngineAdvertisingCalls(b *testing.B) {
 	}
 	app.Scenarios[0].CallConfig.MaxConcurrent = 1000
 	app.Scenarios[0].CallConfig.Purpose = domain.PurposeAdvertising
-	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
+	app.Webhooks = []store.FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
 	s, ids := fixtureStore(b, app)
 	for start := 0; start < b.N; start += 5000 {
 		engImport(b, s, ids[0], "sc", "", engPhones(min(5000, b.N-start), start)...)

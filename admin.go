@@ -17,6 +17,7 @@ import (
 	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/store"
 	"dialbox/internal/tokenlimit"
 
 	"github.com/julienschmidt/httprouter"
@@ -91,11 +92,11 @@ const (
 // returns it to be announced. A configured token removes a generated one:
 // it opens nothing any more, and would stay readable in the database and
 // its backups (docs/admin.md#token).
-func adminTokenHash(ctx context.Context, store Store, configured string) ([sha256.Size]byte, string, error) {
+func adminTokenHash(ctx context.Context, st Store, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
-		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, store)
+		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, st)
 	}
-	stored, err := store.AdminSetting(ctx, adminTokenSetting)
+	stored, err := st.AdminSetting(ctx, adminTokenSetting)
 	if err != nil {
 		return [sha256.Size]byte{}, "", err
 	}
@@ -104,12 +105,12 @@ func adminTokenHash(ctx context.Context, store Store, configured string) ([sha25
 		copy(h[:], b)
 		return h, "", nil
 	}
-	token := "dbx_admin_" + randomHex(20)
+	token := "dbx_admin_" + store.RandomHex(20)
 	h = sha256.Sum256([]byte(token))
-	if err := store.SetAdminSetting(ctx, adminTokenPlainSetting, token); err != nil {
+	if err := st.SetAdminSetting(ctx, adminTokenPlainSetting, token); err != nil {
 		return h, "", err
 	}
-	if err := store.SetAdminSetting(ctx, adminTokenSetting, hex.EncodeToString(h[:])); err != nil {
+	if err := st.SetAdminSetting(ctx, adminTokenSetting, hex.EncodeToString(h[:])); err != nil {
 		return h, "", err
 	}
 	return h, token, nil
@@ -118,14 +119,14 @@ func adminTokenHash(ctx context.Context, store Store, configured string) ([sha25
 // forgetGeneratedAdminToken removes a generated admin token and its hash,
 // when the database holds one: a write at every start would be a
 // configuration change every node of a cluster hears about.
-func forgetGeneratedAdminToken(ctx context.Context, store Store) error {
+func forgetGeneratedAdminToken(ctx context.Context, st Store) error {
 	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
-		v, err := store.AdminSetting(ctx, key)
+		v, err := st.AdminSetting(ctx, key)
 		if err != nil {
 			return err
 		}
 		if v != "" {
-			return store.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
+			return st.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
 		}
 	}
 	return nil

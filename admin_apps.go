@@ -8,6 +8,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/store"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -58,7 +59,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if b.Disabled != nil {
 		return nil, domain.Invalid("disabled", "cannot be set on create")
 	}
-	key, secret := deref(b.APIKey, domain.NewAPIKey()), deref(b.APISecret, domain.NewAPISecret())
+	key, secret := deref(b.APIKey, store.RandomHex(16)), deref(b.APISecret, store.RandomHex(24))
 	if problem := domain.APIKeyProblem(key); problem != "" {
 		return nil, domain.Invalid("api_key", problem)
 	}

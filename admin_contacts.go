@@ -4,6 +4,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/recordings"
+	"dialbox/internal/store"
 	"errors"
 	"net/http"
 
@@ -47,7 +48,7 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 			calls[i].RecordingURL = recordings.URL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
-	wait, err := contactWait(r.Context(), a.store, app.ID, c, a.sandboxNow.Now())
+	wait, err := store.ContactWait(r.Context(), a.store, app.ID, c, a.sandboxNow.Now())
 	return contactWithCalls{c, wait, calls}, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/store"
 	"errors"
 	"io"
 	"net/http"
@@ -32,7 +33,7 @@ func (a *Admin) dncRoutes(r *httprouter.Router, base string) {
 // tenant's when the path has an :app.
 func (a *Admin) dncList(r *http.Request, ps httprouter.Params) (int64, error) {
 	if ps.ByName("app") == "" {
-		return nationalList, nil
+		return store.NationalList, nil
 	}
 	app, err := a.app(r, ps)
 	if err != nil {

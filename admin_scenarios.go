@@ -11,6 +11,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/script"
+	"dialbox/internal/store"
 
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
@@ -98,7 +99,7 @@ func (b *scenarioBody) apply(sc *domain.Scenario) error {
 		}
 	}
 	sc.CallConfig.Normalize()
-	if fe := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
+	if fe := store.ValidateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
 		return domain.ValidationError(*fe)
 	}
 	return nil

@@ -138,7 +138,7 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	if err != nil {
 		return nil, err
 	}
-	size, err := a.store.recordingOf(ctx, app.ID, contactID, callID)
+	size, err := a.store.RecordingOf(ctx, app.ID, contactID, callID)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return nil, domain.NotFound("Call")

@@ -26,6 +26,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/sandbox"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 )
 
@@ -1099,7 +1100,7 @@ func TestAppKeyAndSecretRules(t *testing.T) {
 		}
 	}
 	fixtures := writeFile(t, "fixtures.toml", "[[applications]]\napi_key = \"..\"\napi_secret = \"qa-secret\"\n")
-	if _, err := LoadFixtures(fixtures); err == nil || !strings.Contains(err.Error(), "applications[0].api_key") {
+	if _, err := store.LoadFixtures(fixtures); err == nil || !strings.Contains(err.Error(), "applications[0].api_key") {
 		t.Errorf("fixtures with api_key \"..\": %v", err)
 	}
 }
@@ -1108,7 +1109,7 @@ func TestAppKeyAndSecretRules(t *testing.T) {
 // each number once, in byte order, on both stores; adding numbers already
 // there leaves them as they are.
 func TestBackendPoolOfManyNumbers(t *testing.T) {
-	forEachBackend(t, func() []*FixtureApp { return []*FixtureApp{engTenant()} }, func(t *testing.T, s Store, ids []int64) {
+	forEachBackend(t, func() []*store.FixtureApp { return []*store.FixtureApp{engTenant()} }, func(t *testing.T, s Store, ids []int64) {
 		ctx := context.Background()
 		var numbers []string
 		for i := 1200; i >= 0; i-- {

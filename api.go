@@ -44,10 +44,10 @@ type API struct {
 }
 
 // apiStore is the store as the public API reads it: through the
-// configuration cache (cache.go), which keeps its pages of scenarios too.
+// configuration cache (internal/store/cache.go), which keeps its pages of scenarios too.
 type apiStore interface {
 	Store
-	keep(key string, load func() (any, error)) (any, error)
+	Keep(key string, load func() (any, error)) (any, error)
 }
 
 func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *sandbox.Journal, faults *sandbox.Faults, now func() time.Time, log *slog.Logger) *API {
@@ -264,7 +264,7 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 	// The page is configuration only, so its JSON is kept in the
 	// configuration cache until a configuration write.
 	key := fmt.Sprintf("page\x00%d\x00%s\x00%d\x00%d\x00%s", app.ID, status, limit, offset, fieldsKey(fields))
-	page, err := a.store.keep(key, func() (any, error) {
+	page, err := a.store.Keep(key, func() (any, error) {
 		scenarios, total, err := a.store.ListScenarios(r.Context(), app.ID, status, limit, offset)
 		if err != nil {
 			return nil, err

@@ -937,7 +937,7 @@ func TestInternalErrors(t *testing.T) {
 			// The failed imports left nothing behind, and the store still works.
 			s.exec(t, `DROP TRIGGER break_import`)
 			var n int
-			if err := sqliteOf(t, s.m.store).read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
+			if err := sqliteOf(t, s.m.store).Read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("contacts after failed imports: %d (%v), want 0", n, err)
 			}
 			s.exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)
@@ -1030,7 +1030,7 @@ func testConcurrentImports(t *testing.T, backend string) {
 		t.Fatalf("%d distinct contact_ids acknowledged, want %d", len(acked), clients*perRequest)
 	}
 	stored := map[string]string{}
-	if err := s.m.store.metricsRows(context.Background(), `SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`,
+	if err := s.m.store.MetricsRows(context.Background(), `SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`,
 		func(scan func(...any) error) error {
 			var id, phone string
 			err := scan(&id, &phone)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 // it, and finds in it every contact acknowledged before the backup began.
 func TestBackupUnderLoad(t *testing.T) {
 	m, token := startOpsServer(t, io.Discard)
-	url := m.URL() + "/api/v1/public-api/scenarios/" + demoScenarioID + "/calls"
+	url := m.URL() + "/api/v1/public-api/scenarios/" + store.DemoScenarioID + "/calls"
 
 	var mu sync.Mutex
 	var acked []string
@@ -101,7 +102,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	if err := run(context.Background(), []string{"restore", backup, "--database", restored}, &out, nil); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	store, err := OpenStore(restored, newStoreMetrics(false))
+	store, err := store.OpenSQLite(restored, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

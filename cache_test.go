@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,17 +14,17 @@ import (
 // survive imports, and cannot be corrupted by a caller editing its copy.
 func TestCatalogCache(t *testing.T) {
 	ctx := context.Background()
-	store, err := OpenStore(filepath.Join(t.TempDir(), "cache.db"), newStoreMetrics(false))
+	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "cache.db"), sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	s := newCachedStore(store)
-	fa := &FixtureApp{Name: "before", APIKey: "k", APISecret: "s",
-		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001"}}},
-		Scenarios: []*FixtureScenario{{ID: "sc", Status: domain.StatusActive, Content: "x",
+	defer st.Close()
+	s := newCachedStore(st)
+	fa := &store.FixtureApp{Name: "before", APIKey: "k", APISecret: "s",
+		HotlinePools: []store.FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001"}}},
+		Scenarios: []*store.FixtureScenario{{ID: "sc", Status: domain.StatusActive, Content: "x",
 			PersonalizedFields: []string{"ho_ten"}, CallConfig: domain.DefaultCallConfig()}}}
-	if err := s.ApplyFixtures(ctx, []*FixtureApp{fa}, time.Now()); err != nil {
+	if err := s.ApplyFixtures(ctx, []*store.FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	app, _ := s.AppByKey(ctx, "k")
@@ -43,15 +44,15 @@ func TestCatalogCache(t *testing.T) {
 	}
 
 	// An import keeps the cache; a configuration write is seen at once.
-	version := store.configChanges.Load()
+	version := st.ConfigChanges.Load()
 	req := domain.ImportRequest{AppID: app.ID, ScenarioID: "sc", Contacts: []domain.NewContact{{ID: "c1", Phone: "+84912345678", Fields: []byte("{}")}}}
 	if _, err := s.Import(ctx, req, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if store.configChanges.Load() != version {
+	if st.ConfigChanges.Load() != version {
 		t.Error("an import invalidated the configuration cache")
 	}
-	if err := store.Write(ctx, func(tx *sql.Tx) error {
+	if err := st.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE applications SET name = 'after'; INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc2', 0, 0)`, app.ID)
 		return err
 	}); err != nil {
@@ -70,7 +71,7 @@ func TestCatalogCache(t *testing.T) {
 	if ok, _ := s.PoolAvailable(ctx, app.ID, "POOL_SYSTEM"); !ok {
 		t.Fatal("pool with an enabled hotline unavailable")
 	}
-	if err := store.Write(ctx, func(tx *sql.Tx) error {
+	if err := st.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE wallets SET prepaid = 1, expires_at = 1; UPDATE hotlines SET enabled = 0`)
 		return err
 	}); err != nil {
@@ -87,7 +88,7 @@ func TestCatalogCache(t *testing.T) {
 	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != domain.ErrNotFound {
 		t.Fatalf("missing scenario: %v", err)
 	}
-	store.Write(ctx, func(tx *sql.Tx) error {
+	st.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc3', 0, 0)`, app.ID)
 		return err
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"slices"
 	"strings"
 	"testing"
@@ -112,7 +113,7 @@ func testCallWindowDaysUpperCased(t *testing.T, backend string) {
 	if got := sc.CallConfig.CallWindow.Days; !slices.Equal(got, []string{"MON", "TUE"}) {
 		t.Errorf("admin API echoed days %q; want [MON TUE]", got)
 	}
-	f, err := LoadFixtures(writeFile(t, "days.toml", `
+	f, err := store.LoadFixtures(writeFile(t, "days.toml", `
 [[applications]]
 api_key = "days-key"
 api_secret = "days-secret"

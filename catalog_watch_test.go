@@ -13,6 +13,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/store"
 )
 
 // discardResponse is a ResponseWriter that keeps nothing, so a benchmark
@@ -70,20 +71,20 @@ func BenchmarkCachedAppByKey(b *testing.B) {
 func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "two.db")
-	serverStore, err := OpenStore(db, newStoreMetrics(false))
+	serverStore, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer serverStore.Close()
 	server := newCachedStore(serverStore)
-	other, err := OpenStore(db, newStoreMetrics(false))
+	other, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	fa := &FixtureApp{Name: "a", APIKey: "k", APISecret: "s",
-		Scenarios: []*FixtureScenario{{ID: "sc", Status: domain.StatusReviewing, Content: "x", CallConfig: domain.DefaultCallConfig()}}}
-	if err := server.ApplyFixtures(ctx, []*FixtureApp{fa}, time.Now()); err != nil {
+	fa := &store.FixtureApp{Name: "a", APIKey: "k", APISecret: "s",
+		Scenarios: []*store.FixtureScenario{{ID: "sc", Status: domain.StatusReviewing, Content: "x", CallConfig: domain.DefaultCallConfig()}}}
+	if err := server.ApplyFixtures(ctx, []*store.FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	app, err := server.AppByKey(ctx, "k")
@@ -122,7 +123,7 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	var version uint64
 	for i := range 4 {
 		if i == 1 {
-			version = serverStore.configChanges.Load()
+			version = serverStore.ConfigChanges.Load()
 		}
 		req := domain.ImportRequest{AppID: app.ID, ScenarioID: "sc",
 			Contacts: []domain.NewContact{{ID: fmt.Sprint("c", i), Phone: fmt.Sprint("+8491234567", i), Fields: []byte("{}")}}}
@@ -131,7 +132,7 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 		}
 		server.AppByKey(ctx, "k")
 	}
-	if serverStore.configChanges.Load() != version {
+	if serverStore.ConfigChanges.Load() != version {
 		t.Error("the store's own imports invalidated its configuration cache")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/cli"
 	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"errors"
 	"fmt"
 	"io"
@@ -47,14 +48,14 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	if err != nil {
 		return err
 	}
-	store, err := openExistingStore(ctx, cfg)
+	st, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	list, who := nationalList, "the national register"
+	defer st.Close()
+	list, who := store.NationalList, "the national register"
 	if *appKey != "" {
-		app, err := cli.App(ctx, store, *appKey)
+		app, err := cli.App(ctx, st, *appKey)
 		if err != nil {
 			return err
 		}
@@ -62,10 +63,10 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	}
 	region := cfg.Phone.DefaultRegion
 	if sub == "import" {
-		return cliDNCImport(ctx, store, stdout, pos[0], dnc.Load{List: list, Region: region, Replace: *replace, Force: *force})
+		return cliDNCImport(ctx, st, stdout, pos[0], dnc.Load{List: list, Region: region, Replace: *replace, Force: *force})
 	}
 	if sub == "count" {
-		n, _, err := store.CountDNC(ctx, list)
+		n, _, err := st.CountDNC(ctx, list)
 		if err == nil {
 			fmt.Fprintf(stdout, "%s: %d numbers\n", who, n)
 		}
@@ -77,13 +78,13 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	}
 	switch sub {
 	case "add":
-		added, err := store.AddDNC(ctx, list, []string{e164}, time.Now())
+		added, err := st.AddDNC(ctx, list, []string{e164}, time.Now())
 		if err == nil {
 			fmt.Fprintf(stdout, "%s: %s %s\n", who, e164, map[bool]string{true: "added", false: "was already listed"}[added == 1])
 		}
 		return err
 	case "remove":
-		err := store.RemoveDNC(ctx, list, e164)
+		err := st.RemoveDNC(ctx, list, e164)
 		if errors.Is(err, domain.ErrNotFound) {
 			return fmt.Errorf("dnc remove: %s is not on %s", e164, who)
 		}
@@ -92,7 +93,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 		}
 		return err
 	}
-	lists, err := store.LookupDNC(ctx, list, e164) // check
+	lists, err := st.LookupDNC(ctx, list, e164) // check
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 
 // cliDNCImport loads a list file with a progress bar on a terminal (plain
 // progress lines otherwise), then prints the report.
-func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, path string, load dnc.Load) error {
+func cliDNCImport(ctx context.Context, st Store, stdout io.Writer, path string, load dnc.Load) error {
 	in, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("dnc import: %w", err)
@@ -137,14 +138,14 @@ func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, path strin
 		defer bar.Finish()
 	} else {
 		stored = func(done, total int) {
-			if done%1_000_000 < dncChunkRows || done == total {
+			if done%1_000_000 < store.DNCChunkRows || done == total {
 				fmt.Fprintf(os.Stderr, "dnc import: %d of %d numbers stored\n", done, total)
 			}
 		}
 	}
 	start := time.Now()
 	load.Now, load.Stored = start, stored
-	rep, err := dnc.Import(ctx, store, src, dnc.Length{Bytes: stat.Size()}, load)
+	rep, err := dnc.Import(ctx, st, src, dnc.Length{Bytes: stat.Size()}, load)
 	if shrink := (*dnc.ShrinkError)(nil); errors.As(err, &shrink) {
 		return fmt.Errorf("dnc import: %s: %w; add --force to replace it anyway", path, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -113,8 +114,8 @@ func testConsoleCountsMatchRows(t *testing.T, backend string) {
 				t.Errorf("%s: message counts of %s %v, rows say %v", when, ep, got, wantStates[ep])
 			}
 		}
-		if pg, ok := s.m.store.(*PostgresStore); ok && !strings.HasSuffix(when, "folded") {
-			if err := pg.foldCounts(ctx); err != nil {
+		if pg, ok := s.m.store.(*store.Postgres); ok && !strings.HasSuffix(when, "folded") {
+			if err := pg.FoldCounts(ctx); err != nil {
 				t.Fatal(err)
 			}
 			check(when + ", folded")
@@ -140,7 +141,7 @@ func testConsoleCountsMatchRows(t *testing.T, backend string) {
 func TestConsoleQueriesUseIndexes(t *testing.T) {
 	s := startSandbox(t)
 	plan := func(query string, args ...any) string {
-		rows, err := sqliteOf(t, s.m.store).read.Query(`EXPLAIN QUERY PLAN `+query, args...)
+		rows, err := sqliteOf(t, s.m.store).Read.Query(`EXPLAIN QUERY PLAN `+query, args...)
 		if err != nil {
 			t.Fatal(err)
 		}

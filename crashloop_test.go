@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -106,7 +107,7 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 
-	s, err := OpenStore(db, newStoreMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestCrashLoop(t *testing.T) {
 		t.Errorf("%d calls left dialing", n)
 	}
 	var spent int64
-	if err := s.read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
+	if err := s.Read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := s.Wallet(context.Background(), app.ID); w.Balance != balance-spent {
@@ -155,7 +156,7 @@ func TestCrashLoop(t *testing.T) {
 	if messages != calls+contacts {
 		t.Errorf("%d messages for %d calls and %d contacts, want one per call and one per contact", messages, calls, contacts)
 	}
-	rows, err := s.read.Query(`SELECT id FROM webhook_messages`)
+	rows, err := s.Read.Query(`SELECT id FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}

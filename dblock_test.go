@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/store"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,7 +34,7 @@ func TestSecondServerRefused(t *testing.T) {
 // so it is created readable by its owner only.
 func TestDatabaseFileIsPrivate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "private.db")
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

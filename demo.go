@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,12 +16,12 @@ import (
 // that delivers, so it works from every node of a cluster. It
 // keeps the secret of an existing demo tenant, so tokens printed at start
 // still work after a reset.
-func (m *Main) demoTenant(ctx context.Context, now time.Time) *FixtureApp {
-	fa := demoFixture(now)
+func (m *Main) demoTenant(ctx context.Context, now time.Time) *store.FixtureApp {
+	fa := store.DemoFixture(now)
 	if old, err := m.store.DemoApp(ctx); err == nil {
 		fa.APISecret = old.APISecret
 	}
-	fa.Webhooks = []FixtureWebhook{{URL: domain.LocalSinkURL("demo"), Secret: m.Config.Sink.Secret}}
+	fa.Webhooks = []store.FixtureWebhook{{URL: domain.LocalSinkURL("demo"), Secret: m.Config.Sink.Secret}}
 	return fa
 }
 
@@ -64,7 +65,7 @@ Operation C, add contacts to a campaign:
 %s %s
 %s
 `, versionString(), base, app.APIKey, app.APISecret, token,
-		base, demoScenarioID, auth, demoPhoneLocal, base, auth, base, auth, demoCampaignID, demoPhoneSpaced,
+		base, store.DemoScenarioID, auth, demoPhoneLocal, base, auth, base, auth, store.DemoCampaignID, demoPhoneSpaced,
 		m.whoCallsDemo(), sink, m.consoleLine(base))
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"dialbox/internal/auth"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func demoResultReachesSink(t *testing.T, node *testServer, phone string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, b := node.do(t, "POST", "/api/v1/public-api/scenarios/"+demoScenarioID+"/calls", "Bearer "+token,
+	status, b := node.do(t, "POST", "/api/v1/public-api/scenarios/"+store.DemoScenarioID+"/calls", "Bearer "+token,
 		`{"contacts":[{"phone_number":"`+phone+`"}]}`)
 	if status != 200 || !strings.Contains(string(b), `"status":1`) {
 		t.Fatalf("operation A on %s: %d %s", node.url, status, b)

@@ -13,6 +13,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/ops"
+	"dialbox/internal/store"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -91,7 +92,7 @@ func testDestinationsHeldByDefault(t *testing.T, backend string) {
 	}
 
 	rec := httptest.NewRecorder()
-	ops.MetricsHandler(prometheus.NewRegistry(), opsStore{s}, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	ops.MetricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, line := range []string{`dialbox_calls_blocked_total{reason="destination_premium"} 2`,
 		`dialbox_calls_blocked_total{reason="destination_special"} 1`,
 		`dialbox_calls_blocked_total{reason="destination_foreign"} 5`} {
@@ -237,12 +238,12 @@ func testFixtureDestinations(t *testing.T, backend string) {
 		app + "  [applications.destinations]\n  allow = [\"65\"]\n":         "applications[0].destinations.allow",
 		app + "  [applications.destinations]\n  deny = [\"+84\", \"+x\"]\n": "applications[0].destinations.deny",
 	} {
-		_, err := LoadFixtures(writeFile(t, "f.toml", text))
+		_, err := store.LoadFixtures(writeFile(t, "f.toml", text))
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error on %s", text, err, key)
 		}
 	}
-	f, err := LoadFixtures(writeFile(t, "f.toml", app+"  [applications.destinations]\n  allow = [\"+65\"]\n"))
+	f, err := store.LoadFixtures(writeFile(t, "f.toml", app+"  [applications.destinations]\n  allow = [\"+65\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,14 +262,14 @@ func testFixtureDestinations(t *testing.T, backend string) {
 		t.Errorf("from fixtures: %+v", r)
 	}
 	fa.Destinations = nil
-	if err := s.ApplyFixtures(context.Background(), []*FixtureApp{fa}, time.Now()); err != nil {
+	if err := s.ApplyFixtures(context.Background(), []*store.FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if r := read(); !slices.Equal(r.Allow, []string{"+65"}) {
 		t.Errorf("after the section was removed: %+v", r)
 	}
 	fa.Destinations = &destinations.Rules{Deny: []string{"+8491"}}
-	if err := s.ApplyFixtures(context.Background(), []*FixtureApp{fa}, time.Now()); err != nil {
+	if err := s.ApplyFixtures(context.Background(), []*store.FixtureApp{fa}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if r := read(); len(r.Allow) != 0 || !slices.Equal(r.Deny, []string{"+8491"}) {

@@ -16,6 +16,7 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/ops"
 	"dialbox/internal/script"
+	"dialbox/internal/store"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,10 +52,10 @@ func (d *recordingDialer) numbers() []string {
 
 // dncTenant is engTenant under another key, with a webhook endpoint so its
 // events are queued (never delivered: no delivery runs in these tests).
-func dncTenant(key string) *FixtureApp {
+func dncTenant(key string) *store.FixtureApp {
 	a := engTenant()
 	a.Name, a.APIKey, a.APISecret = key, key, key+"-secret"
-	a.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: whSecret}}
+	a.Webhooks = []store.FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: whSecret}}
 	return a
 }
 
@@ -111,7 +112,7 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 		both     = "+84913000003" // on both: the national register is the reason
 		free     = "+84913000004" // on no list
 	)
-	dncAdd(t, s, nationalList, national, both)
+	dncAdd(t, s, store.NationalList, national, both)
 	dncAdd(t, s, a, tenantA, both)
 	dialer := newRecordingDialer()
 	engStart(t, s, dialer, nil, dncAdClock())
@@ -202,7 +203,7 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 
 	// Counted on /metrics.
 	rec := httptest.NewRecorder()
-	ops.MetricsHandler(prometheus.NewRegistry(), opsStore{s}, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	ops.MetricsHandler(prometheus.NewRegistry(), s, discardLog()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{`dialbox_calls_blocked_total{reason="dnc_national"} 4`, `dialbox_calls_blocked_total{reason="dnc_tenant"} 1`,
 		`dialbox_calls_total{outcome="DO_NOT_CALL"} 5`} {
 		if !strings.Contains(rec.Body.String(), want) {
@@ -229,7 +230,7 @@ func testDNCCareScenarioDialsTheNationalRegister(t *testing.T, backend string) {
 		both     = "+84913000003"
 		free     = "+84913000004"
 	)
-	dncAdd(t, s, nationalList, national, both)
+	dncAdd(t, s, store.NationalList, national, both)
 	dncAdd(t, s, a, tenantA, both)
 	dialer := newRecordingDialer()
 	engStart(t, s, dialer, nil, nil)
@@ -298,7 +299,7 @@ func TestDNCTenantListGoesWithItsTenant(t *testing.T) {
 
 func testDNCTenantListGoesWithItsTenant(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"), dncTenant("dnc-b"))
-	dncAdd(t, s, nationalList, "+84913000001")
+	dncAdd(t, s, store.NationalList, "+84913000001")
 	dncAdd(t, s, ids[0], "+84913000002", "+84913000003")
 	dncAdd(t, s, ids[1], "+84913000004")
 	if err := s.DeleteApp(context.Background(), "dnc-a"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/sandbox"
+	"dialbox/internal/store"
 	"dialbox/internal/webhook"
 	"encoding/json"
 	"fmt"
@@ -28,15 +29,15 @@ import (
 
 // engTenant is a postpaid tenant with one ACTIVE scenario "sc" dialling
 // from pool "P" of three hotlines, all day, max_concurrent 10, no re_call.
-func engTenant() *FixtureApp {
+func engTenant() *store.FixtureApp {
 	cc := domain.DefaultCallConfig()
 	cc.PoolHotlineKey = "P"
 	cc.MaxConcurrent = 10
 	cc.CallWindow.Start, cc.CallWindow.End = "00:00", "24:00"
-	return &FixtureApp{
+	return &store.FixtureApp{
 		Name: "engine test", APIKey: "eng-key", APISecret: "eng-secret",
-		HotlinePools: []FixturePool{{Key: "P", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
-		Scenarios: []*FixtureScenario{{ID: "sc", Name: "sc", Status: domain.StatusActive, Content: "hello",
+		HotlinePools: []store.FixturePool{{Key: "P", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
+		Scenarios: []*store.FixtureScenario{{ID: "sc", Name: "sc", Status: domain.StatusActive, Content: "hello",
 			PersonalizedFields: []string{"ho_ten"}, CallConfig: cc}},
 	}
 }
@@ -143,8 +144,8 @@ func TestEngineCallsEveryContactAndReportsIt(t *testing.T) {
 func testEngineCallsEveryContactAndReportsIt(t *testing.T, backend string) {
 	rcv := newWHReceiver(t)
 	app := engTenant()
-	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
-	app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
+	app.Webhooks = []store.FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
+	app.Campaigns = []store.FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
 	s, ids := fixtureStoreOn(t, backend, app)
 	hooks := whStart(t, s, nil, nil)
 	engStart(t, s, nil, hooks, nil)
@@ -292,7 +293,7 @@ func testEngineReCall(t *testing.T, backend string) {
 	app := engTenant()
 	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 2, Delay: 600, IsBusy: true, IsVoiceMail: true}
 	rcv := newWHReceiver(t)
-	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{domain.EventCallCompleted}}}
+	app.Webhooks = []store.FixtureWebhook{{URL: rcv.URL(), Secret: whSecret, Events: []string{domain.EventCallCompleted}}}
 	s, ids := fixtureStoreOn(t, backend, app)
 	hooks := whStart(t, s, nil, nil)
 	engStart(t, s, nil, hooks, nil)
@@ -395,7 +396,7 @@ func testEngineCallWindow(t *testing.T, backend string) {
 	e.Notify(ids[0])
 	engWaitAllDone(t, s, ids[0], len(contacts))
 	for _, id := range contacts {
-		if calls := engCalls(t, s, id); len(calls) != 1 || fromMS(calls[0].Started).In(hcm).Hour() != 8 {
+		if calls := engCalls(t, s, id); len(calls) != 1 || store.FromMillis(calls[0].Started).In(hcm).Hour() != 8 {
 			t.Errorf("contact %s calls %+v", id, calls)
 		}
 	}
@@ -407,10 +408,10 @@ func testEngineWalletChargesAndPauses(t *testing.T, backend string) {
 	app := engTenant()
 	prepaid := true
 	// Room for exactly three answered 30 s calls at 1000 each.
-	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 3000, PricePerCall: 1000, PricePerMinute: 800}
+	app.Wallet = &store.FixtureWallet{Prepaid: &prepaid, Balance: 3000, PricePerCall: 1000, PricePerMinute: 800}
 	app.Scenarios[0].CallConfig.MaxConcurrent = 1
 	rcv := newWHReceiver(t)
-	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
+	app.Webhooks = []store.FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
 	s, ids := fixtureStoreOn(t, backend, app)
 	appID := ids[0]
 	hooks := whStart(t, s, nil, nil)
@@ -502,9 +503,9 @@ func TestEngineSettlesCallsACrashLeftUp(t *testing.T) {
 	rcv := newWHReceiver(t)
 	app := engTenant()
 	prepaid := true
-	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 100000, PricePerCall: 1000, PricePerMinute: 800}
+	app.Wallet = &store.FixtureWallet{Prepaid: &prepaid, Balance: 100000, PricePerCall: 1000, PricePerMinute: 800}
 	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 1, IsBusy: true}
-	app.Webhooks = []FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
+	app.Webhooks = []store.FixtureWebhook{{URL: rcv.URL(), Secret: whSecret}}
 	path := filepath.Join(t.TempDir(), "crash.db")
 
 	// The run that crashes: calls claimed (contacts dialing, calls up) and
@@ -578,7 +579,7 @@ func TestEngineSettlesACallOnce(t *testing.T) { eachBackend(t, testEngineSettles
 func testEngineSettlesACallOnce(t *testing.T, backend string) {
 	app := engTenant()
 	prepaid := true
-	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 10000, PricePerCall: 1000}
+	app.Wallet = &store.FixtureWallet{Prepaid: &prepaid, Balance: 10000, PricePerCall: 1000}
 	s, ids := fixtureStoreOn(t, backend, app)
 	engImport(t, s, ids[0], "sc", "", "+84900000001")
 	due, _ := s.DueContacts(context.Background(), ids[0], "sc", time.Now(), 1)
@@ -657,7 +658,7 @@ func testEngineWaitsForInactiveScenariosAndPausedCampaigns(t *testing.T, backend
 	second := *app.Scenarios[0]
 	second.ID, second.Status = "sc2", domain.StatusActive
 	app.Scenarios = append(app.Scenarios, &second)
-	app.Campaigns = []FixtureCampaign{{ID: "camp", ScenarioID: "sc2"}}
+	app.Campaigns = []store.FixtureCampaign{{ID: "camp", ScenarioID: "sc2"}}
 	s, ids := fixtureStoreOn(t, backend, app)
 	appID := ids[0]
 	exec := func(q string, args ...any) {
@@ -692,7 +693,7 @@ func TestEngineMaxDurationBeforeDialAndPostpaid(t *testing.T) {
 func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	app := engTenant()
 	prepaid := false
-	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 0, PricePerCall: 500, PricePerMinute: 800}
+	app.Wallet = &store.FixtureWallet{Prepaid: &prepaid, Balance: 0, PricePerCall: 500, PricePerMinute: 800}
 	app.Scenarios[0].CallConfig.MaxDuration = 45
 	s, ids := fixtureStoreOn(t, backend, app)
 	faults := sandbox.NewFaults(s)
@@ -762,7 +763,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := OpenStore(db, newStoreMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -791,7 +792,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("%d calls settled as CANCELED, want at least the %d the kill interrupted", got, up)
 	}
 	var spent int64
-	if err := s.read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
+	if err := s.Read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
 		t.Fatal(err)
 	}
 	app, err := s.AppByKey(context.Background(), "kill-key")
@@ -801,7 +802,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	if w, _ := s.Wallet(context.Background(), app.ID); w.Balance != balance-spent {
 		t.Errorf("balance %d, want %d - %d charged for the recorded calls", w.Balance, balance, spent)
 	}
-	rows, err := s.read.Query(`SELECT id FROM webhook_messages`)
+	rows, err := s.Read.Query(`SELECT id FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -837,7 +838,7 @@ func BenchmarkEngineCalls(b *testing.B) {
 		app.HotlinePools[0].Numbers = append(app.HotlinePools[0].Numbers, fmt.Sprintf("0287%07d", i))
 	}
 	app.Scenarios[0].CallConfig.MaxConcurrent = 1000
-	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
+	app.Webhooks = []store.FixtureWebhook{{URL: "http://127.0.0.1:9/unused", Secret: whSecret}}
 	s, ids := fixtureStore(b, app)
 	for start := 0; start < b.N; start += 5000 {
 		engImport(b, s, ids[0], "sc", "", engPhones(min(5000, b.N-start), start)...)

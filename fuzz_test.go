@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/store"
 	"encoding/json"
 	"errors"
 	"io"
@@ -172,21 +173,21 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Add(seed)
 	}
 	dir := f.TempDir()
-	store, err := OpenStore(filepath.Join(dir, "auth.db"), newStoreMetrics(false))
+	st, err := store.OpenSQLite(filepath.Join(dir, "auth.db"), sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { store.Close() })
-	fa := &FixtureApp{Name: "a", APIKey: "fuzz-key", APISecret: "fuzz-secret"}
-	if err := store.ApplyFixtures(f.Context(), []*FixtureApp{fa}, time.Now()); err != nil {
+	f.Cleanup(func() { st.Close() })
+	fa := &store.FixtureApp{Name: "a", APIKey: "fuzz-key", APISecret: "fuzz-secret"}
+	if err := st.ApplyFixtures(f.Context(), []*store.FixtureApp{fa}, time.Now()); err != nil {
 		f.Fatal(err)
 	}
-	app, _ := store.AppByKey(f.Context(), "fuzz-key")
+	app, _ := st.AppByKey(f.Context(), "fuzz-key")
 	good, _ := auth.MintToken(app, time.Now())
 	f.Add("Bearer " + good)
 	tokens := &auth.Cache{}
 	f.Fuzz(func(t *testing.T, header string) {
-		got, apiErr, err := tokens.Authenticate(t.Context(), store, header)
+		got, apiErr, err := tokens.Authenticate(t.Context(), st, header)
 		switch {
 		case err != nil:
 			t.Fatalf("internal error for header %q: %v", header, err)
@@ -298,6 +299,6 @@ func FuzzLoadFixtures(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		fuzzLoad(t, data, func(path string) error { _, err := LoadFixtures(path); return err })
+		fuzzLoad(t, data, func(path string) error { _, err := store.LoadFixtures(path); return err })
 	})
 }

@@ -289,10 +289,10 @@ func mintToken(t testing.TB, app *domain.Application) string {
 
 // ---- stores ----
 
-func openTestStore(t testing.TB) (*SQLiteStore, string) {
+func openTestStore(t testing.TB) (*store.SQLite, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dialbox.db")
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,16 +302,16 @@ func openTestStore(t testing.TB) (*SQLiteStore, string) {
 
 // fixtureStoreOn opens a fresh database of the backend holding the
 // tenants; it returns their ids.
-func fixtureStoreOn(t testing.TB, backend string, apps ...*FixtureApp) (Store, []int64) {
+func fixtureStoreOn(t testing.TB, backend string, apps ...*store.FixtureApp) (Store, []int64) {
 	t.Helper()
 	return fixtureStoreIn(t, backendDatabase(t, backend), apps...)
 }
 
 // fixtureStoreIn is fixtureStoreOn on the database `database` names, for
 // a test that opens it a second way (the CLI).
-func fixtureStoreIn(t testing.TB, database string, apps ...*FixtureApp) (Store, []int64) {
+func fixtureStoreIn(t testing.TB, database string, apps ...*store.FixtureApp) (Store, []int64) {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(config.IsPostgresURL(database)))
+	s, err := openConfiguredStore(context.Background(), configOn(database), store.NewMetrics(config.IsPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,20 +321,20 @@ func fixtureStoreIn(t testing.TB, database string, apps ...*FixtureApp) (Store, 
 	}
 	ids := make([]int64, len(apps))
 	for i, a := range apps {
-		ids[i] = a.id
+		ids[i] = a.ID
 	}
 	return s, ids
 }
 
 // fixtureStore opens a fresh database holding the tenants; it returns their ids.
-func fixtureStore(t testing.TB, apps ...*FixtureApp) (*SQLiteStore, []int64) {
+func fixtureStore(t testing.TB, apps ...*store.FixtureApp) (*store.SQLite, []int64) {
 	t.Helper()
 	return fixtureStoreAt(t, filepath.Join(t.TempDir(), "engine.db"), apps...)
 }
 
-func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStore, []int64) {
+func fixtureStoreAt(t testing.TB, path string, apps ...*store.FixtureApp) (*store.SQLite, []int64) {
 	t.Helper()
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStor
 	}
 	ids := make([]int64, len(apps))
 	for i, a := range apps {
-		ids[i] = a.id
+		ids[i] = a.ID
 	}
 	return s, ids
 }
@@ -354,8 +354,8 @@ func fixtureStoreAt(t testing.TB, path string, apps ...*FixtureApp) (*SQLiteStor
 // databases speak, with ? placeholders.
 func storeExec(t testing.TB, s Store, query string, args ...any) {
 	t.Helper()
-	if pg, ok := s.(*PostgresStore); ok {
-		if err := pg.configWrite(context.Background(), func(tx pgx.Tx) error {
+	if pg, ok := s.(*store.Postgres); ok {
+		if err := pg.ConfigWrite(context.Background(), func(tx pgx.Tx) error {
 			_, err := tx.Exec(context.Background(), sqldb.Numbered(query), args...)
 			return err
 		}); err != nil {
@@ -372,13 +372,13 @@ func storeExec(t testing.TB, s Store, query string, args ...any) {
 }
 
 // storeWrite runs fn in a write transaction of either store.
-func storeWrite(t testing.TB, s Store, fn func(tx settleTx) error) {
+func storeWrite(t testing.TB, s Store, fn func(tx store.SettleTx) error) {
 	t.Helper()
 	var err error
-	if pg, ok := s.(*PostgresStore); ok {
-		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error { return fn(pgTx(context.Background(), tx, nil)) })
+	if pg, ok := s.(*store.Postgres); ok {
+		err = pgx.BeginFunc(context.Background(), pg.Pool, func(tx pgx.Tx) error { return fn(store.PgTx(context.Background(), tx, nil)) })
 	} else {
-		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(sqliteTx(tx)) })
+		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(store.SQLiteTx(tx)) })
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -390,17 +390,17 @@ func storeWrite(t testing.TB, s Store, fn func(tx settleTx) error) {
 func queryRows(t testing.TB, s Store, query string, args []any, row func(scan func(...any) error) error) {
 	t.Helper()
 	var err error
-	if pg, ok := s.(*PostgresStore); ok {
-		err = pgx.BeginFunc(context.Background(), pg.pool, func(tx pgx.Tx) error {
-			return pgTx(context.Background(), tx, nil).queryRows(query, args, row)
+	if pg, ok := s.(*store.Postgres); ok {
+		err = pgx.BeginFunc(context.Background(), pg.Pool, func(tx pgx.Tx) error {
+			return store.PgTx(context.Background(), tx, nil).QueryRows(query, args, row)
 		})
 	} else {
-		tx, terr := sqliteOf(t, s).read.Begin()
+		tx, terr := sqliteOf(t, s).Read.Begin()
 		if terr != nil {
 			t.Fatal(terr)
 		}
 		defer tx.Rollback()
-		err = sqliteTx(tx).queryRows(query, args, row)
+		err = store.SQLiteTx(tx).QueryRows(query, args, row)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
@@ -427,22 +427,22 @@ func queryRow(t testing.TB, s Store, query string, args []any, dest ...any) {
 func queryInt(t testing.TB, s Store, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if pg, ok := s.(*PostgresStore); ok {
-		if err := pg.pool.QueryRow(context.Background(), sqldb.Numbered(query), args...).Scan(&n); err != nil {
+	if pg, ok := s.(*store.Postgres); ok {
+		if err := pg.Pool.QueryRow(context.Background(), sqldb.Numbered(query), args...).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}
 		return n
 	}
-	if err := sqliteOf(t, s).read.QueryRow(query, args...).Scan(&n); err != nil {
+	if err := sqliteOf(t, s).Read.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
 }
 
 // sqliteOf is the SQLite store behind s, for tests that look inside it.
-func sqliteOf(t testing.TB, s Store) *SQLiteStore {
+func sqliteOf(t testing.TB, s Store) *store.SQLite {
 	t.Helper()
-	ss, ok := s.(*SQLiteStore)
+	ss, ok := s.(*store.SQLite)
 	if !ok {
 		t.Fatalf("this test reads SQLite's own tables; the store is a %T", s)
 	}
@@ -456,7 +456,7 @@ func applyTestFixtures(t testing.TB, s Store, text string, now time.Time) {
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ff, err := LoadFixtures(path)
+	ff, err := store.LoadFixtures(path)
 	if err != nil {
 		t.Fatal(err)
 	}

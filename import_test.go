@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/store"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -59,7 +60,7 @@ func importDB(t *testing.T, backend string) string {
 // caller closes it.
 func openDatabase(t *testing.T, database string) Store {
 	t.Helper()
-	store, err := openConfiguredStore(context.Background(), configOn(database), newStoreMetrics(config.IsPostgresURL(database)))
+	store, err := openConfiguredStore(context.Background(), configOn(database), store.NewMetrics(config.IsPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func testImportWhileServing(t *testing.T, backend string) {
 	csvPath := filepath.Join(t.TempDir(), "c.csv")
 	os.WriteFile(csvPath, []byte("phone_number,ho_ten\n0912345678,A\n0912345679,B\n"), 0o600)
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"import", "--database", m.Config.Database, "--scenario", demoScenarioID, csvPath}, &out, nil); err != nil {
+	if err := run(context.Background(), []string{"import", "--database", m.Config.Database, "--scenario", store.DemoScenarioID, csvPath}, &out, nil); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 	app, _ := m.store.DemoApp(context.Background())

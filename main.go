@@ -84,8 +84,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 	case "dnc":
 		return runDNC(ctx, args, stdout, env)
 	}
-	return cli.Run(ctx, cmd, args, stdout, env, cli.Parts{Open: openCommandStore, Migrations: migrations(),
-		PostgresMigrations: postgresMigrations(), MigrateSQLite: migrate, Version: versionString()})
+	return cli.Run(ctx, cmd, args, stdout, env, cli.Parts{Open: openCommandStore, Migrations: sqliteMigrations(),
+		PostgresMigrations: postgresMigrations(), Version: versionString()})
 }
 
 // openCommandStore opens the database of a command that works on it
@@ -95,7 +95,7 @@ func openCommandStore(ctx context.Context, cfg config.Config) (cli.Store, error)
 	if err != nil {
 		return nil, err
 	}
-	st.setRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
+	st.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
 	return st, nil
 }
 
@@ -115,9 +115,9 @@ type Main struct {
 
 	metrics *ops.Metrics // what this server's /metrics serves, handed to each part
 	store   Store
-	// catalog is store seen through the configuration cache (cache.go):
+	// catalog is store seen through the configuration cache (internal/store/cache.go):
 	// what the parts that serve and call are given.
-	catalog   *cachedStore
+	catalog   cachedStore
 	serveLock *os.File // held while serving: one server per database
 	// adminTokenFromEnv: Config.Admin.Token came from DIALBOX_ADMIN_TOKEN.
 	adminTokenFromEnv bool
@@ -185,7 +185,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.Limits.MemoryMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(cfg.Limits.MemoryMiB << 20)
 	}
-	var fixtures *FixtureFile
+	var fixtures *store.FixtureFile
 	if cfg.Fixtures != "" {
 		if fixtures, err = m.loadFixtures(); err != nil {
 			return err
@@ -199,13 +199,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	// A PostgreSQL node's counters show only there (docs/postgres.md), so a
 	// SQLite server's metrics stay as they were.
-	storeMetrics := newStoreMetrics(config.IsPostgresURL(cfg.Database))
-	m.metrics = ops.NewMetrics(versionString(), storeMetrics.collectors()...)
+	storeMetrics := store.NewMetrics(config.IsPostgresURL(cfg.Database))
+	m.metrics = ops.NewMetrics(versionString(), storeMetrics.Collectors()...)
 	if m.store, err = openConfiguredStore(ctx, cfg, storeMetrics); err != nil {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.setRecordings(recordings.Folder(cfg, store.DataDir(cfg)))
+	m.store.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg)))
 	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {
@@ -235,7 +235,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	} else if n, err := m.store.CountApps(ctx); err != nil {
 		return err
 	} else if n == 0 {
-		if err := m.store.ApplyFixtures(ctx, []*FixtureApp{m.demoTenant(ctx, now)}, now); err != nil {
+		if err := m.store.ApplyFixtures(ctx, []*store.FixtureApp{m.demoTenant(ctx, now)}, now); err != nil {
 			return fmt.Errorf("demo tenant: %w", err)
 		}
 	}
@@ -318,7 +318,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 // startOps adds the operator routes to router, with what they read.
 func (m *Main) startOps(router *httprouter.Router) (*ops.Server, error) {
-	p := ops.Parts{Router: router, Metrics: m.metrics, Store: opsStore{m.store}, Log: m.Log, AccessLog: m.AccessLog,
+	p := ops.Parts{Router: router, Metrics: m.metrics, Store: m.store, Log: m.Log, AccessLog: m.AccessLog,
 		MetricsListen: m.Config.Metrics.Listen, Webhooks: m.webhooks, OpenAPI: http.HandlerFunc(serveOpenAPI),
 		Version: versionString(),
 		Retained: map[string]func() (int, int){
@@ -326,8 +326,8 @@ func (m *Main) startOps(router *httprouter.Router) (*ops.Server, error) {
 			"sink":        m.sink.Size,
 			"token_cache": m.api.tokens.Size,
 		}}
-	if pg, ok := m.store.(interface{ nodeID() string }); ok {
-		p.Node = pg.nodeID()
+	if pg, ok := m.store.(interface{ NodeID() string }); ok {
+		p.Node = pg.NodeID()
 	}
 	if m.sip != nil {
 		p.TTSCache = m.sip.TTSCache()
@@ -336,14 +336,6 @@ func (m *Main) startOps(router *httprouter.Router) (*ops.Server, error) {
 		p.Engine = m.engine
 	}
 	return ops.New(p)
-}
-
-// opsStore is the store as the operator routes read it, its metrics query
-// under the name they declare.
-type opsStore struct{ Store }
-
-func (s opsStore) MetricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
-	return s.metricsRows(ctx, query, row)
 }
 
 // URL is the base URL clients use to reach this server.
@@ -534,10 +526,10 @@ func (m *Main) resetTenants(ctx context.Context) error {
 	m.stopCalling()
 	ctx = context.WithoutCancel(ctx) // calling must restart even if the client goes away
 	now := time.Now()
-	apps := []*FixtureApp{m.demoTenant(ctx, now)}
+	apps := []*store.FixtureApp{m.demoTenant(ctx, now)}
 	var err error
 	if m.Config.Fixtures != "" {
-		var ff *FixtureFile
+		var ff *store.FixtureFile
 		if ff, err = m.loadFixtures(); err == nil {
 			apps = ff.Applications
 		}
@@ -550,12 +542,12 @@ func (m *Main) resetTenants(ctx context.Context) error {
 
 // applyFixtureRegister adds the fixtures' [dnc] section to the national
 // register, saying what its file held.
-func (m *Main) applyFixtureRegister(ctx context.Context, d *FixtureDNC, now time.Time) error {
+func (m *Main) applyFixtureRegister(ctx context.Context, d *store.FixtureDNC, now time.Time) error {
 	if d == nil {
 		return nil
 	}
 	start := time.Now()
-	rep, err := applyFixtureRegister(ctx, m.store, d, m.Config.Phone.DefaultRegion, now)
+	rep, err := store.ApplyFixtureRegister(ctx, m.store, d, m.Config.Phone.DefaultRegion, now)
 	var bad *config.ConfigError
 	if errors.As(err, &bad) {
 		data, _ := os.ReadFile(m.Config.Fixtures)
@@ -566,9 +558,9 @@ func (m *Main) applyFixtureRegister(ctx context.Context, d *FixtureDNC, now time
 		return fmt.Errorf("fixtures %s: %w", m.Config.Fixtures, err)
 	}
 	if rep.Bad > 0 {
-		m.Log.Warn("fixtures: lines of the do-not-call file hold no phone number", "file", d.path, "bad", rep.Bad, "first", rep.BadLines)
+		m.Log.Warn("fixtures: lines of the do-not-call file hold no phone number", "file", d.Path, "bad", rep.Bad, "first", rep.BadLines)
 	}
-	m.Log.Info("fixtures: national do-not-call register", "file", d.path, "lines", rep.Lines, "added", rep.Loaded,
+	m.Log.Info("fixtures: national do-not-call register", "file", d.Path, "lines", rep.Lines, "added", rep.Loaded,
 		"took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -588,13 +580,13 @@ func (m *Main) trunkNames() map[string]bool {
 
 // loadFixtures reads the fixtures file; with real calls, a pool naming a
 // trunk that is not configured is an error of the file, at its line.
-func (m *Main) loadFixtures() (*FixtureFile, error) {
+func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	path := m.Config.Fixtures
-	ff, err := LoadFixtures(path)
+	ff, err := store.LoadFixtures(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := ff.readDNC(path, m.Config.Phone.DefaultRegion); err != nil {
+	if err := ff.ReadDNC(path, m.Config.Phone.DefaultRegion); err != nil {
 		return nil, err
 	}
 	trunks := m.trunkNames()
@@ -619,7 +611,7 @@ func (m *Main) loadFixtures() (*FixtureFile, error) {
 // its calls could go nowhere.
 func (m *Main) checkStoredPoolTrunks(ctx context.Context) error {
 	trunks := m.trunkNames()
-	pools, err := m.store.poolTrunks(ctx)
+	pools, err := m.store.PoolTrunks(ctx)
 	if err != nil {
 		return err
 	}

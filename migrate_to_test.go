@@ -103,11 +103,11 @@ func migrateToFill(t *testing.T) string {
 	}
 
 	// A call left up as a crash leaves it: its contact dialing.
-	store, err := OpenStore(db, newStoreMetrics(false))
+	st, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer st.Close()
 
 	// An advertising tenant with settings of its own, dialled by an engine
 	// whose clock is in lawful hours: its calls carry ad_phone, its number
@@ -117,53 +117,53 @@ func migrateToFill(t *testing.T) string {
 	// original has nothing to deliver while it is read.
 	ad := adTenant("ad-key")
 	ad.Webhooks = nil
-	ad.Advertising = &FixtureAdvertising{End: "16:00"}
-	if err := store.ApplyFixtures(context.Background(), []*FixtureApp{ad}, time.Now()); err != nil {
+	ad.Advertising = &store.FixtureAdvertising{End: "16:00"}
+	if err := st.ApplyFixtures(context.Background(), []*store.FixtureApp{ad}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	clock := &engClock{}
 	clock.Set(testDate(2026, 11, 30, 9, 0, 0, 0, hcm))
-	e := engStart(t, store, nil, nil, func(p *engine.Parts) { p.Now = clock.Now })
-	engImport(t, store, ad.id, "sc", "", "+84900000001", "+84913000001")
-	engWaitAllDone(t, store, ad.id, 2)
-	engImport(t, store, ad.id, "ad2", "", "+84900000001")
+	e := engStart(t, st, nil, nil, func(p *engine.Parts) { p.Now = clock.Now })
+	engImport(t, st, ad.ID, "sc", "", "+84900000001", "+84913000001")
+	engWaitAllDone(t, st, ad.ID, 2)
+	engImport(t, st, ad.ID, "ad2", "", "+84900000001")
 	waitFor(t, "the second advertising call held by the daily limit", func() bool {
-		return queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, domain.ReasonDailyLimit) == 1
+		return queryInt(t, st, `SELECT count(*) FROM call_blocks WHERE reason = ?`, domain.ReasonDailyLimit) == 1
 	})
 	e.Stop()
 
-	app, err := store.AppByKey(context.Background(), "qa-key")
+	app, err := st.AppByKey(context.Background(), "qa-key")
 	if err != nil {
 		t.Fatal(err)
 	}
-	engImport(t, store, app.ID, "sc-remind", "", "+84900000001")
-	due, err := store.DueContacts(context.Background(), app.ID, "sc-remind", time.Now(), 10)
+	engImport(t, st, app.ID, "sc-remind", "", "+84900000001")
+	due, err := st.DueContacts(context.Background(), app.ID, "sc-remind", time.Now(), 10)
 	if err != nil || len(due) != 1 {
 		t.Fatalf("due: %v %v", due, err)
 	}
 	claim := domain.CallClaim{CallID: domain.NewV7(), AppID: app.ID, ScenarioID: "sc-remind", Contact: due[0], Hotline: "02873000001", Start: time.Now()}
-	if taken, err := store.ClaimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil || len(taken) != 1 {
+	if taken, err := st.ClaimCalls(context.Background(), []domain.CallClaim{claim}, time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("claim: %d %v", len(taken), err)
 	}
 	for _, state := range []string{"queued", "dialing", "done"} {
-		if queryInt(t, store, `SELECT count(*) FROM contacts WHERE state = ?`, state) == 0 {
+		if queryInt(t, st, `SELECT count(*) FROM contacts WHERE state = ?`, state) == 0 {
 			t.Fatalf("no contact %s", state)
 		}
 	}
 	for _, reason := range []string{domain.ReasonDNCTenant, domain.ReasonDNCNational, domain.ReasonDailyLimit} {
-		if queryInt(t, store, `SELECT count(*) FROM call_blocks WHERE reason = ?`, reason) == 0 {
+		if queryInt(t, st, `SELECT count(*) FROM call_blocks WHERE reason = ?`, reason) == 0 {
 			t.Fatalf("no call blocked for %s", reason)
 		}
 	}
-	if queryInt(t, store, `SELECT count(*) FROM calls WHERE ad_phone IS NOT NULL`) == 0 ||
-		queryInt(t, store, `SELECT count(*) FROM advertising_settings`) == 0 ||
-		queryInt(t, store, `SELECT count(*) FROM dnc_numbers`) < migrateToRegister ||
-		queryInt(t, store, `SELECT count(*) FROM contact_counts WHERE n = 0`) == 0 {
+	if queryInt(t, st, `SELECT count(*) FROM calls WHERE ad_phone IS NOT NULL`) == 0 ||
+		queryInt(t, st, `SELECT count(*) FROM advertising_settings`) == 0 ||
+		queryInt(t, st, `SELECT count(*) FROM dnc_numbers`) < migrateToRegister ||
+		queryInt(t, st, `SELECT count(*) FROM contact_counts WHERE n = 0`) == 0 {
 		t.Fatal("the fill lacks advertising calls or settings, do-not-call numbers, or a count SQLite keeps at 0")
 	}
-	if queryInt(t, store, `SELECT count(*) FROM webhook_attempts WHERE status_code IS NULL`) == 0 ||
-		queryInt(t, store, `SELECT count(*) FROM webhook_messages WHERE state = 'dead'`) == 0 ||
-		queryInt(t, store, `SELECT count(*) FROM skipped_contacts`) < 2 {
+	if queryInt(t, st, `SELECT count(*) FROM webhook_attempts WHERE status_code IS NULL`) == 0 ||
+		queryInt(t, st, `SELECT count(*) FROM webhook_messages WHERE state = 'dead'`) == 0 ||
+		queryInt(t, st, `SELECT count(*) FROM skipped_contacts`) < 2 {
 		t.Fatal("the fill lacks failed attempts, dead messages or skipped contacts")
 	}
 	return db
@@ -362,11 +362,11 @@ func TestMigrateTo(t *testing.T) {
 
 	// The console's counts are the rows' on the copy: copied once, not
 	// appended again as changes.
-	store := pg.m.store.(*PostgresStore)
-	migrateToCheckCounts(t, store, "on the copy")
+	st := pg.m.store.(*store.Postgres)
+	migrateToCheckCounts(t, st, "on the copy")
 
 	// Identity columns go on past the copied ids: new rows are stored.
-	migrateToCheckIdentities(t, store)
+	migrateToCheckIdentities(t, st)
 	pg.admin(t, "POST", "/apps", `{"name":"After the move","api_key":"after-key","api_secret":"after-secret-0123"}`, nil)
 	pg.admin(t, "POST", "/apps/after-key/dnc/numbers", `{"numbers":["0912000009"]}`, nil)
 	if status, b := pg.do(t, "POST", opA("sc-remind"), bearer(t, "qa-key", "qa-secret"),
@@ -374,7 +374,7 @@ func TestMigrateTo(t *testing.T) {
 		t.Fatalf("import on the copy: HTTP %d %s", status, b)
 	}
 	var importSeq, maxCopied int64
-	if err := pg.m.store.(*PostgresStore).pool.QueryRow(context.Background(),
+	if err := pg.m.store.(*store.Postgres).Pool.QueryRow(context.Background(),
 		`SELECT max(seq) FILTER (WHERE id IN (SELECT import_id FROM contacts WHERE phone = '+84912000009')),
 			max(seq) FILTER (WHERE id NOT IN (SELECT import_id FROM contacts WHERE phone = '+84912000009')) FROM imports`).
 		Scan(&importSeq, &maxCopied); err != nil || importSeq <= maxCopied {
@@ -388,20 +388,20 @@ func TestMigrateTo(t *testing.T) {
 	}
 	// The import and the settle are counted as changes on top of the
 	// copied counts, and folded into them.
-	migrateToCheckCounts(t, store, "after an import and a settle on the copy")
-	if err := store.foldCounts(context.Background()); err != nil {
+	migrateToCheckCounts(t, st, "after an import and a settle on the copy")
+	if err := st.FoldCounts(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := queryInt(t, store, `SELECT count(*) FROM contact_count_changes`); n != 0 {
+	if n := queryInt(t, st, `SELECT count(*) FROM contact_count_changes`); n != 0 {
 		t.Errorf("%d changes left after a fold", n)
 	}
-	migrateToCheckCounts(t, store, "after a fold")
+	migrateToCheckCounts(t, st, "after a fold")
 }
 
 // migrateToCheckCounts compares the console's counts with count(*) of
 // the rows: each scenario's and campaign's contacts by state and outcome,
 // each endpoint's messages by state.
-func migrateToCheckCounts(t *testing.T, s *PostgresStore, when string) {
+func migrateToCheckCounts(t *testing.T, s *store.Postgres, when string) {
 	t.Helper()
 	ctx := context.Background()
 	type progressKey struct {
@@ -409,7 +409,7 @@ func migrateToCheckCounts(t *testing.T, s *PostgresStore, when string) {
 		scenario, campaign string
 	}
 	want := map[progressKey]map[string]int64{}
-	rows, err := s.pool.Query(ctx, `SELECT app_id, scenario_id, c, state, coalesce(outcome, ''), count(*)
+	rows, err := s.Pool.Query(ctx, `SELECT app_id, scenario_id, c, state, coalesce(outcome, ''), count(*)
 		FROM contacts, LATERAL (VALUES (''), (campaign_id)) AS v(c) WHERE c IS NOT NULL
 		GROUP BY 1, 2, 3, 4, 5`)
 	if err != nil {
@@ -455,7 +455,7 @@ func migrateToCheckCounts(t *testing.T, s *PostgresStore, when string) {
 	}
 
 	wantStates := map[string]map[string]int64{}
-	rows, err = s.pool.Query(ctx, `SELECT e.id, m.state, count(m.seq) FROM webhook_endpoints e
+	rows, err = s.Pool.Query(ctx, `SELECT e.id, m.state, count(m.seq) FROM webhook_endpoints e
 		LEFT JOIN webhook_messages m ON m.endpoint_id = e.id GROUP BY 1, 2`)
 	if err != nil {
 		t.Fatal(err)
@@ -491,10 +491,10 @@ func migrateToCheckCounts(t *testing.T, s *PostgresStore, when string) {
 
 // migrateToCheckIdentities checks that every identity column's next value
 // is past the column's copied values.
-func migrateToCheckIdentities(t *testing.T, s *PostgresStore) {
+func migrateToCheckIdentities(t *testing.T, s *store.Postgres) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := s.pool.Query(ctx, `SELECT table_name::text, column_name::text FROM information_schema.columns
+	rows, err := s.Pool.Query(ctx, `SELECT table_name::text, column_name::text FROM information_schema.columns
 		WHERE table_schema = current_schema() AND is_identity = 'YES'`)
 	if err != nil {
 		t.Fatal(err)
@@ -508,14 +508,14 @@ func migrateToCheckIdentities(t *testing.T, s *PostgresStore) {
 	for _, c := range cols {
 		table, col := pgx.Identifier{c.Table}.Sanitize(), pgx.Identifier{c.Name}.Sanitize()
 		var maxCopied, next int64
-		if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(`+col+`), 0) FROM `+table).Scan(&maxCopied); err != nil {
+		if err := s.Pool.QueryRow(ctx, `SELECT coalesce(max(`+col+`), 0) FROM `+table).Scan(&maxCopied); err != nil {
 			t.Fatal(err)
 		}
 		if maxCopied == 0 {
 			continue
 		}
 		copied++
-		if err := s.pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence($1, $2))`, table, c.Name).Scan(&next); err != nil {
+		if err := s.Pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence($1, $2))`, table, c.Name).Scan(&next); err != nil {
 			t.Fatal(err)
 		}
 		if next <= maxCopied {
@@ -674,20 +674,20 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 func TestMigrateToOlderSQLite(t *testing.T) {
 	target := pgtest.Database(t)
 	source := filepath.Join(t.TempDir(), "old.db")
-	old, err := openStoreAt(source, 5, newStoreMetrics(false))
+	old, err := store.OpenSQLite(source, sqliteMigrations()[:5], store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As that older dialbox wrote it: CreateApp now writes columns of later
 	// migrations.
 	storeExec(t, old, `INSERT INTO applications (name, api_key, api_secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-		"Old tenant", "old-key", "old-secret", ms(time.Now()), ms(time.Now()))
+		"Old tenant", "old-key", "old-secret", store.Millis(time.Now()), store.Millis(time.Now()))
 	old.Close()
 	out, err := migrateTo(t, target, "--database", source)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("(schema version %d)", len(migrations())); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("(schema version %d)", len(sqliteMigrations())); !strings.Contains(out, want) {
 		t.Errorf("the output does not say %s", want)
 	}
 	if got := verifiedTables(t, out)["applications"]; got != "ok" {

@@ -25,6 +25,7 @@ import (
 
 	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -289,11 +290,11 @@ level = "warn"
 	}
 	peak, at := sweep(edges)
 	if peak > maxConcurrent {
-		t.Errorf("%d calls up at once at %s, over max_concurrent %d", peak, fromMS(at).Format(time.RFC3339Nano), maxConcurrent)
+		t.Errorf("%d calls up at once at %s, over max_concurrent %d", peak, store.FromMillis(at).Format(time.RFC3339Nano), maxConcurrent)
 	}
 	for hotline, list := range perHotline {
 		if n, at := sweep(list); n > 1 {
-			t.Errorf("hotline %s carried %d calls at once at %s", hotline, n, fromMS(at).Format(time.RFC3339Nano))
+			t.Errorf("hotline %s carried %d calls at once at %s", hotline, n, store.FromMillis(at).Format(time.RFC3339Nano))
 		}
 	}
 

@@ -7,6 +7,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/sandbox"
+	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -586,7 +587,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 		}
 	}
 	count := func(query string) (n int) {
-		sqliteOf(t, s.m.store).read.QueryRow(query).Scan(&n)
+		sqliteOf(t, s.m.store).Read.QueryRow(query).Scan(&n)
 		return n
 	}
 	received := func() int {
@@ -763,18 +764,18 @@ func TestOpenAPIWebhookEvents(t *testing.T) {
 	for i := 0; i < 12; i++ { // enough for several outcomes, retries and final results
 		phones = append(phones, fmt.Sprintf("09120001%02d", i))
 	}
-	resp, body := opsDo(t, "POST", m.URL()+"/api/v1/public-api/scenarios/"+demoScenarioID+"/calls", token,
+	resp, body := opsDo(t, "POST", m.URL()+"/api/v1/public-api/scenarios/"+store.DemoScenarioID+"/calls", token,
 		`{"contacts":`+contacts(phones...)+`}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("operation A: %d %s", resp.StatusCode, body)
 	}
 	count := func() (done int) {
-		sqliteOf(t, m.store).read.QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
+		sqliteOf(t, m.store).Read.QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
 		return done
 	}
 	waitFor(t, "every contact completed", func() bool { return count() >= len(phones) })
 
-	rows, err := sqliteOf(t, m.store).read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	rows, err := sqliteOf(t, m.store).Read.Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}

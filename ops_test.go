@@ -16,6 +16,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/ops"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 
 	"github.com/jackc/pgx/v5"
@@ -99,7 +100,7 @@ func testMetrics(t *testing.T, backend string) {
 	imported0, _ := metricValue(before, "dialbox_contacts_imported_total")
 	skipped0, _ := metricValue(before, "dialbox_contacts_skipped_total")
 
-	resp, body := opsDo(t, "POST", base+"/api/v1/public-api/scenarios/"+demoScenarioID+"/calls", token,
+	resp, body := opsDo(t, "POST", base+"/api/v1/public-api/scenarios/"+store.DemoScenarioID+"/calls", token,
 		`{"contacts":[{"phone_number":"0912345678"},{"phone_number":"not a phone"}]}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("operation A: %d %s", resp.StatusCode, body)
@@ -122,8 +123,8 @@ func testMetrics(t *testing.T, backend string) {
 	if n, _ := metricValue(after, "dialbox_contacts_skipped_total"); n-skipped0 < 1 {
 		t.Errorf("contacts skipped went from %v to %v", skipped0, n)
 	}
-	if n, ok := metricValue(after, "dialbox_queue_depth", "scenario", demoScenarioID); !ok || n != 1 {
-		t.Errorf("queue depth of %s = %v, %v; want 1", demoScenarioID, n, ok)
+	if n, ok := metricValue(after, "dialbox_queue_depth", "scenario", store.DemoScenarioID); !ok || n != 1 {
+		t.Errorf("queue depth of %s = %v, %v; want 1", store.DemoScenarioID, n, ok)
 	}
 	// Each store reports its commits under its own name, never the other's.
 	commits, other := "dialbox_sqlite_commit_", "dialbox_postgres_commit_"
@@ -187,7 +188,7 @@ func TestPostgresNodeMetricsAndReadiness(t *testing.T) {
 	if _, err := conn.Exec(ctx, `ALTER DATABASE `+name+` SET default_transaction_read_only = on`); err != nil {
 		t.Fatal(err)
 	}
-	m.store.(*PostgresStore).pool.Reset() // new sessions read the setting
+	m.store.(*store.Postgres).Pool.Reset() // new sessions read the setting
 	resp, body := opsDo(t, "GET", m.URL()+"/readyz", "", "")
 	var ready struct {
 		Checks map[string]string `json:"checks"`
@@ -199,7 +200,7 @@ func TestPostgresNodeMetricsAndReadiness(t *testing.T) {
 	if _, err := conn.Exec(ctx, `ALTER DATABASE `+name+` RESET default_transaction_read_only`); err != nil {
 		t.Fatal(err)
 	}
-	m.store.(*PostgresStore).pool.Reset()
+	m.store.(*store.Postgres).Pool.Reset()
 	if resp, body := opsDo(t, "GET", m.URL()+"/readyz", "", ""); resp.StatusCode != 200 {
 		t.Errorf("readyz once writable again: %d %s", resp.StatusCode, body)
 	}
@@ -351,7 +352,7 @@ func testReadyzWhenWritesCannotBeStored(t *testing.T, backend string) {
 	ctx := context.Background()
 	var fill, free func()
 	switch store := s.m.store.(type) {
-	case *SQLiteStore:
+	case *store.SQLite:
 		// max_page_count is the writer connection's: set it there.
 		pragma := func(set func(pages int) int) {
 			if err := store.Write(ctx, func(tx *sql.Tx) error {
@@ -367,9 +368,9 @@ func testReadyzWhenWritesCannotBeStored(t *testing.T, backend string) {
 		}
 		fill = func() { pragma(func(pages int) int { return pages }) }
 		free = func() { pragma(func(int) int { return 1 << 30 }) }
-	case *PostgresStore:
+	case *store.Postgres:
 		exec := func(sql string) {
-			if _, err := store.pool.Exec(ctx, sql); err != nil {
+			if _, err := store.Pool.Exec(ctx, sql); err != nil {
 				t.Fatal(err)
 			}
 		}

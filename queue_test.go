@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,7 +114,7 @@ func queueCountsExact(t *testing.T, s Store, when string) {
 // migration that adds it to a database holding contacts.
 func TestQueuedContactsCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := openStoreAt(path, 3, newStoreMetrics(false))
+	old, err := store.OpenSQLite(path, sqliteMigrations()[:3], store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +127,11 @@ func TestQueuedContactsCount(t *testing.T) {
 	// database does not have, so the scenario is written as it was then.
 	before := *tenant
 	before.HotlinePools, before.Scenarios = nil, nil
-	if err := old.ApplyFixtures(context.Background(), []*FixtureApp{&before}, time.Now()); err != nil {
+	if err := old.ApplyFixtures(context.Background(), []*store.FixtureApp{&before}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var app int64
-	if err := old.read.QueryRow(`SELECT id FROM applications`).Scan(&app); err != nil {
+	if err := old.Read.QueryRow(`SELECT id FROM applications`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	storeExec(t, old, `INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)
@@ -166,10 +167,10 @@ func TestQueuedContactsCount(t *testing.T) {
 	storeExec(t, s, `DELETE FROM scenarios WHERE app_id = ?`, ids[0])
 	queueCountsExact(t, s, "after a scenario's delete")
 	fresh := engTenant()
-	if err := s.Reset(context.Background(), []*FixtureApp{fresh}, time.Now()); err != nil {
+	if err := s.Reset(context.Background(), []*store.FixtureApp{fresh}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	engImport(t, s, fresh.id, "sc", "", engPhones(2, 400)...)
+	engImport(t, s, fresh.ID, "sc", "", engPhones(2, 400)...)
 	queueCountsExact(t, s, "after a reset")
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,11 +41,11 @@ func newSlowReceiver(t *testing.T) *slowReceiver {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(r.srv.Close)
-	t.Cleanup(r.letGo) // before Close, which waits for handlers
+	t.Cleanup(r.LetGo) // before Close, which waits for handlers
 	return r
 }
 
-func (r *slowReceiver) letGo() { r.once.Do(func() { close(r.release) }) }
+func (r *slowReceiver) LetGo() { r.once.Do(func() { close(r.release) }) }
 
 // shutdownServer starts dialbox (engine off) on db with one tenant whose
 // webhook is url; the test closes it itself.
@@ -67,7 +68,7 @@ api_secret = "sd-secret"
 		m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
 	var app int64
-	if err := sqliteOf(t, m.store).read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
+	if err := sqliteOf(t, m.store).Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	return m, app
@@ -76,7 +77,7 @@ api_secret = "sd-secret"
 // shutdownMessages reads the outbox of a closed server's database.
 func shutdownMessages(t *testing.T, db string) map[string]whMessage {
 	t.Helper()
-	s, err := OpenStore(db, newStoreMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestShutdownFinishesWebhookAttempts(t *testing.T) {
 	})
 	whEnqueue(t, m.store, app, 1)
 	m.webhooks.Notify()
-	rcv.letGo()
+	rcv.LetGo()
 	if err := <-closed; err != nil {
 		t.Errorf("close: %v", err)
 	}
@@ -142,7 +143,7 @@ func TestShutdownAbandonsSlowWebhookAttempts(t *testing.T) {
 		t.Errorf("after the close: %+v, want %+v", got, want)
 	}
 
-	rcv.letGo() // from now on it answers at once
+	rcv.LetGo() // from now on it answers at once
 	m, _ = shutdownServer(t, db, rcv.srv.URL+"/hook", "1s")
 	if again := <-rcv.arrived; again != id {
 		t.Errorf("after restart message %s was sent, want %s", again, id)
@@ -191,7 +192,7 @@ func TestSIGTERMFinishesWebhookAttempts(t *testing.T) {
 		}
 		return err != nil
 	})
-	rcv.letGo()
+	rcv.LetGo()
 	<-p.exited
 	if !p.cmd.ProcessState.Success() {
 		t.Errorf("exit after SIGTERM: %v", p.cmd.ProcessState)

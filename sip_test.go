@@ -29,6 +29,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/sipcall/sipcalltest"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 
 	"github.com/emiago/diago"
@@ -591,7 +592,7 @@ func TestSIPStopHangsUp(t *testing.T) {
 		t.Error("the answered call was still up at the far end after the stop")
 	}
 
-	st, err := OpenStore(filepath.Join(r.dir, "dialbox.db"), newStoreMetrics(false))
+	st, err := store.OpenSQLite(filepath.Join(r.dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +749,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := OpenStore(filepath.Join(dir, "dialbox.db"), newStoreMetrics(false))
+	s, err := store.OpenSQLite(filepath.Join(dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,7 +758,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 		t.Fatalf("%d calls up after the kill, want 1", n)
 	}
 	var killed string
-	s.read.QueryRow(`SELECT id FROM calls`).Scan(&killed)
+	s.Read.QueryRow(`SELECT id FROM calls`).Scan(&killed)
 
 	second := engRunBinary(t, bin, config, url)
 	waitFor(t, "the contact called again and done", func() bool {
@@ -769,7 +770,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 
 	var outcome string
 	var cause, cost int64
-	if err := s.read.QueryRow(`SELECT outcome, cause, cost FROM calls WHERE id = ?`, killed).Scan(&outcome, &cause, &cost); err != nil {
+	if err := s.Read.QueryRow(`SELECT outcome, cause, cost FROM calls WHERE id = ?`, killed).Scan(&outcome, &cause, &cost); err != nil {
 		t.Fatal(err)
 	}
 	if outcome != domain.OutcomeCanceled || cause != 487 || cost != 0 {
@@ -780,7 +781,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	}
 	calls := queryInt(t, s, `SELECT count(*) FROM calls`)
 	var spent int64
-	s.read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent)
+	s.Read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent)
 	app, err := s.AppByKey(context.Background(), "sip-key")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 // openBackendStore opens a new, empty store of the backend (testBackends).
 func openBackendStore(t testing.TB, backend string) Store {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)), newStoreMetrics(config.IsPostgresURL(backendDatabase(t, backend))))
+	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)), store.NewMetrics(config.IsPostgresURL(backendDatabase(t, backend))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func openBackendStore(t testing.TB, backend string) Store {
 
 // forEachBackend runs test once per backend, each on a new store holding
 // the tenants; it passes their ids.
-func forEachBackend(t *testing.T, apps func() []*FixtureApp, test func(t *testing.T, s Store, ids []int64)) {
+func forEachBackend(t *testing.T, apps func() []*store.FixtureApp, test func(t *testing.T, s Store, ids []int64)) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		s := openBackendStore(t, backend)
 		list := apps()
@@ -37,7 +38,7 @@ func forEachBackend(t *testing.T, apps func() []*FixtureApp, test func(t *testin
 		}
 		ids := make([]int64, len(list))
 		for i, a := range list {
-			ids[i] = a.id
+			ids[i] = a.ID
 		}
 		test(t, s, ids)
 	})
@@ -55,11 +56,11 @@ func importReq(appID int64, phones ...string) domain.ImportRequest {
 	return req
 }
 
-func prepaidTenant(balance, perCall int64) func() []*FixtureApp {
-	return func() []*FixtureApp {
+func prepaidTenant(balance, perCall int64) func() []*store.FixtureApp {
+	return func() []*store.FixtureApp {
 		app := engTenant()
-		app.Wallet = &FixtureWallet{Balance: balance, PricePerCall: perCall}
-		return []*FixtureApp{app}
+		app.Wallet = &store.FixtureWallet{Balance: balance, PricePerCall: perCall}
+		return []*store.FixtureApp{app}
 	}
 }
 
@@ -173,16 +174,16 @@ func TestBackendConcurrentImports(t *testing.T) {
 
 // The public API's reads answer the same on every backend.
 func TestBackendReads(t *testing.T) {
-	apps := func() []*FixtureApp {
+	apps := func() []*store.FixtureApp {
 		app := engTenant()
 		past := time.Now().Add(-time.Hour)
-		app.Wallet = &FixtureWallet{Balance: 5, PricePerCall: 1, ExpiresAt: &past}
+		app.Wallet = &store.FixtureWallet{Balance: 5, PricePerCall: 1, ExpiresAt: &past}
 		cc := app.Scenarios[0].CallConfig
 		for _, id := range []string{"b", "a", "c"} {
-			app.Scenarios = append(app.Scenarios, &FixtureScenario{ID: id, Name: id, Status: domain.StatusDraft, Content: "x", CallConfig: cc})
+			app.Scenarios = append(app.Scenarios, &store.FixtureScenario{ID: id, Name: id, Status: domain.StatusDraft, Content: "x", CallConfig: cc})
 		}
-		app.Campaigns = []FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
-		return []*FixtureApp{app}
+		app.Campaigns = []store.FixtureCampaign{{ID: "camp", Name: "camp", ScenarioID: "sc"}}
+		return []*store.FixtureApp{app}
 	}
 	forEachBackend(t, apps, func(t *testing.T, s Store, ids []int64) {
 		ctx := context.Background()

@@ -8,14 +8,15 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/recordings"
+	"dialbox/internal/store"
 	"dialbox/internal/webhook"
 )
 
 // Store is everything the rest of dialbox asks of its database: the public
 // API, the importer, the engine, webhook delivery, the admin API, fixtures,
-// the CLI, health and metrics go through it and nothing else. SQLiteStore
-// (db.go) is the default, PostgresStore (store_postgres.go) the store of
-// several nodes. Most methods are written once, on sqlStore (store_tx.go),
+// the CLI, health and metrics go through it and nothing else. store.SQLite
+// (internal/store/sqlite.go) is the default, store.Postgres (internal/store/postgres.go) the store of
+// several nodes. Most methods are written once, on sqlStore (internal/store/tx.go),
 // which both embed (docs/architecture.md#one-query-layer); the design
 // behind the methods the engine and delivery call, which several nodes on
 // one PostgreSQL must share, is in docs/postgres.md#the-store-interface.
@@ -36,18 +37,18 @@ type Store interface {
 	// Migrations says which migration the database is at and the last one
 	// this dialbox knows.
 	Migrations(ctx context.Context) (at, known int, err error)
-	// metricsRows runs one of internal/ops' read-only queries, written in
+	// MetricsRows runs one of internal/ops' read-only queries, written in
 	// the SQL every store speaks, and hands each row to row.
-	metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error
+	MetricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error
 
 	// ---- caches ----
 
-	// configVersion counts the commits that may have changed the tenants'
+	// ConfigVersion counts the commits that may have changed the tenants'
 	// configuration: this store's own, and those of other connections,
 	// processes or nodes it has learnt of. ok is false while the store
 	// cannot tell (a PostgreSQL node deaf to the others' changes). The
-	// configuration cache (cache.go) asks before every read.
-	configVersion() (v uint64, ok bool)
+	// configuration cache (internal/store/cache.go) asks before every read.
+	ConfigVersion() (v uint64, ok bool)
 
 	// ---- the public API and imports (store.go) ----
 
@@ -63,32 +64,32 @@ type Store interface {
 	Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error)
 	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
 	SkippedOf(ctx context.Context, importID string) ([]domain.SkippedContact, error)
-	ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error
+	ApplyFixtures(ctx context.Context, apps []*store.FixtureApp, now time.Time) error
 	// RepointDemoSink points the demo tenant's sink webhook, made by an
 	// older dialbox with a server's address, at url.
 	RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error
 
-	// ---- the engine (store_engine.go; internal/engine says what it asks) ----
+	// ---- the engine (internal/store/engine.go; internal/engine says what it asks) ----
 
 	engine.Store
 
-	// ---- webhook delivery (store_webhooks.go) ----
+	// ---- webhook delivery (internal/store/webhooks.go) ----
 
 	// webhook.Outbox is what webhook delivery asks of the store
 	// (internal/webhook).
 	webhook.Outbox
 
-	// ---- calls' recordings (store_recordings.go) ----
+	// ---- calls' recordings (internal/store/recordings.go) ----
 
-	// setRecordings names the folder of the calls' recordings, whose files
+	// SetRecordings names the folder of the calls' recordings, whose files
 	// the deletes of calls (DeleteApp, DeleteScenario, Reset) remove once
 	// committed; none until it is called.
-	setRecordings(f recordings.Files)
-	recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
+	SetRecordings(f recordings.Files)
+	RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
 	ExpireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
 	RecordingsKept(ctx context.Context, ids []string) (map[string]recordings.Kept, error)
 
-	// ---- the calling rules at dial time (store_dnc.go, store_adcalls.go) ----
+	// ---- the calling rules at dial time (internal/store/dnc.go, internal/store/adcalls.go) ----
 
 	// DNCListings says which of phones (E.164) are on the tenant's list or,
 	// when national is set (advertising calls), on the national register,
@@ -109,29 +110,29 @@ type Store interface {
 	// adTiming reads what decides a queued advertising contact's
 	// wait beside its next attempt: its last delay, the number's answered
 	// advertising calls since since, and its calls up (contactWait).
-	adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
+	AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
 
-	// ---- do-not-call lists (store_dnc.go) ----
+	// ---- do-not-call lists (internal/store/dnc.go) ----
 
 	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
 	RemoveDNC(ctx context.Context, list int64, e164 string) error
-	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error)
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]store.DNCListing, error)
 
-	// ---- advertising settings (store_adcalls.go) ----
+	// ---- advertising settings (internal/store/adcalls.go) ----
 
 	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
 	SetAdSettings(ctx context.Context, appID int64, a domain.AdSettings, now time.Time) error
 
-	// ---- the web console's counts (store_console.go) ----
+	// ---- the web console's counts (internal/store/console.go) ----
 
 	ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (domain.Progress, error)
 	Unfinished(ctx context.Context, appID int64) (int64, error)
 	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
 
-	// ---- the admin API and the CLI (store_admin.go) ----
+	// ---- the admin API and the CLI (internal/store/admin.go) ----
 
 	AdminSetting(ctx context.Context, key string) (string, error)
 	SetAdminSetting(ctx context.Context, key, value string) error
@@ -143,7 +144,7 @@ type Store interface {
 	UpdateWallet(ctx context.Context, appID int64, change func(*domain.Wallet), now time.Time) (domain.Wallet, error)
 	TopUp(ctx context.Context, appID int64, amount int64, now time.Time) error
 	Pools(ctx context.Context, appID int64, key string) ([]*domain.Pool, error)
-	poolTrunks(ctx context.Context) ([]poolTrunk, error)
+	PoolTrunks(ctx context.Context) ([]store.PoolTrunk, error)
 	CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error
 	DeletePool(ctx context.Context, appID int64, key string) error
 	AddHotlines(ctx context.Context, appID int64, pool string, numbers []string) error
@@ -168,10 +169,10 @@ type Store interface {
 	Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error)
 	Redeliver(ctx context.Context, appID int64, id string, now time.Time) error
 	RecoverFailed(ctx context.Context, appID int64, endpointID string, since, now time.Time) (int64, error)
-	Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error
+	Reset(ctx context.Context, apps []*store.FixtureApp, now time.Time) error
 }
 
 var (
-	_ Store = (*SQLiteStore)(nil)
-	_ Store = (*PostgresStore)(nil)
+	_ Store = (*store.SQLite)(nil)
+	_ Store = (*store.Postgres)(nil)
 )

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -16,17 +17,17 @@ import (
 // pgEngineNodes is pgNodes with the tenant's scenario reshaped by change
 // and n contacts queued, due now; it returns the nodes, the tenant and the
 // due contacts.
-func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts int) ([]*PostgresStore, int64, []domain.DueContact) {
+func pgEngineNodes(t *testing.T, nodes int, change func(*store.FixtureApp), contacts int) ([]*store.Postgres, int64, []domain.DueContact) {
 	t.Helper()
 	list, appID := pgNodes(t, nodes)
 	app := engTenant()
 	app.HotlinePools[0].Numbers = engPhones(20, 500)
-	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
+	app.Webhooks = []store.FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
 	if change != nil {
 		change(app)
 	}
 	ctx := context.Background()
-	if err := list[0].ApplyFixtures(ctx, []*FixtureApp{app}, time.Now()); err != nil {
+	if err := list[0].ApplyFixtures(ctx, []*store.FixtureApp{app}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	req := domain.ImportRequest{AppID: appID, ScenarioID: "sc"}
@@ -58,18 +59,18 @@ func pgClaims(appID int64, due []domain.DueContact, offset int) []domain.CallCla
 
 // pgPrepaid makes the tenant's wallet prepaid, holding balance, with a
 // price per call.
-func pgPrepaid(t *testing.T, s *PostgresStore, appID, balance, perCall int64) {
+func pgPrepaid(t *testing.T, s *store.Postgres, appID, balance, perCall int64) {
 	t.Helper()
-	if _, err := s.pool.Exec(context.Background(), `UPDATE wallets SET prepaid = 1, balance = $2, price_per_call = $3
+	if _, err := s.Pool.Exec(context.Background(), `UPDATE wallets SET prepaid = 1, balance = $2, price_per_call = $3
 		WHERE app_id = $1`, appID, balance, perCall); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func pgCount(t *testing.T, s *PostgresStore, query string, args ...any) int {
+func pgCount(t *testing.T, s *store.Postgres, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := s.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+	if err := s.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -78,7 +79,7 @@ func pgCount(t *testing.T, s *PostgresStore, query string, args ...any) int {
 // Three nodes claiming the same contacts at once, over and over: no
 // contact is claimed twice, and max_concurrent holds across them.
 func TestPostgresClaimsHoldMaxConcurrentAcrossNodes(t *testing.T) {
-	nodes, appID, due := pgEngineNodes(t, 3, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 4 }, 12)
+	nodes, appID, due := pgEngineNodes(t, 3, func(a *store.FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 4 }, 12)
 	var mu sync.Mutex
 	claimed := map[int64]int{}
 	var wg sync.WaitGroup
@@ -143,23 +144,23 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[2:], 2), time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("node 1 took %d (%v), want the 1 the wallet still pays for", len(taken), err)
 	}
-	if _, err := nodes[0].pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
+	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
 		t.Fatal(err)
 	}
 	outside := `{"start": "00:00", "end": "00:00"}`
-	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
+	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
 		t.Fatal(err)
 	}
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("outside the call window node 1 took %d (%v), want 0", len(taken), err)
 	}
-	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
+	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
 		t.Fatal(err)
 	}
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("back in DRAFT, node 1 took %d (%v), want 0", len(taken), err)
 	}
-	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
+	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
 		t.Fatal(err)
 	}
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 3 {
@@ -190,15 +191,15 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	}
 	dead.Close()
 	// Both leases run out; only the live node renews its own.
-	if _, err := other.pool.Exec(ctx, `UPDATE contacts SET lease_until = $1 WHERE state = 'dialing'`, ms(now.Add(-time.Second))); err != nil {
+	if _, err := other.Pool.Exec(ctx, `UPDATE contacts SET lease_until = $1 WHERE state = 'dialing'`, store.Millis(now.Add(-time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	if err := alive.renewLeases(ctx, time.Now()); err != nil {
+	if err := alive.RenewLeases(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	counts := make([]int, 2)
-	for i, s := range []*PostgresStore{alive, other} {
+	for i, s := range []*store.Postgres{alive, other} {
 		wg.Go(func() {
 			n, err := s.TakeOverCalls(ctx, now, now)
 			if err != nil {
@@ -213,7 +214,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	}
 	var state, outcome string
 	var cost int64
-	if err := other.pool.QueryRow(ctx, `SELECT state, coalesce(outcome, ''), cost FROM calls WHERE id = $1`, held[0].CallID).
+	if err := other.Pool.QueryRow(ctx, `SELECT state, coalesce(outcome, ''), cost FROM calls WHERE id = $1`, held[0].CallID).
 		Scan(&state, &outcome, &cost); err != nil || state != "ended" || outcome != domain.OutcomeCanceled || cost != 0 {
 		t.Errorf("dead node's call: %s %s cost %d (%v), want ended CANCELED free", state, outcome, cost, err)
 	}
@@ -252,7 +253,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 // does not know of it, the claim does), none while it is up, and once it
 // is answered none for the next 24 hours (docs/postgres.md#claiming-calls).
 func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
-	nodes, appID, due := pgEngineNodes(t, 2, func(a *FixtureApp) {
+	nodes, appID, due := pgEngineNodes(t, 2, func(a *store.FixtureApp) {
 		sc := a.Scenarios[0]
 		sc.CallConfig.Purpose = domain.PurposeAdvertising
 		ad2 := *sc
@@ -348,12 +349,12 @@ func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
 		t.Fatalf("node 1 took %d (%v)", len(taken), err)
 	}
 	var started int64
-	if err := nodes[1].pool.QueryRow(ctx, `SELECT started_at FROM calls WHERE id = $1`, taken[0].CallID).Scan(&started); err != nil {
+	if err := nodes[1].Pool.QueryRow(ctx, `SELECT started_at FROM calls WHERE id = $1`, taken[0].CallID).Scan(&started); err != nil {
 		t.Fatal(err)
 	}
-	if started < ms(ended) || !taken[0].Start.Equal(clock()) {
+	if started < store.Millis(ended) || !taken[0].Start.Equal(clock()) {
 		t.Errorf("call recorded starting at %d (claim's Start %v), before the end %d of the call it replaced on its hotline",
-			started, taken[0].Start, ms(ended))
+			started, taken[0].Start, store.Millis(ended))
 	}
 }
 
@@ -391,7 +392,7 @@ func TestPostgresRenewalSkipsHeldContacts(t *testing.T) {
 	if err != nil || len(taken) != 2 {
 		t.Fatalf("took %d (%v), want 2", len(taken), err)
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,10 +403,10 @@ func TestPostgresRenewalSkipsHeldContacts(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 	renewCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := s.renewLeases(renewCtx, later); err != nil {
+	if err := s.RenewLeases(renewCtx, later); err != nil {
 		t.Fatalf("renewal waited on the held contact: %v", err)
 	}
-	if n := pgCount(t, s, `SELECT count(*) FROM contacts WHERE lease_until = $1`, ms(later.Add(s.lease))); n != 1 {
+	if n := pgCount(t, s, `SELECT count(*) FROM contacts WHERE lease_until = $1`, store.Millis(later.Add(s.Lease))); n != 1 {
 		t.Errorf("%d leases renewed, want the 1 not held", n)
 	}
 }

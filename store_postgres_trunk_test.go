@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func pgTrunkClaims(appID int64, due []domain.DueContact, offset int, trunk strin
 // calls up on it than its channels, each recorded on the trunk by name; a
 // call ending on one node frees its channel for another.
 func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
-	nodes, appID, due := pgEngineNodes(t, 3, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 18)
+	nodes, appID, due := pgEngineNodes(t, 3, func(a *store.FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 18)
 	capacity := domain.TrunkCapacity{Channels: 4, CPS: 100}
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -75,7 +76,7 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 // Three nodes claiming at once on one trunk, on the engine's clock: no one
 // second holds more than max_cps starts, checked from the calls' records.
 func TestPostgresTrunkCallsPerSecondAcrossNodes(t *testing.T) {
-	nodes, appID, due := pgEngineNodes(t, 3, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 18)
+	nodes, appID, due := pgEngineNodes(t, 3, func(a *store.FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 18)
 	capacity := domain.TrunkCapacity{Channels: 100, CPS: 3}
 	ctx := context.Background()
 	base := time.Now()
@@ -126,16 +127,16 @@ func TestPostgresTrunkCallsPerSecondAcrossNodes(t *testing.T) {
 // (both tenants, either alone), each call ending at once to make room:
 // no deadlock, as every claim locks the trunk before any tenant.
 func TestPostgresTrunkTenantsDoNotDeadlock(t *testing.T) {
-	nodes, appA, dueA := pgEngineNodes(t, 2, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 40)
+	nodes, appA, dueA := pgEngineNodes(t, 2, func(a *store.FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 20 }, 40)
 	ctx := context.Background()
 	second := engTenant()
 	second.Name, second.APIKey, second.APISecret = "engine test 2", "eng-key-2", "eng-secret-2"
 	second.HotlinePools[0].Numbers = engPhones(20, 500)
 	second.Scenarios[0].CallConfig.MaxConcurrent = 20
-	if err := nodes[0].ApplyFixtures(ctx, []*FixtureApp{second}, time.Now()); err != nil {
+	if err := nodes[0].ApplyFixtures(ctx, []*store.FixtureApp{second}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	appB := second.id
+	appB := second.ID
 	engImport(t, nodes[0], appB, "sc", "", engPhones(40, 1000)...)
 	dueB, err := nodes[0].DueContacts(ctx, appB, "sc", time.Now(), 40)
 	if err != nil || len(dueB) != 40 {
@@ -223,7 +224,7 @@ func (d trunkDialer) Dial(_ context.Context, req domain.DialRequest) domain.Dial
 // up on the two together, every contact called, each call placed and
 // recorded on the trunk by its name.
 func TestPostgresTrunkEnginesShareChannels(t *testing.T) {
-	nodes, appID, due := pgEngineNodes(t, 2, func(a *FixtureApp) {
+	nodes, appID, due := pgEngineNodes(t, 2, func(a *store.FixtureApp) {
 		a.Scenarios[0].CallConfig.MaxConcurrent = 20
 		a.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
 	}, 12)

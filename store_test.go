@@ -9,6 +9,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/importer"
+	"dialbox/internal/store"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,14 +26,14 @@ import (
 // version) opens in this one with its data kept and its schema brought up
 // to date; a database from a newer dialbox is refused, untouched.
 func TestMigrations(t *testing.T) {
-	latest := len(migrations())
+	latest := len(sqliteMigrations())
 	if latest < 1 {
 		t.Fatal("schema.sql has no migrations")
 	}
 	for from := 1; from < latest; from++ {
 		t.Run(fmt.Sprintf("from version %d", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
-			old, err := openStoreAt(path, from, newStoreMetrics(false))
+			old, err := store.OpenSQLite(path, sqliteMigrations()[:from], store.NewMetrics(false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +60,7 @@ func TestMigrations(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s, err := OpenStore(path, newStoreMetrics(false))
+			s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
 			if err != nil {
 				t.Fatalf("opening a version %d database: %v", from, err)
 			}
@@ -100,7 +101,7 @@ func TestMigrations(t *testing.T) {
 			}
 
 			// Opening again migrates nothing and loses nothing.
-			again, err := OpenStore(path, newStoreMetrics(false))
+			again, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +128,7 @@ func TestMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		if s, err := OpenStore(path, newStoreMetrics(false)); err == nil {
+		if s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false)); err == nil {
 			s.Close()
 			t.Fatal("a database of a newer schema version opened")
 		} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer dialbox") {
@@ -193,7 +194,7 @@ func TestGroupCommit(t *testing.T) {
 				t.Errorf("job %d: err %v", i, err)
 			}
 			var stored int
-			s.read.QueryRow(`SELECT count(*) FROM t WHERE job = ?`, i).Scan(&stored)
+			s.Read.QueryRow(`SELECT count(*) FROM t WHERE job = ?`, i).Scan(&stored)
 			if failing == (stored == 1) {
 				t.Errorf("job %d (failing %v): %d rows stored", i, failing, stored)
 			}
@@ -228,7 +229,7 @@ func TestGroupCommit(t *testing.T) {
 					}
 					var v view
 					tx.QueryRow(`SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.inTx)
-					s.read.QueryRow(`SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.outside)
+					s.Read.QueryRow(`SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.outside)
 					views <- v
 					return nil
 				})
@@ -237,7 +238,7 @@ func TestGroupCommit(t *testing.T) {
 				}
 			}()
 		}
-		waitFor(t, "50 jobs to queue", func() bool { return len(s.jobs) == n })
+		waitFor(t, "50 jobs to queue", func() bool { return len(s.Jobs) == n })
 		close(release)
 		if err := <-blockerDone; err != nil {
 			t.Fatal(err)
@@ -368,7 +369,7 @@ func testImportSkipReasons(t *testing.T, backend string) {
 func fixtureSnapshot(t testing.TB, s Store) map[string]string {
 	t.Helper()
 	tables := `SELECT 'rows ' || name, 0 FROM sqlite_schema WHERE type = 'table'`
-	if _, ok := s.(*PostgresStore); ok {
+	if _, ok := s.(*store.Postgres); ok {
 		tables = `SELECT 'rows ' || table_name, 0 FROM information_schema.tables WHERE table_schema = 'public'`
 	}
 	out := map[string]string{}
@@ -482,7 +483,7 @@ func TestFixtureErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeFile(t, "fixtures.toml", c.text)
-			_, err := LoadFixtures(path)
+			_, err := store.LoadFixtures(path)
 			if err == nil {
 				t.Fatal("loaded")
 			}
@@ -684,17 +685,17 @@ func TestStoreSettings(t *testing.T) {
 func TestWriterCommitsAloneJobsAlone(t *testing.T) {
 	s, _ := fixtureStore(t)
 	release := make(chan struct{})
-	blocker := writeJob{fn: func(*sql.Tx) error { <-release; return nil }, result: make(chan error, 1)}
-	s.jobs <- blocker
+	blocker := store.WriteJob{Fn: func(*sql.Tx) error { <-release; return nil }, Result: make(chan error, 1)}
+	s.Jobs <- blocker
 	txOf := make([]*sql.Tx, 3)
-	jobs := make([]writeJob, 3)
+	jobs := make([]store.WriteJob, 3)
 	for i := range jobs {
-		jobs[i] = writeJob{fn: func(tx *sql.Tx) error { txOf[i] = tx; return nil }, result: make(chan error, 1), alone: i == 1}
-		s.jobs <- jobs[i] // queued while the writer waits in blocker's batch
+		jobs[i] = store.WriteJob{Fn: func(tx *sql.Tx) error { txOf[i] = tx; return nil }, Result: make(chan error, 1), Alone: i == 1}
+		s.Jobs <- jobs[i] // queued while the writer waits in blocker's batch
 	}
 	close(release)
-	for _, j := range append([]writeJob{blocker}, jobs...) {
-		if err := <-j.result; err != nil {
+	for _, j := range append([]store.WriteJob{blocker}, jobs...) {
+		if err := <-j.Result; err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/script"
+	"dialbox/internal/store"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -141,7 +142,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	dialer := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
@@ -158,7 +159,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	engImport(t, s, app, "plain", "", "+84912000005")
 	engWaitAllDone(t, s, app, 7)
 
-	rows, err := s.read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	rows, err := s.Read.Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 
 	// The admin API's call record says the same.
 	var contactID string
-	if err := s.read.QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
+	if err := s.Read.QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
 		t.Fatal(err)
 	}
 	_, records, err := s.Contact(context.Background(), app, contactID)
@@ -378,7 +379,7 @@ func TestVoicebotFixtures(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := s.Scenario(context.Background(), app, "bot")
@@ -389,7 +390,7 @@ func TestVoicebotFixtures(t *testing.T) {
 
 	bad := strings.Replace(voicebotScenarios, `"1" = "confirmed"`, `"1" = "confirm"`, 1)
 	path := writeFile(t, "fixtures.toml", voicebotFixtures(bad))
-	_, err = LoadFixtures(path)
+	_, err = store.LoadFixtures(path)
 	lines := strings.Split(voicebotFixtures(bad), "\n")
 	line := 0
 	for i, l := range lines {
@@ -401,7 +402,7 @@ func TestVoicebotFixtures(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
-	_, err = LoadFixtures(writeFile(t, "f.toml", voicebotFixtures(strings.Replace(voicebotScenarios, `name = "bye"`, `name = "bye"
+	_, err = store.LoadFixtures(writeFile(t, "f.toml", voicebotFixtures(strings.Replace(voicebotScenarios, `name = "bye"`, `name = "bye"
       dance = 1`, 1))))
 	if err == nil || !strings.Contains(err.Error(), "unknown key") {
 		t.Errorf("unknown key in a step: %v", err)
@@ -467,7 +468,7 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 // content.
 func TestVoicebotMigratedCalls(t *testing.T) {
 	path := t.TempDir() + "/old.db"
-	old, err := openStoreAt(path, 5, newStoreMetrics(false))
+	old, err := store.OpenSQLite(path, sqliteMigrations()[:5], store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +485,7 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 		storeExec(t, old, q)
 	}
 	old.Close()
-	s, err := OpenStore(path, newStoreMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/ops"
 	"dialbox/internal/sandbox"
+	"dialbox/internal/store"
 	"dialbox/internal/webhook"
 	"encoding/json"
 	"io"
@@ -149,13 +150,13 @@ func whStartMetered(t testing.TB, s Store, faults *sandbox.Faults, setup func(*c
 // whEnqueue queues one event for the tenant's endpoints, as a call's end would.
 func whEnqueue(t testing.TB, s Store, appID int64, n int) {
 	t.Helper()
-	storeWrite(t, s, func(tx settleTx) error {
-		endpoints, err := subscribedEndpoints(tx, appID)
+	storeWrite(t, s, func(tx store.SettleTx) error {
+		endpoints, err := store.SubscribedEndpoints(tx, appID)
 		if err != nil {
 			return err
 		}
 		for i := range n {
-			if err := enqueue(tx, endpoints, appID, domain.EventCallCompleted, map[string]int{"n": i}, time.Now(), time.Now()); err != nil {
+			if err := store.Enqueue(tx, endpoints, appID, domain.EventCallCompleted, map[string]int{"n": i}, time.Now(), time.Now()); err != nil {
 				return err
 			}
 		}
@@ -181,10 +182,10 @@ func whMessages(t testing.TB, s Store) map[string]whMessage {
 	return out
 }
 
-func whTenant(urls ...string) *FixtureApp {
+func whTenant(urls ...string) *store.FixtureApp {
 	app := engTenant()
 	for _, u := range urls {
-		app.Webhooks = append(app.Webhooks, FixtureWebhook{URL: u, Secret: whSecret})
+		app.Webhooks = append(app.Webhooks, store.FixtureWebhook{URL: u, Secret: whSecret})
 	}
 	return app
 }
@@ -478,7 +479,7 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 		Phone: "+84912345678", ScenarioID: "sc", Attempt: 1, Hotline: "02873000001", Outcome: domain.OutcomeAnswered, Cause: 200}
 	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
 		for range b.N {
-			if err := enqueueEvent(tx, ids[0], domain.EventCallCompleted, data, time.Now(), time.Now()); err != nil {
+			if err := store.EnqueueEvent(tx, ids[0], domain.EventCallCompleted, data, time.Now(), time.Now()); err != nil {
 				return err
 			}
 		}
@@ -487,7 +488,7 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 		b.Fatal(err)
 	}
 	var body []byte
-	s.read.QueryRow(`SELECT payload FROM webhook_messages LIMIT 1`).Scan(&body)
+	s.Read.QueryRow(`SELECT payload FROM webhook_messages LIMIT 1`).Scan(&body)
 	workers := config.DefaultConfig().Webhooks.Workers
 	b.ResetTimer()
 	begin := time.Now()

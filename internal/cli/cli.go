@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"io"
@@ -41,9 +40,7 @@ type Parts struct {
 	// build embeds: a backup's schema version must be one of SQLite's, and
 	// migrate-to brings both databases to the last.
 	Migrations, PostgresMigrations []string
-	// MigrateSQLite brings a SQLite database to schema version n.
-	MigrateSQLite func(db *sql.DB, n int) error
-	Version       string // what `dialbox version` prints
+	Version                        string // what `dialbox version` prints
 }
 
 // Run runs `dialbox cmd args...`: help, version, backup, restore,

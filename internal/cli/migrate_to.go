@@ -83,7 +83,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	if !*verifyOnly {
 		// The copy has the tables of this dialbox's schema on both sides,
 		// as a start of this dialbox on the file would migrate it.
-		if err := p.MigrateSQLite(lite, len(p.Migrations)); err != nil {
+		if err := store.Migrate(lite, p.Migrations); err != nil {
 			return fmt.Errorf("migrate-to: %s: %w", source, err)
 		}
 		liteVersion = len(p.Migrations)

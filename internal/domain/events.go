@@ -8,7 +8,7 @@ import (
 )
 
 // What a webhook says: the event types, their data and the envelope every
-// message carries (store_events.go queues them, internal/webhook delivers them).
+// message carries (internal/store/events.go queues them, internal/webhook delivers them).
 
 // Webhook event types.
 const (

@@ -1,8 +1,6 @@
 package domain
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -57,19 +55,6 @@ func APISecretProblem(secret string) string {
 		return ""
 	}
 	return fmt.Sprintf("must have at least %d characters", apiSecretMinLength)
-}
-
-// NewAPIKey and NewAPISecret are the credentials of an application created
-// without its own, through the admin API or the CLI.
-func NewAPIKey() string    { return randomHex(16) }
-func NewAPISecret() string { return randomHex(24) }
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return hex.EncodeToString(b)
 }
 
 // Wallet is an application's balance. A postpaid wallet skips every balance

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // The admin API's reads and writes, written once on sqlStore for both
 // stores (docs/architecture.md#one-query-layer): settings, applications,
 // wallets, pools, scenarios and campaigns here; contacts, calls and imports
-// in store_admin_contacts.go; webhook endpoints and messages in
-// store_admin_webhooks.go. Configuration writes go through writeConfig, so
+// in admin_contacts.go; webhook endpoints and messages in
+// admin_webhooks.go. Configuration writes go through writeConfig, so
 // every cache (every node's, on PostgreSQL) hears of them.
 
 // isUniqueViolation reports a unique or primary key constraint refusing a
@@ -106,7 +106,7 @@ func (s *sqlStore) DeleteAdminSettings(ctx context.Context, keys ...string) erro
 func (s *sqlStore) RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET url = ?, updated_at = ?
-			WHERE app_id = ? AND url LIKE '%/sink/demo' AND url <> ?`, url, ms(now), appID, url)
+			WHERE app_id = ? AND url LIKE '%/sink/demo' AND url <> ?`, url, Millis(now), appID, url)
 		return err
 	})
 }
@@ -125,14 +125,14 @@ func (s *sqlStore) CreateApp(ctx context.Context, name, apiKey, apiSecret string
 	err := s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		var id int64
 		err := tx.QueryRow(ctx, `INSERT INTO applications (name, api_key, api_secret, created_at, updated_at, destination_allow, destination_deny)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, name, apiKey, apiSecret, ms(now), ms(now), allow, deny).Scan(&id)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, name, apiKey, apiSecret, Millis(now), Millis(now), allow, deny).Scan(&id)
 		if isUniqueViolation(err) {
 			return domain.ErrConflict
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO wallets (app_id, prepaid, updated_at) VALUES (?, 0, ?)`, id, ms(now))
+		_, err = tx.Exec(ctx, `INSERT INTO wallets (app_id, prepaid, updated_at) VALUES (?, 0, ?)`, id, Millis(now))
 		return err
 	})
 	if err != nil {
@@ -161,7 +161,7 @@ func (s *sqlStore) UpdateApp(ctx context.Context, apiKey string, p domain.AppPat
 		return changedRows(tx.Exec(ctx, `UPDATE applications SET name = coalesce(?, name), api_secret = coalesce(?, api_secret),
 			disabled = coalesce(?, disabled), destination_allow = coalesce(?, destination_allow),
 			destination_deny = coalesce(?, destination_deny), updated_at = ? WHERE api_key = ?`,
-			p.Name, p.APISecret, disabled, allow, deny, ms(now), apiKey))
+			p.Name, p.APISecret, disabled, allow, deny, Millis(now), apiKey))
 	})
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (s *sqlStore) UpdateWallet(ctx context.Context, appID int64, change func(*d
 			ON CONFLICT (app_id) DO UPDATE SET prepaid = excluded.prepaid, balance = excluded.balance,
 				expires_at = excluded.expires_at, price_per_call = excluded.price_per_call,
 				price_per_minute = excluded.price_per_minute, updated_at = excluded.updated_at`,
-			appID, boolInt(w.Prepaid), w.Balance, nullMS(w.ExpiresAt), w.PricePerCall, w.PricePerMinute, ms(now))
+			appID, boolInt(w.Prepaid), w.Balance, nullMS(w.ExpiresAt), w.PricePerCall, w.PricePerMinute, Millis(now))
 		return err
 	})
 	return w, err
@@ -205,7 +205,7 @@ func (s *sqlStore) TopUp(ctx context.Context, appID int64, amount int64, now tim
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO wallets (app_id, prepaid, balance, updated_at) VALUES (?, 0, ?, ?)
 			ON CONFLICT (app_id) DO UPDATE SET balance = wallets.balance + excluded.balance, updated_at = excluded.updated_at`,
-			appID, amount, ms(now))
+			appID, amount, Millis(now))
 		return err
 	})
 }
@@ -228,7 +228,7 @@ func (s *sqlStore) Pools(ctx context.Context, appID int64, key string) ([]*domai
 			return err
 		}
 		if len(out) == 0 || out[len(out)-1].Key != k {
-			out = append(out, &domain.Pool{Key: k, Trunk: trunk, Numbers: []domain.Hotline{}, CreatedAt: fromMS(created)})
+			out = append(out, &domain.Pool{Key: k, Trunk: trunk, Numbers: []domain.Hotline{}, CreatedAt: FromMillis(created)})
 		}
 		if number.Valid {
 			p := out[len(out)-1]
@@ -242,13 +242,13 @@ func (s *sqlStore) Pools(ctx context.Context, appID int64, key string) ([]*domai
 	return out, nil
 }
 
-// poolTrunk is a pool that names its trunk.
-type poolTrunk struct{ App, Key, Trunk string }
+// PoolTrunk is a pool that names its trunk.
+type PoolTrunk struct{ App, Key, Trunk string }
 
-// poolTrunks lists every pool, of every application, that names a trunk.
-func (s *sqlStore) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
-	return sqldb.Collect(ctx, s.db, func(r sqldb.Row) (poolTrunk, error) {
-		var p poolTrunk
+// PoolTrunks lists every pool, of every application, that names a trunk.
+func (s *sqlStore) PoolTrunks(ctx context.Context) ([]PoolTrunk, error) {
+	return sqldb.Collect(ctx, s.db, func(r sqldb.Row) (PoolTrunk, error) {
+		var p PoolTrunk
 		err := r.Scan(&p.App, &p.Key, &p.Trunk)
 		return p, err
 	}, `SELECT a.api_key, p.key, p.trunk FROM hotline_pools p
@@ -259,7 +259,7 @@ func (s *sqlStore) poolTrunks(ctx context.Context) ([]poolTrunk, error) {
 // numbers; errConflict when the key is taken.
 func (s *sqlStore) CreatePool(ctx context.Context, appID int64, key, trunk string, numbers []string, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
-		_, err := tx.Exec(ctx, `INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)`, appID, key, trunk, ms(now))
+		_, err := tx.Exec(ctx, `INSERT INTO hotline_pools (app_id, key, trunk, created_at) VALUES (?, ?, ?, ?)`, appID, key, trunk, Millis(now))
 		if isUniqueViolation(err) {
 			return domain.ErrConflict
 		}
@@ -337,7 +337,7 @@ func (s *sqlStore) CreateScenario(ctx context.Context, sc *domain.Scenario, now 
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO scenarios (app_id, id, name, description, status, content, script, personalized_fields, call_config, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sc.AppID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, scriptJSON, fields, config, ms(now), ms(now))
+			sc.AppID, sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, scriptJSON, fields, config, Millis(now), Millis(now))
 		if isUniqueViolation(err) {
 			return domain.ErrConflict
 		}
@@ -354,7 +354,7 @@ func (s *sqlStore) UpdateScenario(ctx context.Context, sc *domain.Scenario, now 
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		return changedRows(tx.Exec(ctx, `UPDATE scenarios SET name = ?, description = ?, content = ?, script = ?, personalized_fields = ?,
 			call_config = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
-			sc.Name, sc.Description, sc.Content, scriptJSON, fields, config, ms(now), sc.AppID, sc.ID))
+			sc.Name, sc.Description, sc.Content, scriptJSON, fields, config, Millis(now), sc.AppID, sc.ID))
 	})
 }
 
@@ -374,7 +374,7 @@ func scenarioJSONColumns(sc *domain.Scenario) (fields, config, scriptJSON string
 // TransitionScenario moves a scenario to status to if it is in one of from.
 func (s *sqlStore) TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
-		args := []any{to, ms(now), appID, id}
+		args := []any{to, Millis(now), appID, id}
 		for _, f := range from {
 			args = append(args, f)
 		}
@@ -408,7 +408,7 @@ func (s *sqlStore) ListCampaigns(ctx context.Context, appID int64, scenarioID st
 func (s *sqlStore) CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.AppID, c.ID, c.Name, c.ScenarioID, ms(now), ms(now))
+			c.AppID, c.ID, c.Name, c.ScenarioID, Millis(now), Millis(now))
 		if isUniqueViolation(err) {
 			return domain.ErrConflict
 		}
@@ -419,7 +419,7 @@ func (s *sqlStore) CreateCampaign(ctx context.Context, c *domain.Campaign, now t
 func (s *sqlStore) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
 		return changedRows(tx.Exec(ctx, `UPDATE campaigns SET paused = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
-			boolInt(paused), ms(now), appID, id))
+			boolInt(paused), Millis(now), appID, id))
 	})
 }
 
@@ -427,8 +427,8 @@ func (s *sqlStore) SetCampaignPaused(ctx context.Context, appID int64, id string
 
 // Deleting an application or a scenario deletes its calls, whose
 // recordings go once the delete has committed: each store's
-// deleteWithRecordings holds its remover of recordings (store_recordings.go,
-// store_postgres_admin.go), so DeleteApp, DeleteScenario and Reset stay
+// deleteWithRecordings holds its remover of recordings (recordings.go,
+// postgres_admin.go), so DeleteApp, DeleteScenario and Reset stay
 // each store's, over this SQL written once.
 const (
 	appRecordings = `SELECT id FROM calls WHERE recording_bytes > 0
@@ -442,7 +442,7 @@ const (
 
 // DeleteApp removes an application and everything it owns, its calls'
 // recordings included.
-func (s *SQLiteStore) DeleteApp(ctx context.Context, apiKey string) error {
+func (s *SQLite) DeleteApp(ctx context.Context, apiKey string) error {
 	return s.deleteWithRecordings(ctx, appRecordings, []any{apiKey}, func(tx *sql.Tx) error {
 		return changed(tx.Exec(deleteAppSQL, apiKey))
 	})
@@ -450,7 +450,7 @@ func (s *SQLiteStore) DeleteApp(ctx context.Context, apiKey string) error {
 
 // DeleteScenario removes a scenario with its campaigns and contacts, and
 // their calls' recordings.
-func (s *SQLiteStore) DeleteScenario(ctx context.Context, appID int64, id string) error {
+func (s *SQLite) DeleteScenario(ctx context.Context, appID int64, id string) error {
 	return s.deleteWithRecordings(ctx, scenarioRecordings, []any{appID, id}, func(tx *sql.Tx) error {
 		return changed(tx.Exec(deleteScenarioSQL, appID, id))
 	})
@@ -465,7 +465,7 @@ var resetTables = []string{
 
 // Reset wipes every tenant (and the recordings of their calls) and applies
 // apps, in one transaction.
-func (s *SQLiteStore) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+func (s *SQLite) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.deleteWithRecordings(ctx, allRecordings, nil, func(tx *sql.Tx) error {
 		for _, t := range resetTables {
 			if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {

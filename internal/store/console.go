@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // The web console's reads beyond the admin API's: counts kept by the
 // triggers of migration 8, so each is a few primary-key reads whatever the
 // number of contacts (docs/console.md#fast-on-big-data); PostgreSQL's
-// changes to them, and their fold, are in store_postgres_console.go.
+// changes to them, and their fold, are in postgres_console.go.
 
 // countRows selects, by where and its args, the rows of a table of counts
 // that a read sums: on PostgreSQL the folded counts and the changes not yet

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
-	"dialbox/internal/store"
 )
 
 // The queries of calls' recordings (internal/recordings): calls.recording_bytes
@@ -18,13 +17,13 @@ import (
 // node's disk (recordings.dir), so on several nodes that folder is one
 // shared by all (docs/postgres.md#status); each store holds where it is.
 
-func (s *SQLiteStore) setRecordings(f recordings.Files) { s.recordings = f }
+func (s *SQLite) SetRecordings(f recordings.Files) { s.recordings = f }
 
-func (s *PostgresStore) setRecordings(f recordings.Files) { s.recordings = f }
+func (s *Postgres) SetRecordings(f recordings.Files) { s.recordings = f }
 
-// recordingOf is the size of a call's recording, 0 when it has none;
+// RecordingOf is the size of a call's recording, 0 when it has none;
 // errNotFound when the application has no such contact with such a call.
-func (s *sqlStore) recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
+func (s *sqlStore) RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
 	var n int64
 	err := s.db.QueryRow(ctx, `SELECT c.recording_bytes FROM calls c JOIN contacts k ON k.seq = c.contact_seq
 		WHERE k.app_id = ? AND k.id = ? AND c.id = ?`, appID, contactID, callID).Scan(&n)
@@ -41,8 +40,8 @@ func (s *sqlStore) ExpireRecordings(ctx context.Context, before time.Time, limit
 	var ids []string
 	err := s.writeData(ctx, func(tx sqldb.Querier) error {
 		var err error
-		ids, err = store.QueryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
-			WHERE recording_bytes > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?) RETURNING id`, ms(before), limit)
+		ids, err = QueryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
+			WHERE recording_bytes > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?) RETURNING id`, Millis(before), limit)
 		return err
 	})
 	return ids, err
@@ -80,11 +79,11 @@ func (s *sqlStore) RecordingsKept(ctx context.Context, ids []string) (map[string
 // contacts, scenario or application) and removes the recordings they
 // listed once it has committed. recorded selects, before the delete, the
 // calls with a recording that it deletes.
-func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx *sql.Tx) error) error {
+func (s *SQLite) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx *sql.Tx) error) error {
 	var ids []string
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if ids, err = store.QueryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
+		if ids, err = QueryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
 			return err
 		}
 		return del(tx)

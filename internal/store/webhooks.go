@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"cmp"
@@ -11,11 +11,10 @@ import (
 
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
-	"dialbox/internal/store"
 )
 
 // ReleaseMessages has nothing to give back: SQLite does not lease messages.
-func (s *SQLiteStore) ReleaseMessages(ctx context.Context, seqs []int64) error { return nil }
+func (s *SQLite) ReleaseMessages(ctx context.Context, seqs []int64) error { return nil }
 
 // DueMessages returns up to limit pending messages due at now whose
 // endpoint is enabled and not in skip, at most perEndpoint of each
@@ -25,15 +24,15 @@ func (s *SQLiteStore) ReleaseMessages(ctx context.Context, seqs []int64) error {
 // webhook_messages_due_by_endpoint read from the index alone: a skipped
 // endpoint's backlog is never read. Only the messages chosen are then read
 // whole.
-func (s *SQLiteStore) DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
-	enabled, err := store.QueryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
+func (s *SQLite) DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
+	enabled, err := QueryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
 	if err != nil {
 		return nil, err
 	}
 	type due struct{ seq, at int64 }
 	var chosen []due
 	for endpoint := ""; ; {
-		err := s.read.QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_messages
+		err := s.Read.QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_messages
 			WHERE state = 'pending' AND endpoint_id > ? ORDER BY endpoint_id LIMIT 1`, endpoint).Scan(&endpoint)
 		if errors.Is(err, sql.ErrNoRows) {
 			break
@@ -44,9 +43,9 @@ func (s *SQLiteStore) DueMessages(ctx context.Context, now time.Time, limit, per
 		if !slices.Contains(enabled, endpoint) || slices.Contains(skip, endpoint) {
 			continue
 		}
-		rows, err := s.read.QueryContext(ctx, `SELECT seq, next_try_at FROM webhook_messages
+		rows, err := s.Read.QueryContext(ctx, `SELECT seq, next_try_at FROM webhook_messages
 			WHERE endpoint_id = ? AND state = 'pending' AND next_try_at <= ?
-			ORDER BY next_try_at, seq LIMIT ?`, endpoint, ms(now), perEndpoint)
+			ORDER BY next_try_at, seq LIMIT ?`, endpoint, Millis(now), perEndpoint)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +71,7 @@ func (s *SQLiteStore) DueMessages(ctx context.Context, now time.Time, limit, per
 	for i, d := range chosen {
 		args[i], order[d.seq] = d.seq, i
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
+	rows, err := s.Read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
 		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
 		WHERE m.state = 'pending' AND m.seq IN (`+strings.TrimPrefix(strings.Repeat(",?", len(args)), ",")+`)`, args...)
 	if err != nil {
@@ -97,16 +96,16 @@ func (s *SQLiteStore) DueMessages(ctx context.Context, now time.Time, limit, per
 func (s *sqlStore) NextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var v sql.NullInt64
 	err := s.db.QueryRow(ctx, `SELECT min(next_try_at) FROM webhook_messages
-		WHERE state = 'pending' AND next_try_at > ?`, ms(now)).Scan(&v)
+		WHERE state = 'pending' AND next_try_at > ?`, Millis(now)).Scan(&v)
 	if err != nil || !v.Valid {
 		return time.Time{}, false, err
 	}
-	return fromMS(v.Int64), true, nil
+	return FromMillis(v.Int64), true, nil
 }
 
 // RecordAttempt stores a try and moves the message on, in one commit. On
 // PostgreSQL it also ends the message's lease: only PostgreSQL leases
-// messages (PostgresStore.RecordAttempt, docs/postgres.md#claiming-calls).
+// messages (Postgres.RecordAttempt, docs/postgres.md#claiming-calls).
 func (s *sqlStore) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		lease := ""
@@ -116,7 +115,7 @@ func (s *sqlStore) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) 
 		var n int
 		if err := tx.QueryRow(ctx, `UPDATE webhook_messages SET state = ?, attempts = attempts + 1, tries = ?,
 			next_try_at = ?, updated_at = ?`+lease+` WHERE seq = ? RETURNING attempts`,
-			a.State, a.Tries, ms(a.NextTryAt), ms(a.At), a.Seq).Scan(&n); err != nil {
+			a.State, a.Tries, Millis(a.NextTryAt), Millis(a.At), a.Seq).Scan(&n); err != nil {
 			return err
 		}
 		var status any
@@ -124,12 +123,12 @@ func (s *sqlStore) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) 
 			status = a.Status
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
-			VALUES (?, ?, ?, ?, ?, ?)`, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), ms(a.At)); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?)`, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), Millis(a.At)); err != nil {
 			return err
 		}
 		if a.DisableEndpoint {
 			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0, updated_at = ? WHERE id = ?`,
-				ms(a.At), a.EndpointID); err != nil {
+				Millis(a.At), a.EndpointID); err != nil {
 				return err
 			}
 		}

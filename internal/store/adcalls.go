@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // a tenant's settings, its answered advertising calls by number, the
 // contacts the rules delay, and the explanation of a contact's wait, for
 // both stores. The per-number limit across PostgreSQL's nodes is its claim's
-// own (store_postgres_engine.go).
+// own (postgres_engine.go).
 
 // AdSettings are a tenant's advertising settings: its own, or the decree's.
 func (s *sqlStore) AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error) {
@@ -46,7 +46,7 @@ func setAdSettingsTx(ctx context.Context, tx sqldb.Querier, appID int64, a domai
 			hours_start = excluded.hours_start, hours_end = excluded.hours_end, updated_at = excluded.updated_at
 		WHERE advertising_settings.max_calls_per_number_per_day <> excluded.max_calls_per_number_per_day
 			OR advertising_settings.hours_start <> excluded.hours_start OR advertising_settings.hours_end <> excluded.hours_end`,
-		appID, a.MaxCallsPerNumberPerDay, a.Start, a.End, ms(now))
+		appID, a.MaxCallsPerNumberPerDay, a.Start, a.End, Millis(now))
 	return err
 }
 
@@ -61,13 +61,13 @@ func (s *sqlStore) AnsweredAdCalls(ctx context.Context, appID int64, phones []st
 		in, args := sqldb.In(s.db.Dialect(), "ad_phone", phones[from:min(from+batch, len(phones))])
 		err := s.db.Query(ctx, `SELECT ad_phone, answered_at FROM calls
 			WHERE app_id = ? AND answered_at > ? AND ad_phone IS NOT NULL AND answered_at IS NOT NULL AND `+in,
-			append([]any{appID, ms(since)}, args...), func(scan func(...any) error) error {
+			append([]any{appID, Millis(since)}, args...), func(scan func(...any) error) error {
 				var p string
 				var at int64
 				if err := scan(&p, &at); err != nil {
 					return err
 				}
-				out[p] = append(out[p], fromMS(at))
+				out[p] = append(out[p], FromMillis(at))
 				return nil
 			})
 		if err != nil {
@@ -84,7 +84,7 @@ func (s *sqlStore) DelayContacts(ctx context.Context, delays []domain.CallDelay,
 		for _, d := range delays {
 			var id, scenario string
 			err := tx.QueryRow(ctx, `UPDATE contacts SET next_attempt_at = ?, updated_at = ?
-				WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id`, ms(d.Until), ms(now), d.Contact.Seq).Scan(&id, &scenario)
+				WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id`, Millis(d.Until), Millis(now), d.Contact.Seq).Scan(&id, &scenario)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			}
@@ -92,7 +92,7 @@ func (s *sqlStore) DelayContacts(ctx context.Context, delays []domain.CallDelay,
 				return err
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at, until)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, d.AppID, scenario, id, d.Contact.Phone, d.Reason, ms(now), ms(d.Until)); err != nil {
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, d.AppID, scenario, id, d.Contact.Phone, d.Reason, Millis(now), Millis(d.Until)); err != nil {
 				return err
 			}
 		}
@@ -103,7 +103,7 @@ func (s *sqlStore) DelayContacts(ctx context.Context, delays []domain.CallDelay,
 // contactWait explains why a queued contact of an advertising scenario is
 // not dialled at now, by the rules the engine applies (dialRules.wait);
 // nil for any other contact, or one the engine may dial now.
-func contactWait(ctx context.Context, s Store, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
+func ContactWait(ctx context.Context, s WaitReads, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
 	if c.State != domain.ContactQueued {
 		return nil, nil
 	}
@@ -129,7 +129,7 @@ func contactWait(ctx context.Context, s Store, appID int64, c *domain.ContactRec
 	if err != nil {
 		return nil, err
 	}
-	timing, err := s.adTiming(ctx, appID, c, now.Add(-domain.AdDay))
+	timing, err := s.AdTiming(ctx, appID, c, now.Add(-domain.AdDay))
 	if err != nil {
 		return nil, err
 	}
@@ -137,10 +137,18 @@ func contactWait(ctx context.Context, s Store, appID int64, c *domain.ContactRec
 	return rules.Wait(now, timing), nil
 }
 
+// WaitReads is what contactWait reads: the admin API hands in its store.
+type WaitReads interface {
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
+	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
+	AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
+}
+
 // adTiming is what the rules need of a contact's past: its last delay,
 // the tenant's answered advertising calls to its number since since, and
 // those up now.
-func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error) {
+func (s *sqlStore) AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error) {
 	var timing domain.ContactTiming
 	var reason string
 	var until sql.NullInt64

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type FixtureDNC struct {
 	File    string   `toml:"file"`
 
 	numbers []int64 // Numbers as stored (readDNC)
-	path    string  // File, resolved
+	Path    string  `toml:"-"` // File, resolved
 }
 
 // FixtureTenantDNC is the numbers on an application's own list
@@ -72,7 +72,7 @@ type FixtureApp struct {
 	Destinations *destinations.Rules `toml:"destinations"`
 
 	isDemo bool
-	id     int64 // set once applied
+	ID     int64 `toml:"-"` // set once applied
 }
 
 type FixtureWallet struct {
@@ -119,7 +119,9 @@ type FixtureAdvertising struct {
 // settings are the section's settings, the decree's where it sets none.
 func (fa *FixtureAdvertising) settings() domain.AdSettings {
 	a := domain.LegalAdSettings()
-	setIf(&a.MaxCallsPerNumberPerDay, fa.MaxCallsPerNumberPerDay)
+	if fa.MaxCallsPerNumberPerDay != nil {
+		a.MaxCallsPerNumberPerDay = *fa.MaxCallsPerNumberPerDay
+	}
 	if fa.Start != "" {
 		a.Start = fa.Start
 	}
@@ -252,7 +254,7 @@ func (ff *FixtureFile) Validate() *config.ConfigError {
 		for si, sc := range fa.Scenarios {
 			key := fmt.Sprintf("%s.scenarios[%d]", at, si)
 			sc.CallConfig.Normalize()
-			if err := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
+			if err := ValidateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
 				return bad(key+"."+err.Field, "%s", err.Reason)
 			}
 			if sc.Script != nil {
@@ -303,7 +305,7 @@ func (ff *FixtureFile) Validate() *config.ConfigError {
 // fixtures file's folder; a bad number is an error of the file at its line
 // and key. The list file itself is read when it is applied, at start
 // (applyFixtureRegister).
-func (ff *FixtureFile) readDNC(path, region string) error {
+func (ff *FixtureFile) ReadDNC(path, region string) error {
 	bad := func(key, msg string) error {
 		data, _ := os.ReadFile(path)
 		return &config.ConfigError{File: path, Line: config.KeyLine(data, key), Key: key, Msg: msg}
@@ -327,9 +329,9 @@ func (ff *FixtureFile) readDNC(path, region string) error {
 			return err
 		}
 		if d.File != "" {
-			d.path = d.File
-			if !filepath.IsAbs(d.path) {
-				d.path = filepath.Join(filepath.Dir(path), d.path)
+			d.Path = d.File
+			if !filepath.IsAbs(d.Path) {
+				d.Path = filepath.Join(filepath.Dir(path), d.Path)
 			}
 		}
 	}
@@ -348,14 +350,14 @@ func (ff *FixtureFile) readDNC(path, region string) error {
 // report counts the file's lines. It runs at start, not at a reset: the
 // register is not tenant data, and a reset leaves it as it is
 // (docs/compliance.md#fixtures).
-func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region string, now time.Time) (dnc.Report, error) {
+func ApplyFixtureRegister(ctx context.Context, s dncLoader, d *FixtureDNC, region string, now time.Time) (dnc.Report, error) {
 	var rep dnc.Report
 	if d == nil {
 		return rep, nil
 	}
 	numbers := d.numbers
-	if d.path != "" {
-		f, err := os.Open(d.path)
+	if d.Path != "" {
+		f, err := os.Open(d.Path)
 		if err != nil {
 			return rep, &config.ConfigError{Key: "dnc.file", Msg: err.Error()}
 		}
@@ -368,23 +370,28 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 		fromFile, rep, err = dnc.ReadFile(ctx, f, dnc.Length{Bytes: st.Size()}, region)
 		var fileErr *dnc.FileError
 		if errors.As(err, &fileErr) {
-			return rep, &config.ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}
+			return rep, &config.ConfigError{Key: "dnc.file", Msg: d.Path + ": " + fileErr.Error()}
 		}
 		if err != nil {
-			return rep, fmt.Errorf("dnc.file %s: %w", d.path, err)
+			return rep, fmt.Errorf("dnc.file %s: %w", d.Path, err)
 		}
 		numbers = append(slices.Clip(numbers), fromFile...) // a new slice: d.numbers stays as read
 		slices.Sort(numbers)
 		numbers = slices.Compact(numbers)
 	}
-	gained, err := s.LoadDNC(ctx, nationalList, numbers, false, now, nil)
+	gained, err := s.LoadDNC(ctx, NationalList, numbers, false, now, nil)
 	rep.Loaded = gained
 	return rep, err
 }
 
+// dncLoader is the one write applyFixtureRegister makes.
+type dncLoader interface {
+	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
+}
+
 // validateScenarioFields checks what a scenario must hold wherever it comes
 // from (fixtures or the admin API).
-func validateScenarioFields(id, status string, fields []string, cc domain.CallConfig) *domain.FieldError {
+func ValidateScenarioFields(id, status string, fields []string, cc domain.CallConfig) *domain.FieldError {
 	bad := func(field, reason string) *domain.FieldError { return &domain.FieldError{Field: field, Reason: reason} }
 	if id == "" {
 		return bad("id", "is required")
@@ -418,7 +425,7 @@ func validateScenarioFields(id, status string, fields []string, cc domain.CallCo
 }
 
 // ApplyFixtures upserts every application of the file in one transaction.
-func (s *SQLiteStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+func (s *SQLite) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.Write(ctx, func(tx *sql.Tx) error {
 		for _, fa := range apps {
 			if err := applyFixtureApp(ctx, sqldb.SQLShared(tx), fa, now); err != nil {
@@ -432,15 +439,15 @@ func (s *SQLiteStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now
 // Demo tenant names, stable so the printed curl lines keep working.
 const (
 	demoAPIKey     = "demo-key"
-	demoScenarioID = "demo-scenario"
-	demoCampaignID = "demo-campaign"
+	DemoScenarioID = "demo-scenario"
+	DemoCampaignID = "demo-campaign"
 )
 
 // demoFixture is the tenant a first run creates so `go run .` has something
 // to call: a prepaid wallet, a pool of three hotlines, an ACTIVE scenario
 // that accepts repeated phones (so the printed curl lines can be rerun) and
 // a campaign.
-func demoFixture(now time.Time) *FixtureApp {
+func DemoFixture(now time.Time) *FixtureApp {
 	cc := domain.DefaultCallConfig()
 	cc.AllowDuplicatePhone = true
 	cc.MaxConcurrent = 3
@@ -451,21 +458,21 @@ func demoFixture(now time.Time) *FixtureApp {
 	return &FixtureApp{
 		Name:      "Demo tenant",
 		APIKey:    demoAPIKey,
-		APISecret: domain.NewAPISecret(),
+		APISecret: RandomHex(24),
 		Wallet: &FixtureWallet{Prepaid: &prepaid, Balance: 10_000_000, ExpiresAt: &expires,
 			PricePerCall: 1000, PricePerMinute: 800},
 		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
 		Scenarios: []*FixtureScenario{{
-			ID: demoScenarioID, Name: "Payment reminder", Description: "Reminds customers of a due payment",
+			ID: DemoScenarioID, Name: "Payment reminder", Description: "Reminds customers of a due payment",
 			Status: domain.StatusActive, Content: "Xin chào {{danh_xung}} {{ho_ten}}, đây là cuộc gọi nhắc thanh toán.",
 			PersonalizedFields: []string{"danh_xung", "ho_ten"}, CallConfig: cc,
 		}},
-		Campaigns: []FixtureCampaign{{ID: demoCampaignID, Name: "Demo campaign", ScenarioID: demoScenarioID}},
+		Campaigns: []FixtureCampaign{{ID: DemoCampaignID, Name: "Demo campaign", ScenarioID: DemoScenarioID}},
 		isDemo:    true,
 	}
 }
 
-func randomHex(n int) string {
+func RandomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms

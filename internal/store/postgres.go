@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
-	"dialbox/internal/store"
 	"dialbox/internal/writehealth"
 
 	"github.com/google/uuid"
@@ -21,27 +20,28 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// PostgresStore is the store on PostgreSQL, for several dialbox nodes on
+// Postgres is the store on PostgreSQL, for several dialbox nodes on
 // one database (docs/postgres.md). It implements all of Store, most of it
 // through the queries it shares with SQLite on sqlStore
 // (docs/architecture.md#one-query-layer); what is its own is the pool, the
 // group-commit writers and settlers, claims with leases, LISTEN/NOTIFY and
 // COPY.
-type PostgresStore struct {
-	sqlStore // the queries both stores share (store_tx.go)
+type Postgres struct {
+	sqlStore // the queries both stores share (tx.go)
 
-	pool *pgxpool.Pool
+	Pool *pgxpool.Pool
 	// node names this process in the leases it takes (nodeIDFor).
 	node string
 	// lease is how long a claim of this node outlives its last renewal.
-	lease time.Duration
+	Lease time.Duration
 	// heldMessages are the outbox messages this node took and has neither
 	// recorded an attempt of nor given back: the ones whose leases it
 	// renews.
 	heldMu       sync.Mutex
 	heldMessages map[int64]struct{}
 	// metrics are its commits, imports, claims and takeovers.
-	metrics storeMetrics
+	Metrics Metrics
+	known   int // the migrations this dialbox knows (Migrations)
 
 	mu      sync.RWMutex // guards closed against importing racing Close
 	closed  bool
@@ -51,21 +51,21 @@ type PostgresStore struct {
 	nextSettler atomic.Uint64
 	// stopLeases ends keepLeases, which renews this node's call leases.
 	stopLeases chan struct{}
-	// stopFolding ends keepCountsFolded (store_postgres_console.go).
+	// stopFolding ends keepCountsFolded (postgres_console.go).
 	stopFolding chan struct{}
-	// stopListening ends listenConfig (store_postgres_notify.go).
+	// stopListening ends listenConfig (postgres_notify.go).
 	stopListening context.CancelFunc
 	done          sync.WaitGroup
 
 	// configChanges counts the commits that may change configuration,
-	// this node's and, through NOTIFY, the others' (configVersion); deaf
+	// this node's and, through NOTIFY, the others' (ConfigVersion); deaf
 	// is set while this node does not hear the others'
-	// (store_postgres_notify.go).
+	// (postgres_notify.go).
 	configChanges atomic.Uint64
-	deaf          atomic.Bool
+	Deaf          atomic.Bool
 	// storage is the last import or settling that failed for want of room.
 	storage writehealth.State
-	// recordings is where the calls' recordings are (setRecordings).
+	// recordings is where the calls' recordings are (SetRecordings).
 	recordings recordings.Files
 }
 
@@ -100,13 +100,6 @@ const postgresWriters = 4
 // disk flushes one by one, where a batch waits once.
 const postgresSettlers = 2
 
-// OpenPostgres connects to the database at url, brings its schema up to
-// date and starts the writers; node names this node and sets its leases;
-// the store records into m.
-func OpenPostgres(ctx context.Context, url string, node config.ClusterConfig, m storeMetrics) (*PostgresStore, error) {
-	return openPostgresAt(ctx, url, len(postgresMigrations()), node, m)
-}
-
 // nodeIDFor is the id of a node named name (the hostname when empty): the
 // process id and a random part make every start a new node, so a
 // restarted node never renews the leases its last run left, which another
@@ -118,7 +111,11 @@ func nodeIDFor(name string) string {
 	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), uuid.NewString()[:8])
 }
 
-func openPostgresAt(ctx context.Context, url string, version int, node config.ClusterConfig, m storeMetrics) (*PostgresStore, error) {
+// OpenPostgres connects to the database at url, brings its schema up to
+// date with migrations (schema_postgres.sql's blocks, which the root
+// embeds) and starts the writers; node names this node and sets its leases;
+// the store records into m.
+func OpenPostgres(ctx context.Context, url string, migrations []string, node config.ClusterConfig, m Metrics) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -137,19 +134,19 @@ func openPostgresAt(ctx context.Context, url string, version int, node config.Cl
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	if err := store.MigratePostgres(ctx, pool, postgresMigrations(), version); err != nil {
+	if err := MigratePostgres(ctx, pool, migrations, len(migrations)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	s := &PostgresStore{pool: pool, node: id, lease: node.Lease.Duration,
-		heldMessages: map[int64]struct{}{}, metrics: m}
+	s := &Postgres{Pool: pool, node: id, Lease: node.Lease.Duration,
+		heldMessages: map[int64]struct{}{}, Metrics: m, known: len(migrations)}
 	s.sqlStore = sqlStore{db: sqldb.PGX(pool),
-		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
+		writeConfig: pgxWrite(s.ConfigWrite), writeData: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
 	s.done.Add(3)
 	go s.keepLeases(s.stopLeases)
 	go s.keepCountsFolded(s.stopFolding)
-	s.deaf.Store(true) // until listenConfig listens
+	s.Deaf.Store(true) // until listenConfig listens
 	listenCtx, stopListening := context.WithCancel(context.Background())
 	s.stopListening = stopListening
 	go s.listenConfig(listenCtx)
@@ -169,7 +166,7 @@ func openPostgresAt(ctx context.Context, url string, version int, node config.Cl
 }
 
 // Close finishes queued imports and closes the pool.
-func (s *PostgresStore) Close() error {
+func (s *Postgres) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -184,15 +181,15 @@ func (s *PostgresStore) Close() error {
 	s.stopListening()
 	s.mu.Unlock()
 	s.done.Wait()
-	s.pool.Close()
+	s.Pool.Close()
 	return nil
 }
 
 // Ping checks the database takes writes: a transaction that starts and
 // commits is not enough, as a standby (after a failover the URL may still
 // name the old primary) or default_transaction_read_only runs one.
-func (s *PostgresStore) Ping(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+func (s *Postgres) Ping(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		var readOnly string
 		if err := tx.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&readOnly); err != nil {
 			return err
@@ -204,12 +201,12 @@ func (s *PostgresStore) Ping(ctx context.Context) error {
 	})
 }
 
-func (s *PostgresStore) CheckStorage(ctx context.Context) error {
+func (s *Postgres) CheckStorage(ctx context.Context) error {
 	failure := s.storage.Failure()
 	if failure == nil {
 		return nil
 	}
-	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	if err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO admin_settings (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writehealth.ProbeKey, writehealth.ProbeValue); err != nil {
 			return err
@@ -223,31 +220,31 @@ func (s *PostgresStore) CheckStorage(ctx context.Context) error {
 	return nil
 }
 
-func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
-	at, err = store.PostgresVersion(ctx, s.pool)
-	return at, len(postgresMigrations()), err
+func (s *Postgres) Migrations(ctx context.Context) (at, known int, err error) {
+	at, err = PostgresVersion(ctx, s.Pool)
+	return at, s.known, err
 }
 
-// nodeID is the id this node's leases carry, shown in /metrics.
-func (s *PostgresStore) nodeID() string { return s.node }
+// NodeID is the id this node's leases carry, shown in /metrics.
+func (s *Postgres) NodeID() string { return s.node }
 
-func (s *PostgresStore) configVersion() (uint64, bool) {
-	return s.configChanges.Load(), !s.deaf.Load()
+func (s *Postgres) ConfigVersion() (uint64, bool) {
+	return s.configChanges.Load(), !s.Deaf.Load()
 }
 
 // groupJob runs fn (an import) in the group commit of the application's
 // writer and returns once its transaction has committed (or failed).
-func (s *PostgresStore) groupJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
+func (s *Postgres) groupJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
 	return s.submit(ctx, s.writers[uint64(appID)%postgresWriters], pgJob{fn: fn})
 }
 
 // settleJob runs fn (a call's settling) in the group commit of the next
 // settler, the statements it leaves in last at the end of the batch.
-func (s *PostgresStore) settleJob(ctx context.Context, fn func(pgx.Tx) error, last *[]pgStmt) error {
+func (s *Postgres) settleJob(ctx context.Context, fn func(pgx.Tx) error, last *[]pgStmt) error {
 	return s.submit(ctx, s.settlers[s.nextSettler.Add(1)%postgresSettlers], pgJob{fn: fn, last: last})
 }
 
-func (s *PostgresStore) submit(ctx context.Context, writer chan pgJob, job pgJob) error {
+func (s *Postgres) submit(ctx context.Context, writer chan pgJob, job pgJob) error {
 	job.result = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
@@ -265,7 +262,7 @@ func (s *PostgresStore) submit(ctx context.Context, writer chan pgJob, job pgJob
 	return <-job.result
 }
 
-func (s *PostgresStore) writer(jobs chan pgJob) {
+func (s *Postgres) writer(jobs chan pgJob) {
 	defer s.done.Done()
 	for job := range jobs {
 		batch := []pgJob{job}
@@ -289,12 +286,12 @@ func (s *PostgresStore) writer(jobs chan pgJob) {
 // so a failing job undoes only its own rows, then the statements the jobs
 // left to the end in one round trip (a failing one fails the batch), and
 // answers every job after the commit.
-func (s *PostgresStore) commit(batch []pgJob) {
+func (s *Postgres) commit(batch []pgJob) {
 	start := time.Now()
-	defer func() { s.metrics.commits.observe(len(batch), time.Since(start)) }()
+	defer func() { s.Metrics.commits.observe(len(batch), time.Since(start)) }()
 	ctx := context.Background()
 	results := make([]error, len(batch))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		for i, job := range batch {
 			if _, err := tx.Exec(ctx, `SAVEPOINT job`); err != nil {
 				return err
@@ -344,14 +341,14 @@ func runPgJob(fn func(pgx.Tx) error, tx pgx.Tx) (err error) {
 
 // ---- imports ----
 
-// Import is SQLiteStore.Import's contract on PostgreSQL, run by importTx
+// Import is SQLite.Import's contract on PostgreSQL, run by importTx
 // in a writer's transaction, answered once that has committed.
-func (s *PostgresStore) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
+func (s *Postgres) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
 	var res *domain.ImportResult
 	allInvalid := false
 	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) (err error) {
 		res, allInvalid, err = importTx(ctx, sqldb.PGX(tx), req, now)
 		return err
 	})
-	return imported(s.metrics.imports, res, allInvalid, err)
+	return imported(s.Metrics.imports, res, allInvalid, err)
 }

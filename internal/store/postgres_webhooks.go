@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"cmp"
@@ -24,11 +24,11 @@ import (
 // left to run out is taken over (counted in /metrics). The node renews the
 // leases of the messages it holds until it records or gives them back
 // (renewLeases).
-func (s *PostgresStore) DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
+func (s *Postgres) DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
 	if skip == nil {
 		skip = []string{} // <> ALL(NULL) would leave out every message
 	}
-	rows, err := s.pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
+	rows, err := s.Pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
 		FROM webhook_endpoints e, (
 			SELECT d.seq, d.was FROM webhook_endpoints de CROSS JOIN LATERAL (
 				SELECT x.seq, x.lease_node AS was, x.next_try_at FROM webhook_messages x
@@ -40,7 +40,7 @@ func (s *PostgresStore) DueMessages(ctx context.Context, now time.Time, limit, p
 			ORDER BY d.next_try_at, d.seq LIMIT $4) p
 		WHERE m.seq = p.seq AND e.id = m.endpoint_id
 		RETURNING m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at, coalesce(p.was, '')`,
-		s.node, ms(now.Add(s.lease)), ms(now), limit, skip, perEndpoint)
+		s.node, Millis(now.Add(s.Lease)), Millis(now), limit, skip, perEndpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *PostgresStore) DueMessages(ctx context.Context, now time.Time, limit, p
 			return nil, err
 		}
 		if was != "" && was != s.node {
-			s.metrics.cluster.observeTakeover(takeoverMessage)
+			s.Metrics.Cluster.observeTakeover(TakeoverMessage)
 		}
 		d.Payload = []byte(payload)
 		list = append(list, d)
@@ -83,12 +83,12 @@ func (s *PostgresStore) DueMessages(ctx context.Context, now time.Time, limit, p
 
 // ReleaseMessages ends this node's leases on messages it will not try now.
 // Should that fail, the leases are no longer renewed and run out.
-func (s *PostgresStore) ReleaseMessages(ctx context.Context, seqs []int64) error {
+func (s *Postgres) ReleaseMessages(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	s.letGo(seqs...)
-	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_node = NULL, lease_until = NULL
+	s.LetGo(seqs...)
+	_, err := s.Pool.Exec(ctx, `UPDATE webhook_messages SET lease_node = NULL, lease_until = NULL
 		WHERE seq = ANY($1) AND lease_node = $2`, seqs, s.node)
 	return err
 }
@@ -96,13 +96,13 @@ func (s *PostgresStore) ReleaseMessages(ctx context.Context, seqs []int64) error
 // RecordAttempt is sqlStore's, which ends the message's lease in the same
 // commit; this node first stops renewing it. Should the commit fail, the
 // lease runs out and the message is sent again.
-func (s *PostgresStore) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
-	s.letGo(a.Seq)
+func (s *Postgres) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
+	s.LetGo(a.Seq)
 	return s.sqlStore.RecordAttempt(ctx, a)
 }
 
-// letGo stops renewing the leases of messages this node is done with.
-func (s *PostgresStore) letGo(seqs ...int64) {
+// LetGo stops renewing the leases of messages this node is done with.
+func (s *Postgres) LetGo(seqs ...int64) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
 	for _, seq := range seqs {
@@ -111,7 +111,7 @@ func (s *PostgresStore) letGo(seqs ...int64) {
 }
 
 // heldMessageSeqs are the messages whose leases this node renews.
-func (s *PostgresStore) heldMessageSeqs() []int64 {
+func (s *Postgres) heldMessageSeqs() []int64 {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
 	out := make([]int64, 0, len(s.heldMessages))

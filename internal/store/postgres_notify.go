@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -17,9 +17,9 @@ const configChannel = "dialbox_config"
 // listenConfig invalidates the configuration cache at every other node's
 // configuration commit until ctx ends. While it is not listening (at
 // start, and after a lost connection until it listens again) the cache
-// keeps nothing (PostgresStore.deaf), and once it listens again it drops
+// keeps nothing (Postgres.Deaf), and once it listens again it drops
 // what it may have kept.
-func (s *PostgresStore) listenConfig(ctx context.Context) {
+func (s *Postgres) listenConfig(ctx context.Context) {
 	defer s.done.Done()
 	for wait := time.Duration(0); ctx.Err() == nil; wait = min(max(2*wait, 100*time.Millisecond), 5*time.Second) {
 		select {
@@ -35,8 +35,8 @@ func (s *PostgresStore) listenConfig(ctx context.Context) {
 
 // listenOnce listens until the connection fails or ctx ends; it reports
 // whether it listened at all.
-func (s *PostgresStore) listenOnce(ctx context.Context) bool {
-	conn, err := s.pool.Acquire(ctx)
+func (s *Postgres) listenOnce(ctx context.Context) bool {
+	conn, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return false
 	}
@@ -45,8 +45,8 @@ func (s *PostgresStore) listenOnce(ctx context.Context) bool {
 		return false
 	}
 	s.configChanges.Add(1)
-	s.deaf.Store(false)
-	defer s.deaf.Store(true)
+	s.Deaf.Store(false)
+	defer s.Deaf.Store(true)
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {

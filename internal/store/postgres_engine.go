@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 // trunks, in the order of their keys, then tenant by tenant in the order of
 // their ids, so every claim takes its locks in one global order and two
 // nodes claiming on the same trunks for the same tenants never deadlock.
-func (s *PostgresStore) ClaimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error) {
+func (s *Postgres) ClaimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error) {
 	byApp := map[int64][]domain.CallClaim{}
 	var apps []int64
 	for _, c := range claims {
@@ -38,8 +38,8 @@ func (s *PostgresStore) ClaimCalls(ctx context.Context, claims []domain.CallClai
 	}
 	slices.Sort(apps)
 	var out []domain.CallClaim
-	leaseUntil := ms(time.Now().Add(s.lease))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	leaseUntil := Millis(time.Now().Add(s.Lease))
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		out = out[:0]
 		room, err := lockTrunks(ctx, tx, claims, now)
 		if err != nil {
@@ -57,7 +57,7 @@ func (s *PostgresStore) ClaimCalls(ctx context.Context, claims []domain.CallClai
 	if err != nil {
 		return nil, err
 	}
-	s.metrics.cluster.observeClaims(len(claims), len(out))
+	s.Metrics.Cluster.observeClaims(len(claims), len(out))
 	return out, nil
 }
 
@@ -108,7 +108,7 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now f
 	err := sqldb.PGX(tx).Query(ctx, `SELECT t.name,
 			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
 			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > ?)
-		FROM unnest(?::text[]) AS t(name)`, []any{ms(now()) - 1000, names}, func(scan func(...any) error) error {
+		FROM unnest(?::text[]) AS t(name)`, []any{Millis(now()) - 1000, names}, func(scan func(...any) error) error {
 		var name string
 		var up, started int
 		if err := scan(&name, &up, &started); err != nil {
@@ -136,7 +136,7 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now f
 // until the commit. (NO KEY: imports, which reference the row, go on.)
 // trunkRoom is what the claims' trunks still allow (lockTrunks), less what
 // this transaction took already.
-func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.CallClaim, trunkRoom map[string]int,
+func (s *Postgres) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.CallClaim, trunkRoom map[string]int,
 	leaseUntil int64, now func() time.Time) ([]domain.CallClaim, error) {
 	var one int
 	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
@@ -164,7 +164,7 @@ func (s *PostgresStore) claimForApp(ctx context.Context, tx pgx.Tx, appID int64,
 		return nil, err
 	}
 	if expires != nil {
-		t := fromMS(*expires)
+		t := FromMillis(*expires)
 		w.ExpiresAt = &t
 	}
 	// The wallet, as Engine.budget reads it (no wallet: postpaid): a
@@ -262,7 +262,7 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.Call
 	err = sqldb.PGX(tx).Query(ctx, `SELECT ad_phone, count(*) FROM calls
 		WHERE app_id = ? AND ad_phone = ANY(?) AND ad_phone IS NOT NULL
 			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > ?))
-		GROUP BY ad_phone`, []any{appID, phones, ms(start.Add(-domain.AdDay))}, func(scan func(...any) error) error {
+		GROUP BY ad_phone`, []any{appID, phones, Millis(start.Add(-domain.AdDay))}, func(scan func(...any) error) error {
 		var p string
 		var n int
 		if err := scan(&p, &n); err != nil {
@@ -284,7 +284,7 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.Call
 // again here against every node's calls. SKIP LOCKED: a contact another
 // node is claiming is left to it; one it claimed already is no longer
 // queued.
-func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, group []domain.CallClaim, n int,
+func (s *Postgres) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, group []domain.CallClaim, n int,
 	leaseUntil int64, start time.Time) ([]domain.CallClaim, error) {
 	adCalls, adLimit, err := adCallsOf(ctx, tx, appID, group, start)
 	if err != nil {
@@ -301,7 +301,7 @@ func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID in
 		err := tx.QueryRow(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = $2,
 			lease_node = $3, lease_until = $4
 			WHERE seq = (SELECT seq FROM contacts WHERE seq = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED)
-			RETURNING attempts`, c.Contact.Seq, ms(start), s.node, leaseUntil).Scan(&c.Attempt)
+			RETURNING attempts`, c.Contact.Seq, Millis(start), s.node, leaseUntil).Scan(&c.Attempt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -310,7 +310,7 @@ func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID in
 		}
 		c.Start = start
 		if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk, ad_phone)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, ms(start),
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, Millis(start),
 			c.ScenarioID, c.Trunk, c.AdPhone); err != nil {
 			return nil, err
 		}
@@ -333,7 +333,7 @@ func (s *PostgresStore) takeAdvertising(ctx context.Context, tx pgx.Tx, appID in
 // another node ended and settled to make room was read as ended, so it is
 // recorded ending before this one starts (max_concurrent and the hotlines
 // can be checked from the records).
-func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []domain.CallClaim, leaseUntil int64, start time.Time) ([]domain.CallClaim, error) {
+func (s *Postgres) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []domain.CallClaim, leaseUntil int64, start time.Time) ([]domain.CallClaim, error) {
 	var taken []domain.CallClaim
 	err := sqldb.PGX(tx).Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?,
 			lease_node = ?, lease_until = ?
@@ -345,7 +345,7 @@ func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, sce
 					WHERE l.state = 'current' AND l.app_id = ?
 						AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
 			ORDER BY c.next_attempt_at, c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED)
-		RETURNING seq, phone, fields, attempts`, []any{ms(start), s.node, leaseUntil, appID, scenarioID, ms(start), appID, len(group)},
+		RETURNING seq, phone, fields, attempts`, []any{Millis(start), s.node, leaseUntil, appID, scenarioID, Millis(start), appID, len(group)},
 		func(scan func(...any) error) error {
 			c := group[len(taken)]
 			if err := scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
@@ -371,7 +371,7 @@ func (s *PostgresStore) takeDue(ctx context.Context, tx pgx.Tx, appID int64, sce
 	if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
 		SELECT id, seq, $6, attempt, hotline, $7, $8, trunk
 		FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[]) AS u(id, seq, attempt, hotline, trunk)`,
-		ids, seqs, attempts, hotlines, trunks, appID, ms(start), scenarioID); err != nil {
+		ids, seqs, attempts, hotlines, trunks, appID, Millis(start), scenarioID); err != nil {
 		return nil, err
 	}
 	return taken, nil
@@ -405,7 +405,7 @@ func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now ti
 
 // EndCall settles one call as SQLite does (endCallTx), in its own
 // transaction.
-func (s *PostgresStore) EndCall(ctx context.Context, e domain.CallEnd) error {
+func (s *Postgres) EndCall(ctx context.Context, e domain.CallEnd) error {
 	_, err := s.settle(ctx, e)
 	return err
 }
@@ -418,7 +418,7 @@ func (s *PostgresStore) EndCall(ctx context.Context, e domain.CallEnd) error {
 // an import takes them (the count before the contact). The call's row is
 // locked first, so of two nodes settling one call (its own and one taking
 // over a lease that ran out) the second finds it ended and does nothing.
-func (s *PostgresStore) settle(ctx context.Context, e domain.CallEnd) (bool, error) {
+func (s *Postgres) settle(ctx context.Context, e domain.CallEnd) (bool, error) {
 	settled := false
 	var last []pgStmt
 	err := s.settleJob(ctx, func(tx pgx.Tx) error {
@@ -430,7 +430,7 @@ func (s *PostgresStore) settle(ctx context.Context, e domain.CallEnd) (bool, err
 		if err != nil {
 			return err
 		}
-		if err := endCallTx(pgTx(ctx, tx, &last), e); err != nil {
+		if err := endCallTx(PgTx(ctx, tx, &last), e); err != nil {
 			return err
 		}
 		settled = true
@@ -445,9 +445,9 @@ func (s *PostgresStore) settle(ctx context.Context, e domain.CallEnd) (bool, err
 // restarted node's calls of its last run wait out their lease like any
 // other's, as its new run is a new node. Each call is settled in its own
 // transaction, as EndCall settles it.
-func (s *PostgresStore) SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
+func (s *Postgres) SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	ids, err := sqldb.Collect(ctx, s.db, scanCallID, `SELECT c.id FROM calls c JOIN contacts k ON k.seq = c.contact_seq
-		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < ? ORDER BY c.id`, ms(time.Now()))
+		WHERE c.state = 'dialing' AND k.state = 'dialing' AND k.lease_until < ? ORDER BY c.id`, Millis(time.Now()))
 	if err != nil {
 		return 0, err
 	}
@@ -460,13 +460,13 @@ func (s *PostgresStore) SettleInterrupted(ctx context.Context, now, firstTry tim
 		}
 		if ok {
 			n++
-			s.metrics.cluster.observeTakeover(takeoverCall)
+			s.Metrics.Cluster.observeTakeover(takeoverCall)
 		}
 	}
 	return n, nil
 }
 
-func (s *PostgresStore) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
+func (s *Postgres) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
 	return s.SettleInterrupted(ctx, now, firstTry)
 }
 
@@ -477,9 +477,9 @@ func (s *PostgresStore) TakeOverCalls(ctx context.Context, now, firstTry time.Ti
 // it is being settled or recorded (which ends its lease), and waiting
 // would hold the rows renewed so far against that transaction, a deadlock
 // when it settles several calls at once.
-func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
-	until := ms(now.Add(s.lease))
-	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE seq IN (
+func (s *Postgres) RenewLeases(ctx context.Context, now time.Time) error {
+	until := Millis(now.Add(s.Lease))
+	if _, err := s.Pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE seq IN (
 		SELECT seq FROM contacts WHERE lease_node = $1 AND state = 'dialing' FOR UPDATE SKIP LOCKED)`,
 		s.node, until); err != nil {
 		return err
@@ -488,7 +488,7 @@ func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
 	if len(held) == 0 {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE seq IN (
+	_, err := s.Pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE seq IN (
 		SELECT seq FROM webhook_messages WHERE seq = ANY($3) AND lease_node = $1 FOR UPDATE SKIP LOCKED)`,
 		s.node, until, held)
 	return err
@@ -496,18 +496,18 @@ func (s *PostgresStore) renewLeases(ctx context.Context, now time.Time) error {
 
 // keepLeases renews this node's leases every third of the lease until the
 // store closes.
-func (s *PostgresStore) keepLeases(stop <-chan struct{}) {
+func (s *Postgres) keepLeases(stop <-chan struct{}) {
 	defer s.done.Done()
-	t := time.NewTicker(s.lease / 3)
+	t := time.NewTicker(s.Lease / 3)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
-			if err := s.renewLeases(ctx, time.Now()); err != nil {
-				s.metrics.cluster.observeLeaseRenewalFailure()
+			ctx, cancel := context.WithTimeout(context.Background(), s.Lease/3)
+			if err := s.RenewLeases(ctx, time.Now()); err != nil {
+				s.Metrics.Cluster.observeLeaseRenewalFailure()
 			}
 			cancel()
 		}

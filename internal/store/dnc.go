@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 
 // nationalList is the list selector of the national register; any other
 // value is the id of the application whose list it is.
-const nationalList int64 = 0
+const NationalList int64 = 0
 
 // listApp is dnc_lists.app_id for a list selector.
 func listApp(list int64) any {
-	if list == nationalList {
+	if list == NationalList {
 		return nil
 	}
 	return list
@@ -79,7 +79,7 @@ func (s *sqlStore) DNCListings(ctx context.Context, appID int64, phones []string
 // one.
 func currentList(ctx context.Context, tx sqldb.Querier, list int64, now time.Time) (int64, error) {
 	if _, err := tx.Exec(ctx, `INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'current', ?)
-		ON CONFLICT ((coalesce(app_id, 0))) WHERE state = 'current' DO NOTHING`, listApp(list), ms(now)); err != nil {
+		ON CONFLICT ((coalesce(app_id, 0))) WHERE state = 'current' DO NOTHING`, listApp(list), Millis(now)); err != nil {
 		return 0, err
 	}
 	var id int64
@@ -126,7 +126,7 @@ func (s *sqlStore) AddDNC(ctx context.Context, list int64, phones []string, now 
 		if err != nil {
 			return err
 		}
-		added, err = addDNCNumbers(ctx, tx, id, numbers, ms(now))
+		added, err = addDNCNumbers(ctx, tx, id, numbers, Millis(now))
 		return err
 	})
 	return added, err
@@ -134,7 +134,7 @@ func (s *sqlStore) AddDNC(ctx context.Context, list int64, phones []string, now 
 
 // dncChunkRows is how many numbers one commit of a load writes: about a
 // tenth of a second, so the server's own commits wait little meanwhile.
-const dncChunkRows = 50_000
+const DNCChunkRows = 50_000
 
 // dncRowsPerInsert is how many rows one INSERT statement carries.
 const dncRowsPerInsert = 100
@@ -147,7 +147,7 @@ const dncRowsPerInsert = 100
 // short leaves the old list in force), and the old version is then deleted
 // a chunk at a time. A chunk's insert is the writer's own (its prepared
 // statement of dncRowsPerInsert rows); PostgreSQL's COPYs.
-func (s *SQLiteStore) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
+func (s *SQLite) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
 	return s.loadDNC(ctx, list, numbers, replace, now, progress, func(id int64, part []int64, addedAt any) (n int, err error) {
 		err = s.WriteData(ctx, func(tx *sql.Tx) (err error) {
 			n, err = insertDNCNumbers(tx, id, part, addedAt)
@@ -167,7 +167,7 @@ func (s *sqlStore) loadDNC(ctx context.Context, list int64, numbers []int64, rep
 	err := s.writeData(ctx, func(tx sqldb.Querier) (err error) {
 		if replace {
 			return tx.QueryRow(ctx, `INSERT INTO dnc_lists (app_id, state, loaded_at) VALUES (?, 'loading', ?) RETURNING id`,
-				listApp(list), ms(now)).Scan(&id)
+				listApp(list), Millis(now)).Scan(&id)
 		}
 		id, err = currentList(ctx, tx, list, now)
 		return err
@@ -175,13 +175,13 @@ func (s *sqlStore) loadDNC(ctx context.Context, list int64, numbers []int64, rep
 	if err != nil {
 		return 0, err
 	}
-	var addedAt any = ms(now)
+	var addedAt any = Millis(now)
 	if replace {
 		addedAt = nil
 	}
 	gained := 0
-	for from := 0; from < len(numbers); from += dncChunkRows {
-		part := numbers[from:min(from+dncChunkRows, len(numbers))]
+	for from := 0; from < len(numbers); from += DNCChunkRows {
+		part := numbers[from:min(from+DNCChunkRows, len(numbers))]
 		n, err := insert(id, part, addedAt)
 		gained += n
 		if err != nil {
@@ -284,7 +284,7 @@ func (s *sqlStore) dropDNCVersion(ctx context.Context, id int64) error {
 		var n int64
 		err := s.writeData(ctx, func(tx sqldb.Querier) (err error) {
 			n, err = tx.Exec(ctx, `DELETE FROM dnc_numbers WHERE list_id = ? AND number IN
-				(SELECT number FROM dnc_numbers WHERE list_id = ? ORDER BY number LIMIT ?)`, id, id, dncChunkRows)
+				(SELECT number FROM dnc_numbers WHERE list_id = ? ORDER BY number LIMIT ?)`, id, id, DNCChunkRows)
 			if err == nil && n == 0 {
 				_, err = tx.Exec(ctx, `DELETE FROM dnc_lists WHERE id = ?`, id)
 			}
@@ -308,7 +308,7 @@ func (s *sqlStore) CountDNC(ctx context.Context, list int64) (int64, time.Time, 
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	return n.Int64, fromMS(loaded.Int64), nil
+	return n.Int64, FromMillis(loaded.Int64), nil
 }
 
 // RemoveDNC takes an E.164 number off a list; errNotFound when it is not on it.
@@ -357,7 +357,7 @@ func (s *sqlStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]
 // dncListing is a lookup's row: the list's tenant (its API key, "" for
 // the national register) and since when the number is on it.
 func dncListing(app string, since int64) DNCListing {
-	l := DNCListing{List: "national", App: app, Since: fromMS(since)}
+	l := DNCListing{List: "national", App: app, Since: FromMillis(since)}
 	if app != "" {
 		l.List = "tenant"
 	}

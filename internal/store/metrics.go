@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -7,19 +7,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// storeMetrics are what a store records of its own work: its commits, the
+// Metrics are what a store records of its own work: its commits, the
 // contacts it imported and, on PostgreSQL, its part in the cluster.
-type storeMetrics struct {
+type Metrics struct {
 	commits commitMetrics
 	imports importMetrics
-	cluster clusterMetrics // nil counters on SQLite, which never uses them
+	Cluster clusterMetrics // nil counters on SQLite, which never uses them
 }
 
-// newStoreMetrics makes the metrics of a SQLite store, or of a PostgreSQL
+// NewMetrics makes the metrics of a SQLite store, or of a PostgreSQL
 // one (postgres). A command opens its store with metrics no registry
 // serves.
-func newStoreMetrics(postgres bool) storeMetrics {
-	m := storeMetrics{imports: importMetrics{
+func NewMetrics(postgres bool) Metrics {
+	m := Metrics{imports: importMetrics{
 		added: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dialbox_contacts_imported_total",
 			Help: "Contacts added by operations A and C and the import command.",
@@ -56,12 +56,12 @@ func newStoreMetrics(postgres bool) storeMetrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
 	}
-	m.cluster = clusterMetrics{
+	m.Cluster = clusterMetrics{
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dialbox_call_claims_total",
 			Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
 		}, []string{"result"}),
-		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dialbox_lease_takeovers_total",
 			Help: "What another node claimed and left its lease to run out on, taken over by this node, by kind: call (settled CANCELED, not charged, queued again) or message (sent by this node).",
 		}, []string{"kind"}),
@@ -71,16 +71,16 @@ func newStoreMetrics(postgres bool) storeMetrics {
 		}),
 	}
 	// Both kinds show from the start, at 0.
-	m.cluster.takeovers.WithLabelValues(takeoverCall)
-	m.cluster.takeovers.WithLabelValues(takeoverMessage)
+	m.Cluster.Takeovers.WithLabelValues(takeoverCall)
+	m.Cluster.Takeovers.WithLabelValues(TakeoverMessage)
 	return m
 }
 
-// collectors are the store's metrics, to register.
-func (m storeMetrics) collectors() []prometheus.Collector {
+// Collectors are the store's metrics, to register.
+func (m Metrics) Collectors() []prometheus.Collector {
 	c := []prometheus.Collector{m.imports.added, m.imports.skipped, m.commits.jobs, m.commits.duration}
-	if m.cluster.claims != nil {
-		c = append(c, m.cluster.claims, m.cluster.takeovers, m.cluster.renewalFailures)
+	if m.Cluster.claims != nil {
+		c = append(c, m.Cluster.claims, m.Cluster.Takeovers, m.Cluster.renewalFailures)
 	}
 	return c
 }
@@ -108,14 +108,14 @@ func (m importMetrics) observe(added, skipped int) {
 // clusterMetrics are a PostgreSQL node's counters of what it claims, takes
 // over and fails to renew.
 type clusterMetrics struct {
-	claims, takeovers *prometheus.CounterVec
+	claims, Takeovers *prometheus.CounterVec
 	renewalFailures   prometheus.Counter
 }
 
 // The kinds of dialbox_lease_takeovers_total.
 const (
 	takeoverCall    = "call"
-	takeoverMessage = "message"
+	TakeoverMessage = "message"
 )
 
 func (m clusterMetrics) observeClaims(asked, taken int) {
@@ -123,12 +123,12 @@ func (m clusterMetrics) observeClaims(asked, taken int) {
 	m.claims.WithLabelValues("refused").Add(float64(asked - taken))
 }
 
-func (m clusterMetrics) observeTakeover(kind string) { m.takeovers.WithLabelValues(kind).Inc() }
+func (m clusterMetrics) observeTakeover(kind string) { m.Takeovers.WithLabelValues(kind).Inc() }
 
 func (m clusterMetrics) observeLeaseRenewalFailure() { m.renewalFailures.Inc() }
 
-// metricsRows runs one of dbCollector's queries, which take no arguments,
+// MetricsRows runs one of dbCollector's queries, which take no arguments,
 // on either database.
-func (s *sqlStore) metricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
+func (s *sqlStore) MetricsRows(ctx context.Context, query string, row func(scan func(...any) error) error) error {
 	return s.db.Query(ctx, query, nil, row)
 }

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func scanContact(row interface{ Scan(...any) error }) (*domain.ContactRecord, er
 	if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {
 		return nil, fmt.Errorf("contact %s fields: %w", c.ID, err)
 	}
-	c.NextAttemptAt, c.CreatedAt, c.UpdatedAt = fromMS(next), fromMS(created), fromMS(updated)
+	c.NextAttemptAt, c.CreatedAt, c.UpdatedAt = FromMillis(next), FromMillis(created), FromMillis(updated)
 	return &c, nil
 }
 
@@ -44,7 +44,7 @@ func optMS(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return ms(t)
+	return Millis(t)
 }
 
 // Contacts returns one page of contacts, newest first, and the cursor of the
@@ -78,10 +78,10 @@ func (s *sqlStore) Contacts(ctx context.Context, appID int64, f domain.ContactFi
 		}
 	}
 	if !f.From.IsZero() {
-		add("created_at >= ?", ms(f.From))
+		add("created_at >= ?", Millis(f.From))
 	}
 	if !f.To.IsZero() {
-		add("created_at < ?", ms(f.To))
+		add("created_at < ?", Millis(f.To))
 	}
 	out, err := sqldb.Collect(ctx, s.db, scanContact, `SELECT `+contactColumns+` FROM contacts
 		WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)...)
@@ -123,7 +123,7 @@ func scanCall(row sqldb.Row) (domain.CallRecord, error) {
 		&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps, &k.Recorded); err != nil {
 		return k, err
 	}
-	k.StartedAt, k.Steps = fromMS(started), json.RawMessage(steps)
+	k.StartedAt, k.Steps = FromMillis(started), json.RawMessage(steps)
 	k.Cause, k.AnsweredAt, k.EndedAt = nullInt(cause), nullTime(answered), nullTime(ended)
 	return k, nil
 }
@@ -139,7 +139,7 @@ func nullTime(v sql.NullInt64) *time.Time {
 	if !v.Valid {
 		return nil
 	}
-	t := fromMS(v.Int64)
+	t := FromMillis(v.Int64)
 	return &t
 }
 
@@ -152,7 +152,7 @@ func scanImport(row sqldb.Row) (*domain.ImportRecord, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, domain.ErrNotFound
 	}
-	im.CreatedAt = fromMS(created)
+	im.CreatedAt = FromMillis(created)
 	return &im, err
 }
 

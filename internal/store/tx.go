@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -34,22 +34,22 @@ type sqlStore struct {
 // with ? placeholders, in the SQL both databases speak, and run through
 // sqldb (txQueries); only lockUnfinished and execLast are each database's
 // own.
-type settleTx interface {
-	exec(query string, args ...any) error
+type SettleTx interface {
+	Exec(query string, args ...any) error
 	// queryRow's Scan returns sql.ErrNoRows when there is no row.
-	queryRow(query string, args ...any) sqldb.Row
-	queryRows(query string, args []any, row func(scan func(...any) error) error) error
+	QueryRow(query string, args ...any) sqldb.Row
+	QueryRows(query string, args []any, row func(scan func(...any) error) error) error
 	// lockUnfinished takes the tenant's count of unfinished contacts
 	// before a contact's state moves it: imports take it first too, so an
 	// import of a phone whose call is ending never deadlocks with it.
 	// SQLite's one writer needs no lock.
-	lockUnfinished(appID int64) error
+	LockUnfinished(appID int64) error
 	// execLast runs a write to a tenant's hot rows (its count of
 	// unfinished contacts, its wallet) as late as possible: at once on
 	// SQLite, at the end of the group commit's batch on PostgreSQL when the
 	// transaction is a settler's (pgTx's last), so the rows are held for
 	// one round trip and the commit.
-	execLast(query string, args ...any) error
+	ExecLast(query string, args ...any) error
 }
 
 // txQueries is settleTx's queries, the same on both databases: a
@@ -59,22 +59,22 @@ type txQueries struct {
 	q   sqldb.Querier
 }
 
-func (t txQueries) exec(query string, args ...any) error {
+func (t txQueries) Exec(query string, args ...any) error {
 	_, err := t.q.Exec(t.ctx, query, args...)
 	return err
 }
 
-func (t txQueries) queryRow(query string, args ...any) sqldb.Row {
+func (t txQueries) QueryRow(query string, args ...any) sqldb.Row {
 	return t.q.QueryRow(t.ctx, query, args...)
 }
 
-func (t txQueries) queryRows(query string, args []any, row func(scan func(...any) error) error) error {
+func (t txQueries) QueryRows(query string, args []any, row func(scan func(...any) error) error) error {
 	return t.q.Query(t.ctx, query, args, row)
 }
 
 // settleOn is settleTx on a transaction's Querier (sqlStore's writeData),
 // with its database's lockUnfinished and execLast run at once.
-func settleOn(ctx context.Context, q sqldb.Querier) settleTx {
+func settleOn(ctx context.Context, q sqldb.Querier) SettleTx {
 	if q.Dialect() == sqldb.Postgres {
 		return pgSettle{txQueries{ctx, q}, nil}
 	}
@@ -83,18 +83,18 @@ func settleOn(ctx context.Context, q sqldb.Querier) settleTx {
 
 // sqliteTx is settleTx in the SQLite writer's shared transaction, whose
 // statements run to their end whatever a caller's context (sqldb.SQLShared).
-func sqliteTx(tx *sql.Tx) settleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
+func SQLiteTx(tx *sql.Tx) SettleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
 
 type sqliteSettle struct{ txQueries }
 
-func (sqliteSettle) lockUnfinished(int64) error { return nil }
+func (sqliteSettle) LockUnfinished(int64) error { return nil }
 
-func (t sqliteSettle) execLast(query string, args ...any) error { return t.exec(query, args...) }
+func (t sqliteSettle) ExecLast(query string, args ...any) error { return t.Exec(query, args...) }
 
 // pgTx is settleTx in a PostgreSQL transaction. last, when set, collects
-// execLast's statements for the end of the batch (PostgresStore.commit);
+// execLast's statements for the end of the batch (Postgres.commit);
 // nil: they run at once.
-func pgTx(ctx context.Context, tx pgx.Tx, last *[]pgStmt) settleTx {
+func PgTx(ctx context.Context, tx pgx.Tx, last *[]pgStmt) SettleTx {
 	return pgSettle{txQueries{ctx, sqldb.PGX(tx)}, last}
 }
 
@@ -103,13 +103,13 @@ type pgSettle struct {
 	last *[]pgStmt
 }
 
-func (t pgSettle) lockUnfinished(appID int64) error {
-	return t.execLast(`SELECT 1 FROM queued_contacts WHERE app_id = ? FOR UPDATE`, appID)
+func (t pgSettle) LockUnfinished(appID int64) error {
+	return t.ExecLast(`SELECT 1 FROM queued_contacts WHERE app_id = ? FOR UPDATE`, appID)
 }
 
-func (t pgSettle) execLast(query string, args ...any) error {
+func (t pgSettle) ExecLast(query string, args ...any) error {
 	if t.last == nil {
-		return t.exec(query, args...)
+		return t.Exec(query, args...)
 	}
 	*t.last = append(*t.last, pgStmt{sqldb.Numbered(query), args})
 	return nil

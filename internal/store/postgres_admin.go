@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 
 // The admin API on PostgreSQL: its writes' transactions, and what stays
 // PostgreSQL's own of the queries sqlStore runs for both stores
-// (store_admin.go).
+// (admin.go).
 
 // configWrite runs fn in a transaction of its own that changes
 // configuration. Once it has committed this node's configuration cache is
 // invalidated, and every other node's by the notification it sends at
 // commit (docs/postgres.md#configuration-changes).
-func (s *PostgresStore) configWrite(ctx context.Context, fn func(pgx.Tx) error) error {
+func (s *Postgres) ConfigWrite(ctx context.Context, fn func(pgx.Tx) error) error {
 	defer s.configChanges.Add(1)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -31,8 +31,8 @@ func (s *PostgresStore) configWrite(ctx context.Context, fn func(pgx.Tx) error) 
 
 // dataWrite runs fn in a transaction of its own that changes no
 // configuration.
-func (s *PostgresStore) dataWrite(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+func (s *Postgres) dataWrite(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.Pool, fn)
 }
 
 // pgxWrite is sqlStore's write over one of configWrite and dataWrite.
@@ -42,26 +42,26 @@ func pgxWrite(write func(context.Context, func(pgx.Tx) error) error) func(contex
 	}
 }
 
-// ---- deletes and reset (store_admin.go says why they are each store's) ----
+// ---- deletes and reset (admin.go says why they are each store's) ----
 
-func (s *PostgresStore) DeleteApp(ctx context.Context, apiKey string) error {
+func (s *Postgres) DeleteApp(ctx context.Context, apiKey string) error {
 	return s.deleteWithRecordings(ctx, appRecordings, []any{apiKey}, func(tx pgx.Tx) error {
 		return changedRows(sqldb.PGX(tx).Exec(ctx, deleteAppSQL, apiKey))
 	})
 }
 
-func (s *PostgresStore) DeleteScenario(ctx context.Context, appID int64, id string) error {
+func (s *Postgres) DeleteScenario(ctx context.Context, appID int64, id string) error {
 	return s.deleteWithRecordings(ctx, scenarioRecordings, []any{appID, id}, func(tx pgx.Tx) error {
 		return changedRows(sqldb.PGX(tx).Exec(ctx, deleteScenarioSQL, appID, id))
 	})
 }
 
-// deleteWithRecordings is store_recordings.go's on PostgreSQL: the delete
+// deleteWithRecordings is recordings.go's on PostgreSQL: the delete
 // is a configuration write, and the recordings of the calls it deleted go
 // once it has committed. recorded has ? placeholders.
-func (s *PostgresStore) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx pgx.Tx) error) error {
+func (s *Postgres) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx pgx.Tx) error) error {
 	var ids []string
-	err := s.configWrite(ctx, func(tx pgx.Tx) error {
+	err := s.ConfigWrite(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sqldb.Numbered(recorded), args...)
 		if err != nil {
 			return err
@@ -77,7 +77,7 @@ func (s *PostgresStore) deleteWithRecordings(ctx context.Context, recorded strin
 	return err
 }
 
-func (s *PostgresStore) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+func (s *Postgres) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
 	return s.deleteWithRecordings(ctx, allRecordings, nil, func(tx pgx.Tx) error {
 		for _, t := range resetTables {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+t); err != nil {

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // statement triggers append each change of contacts and webhook messages
 // to contact_count_changes and webhook_count_changes, which no two
 // transactions contend for; a read sums the folded counts and the changes
-// not yet folded in one snapshot (countRows, store_console.go), and
+// not yet folded in one snapshot (countRows, console.go), and
 // foldCounts moves the changes into the counts every countFoldEvery.
 
 // countFoldEvery is how often a node folds the changes into the counts;
@@ -27,8 +27,8 @@ const countFoldLock = 7412002
 // read (one snapshot) sees them in one place or the other, never both; a
 // change committed meanwhile waits for the next fold. It does nothing
 // while another node folds.
-func (s *PostgresStore) foldCounts(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+func (s *Postgres) FoldCounts(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		var mine bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, countFoldLock).Scan(&mine); err != nil || !mine {
 			return err
@@ -49,7 +49,7 @@ func (s *PostgresStore) foldCounts(ctx context.Context) error {
 }
 
 // keepCountsFolded folds every countFoldEvery until the store closes.
-func (s *PostgresStore) keepCountsFolded(stop <-chan struct{}) {
+func (s *Postgres) keepCountsFolded(stop <-chan struct{}) {
 	defer s.done.Done()
 	t := time.NewTicker(countFoldEvery)
 	defer t.Stop()
@@ -59,7 +59,7 @@ func (s *PostgresStore) keepCountsFolded(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if err := s.foldCounts(ctx); err != nil {
+			if err := s.FoldCounts(ctx); err != nil {
 				// Reads stay exact; the next fold takes these changes too.
 				slog.Warn("database: folding the console's counts", "err", err)
 			}

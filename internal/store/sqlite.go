@@ -1,9 +1,8 @@
-package main
+package store
 
 import (
 	"context"
 	"database/sql"
-	_ "embed"
 	"errors"
 	"fmt"
 	"net/url"
@@ -18,73 +17,66 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
-	"dialbox/internal/store"
 	"dialbox/internal/writehealth"
 
 	_ "modernc.org/sqlite"
 )
 
-//go:embed schema.sql
-var schemaSQL string
-
-// SQLiteStore is the Store on SQLite, the default. Reads go through a small pool;
+// SQLite is the Store on SQLite, the default. Reads go through a small pool;
 // every write goes through one writer goroutine that runs concurrent jobs in
 // a shared transaction (group commit), so N concurrent imports cost one
 // fsync instead of N while none is acknowledged before its commit.
-type SQLiteStore struct {
-	sqlStore // the queries both stores share (store_tx.go)
+type SQLite struct {
+	sqlStore // the queries both stores share (tx.go)
 
-	read  *sql.DB
+	Read  *sql.DB
 	write *sql.DB
 
 	mu     sync.RWMutex // guards closed against Write racing Close
 	closed bool
-	jobs   chan writeJob
+	Jobs   chan WriteJob
 	done   chan struct{}
 
 	stmts writeStmts // the writer's hot statements, prepared once
+	known int        // the migrations this dialbox knows (Migrations)
 	lock  *os.File   // shared lock that keeps restore away (internal/store/dblock_unix.go)
 
-	metrics storeMetrics // its commits and imports
+	metrics Metrics // its commits and imports
 
 	// configChanges counts the commits that may change configuration
-	// (configVersion), other connections' seen through watch.
-	configChanges atomic.Uint64
-	watch         *store.CommitWatch
+	// (ConfigVersion), other connections' seen through watch.
+	ConfigChanges atomic.Uint64
+	watch         *CommitWatch
 	storage       writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
 	// calls deleted; none when the store was opened without a config.
 	recordings recordings.Files
 }
 
-type writeJob struct {
-	fn     func(*sql.Tx) error
-	result chan error
+type WriteJob struct {
+	Fn     func(*sql.Tx) error
+	Result chan error
 	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
 	// never the tenants' configuration, so they leave configChanges alone.
 	dataOnly bool
 	// alone jobs commit in a transaction of their own: the storage probe,
 	// whose SQLITE_FULL may roll back the whole transaction it is in.
-	alone bool
+	Alone bool
 }
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
 const maxJobsPerCommit = 256
 
-// OpenStore opens (creating if needed) the database at path, brings its
-// schema up to date and starts the writer, which records into m.
-func OpenStore(path string, m storeMetrics) (*SQLiteStore, error) {
-	return openStoreAt(path, len(migrations()), m)
-}
-
-// openStoreAt migrates only up to version; tests use it to make a database
-// as an older dialbox would have left it.
-func openStoreAt(path string, version int, m storeMetrics) (*SQLiteStore, error) {
-	lock, err := store.LockDatabase(path)
+// OpenSQLite opens (creating if needed) the database at path, brings its
+// schema up to date with migrations (schema.sql's blocks, which the root
+// embeds) and starts the writer, which records into m. Tests hand in the
+// first few to make a database as an older dialbox would have left it.
+func OpenSQLite(path string, migrations []string, m Metrics) (*SQLite, error) {
+	lock, err := LockDatabase(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openLockedStore(path, version, m)
+	s, err := openLockedStore(path, migrations, m)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -93,7 +85,7 @@ func openStoreAt(path string, version int, m storeMetrics) (*SQLiteStore, error)
 	return s, nil
 }
 
-func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, error) {
+func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, error) {
 	// SQLite would create the file with the umask's mode (often world-
 	// readable); it holds phone numbers and secrets. Its -wal and -shm
 	// files take the same mode.
@@ -108,7 +100,7 @@ func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, er
 	}
 	write.SetMaxOpenConns(1)
 	write.SetConnMaxLifetime(0)
-	if err := migrate(write, version); err != nil {
+	if err := Migrate(write, migrations); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
@@ -119,14 +111,14 @@ func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, er
 	}
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
-	s := &SQLiteStore{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m}
+	s := &SQLite{Read: read, write: write, Jobs: make(chan WriteJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations)}
 	s.sqlStore = sqlStore{db: sqldb.SQL(read),
 		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
-	if err := s.stmts.prepare(write, version); err != nil {
+	if err := s.stmts.prepare(write, len(migrations)); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
-	if s.watch, err = store.OpenCommitWatch(path, write); err != nil {
+	if s.watch, err = OpenCommitWatch(path, write); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -135,23 +127,23 @@ func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, er
 }
 
 // Close finishes queued writes and closes the database.
-func (s *SQLiteStore) Close() error {
+func (s *SQLite) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
-	close(s.jobs)
+	close(s.Jobs)
 	s.mu.Unlock()
 	<-s.done
 	return s.closeDBs()
 }
 
-func (s *SQLiteStore) closeDBs() error {
+func (s *SQLite) closeDBs() error {
 	s.watch.CloseStatement()
 	s.stmts.Close()
-	err := errors.Join(s.read.Close(), s.write.Close())
+	err := errors.Join(s.Read.Close(), s.write.Close())
 	s.watch.Close() // after the connections: it holds a descriptor of the -shm
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close())
@@ -161,12 +153,9 @@ func (s *SQLiteStore) closeDBs() error {
 
 var migrationHeader = regexp.MustCompile(`(?m)^-- migration (\d+):.*$`)
 
-// migrations splits schema.sql into its numbered blocks, in order.
-func migrations() []string { return splitMigrations("schema.sql", schemaSQL) }
-
 // splitMigrations splits a schema file into its "-- migration N:" blocks,
 // which must be numbered 1, 2, 3... in order.
-func splitMigrations(name, schema string) []string {
+func SplitMigrations(name, schema string) []string {
 	locs := migrationHeader.FindAllStringSubmatchIndex(schema, -1)
 	out := make([]string, 0, len(locs))
 	for i, loc := range locs {
@@ -186,39 +175,38 @@ func splitMigrations(name, schema string) []string {
 // checkSQLiteIsDialbox checks that path is a SQLite file dialbox made,
 // without creating or changing it: it exists and has a schema version. A
 // server may run on it: read through SQLite, its WAL counts.
-func checkSQLiteIsDialbox(ctx context.Context, path string) error {
+func CheckSQLiteIsDialbox(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return store.NoDatabase(path, "does not exist")
+		return NoDatabase(path, "does not exist")
 	} else if err != nil {
 		return fmt.Errorf("database %s: %w", path, err)
 	}
-	db, err := store.OpenPlain(path)
+	db, err := OpenPlain(path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	var version int
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return store.NoDatabase(path, "is not a dialbox database ("+err.Error()+")")
+		return NoDatabase(path, "is not a dialbox database ("+err.Error()+")")
 	}
 	if version == 0 {
-		return store.NoDatabase(path, "is not a dialbox database (it has no schema version)")
+		return NoDatabase(path, "is not a dialbox database (it has no schema version)")
 	}
 	return nil
 }
 
-// migrate applies every migration after the database's user_version, each
-// in its own transaction, up to version.
-func migrate(db *sql.DB, version int) error {
+// migrate applies every one of all after the database's user_version, each
+// in its own transaction.
+func Migrate(db *sql.DB, all []string) error {
 	var current int
 	if err := db.QueryRow(`PRAGMA user_version`).Scan(&current); err != nil {
 		return err
 	}
-	all := migrations()
 	if current > len(all) {
 		return fmt.Errorf("made by a newer dialbox (schema version %d, this one knows %d)", current, len(all))
 	}
-	for v := current + 1; v <= version; v++ {
+	for v := current + 1; v <= len(all); v++ {
 		tx, err := db.Begin()
 		if err != nil {
 			return err
@@ -239,24 +227,24 @@ func migrate(db *sql.DB, version int) error {
 }
 
 // SchemaVersion is the migration the database is at.
-func (s *SQLiteStore) SchemaVersion(ctx context.Context) (int, error) {
+func (s *SQLite) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	err := s.Read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
 	return v, err
 }
 
-func (s *SQLiteStore) Migrations(ctx context.Context) (at, known int, err error) {
+func (s *SQLite) Migrations(ctx context.Context) (at, known int, err error) {
 	at, err = s.SchemaVersion(ctx)
-	return at, len(migrations()), err
+	return at, s.known, err
 }
 
 // Ping commits a no-op job through the writer: the lock can be taken and
 // the writer goroutine is alive.
-func (s *SQLiteStore) Ping(ctx context.Context) error {
+func (s *SQLite) Ping(ctx context.Context) error {
 	return s.Write(ctx, func(*sql.Tx) error { return nil })
 }
 
-func (s *SQLiteStore) CheckStorage(ctx context.Context) error {
+func (s *SQLite) CheckStorage(ctx context.Context) error {
 	failure := s.storage.Failure()
 	if failure == nil {
 		return nil
@@ -269,30 +257,30 @@ func (s *SQLiteStore) CheckStorage(ctx context.Context) error {
 		_, err := tx.Exec(`DELETE FROM admin_settings WHERE key = ?`, writehealth.ProbeKey)
 		return err
 	}
-	if err := s.write1(ctx, writeJob{fn: probe, result: make(chan error, 1), dataOnly: true, alone: true}); err != nil {
+	if err := s.write1(ctx, WriteJob{Fn: probe, Result: make(chan error, 1), dataOnly: true, Alone: true}); err != nil {
 		return fmt.Errorf("a write could not be stored (%v), nor can a probe write: %w", failure, err)
 	}
 	s.storage.Clear(failure)
 	return nil
 }
 
-func (s *SQLiteStore) configVersion() (uint64, bool) {
-	s.watch.Check(&s.configChanges)
-	return s.configChanges.Load(), true
+func (s *SQLite) ConfigVersion() (uint64, bool) {
+	s.watch.Check(&s.ConfigChanges)
+	return s.ConfigChanges.Load(), true
 }
 
 // Write runs fn inside the writer's current transaction, isolated by a
 // savepoint: if fn fails, only its own changes are undone. It returns once
 // the transaction holding fn's changes is durably committed (or failed).
-func (s *SQLiteStore) Write(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1)})
+func (s *SQLite) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.write1(ctx, WriteJob{Fn: fn, Result: make(chan error, 1)})
 }
 
 // WriteData is Write for jobs that change no configuration (applications,
 // wallets' settings, hotlines, scenarios, campaigns): imports, calls and
 // deliveries. They keep cached configuration reads valid.
-func (s *SQLiteStore) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
+func (s *SQLite) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.write1(ctx, WriteJob{Fn: fn, Result: make(chan error, 1), dataOnly: true})
 }
 
 // sqliteWrite is sqlStore's write over one of the writer's: fn's
@@ -303,14 +291,14 @@ func sqliteWrite(write func(context.Context, func(*sql.Tx) error) error) func(co
 	}
 }
 
-func (s *SQLiteStore) write1(ctx context.Context, job writeJob) error {
+func (s *SQLite) write1(ctx context.Context, job WriteJob) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return domain.ErrStoreClosed
 	}
 	select {
-	case s.jobs <- job:
+	case s.Jobs <- job:
 	case <-ctx.Done():
 		s.mu.RUnlock()
 		return ctx.Err()
@@ -318,23 +306,23 @@ func (s *SQLiteStore) write1(ctx context.Context, job writeJob) error {
 	s.mu.RUnlock()
 	// Wait even if ctx ends now: the job may already be committing, and the
 	// caller must not report failure for data that is stored.
-	return <-job.result
+	return <-job.Result
 }
 
-func (s *SQLiteStore) writer() {
+func (s *SQLite) writer() {
 	defer close(s.done)
-	for job := range s.jobs {
-		batch := []writeJob{job}
+	for job := range s.Jobs {
+		batch := []WriteJob{job}
 	collect:
-		for !job.alone && len(batch) < maxJobsPerCommit {
+		for !job.Alone && len(batch) < maxJobsPerCommit {
 			select {
-			case j, ok := <-s.jobs:
+			case j, ok := <-s.Jobs:
 				if !ok {
 					break collect
 				}
-				if j.alone {
+				if j.Alone {
 					s.commit(batch)
-					batch = []writeJob{j}
+					batch = []WriteJob{j}
 					break collect
 				}
 				batch = append(batch, j)
@@ -346,7 +334,7 @@ func (s *SQLiteStore) writer() {
 	}
 }
 
-func (s *SQLiteStore) commit(batch []writeJob) {
+func (s *SQLite) commit(batch []WriteJob) {
 	start := time.Now()
 	defer func() { s.metrics.commits.observe(len(batch), time.Since(start)) }()
 	results := make([]error, len(batch))
@@ -361,7 +349,7 @@ func (s *SQLiteStore) commit(batch []writeJob) {
 				tx.Rollback()
 				return err
 			}
-			results[i] = runJob(job.fn, tx)
+			results[i] = runJob(job.Fn, tx)
 			if results[i] != nil {
 				if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
 					// SQLITE_FULL may roll the whole transaction back,
@@ -382,20 +370,20 @@ func (s *SQLiteStore) commit(batch []writeJob) {
 	}()
 	for _, job := range batch {
 		if !job.dataOnly {
-			s.configChanges.Add(1) // after the commit: a read from now on sees it
+			s.ConfigChanges.Add(1) // after the commit: a read from now on sees it
 			break
 		}
 	}
 	if committing {
-		s.watch.Committed(&s.configChanges) // after the count: a read waiting on it sees that too
+		s.watch.Committed(&s.ConfigChanges) // after the count: a read waiting on it sees that too
 	}
 	s.storage.Note(err)
 	for i, job := range batch {
 		s.storage.Note(results[i])
 		if err != nil {
-			job.result <- fmt.Errorf("commit: %w", err)
+			job.Result <- fmt.Errorf("commit: %w", err)
 		} else {
-			job.result <- results[i]
+			job.Result <- results[i]
 		}
 	}
 }

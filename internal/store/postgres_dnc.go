@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 
 // Do-not-call lists on PostgreSQL (docs/compliance.md#how-lists-are-stored),
 // what is PostgreSQL's own: the numbers of a replacing load COPYed into a
-// new version; the rest is store_dnc.go's, for both stores.
+// new version; the rest is dnc.go's, for both stores.
 
-// LoadDNC is SQLiteStore.LoadDNC's contract, a chunk in a transaction of
+// LoadDNC is SQLite.LoadDNC's contract, a chunk in a transaction of
 // its own: appended numbers inserted from an array, a replace's new
 // version (numbers sorted without repeats, nothing to conflict with)
 // COPYed, its added_at NULL.
-func (s *PostgresStore) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
+func (s *Postgres) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
 	return s.loadDNC(ctx, list, numbers, replace, now, progress, func(id int64, part []int64, addedAt any) (n int, err error) {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) (err error) {
 			if addedAt != nil {
 				n, err = addDNCNumbers(ctx, sqldb.PGX(tx), id, part, addedAt)
 				return err

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func scanEndpoint(row sqldb.Row) (*domain.WebhookEndpoint, error) {
 	if err := json.Unmarshal([]byte(events), &e.Events); err != nil {
 		return nil, fmt.Errorf("webhook endpoint %s events: %w", e.ID, err)
 	}
-	e.CreatedAt, e.UpdatedAt = fromMS(created), fromMS(updated)
+	e.CreatedAt, e.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &e, nil
 }
 
@@ -60,7 +60,7 @@ func (s *sqlStore) SaveEndpoint(ctx context.Context, appID int64, e *domain.Webh
 			ON CONFLICT (id) DO UPDATE SET url = excluded.url, secret = excluded.secret, events = excluded.events,
 				enabled = excluded.enabled, updated_at = excluded.updated_at
 			WHERE webhook_endpoints.app_id = excluded.app_id`,
-			e.ID, appID, e.URL, e.Secret, string(events), boolInt(e.Enabled), ms(now), ms(now))
+			e.ID, appID, e.URL, e.Secret, string(events), boolInt(e.Enabled), Millis(now), Millis(now))
 		return err
 	})
 }
@@ -87,7 +87,7 @@ func scanMessage(row interface{ Scan(...any) error }) (*domain.WebhookMessage, e
 		return nil, err
 	}
 	m.Payload = json.RawMessage(payload)
-	m.NextTryAt, m.CreatedAt, m.UpdatedAt = fromMS(next), fromMS(created), fromMS(updated)
+	m.NextTryAt, m.CreatedAt, m.UpdatedAt = FromMillis(next), FromMillis(created), FromMillis(updated)
 	return &m, nil
 }
 
@@ -126,7 +126,7 @@ func (s *sqlStore) Message(ctx context.Context, appID int64, id string) (*domain
 		if err := r.Scan(&a.Attempt, &status, &a.Error, &a.LatencyMS, &at); err != nil {
 			return a, err
 		}
-		a.StatusCode, a.At = nullInt(status), fromMS(at)
+		a.StatusCode, a.At = nullInt(status), FromMillis(at)
 		return a, nil
 	}, `SELECT attempt, status_code, coalesce(error, ''), latency_ms, at
 		FROM webhook_attempts WHERE message_seq = ? ORDER BY attempt`, m.Seq)
@@ -152,7 +152,7 @@ func requeue(d sqldb.Dialect) string {
 func (s *sqlStore) Redeliver(ctx context.Context, appID int64, id string, now time.Time) error {
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
 		return changedRows(tx.Exec(ctx, `UPDATE webhook_messages SET `+requeue(tx.Dialect())+`
-			WHERE app_id = ? AND id = ?`, ms(now), ms(now), appID, id))
+			WHERE app_id = ? AND id = ?`, Millis(now), Millis(now), appID, id))
 	})
 }
 
@@ -164,7 +164,7 @@ func (s *sqlStore) RecoverFailed(ctx context.Context, appID int64, endpointID st
 		var err error
 		n, err = tx.Exec(ctx, `UPDATE webhook_messages SET `+requeue(tx.Dialect())+`
 			WHERE app_id = ? AND endpoint_id = ? AND state = 'dead' AND created_at >= ?`,
-			ms(now), ms(now), appID, endpointID, ms(since))
+			Millis(now), Millis(now), appID, endpointID, Millis(since))
 		return err
 	})
 	return n, err

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"database/sql"
@@ -13,19 +13,19 @@ import (
 
 // enqueueEvent writes one outbox message per enabled endpoint of the
 // application subscribed to the event (an empty events list means all).
-func enqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
-	endpoints, err := subscribedEndpoints(sqliteTx(tx), appID)
+func EnqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
+	endpoints, err := SubscribedEndpoints(SQLiteTx(tx), appID)
 	if err != nil {
 		return err
 	}
-	return enqueue(sqliteTx(tx), endpoints, appID, eventType, data, now, firstTry)
+	return Enqueue(SQLiteTx(tx), endpoints, appID, eventType, data, now, firstTry)
 }
 
 // subscribedEndpoints lists the application's enabled endpoints with the
 // events each wants.
-func subscribedEndpoints(tx settleTx, appID int64) (map[string][]string, error) {
+func SubscribedEndpoints(tx SettleTx, appID int64) (map[string][]string, error) {
 	out := map[string][]string{}
-	err := tx.queryRows(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, []any{appID},
+	err := tx.QueryRows(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, []any{appID},
 		func(scan func(...any) error) error {
 			var id, events string
 			if err := scan(&id, &events); err != nil {
@@ -44,7 +44,7 @@ func subscribedEndpoints(tx settleTx, appID int64) (map[string][]string, error) 
 // enqueue writes the event once per endpoint subscribed to it. The event id
 // is shared by the copies; each copy has its own message id, which is its
 // webhook-id.
-func enqueue(tx settleTx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
+func Enqueue(tx SettleTx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
 	var payload []byte
 	for ep, events := range endpoints {
 		if !subscribed(events, eventType) {
@@ -56,9 +56,9 @@ func enqueue(tx settleTx, endpoints map[string][]string, appID int64, eventType 
 				return err
 			}
 		}
-		if err := tx.exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
+		if err := tx.Exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+domain.NewV7(), ep, appID, eventType, string(payload),
-			ms(firstTry), ms(now), ms(now)); err != nil {
+			Millis(firstTry), Millis(now), Millis(now)); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // (applyFixtureApp, store.go). Configuration writes are rare; they commit
 // on their own, outside the imports' group commit, and every node hears of
 // them (configWrite).
-func (s *PostgresStore) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
-	return s.configWrite(ctx, func(tx pgx.Tx) error {
+func (s *Postgres) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
+	return s.ConfigWrite(ctx, func(tx pgx.Tx) error {
 		for _, fa := range apps {
 			if err := applyFixtureApp(ctx, sqldb.PGX(tx), fa, now); err != nil {
 				return err
