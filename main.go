@@ -81,8 +81,6 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		<-ctx.Done()
 		m.Log.Info("shutting down")
 		return m.Close()
-	case "dnc":
-		return runDNC(ctx, args, stdout, env)
 	}
 	return cli.Run(ctx, cmd, args, stdout, env, cli.Parts{Open: openCommandStore, Migrations: sqliteMigrations(),
 		PostgresMigrations: postgresMigrations(), Version: versionString()})

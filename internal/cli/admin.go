@@ -43,7 +43,7 @@ func appDelete(ctx context.Context, s Store, out io.Writer, apiKey string) error
 }
 
 func walletShow(ctx context.Context, s Store, out io.Writer, apiKey string) error {
-	app, err := App(ctx, s, apiKey)
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func walletShow(ctx context.Context, s Store, out io.Writer, apiKey string) erro
 // topUp adds amount VND to the balance, as
 // POST /admin/v1/apps/:app/wallet/topup does.
 func topUp(ctx context.Context, s Store, out io.Writer, apiKey string, amount int64) error {
-	app, err := App(ctx, s, apiKey)
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func printWallet(ctx context.Context, s Store, out io.Writer, appID int64) error
 // transition moves a scenario along the transition named (submit,
 // approve), with the admin API's rules and wording.
 func transition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID, name string) error {
-	app, err := App(ctx, s, apiKey)
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}

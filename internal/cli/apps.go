@@ -222,11 +222,9 @@ func appList(ctx context.Context, s Store, out io.Writer) error {
 	return tw.Flush()
 }
 
-// App is the application apiKey names, with the commands' wording when
-// there is none.
-func App(ctx context.Context, s interface {
-	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
-}, apiKey string) (*domain.Application, error) {
+// appByKey is the application apiKey names, with the commands' wording
+// when there is none.
+func appByKey(ctx context.Context, s Store, apiKey string) (*domain.Application, error) {
 	if apiKey == "" {
 		return nil, fmt.Errorf("--app API_KEY is required")
 	}
@@ -238,7 +236,7 @@ func App(ctx context.Context, s interface {
 }
 
 func scenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status string) error {
-	app, err := App(ctx, s, apiKey)
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -263,7 +261,7 @@ func scenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status st
 }
 
 func contactList(ctx context.Context, s Store, out io.Writer, apiKey string, f domain.ContactFilter, region string) error {
-	app, err := App(ctx, s, apiKey)
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}

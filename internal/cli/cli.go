@@ -12,6 +12,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/importer"
+	"dialbox/internal/store"
 )
 
 // Usage is `dialbox help`, and what a usage error shows.
@@ -23,10 +24,10 @@ const Usage = `usage:
   dialbox migrate-to postgres://... [--replace | --verify-only] [--config FILE] [--database FILE]
   dialbox import (--scenario ID | --campaign ID) [--app API_KEY] [--chunk N] [--config FILE] [--database FILE] contacts.csv
   dialbox version
-` + appUsage + DNCUsage
+` + appUsage + dncUsage
 
-// DNCUsage is the part of Usage that `dialbox dnc`'s usage errors show.
-const DNCUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace [--force]]   load a list file into the national register (or a tenant's list)
+// dncUsage is the part of Usage that `dialbox dnc`'s usage errors show.
+const dncUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace [--force]]   load a list file into the national register (or a tenant's list)
   dialbox dnc add|remove|check NUMBER [--app API_KEY]
   dialbox dnc count [--app API_KEY]
 `
@@ -43,9 +44,7 @@ type Parts struct {
 	Version                        string // what `dialbox version` prints
 }
 
-// Run runs `dialbox cmd args...`: help, version, backup, restore,
-// migrate-to, token, app, wallet, scenario, contacts and import; any other
-// cmd is an unknown command.
+// Run runs `dialbox cmd args...`: every command but serve.
 func Run(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string, p Parts) error {
 	switch cmd {
 	case "backup":
@@ -60,6 +59,8 @@ func Run(ctx context.Context, cmd string, args []string, stdout io.Writer, env [
 		return runApps(ctx, cmd, args, stdout, env, p)
 	case "import":
 		return runImport(ctx, args, stdout, env, p)
+	case "dnc":
+		return runDNC(ctx, args, stdout, env, p)
 	case "version":
 		fmt.Fprintln(stdout, "dialbox", p.Version)
 		return nil
@@ -147,5 +148,10 @@ type Store interface {
 	TransitionScenario(ctx context.Context, appID int64, id string, from []string, to string, now time.Time) error
 	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
+	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
+	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
+	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
+	RemoveDNC(ctx context.Context, list int64, e164 string) error
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]store.DNCListing, error)
 	Close() error
 }

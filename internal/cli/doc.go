@@ -4,7 +4,8 @@
 // database directly (docs/operations.md). It imports internal/config,
 // internal/domain, internal/auth (to mint a token), internal/importer (the
 // rules of an import, with internal/httpx's wording of its refusals),
-// internal/store (for the database's name as messages show it) and
-// dialbox's small libraries; main.go hands it the store it works on, in
-// Parts.
+// internal/dnc (reading a list file), internal/store (the file mechanics of
+// backup, restore and migrate-to, and the database's name as messages show
+// it) and dialbox's small libraries; main.go hands it, in Parts, the store
+// it works on and the migrations it embeds.
 package cli
