@@ -157,7 +157,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(app+"/pools", a.handle(a.listPools))
 	r.POST(app+"/pools", a.handle(a.createPool))
 	r.GET(app+"/pools/:pool", a.handle(a.getPool))
-	r.DELETE(app+"/pools/:pool", a.handle(a.deletePool))
+	r.DELETE(app+"/pools/:pool", a.handle(a.deleteOf("pool", "Hotline pool", a.store.DeletePool)))
 	r.POST(app+"/pools/:pool/numbers", a.handle(a.addNumbers))
 	r.DELETE(app+"/pools/:pool/numbers/:number", a.handle(a.removeNumber))
 	r.POST(app+"/pools/:pool/numbers/:number/enable", a.handle(a.setNumberEnabled(true)))
@@ -167,7 +167,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST(app+"/scenarios", a.handle(a.createScenario))
 	r.GET(app+"/scenarios/:scenario", a.handle(a.getScenario))
 	r.PATCH(app+"/scenarios/:scenario", a.handle(a.updateScenario))
-	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteScenario))
+	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteOf("scenario", "Scenario", a.store.DeleteScenario)))
 	for _, t := range scenarioTransitions {
 		r.POST(app+"/scenarios/:scenario/"+t.name, a.handle(a.transition(t)))
 	}
@@ -182,7 +182,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST(app+"/webhooks", a.handle(a.createEndpoint))
 	r.GET(app+"/webhooks/:endpoint", a.handle(a.getEndpoint))
 	r.PATCH(app+"/webhooks/:endpoint", a.handle(a.updateEndpoint))
-	r.DELETE(app+"/webhooks/:endpoint", a.handle(a.deleteEndpoint))
+	r.DELETE(app+"/webhooks/:endpoint", a.handle(a.deleteOf("endpoint", "Webhook endpoint", a.store.DeleteEndpoint)))
 	r.POST(app+"/webhooks/:endpoint/rotate-secret", a.handle(a.rotateSecret))
 	r.POST(app+"/webhooks/:endpoint/recover", a.handle(a.recoverFailed))
 
@@ -286,4 +286,27 @@ func (a *Admin) CheckToken(r *http.Request, token string, now time.Time) (right 
 // app resolves the :app path parameter (an API key).
 func (a *Admin) app(r *http.Request, ps httprouter.Params) (*domain.Application, error) {
 	return a.App(r.Context(), ps.ByName("app"))
+}
+
+// appBody resolves the :app path parameter, then decodes the body into v.
+func (a *Admin) appBody(r *http.Request, ps httprouter.Params, v any) (*domain.Application, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	return app, decodeJSON(r, v, adminBody)
+}
+
+// deleteOf is the handler that deletes, with del, the application's record
+// the path parameter param names, and answers its id; what names the
+// record when there is none.
+func (a *Admin) deleteOf(param, what string, del func(ctx context.Context, appID int64, id string) error) handler {
+	return func(r *http.Request, ps httprouter.Params) (any, error) {
+		app, err := a.app(r, ps)
+		if err != nil {
+			return nil, err
+		}
+		err = del(r.Context(), app.ID, ps.ByName(param))
+		return map[string]string{"deleted": ps.ByName(param)}, notFound(err, what)
+	}
 }

@@ -27,12 +27,9 @@ type adSettingsBody struct {
 }
 
 func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b adSettingsBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	if b.Timezone != nil && *b.Timezone != domain.AdTimezone {

@@ -109,10 +109,7 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p domain.AppPatch) (any, error) {
 	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Application")
-	}
-	return app, err
+	return app, notFound(err, "Application")
 }
 
 func (a *Admin) setAppDisabled(disabled bool) handler {
@@ -123,10 +120,7 @@ func (a *Admin) setAppDisabled(disabled bool) handler {
 
 func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
 	err := a.store.DeleteApp(r.Context(), ps.ByName("app"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Application")
-	}
-	return map[string]string{"deleted": ps.ByName("app")}, err
+	return map[string]string{"deleted": ps.ByName("app")}, notFound(err, "Application")
 }
 
 func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {

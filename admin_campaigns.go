@@ -28,16 +28,13 @@ func (a *Admin) getCampaign(r *http.Request, ps httprouter.Params) (any, error) 
 }
 
 func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b struct {
 		ID         *string `json:"id"`
 		Name       string  `json:"name"`
 		ScenarioID string  `json:"scenario_id"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	c := &domain.Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"dialbox/internal/domain"
-	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -83,10 +82,7 @@ func (a *Admin) getImport(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	im, err := a.store.ImportByID(r.Context(), app.ID, ps.ByName("import"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Import")
-	}
-	if err != nil {
+	if err = notFound(err, "Import"); err != nil {
 		return nil, err
 	}
 	skipped, err := a.store.SkippedOf(r.Context(), im.ID)

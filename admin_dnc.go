@@ -117,20 +117,19 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	return rep, err
 }
 
-func (a *Admin) dncNumber(ps httprouter.Params) (string, error) {
-	e164, err := domain.NormalizePhone(ps.ByName("number"), a.region)
-	if err != nil {
-		return "", domain.Invalid("number", err.Error())
+// dncNumber is the list a route names and its :number in E.164.
+func (a *Admin) dncNumber(r *http.Request, ps httprouter.Params) (list int64, e164 string, err error) {
+	if list, err = a.dncList(r, ps); err != nil {
+		return 0, "", err
 	}
-	return e164, nil
+	if e164, err = domain.NormalizePhone(ps.ByName("number"), a.region); err != nil {
+		return 0, "", domain.Invalid("number", err.Error())
+	}
+	return list, e164, nil
 }
 
 func (a *Admin) lookupDNC(r *http.Request, ps httprouter.Params) (any, error) {
-	list, err := a.dncList(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	e164, err := a.dncNumber(ps)
+	list, e164, err := a.dncNumber(r, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -139,19 +138,12 @@ func (a *Admin) lookupDNC(r *http.Request, ps httprouter.Params) (any, error) {
 }
 
 func (a *Admin) removeDNC(r *http.Request, ps httprouter.Params) (any, error) {
-	list, err := a.dncList(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	e164, err := a.dncNumber(ps)
+	list, e164, err := a.dncNumber(r, ps)
 	if err != nil {
 		return nil, err
 	}
 	err = a.store.RemoveDNC(r.Context(), list, e164)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Number")
-	}
-	return map[string]string{"deleted": e164}, err
+	return map[string]string{"deleted": e164}, notFound(err, "Number")
 }
 
 // uploadBody is a request body whose read deadline moves on as it is read:

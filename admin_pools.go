@@ -40,12 +40,9 @@ type poolBody struct {
 }
 
 func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b poolBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(b.Key) == "" {
@@ -80,38 +77,19 @@ func cleanNumbers(numbers []string) ([]string, bool) {
 	return out, true
 }
 
-func (a *Admin) deletePool(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	err = a.store.DeletePool(r.Context(), app.ID, ps.ByName("pool"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Hotline pool")
-	}
-	return map[string]string{"deleted": ps.ByName("pool")}, err
-}
-
 func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b struct {
 		Numbers []string `json:"numbers"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	numbers, ok := cleanNumbers(b.Numbers)
 	if !ok || len(numbers) == 0 {
 		return nil, domain.Invalid("numbers", "is required and must hold non-empty numbers")
 	}
-	err = a.store.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Hotline pool")
-	}
-	if err != nil {
+	if err := notFound(a.store.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers), "Hotline pool"); err != nil {
 		return nil, err
 	}
 	return a.getPool(r, ps)
@@ -122,11 +100,7 @@ func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	err = a.store.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Hotline number")
-	}
-	if err != nil {
+	if err := notFound(a.store.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number")), "Hotline number"); err != nil {
 		return nil, err
 	}
 	return a.getPool(r, ps)
@@ -138,11 +112,7 @@ func (a *Admin) setNumberEnabled(enabled bool) handler {
 		if err != nil {
 			return nil, err
 		}
-		err = a.store.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled)
-		if errors.Is(err, domain.ErrNotFound) {
-			return nil, domain.NotFound("Hotline number")
-		}
-		if err != nil {
+		if err := notFound(a.store.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled), "Hotline number"); err != nil {
 			return nil, err
 		}
 		a.wake(app.ID)

@@ -138,12 +138,9 @@ func scriptShapeError(err error) error {
 }
 
 func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b scenarioBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
@@ -178,12 +175,9 @@ func (a *Admin) getScenario(r *http.Request, ps httprouter.Params) (any, error) 
 }
 
 func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b scenarioBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	switch {
@@ -199,26 +193,10 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	err = a.store.UpdateScenario(r.Context(), sc, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Scenario")
-	}
-	if err != nil {
+	if err := notFound(a.store.UpdateScenario(r.Context(), sc, a.now()), "Scenario"); err != nil {
 		return nil, err
 	}
 	return a.showScenario(r, app.ID, sc.ID)
-}
-
-func (a *Admin) deleteScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	err = a.store.DeleteScenario(r.Context(), app.ID, ps.ByName("scenario"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Scenario")
-	}
-	return map[string]string{"deleted": ps.ByName("scenario")}, err
 }
 
 // scenarioTransition is one arrow of docs/design.md#scenario-status-transitions.

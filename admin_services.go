@@ -12,6 +12,15 @@ import (
 // a missing record is, who is woken after a change. The console declares
 // the part it uses (consoleAdmin); the handlers add the HTTP around them.
 
+// notFound is err, or the answer naming what when the store found no such
+// record.
+func notFound(err error, what string) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.NotFound(what)
+	}
+	return err
+}
+
 // ---- reads ----
 
 // ListApps lists every application.
@@ -22,10 +31,7 @@ func (a *Admin) ListApps(ctx context.Context) ([]*domain.Application, error) {
 // App finds an application by its API key.
 func (a *Admin) App(ctx context.Context, key string) (*domain.Application, error) {
 	app, err := a.store.AppByKey(ctx, key)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Application")
-	}
-	return app, err
+	return app, notFound(err, "Application")
 }
 
 // Wallet is an application's wallet.
@@ -51,10 +57,7 @@ func (a *Admin) ListScenarios(ctx context.Context, appID int64, status string, l
 // Scenario finds one of an application's scenarios.
 func (a *Admin) Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error) {
 	sc, err := a.store.Scenario(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Scenario")
-	}
-	return sc, err
+	return sc, notFound(err, "Scenario")
 }
 
 // ContactProgress counts a scenario's contacts, or a campaign's.
@@ -93,10 +96,7 @@ func (a *Admin) ListCampaigns(ctx context.Context, appID int64, scenarioID strin
 // Campaign finds one of an application's campaigns.
 func (a *Admin) Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error) {
 	c, err := a.store.Campaign(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Campaign")
-	}
-	return c, err
+	return c, notFound(err, "Campaign")
 }
 
 // ContactPhone reads a contact filter's phone as the contacts store it.
@@ -121,10 +121,7 @@ func (a *Admin) Outcomes(ctx context.Context, appID int64) ([]string, error) {
 // Contact finds one of an application's contacts, with its calls.
 func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error) {
 	c, calls, err := a.store.Contact(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, nil, domain.NotFound("Contact")
-	}
-	return c, calls, err
+	return c, calls, notFound(err, "Contact")
 }
 
 // Recording is a call's recording, the WAV file itself
@@ -155,10 +152,7 @@ func (a *Admin) Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEn
 // Endpoint finds one of an application's webhook endpoints.
 func (a *Admin) Endpoint(ctx context.Context, appID int64, id string) (*domain.WebhookEndpoint, error) {
 	e, err := a.store.Endpoint(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Webhook endpoint")
-	}
-	return e, err
+	return e, notFound(err, "Webhook endpoint")
 }
 
 // MessageStates counts an endpoint's messages by state.
@@ -174,21 +168,14 @@ func (a *Admin) Messages(ctx context.Context, appID int64, f domain.MessageFilte
 // Message finds one of an application's webhook messages, with its attempts.
 func (a *Admin) Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error) {
 	m, attempts, err := a.store.Message(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, nil, domain.NotFound("Webhook message")
-	}
-	return m, attempts, err
+	return m, attempts, notFound(err, "Webhook message")
 }
 
 // ---- actions ----
 
 // SetCampaignPaused pauses or resumes a campaign; the engine looks again.
 func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error {
-	err := a.store.SetCampaignPaused(ctx, appID, id, paused, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return domain.NotFound("Campaign")
-	}
-	if err != nil {
+	if err := notFound(a.store.SetCampaignPaused(ctx, appID, id, paused, a.now()), "Campaign"); err != nil {
 		return err
 	}
 	a.wake(appID)
@@ -197,11 +184,7 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 
 // Redeliver makes a webhook message due now, with the same webhook-id.
 func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
-	err := a.store.Redeliver(ctx, appID, id, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return domain.NotFound("Webhook message")
-	}
-	if err != nil {
+	if err := notFound(a.store.Redeliver(ctx, appID, id, a.now()), "Webhook message"); err != nil {
 		return err
 	}
 	a.wakeWebhooks()

@@ -26,12 +26,9 @@ type walletBody struct {
 }
 
 func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b walletBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	for name, v := range map[string]*int64{"balance": b.Balance, "price_per_call": b.PricePerCall, "price_per_minute": b.PricePerMinute} {
@@ -82,14 +79,11 @@ func optionalTime(raw json.RawMessage) (*time.Time, error) {
 }
 
 func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b struct {
 		Amount *int64 `json:"amount"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	if b.Amount == nil || *b.Amount <= 0 {

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"dialbox/internal/domain"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -87,12 +86,9 @@ func newWebhookSecret() string {
 }
 
 func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b endpointBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	e := &domain.WebhookEndpoint{ID: uuid.NewString(), Secret: newWebhookSecret(), Events: []string{}, Enabled: true}
@@ -121,18 +117,6 @@ func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	return a.getEndpoint(r, ps)
-}
-
-func (a *Admin) deleteEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	err = a.store.DeleteEndpoint(r.Context(), app.ID, ps.ByName("endpoint"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Webhook endpoint")
-	}
-	return map[string]string{"deleted": ps.ByName("endpoint")}, err
 }
 
 func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error) {
