@@ -376,11 +376,11 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 func TestAdValidation(t *testing.T) {
 	cc := domain.DefaultCallConfig()
 	cc.Purpose = "spam"
-	if fe := validateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.purpose" {
+	if fe := domain.CheckScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.purpose" {
 		t.Errorf("purpose spam: %+v", fe)
 	}
 	cc.Purpose, cc.CallWindow.Start, cc.CallWindow.End = domain.PurposeAdvertising, "18:00", "23:00"
-	if fe := validateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.call_window" ||
+	if fe := domain.CheckScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.call_window" ||
 		!strings.Contains(fe.Reason, "08:00-17:00") {
 		t.Errorf("advertising 18:00-23:00: %+v", fe)
 	}

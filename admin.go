@@ -101,7 +101,7 @@ func adminTokenHash(ctx context.Context, store Store, configured string) ([sha25
 		copy(h[:], b)
 		return h, "", nil
 	}
-	token := "dbx_admin_" + randomHex(20)
+	token := "dbx_admin_" + domain.RandomHex(20)
 	h = sha256.Sum256([]byte(token))
 	if err := store.SetAdminSetting(ctx, adminTokenPlainSetting, token); err != nil {
 		return h, "", err

@@ -56,7 +56,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if b.Disabled != nil {
 		return nil, domain.Invalid("disabled", "cannot be set on create")
 	}
-	key, secret := deref(b.APIKey, randomHex(16)), deref(b.APISecret, randomHex(24))
+	key, secret := deref(b.APIKey, domain.RandomHex(16)), deref(b.APISecret, domain.RandomHex(24))
 	if problem := domain.APIKeyProblem(key); problem != "" {
 		return nil, domain.Invalid("api_key", problem)
 	}

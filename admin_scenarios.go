@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func (b *scenarioBody) apply(sc *domain.Scenario) error {
 		}
 	}
 	sc.CallConfig.Normalize()
-	if fe := validateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
+	if fe := domain.CheckScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
 		return domain.ValidationError(*fe)
 	}
 	return nil
@@ -213,6 +214,12 @@ var scenarioTransitions = []scenarioTransition{
 	{"edit", []string{domain.StatusActive, domain.StatusReject}, domain.StatusDraft},
 }
 
+// refused says why t cannot leave status; the admin API answers it with
+// 409.
+func (t scenarioTransition) refused(status string) string {
+	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.name, status, strings.Join(t.from, " or "))
+}
+
 func (a *Admin) transition(t scenarioTransition) handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
@@ -226,7 +233,7 @@ func (a *Admin) transition(t scenarioTransition) handler {
 		case errors.Is(err, domain.ErrNotFound):
 			return nil, domain.NotFound("Scenario")
 		case errors.As(err, &bad):
-			return nil, domain.Conflict("%s", transitionRefused(t, bad.Status))
+			return nil, domain.Conflict("%s", t.refused(bad.Status))
 		case err != nil:
 			return nil, err
 		}

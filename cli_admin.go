@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -91,7 +90,7 @@ func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenario
 	case errors.Is(err, domain.ErrNotFound):
 		return errors.New(domain.NotFound("Scenario").Message)
 	case errors.As(err, &bad):
-		return errors.New(transitionRefused(t, bad.Status))
+		return errors.New(t.refused(bad.Status))
 	case err != nil:
 		return err
 	}
@@ -106,12 +105,6 @@ func transitionNamed(name string) scenarioTransition {
 		}
 	}
 	panic("no scenario transition " + name)
-}
-
-// transitionRefused says why t cannot leave status; the admin API answers
-// it with 409.
-func transitionRefused(t scenarioTransition, status string) string {
-	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.name, status, strings.Join(t.from, " or "))
 }
 
 // requireFlag is the usage error of sub when flag was not given a value.
