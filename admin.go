@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
@@ -211,33 +212,33 @@ func (a *Admin) routes(r *httprouter.Router) {
 
 // handle serves h to a request bearing the admin token; an error, or a
 // panic, is answered with the admin API's body for it.
-func (a *Admin) handle(h handler) httprouter.Handle {
+func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		defer func() {
 			if v := recover(); v != nil {
 				a.log.Error("panic serving admin request", "path", r.URL.Path, "panic", v)
-				writeAdminError(w, errAdminInternal)
+				httpx.WriteAdminError(w, httpx.ErrAdminInternal)
 			}
 		}()
 		if !a.authorize(w, r) {
 			return
 		}
 		result, err := h(r, ps)
-		if f, ok := result.(*ServedFile); ok && err == nil {
+		if f, ok := result.(*httpx.ServedFile); ok && err == nil {
 			// A file is the answer itself; one that cannot be opened is
 			// answered as any error.
 			if err = f.Serve(w); err == nil {
 				return
 			}
 		} else if err == nil {
-			writeSuccess(w, result)
+			httpx.WriteSuccess(w, result)
 			return
 		}
-		body, known := adminError(err)
+		body, known := httpx.AdminError(err)
 		if !known {
 			a.log.Error("admin request failed", "path", r.URL.Path, "err", err)
 		}
-		writeAdminError(w, body)
+		httpx.WriteAdminError(w, body)
 	}
 }
 
@@ -250,12 +251,12 @@ func (a *Admin) authorize(w http.ResponseWriter, r *http.Request) bool {
 	}
 	right, retryAfter := a.CheckToken(r, token, a.now())
 	if retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter)))
-		writeAdminError(w, errWrongTokens)
+		w.Header().Set("Retry-After", strconv.Itoa(httpx.RetryAfterSeconds(retryAfter)))
+		httpx.WriteAdminError(w, errWrongTokens)
 		return false
 	}
 	if !right {
-		writeAdminError(w, errUnauthorized)
+		httpx.WriteAdminError(w, httpx.ErrUnauthorized)
 		return false
 	}
 	return true
@@ -263,7 +264,7 @@ func (a *Admin) authorize(w http.ResponseWriter, r *http.Request) bool {
 
 // errWrongTokens answers a token refused unchecked by the limit on wrong
 // tokens (docs/admin.md#wrong-tokens).
-var errWrongTokens = &APIError{Code: 429, Message: "Too many wrong tokens"}
+var errWrongTokens = &httpx.Error{Code: 429, Message: "Too many wrong tokens"}
 
 // CheckToken says whether token, presented by r's client to the admin API
 // or the console's sign-in, is the admin token, under the limit of wrong
@@ -294,13 +295,13 @@ func (a *Admin) appBody(r *http.Request, ps httprouter.Params, v any) (*domain.A
 	if err != nil {
 		return nil, err
 	}
-	return app, decodeJSON(r, v, adminBody)
+	return app, httpx.DecodeJSON(r, v, httpx.AdminBody)
 }
 
 // deleteOf is the handler that deletes, with del, the application's record
 // the path parameter param names, and answers its id; what names the
 // record when there is none.
-func (a *Admin) deleteOf(param, what string, del func(ctx context.Context, appID int64, id string) error) handler {
+func (a *Admin) deleteOf(param, what string, del func(ctx context.Context, appID int64, id string) error) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

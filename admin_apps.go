@@ -4,8 +4,10 @@ import (
 	"errors"
 	"net/http"
 
+	"dialbox/internal/auth"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -50,7 +52,7 @@ type createdApp struct {
 
 func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	var b appBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.Disabled != nil {
@@ -77,7 +79,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := MintToken(app, a.now())
+	token, err := auth.MintToken(app, a.now())
 	return createdApp{app, secret, token}, err
 }
 
@@ -90,7 +92,7 @@ func deref(p *string, def string) string {
 
 func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 	var b appBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.APIKey != nil {
@@ -112,7 +114,7 @@ func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p domain.AppPatc
 	return app, notFound(err, "Application")
 }
 
-func (a *Admin) setAppDisabled(disabled bool) handler {
+func (a *Admin) setAppDisabled(disabled bool) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		return a.patchApp(r, ps, domain.AppPatch{Disabled: &disabled})
 	}
@@ -128,6 +130,6 @@ func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := MintToken(app, a.now())
+	token, err := auth.MintToken(app, a.now())
 	return map[string]string{"access_token": token}, err
 }

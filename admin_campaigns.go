@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,7 +62,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 	return a.getCampaign(r, ps)
 }
 
-func (a *Admin) setCampaignPaused(paused bool) handler {
+func (a *Admin) setCampaignPaused(paused bool) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -23,7 +24,7 @@ func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error)
 			return nil, err
 		}
 	}
-	if f.CursorPage, err = cursorPageParams(q); err != nil {
+	if f.CursorPage, err = httpx.CursorPageParams(q); err != nil {
 		return nil, err
 	}
 	list, next, err := a.Contacts(r.Context(), app.ID, f)
@@ -68,7 +69,7 @@ func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) 
 		return nil, err
 	}
 	q := r.URL.Query()
-	limit, err := limitParam(q)
+	limit, err := httpx.LimitParam(q)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"io"
 	"net/http"
@@ -60,7 +61,7 @@ func (a *Admin) addDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	var b struct {
 		Numbers []string `json:"numbers"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if len(b.Numbers) == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"net/http"
 	"strings"
@@ -106,7 +107,7 @@ func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error)
 	return a.getPool(r, ps)
 }
 
-func (a *Admin) setNumberEnabled(enabled bool) handler {
+func (a *Admin) setNumberEnabled(enabled bool) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

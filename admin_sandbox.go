@@ -13,6 +13,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/sandboxclock"
 
 	"github.com/google/uuid"
@@ -72,7 +73,7 @@ func (a *Admin) getClock(*http.Request, httprouter.Params) (any, error) {
 
 func (a *Admin) setClock(r *http.Request, ps httprouter.Params) (any, error) {
 	var b clockBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.TimeScale == nil && b.Now == nil && b.OffsetSeconds == nil {
@@ -166,17 +167,17 @@ func journalFilter(q url.Values) (JournalFilter, error) {
 	f := JournalFilter{Method: q.Get("method"), Path: q.Get("path"), Operation: q.Get("operation"),
 		Tenant: q.Get("tenant"), Fault: q.Get("fault")}
 	var ok bool
-	if f.Status, ok = intParam(q.Get("status"), 0, 100, 599); !ok {
+	if f.Status, ok = httpx.IntParam(q.Get("status"), 0, 100, 599); !ok {
 		return f, domain.Invalid("status", "must be an HTTP status from 100 to 599")
 	}
-	if f.Code, ok = intParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
+	if f.Code, ok = httpx.IntParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
 		return f, domain.Invalid("code", "must be an integer")
 	}
 	var err error
-	if f.Since, err = timeParam(q, "since"); err != nil {
+	if f.Since, err = httpx.TimeParam(q, "since"); err != nil {
 		return f, err
 	}
-	f.Until, err = timeParam(q, "until")
+	f.Until, err = httpx.TimeParam(q, "until")
 	return f, err
 }
 
@@ -186,7 +187,7 @@ func (a *Admin) listJournal(r *http.Request, _ httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit, ok := intParam(q.Get("limit"), 100, 1, 10000)
+	limit, ok := httpx.IntParam(q.Get("limit"), 100, 1, 10000)
 	if !ok {
 		return nil, domain.Invalid("limit", "must be an integer from 1 to 10000")
 	}
@@ -354,7 +355,7 @@ func checkWebhookFault(rule *FaultRule) error {
 
 func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
 	var b FaultBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	return a.AddFault(r.Context(), &b)
@@ -390,7 +391,7 @@ func (a *Admin) listSink(r *http.Request, _ httprouter.Params) (any, error) {
 		return nil, domain.Invalid("verified", "must be true or false")
 	}
 	var err error
-	if f.Since, err = timeParam(q, "since"); err != nil {
+	if f.Since, err = httpx.TimeParam(q, "since"); err != nil {
 		return nil, err
 	}
 	msgs := a.sink.Find(f)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/script"
 
 	"github.com/google/uuid"
@@ -46,7 +47,7 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	if status != "" && !domain.ValidScenarioStatus(status) {
 		return nil, domain.Invalid("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
 	}
-	limit, offset, err := pageParams(q)
+	limit, offset, err := httpx.PageParams(q)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func scriptShapeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return domain.Invalid("script."+typeErr.Field, "must be "+jsonKind(typeErr.Type))
+		return domain.Invalid("script."+typeErr.Field, "must be "+httpx.JSONKind(typeErr.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return domain.Invalid("script", strings.TrimPrefix(err.Error(), "json: unknown field ")+" is not a known field")
 	}
@@ -220,7 +221,7 @@ func (t scenarioTransition) refused(status string) string {
 	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.name, status, strings.Join(t.from, " or "))
 }
 
-func (a *Admin) transition(t scenarioTransition) handler {
+func (a *Admin) transition(t scenarioTransition) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"time"
 )
@@ -126,7 +127,7 @@ func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*domain.Co
 
 // Recording is a call's recording, the WAV file itself
 // (docs/voicebot.md#recordings).
-func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string) (*ServedFile, error) {
+func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string) (*httpx.ServedFile, error) {
 	app, err := a.App(ctx, appKey)
 	if err != nil {
 		return nil, err
@@ -140,8 +141,8 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	case size == 0 || a.recordings.Dir == "":
 		return nil, domain.NotFound("Recording")
 	}
-	return &ServedFile{path: a.recordings.Path(callID), name: callID + recordingExt, contentType: "audio/wav",
-		missing: domain.NotFound("Recording")}, nil
+	return &httpx.ServedFile{Path: a.recordings.Path(callID), Name: callID + recordingExt, ContentType: "audio/wav",
+		Missing: domain.NotFound("Recording")}, nil
 }
 
 // Endpoints lists an application's webhook endpoints.

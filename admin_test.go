@@ -25,6 +25,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/testtool"
 )
 
@@ -125,10 +126,10 @@ func (s *testServer) admin(t testing.TB, method, path, body string, out any) {
 
 // adminFail sends an admin request that must fail with code (also its HTTP
 // status) and returns the error body.
-func (s *testServer) adminFail(t testing.TB, method, path, body string, code int) errorBody {
+func (s *testServer) adminFail(t testing.TB, method, path, body string, code int) httpx.ErrorBody {
 	t.Helper()
 	status, b := s.do(t, method, "/admin/v1"+path, adminAuth, body)
-	var e errorBody
+	var e httpx.ErrorBody
 	if err := json.Unmarshal(b, &e); err != nil || status != code || e.Code != code || e.Status != 0 || e.Message == "" {
 		t.Fatalf("%s %s %s: want error %d, got HTTP %d %s", method, path, body, code, status, b)
 	}
@@ -136,7 +137,7 @@ func (s *testServer) adminFail(t testing.TB, method, path, body string, code int
 }
 
 // wantField checks that a 400 names field in its details.
-func wantField(t testing.TB, e errorBody, field string) {
+func wantField(t testing.TB, e httpx.ErrorBody, field string) {
 	t.Helper()
 	for _, d := range e.Details {
 		if d.Field == field {
@@ -148,10 +149,10 @@ func wantField(t testing.TB, e errorBody, field string) {
 
 // public sends a public API request as tenant key/secret and returns the
 // HTTP status and the decoded body.
-func (s *testServer) public(t testing.TB, key, secret, method, path, body string) (int, errorBody) {
+func (s *testServer) public(t testing.TB, key, secret, method, path, body string) (int, httpx.ErrorBody) {
 	t.Helper()
 	status, b := s.do(t, method, path, bearer(t, key, secret), body)
-	var e errorBody
+	var e httpx.ErrorBody
 	if err := json.Unmarshal(b, &e); err != nil {
 		t.Fatalf("%s %s: %s", method, path, b)
 	}
@@ -161,7 +162,7 @@ func (s *testServer) public(t testing.TB, key, secret, method, path, body string
 	return status, e
 }
 
-func qaImport(t testing.TB, s *testServer, body string) (int, errorBody) {
+func qaImport(t testing.TB, s *testServer, body string) (int, httpx.ErrorBody) {
 	t.Helper()
 	return s.public(t, "qa-key", "qa-secret", "POST", opA("sc-remind"), body)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -103,7 +104,7 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 
 func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
 	var b endpointBody
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	app, e, err := a.endpoint(r, ps)
@@ -139,7 +140,7 @@ func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error
 	var b struct {
 		Since string `json:"since"`
 	}
-	if err := decodeJSON(r, &b, adminBody); err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	since, err := time.Parse(time.RFC3339, b.Since)
@@ -165,7 +166,7 @@ func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error)
 	if !domain.MessageStates[f.State] {
 		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
-	if f.CursorPage, err = cursorPageParams(q); err != nil {
+	if f.CursorPage, err = httpx.CursorPageParams(q); err != nil {
 		return nil, err
 	}
 	list, next, err := a.Messages(r.Context(), app.ID, f)

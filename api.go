@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
 	"dialbox/internal/ops"
 	"encoding/json"
@@ -19,19 +21,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// operation names a public operation and the internal-error body its table
-// gives (the three differ: "Unknown error", "Uknown error", "Lỗi hệ thống").
-type operation struct {
-	name     string
-	internal *APIError
-}
-
-var (
-	opAddToScenario = operation{"A", errUnknownA}
-	opListScenarios = operation{"B", errUnknownB}
-	opAddToCampaign = operation{"C", errSystemC}
-)
-
 // API serves the public operations of the spec.
 type API struct {
 	cfg   config.Config
@@ -41,9 +30,9 @@ type API struct {
 	now      func() time.Time
 	log      *slog.Logger
 	importer *importer.Importer
-	limits   *rateLimits
-	tokens   *tokenCache // ACCESS_TOKENs already verified (auth.go)
-	body     bodyRules   // how operations A and C read their bodies
+	limits   *httpx.RateLimits
+	tokens   *auth.Cache     // ACCESS_TOKENs already verified
+	body     httpx.BodyRules // how operations A and C read their bodies
 	// imports holds a token per import in progress (limits.max_concurrent_imports).
 	imports chan struct{}
 
@@ -60,51 +49,64 @@ type apiStore interface {
 	keep(key string, load func() (any, error)) (any, error)
 }
 
-func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *Journal, faults *Faults, log *slog.Logger) *API {
-	return &API{cfg: cfg, store: store, now: time.Now, log: log, importer: importer,
-		limits: newRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &tokenCache{},
-		body:    bodyRules{max: cfg.Limits.MaxBodyBytes, whole: true, numbers: true},
+func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *Journal, faults *Faults, now func() time.Time, log *slog.Logger) *API {
+	return &API{cfg: cfg, store: store, now: now, log: log, importer: importer,
+		limits: httpx.NewRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &auth.Cache{},
+		body:    httpx.BodyRules{Max: cfg.Limits.MaxBodyBytes, Whole: true, Numbers: true},
 		imports: make(chan struct{}, cfg.Limits.MaxConcurrentImports),
 		journal: journal, faults: faults}
 }
 
 func (a *API) routes(r *httprouter.Router) {
-	r.POST("/api/v1/public-api/scenarios/:scenario_id/calls", a.handle(opAddToScenario, a.addToScenario))
-	r.GET("/api/v1/public-api/scenarios", a.handle(opListScenarios, a.listScenarios))
-	r.POST("/api/v1/public-api/campaign", a.handle(opAddToCampaign, a.addToCampaign))
+	r.POST("/api/v1/public-api/scenarios/:scenario_id/calls", a.handle(httpx.OpAddToScenario, a.addToScenario))
+	r.GET("/api/v1/public-api/scenarios", a.handle(httpx.OpListScenarios, a.listScenarios))
+	r.POST("/api/v1/public-api/campaign", a.handle(httpx.OpAddToCampaign, a.addToCampaign))
 }
 
 // handle serves op with h for an authenticated application (appFrom gives
 // it); an error, or a panic, is answered with the body of op's table.
-func (a *API) handle(op operation, h handler) httprouter.Handle {
+func (a *API) handle(op httpx.Operation, h httpx.Handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		// Deferred before the recover below, so a panic's answer is journaled too.
-		w, journaled := a.journal.begin(w, r, op.name)
+		w, journaled := a.journal.begin(w, r, op.Name)
 		defer journaled()
 		defer func() {
 			if v := recover(); v != nil {
-				a.log.Error("panic serving request", "op", op.name, "path", r.URL.Path, "panic", v)
-				a.writeError(w, op.internal)
+				a.log.Error("panic serving request", "op", op.Name, "path", r.URL.Path, "panic", v)
+				a.writeError(w, op.Internal)
 			}
 		}()
 		result, err := a.serve(w, r, ps, op, h)
 		if err == nil {
-			writeSuccess(w, result)
+			httpx.WriteSuccess(w, result)
 			return
 		}
-		body, known := publicError(op, err)
+		body, known := httpx.PublicError(op, err)
 		if !known {
-			a.log.Error("internal error", "op", op.name, "path", r.URL.Path, "err", err)
+			a.log.Error("internal error", "op", op.Name, "path", r.URL.Path, "err", err)
 		}
 		a.writeError(w, body)
 	}
 }
 
+// writeError writes a public error body with the HTTP status
+// api.error_http_status asks for.
+func (a *API) writeError(w http.ResponseWriter, e *httpx.Error) {
+	status := http.StatusOK
+	if a.cfg.API.ErrorHTTPStatus != config.StatusModeAlways {
+		status = httpx.SemanticStatus(e.Code)
+	}
+	if e.Code == httpx.ErrRateLimited.Code && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1") // every 429 says when to come back
+	}
+	httpx.WriteJSON(w, status, httpx.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details})
+}
+
 // serve authenticates, applies the fault rules and the rate limit, then
 // runs h.
-func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, h handler) (any, error) {
-	app, apiErr, err := a.tokens.authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
-	ops.NoteRequest(r.Context(), op.name, app)
+func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, h httpx.Handler) (any, error) {
+	app, apiErr, err := a.tokens.Authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
+	ops.NoteRequest(r.Context(), op.Name, app)
 	switch {
 	case err != nil:
 		return nil, err
@@ -115,9 +117,9 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 	if apiErr := a.faults.apply(w, r, ps, op, app); apiErr != nil {
 		return nil, apiErr
 	}
-	if ok, wait := a.limits.allow(app.ID, time.Now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
-		return nil, errRateLimited
+	if ok, wait := a.limits.Allow(app.ID, time.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(httpx.RetryAfterSeconds(wait)))
+		return nil, httpx.ErrRateLimited
 	}
 	return h(r.WithContext(context.WithValue(r.Context(), appKey{}, app)), ps)
 }
@@ -146,7 +148,7 @@ func (a *API) addToScenario(r *http.Request, ps httprouter.Params) (any, error) 
 		return nil, err
 	}
 	var body addToScenarioBody
-	if err := decodeJSON(r, &body, a.body); err != nil {
+	if err := httpx.DecodeJSON(r, &body, a.body); err != nil {
 		return nil, err
 	}
 	if err := a.checkContacts(body.Contacts); err != nil {
@@ -167,7 +169,7 @@ func (a *API) addToCampaign(r *http.Request, _ httprouter.Params) (any, error) {
 	app := appFrom(r.Context())
 	// The campaign id travels in the body, so the body is read first.
 	var body addToCampaignBody
-	if err := decodeJSON(r, &body, a.body); err != nil {
+	if err := httpx.DecodeJSON(r, &body, a.body); err != nil {
 		return nil, err
 	}
 	if body.CampaignID == nil || *body.CampaignID == "" {
@@ -221,7 +223,7 @@ func (a *API) importContacts(ctx context.Context, app *domain.Application, sc *d
 	case a.imports <- struct{}{}:
 		defer func() { <-a.imports }()
 	default:
-		return nil, errOverloaded
+		return nil, httpx.ErrOverloaded
 	}
 	res, err := a.importer.Import(ctx, app, sc, campaignID, items, a.now())
 	if err != nil {
@@ -243,11 +245,11 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 	if status != "" && !domain.ValidScenarioStatus(status) {
 		bad = append(bad, domain.FieldError{Field: "status", Reason: "must be DRAFT, ACTIVE, REVIEWING or REJECT"})
 	}
-	limit, ok := intParam(q.Get("limit"), 10, 1, 50)
+	limit, ok := httpx.IntParam(q.Get("limit"), 10, 1, 50)
 	if !ok {
 		bad = append(bad, domain.FieldError{Field: "limit", Reason: "must be an integer from 1 to 50"})
 	}
-	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
+	offset, ok := httpx.IntParam(q.Get("offset"), 0, 0, 1<<31-1)
 	if !ok {
 		bad = append(bad, domain.FieldError{Field: "offset", Reason: "must be an integer of 0 or more"})
 	}
@@ -273,7 +275,7 @@ func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
 			}
 		}
 		list, err := domain.MarshalJSON(scenarioList{Scenarios: out, TotalCount: total})
-		return wrapSuccess(list), err
+		return httpx.WrapSuccess(list), err
 	})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/testtool"
 	"encoding/json"
 	"fmt"
@@ -963,7 +964,7 @@ func TestHTTPStatusMapping(t *testing.T) {
 		400: 400, 401: 401, 1201: 401, 1104: 402, 1105: 402, 3001: 404, 404: 404, 413: 413,
 		1208: 422, 1403: 422, 429: 429, 2301: 503, 1402: 500, 500: 500, 9999: 500,
 	} {
-		if got := httpStatusFor(code); got != want {
+		if got := httpx.SemanticStatus(code); got != want {
 			t.Errorf("httpStatusFor(%d) = %d, want %d", code, got, want)
 		}
 	}

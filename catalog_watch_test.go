@@ -12,6 +12,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 )
 
 // discardResponse is a ResponseWriter that keeps nothing, so a benchmark
@@ -144,7 +145,7 @@ func testServerSeesTheCLI(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
 	token := bearer(t, "cli-key", "cli-secret-012345")
 	s.adminFail(t, "GET", "/apps/cli-key", "", 404)
-	if status, e := s.public(t, "cli-key", "cli-secret-012345", "GET", pathB, ""); status != 401 || e.Code != errAppNotFound.Code {
+	if status, e := s.public(t, "cli-key", "cli-secret-012345", "GET", pathB, ""); status != 401 || e.Code != httpx.ErrAppNotFound.Code {
 		t.Fatalf("unknown application: HTTP %d %+v", status, e)
 	}
 	if err := run(context.Background(), []string{"app", "create", "--name", "From CLI", "--api-key", "cli-key",

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
@@ -178,7 +179,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if err != nil {
 		return err
 	}
-	token, err := MintToken(app, time.Now())
+	token, err := auth.MintToken(app, time.Now())
 	if err != nil {
 		return err
 	}
@@ -200,7 +201,7 @@ func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret
 	if err != nil {
 		return err
 	}
-	token, err := MintToken(app, time.Now())
+	token, err := auth.MintToken(app, time.Now())
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -66,7 +67,7 @@ func testCLIAdminCommands(t *testing.T, backend string) {
 	if out := cli("app", "disable", "--app", "qa-key"); !strings.Contains(out, "disabled: true") {
 		t.Errorf("app disable:\n%s", out)
 	}
-	seenAfter(t, backend, "the application disabled (operation B answers it is not found)", func() bool { return publicB() == errAppNotFound.Code })
+	seenAfter(t, backend, "the application disabled (operation B answers it is not found)", func() bool { return publicB() == httpx.ErrAppNotFound.Code })
 	if out := cli("app", "enable", "--app", "qa-key"); !strings.Contains(out, "disabled: false") {
 		t.Errorf("app enable:\n%s", out)
 	}

@@ -20,6 +20,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandboxclock"
 
@@ -84,7 +85,7 @@ type consoleReads interface {
 	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
 	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
-	Recording(ctx context.Context, appKey, contactID, callID string) (*ServedFile, error)
+	Recording(ctx context.Context, appKey, contactID, callID string) (*httpx.ServedFile, error)
 	Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEndpoint, error)
 	Endpoint(ctx context.Context, appID int64, id string) (*domain.WebhookEndpoint, error)
 	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
@@ -229,7 +230,7 @@ type layoutData struct {
 }
 
 // consolePage serves a GET: the view to render, or an error for
-// consoleError (http.go) to explain.
+// httpx.ConsoleError to explain.
 type consolePage func(r *http.Request, ps httprouter.Params) (*view, error)
 
 // consoleAction serves a form POST: where to go next (POST-redirect-GET)
@@ -361,7 +362,7 @@ func (c *Console) action(h consoleAction) httprouter.Handle {
 		defer c.recoverPanic(w, r, s)
 		next, done, err := h(r, ps, s)
 		if err != nil {
-			status, msg, known := consoleError(err)
+			status, msg, known := httpx.ConsoleError(err)
 			if !known {
 				c.log.Error("console action failed", "path", r.URL.Path, "err", err)
 			}
@@ -386,7 +387,7 @@ func (c *Console) recoverPanic(w http.ResponseWriter, r *http.Request, s *sessio
 
 // fail renders the error page for err.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
-	status, msg, known := consoleError(err)
+	status, msg, known := httpx.ConsoleError(err)
 	if !known {
 		c.log.Error("console request failed", "path", r.URL.Path, "err", err)
 	}

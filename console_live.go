@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -58,7 +59,7 @@ func (c *Console) live(open func(r *http.Request, ps httprouter.Params) (liveFun
 			render, err = open(r, ps)
 		}
 		if err != nil {
-			status, msg, _ := consoleError(err)
+			status, msg, _ := httpx.ConsoleError(err)
 			http.Error(w, msg, status)
 			return
 		}

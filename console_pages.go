@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/httpx"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -301,7 +302,7 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 	if f.To, err = dateParam(q, "to", 1); err != nil {
 		return nil, err
 	}
-	if f.Limit, err = limitParam(q); err != nil {
+	if f.Limit, err = httpx.LimitParam(q); err != nil {
 		return nil, err
 	}
 	if cur := q.Get("cursor"); cur != "" {
@@ -410,7 +411,7 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 	if !domain.MessageStates[f.State] {
 		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
-	if f.CursorPage, err = cursorPageParams(q); err != nil {
+	if f.CursorPage, err = httpx.CursorPageParams(q); err != nil {
 		return nil, err
 	}
 	list, next, err := c.admin.Messages(ctx, app.ID, f)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"net/http"
 	"net/url"
 	"slices"
@@ -32,7 +33,7 @@ type journalView struct {
 func (c *Console) journalFilter(q url.Values) (JournalFilter, error) {
 	f := JournalFilter{Operation: q.Get("operation"), Tenant: q.Get("app"), Fault: q.Get("fault")}
 	var ok bool
-	if f.Code, ok = intParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
+	if f.Code, ok = httpx.IntParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
 		return f, domain.Invalid("code", "must be a code like 1402 (1: success)")
 	}
 	if b := q.Get("before"); b != "" {
@@ -163,7 +164,7 @@ type codeChoice struct {
 
 func (c *Console) faultsPage(*http.Request, httprouter.Params) (*view, error) {
 	d := &faultsView{Rules: c.admin.FaultRules(), Operations: []string{"A", "B", "C"}, Codes: map[string][]codeChoice{}}
-	ops := map[string]operation{"A": opAddToScenario, "B": opListScenarios, "C": opAddToCampaign}
+	ops := map[string]httpx.Operation{"A": httpx.OpAddToScenario, "B": httpx.OpListScenarios, "C": httpx.OpAddToCampaign}
 	for op, codes := range operationCodes {
 		for _, code := range codes {
 			d.Codes[op] = append(d.Codes[op], codeChoice{code, faultError(ops[op], code, "").Message})

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"dialbox/internal/httpx"
 	"encoding/base64"
 	"net/http"
 	"net/url"
@@ -158,7 +159,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	next := safeNext(r.PostFormValue("next"))
 	right, retryAfter := c.admin.CheckToken(r, r.PostFormValue("token"), now)
 	if retryAfter > 0 {
-		secs := retryAfterSeconds(retryAfter)
+		secs := httpx.RetryAfterSeconds(retryAfter)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		c.renderSignin(w, r, http.StatusTooManyRequests, signinData{Next: next,
 			Error: "Too many wrong tokens: try again in " + strconv.Itoa(secs) + " seconds."})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"errors"
@@ -33,7 +34,7 @@ func (m *Main) printDemo(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	token, err := MintToken(app, time.Now())
+	token, err := auth.MintToken(app, time.Now())
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/auth"
 	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 	"strings"
@@ -37,7 +38,7 @@ func demoResultReachesSink(t *testing.T, node *testServer, phone string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := MintToken(app, time.Now())
+	token, err := auth.MintToken(app, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -101,7 +102,7 @@ func (f *Faults) removeLocked(id string) bool {
 // apply runs the latency and error rules matching a request of op by app:
 // it sleeps for every latency rule that fires, then returns the error of
 // the first error rule that fires (nil: serve the request normally).
-func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op operation, app *domain.Application) *APIError {
+func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, app *domain.Application) *httpx.Error {
 	if f == nil {
 		return nil
 	}
@@ -113,8 +114,8 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	candidates := make([]*FaultRule, 0, len(f.rules))
 	needScenario := false
 	for _, rule := range f.rules {
-		if (rule.Kind == FaultLatency || rule.Kind == FaultError && faultAnswerable(op.name, rule.Code)) &&
-			(rule.Operation == "" || rule.Operation == op.name) && (rule.APIKey == "" || rule.APIKey == app.APIKey) {
+		if (rule.Kind == FaultLatency || rule.Kind == FaultError && faultAnswerable(op.Name, rule.Code)) &&
+			(rule.Operation == "" || rule.Operation == op.Name) && (rule.APIKey == "" || rule.APIKey == app.APIKey) {
 			candidates = append(candidates, rule)
 			needScenario = needScenario || rule.ScenarioID != ""
 		}
@@ -129,7 +130,7 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	}
 
 	var delay time.Duration
-	var answer *APIError
+	var answer *httpx.Error
 	f.mu.Lock()
 	for _, rule := range candidates {
 		if rule.ScenarioID != "" && rule.ScenarioID != scenario {
@@ -162,11 +163,11 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 
 // scenarioOf is the scenario a request of A or C is for: A names it in the
 // path; C names a campaign in its body, which is read and put back.
-func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op operation, app *domain.Application) string {
-	switch op.name {
-	case opAddToScenario.name:
+func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op httpx.Operation, app *domain.Application) string {
+	switch op.Name {
+	case httpx.OpAddToScenario.Name:
 		return ps.ByName("scenario_id")
-	case opAddToCampaign.name:
+	case httpx.OpAddToCampaign.Name:
 		// Only the start of a body is looked at, so a huge one costs no more
 		// here than it will in the handler (which still applies its limits).
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxPeek))
@@ -204,12 +205,12 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // faultCodes are the codes an error rule may answer: every code of the
 // spec's tables and dialbox's extensions, with their messages. 9999 and 500
 // take the operation's own internal-error message.
-var faultCodes = map[int]*APIError{
-	400: {Code: 400, Message: "Validation Failed"}, 401: errUnauthorized, 404: publicNotFound["Campaign"],
-	413: publicBodies[domain.ETOOLARGE], 429: errRateLimited, 1104: publicBodies[domain.EWALLETEXPIRED],
-	1105: publicBodies[domain.EWALLETEMPTY], 1201: errAppNotFound, 1208: publicBodies[domain.ECONTENTEMPTY],
-	1402: publicBodies[domain.EIMPORTFAILED], 1403: publicBodies[domain.EALLINVALID], 2301: publicBodies[domain.EPOOLUNAVAILABLE],
-	3001: publicNotFound["Scenario"], 9999: errUnknownA, 500: errSystemC,
+var faultCodes = map[int]*httpx.Error{
+	400: {Code: 400, Message: "Validation Failed"}, 401: httpx.ErrUnauthorized, 404: httpx.PublicNotFound["Campaign"],
+	413: httpx.PublicBodies[domain.ETOOLARGE], 429: httpx.ErrRateLimited, 1104: httpx.PublicBodies[domain.EWALLETEXPIRED],
+	1105: httpx.PublicBodies[domain.EWALLETEMPTY], 1201: httpx.ErrAppNotFound, 1208: httpx.PublicBodies[domain.ECONTENTEMPTY],
+	1402: httpx.PublicBodies[domain.EIMPORTFAILED], 1403: httpx.PublicBodies[domain.EALLINVALID], 2301: httpx.PublicBodies[domain.EPOOLUNAVAILABLE],
+	3001: httpx.PublicNotFound["Scenario"], 9999: httpx.ErrUnknownA, 500: httpx.ErrSystemC,
 }
 
 // FaultBody is a new fault rule as given, to the admin API or the
@@ -243,13 +244,13 @@ func faultAnswerable(op string, code int) bool {
 	return slices.Contains(operationCodes[op], code)
 }
 
-func faultError(op operation, code int, message string) *APIError {
+func faultError(op httpx.Operation, code int, message string) *httpx.Error {
 	e := faultCodes[code]
-	if code == op.internal.Code {
-		e = op.internal
+	if code == op.Internal.Code {
+		e = op.Internal
 	}
 	if message != "" {
-		return &APIError{Code: code, Message: message}
+		return &httpx.Error{Code: code, Message: message}
 	}
 	return e
 }

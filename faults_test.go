@@ -7,6 +7,7 @@ package main
 import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -61,8 +62,8 @@ func testFaultEveryErrorCode(t *testing.T, backend string) {
 		method, path, body := validRequest(c.op)
 		status, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body)
 		want := fmt.Sprintf(`{"status":0,"code":%d,"message":%q}`, c.code, c.message)
-		if status != httpStatusFor(c.code) || string(b) != want {
-			t.Errorf("%s %d: HTTP %d %s, want HTTP %d %s", c.op, c.code, status, b, httpStatusFor(c.code), want)
+		if status != httpx.SemanticStatus(c.code) || string(b) != want {
+			t.Errorf("%s %d: HTTP %d %s, want HTTP %d %s", c.op, c.code, status, b, httpx.SemanticStatus(c.code), want)
 		}
 		if status, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body); status != 200 {
 			t.Errorf("%s %d: the rule fired twice: %d %s", c.op, c.code, status, b)
@@ -368,7 +369,7 @@ func TestFaultCodesTheOperationAnswers(t *testing.T) {
 	for op, want := range map[string]int{"A": 1402, "B": 9999, "C": 1402} {
 		method, path, body := validRequest(op)
 		status, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body)
-		var e errorBody
+		var e httpx.ErrorBody
 		json.Unmarshal(b, &e)
 		if e.Code != want {
 			t.Errorf("%s under rules for 1402 and 9999: HTTP %d %s, want code %d", op, status, b, want)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"errors"
 	"io"
@@ -180,15 +182,15 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Fatal(err)
 	}
 	app, _ := store.AppByKey(f.Context(), "fuzz-key")
-	good, _ := MintToken(app, time.Now())
+	good, _ := auth.MintToken(app, time.Now())
 	f.Add("Bearer " + good)
-	tokens := &tokenCache{}
+	tokens := &auth.Cache{}
 	f.Fuzz(func(t *testing.T, header string) {
-		got, apiErr, err := tokens.authenticate(t.Context(), store, header)
+		got, apiErr, err := tokens.Authenticate(t.Context(), store, header)
 		switch {
 		case err != nil:
 			t.Fatalf("internal error for header %q: %v", header, err)
-		case apiErr != nil && apiErr != errUnauthorized && apiErr != errAppNotFound:
+		case apiErr != nil && apiErr != httpx.ErrUnauthorized && apiErr != httpx.ErrAppNotFound:
 			t.Fatalf("unexpected error %v for %q", apiErr, header)
 		case apiErr == nil && (got == nil || got.APIKey != "fuzz-key"):
 			t.Fatalf("accepted %q for %v", header, got)

@@ -6,6 +6,7 @@ package main
 // only bound a hung test.
 
 import (
+	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
@@ -278,7 +279,7 @@ func mintFor(t testing.TB, s *testServer, apiKey string) string {
 // mintToken is MintToken that fails the test instead of returning an error.
 func mintToken(t testing.TB, app *domain.Application) string {
 	t.Helper()
-	tok, err := MintToken(app, time.Now())
+	tok, err := auth.MintToken(app, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"dialbox/internal/csvsafe"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
 
 	"github.com/schollz/progressbar/v3"
@@ -148,7 +149,7 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 	if campaignID != "" {
 		camp, err := store.Campaign(ctx, appID, campaignID)
 		if errors.Is(err, domain.ErrNotFound) {
-			return fmt.Errorf("%v: %q", publicNotFound["Campaign"], campaignID)
+			return fmt.Errorf("%v: %q", httpx.PublicNotFound["Campaign"], campaignID)
 		}
 		if err != nil {
 			return err
@@ -160,7 +161,7 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 	}
 	sc, err := store.Scenario(ctx, appID, scenarioID)
 	if errors.Is(err, domain.ErrNotFound) {
-		return fmt.Errorf("%v: %q", publicNotFound["Scenario"], scenarioID)
+		return fmt.Errorf("%v: %q", httpx.PublicNotFound["Scenario"], scenarioID)
 	}
 	imp.sc = sc
 	return err
@@ -277,7 +278,7 @@ func (imp *csvImport) importChunk(ctx context.Context, header []string, records 
 // refused says why a chunk was not imported: with operation A's code for a
 // refusal, so the file and the API explain themselves alike.
 func (imp *csvImport) refused(err error, first int) error {
-	body, known := publicError(opAddToScenario, err)
+	body, known := httpx.PublicError(httpx.OpAddToScenario, err)
 	if !known {
 		return err
 	}

@@ -166,7 +166,7 @@ func (w *journalWriter) Write(b []byte) (int, error) {
 	if room := w.max - len(w.body); room > 0 {
 		keep := b[:min(room, len(b))]
 		if w.body == nil && cap(b) <= 2*w.max {
-			// writeBody's bodies never change once written: keep a
+			// The HTTP edge's bodies (internal/httpx) never change once written: keep a
 			// reference (capacity cut, so a later append copies), unless
 			// it would pin a body much larger than what is kept.
 			w.body, w.held = keep[:len(keep):len(keep)], cap(b)

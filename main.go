@@ -23,6 +23,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
@@ -320,16 +321,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
 		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
 	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
-	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.Log)
-	m.api.now = m.sandboxNow.Now
+	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.sandboxNow.Now, m.Log)
 
-	router := newRouter()
+	router := httpx.NewRouter()
 	m.api.routes(router)
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.api.writeError(w, &APIError{Code: 404, Message: "Not found"})
+		m.api.writeError(w, &httpx.Error{Code: 404, Message: "Not found"})
 	})
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: 405, Message: "Method not allowed"})
+		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Code: 405, Message: "Method not allowed"})
 	})
 	if m.sink, err = NewSink(cfg.Sink); err != nil {
 		return err
@@ -372,7 +372,7 @@ func (m *Main) startOps(router *httprouter.Router) (*ops.Server, error) {
 		Retained: map[string]func() (int, int){
 			"journal":     m.api.journal.size,
 			"sink":        m.sink.size,
-			"token_cache": m.api.tokens.size,
+			"token_cache": m.api.tokens.Size,
 		}}
 	if pg, ok := m.store.(interface{ nodeID() string }); ok {
 		p.Node = pg.nodeID()

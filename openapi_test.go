@@ -5,6 +5,7 @@ import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -272,7 +273,7 @@ func TestOpenAPIContractIsStrict(t *testing.T) {
 		}
 	}
 	// Answers the contract test cannot make happen on demand.
-	overloaded, _ := json.Marshal(errorBody{Code: errOverloaded.Code, Message: errOverloaded.Message, Details: errOverloaded.Details})
+	overloaded, _ := json.Marshal(httpx.ErrorBody{Code: httpx.ErrOverloaded.Code, Message: httpx.ErrOverloaded.Message, Details: httpx.ErrOverloaded.Details})
 	header429 := http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Request-Id": {"abc"}, "Retry-After": {"1"}}
 	for _, path := range []string{fmt.Sprintf(contractA, "x"), contractC} {
 		if err := c.Validate("POST", path, 429, header429, overloaded); err != nil {

@@ -5,6 +5,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,7 +64,7 @@ func testMaxQueuedContacts(t *testing.T, backend string) {
 	}
 	shed := func(code int, h http.Header, body []byte) {
 		t.Helper()
-		var e errorBody
+		var e httpx.ErrorBody
 		if err := json.Unmarshal(body, &e); err != nil || code != http.StatusTooManyRequests || e.Code != 429 ||
 			e.Message != "Too many requests" || len(e.Details) != 1 || e.Details[0].Field != "contacts" ||
 			!strings.Contains(e.Details[0].Reason, "at most 3") || h.Get("Retry-After") == "" {
@@ -192,7 +193,7 @@ func testContactSizeLimits(t *testing.T, backend string) {
 		t.Helper()
 		before := stored()
 		code, got := s.do(t, http.MethodPost, path, qa, body)
-		var e errorBody
+		var e httpx.ErrorBody
 		if err := json.Unmarshal(got, &e); err != nil || code != http.StatusBadRequest || e.Code != 400 ||
 			e.Message != "Validation Failed" || len(e.Details) != 1 || e.Details[0].Field != field ||
 			!strings.Contains(e.Details[0].Reason, reason) {

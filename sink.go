@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"dialbox/internal/config"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -85,18 +86,18 @@ func NewSink(cfg config.SinkConfig) (*Sink, error) {
 func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
 	if len(name) > maxSinkNameBytes {
-		writeJSON(w, http.StatusBadRequest, errorBody{Code: 400, Message: fmt.Sprintf("Sink name longer than %d bytes", maxSinkNameBytes)})
+		httpx.WriteJSON(w, http.StatusBadRequest, httpx.ErrorBody{Code: 400, Message: fmt.Sprintf("Sink name longer than %d bytes", maxSinkNameBytes)})
 		return
 	}
 	for _, h := range []string{standardwebhooks.HeaderWebhookID, standardwebhooks.HeaderWebhookTimestamp, standardwebhooks.HeaderWebhookSignature} {
 		if len(r.Header.Get(h)) > maxSinkHeaderBytes {
-			writeJSON(w, http.StatusBadRequest, errorBody{Code: 400, Message: fmt.Sprintf("Header %s longer than %d bytes", h, maxSinkHeaderBytes)})
+			httpx.WriteJSON(w, http.StatusBadRequest, httpx.ErrorBody{Code: 400, Message: fmt.Sprintf("Header %s longer than %d bytes", h, maxSinkHeaderBytes)})
 			return
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.maxBody)))
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Code: 413, Message: "Webhook body too large"})
+		httpx.WriteJSON(w, http.StatusRequestEntityTooLarge, httpx.ErrorBody{Code: 413, Message: "Webhook body too large"})
 		return
 	}
 	// Copies of exactly what is counted: the name is a slice of the

@@ -7,7 +7,7 @@ import (
 )
 
 // Error is a domain error: what went wrong, in dialbox's own terms. The
-// store, the importer and the handlers return it; the HTTP edge (http.go)
+// store, the importer and the handlers return it; the HTTP edge (internal/httpx)
 // alone turns it into an API's code, message and status. Any other error is
 // internal: logged, and answered with the API's internal-error body.
 type Error struct {

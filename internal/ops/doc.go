@@ -5,7 +5,8 @@
 // cache), the loggers, and the access log with its request ids and HTTP
 // metrics wrapped around every route (docs/operations.md).
 //
-// It imports internal/config, internal/domain and internal/tts, never the
+// It imports internal/config, internal/domain, internal/httpx (answers in
+// the API's JSON) and internal/tts, never the
 // root package: the store, the engine, webhook delivery and the TTS cache
 // reach it through the small interfaces it declares, handed in by New.
 package ops

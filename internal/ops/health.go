@@ -2,18 +2,16 @@ package ops
 
 import (
 	"context"
+	"dialbox/internal/httpx"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
-
-	"dialbox/internal/domain"
 )
 
 // healthz answers while the process serves HTTP at all.
 func healthz(version string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		answer(w, http.StatusOK, map[string]string{"status": "alive", "version": version})
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "alive", "version": version})
 	}
 }
 
@@ -42,22 +40,8 @@ func readyz(checks []readinessCheck) http.HandlerFunc {
 		if status != http.StatusOK {
 			state = "not ready"
 		}
-		answer(w, status, map[string]any{"status": state, "checks": results})
+		httpx.WriteJSON(w, status, map[string]any{"status": state, "checks": results})
 	}
-}
-
-// answer writes v as JSON the way the public API writes its bodies: in one
-// Write, with its length, HTML left unescaped.
-func answer(w http.ResponseWriter, status int, v any) {
-	b, err := domain.MarshalJSON(v)
-	if err != nil {
-		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
-		status = http.StatusInternalServerError
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
 }
 
 // storeChecks are the database's readiness checks: the store takes a write

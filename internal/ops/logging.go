@@ -180,7 +180,7 @@ func routeClass(path string) string {
 }
 
 // resultRecorder keeps the HTTP status and the public API's result code.
-// Every public API body is written in one Write (writeJSON), beginning
+// Every public API body is written by httpx.WriteJSON in one Write, beginning
 // {"status":0,"code":N or {"status":1, so the code is read off its start.
 type resultRecorder struct {
 	http.ResponseWriter

@@ -1,9 +1,18 @@
-package main
+// Package auth owns the public API's authentication: the ACCESS_TOKEN
+// check in its fixed order (docs/design.md#authentication-checks-in-a-fixed-order),
+// the cache of tokens already verified, and MintToken, which makes a token
+// as a customer would. It is a package of its own rather than part of
+// internal/httpx because it is the public API's alone (the admin API and
+// the console have their own token) and it brings the JWT library, which
+// nothing else at the edge needs. It imports internal/domain, for the
+// application, and internal/httpx, for the 401 and 1201 bodies it answers.
+package auth
 
 import (
 	"context"
 	"crypto/sha256"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"errors"
 	"strings"
 	"sync"
@@ -19,25 +28,25 @@ var tokenParser = jwt.NewParser()
 
 // authFailure carries what the key function found out to authenticate.
 type authFailure struct {
-	apiErr *APIError
+	apiErr *httpx.Error
 	err    error // an internal error (the store failed)
 }
 
 func (f *authFailure) Error() string { return "authentication failed" }
 
-// appByKey is what authentication reads of the store.
-type appByKey interface {
+// Store is what authentication reads of the store.
+type Store interface {
 	AppByKey(ctx context.Context, apiKey string) (*domain.Application, error)
 }
 
-// authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
+// Authenticate checks an Authorization header in the order docs/design.md#authentication-checks-in-a-fixed-order fixes:
 // malformed -> 401, unknown or disabled application -> 1201, bad signature,
 // algorithm other than HS256 (none included) or expiry -> 401.
-func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header string) (*domain.Application, *APIError, error) {
+func (c *Cache) Authenticate(ctx context.Context, store Store, header string) (*domain.Application, *httpx.Error, error) {
 	raw, ok := strings.CutPrefix(header, "Bearer ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
-		return nil, errUnauthorized, nil
+		return nil, httpx.ErrUnauthorized, nil
 	}
 	if app, ok, err := c.lookup(ctx, store, raw, time.Now()); ok || err != nil {
 		return app, nil, err
@@ -47,17 +56,17 @@ func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header st
 		claims, _ := t.Claims.(jwt.MapClaims)
 		apiKey, ok := claims["apiKey"].(string)
 		if !ok {
-			return nil, &authFailure{apiErr: errUnauthorized}
+			return nil, &authFailure{apiErr: httpx.ErrUnauthorized}
 		}
 		var err error
 		app, err = store.AppByKey(ctx, apiKey)
 		switch {
 		case errors.Is(err, domain.ErrNotFound) || (err == nil && app.Disabled):
-			return nil, &authFailure{apiErr: errAppNotFound}
+			return nil, &authFailure{apiErr: httpx.ErrAppNotFound}
 		case err != nil:
 			return nil, &authFailure{err: err}
 		case t.Method != jwt.SigningMethodHS256:
-			return nil, &authFailure{apiErr: errUnauthorized}
+			return nil, &authFailure{apiErr: httpx.ErrUnauthorized}
 		}
 		return []byte(app.APISecret), nil
 	})
@@ -66,20 +75,20 @@ func (c *tokenCache) authenticate(ctx context.Context, store appByKey, header st
 	case errors.As(err, &failure):
 		return nil, failure.apiErr, failure.err
 	case err != nil: // malformed, bad signature, expired
-		return nil, errUnauthorized, nil
+		return nil, httpx.ErrUnauthorized, nil
 	}
 	c.remember(raw, app, token.Claims)
 	return app, nil, nil
 }
 
-// tokenCache remembers tokens already verified: a client sends the same
+// Cache remembers tokens already verified: a client sends the same
 // token with every request, and checking its HMAC and decoding its claims
 // is most of what operation B costs otherwise. Only a verified token gets
 // in, keyed by the SHA-256 of its exact text (a tenant may sign tokens of
 // any size; the cache must not keep them), and it counts only while its
 // application keeps the secret that verified it and its exp/nbf still
 // allow it.
-type tokenCache struct {
+type Cache struct {
 	mu      sync.RWMutex
 	entries map[tokenDigest]verifiedToken
 	bytes   int // what the entries retain, by cachedTokenBytes
@@ -108,8 +117,8 @@ func cachedTokenBytes(v verifiedToken) int {
 	return sha256.Size + len(v.apiKey) + len(v.secret) + 96
 }
 
-// size is how many tokens the cache holds and the bytes they retain.
-func (c *tokenCache) size() (entries, bytes int) {
+// Size is how many tokens the cache holds and the bytes they retain.
+func (c *Cache) Size() (entries, bytes int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.entries), c.bytes
@@ -117,7 +126,7 @@ func (c *tokenCache) size() (entries, bytes int) {
 
 // lookup authenticates a token verified before; ok is false when the token
 // must be verified (again) the long way.
-func (c *tokenCache) lookup(ctx context.Context, store appByKey, raw string, now time.Time) (*domain.Application, bool, error) {
+func (c *Cache) lookup(ctx context.Context, store Store, raw string, now time.Time) (*domain.Application, bool, error) {
 	digest := digestToken(raw)
 	c.mu.RLock()
 	v, ok := c.entries[digest]
@@ -136,7 +145,7 @@ func (c *tokenCache) lookup(ctx context.Context, store appByKey, raw string, now
 	return app, true, nil
 }
 
-func (c *tokenCache) remember(raw string, app *domain.Application, claims jwt.Claims) {
+func (c *Cache) remember(raw string, app *domain.Application, claims jwt.Claims) {
 	v := verifiedToken{apiKey: app.APIKey, secret: app.APISecret}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		v.exp = exp.Time

@@ -1,4 +1,4 @@
-package main
+package httpx
 
 import (
 	"math"
@@ -8,22 +8,22 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// rateLimits holds one token bucket per application, so one noisy tenant
+// RateLimits holds one token bucket per application, so one noisy tenant
 // cannot starve the others.
-type rateLimits struct {
+type RateLimits struct {
 	perSecond float64
 	burst     int
 	mu        sync.Mutex
 	buckets   map[int64]*rate.Limiter
 }
 
-func newRateLimits(perSecond float64, burst int) *rateLimits {
-	return &rateLimits{perSecond: perSecond, burst: burst, buckets: map[int64]*rate.Limiter{}}
+func NewRateLimits(perSecond float64, burst int) *RateLimits {
+	return &RateLimits{perSecond: perSecond, burst: burst, buckets: map[int64]*rate.Limiter{}}
 }
 
-// allow takes a token for the application; when there is none it returns
+// Allow takes a token for the application; when there is none it returns
 // false and how long until there will be (for Retry-After).
-func (l *rateLimits) allow(appID int64, now time.Time) (bool, time.Duration) {
+func (l *RateLimits) Allow(appID int64, now time.Time) (bool, time.Duration) {
 	if l == nil || l.perSecond <= 0 {
 		return true, 0
 	}
@@ -42,7 +42,7 @@ func (l *rateLimits) allow(appID int64, now time.Time) (bool, time.Duration) {
 	return true, 0
 }
 
-// retryAfterSeconds rounds a wait up to whole seconds, at least 1.
-func retryAfterSeconds(d time.Duration) int {
+// RetryAfterSeconds rounds a wait up to whole seconds, at least 1.
+func RetryAfterSeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }

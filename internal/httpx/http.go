@@ -1,8 +1,7 @@
-package main
+package httpx
 
 import (
 	"bytes"
-	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
@@ -22,27 +21,22 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// The HTTP edge both APIs share: the handler contract, reading JSON
-// bodies, writing answers (a file among them), the paged lists' query parameters (the
-// console's lists read them too), and the one place where domain errors
-// (internal/domain/errors.go) become each API's codes, messages and statuses.
-
-// handler serves one route. It returns the result to answer as
+// Handler serves one route. It returns the result to answer as
 // {"status":1,"result":...}, or an error for the edge to map: a domain
-// *Error, a wire *APIError decided by an edge check, or anything else,
+// *Error, a wire *Error decided by an edge check, or anything else,
 // which is internal (logged, and answered with the API's own body).
-type handler func(r *http.Request, ps httprouter.Params) (any, error)
+type Handler func(r *http.Request, ps httprouter.Params) (any, error)
 
-// APIError is an error body of either API: {"status":0,"code":N,"message":"..."}.
-type APIError struct {
+// Error is an error body of either API: {"status":0,"code":N,"message":"..."}.
+type Error struct {
 	Code    int                 `json:"code"`
 	Message string              `json:"message"`
 	Details []domain.FieldError `json:"details,omitempty"`
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
 
-type errorBody struct {
+type ErrorBody struct {
 	Status  int                 `json:"status"`
 	Code    int                 `json:"code"`
 	Message string              `json:"message"`
@@ -55,20 +49,33 @@ type errorBody struct {
 // limits) and the operations' internal-error bodies, spelled as the spec's
 // tables spell them.
 var (
-	errUnauthorized = &APIError{Code: 401, Message: "Unauthorized"}
-	errAppNotFound  = &APIError{Code: 1201, Message: "Application is not found"}
-	errRateLimited  = &APIError{Code: 429, Message: "Too many requests"}
+	ErrUnauthorized = &Error{Code: 401, Message: "Unauthorized"}
+	ErrAppNotFound  = &Error{Code: 1201, Message: "Application is not found"}
+	ErrRateLimited  = &Error{Code: 429, Message: "Too many requests"}
 	// errOverloaded sheds an import over limits.max_concurrent_imports.
-	errOverloaded = &APIError{Code: 429, Message: "Too many requests",
+	ErrOverloaded = &Error{Code: 429, Message: "Too many requests",
 		Details: []domain.FieldError{{Field: "contacts", Reason: "too many imports in progress; retry shortly"}}}
-	errUnknownA = &APIError{Code: 9999, Message: "Unknown error"}
-	errUnknownB = &APIError{Code: 9999, Message: "Uknown error"}
-	errSystemC  = &APIError{Code: 500, Message: "Lỗi hệ thống"}
+	ErrUnknownA = &Error{Code: 9999, Message: "Unknown error"}
+	errUnknownB = &Error{Code: 9999, Message: "Uknown error"}
+	ErrSystemC  = &Error{Code: 500, Message: "Lỗi hệ thống"}
 )
 
-// publicBodies answer the domain errors of the spec's error tables, plus
+// Operation names a public operation and the internal-error body its table
+// gives (the three differ: "Unknown error", "Uknown error", "Lỗi hệ thống").
+type Operation struct {
+	Name     string
+	Internal *Error
+}
+
+var (
+	OpAddToScenario = Operation{"A", ErrUnknownA}
+	OpListScenarios = Operation{"B", errUnknownB}
+	OpAddToCampaign = Operation{"C", ErrSystemC}
+)
+
+// PublicBodies answer the domain errors of the spec's error tables, plus
 // dialbox's documented extensions (3001, 404, 413, 429).
-var publicBodies = map[string]*APIError{
+var PublicBodies = map[string]*Error{
 	domain.ETOOLARGE:        {Code: 413, Message: "Too many contacts"},
 	domain.ECONTENTEMPTY:    {Code: 1208, Message: "Scenario content is empty"},
 	domain.EWALLETEXPIRED:   {Code: 1104, Message: "Portal wallet is expired"},
@@ -78,16 +85,16 @@ var publicBodies = map[string]*APIError{
 	domain.EIMPORTFAILED:    {Code: 1402, Message: "Import contacts failed"},
 }
 
-// publicNotFound answers ENOTFOUND, per entity.
-var publicNotFound = map[string]*APIError{
+// PublicNotFound answers ENOTFOUND, per entity.
+var PublicNotFound = map[string]*Error{
 	"Scenario": {Code: 3001, Message: "Scenario is not found"},
 	"Campaign": {Code: 404, Message: "Campaign is not found"},
 }
 
-// publicError is the body operation op answers for err. known is false for
+// PublicError is the body operation op answers for err. known is false for
 // an internal error (op's own internal-error body), which the caller logs.
-func publicError(op operation, err error) (body *APIError, known bool) {
-	var wire *APIError
+func PublicError(op Operation, err error) (body *Error, known bool) {
+	var wire *Error
 	if errors.As(err, &wire) {
 		return wire, true
 	}
@@ -95,38 +102,25 @@ func publicError(op operation, err error) (body *APIError, known bool) {
 	if errors.As(err, &e) {
 		switch e.Code {
 		case domain.EINVALID:
-			return &APIError{Code: 400, Message: "Validation Failed", Details: e.Details}, true
+			return &Error{Code: 400, Message: "Validation Failed", Details: e.Details}, true
 		case domain.EQUEUEFULL:
-			return &APIError{Code: 429, Message: "Too many requests", Details: e.Details}, true
+			return &Error{Code: 429, Message: "Too many requests", Details: e.Details}, true
 		case domain.ENOTFOUND:
-			if b := publicNotFound[e.Entity]; b != nil {
+			if b := PublicNotFound[e.Entity]; b != nil {
 				return b, true
 			}
 		default:
-			if b := publicBodies[e.Code]; b != nil {
+			if b := PublicBodies[e.Code]; b != nil {
 				return b, true
 			}
 		}
 	}
-	return op.internal, false
+	return op.Internal, false
 }
 
-// writeError writes a public error body with the HTTP status
-// api.error_http_status asks for.
-func (a *API) writeError(w http.ResponseWriter, e *APIError) {
-	status := http.StatusOK
-	if a.cfg.API.ErrorHTTPStatus != config.StatusModeAlways {
-		status = httpStatusFor(e.Code)
-	}
-	if e.Code == errRateLimited.Code && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1") // every 429 says when to come back
-	}
-	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
-}
-
-// httpStatusFor maps an error code to the HTTP status of its body in the
+// SemanticStatus maps an error code to the HTTP status of its body in the
 // "semantic" mode (docs/design.md#http-status-of-error-bodies).
-func httpStatusFor(code int) int {
+func SemanticStatus(code int) int {
 	switch code {
 	case 400:
 		return http.StatusBadRequest
@@ -152,12 +146,12 @@ func httpStatusFor(code int) int {
 // ---- the admin API's error bodies ----
 
 // Admin errors: the public envelope, with the HTTP status equal to the code.
-var errAdminInternal = &APIError{Code: 500, Message: "Internal error"}
+var ErrAdminInternal = &Error{Code: 500, Message: "Internal error"}
 
-// adminError is the admin API's body for err; known is false for an
+// AdminError is the admin API's body for err; known is false for an
 // internal error, which the caller logs.
-func adminError(err error) (body *APIError, known bool) {
-	var wire *APIError
+func AdminError(err error) (body *Error, known bool) {
+	var wire *Error
 	if errors.As(err, &wire) {
 		return wire, true
 	}
@@ -165,55 +159,55 @@ func adminError(err error) (body *APIError, known bool) {
 	if errors.As(err, &e) {
 		switch e.Code {
 		case domain.EINVALID:
-			return &APIError{Code: 400, Message: "Validation Failed", Details: e.Details}, true
+			return &Error{Code: 400, Message: "Validation Failed", Details: e.Details}, true
 		case domain.ENOTFOUND:
 			if e.Entity != "" {
-				return &APIError{Code: 404, Message: e.Message}, true
+				return &Error{Code: 404, Message: e.Message}, true
 			}
 		case domain.ECONFLICT:
-			return &APIError{Code: 409, Message: e.Message}, true
+			return &Error{Code: 409, Message: e.Message}, true
 		case domain.EBADCONFIG:
-			return &APIError{Code: 422, Message: e.Message}, true
+			return &Error{Code: 422, Message: e.Message}, true
 		}
 	}
-	return errAdminInternal, false
+	return ErrAdminInternal, false
 }
 
-func writeAdminError(w http.ResponseWriter, e *APIError) {
+func WriteAdminError(w http.ResponseWriter, e *Error) {
 	status := e.Code
 	if status < 400 || status > 599 {
 		status = http.StatusInternalServerError
 	}
-	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
+	WriteJSON(w, status, ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details})
 }
 
 // ---- reading requests ----
 
-// bodyRules are how an API reads a JSON request body.
-type bodyRules struct {
-	max int64 // bytes
+// BodyRules are how an API reads a JSON request body.
+type BodyRules struct {
+	Max int64 // bytes
 	// whole: a body over max is ETOOLARGE, and it must hold one JSON
 	// object and nothing after it (the public API). Otherwise a body over
 	// max fails as bad JSON (the admin API).
-	whole bool
+	Whole bool
 	// numbers keeps numbers as json.Number, so contacts echo them as sent.
-	numbers bool
+	Numbers bool
 	// strict refuses unknown fields and quotes the decoder on bad JSON.
 	strict bool
 }
 
-// adminBody is how the admin API reads bodies.
-var adminBody = bodyRules{max: 1 << 20, strict: true}
+// AdminBody is how the admin API reads bodies.
+var AdminBody = BodyRules{Max: 1 << 20, strict: true}
 
-// decodeJSON reads a JSON object body into v; every problem is EINVALID
+// DecodeJSON reads a JSON object body into v; every problem is EINVALID
 // naming the field (or "body"), or ETOOLARGE.
-func decodeJSON(r *http.Request, v any, rules bodyRules) error {
+func DecodeJSON(r *http.Request, v any, rules BodyRules) error {
 	// Read whole, so a string that is not UTF-8 is refused naming its field
 	// rather than turned into U+FFFD by the decoder.
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, rules.max))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, rules.Max))
 	var tooBig *http.MaxBytesError
 	switch {
-	case err != nil && !rules.whole:
+	case err != nil && !rules.Whole:
 		return domain.Invalid("body", "must be a JSON object: "+err.Error())
 	case errors.As(err, &tooBig):
 		return domain.ErrTooLarge
@@ -226,7 +220,7 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if rules.numbers {
+	if rules.Numbers {
 		dec.UseNumber()
 	}
 	if rules.strict {
@@ -236,7 +230,7 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return domain.Invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type))
+			return domain.Invalid(typeErr.Field, "must be "+JSONKind(typeErr.Type))
 		case rules.strict && strings.HasPrefix(err.Error(), "json: unknown field "):
 			return domain.Invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
 		case !rules.strict || errors.Is(err, io.EOF):
@@ -244,7 +238,7 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 		}
 		return domain.Invalid("body", "must be a JSON object: "+err.Error())
 	}
-	if rules.whole {
+	if rules.Whole {
 		if _, err := dec.Token(); err != io.EOF {
 			return domain.Invalid("body", "must hold one JSON object and nothing after it")
 		}
@@ -252,9 +246,9 @@ func decodeJSON(r *http.Request, v any, rules bodyRules) error {
 	return nil
 }
 
-// jsonKind is what a value of Go type t is in JSON, as an error's reason
+// JSONKind is what a value of Go type t is in JSON, as an error's reason
 // says it.
-func jsonKind(t reflect.Type) string {
+func JSONKind(t reflect.Type) string {
 	goType := t.String()
 	switch strings.TrimPrefix(goType, "*") {
 	case "string":
@@ -276,8 +270,8 @@ func jsonKind(t reflect.Type) string {
 	return "of type " + goType
 }
 
-// intParam parses an optional integer query parameter within [min, max].
-func intParam(s string, def, min, max int) (int, bool) {
+// IntParam parses an optional integer query parameter within [min, max].
+func IntParam(s string, def, min, max int) (int, bool) {
 	if s == "" {
 		return def, true
 	}
@@ -290,37 +284,37 @@ func intParam(s string, def, min, max int) (int, bool) {
 
 // ---- writing answers ----
 
-// writeSuccess writes {"status":1,"result":...}. A result already in JSON
+// WriteSuccess writes {"status":1,"result":...}. A result already in JSON
 // (a cached page) is written as it is, not parsed and compacted again, and
 // a whole cached body without even being wrapped.
-func writeSuccess(w http.ResponseWriter, result any) {
+func WriteSuccess(w http.ResponseWriter, result any) {
 	switch r := result.(type) {
 	case successBody:
 		writeBody(w, http.StatusOK, r)
 		return
 	case json.RawMessage:
-		writeBody(w, http.StatusOK, wrapSuccess(r))
+		writeBody(w, http.StatusOK, WrapSuccess(r))
 		return
 	}
 	raw, err := domain.MarshalJSON(result)
 	if err != nil { // results are plain data: not expected
-		writeJSON(w, http.StatusInternalServerError, errorBody{Code: errUnknownA.Code, Message: errUnknownA.Message})
+		WriteJSON(w, http.StatusInternalServerError, ErrorBody{Code: ErrUnknownA.Code, Message: ErrUnknownA.Message})
 		return
 	}
-	writeBody(w, http.StatusOK, wrapSuccess(raw))
+	writeBody(w, http.StatusOK, WrapSuccess(raw))
 }
 
 // successBody is a whole success body, {"status":1,"result":...}, ready to
 // be written again and again (operation B's cached pages).
 type successBody []byte
 
-func wrapSuccess(result json.RawMessage) successBody {
+func WrapSuccess(result json.RawMessage) successBody {
 	b := make([]byte, 0, len(result)+len(`{"status":1,"result":}`))
 	b = append(b, `{"status":1,"result":`...)
 	return append(append(b, result...), '}')
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := domain.MarshalJSON(v)
 	if err != nil {
 		b = []byte(`{"status":0,"code":9999,"message":"Unknown error"}`)
@@ -338,7 +332,7 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	w.Write(b)
 }
 
-// newRouter is httprouter without its redirects. By default it answers a
+// NewRouter is httprouter without its redirects. By default it answers a
 // path it could fix (a trailing slash, "..", the wrong case) with a 301 or
 // 308 and an HTML body; an API client does not follow those as it would a
 // browser, and the fake must answer as the cloud does. Such a path gets
@@ -346,7 +340,7 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 // Nothing in front of the router (observed, the access log) rewrites or
 // redirects paths; only the separate metrics listener's ServeMux does, for
 // /metrics alone.
-func newRouter() *httprouter.Router {
+func NewRouter() *httprouter.Router {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -355,9 +349,9 @@ func newRouter() *httprouter.Router {
 
 // ---- the web console's error pages ----
 
-// consoleError is the HTTP status and the sentence the console shows for
+// ConsoleError is the HTTP status and the sentence the console shows for
 // err; known is false for an internal error, which the caller logs.
-func consoleError(err error) (status int, message string, known bool) {
+func ConsoleError(err error) (status int, message string, known bool) {
 	var e *domain.Error
 	if errors.As(err, &e) {
 		switch e.Code {
@@ -378,31 +372,31 @@ func consoleError(err error) (status int, message string, known bool) {
 	return http.StatusInternalServerError, "Internal error: the server log has the details.", false
 }
 
-// pageParams reads limit (see limitParam) and offset (default 0).
-func pageParams(q url.Values) (int, int, error) {
-	limit, err := limitParam(q)
+// PageParams reads limit (see LimitParam) and offset (default 0).
+func PageParams(q url.Values) (int, int, error) {
+	limit, err := LimitParam(q)
 	if err != nil {
 		return 0, 0, err
 	}
-	offset, ok := intParam(q.Get("offset"), 0, 0, 1<<31-1)
+	offset, ok := IntParam(q.Get("offset"), 0, 0, 1<<31-1)
 	if !ok {
 		return 0, 0, domain.Invalid("offset", "must be an integer of 0 or more")
 	}
 	return limit, offset, nil
 }
 
-// limitParam reads limit, the page size of the admin API's and the console's paged lists
+// LimitParam reads limit, the page size of the admin API's and the console's paged lists
 // (the journal has its own): 1 to 500, default 50.
-func limitParam(q url.Values) (int, error) {
-	limit, ok := intParam(q.Get("limit"), 50, 1, 500)
+func LimitParam(q url.Values) (int, error) {
+	limit, ok := IntParam(q.Get("limit"), 50, 1, 500)
 	if !ok {
 		return 0, domain.Invalid("limit", "must be an integer from 1 to 500")
 	}
 	return limit, nil
 }
 
-// timeParam reads an optional RFC 3339 query parameter.
-func timeParam(q url.Values, name string) (time.Time, error) {
+// TimeParam reads an optional RFC 3339 query parameter.
+func TimeParam(q url.Values, name string) (time.Time, error) {
 	s := q.Get(name)
 	if s == "" {
 		return time.Time{}, nil
@@ -414,18 +408,18 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 	return t, nil
 }
 
-// cursorPageParams reads from, to, limit and cursor (a next_cursor of an
+// CursorPageParams reads from, to, limit and cursor (a next_cursor of an
 // earlier page), and complains of the first bad one in that order.
-func cursorPageParams(q url.Values) (domain.CursorPage, error) {
+func CursorPageParams(q url.Values) (domain.CursorPage, error) {
 	var p domain.CursorPage
 	var err error
-	if p.From, err = timeParam(q, "from"); err != nil {
+	if p.From, err = TimeParam(q, "from"); err != nil {
 		return p, err
 	}
-	if p.To, err = timeParam(q, "to"); err != nil {
+	if p.To, err = TimeParam(q, "to"); err != nil {
 		return p, err
 	}
-	if p.Limit, err = limitParam(q); err != nil {
+	if p.Limit, err = LimitParam(q); err != nil {
 		return p, err
 	}
 	if c := q.Get("cursor"); c != "" {
@@ -440,16 +434,16 @@ func cursorPageParams(q url.Values) (domain.CursorPage, error) {
 // console's recording): the body is the
 // file, downloaded under name.
 type ServedFile struct {
-	path, name, contentType string
-	missing                 error // the answer when the file is not there
+	Path, Name, ContentType string
+	Missing                 error // the answer when the file is not there
 }
 
 // Serve writes the file; an error only when it could not be opened (then
 // nothing was written).
 func (f *ServedFile) Serve(w http.ResponseWriter) error {
-	file, err := os.Open(f.path)
+	file, err := os.Open(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return f.missing // removed since its call was read (retention)
+		return f.Missing // removed since its call was read (retention)
 	}
 	if err != nil {
 		return err
@@ -460,9 +454,9 @@ func (f *ServedFile) Serve(w http.ResponseWriter) error {
 		return err
 	}
 	h := w.Header()
-	h.Set("Content-Type", f.contentType)
+	h.Set("Content-Type", f.ContentType)
 	h.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.name}))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name}))
 	w.WriteHeader(http.StatusOK)
 	io.Copy(w, file) // a client gone mid-way is no error of ours
 	return nil
