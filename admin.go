@@ -28,9 +28,14 @@ import (
 // one file per resource (admin_apps.go, admin_wallet.go, admin_pools.go,
 // admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
 // admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go);
-// the services its handlers share with the console are in admin_services.go.
+// the services its handlers share with the console are in admin_services.go,
+// what it asks of the store in admin_store.go.
 type Admin struct {
-	store     Store
+	apps      AppStore
+	calling   CallingStore
+	contacts  ContactStore
+	webhooks  WebhookStore
+	dnc       DNCStore
 	region    string // phone.default_region, to read the phone filter
 	now       func() time.Time
 	log       *slog.Logger
@@ -59,11 +64,53 @@ type Admin struct {
 	// deadlines follow (uploadBody).
 	readTimeout, writeTimeout time.Duration
 
-	// Given by Main: reset wipes and re-applies the tenants with calling
-	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.
+	// reset wipes and re-applies the tenants with calling stopped; wake
+	// tells the engine, wakeWebhooks the deliverer, of work.
 	reset        func(ctx context.Context) error
 	wake         func(appID int64)
 	wakeWebhooks func()
+}
+
+// AdminParts are what the admin API is built from; the fields are
+// Admin's, told there.
+type AdminParts struct {
+	Apps     AppStore
+	Calling  CallingStore
+	Contacts ContactStore
+	Webhooks WebhookStore
+	DNC      DNCStore
+
+	Region      string
+	Now         func() time.Time
+	Log         *slog.Logger
+	TokenHash   [sha256.Size]byte
+	WrongTokens *tokenlimit.Limiter
+	Proxies     proxy.Trusted
+
+	Journal    *Journal
+	Faults     *Faults
+	Sink       *Sink
+	Clock      Clock
+	SandboxNow *sandboxclock.Clock
+
+	Trunks                    map[string]bool
+	Recordings                RecordingFiles
+	RecordingBase             string
+	ReadTimeout, WriteTimeout time.Duration
+
+	Reset        func(ctx context.Context) error
+	Wake         func(appID int64)
+	WakeWebhooks func()
+}
+
+// NewAdmin builds the admin API whole from its parts.
+func NewAdmin(p AdminParts) *Admin {
+	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC,
+		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
+		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
+		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,
+		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout,
+		reset: p.Reset, wake: p.Wake, wakeWebhooks: p.WakeWebhooks}
 }
 
 // Clock is the simulator's time scale, changeable at run time.
@@ -89,7 +136,7 @@ const (
 // returns it to be announced. A configured token removes a generated one:
 // it opens nothing any more, and would stay readable in the database and
 // its backups (docs/admin.md#token).
-func adminTokenHash(ctx context.Context, store Store, configured string) ([sha256.Size]byte, string, error) {
+func adminTokenHash(ctx context.Context, store TokenStore, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
 		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, store)
 	}
@@ -116,7 +163,7 @@ func adminTokenHash(ctx context.Context, store Store, configured string) ([sha25
 // forgetGeneratedAdminToken removes a generated admin token and its hash,
 // when the database holds one: a write at every start would be a
 // configuration change every node of a cluster hears about.
-func forgetGeneratedAdminToken(ctx context.Context, store Store) error {
+func forgetGeneratedAdminToken(ctx context.Context, store TokenStore) error {
 	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
 		v, err := store.AdminSetting(ctx, key)
 		if err != nil {
@@ -158,7 +205,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(app+"/pools", a.handle(a.listPools))
 	r.POST(app+"/pools", a.handle(a.createPool))
 	r.GET(app+"/pools/:pool", a.handle(a.getPool))
-	r.DELETE(app+"/pools/:pool", a.handle(a.deleteOf("pool", "Hotline pool", a.store.DeletePool)))
+	r.DELETE(app+"/pools/:pool", a.handle(a.deleteOf("pool", "Hotline pool", a.calling.DeletePool)))
 	r.POST(app+"/pools/:pool/numbers", a.handle(a.addNumbers))
 	r.DELETE(app+"/pools/:pool/numbers/:number", a.handle(a.removeNumber))
 	r.POST(app+"/pools/:pool/numbers/:number/enable", a.handle(a.setNumberEnabled(true)))
@@ -168,7 +215,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST(app+"/scenarios", a.handle(a.createScenario))
 	r.GET(app+"/scenarios/:scenario", a.handle(a.getScenario))
 	r.PATCH(app+"/scenarios/:scenario", a.handle(a.updateScenario))
-	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteOf("scenario", "Scenario", a.store.DeleteScenario)))
+	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteOf("scenario", "Scenario", a.calling.DeleteScenario)))
 	for _, t := range scenarioTransitions {
 		r.POST(app+"/scenarios/:scenario/"+t.name, a.handle(a.transition(t)))
 	}
@@ -183,7 +230,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST(app+"/webhooks", a.handle(a.createEndpoint))
 	r.GET(app+"/webhooks/:endpoint", a.handle(a.getEndpoint))
 	r.PATCH(app+"/webhooks/:endpoint", a.handle(a.updateEndpoint))
-	r.DELETE(app+"/webhooks/:endpoint", a.handle(a.deleteOf("endpoint", "Webhook endpoint", a.store.DeleteEndpoint)))
+	r.DELETE(app+"/webhooks/:endpoint", a.handle(a.deleteOf("endpoint", "Webhook endpoint", a.webhooks.DeleteEndpoint)))
 	r.POST(app+"/webhooks/:endpoint/rotate-secret", a.handle(a.rotateSecret))
 	r.POST(app+"/webhooks/:endpoint/recover", a.handle(a.recoverFailed))
 

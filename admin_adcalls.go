@@ -16,7 +16,7 @@ func (a *Admin) getAdvertising(r *http.Request, ps httprouter.Params) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return a.store.AdSettings(r.Context(), app.ID)
+	return a.apps.AdSettings(r.Context(), app.ID)
 }
 
 type adSettingsBody struct {
@@ -35,7 +35,7 @@ func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, e
 	if b.Timezone != nil && *b.Timezone != domain.AdTimezone {
 		return nil, domain.Invalid("timezone", "is always "+domain.AdTimezone+", the time the decree's hours are in")
 	}
-	s, err := a.store.AdSettings(r.Context(), app.ID)
+	s, err := a.apps.AdSettings(r.Context(), app.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, e
 	if fe := s.Check(); fe != nil {
 		return nil, domain.ValidationError(*fe)
 	}
-	if err := a.store.SetAdSettings(r.Context(), app.ID, s, a.now()); err != nil {
+	if err := a.apps.SetAdSettings(r.Context(), app.ID, s, a.now()); err != nil {
 		return nil, err
 	}
 	a.wake(app.ID)

@@ -72,7 +72,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if b.Destinations != nil {
 		rules = *b.Destinations
 	}
-	app, err := a.store.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
+	app, err := a.apps.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("An application with api_key %q already exists", key)
 	}
@@ -110,7 +110,7 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 }
 
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p domain.AppPatch) (any, error) {
-	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
+	app, err := a.apps.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
 	return app, notFound(err, "Application")
 }
 
@@ -121,7 +121,7 @@ func (a *Admin) setAppDisabled(disabled bool) httpx.Handler {
 }
 
 func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
-	err := a.store.DeleteApp(r.Context(), ps.ByName("app"))
+	err := a.apps.DeleteApp(r.Context(), ps.ByName("app"))
 	return map[string]string{"deleted": ps.ByName("app")}, notFound(err, "Application")
 }
 

@@ -45,7 +45,7 @@ func (a *Admin) countDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, loaded, err := a.store.CountDNC(r.Context(), list)
+	n, loaded, err := a.dnc.CountDNC(r.Context(), list)
 	var at *time.Time
 	if !loaded.IsZero() {
 		at = &loaded
@@ -77,7 +77,7 @@ func (a *Admin) addDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	if len(bad) > 0 {
 		return nil, domain.ValidationError(bad...)
 	}
-	added, err := a.store.AddDNC(r.Context(), list, phones, a.now())
+	added, err := a.dnc.AddDNC(r.Context(), list, phones, a.now())
 	return map[string]int{"added": added, "duplicate": len(phones) - added}, err
 }
 
@@ -104,7 +104,7 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
-	rep, err := importDNC(r.Context(), a.store, body, dncLength{bytes: r.ContentLength, claimed: true},
+	rep, err := importDNC(r.Context(), a.dnc, body, dncLength{bytes: r.ContentLength, claimed: true},
 		dncLoad{list: list, region: a.region, replace: true, force: force, now: a.now()})
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dncFileError
@@ -134,7 +134,7 @@ func (a *Admin) lookupDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	lists, err := a.store.LookupDNC(r.Context(), list, e164)
+	lists, err := a.dnc.LookupDNC(r.Context(), list, e164)
 	return map[string]any{"number": e164, "lists": lists}, err
 }
 
@@ -143,7 +143,7 @@ func (a *Admin) removeDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = a.store.RemoveDNC(r.Context(), list, e164)
+	err = a.dnc.RemoveDNC(r.Context(), list, e164)
 	return map[string]string{"deleted": e164}, notFound(err, "Number")
 }
 

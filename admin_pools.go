@@ -24,7 +24,7 @@ func (a *Admin) getPool(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := a.store.Pools(r.Context(), app.ID, ps.ByName("pool"))
+	pools, err := a.calling.Pools(r.Context(), app.ID, ps.ByName("pool"))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 	if !ok {
 		return nil, domain.Invalid("numbers", "must not hold an empty number")
 	}
-	err = a.store.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
+	err = a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Hotline pool %q already exists", b.Key)
 	}
@@ -90,7 +90,7 @@ func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
 	if !ok || len(numbers) == 0 {
 		return nil, domain.Invalid("numbers", "is required and must hold non-empty numbers")
 	}
-	if err := notFound(a.store.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers), "Hotline pool"); err != nil {
+	if err := notFound(a.calling.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers), "Hotline pool"); err != nil {
 		return nil, err
 	}
 	return a.getPool(r, ps)
@@ -101,7 +101,7 @@ func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := notFound(a.store.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number")), "Hotline number"); err != nil {
+	if err := notFound(a.calling.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number")), "Hotline number"); err != nil {
 		return nil, err
 	}
 	return a.getPool(r, ps)
@@ -113,7 +113,7 @@ func (a *Admin) setNumberEnabled(enabled bool) httpx.Handler {
 		if err != nil {
 			return nil, err
 		}
-		if err := notFound(a.store.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled), "Hotline number"); err != nil {
+		if err := notFound(a.calling.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled), "Hotline number"); err != nil {
 			return nil, err
 		}
 		a.wake(app.ID)

@@ -231,7 +231,7 @@ func (a *Admin) checkFault(ctx context.Context, b *FaultBody) (*FaultRule, error
 		return nil, domain.Invalid("operation", "must be A, B or C (or absent for all three)")
 	}
 	if rule.APIKey != "" {
-		app, err := a.store.AppByKey(ctx, rule.APIKey)
+		app, err := a.apps.AppByKey(ctx, rule.APIKey)
 		if errors.Is(err, domain.ErrNotFound) {
 			return nil, domain.Invalid("api_key", domain.QuotedPrefix(rule.APIKey)+" is not an application")
 		}

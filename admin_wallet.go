@@ -42,7 +42,7 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 			return nil, domain.Invalid("expires_at", "must be an RFC 3339 time like \"2030-01-01T00:00:00Z\", or null")
 		}
 	}
-	w, err := a.store.UpdateWallet(r.Context(), app.ID, func(w *domain.Wallet) {
+	w, err := a.apps.UpdateWallet(r.Context(), app.ID, func(w *domain.Wallet) {
 		setIf(&w.Prepaid, b.Prepaid)
 		setIf(&w.Balance, b.Balance)
 		setIf(&w.PricePerCall, b.PricePerCall)
@@ -89,7 +89,7 @@ func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
 	if b.Amount == nil || *b.Amount <= 0 {
 		return nil, domain.Invalid("amount", "is required and must be a positive number of VND")
 	}
-	if err := a.store.TopUp(r.Context(), app.ID, *b.Amount, a.now()); err != nil {
+	if err := a.apps.TopUp(r.Context(), app.ID, *b.Amount, a.now()); err != nil {
 		return nil, err
 	}
 	a.wake(app.ID)

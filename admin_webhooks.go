@@ -96,10 +96,10 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
-	return a.store.Endpoint(r.Context(), app.ID, e.ID)
+	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
 }
 
 func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
@@ -114,7 +114,7 @@ func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
 	return a.getEndpoint(r, ps)
@@ -126,10 +126,10 @@ func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	e.Secret = newWebhookSecret()
-	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
-	return a.store.Endpoint(r.Context(), app.ID, e.ID)
+	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
 }
 
 func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error) {

@@ -346,8 +346,15 @@ func (e *dncShrinkError) Error() string {
 		dncReplaceMaxShrink*100, e.listed, e.file)
 }
 
+// dncStore is what importDNC asks of the store: a list's count, and
+// loading numbers onto it.
+type dncStore interface {
+	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
+	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
+}
+
 // importDNC reads a list file and puts its numbers on a list.
-func importDNC(ctx context.Context, s Store, r io.Reader, length dncLength, load dncLoad) (DNCReport, error) {
+func importDNC(ctx context.Context, s dncStore, r io.Reader, length dncLength, load dncLoad) (DNCReport, error) {
 	numbers, rep, err := readDNCFile(ctx, r, length, load.region)
 	if err != nil {
 		return rep, err

@@ -505,12 +505,13 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
 		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
 		MaxAddresses: 10_000}, m.Log)
-	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: time.Now, log: m.Log, tokenHash: hash,
-		wrongTokens: wrongTokens, proxies: proxies,
-		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
-		recordings: recordingFiles(m.Config), recordingBase: m.recordingBase(),
-		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
-		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
+	admin := NewAdmin(AdminParts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
+		Region: m.Config.Phone.DefaultRegion, Now: time.Now, Log: m.Log, TokenHash: hash,
+		WrongTokens: wrongTokens, Proxies: proxies,
+		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
+		Recordings: recordingFiles(m.Config), RecordingBase: m.recordingBase(),
+		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
+		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
 	admin.routes(router)
 	access, err := m.sinkAccess(ctx)
 	if err != nil {
