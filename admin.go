@@ -14,6 +14,8 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
+	"dialbox/internal/recordings"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
 	"dialbox/internal/tokenlimit"
 
@@ -44,9 +46,9 @@ type Admin struct {
 	// sign-in, by the client's address as proxies tells it.
 	wrongTokens *tokenlimit.Limiter
 	proxies     proxy.Trusted
-	journal     *Journal
-	faults      *Faults
-	sink        *Sink
+	journal     *sandbox.Journal
+	faults      *sandbox.Faults
+	sink        *sandbox.Sink
 	// clock is the simulator's; nil with real calls, whose time is fixed.
 	clock Clock
 	// sandboxNow is the time the rules of calling read (a contact's wait);
@@ -58,7 +60,7 @@ type Admin struct {
 	trunks map[string]bool
 	// recordings are the calls' recordings, recordingBase what their
 	// recording_url starts with.
-	recordings    RecordingFiles
+	recordings    recordings.Files
 	recordingBase string
 	// http.read_timeout and http.write_timeout, which a list upload's
 	// deadlines follow (uploadBody).
@@ -87,14 +89,14 @@ type AdminParts struct {
 	WrongTokens *tokenlimit.Limiter
 	Proxies     proxy.Trusted
 
-	Journal    *Journal
-	Faults     *Faults
-	Sink       *Sink
+	Journal    *sandbox.Journal
+	Faults     *sandbox.Faults
+	Sink       *sandbox.Sink
 	Clock      Clock
 	SandboxNow *sandboxclock.Clock
 
 	Trunks                    map[string]bool
-	Recordings                RecordingFiles
+	Recordings                recordings.Files
 	RecordingBase             string
 	ReadTimeout, WriteTimeout time.Duration
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
 	"net/http"
 	"time"
 
@@ -44,7 +45,7 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 	}
 	for i := range calls {
 		if calls[i].Recorded {
-			calls[i].RecordingURL = recordingURL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
+			calls[i].RecordingURL = recordings.URL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
 	wait, err := contactWait(r.Context(), a.contacts, app.ID, c, a.sandboxNow.Now())

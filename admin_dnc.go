@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"errors"
@@ -104,16 +105,16 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
-	rep, err := importDNC(r.Context(), a.dnc, body, dncLength{bytes: r.ContentLength, claimed: true},
-		dncLoad{list: list, region: a.region, replace: true, force: force, now: a.now()})
+	rep, err := dnc.Import(r.Context(), a.dnc, body, dnc.Length{Bytes: r.ContentLength, Claimed: true},
+		dnc.Load{List: list, Region: a.region, Replace: true, Force: force, Now: a.now()})
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
-	var fileErr *dncFileError
+	var fileErr *dnc.FileError
 	if errors.As(err, &fileErr) {
 		return nil, domain.Invalid("body", fileErr.Error())
 	}
-	if shrink := (*dncShrinkError)(nil); errors.As(err, &shrink) {
+	if shrink := (*dnc.ShrinkError)(nil); errors.As(err, &shrink) {
 		return nil, domain.Conflict("Replacing the list would drop more than %.0f%% of its %d numbers (the file holds %d); send it with ?force=true to replace the list anyway",
-			dncReplaceMaxShrink*100, shrink.listed, shrink.file)
+			dnc.ReplaceMaxShrink*100, shrink.Listed, shrink.File)
 	}
 	return rep, err
 }

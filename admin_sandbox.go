@@ -14,6 +14,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
 
 	"github.com/google/uuid"
@@ -163,8 +164,8 @@ func (a *Admin) SetSandboxOffset(seconds int64) error {
 
 // ---- journal ----
 
-func journalFilter(q url.Values) (JournalFilter, error) {
-	f := JournalFilter{Method: q.Get("method"), Path: q.Get("path"), Operation: q.Get("operation"),
+func journalFilter(q url.Values) (sandbox.JournalFilter, error) {
+	f := sandbox.JournalFilter{Method: q.Get("method"), Path: q.Get("path"), Operation: q.Get("operation"),
 		Tenant: q.Get("tenant"), Fault: q.Get("fault")}
 	var ok bool
 	if f.Status, ok = httpx.IntParam(q.Get("status"), 0, 100, 599); !ok {
@@ -214,7 +215,7 @@ func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
 // checkFault validates a new rule and fills in what it derives: the fields
 // every kind shares, then that no other kind's field is set, then the kind's
 // own fields, so the first problem reported is always the same one.
-func (a *Admin) checkFault(ctx context.Context, b *FaultBody) (*FaultRule, error) {
+func (a *Admin) checkFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.FaultRule, error) {
 	rule := b.FaultRule
 	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
 	rule.Probability = 1
@@ -238,20 +239,20 @@ func (a *Admin) checkFault(ctx context.Context, b *FaultBody) (*FaultRule, error
 		if err != nil {
 			return nil, err
 		}
-		rule.appID = app.ID
+		rule.AppID = app.ID
 	}
 	if err := checkFaultFields(&rule); err != nil {
 		return nil, err
 	}
 	var err error
 	switch rule.Kind {
-	case FaultError:
+	case sandbox.FaultError:
 		err = checkErrorFault(&rule)
-	case FaultLatency:
+	case sandbox.FaultLatency:
 		err = checkLatencyFault(&rule)
-	case FaultDial:
+	case sandbox.FaultDial:
 		err = checkDialFault(&rule, a.region)
-	case FaultWebhook:
+	case sandbox.FaultWebhook:
 		err = checkWebhookFault(&rule)
 	}
 	if err != nil {
@@ -262,16 +263,16 @@ func (a *Admin) checkFault(ctx context.Context, b *FaultBody) (*FaultRule, error
 
 // checkFaultFields checks the kind and that the rule sets only its kind's
 // fields, so a typo'd rule fails loudly.
-func checkFaultFields(rule *FaultRule) error {
+func checkFaultFields(rule *sandbox.FaultRule) error {
 	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
 		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
 		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
 		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0, "digits": rule.Digits != nil, "machine": rule.Machine}
 	allowed := map[string][]string{
-		FaultError:   {"operation", "scenario_id", "code", "message"},
-		FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
-		FaultDial:    {"phone", "outcome", "digits", "machine"},
-		FaultWebhook: {"endpoint_id", "status"},
+		sandbox.FaultError:   {"operation", "scenario_id", "code", "message"},
+		sandbox.FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
+		sandbox.FaultDial:    {"phone", "outcome", "digits", "machine"},
+		sandbox.FaultWebhook: {"endpoint_id", "status"},
 	}[rule.Kind]
 	if allowed == nil {
 		return domain.Invalid("kind", "must be error, latency, dial or webhook")
@@ -289,13 +290,13 @@ func checkFaultFields(rule *FaultRule) error {
 
 // checkErrorFault: the code is one of the spec's, and one the rule's
 // operation can answer.
-func checkErrorFault(rule *FaultRule) error {
-	if faultCodes[rule.Code] == nil {
+func checkErrorFault(rule *sandbox.FaultRule) error {
+	if sandbox.FaultCodes[rule.Code] == nil {
 		return domain.Invalid("code", "must be a code of the spec's error tables: 400, 401, 500, 1104, 1105, 1201, 1208, 1402, 1403, 2301, 9999 (or an extension: 404, 413, 429, 3001)")
 	}
-	if rule.Operation != "" && !faultAnswerable(rule.Operation, rule.Code) {
-		codes := make([]string, len(operationCodes[rule.Operation]))
-		for i, c := range operationCodes[rule.Operation] {
+	if rule.Operation != "" && !sandbox.Answerable(rule.Operation, rule.Code) {
+		codes := make([]string, len(sandbox.OperationCodes[rule.Operation]))
+		for i, c := range sandbox.OperationCodes[rule.Operation] {
 			codes[i] = strconv.Itoa(c)
 		}
 		return domain.Invalid("code", fmt.Sprintf("operation %s never answers %d; its codes are %s",
@@ -304,7 +305,7 @@ func checkErrorFault(rule *FaultRule) error {
 	return nil
 }
 
-func checkLatencyFault(rule *FaultRule) error {
+func checkLatencyFault(rule *sandbox.FaultRule) error {
 	if rule.DelayMS < 0 || rule.DelayMaxMS < 0 || rule.DelayMS+rule.DelayMaxMS == 0 {
 		return domain.Invalid("delay_ms", "is required: a positive number of milliseconds")
 	}
@@ -316,7 +317,7 @@ func checkLatencyFault(rule *FaultRule) error {
 
 // checkDialFault checks a call outcome rule and fills in the outcome that
 // digits or machine imply and the phone in E.164 (read in region).
-func checkDialFault(rule *FaultRule, region string) error {
+func checkDialFault(rule *sandbox.FaultRule, region string) error {
 	// digits and machine force what a simulated callee does: a person
 	// pressing keys (ANSWERED) or a voicemail box (VOICE_MAIL).
 	switch {
@@ -333,7 +334,7 @@ func checkDialFault(rule *FaultRule, region string) error {
 	case rule.Digits != nil && rule.Outcome != domain.OutcomeAnswered:
 		return domain.Invalid("digits", "only a person presses keys: outcome must be ANSWERED")
 	}
-	if !dialOutcomes[rule.Outcome] {
+	if !sandbox.DialOutcomes[rule.Outcome] {
 		return domain.Invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")
 	}
 	if rule.Phone != "" {
@@ -346,7 +347,7 @@ func checkDialFault(rule *FaultRule, region string) error {
 	return nil
 }
 
-func checkWebhookFault(rule *FaultRule) error {
+func checkWebhookFault(rule *sandbox.FaultRule) error {
 	if rule.Status < 100 || rule.Status > 599 {
 		return domain.Invalid("status", "is required: an HTTP status from 100 to 599")
 	}
@@ -354,7 +355,7 @@ func checkWebhookFault(rule *FaultRule) error {
 }
 
 func (a *Admin) addFault(r *http.Request, _ httprouter.Params) (any, error) {
-	var b FaultBody
+	var b sandbox.FaultBody
 	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
@@ -381,7 +382,7 @@ func (a *Admin) clearFaults(*http.Request, httprouter.Params) (any, error) {
 
 func (a *Admin) listSink(r *http.Request, _ httprouter.Params) (any, error) {
 	q := r.URL.Query()
-	f := SinkFilter{Name: q.Get("name"), EventType: q.Get("event_type"), WebhookID: q.Get("webhook_id")}
+	f := sandbox.SinkFilter{Name: q.Get("name"), EventType: q.Get("event_type"), WebhookID: q.Get("webhook_id")}
 	switch q.Get("verified") {
 	case "":
 	case "true", "false":

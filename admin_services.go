@@ -4,6 +4,8 @@ import (
 	"context"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
+	"dialbox/internal/sandbox"
 	"errors"
 	"time"
 )
@@ -141,7 +143,7 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	case size == 0 || a.recordings.Dir == "":
 		return nil, domain.NotFound("Recording")
 	}
-	return &httpx.ServedFile{Path: a.recordings.Path(callID), Name: callID + recordingExt, ContentType: "audio/wav",
+	return &httpx.ServedFile{Path: a.recordings.Path(callID), Name: callID + recordings.Ext, ContentType: "audio/wav",
 		Missing: domain.NotFound("Recording")}, nil
 }
 
@@ -206,7 +208,7 @@ func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID strin
 // ---- the sandbox ----
 
 // AddFault checks a new fault rule (checkFault) and adds it.
-func (a *Admin) AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error) {
+func (a *Admin) AddFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.FaultRule, error) {
 	rule, err := a.checkFault(ctx, b)
 	if err != nil {
 		return nil, err
@@ -216,7 +218,7 @@ func (a *Admin) AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error) 
 }
 
 // FaultRules lists the fault rules.
-func (a *Admin) FaultRules() []FaultRule { return a.faults.List() }
+func (a *Admin) FaultRules() []sandbox.FaultRule { return a.faults.List() }
 
 // RemoveFault removes a fault rule.
 func (a *Admin) RemoveFault(id string) error {

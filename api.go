@@ -9,6 +9,7 @@ import (
 	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
 	"dialbox/internal/ops"
+	"dialbox/internal/sandbox"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +39,8 @@ type API struct {
 
 	// journal and faults are the admin API's sandbox (admin_sandbox.go);
 	// nil: off.
-	journal *Journal
-	faults  *Faults
+	journal *sandbox.Journal
+	faults  *sandbox.Faults
 }
 
 // apiStore is the store as the public API reads it: through the
@@ -49,7 +50,7 @@ type apiStore interface {
 	keep(key string, load func() (any, error)) (any, error)
 }
 
-func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *Journal, faults *Faults, now func() time.Time, log *slog.Logger) *API {
+func NewAPI(cfg config.Config, store apiStore, importer *importer.Importer, journal *sandbox.Journal, faults *sandbox.Faults, now func() time.Time, log *slog.Logger) *API {
 	return &API{cfg: cfg, store: store, now: now, log: log, importer: importer,
 		limits: httpx.NewRateLimits(cfg.Limits.RatePerSecond, cfg.Limits.Burst), tokens: &auth.Cache{},
 		body:    httpx.BodyRules{Max: cfg.Limits.MaxBodyBytes, Whole: true, Numbers: true},
@@ -68,7 +69,7 @@ func (a *API) routes(r *httprouter.Router) {
 func (a *API) handle(op httpx.Operation, h httpx.Handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		// Deferred before the recover below, so a panic's answer is journaled too.
-		w, journaled := a.journal.begin(w, r, op.Name)
+		w, journaled := a.journal.Begin(w, r, op.Name)
 		defer journaled()
 		defer func() {
 			if v := recover(); v != nil {
@@ -113,8 +114,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 	case apiErr != nil:
 		return nil, apiErr
 	}
-	journalTenant(w, app)
-	if apiErr := a.faults.apply(w, r, ps, op, app); apiErr != nil {
+	sandbox.JournalTenant(w, app)
+	if apiErr := a.faults.Apply(w, r, ps, op, app); apiErr != nil {
 		return nil, apiErr
 	}
 	if ok, wait := a.limits.Allow(app.ID, time.Now()); !ok {

@@ -14,6 +14,8 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
+	"dialbox/internal/store"
 )
 
 // The CLI's common tasks work on the database directly (the server may be
@@ -135,12 +137,12 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return err
 		}
 	}
-	store, cfg, err := f.openStore(fs, env)
+	st, cfg, err := f.openStore(fs, env)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	return run(ctx, store, cfg)
+	defer st.Close()
+	return run(ctx, st, cfg)
 }
 
 // openStore reads the configuration as load does and opens its database,
@@ -150,11 +152,11 @@ func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, config.Co
 	if err != nil {
 		return nil, cfg, err
 	}
-	store, err := openExistingStore(context.Background(), cfg)
+	st, err := openExistingStore(context.Background(), cfg)
 	if err == nil {
-		store.setRecordings(recordingFiles(cfg)) // an application deleted takes its recordings
+		st.setRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
 	}
-	return store, cfg, err
+	return st, cfg, err
 }
 
 // runToken prints a fresh ACCESS_TOKEN for an application.
@@ -167,14 +169,14 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if *appKey == "" {
 		return fmt.Errorf("token: --app API_KEY is required")
 	}
-	store, cfg, err := f.openStore(fs, env)
+	st, cfg, err := f.openStore(fs, env)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	app, err := store.AppByKey(ctx, *appKey)
+	defer st.Close()
+	app, err := st.AppByKey(ctx, *appKey)
 	if errors.Is(err, domain.ErrNotFound) {
-		return fmt.Errorf("token: no application has API key %q in %s", *appKey, databaseName(cfg.Database))
+		return fmt.Errorf("token: no application has API key %q in %s", *appKey, store.Redacted(cfg.Database))
 	}
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 // The CLI counterparts of the admin API's common actions. They change the
 // database directly; a server running on it sees each change at its next
-// request (catalog_watch.go), and its engine at its next poll.
+// request (internal/store/catalog_watch.go), and its engine at its next poll.
 
 // cliSetAppDisabled disables or enables an application, as
 // POST /admin/v1/apps/:app/disable and /enable do.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	}
 	region := cfg.Phone.DefaultRegion
 	if sub == "import" {
-		return cliDNCImport(ctx, store, stdout, pos[0], dncLoad{list: list, region: region, replace: *replace, force: *force})
+		return cliDNCImport(ctx, store, stdout, pos[0], dnc.Load{List: list, Region: region, Replace: *replace, Force: *force})
 	}
 	if sub == "count" {
 		n, _, err := store.CountDNC(ctx, list)
@@ -114,7 +115,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 
 // cliDNCImport loads a list file with a progress bar on a terminal (plain
 // progress lines otherwise), then prints the report.
-func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, path string, load dncLoad) error {
+func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, path string, load dnc.Load) error {
 	in, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("dnc import: %w", err)
@@ -146,9 +147,9 @@ func cliDNCImport(ctx context.Context, store Store, stdout io.Writer, path strin
 		}
 	}
 	start := time.Now()
-	load.now, load.stored = start, stored
-	rep, err := importDNC(ctx, store, src, dncLength{bytes: stat.Size()}, load)
-	if shrink := (*dncShrinkError)(nil); errors.As(err, &shrink) {
+	load.Now, load.Stored = start, stored
+	rep, err := dnc.Import(ctx, store, src, dnc.Length{Bytes: stat.Size()}, load)
+	if shrink := (*dnc.ShrinkError)(nil); errors.As(err, &shrink) {
 		return fmt.Errorf("dnc import: %s: %w; add --force to replace it anyway", path, err)
 	}
 	if err != nil {

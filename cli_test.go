@@ -11,6 +11,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/store"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -165,7 +166,7 @@ func testCommandsNeedAnExistingDatabase(t *testing.T, backend string) {
 		{"dnc", "add", "0912345678"},
 	} {
 		_, err := cliRun(db, args...)
-		if want := "dialbox serve"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), databaseName(db)) {
+		if want := "dialbox serve"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), store.Redacted(db)) {
 			t.Errorf("dialbox %s on %s: %v; want an error naming the database and %q", strings.Join(args, " "), backend, err, want)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
 	"dialbox/internal/proxy"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
 
 	"github.com/julienschmidt/httprouter"
@@ -40,8 +41,8 @@ type Console struct {
 	trunks []string    // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too: the request journal
 	// (nil when off), the sink, and the time the rules of calling read.
-	journal    *Journal
-	sink       *Sink
+	journal    *sandbox.Journal
+	sink       *sandbox.Sink
 	sandboxNow *sandboxclock.Clock
 	proxies    proxy.Trusted // whether a request came over HTTPS
 	log        *slog.Logger
@@ -110,8 +111,8 @@ type consoleSandbox interface {
 	SetTimeScale(scale *float64) error
 	SetSandboxNow(value string) error
 	SetSandboxOffset(seconds int64) error
-	AddFault(ctx context.Context, b *FaultBody) (*FaultRule, error)
-	FaultRules() []FaultRule
+	AddFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.FaultRule, error)
+	FaultRules() []sandbox.FaultRule
 	RemoveFault(id string) error
 }
 
@@ -130,7 +131,7 @@ var consoleFiles embed.FS
 const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
-func newConsole(admin consoleAdmin, engine consoleEngine, sip *dialer.SIP, trunks []string, journal *Journal, sink *Sink,
+func newConsole(admin consoleAdmin, engine consoleEngine, sip *dialer.SIP, trunks []string, journal *sandbox.Journal, sink *sandbox.Sink,
 	sandboxNow *sandboxclock.Clock, proxies proxy.Trusted, cfg config.ConsoleConfig, log *slog.Logger) (*Console, error) {
 	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, journal: journal, sink: sink,
 		sandboxNow: sandboxNow, proxies: proxies, log: log, now: time.Now,

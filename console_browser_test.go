@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"dialbox/internal/sandbox"
 	"dialbox/internal/testtool"
 )
 
@@ -187,13 +188,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		var cmd string
 		run(t, ctx, chromedp.Navigate(s.url+"/console/journal"), chromedp.Click("tr.entry a", chromedp.ByQuery),
 			chromedp.WaitVisible("#curl", chromedp.ByID), chromedp.Value("#curl", &cmd, chromedp.ByID))
-		first, _ := s.m.api.journal.Find(JournalFilter{BeforeID: before + 1}, 1)
+		first, _ := s.m.api.journal.Find(sandbox.JournalFilter{BeforeID: before + 1}, 1)
 		if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v %s", cmd, err, out)
 		}
-		again, _ := s.m.api.journal.Find(JournalFilter{}, 1)
+		again, _ := s.m.api.journal.Find(sandbox.JournalFilter{}, 1)
 		a, b := first[0], again[0]
-		if b.ID == a.ID || a.Method != b.Method || a.Path != b.Path || a.RequestBody != b.RequestBody || a.authorization != b.authorization {
+		if b.ID == a.ID || a.Method != b.Method || a.Path != b.Path || a.RequestBody != b.RequestBody || a.Authorization != b.Authorization {
 			t.Fatalf("the command sent %+v, not %+v", b, a)
 		}
 	})
@@ -224,7 +225,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatal("the live toggle shows without JavaScript")
 		}
 		// The sink's reset asks for its box to be ticked first.
-		kept := s.m.console.sink.Find(SinkFilter{})
+		kept := s.m.console.sink.Find(sandbox.SinkFilter{})
 		if len(kept) == 0 {
 			t.Fatal("no webhook in the sink to reset")
 		}
@@ -232,7 +233,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		run(t, nojs, chromedp.Navigate(s.url+"/console/sink"), chromedp.WaitVisible("#confirm", chromedp.ByID),
 			chromedp.Click("#confirm", chromedp.ByID), chromedp.Click("#reset-sink", chromedp.ByID),
 			chromedp.WaitVisible(".flash.ok", chromedp.ByQuery))
-		if left := s.m.console.sink.Find(SinkFilter{}); len(left) > 0 && left[0].ID <= last {
+		if left := s.m.console.sink.Find(sandbox.SinkFilter{}); len(left) > 0 && left[0].ID <= last {
 			t.Fatalf("after the confirmed reset the sink still holds message %d", left[0].ID)
 		}
 		run(t, nojs, chromedp.Navigate(s.url+"/console/apps/qa-key/campaigns/camp-1"), chromedp.WaitVisible("#resume", chromedp.ByID),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/sandbox"
 	"net/http"
 	"net/url"
 	"slices"
@@ -24,14 +25,14 @@ const journalPageSize = 50
 
 type journalView struct {
 	Filter  url.Values
-	Entries []*JournalEntry
+	Entries []*sandbox.JournalEntry
 	Total   int
 	Next    string
 	Off     bool // journal.max_entries is 0
 }
 
-func (c *Console) journalFilter(q url.Values) (JournalFilter, error) {
-	f := JournalFilter{Operation: q.Get("operation"), Tenant: q.Get("app"), Fault: q.Get("fault")}
+func (c *Console) journalFilter(q url.Values) (sandbox.JournalFilter, error) {
+	f := sandbox.JournalFilter{Operation: q.Get("operation"), Tenant: q.Get("app"), Fault: q.Get("fault")}
 	var ok bool
 	if f.Code, ok = httpx.IntParam(q.Get("code"), 0, 0, 1<<31-1); !ok {
 		return f, domain.Invalid("code", "must be a code like 1402 (1: success)")
@@ -97,7 +98,7 @@ func (c *Console) journalLive(r *http.Request, _ httprouter.Params) (liveFunc, e
 }
 
 type journalEntryView struct {
-	Entry *JournalEntry
+	Entry *sandbox.JournalEntry
 	Curl  string
 	// The command cannot send the request as it came: its path, query,
 	// Authorization or Content-Type was longer than the journal keeps.
@@ -119,22 +120,22 @@ func (c *Console) journalEntryPage(r *http.Request, ps httprouter.Params) (*view
 	}
 	return &view{Page: "journal_entry", Title: "Request " + ps.ByName("entry"),
 		Data: &journalEntryView{Entry: e, Curl: curlCommand(scheme+"://"+r.Host, e),
-			CutBeforeBody: e.PathTruncated || e.QueryTruncated || e.headersTruncated}}, nil
+			CutBeforeBody: e.PathTruncated || e.QueryTruncated || e.HeadersTruncated}}, nil
 }
 
 // curlCommand is a shell command sending e's request again to base: same
 // method, path, query, Authorization, Content-Type and body.
-func curlCommand(base string, e *JournalEntry) string {
+func curlCommand(base string, e *sandbox.JournalEntry) string {
 	target := base + e.Path
 	if e.Query != "" {
 		target += "?" + e.Query
 	}
 	parts := []string{"curl", "-sS", "-X", e.Method, shellQuote(target)}
-	if e.authorization != "" {
-		parts = append(parts, "-H", shellQuote("Authorization: "+e.authorization))
+	if e.Authorization != "" {
+		parts = append(parts, "-H", shellQuote("Authorization: "+e.Authorization))
 	}
-	if e.contentType != "" {
-		parts = append(parts, "-H", shellQuote("Content-Type: "+e.contentType))
+	if e.ContentType != "" {
+		parts = append(parts, "-H", shellQuote("Content-Type: "+e.ContentType))
 	}
 	if e.RequestBody != "" {
 		parts = append(parts, "--data-binary", shellQuote(e.RequestBody))
@@ -151,7 +152,7 @@ func shellQuote(s string) string {
 // ---- fault rules ----
 
 type faultsView struct {
-	Rules      []FaultRule
+	Rules      []sandbox.FaultRule
 	Operations []string
 	Codes      map[string][]codeChoice
 	Outcomes   []string
@@ -165,12 +166,12 @@ type codeChoice struct {
 func (c *Console) faultsPage(*http.Request, httprouter.Params) (*view, error) {
 	d := &faultsView{Rules: c.admin.FaultRules(), Operations: []string{"A", "B", "C"}, Codes: map[string][]codeChoice{}}
 	ops := map[string]httpx.Operation{"A": httpx.OpAddToScenario, "B": httpx.OpListScenarios, "C": httpx.OpAddToCampaign}
-	for op, codes := range operationCodes {
+	for op, codes := range sandbox.OperationCodes {
 		for _, code := range codes {
-			d.Codes[op] = append(d.Codes[op], codeChoice{code, faultError(ops[op], code, "").Message})
+			d.Codes[op] = append(d.Codes[op], codeChoice{code, sandbox.ForcedError(ops[op], code, "").Message})
 		}
 	}
-	for o := range dialOutcomes {
+	for o := range sandbox.DialOutcomes {
 		d.Outcomes = append(d.Outcomes, o)
 	}
 	slices.Sort(d.Outcomes)
@@ -181,7 +182,7 @@ func (c *Console) faultsPage(*http.Request, httprouter.Params) (*view, error) {
 // own checks.
 func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
 	const back = "/console/faults"
-	var b FaultBody
+	var b sandbox.FaultBody
 	b.Kind = r.PostFormValue("kind")
 	b.APIKey = r.PostFormValue("api_key")
 	b.Operation = r.PostFormValue("operation")
@@ -193,7 +194,7 @@ func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (st
 	if target := r.PostFormValue("target"); target != "" { // "A:1402": an operation and one of its codes
 		op, code, _ := strings.Cut(target, ":")
 		b.Operation = op
-		if r.PostFormValue("kind") == FaultError {
+		if r.PostFormValue("kind") == sandbox.FaultError {
 			n, err := strconv.Atoi(code)
 			if err != nil {
 				return back, "", domain.Invalid("code", "must be one of the operation's codes")
@@ -240,7 +241,7 @@ func (c *Console) deleteFault(_ *http.Request, ps httprouter.Params, _ *session)
 const sinkPageSize = 50
 
 type sinkView struct {
-	Messages []*SinkMessage
+	Messages []*sandbox.SinkMessage
 	Total    int
 	Next     string
 }
@@ -255,7 +256,7 @@ func (c *Console) sinkPage(r *http.Request, _ httprouter.Params) (*view, error) 
 		}
 		before = n
 	}
-	all := c.sink.Find(SinkFilter{}) // oldest first, at most sink.max_messages
+	all := c.sink.Find(sandbox.SinkFilter{}) // oldest first, at most sink.max_messages
 	d := &sinkView{Total: len(all)}
 	for i := len(all) - 1; i >= 0 && len(d.Messages) <= sinkPageSize; i-- {
 		if before == 0 || all[i].ID < before {

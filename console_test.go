@@ -19,6 +19,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/testtool"
 )
 
@@ -274,7 +275,7 @@ func TestConsoleCopyAsCurlReproducesTheRequest(t *testing.T) {
 	if status, b := s.do(t, "POST", "/api/v1/public-api/scenarios/sc-remind/calls?src=test&x=a%20b", auth, body); status != 200 {
 		t.Fatalf("operation A answered %d %s", status, b)
 	}
-	first, _ := s.m.api.journal.Find(JournalFilter{}, 1)
+	first, _ := s.m.api.journal.Find(sandbox.JournalFilter{}, 1)
 	c := signedIn(t, s)
 	_, page := c.get("/console/journal/" + itoa(first[0].ID))
 	m := regexp.MustCompile(`(?s)<textarea id="curl"[^>]*>(.*?)</textarea>`).FindStringSubmatch(page)
@@ -285,10 +286,10 @@ func TestConsoleCopyAsCurlReproducesTheRequest(t *testing.T) {
 	if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil || !strings.Contains(string(out), `"status":1`) {
 		t.Fatalf("%s\nanswered %s (%v)", cmd, out, err)
 	}
-	again, _ := s.m.api.journal.Find(JournalFilter{}, 1)
+	again, _ := s.m.api.journal.Find(sandbox.JournalFilter{}, 1)
 	a, b := first[0], again[0]
 	if a.ID == b.ID || a.Method != b.Method || a.Path != b.Path || a.Query != b.Query || a.RequestBody != b.RequestBody ||
-		a.authorization != b.authorization || a.contentType != b.contentType || b.Tenant != "qa-key" {
+		a.Authorization != b.Authorization || a.ContentType != b.ContentType || b.Tenant != "qa-key" {
 		t.Fatalf("the command sent\n%+v\nnot the same request as\n%+v", b, a)
 	}
 }
@@ -648,7 +649,7 @@ func TestConsoleSecureCookieBehindTLSProxy(t *testing.T) {
 				t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict still", session)
 			}
 			s.do(t, "GET", pathB, "", "")
-			entries, _ := s.m.api.journal.Find(JournalFilter{}, 1)
+			entries, _ := s.m.api.journal.Find(sandbox.JournalFilter{}, 1)
 			header := append([]string{"Cookie", session.Name + "=" + session.Value}, tc.header...)
 			_, page, err := request("GET", s.url+"/console/journal/"+itoa(entries[0].ID), "", "", header...)
 			if want := "curl -sS -X GET &#39;" + tc.scheme + "://"; err != nil || !strings.Contains(string(page), want) {

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
+	"dialbox/internal/store"
 	"dialbox/internal/writehealth"
 
 	_ "modernc.org/sqlite"
@@ -41,18 +43,18 @@ type SQLiteStore struct {
 	done   chan struct{}
 
 	stmts writeStmts // the writer's hot statements, prepared once
-	lock  *os.File   // shared lock that keeps restore away (dblock_unix.go)
+	lock  *os.File   // shared lock that keeps restore away (internal/store/dblock_unix.go)
 
 	metrics storeMetrics // its commits and imports
 
 	// configChanges counts the commits that may change configuration
 	// (configVersion), other connections' seen through watch.
 	configChanges atomic.Uint64
-	watch         *commitWatch
+	watch         *store.CommitWatch
 	storage       writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
 	// calls deleted; none when the store was opened without a config.
-	recordings RecordingFiles
+	recordings recordings.Files
 }
 
 type writeJob struct {
@@ -78,7 +80,7 @@ func OpenStore(path string, m storeMetrics) (*SQLiteStore, error) {
 // openStoreAt migrates only up to version; tests use it to make a database
 // as an older dialbox would have left it.
 func openStoreAt(path string, version int, m storeMetrics) (*SQLiteStore, error) {
-	lock, err := lockDatabase(path)
+	lock, err := store.LockDatabase(path)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +126,7 @@ func openLockedStore(path string, version int, m storeMetrics) (*SQLiteStore, er
 		s.closeDBs()
 		return nil, err
 	}
-	if s.watch, err = openCommitWatch(path, write); err != nil {
+	if s.watch, err = store.OpenCommitWatch(path, write); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -147,10 +149,10 @@ func (s *SQLiteStore) Close() error {
 }
 
 func (s *SQLiteStore) closeDBs() error {
-	s.watch.closeStatement()
-	s.stmts.close()
+	s.watch.CloseStatement()
+	s.stmts.Close()
 	err := errors.Join(s.read.Close(), s.write.Close())
-	s.watch.close() // after the connections: it holds a descriptor of the -shm
+	s.watch.Close() // after the connections: it holds a descriptor of the -shm
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close())
 	}
@@ -186,21 +188,21 @@ func splitMigrations(name, schema string) []string {
 // server may run on it: read through SQLite, its WAL counts.
 func checkSQLiteIsDialbox(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return errNoDatabase(path, "does not exist")
+		return store.NoDatabase(path, "does not exist")
 	} else if err != nil {
 		return fmt.Errorf("database %s: %w", path, err)
 	}
-	db, err := openPlain(path)
+	db, err := store.OpenPlain(path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	var version int
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return errNoDatabase(path, "is not a dialbox database ("+err.Error()+")")
+		return store.NoDatabase(path, "is not a dialbox database ("+err.Error()+")")
 	}
 	if version == 0 {
-		return errNoDatabase(path, "is not a dialbox database (it has no schema version)")
+		return store.NoDatabase(path, "is not a dialbox database (it has no schema version)")
 	}
 	return nil
 }
@@ -374,7 +376,7 @@ func (s *SQLiteStore) commit(batch []writeJob) {
 				return err
 			}
 		}
-		s.watch.committing()
+		s.watch.Committing()
 		committing = true
 		return tx.Commit()
 	}()
@@ -385,7 +387,7 @@ func (s *SQLiteStore) commit(batch []writeJob) {
 		}
 	}
 	if committing {
-		s.watch.committed(&s.configChanges) // after the count: a read waiting on it sees that too
+		s.watch.Committed(&s.configChanges) // after the count: a read waiting on it sees that too
 	}
 	s.storage.Note(err)
 	for i, job := range batch {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"dialbox/internal/pgtest"
+	"dialbox/internal/store"
 )
 
 func pgPool(t testing.TB) *pgxpool.Pool {
@@ -80,17 +81,17 @@ func TestPostgresMigrationsFromEveryVersion(t *testing.T) {
 		t.Fatalf("schema_postgres.sql has %d migrations, want at least 7", all)
 	}
 	fresh := pgPool(t)
-	if err := migratePostgres(ctx, fresh, all); err != nil {
+	if err := store.MigratePostgres(ctx, fresh, postgresMigrations(), all); err != nil {
 		t.Fatal(err)
 	}
 	want := pgSchema(t, fresh)
 	for from := 0; from < all; from++ {
 		t.Run(fmt.Sprintf("from %d", from), func(t *testing.T) {
 			pool := pgPool(t)
-			if err := migratePostgres(ctx, pool, from); err != nil {
+			if err := store.MigratePostgres(ctx, pool, postgresMigrations(), from); err != nil {
 				t.Fatal(err)
 			}
-			if v, err := postgresVersion(ctx, pool); err != nil || v != from {
+			if v, err := store.PostgresVersion(ctx, pool); err != nil || v != from {
 				t.Fatalf("at version %d (%v), want %d", v, err, from)
 			}
 			if from >= 2 {
@@ -104,7 +105,7 @@ func TestPostgresMigrationsFromEveryVersion(t *testing.T) {
 				}
 				pgExec(t, pool, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at) VALUES ('call', 2, 1, 1, '+8428', 0)`)
 			}
-			if err := migratePostgres(ctx, pool, all); err != nil {
+			if err := store.MigratePostgres(ctx, pool, postgresMigrations(), all); err != nil {
 				t.Fatal(err)
 			}
 			if got := pgSchema(t, pool); got != want {
@@ -127,7 +128,7 @@ func TestPostgresMigrationsFromEveryVersion(t *testing.T) {
 // through inserts, state changes and deletes, cascading ones included.
 func TestPostgresQueuedCountTriggers(t *testing.T) {
 	pool := pgPool(t)
-	if err := migratePostgres(context.Background(), pool, len(postgresMigrations())); err != nil {
+	if err := store.MigratePostgres(context.Background(), pool, postgresMigrations(), len(postgresMigrations())); err != nil {
 		t.Fatal(err)
 	}
 	count := func() int { return pgInt(t, pool, `SELECT n FROM queued_contacts WHERE app_id = 1`) }
@@ -231,7 +232,7 @@ func TestPostgresMigrationsConcurrentNodes(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
-		wg.Go(func() { errs[i] = migratePostgres(context.Background(), pool, all) })
+		wg.Go(func() { errs[i] = store.MigratePostgres(context.Background(), pool, postgresMigrations(), all) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -239,7 +240,7 @@ func TestPostgresMigrationsConcurrentNodes(t *testing.T) {
 			t.Errorf("node %d: %v", i, err)
 		}
 	}
-	if v, err := postgresVersion(context.Background(), pool); err != nil || v != all {
+	if v, err := store.PostgresVersion(context.Background(), pool); err != nil || v != all {
 		t.Errorf("version %d (%v), want %d", v, err, all)
 	}
 }
@@ -248,11 +249,11 @@ func TestPostgresMigrationsConcurrentNodes(t *testing.T) {
 func TestPostgresRefusesNewerSchema(t *testing.T) {
 	pool := pgPool(t)
 	all := len(postgresMigrations())
-	if err := migratePostgres(context.Background(), pool, all); err != nil {
+	if err := store.MigratePostgres(context.Background(), pool, postgresMigrations(), all); err != nil {
 		t.Fatal(err)
 	}
 	pgExec(t, pool, `UPDATE dialbox_schema SET version = $1`, all+1)
-	err := migratePostgres(context.Background(), pool, all)
+	err := store.MigratePostgres(context.Background(), pool, postgresMigrations(), all)
 	if err == nil || !strings.Contains(err.Error(), "newer dialbox") {
 		t.Fatalf("err = %v, want one naming a newer dialbox", err)
 	}

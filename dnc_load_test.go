@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
 	"fmt"
 	"math/rand/v2"
@@ -101,11 +102,11 @@ func TestDNCFileFormats(t *testing.T) {
 			[]string{"+84912345670", "+84912345678"}, 0, 1, []int{3}},
 		{"a stray quote swallows no later line", "phone,name\n0912345670,\"A\n0912345671,B\n\"0912345672\n0912345673,D\r\n",
 			[]string{"+84912345671", "+84912345673"}, 0, 2, []int{2, 4}},
-		{"a line too long", "0912345670\n" + strings.Repeat("9", dncMaxLine) + "\n0912345671\n" + strings.Repeat("9", dncMaxLine),
+		{"a line too long", "0912345670\n" + strings.Repeat("9", dnc.MaxLine) + "\n0912345671\n" + strings.Repeat("9", dnc.MaxLine),
 			[]string{"+84912345670", "+84912345671"}, 0, 2, []int{2, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			numbers, rep, err := readDNCFile(context.Background(), strings.NewReader(tc.file), dncLength{bytes: int64(len(tc.file))}, "VN")
+			numbers, rep, err := dnc.ReadFile(context.Background(), strings.NewReader(tc.file), dnc.Length{Bytes: int64(len(tc.file))}, "VN")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +123,7 @@ func TestDNCFileFormats(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := readDNCFile(context.Background(), strings.NewReader("name,city\nA,B\n"), dncLength{}, "VN"); err == nil {
+	if _, _, err := dnc.ReadFile(context.Background(), strings.NewReader("name,city\nA,B\n"), dnc.Length{}, "VN"); err == nil {
 		t.Error("a CSV with no phone column was read")
 	}
 }
@@ -134,9 +135,9 @@ func TestDNCLoadAppendAndReplace(t *testing.T) { eachBackend(t, testDNCLoadAppen
 func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"))
 	ctx := context.Background()
-	load := func(list int64, file string, replace bool) DNCReport {
+	load := func(list int64, file string, replace bool) dnc.Report {
 		t.Helper()
-		rep, err := importDNC(ctx, s, strings.NewReader(file), dncLength{}, dncLoad{list: list, region: "VN", replace: replace, now: time.Now()})
+		rep, err := dnc.Import(ctx, s, strings.NewReader(file), dnc.Length{}, dnc.Load{List: list, Region: "VN", Replace: replace, Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,7 @@ func testDNCStrayQuoteIsOneBadLine(t *testing.T, backend string) {
 		}
 		fmt.Fprintf(&file, "09120%05d\n", i)
 	}
-	rep, err := importDNC(context.Background(), s, strings.NewReader(file.String()), dncLength{}, dncLoad{list: nationalList, region: "VN", replace: true, now: time.Now()})
+	rep, err := dnc.Import(context.Background(), s, strings.NewReader(file.String()), dnc.Length{}, dnc.Load{List: nationalList, Region: "VN", Replace: true, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func testDNCReplaceRefusesToShrinkByHalf(t *testing.T, backend string) {
 	for i := range 10 {
 		fmt.Fprintf(&full, "09130%05d\n", i)
 	}
-	dnc := func(args ...string) (string, error) {
+	runDNC := func(args ...string) (string, error) {
 		var out strings.Builder
 		err := run(context.Background(), append([]string{"dnc"}, append(args, "--database", s.db)...), &out, nil)
 		return out.String(), err
@@ -342,26 +343,26 @@ func testDNCReplaceRefusesToShrinkByHalf(t *testing.T, backend string) {
 		}
 		return n
 	}
-	if out, err := dnc("import", writeFile(t, "full.txt", full.String()), "--replace"); err != nil {
+	if out, err := runDNC("import", writeFile(t, "full.txt", full.String()), "--replace"); err != nil {
 		t.Fatalf("first load: %v %s", err, out)
 	}
 	// Five of ten left is half: allowed. One of five is not.
 	half := writeFile(t, "half.txt", "0913000000\n0913000001\n0913000002\n0913000003\n0913000004\n")
-	if out, err := dnc("import", half, "--replace"); err != nil || count() != 5 {
+	if out, err := runDNC("import", half, "--replace"); err != nil || count() != 5 {
 		t.Fatalf("replacing ten by five: %v %s, the list holds %d", err, out, count())
 	}
 	one := writeFile(t, "one.txt", "0913000000\n")
-	if _, err := dnc("import", one, "--replace"); err == nil || !strings.Contains(err.Error(), "--force") || count() != 5 {
+	if _, err := runDNC("import", one, "--replace"); err == nil || !strings.Contains(err.Error(), "--force") || count() != 5 {
 		t.Errorf("replacing five by one: %v, the list holds %d; want a refusal naming --force, the list kept", err, count())
 	}
-	if _, err := dnc("import", one, "--force"); err == nil || count() != 5 {
+	if _, err := runDNC("import", one, "--force"); err == nil || count() != 5 {
 		t.Errorf("--force without --replace: %v, the list holds %d; want a usage error", err, count())
 	}
-	if out, err := dnc("import", one, "--replace", "--force"); err != nil || count() != 1 {
+	if out, err := runDNC("import", one, "--replace", "--force"); err != nil || count() != 1 {
 		t.Errorf("replacing five by one with --force: %v %s, the list holds %d", err, out, count())
 	}
 
-	if out, err := dnc("import", writeFile(t, "full.txt", full.String()), "--replace"); err != nil || count() != 10 {
+	if out, err := runDNC("import", writeFile(t, "full.txt", full.String()), "--replace"); err != nil || count() != 10 {
 		t.Fatalf("growing the list again: %v %s", err, out)
 	}
 	if e := s.adminFail(t, "PUT", "/dnc/numbers", "0913000000\n", 409); !strings.Contains(e.Message, "force=true") {
@@ -371,7 +372,7 @@ func testDNCReplaceRefusesToShrinkByHalf(t *testing.T, backend string) {
 		t.Errorf("the refused PUT left %d numbers, want 10", count())
 	}
 	s.adminFail(t, "PUT", "/dnc/numbers?force=yes", "0913000000\n", 400)
-	var rep DNCReport
+	var rep dnc.Report
 	s.admin(t, "PUT", "/dnc/numbers?force=true", "0913000000\n", &rep)
 	if rep.Loaded != 1 || count() != 1 {
 		t.Errorf("forced PUT: %+v, the list holds %d", rep, count())

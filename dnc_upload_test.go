@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -55,7 +56,7 @@ func testDNCSlowUploadOutlastsTheTimeouts(t *testing.T, backend string) {
 		t.Fatalf("the answer was cut off: %v", err)
 	}
 	var out struct {
-		Result DNCReport `json:"result"`
+		Result dnc.Report `json:"result"`
 	}
 	if resp.StatusCode != 200 || json.Unmarshal(body, &out) != nil || out.Result.Loaded != pieces {
 		t.Fatalf("HTTP %d %s; want all %d numbers loaded", resp.StatusCode, body, pieces)
@@ -120,8 +121,8 @@ func testDNCImportBesideARunningServer(t *testing.T, backend string) {
 // declares 2 GB and stalls would cost 160 MB before one byte is read
 // (docs/compliance.md#loading-the-national-register).
 func TestDNCUploadRoomFollowsTheBody(t *testing.T) {
-	numbers, _, err := readDNCFile(context.Background(), strings.NewReader("0912345678\n0912345679\n"),
-		dncLength{bytes: 2_000_000_000, claimed: true}, "VN")
+	numbers, _, err := dnc.ReadFile(context.Background(), strings.NewReader("0912345678\n0912345679\n"),
+		dnc.Length{Bytes: 2_000_000_000, Claimed: true}, "VN")
 	if err != nil {
 		t.Fatal(err)
 	}

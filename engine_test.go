@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/webhook"
 	"encoding/json"
 	"fmt"
@@ -694,8 +695,8 @@ func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	app.Wallet = &FixtureWallet{Prepaid: &prepaid, Balance: 0, PricePerCall: 500, PricePerMinute: 800}
 	app.Scenarios[0].CallConfig.MaxDuration = 45
 	s, ids := fixtureStoreOn(t, backend, app)
-	faults := NewFaults(s)
-	faults.Add(&FaultRule{Kind: FaultDial, Phone: "+84900000001", Outcome: domain.OutcomeFailed, Probability: 1})
+	faults := sandbox.NewFaults(s)
+	faults.Add(&sandbox.FaultRule{Kind: sandbox.FaultDial, Phone: "+84900000001", Outcome: domain.OutcomeFailed, Probability: 1})
 	engStart(t, s, nil, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/sandbox"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func testNoHTMLEscaping(t *testing.T, backend string) {
 
 	// The webhook payloads, as stored, signed and received by the sink.
 	var sink struct {
-		Messages []SinkMessage `json:"messages"`
+		Messages []sandbox.SinkMessage `json:"messages"`
 	}
 	waitFor(t, "the contact's webhooks", func() bool {
 		s.admin(t, "GET", "/sink?name=esc&event_type=contact.completed", "", &sink)

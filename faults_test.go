@@ -8,9 +8,9 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/sandbox"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +27,9 @@ func validRequest(op string) (method, path, body string) {
 	return "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678"}]}`
 }
 
-func addFault(t testing.TB, s *testServer, body string) FaultRule {
+func addFault(t testing.TB, s *testServer, body string) sandbox.FaultRule {
 	t.Helper()
-	var rule FaultRule
+	var rule sandbox.FaultRule
 	s.admin(t, "POST", "/faults", body, &rule)
 	return rule
 }
@@ -68,13 +68,13 @@ func testFaultEveryErrorCode(t *testing.T, backend string) {
 		if status, b := s.do(t, method, path, bearer(t, "qa-key", "qa-secret"), body); status != 200 {
 			t.Errorf("%s %d: the rule fired twice: %d %s", c.op, c.code, status, b)
 		}
-		var j struct{ Requests []JournalEntry }
+		var j struct{ Requests []sandbox.JournalEntry }
 		s.admin(t, "GET", "/journal?fault="+rule.ID+"&code="+fmt.Sprint(c.code), "", &j)
 		if len(j.Requests) != 1 || j.Requests[0].RequestBody != body {
 			t.Errorf("%s %d: journal entries naming the rule: %+v", c.op, c.code, j.Requests)
 		}
 	}
-	var list struct{ Faults []FaultRule }
+	var list struct{ Faults []sandbox.FaultRule }
 	s.admin(t, "GET", "/faults", "", &list)
 	if len(list.Faults) != 0 {
 		t.Errorf("rules used up are still listed: %+v", list.Faults)
@@ -132,7 +132,7 @@ func testFaultFiltersAndLifetimes(t *testing.T, backend string) {
 			t.Errorf("%s: %d %s", op, st, b)
 		}
 	}
-	var list struct{ Faults []FaultRule }
+	var list struct{ Faults []sandbox.FaultRule }
 	s.admin(t, "GET", "/faults", "", &list)
 	if len(list.Faults) != 1 || list.Faults[0].Hits != 4 || list.Faults[0].ID != rule.ID {
 		t.Errorf("list %+v", list)
@@ -197,7 +197,7 @@ func testFaultLatency(t *testing.T, backend string) {
 			t.Errorf("%s took %v, want at least %v", c.op, took, c.least)
 		}
 	}
-	var j struct{ Requests []JournalEntry }
+	var j struct{ Requests []sandbox.JournalEntry }
 	s.admin(t, "GET", "/journal", "", &j)
 	if len(j.Requests) != 2 || j.Requests[0].Fault != random.ID || j.Requests[1].Fault != fixed.ID ||
 		j.Requests[1].LatencyMS < 60 {
@@ -241,7 +241,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 	}
 
 	type sinkList struct {
-		Messages []SinkMessage
+		Messages []sandbox.SinkMessage
 		Count    int
 	}
 	var sl sinkList
@@ -321,34 +321,6 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 	s.adminFail(t, "GET", "/apps/qa-key/webhook-messages/nope", "", 404)
 }
 
-// TestFaultHooks checks the hooks the engine and deliverer call, directly.
-func TestFaultHooks(t *testing.T) {
-	f := NewFaults(nil)
-	f.rules = []*FaultRule{
-		{ID: "1", Kind: FaultDial, appID: 7, Phone: "+84912000001", Outcome: "NO_ANSWER", Probability: 1},
-		{ID: "2", Kind: FaultWebhook, EndpointID: "ep", Status: http.StatusGone, Probability: 1, Times: 1, Remaining: 1},
-	}
-	if o, ok := f.BeforeDial(8, "+84912000001"); ok {
-		t.Errorf("other app: %+v", o)
-	}
-	if o, ok := f.BeforeDial(7, "+84912000001"); !ok || o.Outcome != "NO_ANSWER" {
-		t.Errorf("dial: %+v %v", o, ok)
-	}
-	if _, ok := f.BeforeSend("other"); ok {
-		t.Error("other endpoint")
-	}
-	if st, ok := f.BeforeSend("ep"); !ok || st != 410 {
-		t.Errorf("send: %d %v", st, ok)
-	}
-	if _, ok := f.BeforeSend("ep"); ok {
-		t.Error("times 1 fired twice")
-	}
-	b, _ := json.Marshal(f.List())
-	if !strings.Contains(string(b), `"hits":1`) || strings.Contains(string(b), `"id":"2"`) {
-		t.Errorf("rules after use: %s", b)
-	}
-}
-
 // A rule forces only a code its operation answers (docs/api.md's tables),
 // by the one rule the console's choices follow too: B with 1402 is refused,
 // and a rule naming no operation fires only on those that answer its code
@@ -376,9 +348,9 @@ func TestFaultCodesTheOperationAnswers(t *testing.T) {
 		}
 	}
 	// The console offers each operation its own codes, and refuses another.
-	for op, codes := range operationCodes {
+	for op, codes := range sandbox.OperationCodes {
 		for _, code := range codes {
-			if !faultAnswerable(op, code) {
+			if !sandbox.Answerable(op, code) {
 				t.Errorf("the console offers %s:%d, which the admin API refuses", op, code)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/testtool"
 )
 
@@ -185,7 +186,7 @@ func runPrintedCommands(t *testing.T, out string, env []string, wantSink bool) {
 	testtool.WaitFor(t, "every demo contact in the sink", 20*time.Second, func() bool {
 		var answer struct {
 			Result struct {
-				Messages []SinkMessage `json:"messages"`
+				Messages []sandbox.SinkMessage `json:"messages"`
 			} `json:"result"`
 		}
 		body = doPrinted(t, sink.Clone(context.Background()))

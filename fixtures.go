@@ -13,6 +13,7 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
+	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
 	"dialbox/internal/sqldb"
@@ -345,8 +346,8 @@ func (ff *FixtureFile) readDNC(path, region string) error {
 // report counts the file's lines. It runs at start, not at a reset: the
 // register is not tenant data, and a reset leaves it as it is
 // (docs/compliance.md#fixtures).
-func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region string, now time.Time) (DNCReport, error) {
-	var rep DNCReport
+func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region string, now time.Time) (dnc.Report, error) {
+	var rep dnc.Report
 	if d == nil {
 		return rep, nil
 	}
@@ -362,8 +363,8 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 			return rep, err
 		}
 		var fromFile []int64
-		fromFile, rep, err = readDNCFile(ctx, f, dncLength{bytes: st.Size()}, region)
-		var fileErr *dncFileError
+		fromFile, rep, err = dnc.ReadFile(ctx, f, dnc.Length{Bytes: st.Size()}, region)
+		var fileErr *dnc.FileError
 		if errors.As(err, &fileErr) {
 			return rep, &config.ConfigError{Key: "dnc.file", Msg: d.path + ": " + fileErr.Error()}
 		}

@@ -9,6 +9,7 @@ import (
 	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 
 	"bytes"
@@ -64,7 +65,7 @@ var migratedPostgres = &pgtest.Template{Prepare: func(ctx context.Context, url s
 		return err
 	}
 	defer pool.Close()
-	return migratePostgres(ctx, pool, len(postgresMigrations()))
+	return store.MigratePostgres(ctx, pool, postgresMigrations(), len(postgresMigrations()))
 }}
 
 // eachBackend runs test once per backend, as a subtest named after it.
@@ -77,7 +78,7 @@ func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 // seenAfter checks cond, what a running server answers after another
 // process (the CLI) changed its database, and fails the test with what if
 // it never holds. On SQLite the server sees the commit at its next
-// request (catalog_watch.go), so cond must hold at once; on PostgreSQL it
+// request (internal/store/catalog_watch.go), so cond must hold at once; on PostgreSQL it
 // sees it once the commit's notification arrives, milliseconds later
 // (docs/postgres.md#configuration-changes), so cond is polled there.
 func seenAfter(t testing.TB, backend, what string, cond func() bool) {

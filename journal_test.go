@@ -25,7 +25,7 @@ func TestJournalBoundedInBytes(t *testing.T) {
 		}
 	}
 	journal := s.m.api.journal
-	entries, retained := journal.size()
+	entries, retained := journal.Size()
 	if entries == 0 || entries == 30 || retained > maxBytes || retained < maxBytes-config.MaxJournalEntryBytes(4096) {
 		t.Errorf("the journal keeps %d entries in %d bytes; want the newest within %d", entries, retained, maxBytes)
 	}
@@ -36,11 +36,11 @@ func TestJournalBoundedInBytes(t *testing.T) {
 	if !ok {
 		t.Fatal("the newest request is not journaled")
 	}
-	if len(newest.authorization) != config.MaxJournalFieldBytes || !strings.HasPrefix(bearer, newest.authorization) ||
+	if len(newest.Authorization) != config.MaxJournalFieldBytes || !strings.HasPrefix(bearer, newest.Authorization) ||
 		len(newest.Path) != config.MaxJournalFieldBytes || !newest.PathTruncated ||
 		len(newest.Query) != config.MaxJournalFieldBytes || !newest.QueryTruncated {
 		t.Errorf("newest entry keeps a %d-byte Authorization, a %d-byte path (cut: %v), a %d-byte query (cut: %v); want each cut at %d",
-			len(newest.authorization), len(newest.Path), newest.PathTruncated, len(newest.Query), newest.QueryTruncated, config.MaxJournalFieldBytes)
+			len(newest.Authorization), len(newest.Path), newest.PathTruncated, len(newest.Query), newest.QueryTruncated, config.MaxJournalFieldBytes)
 	}
 	// The console's "copy as curl" says its command cannot send the request
 	// as it came.

@@ -27,7 +27,10 @@ import (
 	"dialbox/internal/importer"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
+	"dialbox/internal/recordings"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/store"
 	"dialbox/internal/tokenlimit"
 	"dialbox/internal/webhook"
 
@@ -140,9 +143,9 @@ type Main struct {
 	sandboxNow *sandboxclock.Clock
 	engine     *engine.Engine
 	webhooks   *webhook.Deliverer
-	sweeper    *RecordingSweeper
-	console    *Console // nil when console.enabled is false
-	sink       *Sink    // the webhook sink, mounted by mountAdmin
+	sweeper    *recordings.Sweeper
+	console    *Console      // nil when console.enabled is false
+	sink       *sandbox.Sink // the webhook sink, mounted by mountAdmin
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -241,7 +244,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	// A SQLite file has one server; PostgreSQL is shared by any number.
 	if !config.IsPostgresURL(cfg.Database) {
-		if m.serveLock, err = lockServing(cfg.Database); err != nil {
+		if m.serveLock, err = store.LockServing(cfg.Database); err != nil {
 			return err
 		}
 	}
@@ -253,7 +256,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.setRecordings(recordingFiles(cfg))
+	m.store.setRecordings(recordings.Folder(cfg, store.DataDir(cfg)))
 	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {
@@ -298,12 +301,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	// The parts, in dependency order, each complete before it is handed on
 	// (faults and the journal are nil-safe; the admin API mounts them).
-	journal := NewJournal(cfg.Journal) // nil when journal.max_entries is 0
-	faults := NewFaults(m.catalog)
+	journal := sandbox.NewJournal(cfg.Journal) // nil when journal.max_entries is 0
+	faults := sandbox.NewFaults(m.catalog)
 	var calls engine.Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
 	if cfg.Dialer.Kind == config.DialerSIP {
-		if m.sip, err = dialer.NewSIP(cfg, dataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
+		if m.sip, err = dialer.NewSIP(cfg, store.DataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
 			return err
 		}
 		calls = m.sip
@@ -319,8 +322,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.engine = engine.New(engine.Parts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
 		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
-		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordingFiles(cfg), RecordingBase: m.recordingBase()})
-	m.sweeper = NewRecordingSweeper(m.store, cfg, m.Log)
+		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordings.Folder(cfg, store.DataDir(cfg)), RecordingBase: m.recordingBase()})
+	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, store.DataDir(cfg)), cfg, m.Log)
 	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.sandboxNow.Now, m.Log)
 
 	router := httpx.NewRouter()
@@ -331,7 +334,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Code: 405, Message: "Method not allowed"})
 	})
-	if m.sink, err = NewSink(cfg.Sink); err != nil {
+	if m.sink, err = sandbox.NewSink(cfg.Sink); err != nil {
 		return err
 	}
 	if m.ops, err = m.startOps(router); err != nil {
@@ -359,7 +362,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Log.Error("server stopped", "err", err)
 		}
 	}()
-	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", databaseName(cfg.Database))
+	m.Log.Info("dialbox serving", "version", versionString(), "addr", m.URL(), "database", store.Redacted(cfg.Database))
 	// Already serving: a stop signal from now on is for Close, not a failed start.
 	return m.printDemo(context.WithoutCancel(ctx))
 }
@@ -370,8 +373,8 @@ func (m *Main) startOps(router *httprouter.Router) (*ops.Server, error) {
 		MetricsListen: m.Config.Metrics.Listen, Webhooks: m.webhooks, OpenAPI: http.HandlerFunc(serveOpenAPI),
 		Version: versionString(),
 		Retained: map[string]func() (int, int){
-			"journal":     m.api.journal.size,
-			"sink":        m.sink.size,
+			"journal":     m.api.journal.Size,
+			"sink":        m.sink.Size,
 			"token_cache": m.api.tokens.Size,
 		}}
 	if pg, ok := m.store.(interface{ nodeID() string }); ok {
@@ -483,7 +486,7 @@ func (m *Main) stopCalling() {
 }
 
 // forceDial is the engine's lookup of the dial rules of faults.
-func forceDial(faults *Faults) engine.ForceDial {
+func forceDial(faults *sandbox.Faults) engine.ForceDial {
 	return func(appID int64, phone string) (string, *string, bool) {
 		f, ok := faults.BeforeDial(appID, phone)
 		return f.Outcome, f.Digits, ok
@@ -492,7 +495,7 @@ func forceDial(faults *Faults) engine.ForceDial {
 
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
-func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *Journal, faults *Faults) error {
+func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *sandbox.Journal, faults *sandbox.Faults) error {
 	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
 		return err
@@ -509,7 +512,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		Region: m.Config.Phone.DefaultRegion, Now: time.Now, Log: m.Log, TokenHash: hash,
 		WrongTokens: wrongTokens, Proxies: proxies,
 		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
-		Recordings: recordingFiles(m.Config), RecordingBase: m.recordingBase(),
+		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
 		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
 	admin.routes(router)
@@ -519,11 +522,11 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	}
 	switch access {
 	case config.SinkAccessOpen:
-		router.POST("/sink/:name", sink.receive)
+		router.POST("/sink/:name", sink.Receive)
 	case config.SinkAccessAdmin:
 		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 			if admin.authorize(w, r) {
-				sink.receive(w, r, ps)
+				sink.Receive(w, r, ps)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -313,12 +314,12 @@ func TestMigrateTo(t *testing.T) {
 	}
 	tables := verifiedTables(t, out)
 	liteTables, _ := func() ([]string, error) {
-		db, err := openPlain(source)
+		db, err := store.OpenPlain(source)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		return sqliteTables(context.Background(), db)
+		return store.SQLiteTables(context.Background(), db)
 	}()
 	if len(liteTables) < 13 || len(tables) != len(liteTables) {
 		t.Fatalf("verified %v, SQLite has %v", tables, liteTables)
@@ -338,7 +339,7 @@ func TestMigrateTo(t *testing.T) {
 	// trigger made again, under its own name, triggers on.
 	fresh := pgtest.Database(t)
 	freshPool, copyPool := migrateToPool(t, fresh), migrateToPool(t, target)
-	if err := migratePostgres(context.Background(), freshPool, len(postgresMigrations())); err != nil {
+	if err := store.MigratePostgres(context.Background(), freshPool, postgresMigrations(), len(postgresMigrations())); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := migrateToSchema(t, copyPool), migrateToSchema(t, freshPool); got != want {
@@ -558,7 +559,7 @@ func TestMigrateToRefuses(t *testing.T) {
 	check("two targets", err, "give one postgres:// URL")
 
 	// A SQLite table PostgreSQL's schema lacks (another branch's, say).
-	db, err := openPlain(source)
+	db, err := store.OpenPlain(source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +646,7 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 	// A count SQLite got wrong is copied as it is, and the recount on
 	// PostgreSQL catches it: the run commits nothing, so the copy already
 	// there stays (--replace emptied it in the transaction rolled back).
-	db, err := openPlain(source)
+	db, err := store.OpenPlain(source)
 	if err != nil {
 		t.Fatal(err)
 	}

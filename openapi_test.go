@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/sandbox"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -696,7 +697,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 	if status, _ := c.send("POST", "/sink/contract", "", strings.Repeat(" ", s.m.Config.Sink.MaxBodyBytes+1)); status != 413 {
 		t.Errorf("POST /sink/contract over sink.max_body_bytes: %d, want 413", status)
 	}
-	if status, _ := c.send("POST", "/sink/"+strings.Repeat("n", maxSinkNameBytes+1), "", `{}`); status != 400 {
+	if status, _ := c.send("POST", "/sink/"+strings.Repeat("n", sandbox.MaxSinkNameBytes+1), "", `{}`); status != 400 {
 		t.Errorf("POST /sink/ with a long name: %d, want 400", status)
 	}
 	c.do("DELETE", "/admin/v1/sink", "", 200)

@@ -17,8 +17,10 @@ import (
 
 	"dialbox/internal/audio"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall/sipcalltest"
+	"dialbox/internal/store"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -102,7 +104,7 @@ func testRecordingsSimulated(t *testing.T, backend string) {
 	doc := loadContract(t)
 	s := startServerOn(t, backend, voicebotFixtures(recordingScenarios), "DIALBOX_ADMIN_TOKEN="+testAdminToken,
 		"DIALBOX_ENGINE_ENABLED=true", "DIALBOX_SIMULATOR_TIME_SCALE=1000", "DIALBOX_ENGINE_POLL_INTERVAL=10ms")
-	dir := recordingFiles(s.m.Config).Dir
+	dir := recordings.Folder(s.m.Config, store.DataDir(s.m.Config)).Dir
 	ctx := context.Background()
 
 	// call_config.record shows only when on, and is a boolean.
@@ -246,7 +248,7 @@ func testRecordingsSimulated(t *testing.T, backend string) {
 	// retention_days = 0, kept for ever.
 	forever := s.m.Config
 	forever.Recordings.RetentionDays = 0
-	if n, err := NewRecordingSweeper(s.m.store, forever, discardLog()).Sweep(ctx, time.Now().AddDate(100, 0, 0)); err != nil || n != 0 || !exists(file) {
+	if n, err := recordings.NewSweeper(s.m.store, recordings.Folder(forever, store.DataDir(forever)), forever, discardLog()).Sweep(ctx, time.Now().AddDate(100, 0, 0)); err != nil || n != 0 || !exists(file) {
 		t.Errorf("retention 0 removed %d (%v)", n, err)
 	}
 	if n, err := s.m.sweeper.Sweep(ctx, time.Now().AddDate(0, 0, 89)); err != nil || n != 0 || !exists(file) {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"dialbox/internal/config"
+	"dialbox/internal/sandbox"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ func postSink(t testing.TB, s *testServer, name, secret, id, body string) {
 }
 
 type sinkPage struct {
-	Messages []SinkMessage
+	Messages []sandbox.SinkMessage
 	Count    int
 }
 
@@ -141,7 +142,7 @@ func TestSinkBoundedInBytes(t *testing.T) {
 		last = string(raw) + strconv.Itoa(i)
 		postSink(t, s, "flood"+strconv.Itoa(i%3), "", "", last)
 	}
-	messages, retained := s.m.sink.size()
+	messages, retained := s.m.sink.Size()
 	if retained > maxBytes || retained < maxBytes-2*len(last) || messages > maxBytes/len(raw) {
 		t.Errorf("after the flood the sink keeps %d messages in %d bytes; want the newest that fit in %d", messages, retained, maxBytes)
 	}

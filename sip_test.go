@@ -170,7 +170,7 @@ type sipRig struct {
 }
 
 // close stops the dialbox (once).
-func (r *sipRig) close() error {
+func (r *sipRig) Close() error {
 	if r.closed {
 		return nil
 	}
@@ -279,7 +279,7 @@ func startRegisteringSIPRig(t *testing.T, channels, cps int, reg *sipcalltest.Re
 	writeFileAt(t, cfg, config)
 	r.m = startMain(t, r.logs, []string{"--config", cfg}, nil, func(m *Main) { m.SetLogOutput(r.logs) })
 	t.Cleanup(func() {
-		r.close()
+		r.Close()
 		if t.Failed() {
 			t.Logf("dialbox log:\n%s", r.logs.String())
 		}
@@ -504,7 +504,7 @@ func TestSIPRegisterThenCall(t *testing.T) {
 	}
 	sipNoPassword(t, r)
 
-	if err := r.close(); err != nil {
+	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	got = reg.Received()
@@ -577,7 +577,7 @@ func TestSIPStopHangsUp(t *testing.T) {
 		defer r.fe.mu.Unlock()
 		return r.fe.ringing["+84911000006"] && r.fe.up == 2
 	})
-	if err := r.close(); err != nil {
+	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	r.fe.mu.Lock()

@@ -399,7 +399,7 @@ func (w *writeStmts) prepare(db *sql.DB, version int) error {
 	return err
 }
 
-func (w *writeStmts) close() {
+func (w *writeStmts) Close() {
 	for _, st := range []*sql.Stmt{w.savepoint, w.release, w.rollback} {
 		if st != nil {
 			st.Close()

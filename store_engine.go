@@ -10,6 +10,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
 )
 
@@ -253,7 +254,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 		if err := tx.queryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
 			return err
 		}
-		data.RecordingURL = recordingURL(e.RecordingBase, apiKey, c.id, e.CallID)
+		data.RecordingURL = recordings.URL(e.RecordingBase, apiKey, c.id, e.CallID)
 	}
 	endpoints, err := subscribedEndpoints(tx, appID)
 	if err != nil {

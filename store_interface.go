@@ -7,6 +7,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/recordings"
 	"dialbox/internal/webhook"
 )
 
@@ -82,10 +83,10 @@ type Store interface {
 	// setRecordings names the folder of the calls' recordings, whose files
 	// the deletes of calls (DeleteApp, DeleteScenario, Reset) remove once
 	// committed; none until it is called.
-	setRecordings(f RecordingFiles)
+	setRecordings(f recordings.Files)
 	recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
-	expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
-	recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error)
+	ExpireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
+	RecordingsKept(ctx context.Context, ids []string) (map[string]recordings.Kept, error)
 
 	// ---- the calling rules at dial time (store_dnc.go, store_adcalls.go) ----
 

@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/store"
+	_ "embed"
 	"errors"
-	"fmt"
-	"net/url"
-	"path/filepath"
 )
 
 // Which store `database` names: a postgres:// (or postgresql://) URL is
@@ -31,7 +30,7 @@ func openConfiguredStore(ctx context.Context, cfg config.Config, m storeMetrics)
 // serves no /metrics: its store's metrics are its own.
 func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 	if config.IsPostgresURL(cfg.Database) {
-		if err := checkPostgresIsDialbox(ctx, cfg.Database); err != nil {
+		if err := store.CheckPostgres(ctx, cfg.Database); err != nil {
 			return nil, err
 		}
 		return OpenPostgres(ctx, cfg.Database, cfg.Cluster, newStoreMetrics(true))
@@ -42,37 +41,15 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 	return OpenStore(cfg.Database, newStoreMetrics(false))
 }
 
-// errNoDatabase says that database is no dialbox database, and how one is
-// made.
-func errNoDatabase(database, why string) error {
-	return fmt.Errorf("database %s %s: is --database (or database, DIALBOX_DATABASE) mistyped? Only `dialbox serve` creates a database: start it once on a new one",
-		databaseName(database), why)
-}
-
-// dataDir is where the folders that default to "beside the database"
-// (recordings, the TTS cache, prompts) are: the SQLite file's folder, or
-// the working directory with PostgreSQL.
-func dataDir(cfg config.Config) string {
-	if config.IsPostgresURL(cfg.Database) {
-		return "."
-	}
-	return filepath.Dir(cfg.Database)
-}
-
-// databaseName is `database` as logs and messages show it: a URL without
-// its password.
-func databaseName(database string) string {
-	if !config.IsPostgresURL(database) {
-		return database
-	}
-	u, err := url.Parse(database)
-	if err != nil {
-		return "postgres://(unparsable URL)"
-	}
-	return u.Redacted()
-}
-
 // errNotSQLite answers the commands that work on a SQLite file only.
 func errNotSQLite(command, instead string) error {
 	return errors.New(command + ": database is PostgreSQL; " + instead + " (docs/postgres.md#operations)")
+}
+
+//go:embed schema_postgres.sql
+var schemaPostgresSQL string
+
+// postgresMigrations splits schema_postgres.sql into its numbered blocks.
+func postgresMigrations() []string {
+	return splitMigrations("schema_postgres.sql", schemaPostgresSQL)
 }

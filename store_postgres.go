@@ -11,7 +11,9 @@ import (
 
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
+	"dialbox/internal/store"
 	"dialbox/internal/writehealth"
 
 	"github.com/google/uuid"
@@ -64,7 +66,7 @@ type PostgresStore struct {
 	// storage is the last import or settling that failed for want of room.
 	storage writehealth.State
 	// recordings is where the calls' recordings are (setRecordings).
-	recordings RecordingFiles
+	recordings recordings.Files
 }
 
 // pgJob is one import or call settling waiting for its writer's next
@@ -135,7 +137,7 @@ func openPostgresAt(ctx context.Context, url string, version int, node config.Cl
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	if err := migratePostgres(ctx, pool, version); err != nil {
+	if err := store.MigratePostgres(ctx, pool, postgresMigrations(), version); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -222,7 +224,7 @@ func (s *PostgresStore) CheckStorage(ctx context.Context) error {
 }
 
 func (s *PostgresStore) Migrations(ctx context.Context) (at, known int, err error) {
-	at, err = postgresVersion(ctx, s.pool)
+	at, err = store.PostgresVersion(ctx, s.pool)
 	return at, len(postgresMigrations()), err
 }
 

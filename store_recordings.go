@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
+	"dialbox/internal/store"
 )
 
-// The queries of calls' recordings (recordings.go): calls.recording_bytes
+// The queries of calls' recordings (internal/recordings): calls.recording_bytes
 // lists a call's recording, 0 when it has none. The files are on each
 // node's disk (recordings.dir), so on several nodes that folder is one
 // shared by all (docs/postgres.md#status); each store holds where it is.
 
-func (s *SQLiteStore) setRecordings(f RecordingFiles) { s.recordings = f }
+func (s *SQLiteStore) setRecordings(f recordings.Files) { s.recordings = f }
 
-func (s *PostgresStore) setRecordings(f RecordingFiles) { s.recordings = f }
+func (s *PostgresStore) setRecordings(f recordings.Files) { s.recordings = f }
 
 // recordingOf is the size of a call's recording, 0 when it has none;
 // errNotFound when the application has no such contact with such a call.
@@ -32,30 +34,25 @@ func (s *sqlStore) recordingOf(ctx context.Context, appID int64, contactID, call
 	return n, err
 }
 
-// expireRecordings unlists up to limit recordings of calls that ended
+// ExpireRecordings unlists up to limit recordings of calls that ended
 // before, oldest first, and returns their calls, whose files the caller
 // removes.
-func (s *sqlStore) expireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error) {
+func (s *sqlStore) ExpireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := s.writeData(ctx, func(tx sqldb.Querier) error {
 		var err error
-		ids, err = queryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
+		ids, err = store.QueryStrings(ctx, tx, `UPDATE calls SET recording_bytes = 0 WHERE id IN (SELECT id FROM calls
 			WHERE recording_bytes > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?) RETURNING id`, ms(before), limit)
 		return err
 	})
 	return ids, err
 }
 
-// keptRecording is what a call says of its recording file: it is up (its
-// file may be being written, or written and not yet listed), or it lists
-// one.
-type keptRecording struct{ up, listed bool }
-
-// recordingsKept reads, of calls ids, those that are up or list a
+// RecordingsKept reads, of calls ids, those that are up or list a
 // recording; calls missing (deleted) are left out. The sweeper asks for
 // 500 at most at once, well within either database's count of arguments.
-func (s *sqlStore) recordingsKept(ctx context.Context, ids []string) (map[string]keptRecording, error) {
-	out := map[string]keptRecording{}
+func (s *sqlStore) RecordingsKept(ctx context.Context, ids []string) (map[string]recordings.Kept, error) {
+	out := map[string]recordings.Kept{}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -66,8 +63,8 @@ func (s *sqlStore) recordingsKept(ctx context.Context, ids []string) (map[string
 	err := s.db.Query(ctx, `SELECT id, state = 'dialing', recording_bytes > 0 FROM calls
 		WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args, func(scan func(...any) error) error {
 		var id string
-		var k keptRecording
-		if err := scan(&id, &k.up, &k.listed); err != nil {
+		var k recordings.Kept
+		if err := scan(&id, &k.Up, &k.Listed); err != nil {
 			return err
 		}
 		out[id] = k
@@ -87,7 +84,7 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 	var ids []string
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if ids, err = queryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
+		if ids, err = store.QueryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
 			return err
 		}
 		return del(tx)
@@ -96,9 +93,4 @@ func (s *SQLiteStore) deleteWithRecordings(ctx context.Context, recorded string,
 		s.recordings.Remove(ids)
 	}
 	return err
-}
-
-// queryStrings reads a query's one text column.
-func queryStrings(ctx context.Context, q sqldb.Querier, query string, args ...any) ([]string, error) {
-	return sqldb.Collect(ctx, q, func(r sqldb.Row) (v string, err error) { return v, r.Scan(&v) }, query, args...)
 }

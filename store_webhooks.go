@@ -11,6 +11,7 @@ import (
 
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
+	"dialbox/internal/store"
 )
 
 // ReleaseMessages has nothing to give back: SQLite does not lease messages.
@@ -25,7 +26,7 @@ func (s *SQLiteStore) ReleaseMessages(ctx context.Context, seqs []int64) error {
 // endpoint's backlog is never read. Only the messages chosen are then read
 // whole.
 func (s *SQLiteStore) DueMessages(ctx context.Context, now time.Time, limit, perEndpoint int, skip []string) ([]domain.OutMessage, error) {
-	enabled, err := queryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
+	enabled, err := store.QueryStrings(ctx, s.db, `SELECT id FROM webhook_endpoints WHERE enabled = 1`)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/script"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -149,9 +150,9 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 		{Number: "+84912000003", Outcome: domain.OutcomeAnswered},
 		{Number: "+84912000005", Outcome: domain.OutcomeAnswered, TalkTime: config.Duration{Duration: 40 * time.Second}},
 	}})
-	faults := NewFaults(nil)
+	faults := sandbox.NewFaults(nil)
 	two := "2"
-	faults.rules = []*FaultRule{{ID: "f", Kind: FaultDial, Phone: "+84912000004", Outcome: domain.OutcomeAnswered, Digits: &two, Probability: 1}}
+	faults.Add(&sandbox.FaultRule{ID: "f", Kind: sandbox.FaultDial, Phone: "+84912000004", Outcome: domain.OutcomeAnswered, Digits: &two, Probability: 1})
 	engStart(t, s, dialer, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
 	engImport(t, s, app, "bot", "", "+84912000001", "+84912000002", "+84912000003", "+84912000004", "+84900000010", "+84900000011")
 	engImport(t, s, app, "plain", "", "+84912000005")
@@ -413,12 +414,12 @@ func TestVoicebotDialFaults(t *testing.T) { eachBackend(t, testVoicebotDialFault
 
 func testVoicebotDialFaults(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	var rule FaultRule
+	var rule sandbox.FaultRule
 	s.admin(t, "POST", "/faults", `{"kind":"dial","phone":"0912000001","digits":"1"}`, &rule)
 	if rule.Outcome != domain.OutcomeAnswered || rule.Digits == nil || *rule.Digits != "1" {
 		t.Errorf("digits rule %+v", rule)
 	}
-	rule = FaultRule{}
+	rule = sandbox.FaultRule{}
 	s.admin(t, "POST", "/faults", `{"kind":"dial","machine":true}`, &rule)
 	if rule.Outcome != domain.OutcomeVoiceMail || !rule.Machine {
 		t.Errorf("machine rule %+v", rule)
@@ -429,9 +430,9 @@ func testVoicebotDialFaults(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"dial","digits":"12a"}`, 400), "digits")
 	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"error","code":1402,"machine":true}`, 400), "machine")
 
-	f := NewFaults(nil)
+	f := sandbox.NewFaults(nil)
 	one := "1"
-	f.rules = []*FaultRule{{ID: "d", Kind: FaultDial, Outcome: domain.OutcomeAnswered, Digits: &one, Probability: 1}}
+	f.Add(&sandbox.FaultRule{ID: "d", Kind: sandbox.FaultDial, Outcome: domain.OutcomeAnswered, Digits: &one, Probability: 1})
 	if force, ok := f.BeforeDial(1, "+84912000001"); !ok || force.Outcome != domain.OutcomeAnswered || force.Digits == nil || *force.Digits != "1" {
 		t.Errorf("forced %+v %v", force, ok)
 	}

@@ -13,7 +13,7 @@ import (
 
 // TestStoreKeepsSQLiteLocksOnSHM: SQLite holds POSIX locks on the -shm file
 // for as long as a connection is open, and closing ANY descriptor of that
-// file in the process drops them all. The WAL-index watch (catalog_watch.go)
+// file in the process drops them all. The WAL-index watch (internal/store/catalog_watch.go)
 // opened the -shm and closed it again; a sqlite3 session or another
 // dialbox command opening the database then rebuilt the WAL index under
 // the server ("database disk image is malformed"). The store must still

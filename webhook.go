@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/config"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/webhook"
 	"log/slog"
 
@@ -14,6 +15,6 @@ import (
 // webhook URL of the form /sink/{name} is delivered; atShare shows how
 // many endpoints are at their share. Its requests name this dialbox's
 // version.
-func NewWebhooks(store webhook.Outbox, faults *Faults, log *slog.Logger, cfg config.WebhooksConfig, selfURL string, atShare prometheus.Gauge) *webhook.Deliverer {
+func NewWebhooks(store webhook.Outbox, faults *sandbox.Faults, log *slog.Logger, cfg config.WebhooksConfig, selfURL string, atShare prometheus.Gauge) *webhook.Deliverer {
 	return webhook.New(store, faults, log, cfg, selfURL, "dialbox/"+versionString(), atShare)
 }

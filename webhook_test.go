@@ -7,6 +7,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/ops"
+	"dialbox/internal/sandbox"
 	"dialbox/internal/webhook"
 	"encoding/json"
 	"io"
@@ -121,14 +122,14 @@ func (r *whReceiver) waitFor(t testing.TB, n int) {
 
 // whStart starts delivery on s, under faults (nil: none), with 4 workers
 // and a fast retry schedule, unless setup changes them.
-func whStart(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig)) *webhook.Deliverer {
+func whStart(t testing.TB, s Store, faults *sandbox.Faults, setup func(*config.WebhooksConfig)) *webhook.Deliverer {
 	t.Helper()
 	return whStartMetered(t, s, faults, setup, ops.NewMetrics("").EndpointsAtShare)
 }
 
 // whStartMetered is whStart showing on atShare how many endpoints are at
 // their share.
-func whStartMetered(t testing.TB, s Store, faults *Faults, setup func(*config.WebhooksConfig), atShare prometheus.Gauge) *webhook.Deliverer {
+func whStartMetered(t testing.TB, s Store, faults *sandbox.Faults, setup func(*config.WebhooksConfig), atShare prometheus.Gauge) *webhook.Deliverer {
 	t.Helper()
 	cfg := config.DefaultConfig().Webhooks
 	cfg.Workers = 4
@@ -314,8 +315,8 @@ func testWebhooksBeforeSendAndSameIDOnRetry(t *testing.T, backend string) {
 	rcv := newWHReceiver(t)
 	s, ids := fixtureStoreOn(t, backend, whTenant(rcv.URL()))
 	// The first ten tries fail as if the receiver said 503.
-	faults := NewFaults(s)
-	faults.Add(&FaultRule{Kind: FaultWebhook, Status: 503, Times: 10, Remaining: 10, Probability: 1})
+	faults := sandbox.NewFaults(s)
+	faults.Add(&sandbox.FaultRule{Kind: sandbox.FaultWebhook, Status: 503, Times: 10, Remaining: 10, Probability: 1})
 	whStart(t, s, faults, nil)
 	whEnqueue(t, s, ids[0], 5)
 	rcv.waitFor(t, 5)

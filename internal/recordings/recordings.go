@@ -1,4 +1,8 @@
-package main
+// Package recordings owns calls' recording files on disk: their folder,
+// each call's file, the sweeper that removes those past their retention or
+// no call keeps, and a recording's admin URL. It imports config and audio;
+// the store it asks through SweptStore.
+package recordings
 
 import (
 	"context"
@@ -22,29 +26,30 @@ import (
 // its call says it has a recording (or the call is still up); the sweeper
 // removes every other, and the recordings older than the retention.
 
-// RecordingFiles is the folder of the recordings; the zero value is none
+// Files is the folder of the recordings; the zero value is none
 // (a store opened without a configuration removes no file).
-type RecordingFiles struct{ Dir string }
+type Files struct{ Dir string }
 
-// recordingFiles is the folder cfg names: recordings.dir, or "recordings"
-// beside the database (dataDir).
-func recordingFiles(cfg config.Config) RecordingFiles {
+// Folder is the folder cfg names: recordings.dir, or "recordings"
+// in dataDir, the folder beside the database.
+func Folder(cfg config.Config, dataDir string) Files {
 	if cfg.Recordings.Dir != "" {
-		return RecordingFiles{Dir: cfg.Recordings.Dir}
+		return Files{Dir: cfg.Recordings.Dir}
 	}
-	return RecordingFiles{Dir: filepath.Join(dataDir(cfg), "recordings")}
+	return Files{Dir: filepath.Join(dataDir, "recordings")}
 }
 
-const recordingExt = ".wav"
+// Ext ends a recording's file name.
+const Ext = ".wav"
 
 // Path is where a call's recording is (or will be).
-func (f RecordingFiles) Path(callID string) string {
-	return filepath.Join(f.Dir, callID+recordingExt)
+func (f Files) Path(callID string) string {
+	return filepath.Join(f.Dir, callID+Ext)
 }
 
 // Remove deletes the recordings of calls; one that cannot be removed is
 // an orphan the next sweep removes.
-func (f RecordingFiles) Remove(callIDs []string) {
+func (f Files) Remove(callIDs []string) {
 	if f.Dir == "" {
 		return
 	}
@@ -53,8 +58,8 @@ func (f RecordingFiles) Remove(callIDs []string) {
 	}
 }
 
-// recordingURL is the admin URL of a call's recording.
-func recordingURL(base, apiKey, contactID, callID string) string {
+// URL is the admin URL of a call's recording.
+func URL(base, apiKey, contactID, callID string) string {
 	return base + "/admin/v1/apps/" + url.PathEscape(apiKey) + "/contacts/" + url.PathEscape(contactID) +
 		"/calls/" + url.PathEscape(callID) + "/recording"
 }
@@ -63,12 +68,12 @@ func recordingURL(base, apiKey, contactID, callID string) string {
 // start.
 const recordingSweepInterval = time.Hour
 
-// RecordingSweeper removes recordings past recordings.retention_days and
+// Sweeper removes recordings past recordings.retention_days and
 // files no call lists (their contact deleted by another process, a crash
 // between a file and its call's settling, a removal that failed).
-type RecordingSweeper struct {
-	store     Store
-	files     RecordingFiles
+type Sweeper struct {
+	store     SweptStore
+	files     Files
 	retention time.Duration // 0: forever
 	log       *slog.Logger
 
@@ -76,14 +81,21 @@ type RecordingSweeper struct {
 	done sync.WaitGroup
 }
 
-func NewRecordingSweeper(store Store, cfg config.Config, log *slog.Logger) *RecordingSweeper {
-	return &RecordingSweeper{store: store, files: recordingFiles(cfg), log: log,
+// SweptStore is what the sweeper asks of the store: the recordings past
+// their retention, and which files their calls keep.
+type SweptStore interface {
+	ExpireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
+	RecordingsKept(ctx context.Context, ids []string) (map[string]Kept, error)
+}
+
+func NewSweeper(store SweptStore, files Files, cfg config.Config, log *slog.Logger) *Sweeper {
+	return &Sweeper{store: store, files: files, log: log,
 		retention: time.Duration(cfg.Recordings.RetentionDays) * 24 * time.Hour}
 }
 
 // Start sweeps now, then every recordingSweepInterval until Stop; it does
 // nothing while already started.
-func (s *RecordingSweeper) Start() {
+func (s *Sweeper) Start() {
 	if s.stop != nil {
 		return
 	}
@@ -107,7 +119,7 @@ func (s *RecordingSweeper) Start() {
 }
 
 // Stop ends the sweeps; one under way finishes first.
-func (s *RecordingSweeper) Stop() {
+func (s *Sweeper) Stop() {
 	if s.stop != nil {
 		close(s.stop)
 		s.done.Wait()
@@ -118,11 +130,11 @@ func (s *RecordingSweeper) Stop() {
 // Sweep removes the recordings of calls that ended more than the retention
 // before now, then every file of the folder no call keeps. It returns how
 // many files it removed.
-func (s *RecordingSweeper) Sweep(ctx context.Context, now time.Time) (int, error) {
+func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (int, error) {
 	removed := 0
 	if s.retention > 0 {
 		for {
-			ids, err := s.store.expireRecordings(ctx, now.Add(-s.retention), 500)
+			ids, err := s.store.ExpireRecordings(ctx, now.Add(-s.retention), 500)
 			if err != nil {
 				return removed, err
 			}
@@ -145,7 +157,7 @@ func (s *RecordingSweeper) Sweep(ctx context.Context, now time.Time) (int, error
 // written) whose call does not keep them: a finished file is kept while
 // its call lists it or is still up (its settling not yet committed), a
 // file being written while its call is up.
-func (s *RecordingSweeper) removeOrphans(ctx context.Context) (int, error) {
+func (s *Sweeper) removeOrphans(ctx context.Context) (int, error) {
 	entries, err := os.ReadDir(s.files.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil // nothing recorded yet
@@ -163,7 +175,7 @@ func (s *RecordingSweeper) removeOrphans(ctx context.Context) (int, error) {
 				ids = append(ids, id)
 			}
 		}
-		keep, err := s.store.recordingsKept(ctx, ids)
+		keep, err := s.store.RecordingsKept(ctx, ids)
 		if err != nil {
 			return removed, err
 		}
@@ -172,7 +184,7 @@ func (s *RecordingSweeper) removeOrphans(ctx context.Context) (int, error) {
 			if !ok || e.IsDir() {
 				continue // not ours
 			}
-			if k := keep[id]; k.up || k.listed && !partial {
+			if k := keep[id]; k.Up || k.Listed && !partial {
 				continue
 			}
 			if err := os.Remove(filepath.Join(s.files.Dir, e.Name())); err == nil {
@@ -186,9 +198,14 @@ func (s *RecordingSweeper) removeOrphans(ctx context.Context) (int, error) {
 // recordingFileCall reads a file name of the folder: the call it records,
 // and whether it is still being written; false for any other file.
 func recordingFileCall(name string) (callID string, partial bool, ok bool) {
-	if base, cut := strings.CutSuffix(name, recordingExt+audio.TempSuffix); cut {
+	if base, cut := strings.CutSuffix(name, Ext+audio.TempSuffix); cut {
 		return base, true, base != ""
 	}
-	base, cut := strings.CutSuffix(name, recordingExt)
+	base, cut := strings.CutSuffix(name, Ext)
 	return base, false, cut && base != ""
 }
+
+// Kept is what a call says of its recording file: it is up (its
+// file may be being written, or written and not yet listed), or it lists
+// one.
+type Kept struct{ Up, Listed bool }

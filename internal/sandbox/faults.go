@@ -1,7 +1,8 @@
-package main
+package sandbox
 
 import (
 	"bytes"
+	"context"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"encoding/json"
@@ -20,7 +21,7 @@ import (
 // statuses forced on webhook deliveries. Rules live in memory and are
 // dropped by a reset.
 type Faults struct {
-	store Store // to find the scenario of operation C's campaign
+	campaigns Campaigns
 
 	mu    sync.Mutex
 	rules []*FaultRule // in creation order; the first matching error rule answers
@@ -63,11 +64,19 @@ type FaultRule struct {
 	Hits        int64     `json:"hits"`
 	CreatedAt   time.Time `json:"created_at"`
 
-	appID int64 // dial rules match the engine's application id
+	AppID int64 `json:"-"` // dial rules match the engine's application id
 }
 
-func NewFaults(store Store) *Faults {
-	return &Faults{store: store}
+// Campaigns is what the fault rules read of the store: the scenario of
+// operation C's campaign, for a rule naming a scenario.
+type Campaigns interface {
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
+}
+
+// NewFaults returns an empty set of rules reading campaigns for scenario
+// rules on operation C.
+func NewFaults(campaigns Campaigns) *Faults {
+	return &Faults{campaigns: campaigns}
 }
 
 // fire reports whether a matching rule fires now, and counts it. Callers
@@ -99,10 +108,10 @@ func (f *Faults) removeLocked(id string) bool {
 	return false
 }
 
-// apply runs the latency and error rules matching a request of op by app:
+// Apply runs the latency and error rules matching a request of op by app:
 // it sleeps for every latency rule that fires, then returns the error of
 // the first error rule that fires (nil: serve the request normally).
-func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, app *domain.Application) *httpx.Error {
+func (f *Faults) Apply(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, app *domain.Application) *httpx.Error {
 	if f == nil {
 		return nil
 	}
@@ -114,7 +123,7 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	candidates := make([]*FaultRule, 0, len(f.rules))
 	needScenario := false
 	for _, rule := range f.rules {
-		if (rule.Kind == FaultLatency || rule.Kind == FaultError && faultAnswerable(op.Name, rule.Code)) &&
+		if (rule.Kind == FaultLatency || rule.Kind == FaultError && Answerable(op.Name, rule.Code)) &&
 			(rule.Operation == "" || rule.Operation == op.Name) && (rule.APIKey == "" || rule.APIKey == app.APIKey) {
 			candidates = append(candidates, rule)
 			needScenario = needScenario || rule.ScenarioID != ""
@@ -145,7 +154,7 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 			delay += time.Duration(d) * time.Millisecond
 			journalFault(w, rule.ID)
 		case rule.Kind == FaultError && answer == nil && f.fire(rule):
-			answer = faultError(op, rule.Code, rule.Message)
+			answer = ForcedError(op, rule.Code, rule.Message)
 			journalFault(w, rule.ID)
 		}
 	}
@@ -182,7 +191,7 @@ func (f *Faults) scenarioOf(r *http.Request, ps httprouter.Params, op httpx.Oper
 		if json.Unmarshal(body, &b) != nil || b.CampaignID == "" {
 			return ""
 		}
-		if c, err := f.store.Campaign(r.Context(), app.ID, b.CampaignID); err == nil {
+		if c, err := f.campaigns.Campaign(r.Context(), app.ID, b.CampaignID); err == nil {
 			return c.ScenarioID
 		}
 	}
@@ -202,10 +211,10 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-// faultCodes are the codes an error rule may answer: every code of the
+// FaultCodes are the codes an error rule may answer: every code of the
 // spec's tables and dialbox's extensions, with their messages. 9999 and 500
 // take the operation's own internal-error message.
-var faultCodes = map[int]*httpx.Error{
+var FaultCodes = map[int]*httpx.Error{
 	400: {Code: 400, Message: "Validation Failed"}, 401: httpx.ErrUnauthorized, 404: httpx.PublicNotFound["Campaign"],
 	413: httpx.PublicBodies[domain.ETOOLARGE], 429: httpx.ErrRateLimited, 1104: httpx.PublicBodies[domain.EWALLETEXPIRED],
 	1105: httpx.PublicBodies[domain.EWALLETEMPTY], 1201: httpx.ErrAppNotFound, 1208: httpx.PublicBodies[domain.ECONTENTEMPTY],
@@ -220,32 +229,35 @@ type FaultBody struct {
 	Probability *float64 `json:"probability"`
 }
 
-// dialOutcomes are the call outcomes of docs/design.md#call-outcomes a
+// DialOutcomes are the call outcomes of docs/design.md#call-outcomes a
 // dial fault may fix.
-var dialOutcomes = map[string]bool{domain.OutcomeAnswered: true, domain.OutcomeBusy: true, domain.OutcomeNoAnswer: true,
+var DialOutcomes = map[string]bool{domain.OutcomeAnswered: true, domain.OutcomeBusy: true, domain.OutcomeNoAnswer: true,
 	domain.OutcomeFailed: true, domain.OutcomeRejected: true, domain.OutcomeVoiceMail: true, domain.OutcomeInvalidNumber: true, domain.OutcomeCanceled: true}
 
-// operationCodes are the codes each operation answers, in the order of
+// OperationCodes are the codes each operation answers, in the order of
 // docs/api.md#every-code-and-when-it-is-answered: what the console offers
 // to force on it.
-var operationCodes = map[string][]int{
+var OperationCodes = map[string][]int{
 	"A": {400, 401, 1201, 3001, 413, 429, 1208, 1104, 2301, 1403, 1105, 1402, 9999},
 	"B": {400, 401, 1201, 429, 9999},
 	"C": {400, 401, 1201, 404, 413, 429, 1208, 1104, 2301, 1403, 1105, 1402, 500},
 }
 
-// faultAnswerable reports whether operation op (A, B or C) answers code:
+// Answerable reports whether operation op (A, B or C) answers code:
 // the one rule of which code a fault rule may force on which operation.
 // The admin API refuses a rule naming an operation that never answers its
 // code, a rule naming none fires only on those that do, and the console
-// offers each operation the codes of operationCodes
+// offers each operation the codes of OperationCodes
 // (docs/sandbox.md#3-force-any-error).
-func faultAnswerable(op string, code int) bool {
-	return slices.Contains(operationCodes[op], code)
+func Answerable(op string, code int) bool {
+	return slices.Contains(OperationCodes[op], code)
 }
 
-func faultError(op httpx.Operation, code int, message string) *httpx.Error {
-	e := faultCodes[code]
+// ForcedError is the answer an error rule forcing code gives op: its
+// message when the rule has one, else the code's own body (op's internal
+// error for op's internal-error code).
+func ForcedError(op httpx.Operation, code int, message string) *httpx.Error {
+	e := FaultCodes[code]
 	if code == op.Internal.Code {
 		e = op.Internal
 	}
@@ -257,24 +269,24 @@ func faultError(op httpx.Operation, code int, message string) *httpx.Error {
 
 // BeforeDial is the engine's hook: the outcome a dial rule forces on a call
 // of appID to phone, if one fires. Safe on a nil *Faults.
-func (f *Faults) BeforeDial(appID int64, phone string) (dialForce, bool) {
+func (f *Faults) BeforeDial(appID int64, phone string) (DialForce, bool) {
 	if f == nil {
-		return dialForce{}, false
+		return DialForce{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rule := range f.rules {
-		if rule.Kind == FaultDial && (rule.appID == 0 || rule.appID == appID) &&
+		if rule.Kind == FaultDial && (rule.AppID == 0 || rule.AppID == appID) &&
 			(rule.Phone == "" || rule.Phone == phone) && f.fire(rule) {
 			// Adding the rule set the outcome machine or digits imply.
-			return dialForce{Outcome: rule.Outcome, Digits: rule.Digits}, true
+			return DialForce{Outcome: rule.Outcome, Digits: rule.Digits}, true
 		}
 	}
-	return dialForce{}, false
+	return DialForce{}, false
 }
 
-// dialForce is what a dial rule forces on a call.
-type dialForce struct {
+// DialForce is what a dial rule forces on a call.
+type DialForce struct {
 	Outcome string
 	Digits  *string
 }

@@ -1,4 +1,4 @@
-package main
+package sandbox
 
 import (
 	"bytes"
@@ -52,8 +52,9 @@ type JournalEntry struct {
 	// The headers "copy as curl" needs to send the request again
 	// (docs/console.md#request-journal); kept in memory, never answered
 	// by the admin API. Cut at maxJournalFieldBytes like the path.
-	authorization, contentType string
-	headersTruncated           bool
+	Authorization    string `json:"-"`
+	ContentType      string `json:"-"`
+	HeadersTruncated bool   `json:"-"`
 
 	// The answer as written, kept without a copy and turned into
 	// ResponseBody only when the entry is read (most never are).
@@ -76,7 +77,7 @@ func cutField(s string) (string, bool) {
 // retainedBytes is what e holds in memory.
 func (e *JournalEntry) retainedBytes() int {
 	return len(e.Method) + len(e.Path) + len(e.Query) + len(e.Operation) + len(e.Tenant) + len(e.Fault) +
-		len(e.authorization) + len(e.contentType) + len(e.RequestBody) + len(e.ResponseBody) + e.responseHeld +
+		len(e.Authorization) + len(e.ContentType) + len(e.RequestBody) + len(e.ResponseBody) + e.responseHeld +
 		config.JournalEntryOverhead
 }
 
@@ -89,9 +90,9 @@ func NewJournal(cfg config.JournalConfig) *Journal {
 		ring: make([]*JournalEntry, cfg.MaxEntries)}
 }
 
-// begin starts recording a request; the returned writer and request must be
+// Begin starts recording a request; the returned writer and request must be
 // used to serve it, and done called once the answer is written.
-func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http.ResponseWriter, func()) {
+func (j *Journal) Begin(w http.ResponseWriter, r *http.Request, op string) (http.ResponseWriter, func()) {
 	if j == nil {
 		return w, func() {}
 	}
@@ -101,9 +102,9 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 	e.Path, e.PathTruncated = cutField(r.URL.Path)
 	e.Query, e.QueryTruncated = cutField(r.URL.RawQuery)
 	var authCut, typeCut bool
-	e.authorization, authCut = cutField(r.Header.Get("Authorization"))
-	e.contentType, typeCut = cutField(r.Header.Get("Content-Type"))
-	e.headersTruncated = authCut || typeCut
+	e.Authorization, authCut = cutField(r.Header.Get("Authorization"))
+	e.ContentType, typeCut = cutField(r.Header.Get("Content-Type"))
+	e.HeadersTruncated = authCut || typeCut
 	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, config.CodePrefixLen), entry: e}
 	if r.Body == nil { // a request made in a test rather than read by the server
 		r.Body = http.NoBody
@@ -127,8 +128,8 @@ func (j *Journal) begin(w http.ResponseWriter, r *http.Request, op string) (http
 	}
 }
 
-// journalTenant notes the authenticated application on the request's entry.
-func journalTenant(w http.ResponseWriter, app *domain.Application) {
+// JournalTenant notes the authenticated application on the request's entry.
+func JournalTenant(w http.ResponseWriter, app *domain.Application) {
 	if rec, ok := w.(*journalWriter); ok {
 		rec.entry.Tenant = app.APIKey
 	}
@@ -238,7 +239,7 @@ func (j *Journal) materialize(e *JournalEntry) {
 	}
 }
 
-// add keeps e, dropping the oldest entries first for a slot and to stay
+// Add keeps e, dropping the oldest entries first for a slot and to stay
 // within maxBytes.
 func (j *Journal) Add(e *JournalEntry) {
 	e.retained = e.retainedBytes()
@@ -269,9 +270,9 @@ func (j *Journal) dropOld(now time.Time) {
 	}
 }
 
-// size is how many entries the journal keeps and the bytes they retain
+// Size is how many entries the journal keeps and the bytes they retain
 // (none when it is off).
-func (j *Journal) size() (entries, bytes int) {
+func (j *Journal) Size() (entries, bytes int) {
 	if j == nil {
 		return 0, 0
 	}

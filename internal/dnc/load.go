@@ -1,4 +1,7 @@
-package main
+// Package dnc owns reading do-not-call list files: their lines, their
+// phone column, the report of what a load did, and loading a file onto a
+// list through the store's Store methods. It imports domain alone.
+package dnc
 
 import (
 	"bufio"
@@ -23,17 +26,17 @@ import (
 // operation A's rules (normalizePhone, phone.default_region), on every
 // core; bad lines and repeats are counted and reported, never fatal.
 
-// DNCReport is what loading a list file did.
-type DNCReport struct {
-	Lines     int          `json:"lines"`     // data lines read (a header is not one)
-	Loaded    int          `json:"loaded"`    // numbers the list gained (a replace: the numbers it now holds)
-	Duplicate int          `json:"duplicate"` // repeats within the file, and numbers the list held already
-	Bad       int          `json:"bad"`       // lines without a valid phone number
-	BadLines  []DNCBadLine `json:"bad_lines"` // the first of them
+// Report is what loading a list file did.
+type Report struct {
+	Lines     int       `json:"lines"`     // data lines read (a header is not one)
+	Loaded    int       `json:"loaded"`    // numbers the list gained (a replace: the numbers it now holds)
+	Duplicate int       `json:"duplicate"` // repeats within the file, and numbers the list held already
+	Bad       int       `json:"bad"`       // lines without a valid phone number
+	BadLines  []BadLine `json:"bad_lines"` // the first of them
 }
 
-// DNCBadLine is a line of a list file that holds no valid phone number.
-type DNCBadLine struct {
+// BadLine is a line of a list file that holds no valid phone number.
+type BadLine struct {
 	Line   int    `json:"line"`
 	Reason string `json:"reason"`
 }
@@ -44,10 +47,10 @@ const dncBadLinesShown = 10
 // dncPhoneHeaders are the header names of a phone column.
 var dncPhoneHeaders = map[string]bool{"phone_number": true, "phone": true, "so_dien_thoai": true, "number": true, "msisdn": true}
 
-// dncFileError is a list file that cannot be read at all.
-type dncFileError struct{ msg string }
+// FileError is a list file that cannot be read at all.
+type FileError struct{ msg string }
 
-func (e *dncFileError) Error() string { return e.msg }
+func (e *FileError) Error() string { return e.msg }
 
 // dncChunk is a run of lines handed to a parsing worker.
 type dncChunk struct {
@@ -59,22 +62,22 @@ type dncChunk struct {
 type dncParsed struct {
 	numbers []int64
 	bad     int
-	first   []DNCBadLine // its first bad lines
+	first   []BadLine // its first bad lines
 }
 
 // dncCapacityMax bounds the room made at once for a file's numbers (160
 // MB): a larger file's numbers grow past it as they are read.
 const dncCapacityMax = 20_000_000
 
-// dncLength is what is known of a list file's length before it is read.
-type dncLength struct {
-	bytes int64 // 0 (or less): unknown
+// Length is what is known of a list file's length before it is read.
+type Length struct {
+	Bytes int64 // 0 (or less): unknown
 	// claimed: bytes is the client's word (an upload's Content-Length), a
 	// bound on what may come rather than what will.
-	claimed bool
+	Claimed bool
 }
 
-// readDNCFile reads a list file and returns its numbers sorted without
+// ReadFile reads a list file and returns its numbers sorted without
 // repeats, with the report so far (Lines, Duplicate within the file, Bad).
 // A file's known length makes room for its numbers at once, one per 10
 // bytes (a number and its newline take at least that), since growing a
@@ -84,8 +87,8 @@ type dncLength struct {
 // before the numbers arrive, or a body that claims 2 GB and stalls would
 // cost 160 MB unread: the room doubles as they come, never past what the
 // claim can hold.
-func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region string) ([]int64, DNCReport, error) {
-	var rep DNCReport
+func ReadFile(ctx context.Context, r io.Reader, length Length, region string) ([]int64, Report, error) {
+	var rep Report
 	chunks := make(chan dncChunk, 4)
 	results := make(chan dncParsed, 4)
 	var wg sync.WaitGroup
@@ -98,17 +101,17 @@ func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region stri
 			}
 		})
 	}
-	limit := min(max(length.bytes/10, 0), dncCapacityMax)
+	limit := min(max(length.Bytes/10, 0), dncCapacityMax)
 	var numbers []int64
-	if !length.claimed {
+	if !length.Claimed {
 		numbers = make([]int64, 0, limit)
 	}
-	var first []DNCBadLine
+	var first []BadLine
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)
 		for p := range results {
-			if need := len(numbers) + len(p.numbers); length.claimed && need > cap(numbers) {
+			if need := len(numbers) + len(p.numbers); length.Claimed && need > cap(numbers) {
 				// Doubling, stopped once at the claim's bound; a body
 				// without a length (chunked), or past the bound, doubles.
 				room := 2 * cap(numbers)
@@ -133,7 +136,7 @@ func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region stri
 	}
 	rep.Bad += unreadable
 	first = append(first, shown...)
-	slices.SortFunc(first, func(a, b DNCBadLine) int { return a.Line - b.Line })
+	slices.SortFunc(first, func(a, b BadLine) int { return a.Line - b.Line })
 	rep.BadLines = first[:min(len(first), dncBadLinesShown)]
 	slices.Sort(numbers)
 	unique := slices.Compact(numbers)
@@ -141,9 +144,9 @@ func readDNCFile(ctx context.Context, r io.Reader, length dncLength, region stri
 	return unique, rep, nil
 }
 
-// dncMaxLine bounds a line of a list file, in bytes: a longer one is one
+// MaxLine bounds a line of a list file, in bytes: a longer one is one
 // bad line, skipped to its end, rather than a buffer that grows with it.
-const dncMaxLine = 64 << 10
+const MaxLine = 64 << 10
 
 // errDNCNoColumn is a line with fewer fields than the phone column's.
 var errDNCNoColumn = errors.New("the line has no phone column")
@@ -154,14 +157,14 @@ var errDNCNoColumn = errors.New("the line has no phone column")
 // is one bad line and never swallows the lines after it. It counts the
 // lines that are not CSV or too long (unreadable) and returns the first of
 // them; the workers judge the rest.
-func splitDNCFile(ctx context.Context, r io.Reader, region string, chunks chan<- dncChunk, rep *DNCReport) (unreadable int, shown []DNCBadLine, err error) {
+func splitDNCFile(ctx context.Context, r io.Reader, region string, chunks chan<- dncChunk, rep *Report) (unreadable int, shown []BadLine, err error) {
 	const chunkLines = 4096
-	br := bufio.NewReaderSize(r, dncMaxLine)
+	br := bufio.NewReaderSize(r, MaxLine)
 	col := -1
 	bad := func(line int, reason string) {
 		unreadable++
 		if len(shown) < dncBadLinesShown {
-			shown = append(shown, DNCBadLine{line, reason})
+			shown = append(shown, BadLine{line, reason})
 		}
 	}
 	c := dncChunk{}
@@ -181,7 +184,7 @@ func splitDNCFile(ctx context.Context, r io.Reader, region string, chunks chan<-
 		}
 		if tooLong {
 			rep.Lines++
-			bad(line, fmt.Sprintf("the line is longer than %d bytes", dncMaxLine))
+			bad(line, fmt.Sprintf("the line is longer than %d bytes", MaxLine))
 			continue
 		}
 		if len(text) == 0 {
@@ -199,7 +202,7 @@ func splitDNCFile(ctx context.Context, r io.Reader, region string, chunks chan<-
 				continue
 			}
 			if col < 0 {
-				return unreadable, shown, &dncFileError{fmt.Sprintf("line %d: no column holds a phone number; name it phone_number in a header row", line)}
+				return unreadable, shown, &FileError{fmt.Sprintf("line %d: no column holds a phone number; name it phone_number in a header row", line)}
 			}
 		}
 		rep.Lines++
@@ -309,7 +312,7 @@ func parseDNCChunk(c dncChunk, region string, fast *domain.FastPhones) dncParsed
 				if strings.TrimSpace(raw) == "" {
 					reason = "the line is empty"
 				}
-				p.first = append(p.first, DNCBadLine{c.lines[i], reason})
+				p.first = append(p.first, BadLine{c.lines[i], reason})
 			}
 			continue
 		}
@@ -318,61 +321,61 @@ func parseDNCChunk(c dncChunk, region string, fast *domain.FastPhones) dncParsed
 	return p
 }
 
-// dncLoad is how importDNC puts a file's numbers on a list.
-type dncLoad struct {
-	list    int64 // nationalList or an application's id
-	region  string
-	replace bool // the file becomes the whole list
+// Load is how Import puts a file's numbers on a list.
+type Load struct {
+	List    int64 // nationalList or an application's id
+	Region  string
+	Replace bool // the file becomes the whole list
 	// force replaces even when the list would lose more than
-	// dncReplaceMaxShrink of its numbers.
-	force bool
-	now   time.Time
+	// ReplaceMaxShrink of its numbers.
+	Force bool
+	Now   time.Time
 	// stored, when set, is told how many numbers are stored so far of total.
-	stored func(done, total int)
+	Stored func(done, total int)
 }
 
-// dncReplaceMaxShrink is the share of its numbers a list may lose to a
+// ReplaceMaxShrink is the share of its numbers a list may lose to a
 // replace that is not forced (docs/compliance.md#loading-the-national-register):
 // a register does not halve between two editions, a truncated file does.
-const dncReplaceMaxShrink = 0.5
+const ReplaceMaxShrink = 0.5
 
-// dncShrinkError refuses a replace that would drop more than
-// dncReplaceMaxShrink of a list; the CLI and the admin API say how to
+// ShrinkError refuses a replace that would drop more than
+// ReplaceMaxShrink of a list; the CLI and the admin API say how to
 // force it.
-type dncShrinkError struct{ listed, file int64 }
+type ShrinkError struct{ Listed, File int64 }
 
-func (e *dncShrinkError) Error() string {
+func (e *ShrinkError) Error() string {
 	return fmt.Sprintf("replacing the list would drop more than %.0f%% of its %d numbers (the file holds %d)",
-		dncReplaceMaxShrink*100, e.listed, e.file)
+		ReplaceMaxShrink*100, e.Listed, e.File)
 }
 
-// dncStore is what importDNC asks of the store: a list's count, and
+// Store is what Import asks of the store: a list's count, and
 // loading numbers onto it.
-type dncStore interface {
+type Store interface {
 	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 }
 
-// importDNC reads a list file and puts its numbers on a list.
-func importDNC(ctx context.Context, s dncStore, r io.Reader, length dncLength, load dncLoad) (DNCReport, error) {
-	numbers, rep, err := readDNCFile(ctx, r, length, load.region)
+// Import reads a list file and puts its numbers on a list.
+func Import(ctx context.Context, s Store, r io.Reader, length Length, load Load) (Report, error) {
+	numbers, rep, err := ReadFile(ctx, r, length, load.Region)
 	if err != nil {
 		return rep, err
 	}
-	if load.replace && !load.force {
-		listed, _, err := s.CountDNC(ctx, load.list)
+	if load.Replace && !load.Force {
+		listed, _, err := s.CountDNC(ctx, load.List)
 		if err != nil {
 			return rep, err
 		}
-		if float64(listed-int64(len(numbers))) > float64(listed)*dncReplaceMaxShrink {
-			return rep, &dncShrinkError{listed: listed, file: int64(len(numbers))}
+		if float64(listed-int64(len(numbers))) > float64(listed)*ReplaceMaxShrink {
+			return rep, &ShrinkError{Listed: listed, File: int64(len(numbers))}
 		}
 	}
 	var progress func(int)
-	if load.stored != nil {
-		progress = func(done int) { load.stored(done, len(numbers)) }
+	if load.Stored != nil {
+		progress = func(done int) { load.Stored(done, len(numbers)) }
 	}
-	gained, err := s.LoadDNC(ctx, load.list, numbers, load.replace, load.now, progress)
+	gained, err := s.LoadDNC(ctx, load.List, numbers, load.Replace, load.Now, progress)
 	rep.Loaded = gained
 	rep.Duplicate += len(numbers) - gained
 	return rep, err

@@ -1,8 +1,7 @@
-package main
+package store
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 
@@ -10,21 +9,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-//go:embed schema_postgres.sql
-var schemaPostgresSQL string
-
-// postgresMigrations splits schema_postgres.sql into its numbered blocks.
-func postgresMigrations() []string {
-	return splitMigrations("schema_postgres.sql", schemaPostgresSQL)
-}
-
 // migrateLock is the advisory lock every migration transaction takes, so
 // nodes starting together apply each block once, one after the other.
 const migrateLock = `SELECT pg_advisory_xact_lock(7412001)`
 
-// migratePostgres applies every migration after the database's version,
-// each in its own transaction, up to version.
-func migratePostgres(ctx context.Context, pool *pgxpool.Pool, version int) error {
+// MigratePostgres applies every migration of all after the database's
+// version, each in its own transaction, up to version.
+func MigratePostgres(ctx context.Context, pool *pgxpool.Pool, all []string, version int) error {
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, migrateLock+`;
 			CREATE TABLE IF NOT EXISTS dialbox_schema (
@@ -36,8 +27,7 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, version int) error
 	}); err != nil {
 		return err
 	}
-	all := postgresMigrations()
-	current, err := postgresVersion(ctx, pool)
+	current, err := PostgresVersion(ctx, pool)
 	if err != nil {
 		return err
 	}
@@ -70,11 +60,11 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, version int) error
 	return nil
 }
 
-// checkPostgresIsDialbox checks, without changing it, that the database
+// CheckPostgres checks, without changing it, that the database
 // at url holds dialbox's schema: PostgreSQL never creates a database, but
 // an existing one named by mistake (postgres, another application's)
 // would otherwise get dialbox's tables.
-func checkPostgresIsDialbox(ctx context.Context, url string) error {
+func CheckPostgres(ctx context.Context, url string) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -84,18 +74,19 @@ func checkPostgresIsDialbox(ctx context.Context, url string) error {
 	version := 0
 	err = conn.QueryRow(ctx, `SELECT to_regclass('dialbox_schema') IS NOT NULL`).Scan(&made)
 	if err == nil && made {
-		version, err = postgresVersion(ctx, conn)
+		version, err = PostgresVersion(ctx, conn)
 	}
 	if err != nil {
-		return fmt.Errorf("database %s: %w", databaseName(url), err)
+		return fmt.Errorf("database %s: %w", Redacted(url), err)
 	}
 	if version == 0 {
-		return errNoDatabase(url, "holds no dialbox schema")
+		return NoDatabase(url, "holds no dialbox schema")
 	}
 	return nil
 }
 
-func postgresVersion(ctx context.Context, q interface {
+// PostgresVersion is the schema version the database records, 0 when none is.
+func PostgresVersion(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (int, error) {
 	var v int

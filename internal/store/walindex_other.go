@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package store
 
 import (
 	"encoding/binary"
@@ -29,4 +29,4 @@ func (w *walIndex) iChange() (uint32, bool) {
 	return binary.NativeEndian.Uint32(b[:]), true
 }
 
-func (w *walIndex) close() { w.f.Close() }
+func (w *walIndex) Close() { w.f.Close() }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package store
 
 import (
 	"errors"
@@ -66,7 +66,7 @@ func (w *walIndex) iChange() (uint32, bool) {
 
 // close unmaps the header and closes the descriptor; call it only once
 // SQLite's connections are closed (see walIndex).
-func (w *walIndex) close() {
+func (w *walIndex) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.mem != nil {

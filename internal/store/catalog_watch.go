@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"database/sql"
@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// commitWatch lets the configuration cache see commits made by other
+// CommitWatch lets the configuration cache see commits made by other
 // connections to the database: another process (`dialbox app create`, a
 // restore tool, sqlite3) writes beside a running server, and the next
 // request must see it.
@@ -29,7 +29,7 @@ import (
 // A request that finds the counter moved waits out the gate; if it is
 // still not the recorded value, some other connection committed, and the
 // cache is dropped.
-type commitWatch struct {
+type CommitWatch struct {
 	shm  *walIndex
 	seen atomic.Uint32 // iChange at which every commit is accounted for
 	gate sync.RWMutex  // held by the writer across its COMMIT and its accounting
@@ -40,20 +40,20 @@ type commitWatch struct {
 	lastDataVersion int64
 }
 
-// openCommitWatch maps the WAL-index of the database at path, whose schema
+// OpenCommitWatch maps the WAL-index of the database at path, whose schema
 // the writer connection write has already read (so the -shm file exists).
-func openCommitWatch(path string, write *sql.DB) (*commitWatch, error) {
+func OpenCommitWatch(path string, write *sql.DB) (*CommitWatch, error) {
 	shm, err := openWALIndex(path)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: WAL index: %w", path, err)
 	}
-	w := &commitWatch{shm: shm}
+	w := &CommitWatch{shm: shm}
 	if w.dataVersion, err = write.Prepare(`PRAGMA data_version`); err == nil {
 		err = w.dataVersion.QueryRow().Scan(&w.lastDataVersion)
 	}
 	if err != nil {
-		w.closeStatement()
-		w.close()
+		w.CloseStatement()
+		w.Close()
 		return nil, err
 	}
 	if v, ok := shm.iChange(); ok {
@@ -62,9 +62,9 @@ func openCommitWatch(path string, write *sql.DB) (*commitWatch, error) {
 	return w, nil
 }
 
-// closeStatement closes the statement on the writer's connection, before
+// CloseStatement closes the statement on the writer's connection, before
 // that connection closes.
-func (w *commitWatch) closeStatement() {
+func (w *CommitWatch) CloseStatement() {
 	if w != nil && w.dataVersion != nil {
 		w.dataVersion.Close()
 	}
@@ -72,15 +72,15 @@ func (w *commitWatch) closeStatement() {
 
 // close releases the WAL index, once the store's connections are closed
 // (walindex_unix.go says why not before).
-func (w *commitWatch) close() {
+func (w *CommitWatch) Close() {
 	if w != nil {
-		w.shm.close()
+		w.shm.Close()
 	}
 }
 
 // check counts a change in changes if a connection other than this store's
 // writer committed since the last check. It runs before every cached read.
-func (w *commitWatch) Check(changes *atomic.Uint64) {
+func (w *CommitWatch) Check(changes *atomic.Uint64) {
 	if v, ok := w.shm.iChange(); ok && v == w.seen.Load() {
 		return
 	}
@@ -98,12 +98,12 @@ func (w *commitWatch) Check(changes *atomic.Uint64) {
 	}
 }
 
-// committing is called by the writer just before COMMIT; committed, which
+// Committing is called by the writer just before COMMIT; Committed, which
 // must follow, records the commit's counter and counts a change in changes
 // if another connection committed meanwhile.
-func (w *commitWatch) committing() { w.gate.Lock() }
+func (w *CommitWatch) Committing() { w.gate.Lock() }
 
-func (w *commitWatch) committed(changes *atomic.Uint64) {
+func (w *CommitWatch) Committed(changes *atomic.Uint64) {
 	defer w.gate.Unlock()
 	// The counter first: data_version, read after it, then covers any
 	// other connection's commit up to the moment the counter was read.

@@ -1,4 +1,4 @@
-package main
+package sandbox
 
 import (
 	"bytes"
@@ -71,10 +71,11 @@ func (m *SinkMessage) retainedBytes() int {
 // The sink's name and signature headers are short in every real delivery;
 // longer ones are refused, so one message is bounded by its body.
 const (
-	maxSinkNameBytes   = 256
+	MaxSinkNameBytes   = 256
 	maxSinkHeaderBytes = 1024
 )
 
+// NewSink returns an empty sink checking signatures against cfg's secret.
 func NewSink(cfg config.SinkConfig) (*Sink, error) {
 	v, err := standardwebhooks.NewWebhook(cfg.Secret)
 	if err != nil {
@@ -83,10 +84,11 @@ func NewSink(cfg config.SinkConfig) (*Sink, error) {
 	return &Sink{verifier: v, max: cfg.MaxMessages, maxBytes: cfg.MaxBytes, maxBody: cfg.MaxBodyBytes}, nil
 }
 
-func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+// Receive is the handler of POST /sink/{name}.
+func (s *Sink) Receive(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
-	if len(name) > maxSinkNameBytes {
-		httpx.WriteJSON(w, http.StatusBadRequest, httpx.ErrorBody{Code: 400, Message: fmt.Sprintf("Sink name longer than %d bytes", maxSinkNameBytes)})
+	if len(name) > MaxSinkNameBytes {
+		httpx.WriteJSON(w, http.StatusBadRequest, httpx.ErrorBody{Code: 400, Message: fmt.Sprintf("Sink name longer than %d bytes", MaxSinkNameBytes)})
 		return
 	}
 	for _, h := range []string{standardwebhooks.HeaderWebhookID, standardwebhooks.HeaderWebhookTimestamp, standardwebhooks.HeaderWebhookSignature} {
@@ -128,7 +130,7 @@ func (s *Sink) receive(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// add keeps m and drops the oldest messages until the sink is within its
+// Add keeps m and drops the oldest messages until the sink is within its
 // bounds again.
 func (s *Sink) Add(m *SinkMessage) {
 	s.mu.Lock()
@@ -147,8 +149,8 @@ func (s *Sink) Add(m *SinkMessage) {
 	}
 }
 
-// size is how many messages the sink keeps and the bytes they retain.
-func (s *Sink) size() (messages, bytes int) {
+// Size is how many messages the sink keeps and the bytes they retain.
+func (s *Sink) Size() (messages, bytes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.msgs), s.bytes

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package store
 
 import (
 	"errors"
@@ -9,18 +9,18 @@ import (
 	"syscall"
 )
 
-// lockDatabase takes a shared advisory lock on path's lock file (path +
+// LockDatabase takes a shared advisory lock on path's lock file (path +
 // ".lock") for as long as the returned file is open. Every command that
 // opens the database holds one, so restore, which needs it exclusively, can
 // tell that a running dialbox holds the database. A separate file, not the
 // database itself, so the lock never meets SQLite's own locks.
-func lockDatabase(path string) (*os.File, error) {
+func LockDatabase(path string) (*os.File, error) {
 	return flockFile(path, syscall.LOCK_SH, "database %s is being restored (dialbox restore holds %s); try again when it is done")
 }
 
-// lockDatabaseExclusive is restore's lock: it fails while anything else
+// LockDatabaseExclusive is restore's lock: it fails while anything else
 // has the database open.
-func lockDatabaseExclusive(path string) (*os.File, error) {
+func LockDatabaseExclusive(path string) (*os.File, error) {
 	return flockFile(path, syscall.LOCK_EX, "database %s is in use by a running dialbox (it holds %s); stop it first, e.g. systemctl stop dialbox")
 }
 
@@ -40,9 +40,9 @@ func flockFile(path string, how int, busy string) (*os.File, error) {
 	return f, nil
 }
 
-// lockServing is held by `dialbox serve` for its whole run: a second server
+// LockServing is held by `dialbox serve` for its whole run: a second server
 // on the same database would dial every contact twice, so it must not start.
-func lockServing(path string) (*os.File, error) {
+func LockServing(path string) (*os.File, error) {
 	name := path + ".serve.lock"
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
