@@ -32,7 +32,7 @@ func (a *Admin) dncRoutes(r *httprouter.Router, base string) {
 // tenant's when the path has an :app.
 func (a *Admin) dncList(r *http.Request, ps httprouter.Params) (int64, error) {
 	if ps.ByName("app") == "" {
-		return nationalList, nil
+		return domain.NationalList, nil
 	}
 	app, err := a.app(r, ps)
 	if err != nil {

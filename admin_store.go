@@ -86,7 +86,7 @@ type WebhookStore interface {
 type DNCStore interface {
 	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
 	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
-	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error)
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]domain.DNCListing, error)
 	RemoveDNC(ctx context.Context, list int64, e164 string) error
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 }

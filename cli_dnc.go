@@ -56,7 +56,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 		return err
 	}
 	defer store.Close()
-	list, who := nationalList, "the national register"
+	list, who := domain.NationalList, "the national register"
 	if *appKey != "" {
 		app, err := cliApp(ctx, store, *appKey)
 		if err != nil {

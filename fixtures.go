@@ -375,7 +375,7 @@ func applyFixtureRegister(ctx context.Context, s Store, d *FixtureDNC, region st
 		slices.Sort(numbers)
 		numbers = slices.Compact(numbers)
 	}
-	gained, err := s.LoadDNC(ctx, nationalList, numbers, false, now, nil)
+	gained, err := s.LoadDNC(ctx, domain.NationalList, numbers, false, now, nil)
 	rep.Loaded = gained
 	return rep, err
 }

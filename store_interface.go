@@ -117,7 +117,7 @@ type Store interface {
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
 	RemoveDNC(ctx context.Context, list int64, e164 string) error
-	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error)
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]domain.DNCListing, error)
 
 	// ---- advertising settings (store_adcalls.go) ----
 
