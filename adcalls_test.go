@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
@@ -192,7 +193,7 @@ func adWait(t *testing.T, s Store, appID int64, id string, now time.Time) *domai
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := contactWait(context.Background(), s, appID, c, now)
+	w, err := admin.ContactWait(context.Background(), s, appID, c, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
@@ -61,7 +62,7 @@ type Console struct {
 }
 
 // consoleAdmin is what the console asks of the admin API's services
-// (admin_services.go), so a page shows and a form does what the API would.
+// (internal/admin/services.go), so a page shows and a form does what the API would.
 type consoleAdmin interface {
 	consoleReads
 	consoleActions
@@ -106,7 +107,7 @@ type consoleActions interface {
 // clock and fault rules.
 type consoleSandbox interface {
 	CheckToken(r *http.Request, token string, now time.Time) (right bool, retryAfter time.Duration)
-	ClockState() ClockState
+	ClockState() admin.ClockState
 	RealTime() bool
 	SetTimeScale(scale *float64) error
 	SetSandboxNow(value string) error

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/sandbox"
@@ -281,7 +282,7 @@ func (c *Console) resetSink(r *http.Request, _ httprouter.Params, _ *session) (s
 // ---- clock ----
 
 type clockView struct {
-	ClockState
+	admin.ClockState
 	Real   bool   // real calls: the time scale is fixed at 1, the time is the real one
 	Offset string // how far the sandbox's now is moved, "" when it is not
 }

@@ -117,7 +117,9 @@ type FixtureAdvertising struct {
 // settings are the section's settings, the decree's where it sets none.
 func (fa *FixtureAdvertising) settings() domain.AdSettings {
 	a := domain.LegalAdSettings()
-	setIf(&a.MaxCallsPerNumberPerDay, fa.MaxCallsPerNumberPerDay)
+	if fa.MaxCallsPerNumberPerDay != nil {
+		a.MaxCallsPerNumberPerDay = *fa.MaxCallsPerNumberPerDay
+	}
 	if fa.Start != "" {
 		a.Start = fa.Start
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
@@ -137,7 +138,7 @@ type Main struct {
 	ops               *ops.Server
 
 	sip   *dialer.SIP // when dialer.kind is "sip", to hang up its calls at the end
-	clock Clock       // the simulator's; nil with real calls
+	clock admin.Clock // the simulator's; nil with real calls
 	// sandboxNow is the time the rules of calling read, which the admin
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
@@ -496,7 +497,7 @@ func forceDial(faults *sandbox.Faults) engine.ForceDial {
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
 func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *sandbox.Journal, faults *sandbox.Faults) error {
-	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
+	hash, generated, err := admin.TokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
 		return err
 	}
@@ -508,14 +509,14 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
 		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
 		MaxAddresses: 10_000}, m.Log)
-	admin := NewAdmin(AdminParts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
+	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
 		Region: m.Config.Phone.DefaultRegion, Now: time.Now, Log: m.Log, TokenHash: hash,
 		WrongTokens: wrongTokens, Proxies: proxies,
 		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
 		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
 		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
-	admin.routes(router)
+	adm.Routes(router)
 	access, err := m.sinkAccess(ctx)
 	if err != nil {
 		return err
@@ -525,7 +526,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		router.POST("/sink/:name", sink.Receive)
 	case config.SinkAccessAdmin:
 		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-			if admin.authorize(w, r) {
+			if adm.Authorize(w, r) {
 				sink.Receive(w, r, ps)
 			}
 		})
@@ -535,7 +536,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		for _, t := range m.Config.SIP.Trunks {
 			trunks = append(trunks, t.Name)
 		}
-		if m.console, err = newConsole(admin, m.engine, m.sip, trunks, journal, sink, m.sandboxNow, proxies, m.Config.Console, m.Log); err != nil {
+		if m.console, err = newConsole(adm, m.engine, m.sip, trunks, journal, sink, m.sandboxNow, proxies, m.Config.Console, m.Log); err != nil {
 			return err
 		}
 		m.console.routes(router)

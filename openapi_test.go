@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -446,7 +447,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 	// sent too many, every operation answers 429, whatever the token.
 	limited := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken)
 	at := time.Now()
-	limited.m.console.admin.(*Admin).now = func() time.Time { return at } // every request within the back-off
+	limited.m.console.admin.(*admin.Admin).Now = func() time.Time { return at } // every request within the back-off
 	lc := &adminContract{t: t, url: limited.url, auth: "Bearer wrong-token", seen: c.seen}
 	for range config.DefaultConfig().Admin.WrongTokensPerAddress {
 		lc.send("GET", "/admin/v1/apps", "Bearer wrong-token", "")

@@ -100,10 +100,10 @@ func (s *sqlStore) DelayContacts(ctx context.Context, delays []domain.CallDelay,
 	})
 }
 
-// adTiming is what the rules need of a contact's past: its last delay,
+// AdTiming is what the rules need of a contact's past: its last delay,
 // the tenant's answered advertising calls to its number since since, and
 // those up now.
-func (s *sqlStore) adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error) {
+func (s *sqlStore) AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error) {
 	var timing domain.ContactTiming
 	var reason string
 	var until sql.NullInt64

@@ -84,7 +84,7 @@ type Store interface {
 	// the deletes of calls (DeleteApp, DeleteScenario, Reset) remove once
 	// committed; none until it is called.
 	setRecordings(f recordings.Files)
-	recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
+	RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
 	ExpireRecordings(ctx context.Context, before time.Time, limit int) ([]string, error)
 	RecordingsKept(ctx context.Context, ids []string) (map[string]recordings.Kept, error)
 
@@ -106,10 +106,10 @@ type Store interface {
 	// DelayContacts moves delayed contacts' next attempts, with their
 	// audit rows, in one commit.
 	DelayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
-	// adTiming reads what decides a queued advertising contact's
+	// AdTiming reads what decides a queued advertising contact's
 	// wait beside its next attempt: its last delay, the number's answered
-	// advertising calls since since, and its calls up (contactWait).
-	adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
+	// advertising calls since since, and its calls up (admin.ContactWait).
+	AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
 
 	// ---- do-not-call lists (store_dnc.go) ----
 

@@ -22,9 +22,9 @@ func (s *SQLiteStore) setRecordings(f recordings.Files) { s.recordings = f }
 
 func (s *PostgresStore) setRecordings(f recordings.Files) { s.recordings = f }
 
-// recordingOf is the size of a call's recording, 0 when it has none;
+// RecordingOf is the size of a call's recording, 0 when it has none;
 // errNotFound when the application has no such contact with such a call.
-func (s *sqlStore) recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
+func (s *sqlStore) RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
 	var n int64
 	err := s.db.QueryRow(ctx, `SELECT c.recording_bytes FROM calls c JOIN contacts k ON k.seq = c.contact_seq
 		WHERE k.app_id = ? AND k.id = ? AND c.id = ?`, appID, contactID, callID).Scan(&n)

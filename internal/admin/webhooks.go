@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"crypto/rand"
@@ -96,7 +96,7 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.Now()); err != nil {
 		return nil, err
 	}
 	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
@@ -114,7 +114,7 @@ func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.Now()); err != nil {
 		return nil, err
 	}
 	return a.getEndpoint(r, ps)
@@ -126,7 +126,7 @@ func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	e.Secret = newWebhookSecret()
-	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.Now()); err != nil {
 		return nil, err
 	}
 	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
@@ -179,10 +179,10 @@ func (a *Admin) getMessage(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	m, attempts, err := a.Message(r.Context(), app.ID, ps.ByName("message"))
-	return messageWithAttempts{m, attempts}, err
+	return MessageWithAttempts{m, attempts}, err
 }
 
-type messageWithAttempts struct {
+type MessageWithAttempts struct {
 	*domain.WebhookMessage
 	AttemptLog []domain.WebhookAttempt `json:"attempt_log"`
 }

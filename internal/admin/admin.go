@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -27,19 +27,20 @@ import (
 // token; application tokens are never accepted here.
 //
 // This file holds the type, its routes and its auth; the handlers are in
-// one file per resource (admin_apps.go, admin_wallet.go, admin_pools.go,
-// admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
-// admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go);
-// the services its handlers share with the console are in admin_services.go,
-// what it asks of the store in admin_store.go.
+// one file per resource (apps.go, wallet.go, pools.go, scenarios.go,
+// campaigns.go, webhooks.go, contacts.go, sandbox.go, dnc.go, adcalls.go);
+// the services its handlers share with the console are in services.go,
+// what it asks of the store in store.go.
 type Admin struct {
-	apps      AppStore
-	calling   CallingStore
-	contacts  ContactStore
-	webhooks  WebhookStore
-	dnc       DNCStore
-	region    string // phone.default_region, to read the phone filter
-	now       func() time.Time
+	apps     AppStore
+	calling  CallingStore
+	contacts ContactStore
+	webhooks WebhookStore
+	dnc      DNCStore
+	region   string // phone.default_region, to read the phone filter
+	// Now is the real time: it stamps records, schedules deliveries and
+	// times wrong tokens (tests move it).
+	Now       func() time.Time
 	log       *slog.Logger
 	tokenHash [sha256.Size]byte
 	// wrongTokens limits guesses of the token here and at the console's
@@ -73,9 +74,9 @@ type Admin struct {
 	wakeWebhooks func()
 }
 
-// AdminParts are what the admin API is built from; the fields are
+// Parts are what the admin API is built from; the fields are
 // Admin's, told there.
-type AdminParts struct {
+type Parts struct {
 	Apps     AppStore
 	Calling  CallingStore
 	Contacts ContactStore
@@ -105,10 +106,10 @@ type AdminParts struct {
 	WakeWebhooks func()
 }
 
-// NewAdmin builds the admin API whole from its parts.
-func NewAdmin(p AdminParts) *Admin {
+// New builds the admin API whole from its parts.
+func New(p Parts) *Admin {
 	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC,
-		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
+		region: p.Region, Now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
 		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
 		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,
 		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout,
@@ -122,27 +123,27 @@ type Clock interface {
 }
 
 // The admin token's settings. A token dialbox generated is kept as it is
-// (adminTokenPlainSetting) beside its hash, as the applications' secrets
+// (TokenPlainSetting) beside its hash, as the applications' secrets
 // are: the first-run block prints a sink command that works on every
 // start, and whoever can read the database reads every tenant's secret
 // already. A token the operator set is neither stored nor printed (see
 // Main.sinkCommand). Databases of older dialboxes hold only the hash.
 const (
-	adminTokenSetting      = "admin_token_sha256"
-	adminTokenPlainSetting = "admin_token"
+	TokenSetting      = "admin_token_sha256"
+	TokenPlainSetting = "admin_token"
 )
 
-// adminTokenHash returns the hash the admin API checks bearer tokens
+// TokenHash returns the hash the admin API checks bearer tokens
 // against: the configured token's, else the stored one's. On the first start
 // without a configured token it generates one, stores it with its hash, and
 // returns it to be announced. A configured token removes a generated one:
 // it opens nothing any more, and would stay readable in the database and
 // its backups (docs/admin.md#token).
-func adminTokenHash(ctx context.Context, store TokenStore, configured string) ([sha256.Size]byte, string, error) {
+func TokenHash(ctx context.Context, store TokenStore, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
 		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, store)
 	}
-	stored, err := store.AdminSetting(ctx, adminTokenSetting)
+	stored, err := store.AdminSetting(ctx, TokenSetting)
 	if err != nil {
 		return [sha256.Size]byte{}, "", err
 	}
@@ -153,10 +154,10 @@ func adminTokenHash(ctx context.Context, store TokenStore, configured string) ([
 	}
 	token := "dbx_admin_" + domain.RandomHex(20)
 	h = sha256.Sum256([]byte(token))
-	if err := store.SetAdminSetting(ctx, adminTokenPlainSetting, token); err != nil {
+	if err := store.SetAdminSetting(ctx, TokenPlainSetting, token); err != nil {
 		return h, "", err
 	}
-	if err := store.SetAdminSetting(ctx, adminTokenSetting, hex.EncodeToString(h[:])); err != nil {
+	if err := store.SetAdminSetting(ctx, TokenSetting, hex.EncodeToString(h[:])); err != nil {
 		return h, "", err
 	}
 	return h, token, nil
@@ -166,19 +167,20 @@ func adminTokenHash(ctx context.Context, store TokenStore, configured string) ([
 // when the database holds one: a write at every start would be a
 // configuration change every node of a cluster hears about.
 func forgetGeneratedAdminToken(ctx context.Context, store TokenStore) error {
-	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
+	for _, key := range []string{TokenSetting, TokenPlainSetting} {
 		v, err := store.AdminSetting(ctx, key)
 		if err != nil {
 			return err
 		}
 		if v != "" {
-			return store.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
+			return store.DeleteAdminSettings(ctx, TokenSetting, TokenPlainSetting)
 		}
 	}
 	return nil
 }
 
-func (a *Admin) routes(r *httprouter.Router) {
+// Routes adds the admin API to r.
+func (a *Admin) Routes(r *httprouter.Router) {
 	const p = "/admin/v1"
 	const app = p + "/apps/:app"
 	r.POST(p+"/reset", a.handle(a.resetState))
@@ -218,8 +220,8 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(app+"/scenarios/:scenario", a.handle(a.getScenario))
 	r.PATCH(app+"/scenarios/:scenario", a.handle(a.updateScenario))
 	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteOf("scenario", "Scenario", a.calling.DeleteScenario)))
-	for _, t := range scenarioTransitions {
-		r.POST(app+"/scenarios/:scenario/"+t.name, a.handle(a.transition(t)))
+	for _, t := range Transitions {
+		r.POST(app+"/scenarios/:scenario/"+t.Name, a.handle(a.transition(t)))
 	}
 
 	r.GET(app+"/campaigns", a.handle(a.listCampaigns))
@@ -269,7 +271,7 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 				httpx.WriteAdminError(w, httpx.ErrAdminInternal)
 			}
 		}()
-		if !a.authorize(w, r) {
+		if !a.Authorize(w, r) {
 			return
 		}
 		result, err := h(r, ps)
@@ -291,14 +293,14 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 	}
 }
 
-// authorize says whether r bears the admin token, under the limit of wrong
+// Authorize says whether r bears the admin token, under the limit of wrong
 // tokens; when it does not, the refusal is already answered.
-func (a *Admin) authorize(w http.ResponseWriter, r *http.Request) bool {
+func (a *Admin) Authorize(w http.ResponseWriter, r *http.Request) bool {
 	token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !bearer {
 		token = ""
 	}
-	right, retryAfter := a.CheckToken(r, token, a.now())
+	right, retryAfter := a.CheckToken(r, token, a.Now())
 	if retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(httpx.RetryAfterSeconds(retryAfter)))
 		httpx.WriteAdminError(w, errWrongTokens)

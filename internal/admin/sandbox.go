@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -217,7 +217,7 @@ func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
 // own fields, so the first problem reported is always the same one.
 func (a *Admin) checkFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.FaultRule, error) {
 	rule := b.FaultRule
-	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
+	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.Now().UTC()
 	rule.Probability = 1
 	if b.Probability != nil {
 		if *b.Probability <= 0 || *b.Probability > 1 {

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	if err != nil {
 		return nil, err
 	}
-	size, err := a.contacts.recordingOf(ctx, app.ID, contactID, callID)
+	size, err := a.contacts.RecordingOf(ctx, app.ID, contactID, callID)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return nil, domain.NotFound("Call")
@@ -178,7 +178,7 @@ func (a *Admin) Message(ctx context.Context, appID int64, id string) (*domain.We
 
 // SetCampaignPaused pauses or resumes a campaign; the engine looks again.
 func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error {
-	if err := notFound(a.calling.SetCampaignPaused(ctx, appID, id, paused, a.now()), "Campaign"); err != nil {
+	if err := notFound(a.calling.SetCampaignPaused(ctx, appID, id, paused, a.Now()), "Campaign"); err != nil {
 		return err
 	}
 	a.wake(appID)
@@ -187,7 +187,7 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 
 // Redeliver makes a webhook message due now, with the same webhook-id.
 func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
-	if err := notFound(a.webhooks.Redeliver(ctx, appID, id, a.now()), "Webhook message"); err != nil {
+	if err := notFound(a.webhooks.Redeliver(ctx, appID, id, a.Now()), "Webhook message"); err != nil {
 		return err
 	}
 	a.wakeWebhooks()
@@ -197,7 +197,7 @@ func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
 // RecoverFailed puts an endpoint's messages dead since then back in the
 // outbox, due now, and says how many.
 func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error) {
-	n, err := a.webhooks.RecoverFailed(ctx, appID, endpointID, since, a.now())
+	n, err := a.webhooks.RecoverFailed(ctx, appID, endpointID, since, a.Now())
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -53,20 +53,20 @@ type CallingStore interface {
 
 // ContactStore holds the contacts with their calls and recordings, the
 // imports that brought them, and what says why a contact waits
-// (contactWait): its scenario and campaign, the tenant's advertising
+// (ContactWait): its scenario and campaign, the tenant's advertising
 // settings, its past calls.
 type ContactStore interface {
 	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
 	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
-	recordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
+	RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
 	ImportByID(ctx context.Context, appID int64, id string) (*domain.ImportRecord, error)
 	Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*domain.ImportRecord, error)
 	SkippedOf(ctx context.Context, importID string) ([]domain.SkippedContact, error)
 	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
 	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
-	adTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
+	AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
 }
 
 // WebhookStore holds the webhook endpoints and their messages.
@@ -91,7 +91,7 @@ type DNCStore interface {
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 }
 
-// TokenStore holds the admin token's settings (AdminTokenHash).
+// TokenStore holds the admin token's settings (TokenHash).
 type TokenStore interface {
 	AdminSetting(ctx context.Context, key string) (string, error)
 	SetAdminSetting(ctx context.Context, key, value string) error

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -48,8 +48,8 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 			calls[i].RecordingURL = recordings.URL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
-	wait, err := contactWait(r.Context(), a.contacts, app.ID, c, a.sandboxNow.Now())
-	return contactWithCalls{c, wait, calls}, err
+	wait, err := ContactWait(r.Context(), a.contacts, app.ID, c, a.sandboxNow.Now())
+	return ContactWithCalls{c, wait, calls}, err
 }
 
 // getRecording answers a call's recording, the WAV file itself
@@ -58,7 +58,7 @@ func (a *Admin) getRecording(r *http.Request, ps httprouter.Params) (any, error)
 	return a.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
 }
 
-type contactWithCalls struct {
+type ContactWithCalls struct {
 	*domain.ContactRecord
 	// Waiting explains why a queued contact of an advertising scenario is
 	// not dialled now (docs/admin.md#why-a-contact-waits); left out otherwise.
@@ -93,18 +93,18 @@ func (a *Admin) getImport(r *http.Request, ps httprouter.Params) (any, error) {
 	if skipped == nil {
 		skipped = []domain.SkippedContact{}
 	}
-	return importWithSkipped{im, skipped}, err
+	return ImportWithSkipped{im, skipped}, err
 }
 
-type importWithSkipped struct {
+type ImportWithSkipped struct {
 	*domain.ImportRecord
 	SkippedContacts []domain.SkippedContact `json:"skipped_contacts"`
 }
 
-// contactWait explains why a queued contact of an advertising scenario is
+// ContactWait explains why a queued contact of an advertising scenario is
 // not dialled at now, by the rules the engine applies (dialRules.wait);
 // nil for any other contact, or one the engine may dial now.
-func contactWait(ctx context.Context, s ContactStore, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
+func ContactWait(ctx context.Context, s ContactStore, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
 	if c.State != domain.ContactQueued {
 		return nil, nil
 	}
@@ -130,7 +130,7 @@ func contactWait(ctx context.Context, s ContactStore, appID int64, c *domain.Con
 	if err != nil {
 		return nil, err
 	}
-	timing, err := s.adTiming(ctx, appID, c, now.Add(-domain.AdDay))
+	timing, err := s.AdTiming(ctx, appID, c, now.Add(-domain.AdDay))
 	if err != nil {
 		return nil, err
 	}

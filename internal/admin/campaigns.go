@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"dialbox/internal/domain"
@@ -51,7 +51,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		}
 		return nil, err
 	}
-	err = a.calling.CreateCampaign(r.Context(), c, a.now())
+	err = a.calling.CreateCampaign(r.Context(), c, a.Now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Campaign %q already exists", c.ID)
 	}

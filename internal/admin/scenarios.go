@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// adminScenario is a scenario as the admin API shows it: the public fields
+// Scenario is a scenario as the admin API shows it: the public fields
 // plus its content.
-type adminScenario struct {
+type Scenario struct {
 	ID                 string            `json:"id"`
 	Name               string            `json:"name"`
 	Description        string            `json:"description"`
@@ -32,8 +32,8 @@ type adminScenario struct {
 	UpdatedAt          time.Time         `json:"updated_at"`
 }
 
-func showScenario(sc *domain.Scenario) adminScenario {
-	return adminScenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.Script, sc.PersonalizedFields,
+func showScenario(sc *domain.Scenario) Scenario {
+	return Scenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.Script, sc.PersonalizedFields,
 		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
 }
 
@@ -55,7 +55,7 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]adminScenario, len(list))
+	out := make([]Scenario, len(list))
 	for i, sc := range list {
 		out[i] = showScenario(sc)
 	}
@@ -150,7 +150,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	err = a.calling.CreateScenario(r.Context(), sc, a.now())
+	err = a.calling.CreateScenario(r.Context(), sc, a.Now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
 	}
@@ -195,20 +195,22 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.now()), "Scenario"); err != nil {
+	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.Now()), "Scenario"); err != nil {
 		return nil, err
 	}
 	return a.showScenario(r, app.ID, sc.ID)
 }
 
-// scenarioTransition is one arrow of docs/design.md#scenario-status-transitions.
-type scenarioTransition struct {
-	name string
-	from []string
-	to   string
+// Transition is one arrow of docs/design.md#scenario-status-transitions.
+type Transition struct {
+	Name string
+	From []string
+	To   string
 }
 
-var scenarioTransitions = []scenarioTransition{
+// Transitions are the status changes of a scenario, as the admin API and
+// the CLI make them.
+var Transitions = []Transition{
 	{"submit", []string{domain.StatusDraft}, domain.StatusReviewing},
 	{"approve", []string{domain.StatusReviewing}, domain.StatusActive},
 	{"reject", []string{domain.StatusReviewing}, domain.StatusReject},
@@ -217,24 +219,24 @@ var scenarioTransitions = []scenarioTransition{
 
 // refused says why t cannot leave status; the admin API answers it with
 // 409.
-func (t scenarioTransition) refused(status string) string {
-	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.name, status, strings.Join(t.from, " or "))
+func (t Transition) Refused(status string) string {
+	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.Name, status, strings.Join(t.From, " or "))
 }
 
-func (a *Admin) transition(t scenarioTransition) httpx.Handler {
+func (a *Admin) transition(t Transition) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {
 			return nil, err
 		}
 		id := ps.ByName("scenario")
-		err = a.calling.TransitionScenario(r.Context(), app.ID, id, t.from, t.to, a.now())
+		err = a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.Now())
 		var bad domain.ErrBadTransition
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			return nil, domain.NotFound("Scenario")
 		case errors.As(err, &bad):
-			return nil, domain.Conflict("%s", t.refused(bad.Status))
+			return nil, domain.Conflict("%s", t.Refused(bad.Status))
 		case err != nil:
 			return nil, err
 		}
