@@ -100,6 +100,22 @@ func startSandbox(t testing.TB, env ...string) *testServer {
 	return startSandboxOn(t, "sqlite", env...)
 }
 
+// startSandboxAt is startSandbox with the admin API and the console
+// reading the wall clock from now.
+func startSandboxAt(t testing.TB, now func() time.Time) *testServer {
+	t.Helper()
+	fx := writeFile(t, "fixtures.toml", adminFixtures)
+	m := startMain(t, io.Discard, []string{"--database", filepath.Join(filepath.Dir(fx), "dialbox.db"), "--fixtures", fx},
+		[]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LIMITS_RATE_PER_SECOND=0", "DIALBOX_ADMIN_TOKEN=" + testAdminToken},
+		func(m *Main) { m.now = now })
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &testServer{m: m, url: m.URL()}
+}
+
 // startSandboxOn is startSandbox on a new database of the backend.
 func startSandboxOn(t testing.TB, backend string, env ...string) *testServer {
 	t.Helper()
@@ -916,10 +932,8 @@ const adminLockedOut = `{"status":0,"code":429,"message":"Too many wrong tokens"
 // the right token waits only admin.wrong_token_backoff, not the minutes
 // the wrong ones wait (docs/admin.md#wrong-tokens).
 func TestWrongAdminTokensLimited(t *testing.T) {
-	s := startSandbox(t)
 	now := time.Now()
-	clock := func() time.Time { return now }
-	s.m.console.now, s.m.console.admin.(*admin.Admin).Now = clock, clock
+	s := startSandboxAt(t, func() time.Time { return now })
 	c := newConsoleClient(t, s.url)
 	for range 3 {
 		if resp := c.signIn("wrong-token-0123456789"); resp.StatusCode != http.StatusUnauthorized {
@@ -971,14 +985,15 @@ func TestWrongAdminTokensPerAddressAndOverall(t *testing.T) {
 	if err := os.WriteFile(fx, []byte(adminFixtures), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	now := time.Now()
 	m := startMain(t, io.Discard, []string{"--database", filepath.Join(dir, "dialbox.db"), "--fixtures", fx},
 		[]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_ADMIN_TOKEN=" + testAdminToken,
 			"DIALBOX_HTTP_TRUSTED_PROXIES=127.0.0.1", "DIALBOX_ADMIN_WRONG_TOKENS_OVERALL=10"},
-		func(m *Main) { m.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+		func(m *Main) {
+			m.Log, m.now = slog.New(slog.NewTextHandler(&logs, nil)), func() time.Time { return now }
+		})
 	defer m.Close()
 	s := &testServer{m: m, url: m.URL()}
-	now := time.Now()
-	s.m.console.admin.(*admin.Admin).Now = func() time.Time { return now }
 	const wrong = "Bearer wrong-token-0123456789"
 	for range 5 {
 		if resp, _ := s.adminAs(t, "10.0.0.1", wrong); resp.StatusCode != 401 {
@@ -1020,8 +1035,7 @@ func TestWrongAdminTokensPerAddressAndOverall(t *testing.T) {
 
 	// Without trusted proxies X-Forwarded-For is the client's own word:
 	// every request is the connection's address.
-	plain := startSandbox(t)
-	plain.m.console.admin.(*admin.Admin).Now = func() time.Time { return now }
+	plain := startSandboxAt(t, func() time.Time { return now })
 	for range 5 {
 		plain.adminAs(t, "10.0.0.1", wrong)
 	}

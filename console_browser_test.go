@@ -225,7 +225,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatal("the live toggle shows without JavaScript")
 		}
 		// The sink's reset asks for its box to be ticked first.
-		kept := s.m.console.sink.Find(sandbox.SinkFilter{})
+		kept := s.m.sink.Find(sandbox.SinkFilter{})
 		if len(kept) == 0 {
 			t.Fatal("no webhook in the sink to reset")
 		}
@@ -233,7 +233,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		run(t, nojs, chromedp.Navigate(s.url+"/console/sink"), chromedp.WaitVisible("#confirm", chromedp.ByID),
 			chromedp.Click("#confirm", chromedp.ByID), chromedp.Click("#reset-sink", chromedp.ByID),
 			chromedp.WaitVisible(".flash.ok", chromedp.ByQuery))
-		if left := s.m.console.sink.Find(sandbox.SinkFilter{}); len(left) > 0 && left[0].ID <= last {
+		if left := s.m.sink.Find(sandbox.SinkFilter{}); len(left) > 0 && left[0].ID <= last {
 			t.Fatalf("after the confirmed reset the sink still holds message %d", left[0].ID)
 		}
 		run(t, nojs, chromedp.Navigate(s.url+"/console/apps/qa-key/campaigns/camp-1"), chromedp.WaitVisible("#resume", chromedp.ByID),

@@ -20,6 +20,7 @@ import (
 
 	"dialbox/internal/admin"
 	"dialbox/internal/config"
+	"dialbox/internal/console"
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
@@ -122,7 +123,11 @@ type Main struct {
 	Log    *slog.Logger
 	// AccessLog gets the line per request; nil: Log.
 	AccessLog *slog.Logger
-	logs      *ops.LogBuffer // behind both loggers when log.flush_interval > 0
+	// now is the wall clock the admin API and the console read (wrong
+	// tokens, sessions); tests set their own before Run.
+	now func() time.Time
+
+	logs *ops.LogBuffer // behind both loggers when log.flush_interval > 0
 
 	metrics *ops.Metrics // what this server's /metrics serves, handed to each part
 	store   Store
@@ -145,8 +150,8 @@ type Main struct {
 	engine     *engine.Engine
 	webhooks   *webhook.Deliverer
 	sweeper    *recordings.Sweeper
-	console    *Console      // nil when console.enabled is false
-	sink       *sandbox.Sink // the webhook sink, mounted by mountAdmin
+	console    *console.Console // nil when console.enabled is false
+	sink       *sandbox.Sink    // the webhook sink, mounted by mountAdmin
 }
 
 func NewMain(stdout io.Writer) *Main {
@@ -154,6 +159,7 @@ func NewMain(stdout io.Writer) *Main {
 		Config: config.DefaultConfig(),
 		Stdout: stdout,
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		now:    time.Now,
 	}
 }
 
@@ -510,7 +516,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
 		MaxAddresses: 10_000}, m.Log)
 	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
-		Region: m.Config.Phone.DefaultRegion, Now: time.Now, Log: m.Log, TokenHash: hash,
+		Region: m.Config.Phone.DefaultRegion, Now: m.now, Log: m.Log, TokenHash: hash,
 		WrongTokens: wrongTokens, Proxies: proxies,
 		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
 		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
@@ -536,14 +542,19 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		for _, t := range m.Config.SIP.Trunks {
 			trunks = append(trunks, t.Name)
 		}
-		if m.console, err = newConsole(adm, m.engine, m.sip, trunks, journal, sink, m.sandboxNow, proxies, m.Config.Console, m.Log); err != nil {
+		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
+		if m.sip != nil { // a nil *dialer.SIP would not be a nil console.TrunkUses
+			parts.SIP = m.sip
+		}
+		if m.console, err = console.New(parts); err != nil {
 			return err
 		}
-		m.console.routes(router)
+		m.console.Routes(router)
 		apiNotFound := router.NotFound
 		router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/console/") {
-				m.console.notFoundPage(w, r)
+				m.console.NotFoundPage(w, r)
 				return
 			}
 			apiNotFound.ServeHTTP(w, r)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -445,9 +444,8 @@ func TestOpenAPIAdmin(t *testing.T) {
 
 	// On a server with the default limit of wrong tokens, once an address
 	// sent too many, every operation answers 429, whatever the token.
-	limited := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken)
-	at := time.Now()
-	limited.m.console.admin.(*admin.Admin).Now = func() time.Time { return at } // every request within the back-off
+	// The longest back-off, so every request falls within it.
+	limited := startServer(t, testFixtures, "DIALBOX_ADMIN_TOKEN="+adminToken, "DIALBOX_ADMIN_WRONG_TOKEN_BACKOFF=1m")
 	lc := &adminContract{t: t, url: limited.url, auth: "Bearer wrong-token", seen: c.seen}
 	for range config.DefaultConfig().Admin.WrongTokensPerAddress {
 		lc.send("GET", "/admin/v1/apps", "Bearer wrong-token", "")

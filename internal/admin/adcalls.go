@@ -45,7 +45,7 @@ func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, e
 	if fe := s.Check(); fe != nil {
 		return nil, domain.ValidationError(*fe)
 	}
-	if err := a.apps.SetAdSettings(r.Context(), app.ID, s, a.Now()); err != nil {
+	if err := a.apps.SetAdSettings(r.Context(), app.ID, s, a.now()); err != nil {
 		return nil, err
 	}
 	a.wake(app.ID)

@@ -32,15 +32,13 @@ import (
 // the services its handlers share with the console are in services.go,
 // what it asks of the store in store.go.
 type Admin struct {
-	apps     AppStore
-	calling  CallingStore
-	contacts ContactStore
-	webhooks WebhookStore
-	dnc      DNCStore
-	region   string // phone.default_region, to read the phone filter
-	// Now is the real time: it stamps records, schedules deliveries and
-	// times wrong tokens (tests move it).
-	Now       func() time.Time
+	apps      AppStore
+	calling   CallingStore
+	contacts  ContactStore
+	webhooks  WebhookStore
+	dnc       DNCStore
+	region    string           // phone.default_region, to read the phone filter
+	now       func() time.Time // the real time: stamps records, schedules deliveries, times wrong tokens
 	log       *slog.Logger
 	tokenHash [sha256.Size]byte
 	// wrongTokens limits guesses of the token here and at the console's
@@ -109,7 +107,7 @@ type Parts struct {
 // New builds the admin API whole from its parts.
 func New(p Parts) *Admin {
 	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC,
-		region: p.Region, Now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
+		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
 		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
 		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,
 		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout,
@@ -300,7 +298,7 @@ func (a *Admin) Authorize(w http.ResponseWriter, r *http.Request) bool {
 	if !bearer {
 		token = ""
 	}
-	right, retryAfter := a.CheckToken(r, token, a.Now())
+	right, retryAfter := a.CheckToken(r, token, a.now())
 	if retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(httpx.RetryAfterSeconds(retryAfter)))
 		httpx.WriteAdminError(w, errWrongTokens)

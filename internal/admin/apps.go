@@ -72,14 +72,14 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if b.Destinations != nil {
 		rules = *b.Destinations
 	}
-	app, err := a.apps.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.Now())
+	app, err := a.apps.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("An application with api_key %q already exists", key)
 	}
 	if err != nil {
 		return nil, err
 	}
-	token, err := auth.MintToken(app, a.Now())
+	token, err := auth.MintToken(app, a.now())
 	return createdApp{app, secret, token}, err
 }
 
@@ -110,7 +110,7 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 }
 
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p domain.AppPatch) (any, error) {
-	app, err := a.apps.UpdateApp(r.Context(), ps.ByName("app"), p, a.Now())
+	app, err := a.apps.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
 	return app, notFound(err, "Application")
 }
 
@@ -130,6 +130,6 @@ func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := auth.MintToken(app, a.Now())
+	token, err := auth.MintToken(app, a.now())
 	return map[string]string{"access_token": token}, err
 }

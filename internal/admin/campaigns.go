@@ -51,7 +51,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		}
 		return nil, err
 	}
-	err = a.calling.CreateCampaign(r.Context(), c, a.Now())
+	err = a.calling.CreateCampaign(r.Context(), c, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Campaign %q already exists", c.ID)
 	}

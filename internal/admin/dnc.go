@@ -78,7 +78,7 @@ func (a *Admin) addDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	if len(bad) > 0 {
 		return nil, domain.ValidationError(bad...)
 	}
-	added, err := a.dnc.AddDNC(r.Context(), list, phones, a.Now())
+	added, err := a.dnc.AddDNC(r.Context(), list, phones, a.now())
 	return map[string]int{"added": added, "duplicate": len(phones) - added}, err
 }
 
@@ -106,7 +106,7 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
 	rep, err := dnc.Import(r.Context(), a.dnc, body, dnc.Length{Bytes: r.ContentLength, Claimed: true},
-		dnc.Load{List: list, Region: a.region, Replace: true, Force: force, Now: a.Now()})
+		dnc.Load{List: list, Region: a.region, Replace: true, Force: force, Now: a.now()})
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dnc.FileError
 	if errors.As(err, &fileErr) {

@@ -10,5 +10,5 @@
 // internal/dnc and internal/recordings (list and recording files),
 // internal/config (a reset's configuration error) and dialbox's small
 // libraries. Main and the CLI build on it, and the console reads its
-// services through an interface of its own; it imports none of them.
+// services through interfaces of its own; it imports none of them.
 package admin

@@ -56,7 +56,7 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 	if !ok {
 		return nil, domain.Invalid("numbers", "must not hold an empty number")
 	}
-	err = a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.Now())
+	err = a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Hotline pool %q already exists", b.Key)
 	}

@@ -52,19 +52,12 @@ type clockBody struct {
 	OffsetSeconds *int64   `json:"offset_seconds"`
 }
 
-// ClockState is the clock as GET and PUT /admin/v1/clock answer it.
-type ClockState struct {
-	TimeScale     float64   `json:"time_scale"`
-	Now           time.Time `json:"now"`
-	OffsetSeconds int64     `json:"offset_seconds"`
-}
-
-func (a *Admin) ClockState() ClockState {
+func (a *Admin) ClockState() domain.ClockState {
 	scale := 1.0
 	if a.clock != nil {
 		scale = a.clock.TimeScale()
 	}
-	return ClockState{TimeScale: scale, Now: a.sandboxNow.Now().UTC(),
+	return domain.ClockState{TimeScale: scale, Now: a.sandboxNow.Now().UTC(),
 		OffsetSeconds: int64(a.sandboxNow.Offset().Round(time.Second) / time.Second)}
 }
 
@@ -217,7 +210,7 @@ func (a *Admin) clearJournal(*http.Request, httprouter.Params) (any, error) {
 // own fields, so the first problem reported is always the same one.
 func (a *Admin) checkFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.FaultRule, error) {
 	rule := b.FaultRule
-	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.Now().UTC()
+	rule.ID, rule.Hits, rule.Remaining, rule.CreatedAt = uuid.NewString(), 0, b.Times, a.now().UTC()
 	rule.Probability = 1
 	if b.Probability != nil {
 		if *b.Probability <= 0 || *b.Probability > 1 {

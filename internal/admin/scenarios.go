@@ -150,7 +150,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	err = a.calling.CreateScenario(r.Context(), sc, a.Now())
+	err = a.calling.CreateScenario(r.Context(), sc, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
 	}
@@ -195,7 +195,7 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.Now()), "Scenario"); err != nil {
+	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.now()), "Scenario"); err != nil {
 		return nil, err
 	}
 	return a.showScenario(r, app.ID, sc.ID)
@@ -230,7 +230,7 @@ func (a *Admin) transition(t Transition) httpx.Handler {
 			return nil, err
 		}
 		id := ps.ByName("scenario")
-		err = a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.Now())
+		err = a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
 		var bad domain.ErrBadTransition
 		switch {
 		case errors.Is(err, domain.ErrNotFound):

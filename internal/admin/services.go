@@ -13,7 +13,8 @@ import (
 // The admin API's services: the reads and actions its handlers share with
 // the console (docs/console.md), each rule written once here: which error
 // a missing record is, who is woken after a change. The console declares
-// the part it uses (consoleAdmin); the handlers add the HTTP around them.
+// the parts it uses (console.Reads, Actions, Sandbox); the handlers add
+// the HTTP around them.
 
 // notFound is err, or the answer naming what when the store found no such
 // record.
@@ -178,7 +179,7 @@ func (a *Admin) Message(ctx context.Context, appID int64, id string) (*domain.We
 
 // SetCampaignPaused pauses or resumes a campaign; the engine looks again.
 func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error {
-	if err := notFound(a.calling.SetCampaignPaused(ctx, appID, id, paused, a.Now()), "Campaign"); err != nil {
+	if err := notFound(a.calling.SetCampaignPaused(ctx, appID, id, paused, a.now()), "Campaign"); err != nil {
 		return err
 	}
 	a.wake(appID)
@@ -187,7 +188,7 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 
 // Redeliver makes a webhook message due now, with the same webhook-id.
 func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
-	if err := notFound(a.webhooks.Redeliver(ctx, appID, id, a.Now()), "Webhook message"); err != nil {
+	if err := notFound(a.webhooks.Redeliver(ctx, appID, id, a.now()), "Webhook message"); err != nil {
 		return err
 	}
 	a.wakeWebhooks()
@@ -197,7 +198,7 @@ func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
 // RecoverFailed puts an endpoint's messages dead since then back in the
 // outbox, due now, and says how many.
 func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error) {
-	n, err := a.webhooks.RecoverFailed(ctx, appID, endpointID, since, a.Now())
+	n, err := a.webhooks.RecoverFailed(ctx, appID, endpointID, since, a.now())
 	if err != nil {
 		return 0, err
 	}

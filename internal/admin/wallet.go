@@ -50,7 +50,7 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 		if len(b.ExpiresAt) > 0 {
 			w.ExpiresAt = expires
 		}
-	}, a.Now())
+	}, a.now())
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
 	if b.Amount == nil || *b.Amount <= 0 {
 		return nil, domain.Invalid("amount", "is required and must be a positive number of VND")
 	}
-	if err := a.apps.TopUp(r.Context(), app.ID, *b.Amount, a.Now()); err != nil {
+	if err := a.apps.TopUp(r.Context(), app.ID, *b.Amount, a.now()); err != nil {
 		return nil, err
 	}
 	a.wake(app.ID)

@@ -96,7 +96,7 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.Now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
 	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
@@ -114,7 +114,7 @@ func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.Now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
 	return a.getEndpoint(r, ps)
@@ -126,7 +126,7 @@ func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	e.Secret = newWebhookSecret()
-	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.Now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
 	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)

@@ -334,3 +334,12 @@ type DNCListing struct {
 	App   string    `json:"app,omitempty"`
 	Since time.Time `json:"since"`
 }
+
+// ClockState is the clock as GET and PUT /admin/v1/clock answer it and the
+// console's clock page shows it: the simulator's time scale and the
+// sandbox's time (docs/sandbox.md#the-clock).
+type ClockState struct {
+	TimeScale     float64   `json:"time_scale"`
+	Now           time.Time `json:"now"`
+	OffsetSeconds int64     `json:"offset_seconds"`
+}

@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"crypto/rand"
@@ -157,7 +157,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	right, retryAfter := c.admin.CheckToken(r, r.PostFormValue("token"), now)
+	right, retryAfter := c.sandbox.CheckToken(r, r.PostFormValue("token"), now)
 	if retryAfter > 0 {
 		secs := httpx.RetryAfterSeconds(retryAfter)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))

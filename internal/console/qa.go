@@ -1,8 +1,7 @@
-package main
+package console
 
 import (
 	"context"
-	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/sandbox"
@@ -56,12 +55,7 @@ func (c *Console) journalData(q url.Values) (*journalView, error) {
 	d := &journalView{Filter: q, Off: c.journal == nil}
 	d.Entries, d.Total = c.journal.Find(f, journalPageSize)
 	if len(d.Entries) == journalPageSize && d.Total > journalPageSize {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("before", strconv.FormatInt(d.Entries[len(d.Entries)-1].ID, 10))
-		d.Next = "?" + nq.Encode()
+		d.Next = nextPage(q, "before", strconv.FormatInt(d.Entries[len(d.Entries)-1].ID, 10))
 	}
 	return d, nil
 }
@@ -165,7 +159,7 @@ type codeChoice struct {
 }
 
 func (c *Console) faultsPage(*http.Request, httprouter.Params) (*view, error) {
-	d := &faultsView{Rules: c.admin.FaultRules(), Operations: []string{"A", "B", "C"}, Codes: map[string][]codeChoice{}}
+	d := &faultsView{Rules: c.sandbox.FaultRules(), Operations: []string{"A", "B", "C"}, Codes: map[string][]codeChoice{}}
 	ops := map[string]httpx.Operation{"A": httpx.OpAddToScenario, "B": httpx.OpListScenarios, "C": httpx.OpAddToCampaign}
 	for op, codes := range sandbox.OperationCodes {
 		for _, code := range codes {
@@ -223,7 +217,7 @@ func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (st
 		}
 		b.Probability = &p
 	}
-	rule, err := c.admin.AddFault(r.Context(), &b)
+	rule, err := c.sandbox.AddFault(r.Context(), &b)
 	if err != nil {
 		return back, "", err
 	}
@@ -231,7 +225,7 @@ func (c *Console) addFault(r *http.Request, _ httprouter.Params, _ *session) (st
 }
 
 func (c *Console) deleteFault(_ *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
-	if err := c.admin.RemoveFault(ps.ByName("fault")); err != nil {
+	if err := c.sandbox.RemoveFault(ps.ByName("fault")); err != nil {
 		return "/console/faults", "", err
 	}
 	return "/console/faults", "Rule " + ps.ByName("fault") + " deleted.", nil
@@ -282,13 +276,13 @@ func (c *Console) resetSink(r *http.Request, _ httprouter.Params, _ *session) (s
 // ---- clock ----
 
 type clockView struct {
-	admin.ClockState
+	domain.ClockState
 	Real   bool   // real calls: the time scale is fixed at 1, the time is the real one
 	Offset string // how far the sandbox's now is moved, "" when it is not
 }
 
 func (c *Console) clockPage(*http.Request, httprouter.Params) (*view, error) {
-	d := &clockView{ClockState: c.admin.ClockState(), Real: c.admin.RealTime()}
+	d := &clockView{ClockState: c.sandbox.ClockState(), Real: c.sandbox.RealTime()}
 	if off := c.sandboxNow.Offset().Round(time.Second); off != 0 {
 		d.Offset = off.String()
 		if off > 0 {
@@ -303,12 +297,12 @@ func (c *Console) clockPage(*http.Request, httprouter.Params) (*view, error) {
 func (c *Console) setClock(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
 	switch {
 	case r.PostFormValue("real") != "":
-		if err := c.admin.SetSandboxOffset(0); err != nil {
+		if err := c.sandbox.SetSandboxOffset(0); err != nil {
 			return "/console/clock", "", err
 		}
 		return "/console/clock", "The sandbox's clock is back on the real time.", nil
 	case r.PostFormValue("now") != "":
-		if err := c.admin.SetSandboxNow(r.PostFormValue("now")); err != nil {
+		if err := c.sandbox.SetSandboxNow(r.PostFormValue("now")); err != nil {
 			return "/console/clock", "", err
 		}
 		return "/console/clock", "The sandbox's time is now " + c.sandboxNow.Now().UTC().Format("2006-01-02 15:04:05 UTC") + ".", nil
@@ -317,7 +311,7 @@ func (c *Console) setClock(r *http.Request, _ httprouter.Params, _ *session) (st
 	if err != nil {
 		return "/console/clock", "", domain.Invalid("time_scale", "must be a positive number")
 	}
-	if err := c.admin.SetTimeScale(&v); err != nil {
+	if err := c.sandbox.SetTimeScale(&v); err != nil {
 		return "/console/clock", "", err
 	}
 	return "/console/clock", "Simulated time now runs " + strconv.FormatFloat(v, 'g', -1, 64) + " times faster.", nil

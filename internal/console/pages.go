@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"cmp"
@@ -72,7 +72,7 @@ func (c *Console) overviewLive(r *http.Request, _ httprouter.Params) (liveFunc, 
 
 func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 	now := c.sandboxNow.Now() // the time the holds are judged at
-	apps, err := c.admin.ListApps(ctx)
+	apps, err := c.reads.ListApps(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -83,16 +83,16 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 	}
 	for _, app := range apps {
 		t := tenantView{App: app}
-		if t.Wallet, err = c.admin.Wallet(ctx, app.ID); err != nil {
+		if t.Wallet, err = c.reads.Wallet(ctx, app.ID); err != nil {
 			return nil, err
 		}
 		if h, held := domain.WalletHold(t.Wallet, now); held {
 			t.WalletHold = h.Text()
 		}
-		if t.Unfinished, err = c.admin.Unfinished(ctx, app.ID); err != nil {
+		if t.Unfinished, err = c.reads.Unfinished(ctx, app.ID); err != nil {
 			return nil, err
 		}
-		pools, err := c.admin.Pools(ctx, app.ID)
+		pools, err := c.reads.Pools(ctx, app.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +107,7 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 			row.Enabled, row.Busy, row.NoEnabledLines = len(enabled), live.Busy(app.ID, enabled), len(enabled) == 0
 			t.Pools = append(t.Pools, row)
 		}
-		scenarios, _, err := c.admin.ListScenarios(ctx, app.ID, "", 500, 0)
+		scenarios, _, err := c.reads.ListScenarios(ctx, app.ID, "", 500, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -126,12 +126,12 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 // scenarioRow says what a scenario is doing, by the scheduler's own rule.
 func (c *Console) scenarioRow(ctx context.Context, app *domain.Application, wallet domain.Wallet, sc *domain.Scenario, live engine.LiveCalls, now time.Time) (scenarioRow, error) {
 	row := scenarioRow{Scenario: sc, Live: live.Scenario(app.ID, sc.ID)}
-	p, err := c.admin.ContactProgress(ctx, app.ID, sc.ID, "")
+	p, err := c.reads.ContactProgress(ctx, app.ID, sc.ID, "")
 	if err != nil {
 		return row, err
 	}
 	row.Queued = p.Queued
-	hold, held, err := c.admin.ScenarioHold(ctx, app.ID, wallet, sc, now)
+	hold, held, err := c.reads.ScenarioHold(ctx, app.ID, wallet, sc, now)
 	if err != nil {
 		return row, err
 	}
@@ -166,7 +166,7 @@ type progressView struct {
 }
 
 func (c *Console) app(ctx context.Context, ps httprouter.Params) (*domain.Application, error) {
-	return c.admin.App(ctx, ps.ByName("app"))
+	return c.reads.App(ctx, ps.ByName("app"))
 }
 
 func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCampaign bool) (*progressView, error) {
@@ -177,25 +177,25 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 	d := &progressView{App: app}
 	scenarioID := ps.ByName("scenario")
 	if withCampaign {
-		if d.Campaign, err = c.admin.Campaign(ctx, app.ID, ps.ByName("campaign")); err != nil {
+		if d.Campaign, err = c.reads.Campaign(ctx, app.ID, ps.ByName("campaign")); err != nil {
 			return nil, err
 		}
 		scenarioID = d.Campaign.ScenarioID
 	}
-	if d.Scenario, err = c.admin.Scenario(ctx, app.ID, scenarioID); err != nil {
+	if d.Scenario, err = c.reads.Scenario(ctx, app.ID, scenarioID); err != nil {
 		return nil, err
 	}
 	campaignID := ""
 	if d.Campaign != nil {
 		campaignID = d.Campaign.ID
-	} else if d.Campaigns, err = c.admin.ListCampaigns(ctx, app.ID, scenarioID); err != nil {
+	} else if d.Campaigns, err = c.reads.ListCampaigns(ctx, app.ID, scenarioID); err != nil {
 		return nil, err
 	}
-	if d.Progress, err = c.admin.ContactProgress(ctx, app.ID, scenarioID, campaignID); err != nil {
+	if d.Progress, err = c.reads.ContactProgress(ctx, app.ID, scenarioID, campaignID); err != nil {
 		return nil, err
 	}
 	d.PerMinute, d.AnsweredPM = c.engine.CallRate(app.ID, scenarioID, campaignID)
-	wallet, err := c.admin.Wallet(ctx, app.ID)
+	wallet, err := c.reads.Wallet(ctx, app.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func (c *Console) pauseCampaign(paused bool) consoleAction {
 		if err != nil {
 			return "", "", err
 		}
-		if err := c.admin.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused); err != nil {
+		if err := c.actions.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused); err != nil {
 			return "", "", err
 		}
 		if paused {
@@ -286,48 +286,64 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 		return nil, err
 	}
 	q := r.URL.Query()
-	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
-		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
-	if !domain.ContactStates[f.State] {
-		return nil, domain.Invalid("state", "must be queued, dialing or done")
-	}
-	if p := q.Get("phone"); p != "" {
-		if f.Phone, err = c.admin.ContactPhone(p); err != nil {
-			return nil, err
-		}
-	}
-	if f.From, err = dateParam(q, "from", 0); err != nil {
+	f, err := c.contactFilter(q)
+	if err != nil {
 		return nil, err
 	}
-	if f.To, err = dateParam(q, "to", 1); err != nil {
-		return nil, err
-	}
-	if f.Limit, err = httpx.LimitParam(q); err != nil {
-		return nil, err
-	}
-	if cur := q.Get("cursor"); cur != "" {
-		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
-			return nil, domain.Invalid("cursor", "must be the cursor of an earlier page")
-		}
-	}
-	list, next, err := c.admin.Contacts(ctx, app.ID, f)
+	list, next, err := c.reads.Contacts(ctx, app.ID, f)
 	if err != nil {
 		return nil, err
 	}
 	d := &contactsView{App: app, Filter: q, Contacts: list, States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
-	if d.Outcomes, err = c.admin.Outcomes(ctx, app.ID); err != nil {
+	if d.Outcomes, err = c.reads.Outcomes(ctx, app.ID); err != nil {
 		return nil, err
 	}
 	if next != "" {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("cursor", next)
-		d.Next = "?" + nq.Encode()
+		d.Next = nextPage(q, "cursor", next)
 		d.Searched = len(list) < f.Limit
 	}
 	return &view{Page: "contacts", Title: "Contacts of " + app.Name, Data: d}, nil
+}
+
+// contactFilter reads the contacts page's filter, its phone in E.164 as
+// the admin API would store it.
+func (c *Console) contactFilter(q url.Values) (domain.ContactFilter, error) {
+	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
+		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
+	if !domain.ContactStates[f.State] {
+		return f, domain.Invalid("state", "must be queued, dialing or done")
+	}
+	var err error
+	if p := q.Get("phone"); p != "" {
+		if f.Phone, err = c.reads.ContactPhone(p); err != nil {
+			return f, err
+		}
+	}
+	if f.From, err = dateParam(q, "from", 0); err != nil {
+		return f, err
+	}
+	if f.To, err = dateParam(q, "to", 1); err != nil {
+		return f, err
+	}
+	if f.Limit, err = httpx.LimitParam(q); err != nil {
+		return f, err
+	}
+	if cur := q.Get("cursor"); cur != "" {
+		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
+			return f, domain.Invalid("cursor", "must be the cursor of an earlier page")
+		}
+	}
+	return f, nil
+}
+
+// nextPage is the query of the page after q's: q with key set to value.
+func nextPage(q url.Values, key, value string) string {
+	nq := url.Values{}
+	for k, v := range q {
+		nq[k] = v
+	}
+	nq.Set(key, value)
+	return "?" + nq.Encode()
 }
 
 // dateParam reads a date (2006-01-02, UTC) or an RFC 3339 time; a date
@@ -357,7 +373,7 @@ func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, err
 	if err != nil {
 		return nil, err
 	}
-	k, calls, err := c.admin.Contact(r.Context(), app.ID, ps.ByName("contact"))
+	k, calls, err := c.reads.Contact(r.Context(), app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
 	}
@@ -396,12 +412,12 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 	q := r.URL.Query()
 	d := &webhooksView{App: app, Filter: q, States: []string{domain.MessagePending, domain.MessageDelivered, domain.MessageDead},
 		Since: c.now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
-	eps, err := c.admin.Endpoints(ctx, app.ID)
+	eps, err := c.reads.Endpoints(ctx, app.ID)
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range eps {
-		states, err := c.admin.MessageStates(ctx, e.ID)
+		states, err := c.reads.MessageStates(ctx, e.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -414,18 +430,13 @@ func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, er
 	if f.CursorPage, err = httpx.CursorPageParams(q); err != nil {
 		return nil, err
 	}
-	list, next, err := c.admin.Messages(ctx, app.ID, f)
+	list, next, err := c.reads.Messages(ctx, app.ID, f)
 	if err != nil {
 		return nil, err
 	}
 	d.Messages = list
 	if next != "" {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("cursor", next)
-		d.Next = "?" + nq.Encode()
+		d.Next = nextPage(q, "cursor", next)
 	}
 	return &view{Page: "webhooks", Title: "Webhooks of " + app.Name, Data: d}, nil
 }
@@ -441,7 +452,7 @@ func (c *Console) messagePage(r *http.Request, ps httprouter.Params) (*view, err
 	if err != nil {
 		return nil, err
 	}
-	m, attempts, err := c.admin.Message(r.Context(), app.ID, ps.ByName("message"))
+	m, attempts, err := c.reads.Message(r.Context(), app.ID, ps.ByName("message"))
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +465,7 @@ func (c *Console) redeliver(r *http.Request, ps httprouter.Params, _ *session) (
 		return "", "", err
 	}
 	back := "/console/apps/" + url.PathEscape(app.APIKey) + "/webhook-messages/" + url.PathEscape(ps.ByName("message"))
-	if err := c.admin.Redeliver(r.Context(), app.ID, ps.ByName("message")); err != nil {
+	if err := c.actions.Redeliver(r.Context(), app.ID, ps.ByName("message")); err != nil {
 		return "", "", err
 	}
 	return back, "Queued for delivery now, with the same webhook-id.", nil
@@ -466,7 +477,7 @@ func (c *Console) recoverDead(r *http.Request, ps httprouter.Params, _ *session)
 		return "", "", err
 	}
 	back := "/console/apps/" + url.PathEscape(app.APIKey) + "/webhooks"
-	e, err := c.admin.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
+	e, err := c.reads.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
 	if err != nil {
 		return "", "", err
 	}
@@ -477,7 +488,7 @@ func (c *Console) recoverDead(r *http.Request, ps httprouter.Params, _ *session)
 			return back, "", domain.Invalid("since", "must be a time like 2026-01-31T08:00 (UTC)")
 		}
 	}
-	n, err := c.admin.RecoverFailed(r.Context(), app.ID, e.ID, since)
+	n, err := c.actions.RecoverFailed(r.Context(), app.ID, e.ID, since)
 	if err != nil {
 		return "", "", err
 	}

@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
@@ -30,16 +29,18 @@ import (
 )
 
 // Console is the web console at /console/ (docs/console.md): HTML pages
-// over the admin API's services (consoleAdmin) and the sandbox's parts,
-// signed in with the admin token. This file holds the type, its routes,
-// rendering and the security headers; sessions and CSRF are in
-// console_session.go, the supervisor's pages in console_pages.go, the QA
-// engineer's in console_qa.go, live updates in console_live.go.
+// over the admin API's services (Reads, Actions, Sandbox) and the
+// sandbox's parts, signed in with the admin token. This file holds the
+// type, its routes, rendering and the security headers; sessions and CSRF
+// are in session.go, the supervisor's pages in pages.go, the QA engineer's
+// in qa.go, live updates in live.go.
 type Console struct {
-	admin  consoleAdmin
-	engine consoleEngine
-	sip    *dialer.SIP // trunk use; nil with the simulated dialer
-	trunks []string    // sip.trunks' names, in order
+	reads   Reads
+	actions Actions
+	sandbox Sandbox
+	engine  Engine
+	sip     TrunkUses // nil with the simulated dialer
+	trunks  []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too: the request journal
 	// (nil when off), the sink, and the time the rules of calling read.
 	journal    *sandbox.Journal
@@ -61,17 +62,12 @@ type Console struct {
 	stop     chan struct{} // closed when the server shuts down: streams end
 }
 
-// consoleAdmin is what the console asks of the admin API's services
-// (internal/admin/services.go), so a page shows and a form does what the API would.
-type consoleAdmin interface {
-	consoleReads
-	consoleActions
-	consoleSandbox
-}
+// The console asks the admin API's services what it shows and does, so a
+// page shows and a form does what the API would.
 
-// consoleReads are the supervisor's pages' reads; a missing record is
+// Reads are the supervisor's pages' reads; a missing record is
 // already the error the page shows.
-type consoleReads interface {
+type Reads interface {
 	ListApps(ctx context.Context) ([]*domain.Application, error)
 	App(ctx context.Context, key string) (*domain.Application, error)
 	Wallet(ctx context.Context, appID int64) (domain.Wallet, error)
@@ -95,19 +91,19 @@ type consoleReads interface {
 	Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error)
 }
 
-// consoleActions are the supervisor's forms; each wakes whoever the change
+// Actions are the supervisor's forms; each wakes whoever the change
 // concerns.
-type consoleActions interface {
+type Actions interface {
 	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error
 	Redeliver(ctx context.Context, appID int64, id string) error
 	RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error)
 }
 
-// consoleSandbox is the sign-in's token check and the QA engineer's
+// Sandbox is the sign-in's token check and the QA engineer's
 // clock and fault rules.
-type consoleSandbox interface {
+type Sandbox interface {
 	CheckToken(r *http.Request, token string, now time.Time) (right bool, retryAfter time.Duration)
-	ClockState() admin.ClockState
+	ClockState() domain.ClockState
 	RealTime() bool
 	SetTimeScale(scale *float64) error
 	SetSandboxNow(value string) error
@@ -117,14 +113,20 @@ type consoleSandbox interface {
 	RemoveFault(id string) error
 }
 
-// consoleEngine is what the console shows of the engine: calls up, and
+// TrunkUses is what the overview shows of the SIP dialer: each trunk's
+// calls up against its limit.
+type TrunkUses interface {
+	TrunkUses(names []string) []dialer.TrunkUse
+}
+
+// Engine is what the console shows of the engine: calls up, and
 // calls per minute.
-type consoleEngine interface {
+type Engine interface {
 	Live() engine.LiveCalls
 	CallRate(appID int64, scenarioID, campaignID string) (ended, answered int)
 }
 
-//go:embed console/templates console/static
+//go:embed templates static
 var consoleFiles embed.FS
 
 // consoleCSP lets pages load only the console's own files: no inline
@@ -132,22 +134,41 @@ var consoleFiles embed.FS
 const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
-func newConsole(admin consoleAdmin, engine consoleEngine, sip *dialer.SIP, trunks []string, journal *sandbox.Journal, sink *sandbox.Sink,
-	sandboxNow *sandboxclock.Clock, proxies proxy.Trusted, cfg config.ConsoleConfig, log *slog.Logger) (*Console, error) {
-	c := &Console{admin: admin, engine: engine, sip: sip, trunks: trunks, journal: journal, sink: sink,
-		sandboxNow: sandboxNow, proxies: proxies, log: log, now: time.Now,
-		pages: map[string]*template.Template{}, sessions: newSessions(cfg.SessionMaxAge.Duration), secureCookies: cfg.SecureCookies,
+// Parts is what the console is built from.
+type Parts struct {
+	// The admin API's services, in three parts.
+	Reads   Reads
+	Actions Actions
+	Sandbox Sandbox
+	Engine  Engine
+	SIP     TrunkUses // nil with the simulated dialer
+	Trunks  []string  // sip.trunks' names, in order
+	// The sandbox's parts the admin API reads too.
+	Journal    *sandbox.Journal // nil when journal.max_entries is 0
+	Sink       *sandbox.Sink
+	SandboxNow *sandboxclock.Clock
+	Proxies    proxy.Trusted
+	Config     config.ConsoleConfig
+	Log        *slog.Logger
+	Now        func() time.Time // the wall clock sessions and wrong tokens are judged by
+}
+
+// New builds the console and parses its templates.
+func New(p Parts) (*Console, error) {
+	c := &Console{reads: p.Reads, actions: p.Actions, sandbox: p.Sandbox, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
+		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: p.Now,
+		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{})}
-	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html")
+	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "templates/layout.html")
 	if err != nil {
 		return nil, err
 	}
-	names, err := fs.Glob(consoleFiles, "console/templates/*.html")
+	names, err := fs.Glob(consoleFiles, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range names {
-		base := strings.TrimSuffix(strings.TrimPrefix(name, "console/templates/"), ".html")
+		base := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
 		if base == "layout" {
 			continue
 		}
@@ -157,7 +178,7 @@ func newConsole(admin consoleAdmin, engine consoleEngine, sip *dialer.SIP, trunk
 		}
 		c.pages[base] = t
 	}
-	static, err := fs.Sub(consoleFiles, "console/static")
+	static, err := fs.Sub(consoleFiles, "static")
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +189,8 @@ func newConsole(admin consoleAdmin, engine consoleEngine, sip *dialer.SIP, trunk
 // Stop ends every live stream, so a graceful stop does not wait for them.
 func (c *Console) Stop() { c.stopOnce.Do(func() { close(c.stop) }) }
 
-func (c *Console) routes(r *httprouter.Router) {
+// Routes mounts the console's pages and forms on r.
+func (c *Console) Routes(r *httprouter.Router) {
 	const p = "/console"
 	const app = p + "/apps/:app"
 	r.GET(p, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -213,7 +235,7 @@ func (c *Console) routes(r *httprouter.Router) {
 
 // view is what a page handler hands to the layout.
 type view struct {
-	Page  string // template name (console/templates/<Page>.html)
+	Page  string // template name (templates/<Page>.html)
 	Title string
 	Live  string // the page's stream, if it updates live
 	Data  any
@@ -334,7 +356,7 @@ func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httproute
 		c.fail(w, r, nil, domain.NotFound("Recording"))
 		return
 	}
-	f, err := c.admin.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
+	f, err := c.reads.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
 	if err == nil {
 		err = f.Serve(w)
 	}
@@ -425,8 +447,8 @@ func (c *Console) fragment(page, name string, data any) (string, error) {
 	return buf.String(), err
 }
 
-// notFoundPage answers a /console/ path that is no page.
-func (c *Console) notFoundPage(w http.ResponseWriter, r *http.Request) {
+// NotFoundPage answers a /console/ path that is no page.
+func (c *Console) NotFoundPage(w http.ResponseWriter, r *http.Request) {
 	c.headers(w)
 	s := c.sessions.get(r, c.now())
 	d := layoutData{view: view{Page: "error", Title: "Not found", Data: "There is no such page in the console."}, Status: 404}
