@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -85,33 +85,27 @@ func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenario
 		return err
 	}
 	t := transitionNamed(name)
-	err = s.TransitionScenario(ctx, app.ID, scenarioID, t.from, t.to, time.Now())
+	err = s.TransitionScenario(ctx, app.ID, scenarioID, t.From, t.To, time.Now())
 	var bad domain.ErrBadTransition
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return errors.New(domain.NotFound("Scenario").Message)
 	case errors.As(err, &bad):
-		return errors.New(transitionRefused(t, bad.Status))
+		return errors.New(t.Refused(bad.Status))
 	case err != nil:
 		return err
 	}
-	fmt.Fprintf(out, "id:     %s\nstatus: %s\n", scenarioID, t.to)
+	fmt.Fprintf(out, "id:     %s\nstatus: %s\n", scenarioID, t.To)
 	return nil
 }
 
-func transitionNamed(name string) scenarioTransition {
-	for _, t := range scenarioTransitions {
-		if t.name == name {
+func transitionNamed(name string) admin.Transition {
+	for _, t := range admin.Transitions {
+		if t.Name == name {
 			return t
 		}
 	}
 	panic("no scenario transition " + name)
-}
-
-// transitionRefused says why t cannot leave status; the admin API answers
-// it with 409.
-func transitionRefused(t scenarioTransition, status string) string {
-	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.name, status, strings.Join(t.from, " or "))
 }
 
 // requireFlag is the usage error of sub when flag was not given a value.

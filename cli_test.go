@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/pgtest"
@@ -94,7 +95,7 @@ func testCLIAdminCommands(t *testing.T, backend string) {
 	// scenario submit, approve: the admin API's transitions and words
 	scenario := func() string {
 		t.Helper()
-		var sc adminScenario
+		var sc admin.Scenario
 		s.admin(t, "GET", "/apps/qa-key/scenarios/sc-cli", "", &sc)
 		return sc.Status
 	}
