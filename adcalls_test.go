@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
@@ -193,7 +194,7 @@ func adWait(t *testing.T, s Store, appID int64, id string, now time.Time) *domai
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := store.ContactWait(context.Background(), s, appID, c, now)
+	w, err := admin.ContactWait(context.Background(), s, appID, c, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,11 +378,11 @@ func testAdHoursInAnotherTimezone(t *testing.T, backend string) {
 func TestAdValidation(t *testing.T) {
 	cc := domain.DefaultCallConfig()
 	cc.Purpose = "spam"
-	if fe := store.ValidateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.purpose" {
+	if fe := domain.CheckScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.purpose" {
 		t.Errorf("purpose spam: %+v", fe)
 	}
 	cc.Purpose, cc.CallWindow.Start, cc.CallWindow.End = domain.PurposeAdvertising, "18:00", "23:00"
-	if fe := store.ValidateScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.call_window" ||
+	if fe := domain.CheckScenarioFields("x", "", nil, cc); fe == nil || fe.Field != "call_config.call_window" ||
 		!strings.Contains(fe.Reason, "08:00-17:00") {
 		t.Errorf("advertising 18:00-23:00: %+v", fe)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -222,7 +223,7 @@ func testAdminGeneratedToken(t *testing.T, backend string) {
 	if status, b := s.do(t, "GET", "/admin/v1/apps", "Bearer "+token, ""); status != 200 {
 		t.Fatalf("generated token refused: %d %s", status, b)
 	}
-	stored, err := m.store.AdminSetting(context.Background(), adminTokenSetting)
+	stored, err := m.store.AdminSetting(context.Background(), admin.TokenSetting)
 	if err != nil || stored == "" || strings.Contains(stored, token) {
 		t.Fatalf("stored setting %q (%v) must be the token's hash", stored, err)
 	}
@@ -427,7 +428,7 @@ func TestAdminScenarios(t *testing.T) { eachBackend(t, testAdminScenarios) }
 
 func testAdminScenarios(t *testing.T, backend string) {
 	s := startSandboxOn(t, backend)
-	var sc adminScenario
+	var sc admin.Scenario
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"sc-new","name":"New","personalized_fields":["ma_kh"],
 		"call_config":{"max_concurrent":3,"re_call":{"times":1}}}`, &sc)
 	if sc.Status != domain.StatusDraft || sc.Content != "" || sc.CallConfig.MaxConcurrent != 3 || sc.CallConfig.ReCall.Times != 1 ||
@@ -443,7 +444,7 @@ func testAdminScenarios(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/scenarios", `{"id":"x","call_config":{"bogus":1}}`, 400), "call_config")
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/scenarios", `{"id":"x","personalized_fields":["phone_number"]}`, 400), "personalized_fields")
 
-	var generated adminScenario
+	var generated admin.Scenario
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"name":"No id given","status":"ACTIVE","content":"x"}`, &generated)
 	if generated.ID == "" || generated.Status != domain.StatusActive {
 		t.Errorf("generated %+v", generated)
@@ -486,7 +487,7 @@ func testAdminScenarios(t *testing.T, backend string) {
 	s.adminFail(t, "POST", "/apps/qa-key/scenarios/nope/submit", "", 404)
 
 	var list struct {
-		Scenarios  []adminScenario
+		Scenarios  []admin.Scenario
 		TotalCount int `json:"total_count"`
 	}
 	s.admin(t, "GET", "/apps/qa-key/scenarios?status=DRAFT", "", &list)
@@ -632,7 +633,7 @@ func testAdminContactsAndImports(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "GET", "/apps/qa-key/contacts?state=lost", "", 400), "state")
 	wantField(t, s.adminFail(t, "GET", "/apps/qa-key/contacts?phone=12", "", 400), "phone")
 
-	var c contactWithCalls
+	var c admin.ContactWithCalls
 	s.admin(t, "GET", "/apps/qa-key/contacts?phone=0912345678", "", &p)
 	s.admin(t, "GET", "/apps/qa-key/contacts/"+p.Contacts[0].ID, "", &c)
 	if c.Phone != "+84912345678" || c.Fields["ho_ten"] != "A" || c.State != domain.ContactQueued || c.Calls == nil {
@@ -645,7 +646,7 @@ func testAdminContactsAndImports(t *testing.T, backend string) {
 	if len(imports.Imports) != 1 || imports.Imports[0].Requested != 4 || imports.Imports[0].Added != 2 || imports.Imports[0].Skipped != 2 {
 		t.Fatalf("imports %+v", imports)
 	}
-	var im importWithSkipped
+	var im admin.ImportWithSkipped
 	s.admin(t, "GET", "/apps/qa-key/imports/"+imports.Imports[0].ID, "", &im)
 	if len(im.SkippedContacts) != 2 || im.SkippedContacts[0].Position != 1 || im.SkippedContacts[1].Position != 2 ||
 		!strings.Contains(im.SkippedContacts[1].Reason, "not a JSON object") || string(im.SkippedContacts[1].Input) != `"x"` {
@@ -712,7 +713,7 @@ func testAdminReset(t *testing.T, backend string) {
 	s.admin(t, "GET", "/faults", "", &faults)
 	var count struct{ Count int }
 	s.admin(t, "GET", "/journal/count", "", &count)
-	var sc adminScenario
+	var sc admin.Scenario
 	s.admin(t, "GET", "/apps/qa-key/scenarios/sc-remind", "", &sc)
 	var w domain.Wallet
 	s.admin(t, "GET", "/apps/qa-key/wallet", "", &w)
@@ -1062,7 +1063,7 @@ func testConfiguredAdminTokenRemovesTheGenerated(t *testing.T, backend string) {
 	}
 	generated := regexp.MustCompile(`dbx_admin_[0-9a-f]+`).FindString(out)
 	m, _ = startDemoMain(t, db, "DIALBOX_ADMIN_TOKEN="+testAdminToken)
-	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
+	for _, key := range []string{admin.TokenSetting, admin.TokenPlainSetting} {
 		if v, err := m.store.AdminSetting(context.Background(), key); err != nil || v != "" {
 			t.Errorf("admin setting %s is %q (%v) with admin.token configured, want it removed", key, v, err)
 		}

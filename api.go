@@ -37,7 +37,7 @@ type API struct {
 	// imports holds a token per import in progress (limits.max_concurrent_imports).
 	imports chan struct{}
 
-	// journal and faults are the admin API's sandbox (admin_sandbox.go);
+	// journal and faults are the admin API's sandbox (internal/admin/sandbox.go);
 	// nil: off.
 	journal *sandbox.Journal
 	faults  *sandbox.Faults

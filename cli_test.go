@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/pgtest"
 	"dialbox/internal/store"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -95,7 +95,7 @@ func testCLIAdminCommands(t *testing.T, backend string) {
 	// scenario submit, approve: the admin API's transitions and words
 	scenario := func() string {
 		t.Helper()
-		var sc adminScenario
+		var sc admin.Scenario
 		s.admin(t, "GET", "/apps/qa-key/scenarios/sc-cli", "", &sc)
 		return sc.Status
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/admin"
 	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
@@ -115,7 +116,7 @@ func (m *Main) sinkCommand(ctx context.Context, base string) (string, error) {
 	case m.Config.Admin.Token != "":
 		return "Read it with GET " + url + " and your admin.token as the bearer token.", nil
 	}
-	token, err := m.store.AdminSetting(ctx, adminTokenPlainSetting)
+	token, err := m.store.AdminSetting(ctx, admin.TokenPlainSetting)
 	if err != nil || token == "" {
 		return "Read it with GET " + url + " and the admin token printed on the first start.", err
 	}

@@ -67,7 +67,7 @@ func testDNCFixtures(t *testing.T, backend string) {
 	}
 	expect := func(m *Main, when string, national, tenant []string) {
 		t.Helper()
-		if got := dncNumbersOf(t, m.store, store.NationalList); !slices.Equal(got, national) {
+		if got := dncNumbersOf(t, m.store, domain.NationalList); !slices.Equal(got, national) {
 			t.Errorf("%s: the national register holds %v, want %v", when, got, national)
 		}
 		if got := dncNumbersOf(t, m.store, appID(m)); !slices.Equal(got, tenant) {
@@ -82,7 +82,7 @@ func testDNCFixtures(t *testing.T, backend string) {
 
 	// The lists change while the server runs: a national number is taken
 	// off, the tenant gains an opt-out and loses a fixture number.
-	if err := m.store.RemoveDNC(ctx, store.NationalList, "+84913000001"); err != nil {
+	if err := m.store.RemoveDNC(ctx, domain.NationalList, "+84913000001"); err != nil {
 		t.Fatal(err)
 	}
 	dncAdd(t, m.store, appID(m), "+84913000013")
@@ -98,7 +98,7 @@ func testDNCFixtures(t *testing.T, backend string) {
 	}
 
 	// A start puts the fixtures' numbers back, and keeps the others.
-	dncAdd(t, mustOpenStore(t, db), store.NationalList, "+84913000004")
+	dncAdd(t, mustOpenStore(t, db), domain.NationalList, "+84913000004")
 	m = start()
 	defer m.Close()
 	expect(m, "the next start", append(slices.Clone(all), "+84913000004"), own)

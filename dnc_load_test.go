@@ -144,14 +144,14 @@ func testDNCLoadAppendAndReplace(t *testing.T, backend string) {
 		}
 		return rep
 	}
-	dncAdd(t, s, store.NationalList, "+84912345670")
-	if rep := load(store.NationalList, "0912345670\n0912345671\n0912345671\n", false); rep.Loaded != 1 || rep.Duplicate != 2 || rep.Lines != 3 {
+	dncAdd(t, s, domain.NationalList, "+84912345670")
+	if rep := load(domain.NationalList, "0912345670\n0912345671\n0912345671\n", false); rep.Loaded != 1 || rep.Duplicate != 2 || rep.Lines != 3 {
 		t.Errorf("append: %+v", rep)
 	}
-	if rep := load(store.NationalList, "0912345672\n0912345673\n", true); rep.Loaded != 2 || rep.Duplicate != 0 {
+	if rep := load(domain.NationalList, "0912345672\n0912345673\n", true); rep.Loaded != 2 || rep.Duplicate != 0 {
 		t.Errorf("replace: %+v", rep)
 	}
-	if n, _, err := s.CountDNC(ctx, store.NationalList); err != nil || n != 2 {
+	if n, _, err := s.CountDNC(ctx, domain.NationalList); err != nil || n != 2 {
 		t.Errorf("after the replace the national list holds %d (%v), want 2", n, err)
 	}
 	if n := queryInt(t, s, `SELECT count(*) FROM dnc_numbers`); n != 2 {
@@ -232,7 +232,7 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"))
 	ctx := context.Background()
 	const old, replacement = "+84912345670", "+84912345671"
-	dncAdd(t, s, store.NationalList, old)
+	dncAdd(t, s, domain.NationalList, old)
 	n, _ := domain.DNCNumber(replacement)
 	listed := func() map[string]string {
 		got, err := s.DNCListings(ctx, ids[0], []string{old, replacement}, true)
@@ -242,7 +242,7 @@ func testDNCReplaceSwitchesAtOnce(t *testing.T, backend string) {
 		return got
 	}
 	stored := 0
-	if _, err := s.LoadDNC(ctx, store.NationalList, []int64{n}, true, time.Now(), func(done int) {
+	if _, err := s.LoadDNC(ctx, domain.NationalList, []int64{n}, true, time.Now(), func(done int) {
 		stored = done
 		if got := listed(); !mapsEqual(got, map[string]string{old: domain.ReasonDNCNational}) {
 			t.Errorf("while loading, with %d numbers stored: listed %v, want the old list alone", done, got)
@@ -271,10 +271,10 @@ func testDNCReplaceOvertaken(t *testing.T, backend string) {
 		numbers[i] = 84912000000 + int64(i)
 	}
 	overtaken := false
-	_, err := s.LoadDNC(ctx, store.NationalList, numbers, true, time.Now(), func(int) {
+	_, err := s.LoadDNC(ctx, domain.NationalList, numbers, true, time.Now(), func(int) {
 		if !overtaken {
 			overtaken = true
-			if _, err := s.LoadDNC(ctx, store.NationalList, []int64{84900000001}, true, time.Now(), nil); err != nil {
+			if _, err := s.LoadDNC(ctx, domain.NationalList, []int64{84900000001}, true, time.Now(), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -285,7 +285,7 @@ func testDNCReplaceOvertaken(t *testing.T, backend string) {
 	if n := queryInt(t, s, `SELECT count(*) FROM dnc_numbers WHERE list_id NOT IN (SELECT id FROM dnc_lists)`); n != 0 {
 		t.Errorf("%d numbers left with no list", n)
 	}
-	if n, _, err := s.CountDNC(ctx, store.NationalList); n != 1 || err != nil {
+	if n, _, err := s.CountDNC(ctx, domain.NationalList); n != 1 || err != nil {
 		t.Errorf("the register holds %d numbers (%v), want the other load's 1", n, err)
 	}
 }
@@ -303,7 +303,7 @@ func testDNCStrayQuoteIsOneBadLine(t *testing.T, backend string) {
 		}
 		fmt.Fprintf(&file, "09120%05d\n", i)
 	}
-	rep, err := dnc.Import(context.Background(), s, strings.NewReader(file.String()), dnc.Length{}, dnc.Load{List: store.NationalList, Region: "VN", Replace: true, Now: time.Now()})
+	rep, err := dnc.Import(context.Background(), s, strings.NewReader(file.String()), dnc.Length{}, dnc.Load{List: domain.NationalList, Region: "VN", Replace: true, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func testDNCStrayQuoteIsOneBadLine(t *testing.T, backend string) {
 	if rep.Lines != rep.Loaded+rep.Duplicate+rep.Bad {
 		t.Errorf("report %+v: lines are not loaded + duplicate + bad", rep)
 	}
-	if n, _, err := s.CountDNC(context.Background(), store.NationalList); err != nil || n != 999 {
+	if n, _, err := s.CountDNC(context.Background(), domain.NationalList); err != nil || n != 999 {
 		t.Errorf("the list holds %d numbers (%v), want 999", n, err)
 	}
 }
@@ -338,7 +338,7 @@ func testDNCReplaceRefusesToShrinkByHalf(t *testing.T, backend string) {
 	}
 	count := func() int64 {
 		t.Helper()
-		n, _, err := s.m.store.CountDNC(context.Background(), store.NationalList)
+		n, _, err := s.m.store.CountDNC(context.Background(), domain.NationalList)
 		if err != nil {
 			t.Fatal(err)
 		}

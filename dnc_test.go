@@ -112,7 +112,7 @@ func testDNCListedNumbersAreNeverDialled(t *testing.T, backend string) {
 		both     = "+84913000003" // on both: the national register is the reason
 		free     = "+84913000004" // on no list
 	)
-	dncAdd(t, s, store.NationalList, national, both)
+	dncAdd(t, s, domain.NationalList, national, both)
 	dncAdd(t, s, a, tenantA, both)
 	dialer := newRecordingDialer()
 	engStart(t, s, dialer, nil, dncAdClock())
@@ -230,7 +230,7 @@ func testDNCCareScenarioDialsTheNationalRegister(t *testing.T, backend string) {
 		both     = "+84913000003"
 		free     = "+84913000004"
 	)
-	dncAdd(t, s, store.NationalList, national, both)
+	dncAdd(t, s, domain.NationalList, national, both)
 	dncAdd(t, s, a, tenantA, both)
 	dialer := newRecordingDialer()
 	engStart(t, s, dialer, nil, nil)
@@ -299,7 +299,7 @@ func TestDNCTenantListGoesWithItsTenant(t *testing.T) {
 
 func testDNCTenantListGoesWithItsTenant(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, dncTenant("dnc-a"), dncTenant("dnc-b"))
-	dncAdd(t, s, store.NationalList, "+84913000001")
+	dncAdd(t, s, domain.NationalList, "+84913000001")
 	dncAdd(t, s, ids[0], "+84913000002", "+84913000003")
 	dncAdd(t, s, ids[1], "+84913000004")
 	if err := s.DeleteApp(context.Background(), "dnc-a"); err != nil {

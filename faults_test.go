@@ -5,6 +5,7 @@ package main
 // dialer and webhook rules with the engine running.
 
 import (
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
@@ -234,7 +235,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 		s.admin(t, "GET", "/apps/qa-key/contacts?phone=0912000001&state=done", "", &p)
 		return len(p.Contacts) == 1
 	})
-	var c contactWithCalls
+	var c admin.ContactWithCalls
 	s.admin(t, "GET", "/apps/qa-key/contacts/"+p.Contacts[0].ID, "", &c)
 	if c.Outcome != "BUSY" || len(c.Calls) != 1 || c.Calls[0].Outcome != "BUSY" {
 		t.Fatalf("forced outcome: %+v", c)
@@ -265,7 +266,7 @@ func testFaultDialAndWebhook(t *testing.T, backend string) {
 	})
 	failed := 0
 	for _, m := range mp.Messages {
-		var full messageWithAttempts
+		var full admin.MessageWithAttempts
 		s.admin(t, "GET", "/apps/qa-key/webhook-messages/"+m.ID, "", &full)
 		for _, a := range full.AttemptLog {
 			if a.StatusCode != nil && *a.StatusCode == 503 {

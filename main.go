@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/admin"
 	"dialbox/internal/cli"
 	"dialbox/internal/config"
 	"dialbox/internal/console"
@@ -125,7 +126,7 @@ type Main struct {
 	ops               *ops.Server
 
 	sip   *dialer.SIP // when dialer.kind is "sip", to hang up its calls at the end
-	clock Clock       // the simulator's; nil with real calls
+	clock admin.Clock // the simulator's; nil with real calls
 	// sandboxNow is the time the rules of calling read, which the admin
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
@@ -435,7 +436,7 @@ func forceDial(faults *sandbox.Faults) engine.ForceDial {
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
 func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *sandbox.Journal, faults *sandbox.Faults) error {
-	hash, generated, err := adminTokenHash(ctx, m.store, m.Config.Admin.Token)
+	hash, generated, err := admin.TokenHash(ctx, m.store, m.Config.Admin.Token)
 	if err != nil {
 		return err
 	}
@@ -447,13 +448,14 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
 		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
 		MaxAddresses: 10_000}, m.Log)
-	admin := &Admin{store: m.catalog, region: m.Config.Phone.DefaultRegion, now: m.now, log: m.Log, tokenHash: hash,
-		wrongTokens: wrongTokens, proxies: proxies,
-		journal: journal, faults: faults, sink: sink, clock: m.clock, sandboxNow: m.sandboxNow, trunks: m.trunkNames(),
-		recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), recordingBase: m.recordingBase(),
-		readTimeout: m.Config.HTTP.ReadTimeout.Duration, writeTimeout: m.Config.HTTP.WriteTimeout.Duration,
-		reset: m.resetTenants, wake: m.engine.Notify, wakeWebhooks: m.webhooks.Notify}
-	admin.routes(router)
+	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
+		Region: m.Config.Phone.DefaultRegion, Now: m.now, Log: m.Log, TokenHash: hash,
+		WrongTokens: wrongTokens, Proxies: proxies,
+		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
+		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
+		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
+		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
+	adm.Routes(router)
 	access, err := m.sinkAccess(ctx)
 	if err != nil {
 		return err
@@ -463,7 +465,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		router.POST("/sink/:name", sink.Receive)
 	case config.SinkAccessAdmin:
 		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-			if admin.authorize(w, r) {
+			if adm.Authorize(w, r) {
 				sink.Receive(w, r, ps)
 			}
 		})
@@ -473,7 +475,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		for _, t := range m.Config.SIP.Trunks {
 			trunks = append(trunks, t.Name)
 		}
-		parts := console.Parts{Reads: admin, Actions: admin, Sandbox: admin, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
 		if m.sip != nil { // a nil *dialer.SIP would not be a nil console.TrunkUses
 			parts.SIP = m.sip

@@ -19,7 +19,6 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/pgtest"
 	"dialbox/internal/store"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"errors"
@@ -88,7 +89,7 @@ func testPhoneLettersSkipped(t *testing.T, backend string) {
 		Imports []domain.ImportRecord `json:"imports"`
 	}
 	s.admin(t, "GET", "/apps/qa-key/imports", "", &list)
-	var im importWithSkipped
+	var im admin.ImportWithSkipped
 	s.admin(t, "GET", "/apps/qa-key/imports/"+list.Imports[0].ID, "", &im)
 	if len(im.SkippedContacts) != 1 || im.SkippedContacts[0].Position != 0 || im.SkippedContacts[0].Reason != domain.ErrPhoneLetter.Error() {
 		t.Errorf("skipped: %+v", im.SkippedContacts)

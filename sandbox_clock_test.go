@@ -5,6 +5,7 @@ package main
 // a reset.
 
 import (
+	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"dialbox/internal/testtool"
 	"encoding/json"
@@ -82,7 +83,7 @@ func testSandboxClockNow(t *testing.T, backend string) {
 	if status != 200 || json.Unmarshal(b, &added) != nil || len(added.Result) != 1 {
 		t.Fatalf("operation A: %d %s", status, b)
 	}
-	var contact contactWithCalls
+	var contact admin.ContactWithCalls
 	s.admin(t, "GET", "/apps/ad-key/contacts/"+added.Result[0].ContactID, "", &contact)
 	if w := contact.Waiting; w == nil || w.Reason != domain.ReasonAdvertisingHours || w.Until == nil || !w.Until.Equal(opens) {
 		t.Fatalf("at %s the contact waits %+v, want advertising_hours until %s", night, w, opens)

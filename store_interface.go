@@ -107,9 +107,9 @@ type Store interface {
 	// DelayContacts moves delayed contacts' next attempts, with their
 	// audit rows, in one commit.
 	DelayContacts(ctx context.Context, delays []domain.CallDelay, now time.Time) error
-	// adTiming reads what decides a queued advertising contact's
+	// AdTiming reads what decides a queued advertising contact's
 	// wait beside its next attempt: its last delay, the number's answered
-	// advertising calls since since, and its calls up (contactWait).
+	// advertising calls since since, and its calls up (admin.ContactWait).
 	AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
 
 	// ---- do-not-call lists (internal/store/dnc.go) ----
@@ -118,7 +118,7 @@ type Store interface {
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 	CountDNC(ctx context.Context, list int64) (int64, time.Time, error)
 	RemoveDNC(ctx context.Context, list int64, e164 string) error
-	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]store.DNCListing, error)
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]domain.DNCListing, error)
 
 	// ---- advertising settings (internal/store/adcalls.go) ----
 

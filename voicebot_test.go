@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"dialbox/internal/admin"
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
@@ -345,7 +346,7 @@ func testVoicebotAdminValidation(t *testing.T, backend string) {
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/scenarios", `{"id":"bot","script":{"steps":[{"name":"x","dance":{}}]}}`, 400), "script")
 	wantField(t, s.adminFail(t, "POST", "/apps/qa-key/scenarios", `{"id":"bot","script":{"steps":[]}}`, 400), "script.steps")
 
-	var got adminScenario
+	var got admin.Scenario
 	s.admin(t, "POST", "/apps/qa-key/scenarios", `{"id":"bot","status":"ACTIVE","personalized_fields":["ho_ten"],"script":`+reminderJSON+`}`, &got)
 	if got.Script == nil || len(got.Script.Steps) != 8 || got.Content != "" {
 		t.Fatalf("created %+v", got)
@@ -363,7 +364,7 @@ func testVoicebotAdminValidation(t *testing.T, backend string) {
 	if got.Script == nil {
 		t.Error("a PATCH without script removed it")
 	}
-	got = adminScenario{} // a scenario without a script is shown without the key
+	got = admin.Scenario{} // a scenario without a script is shown without the key
 	s.admin(t, "PATCH", "/apps/qa-key/scenarios/bot", `{"script":null}`, &got)
 	if got.Script != nil {
 		t.Errorf("script null kept %+v", got.Script)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"dialbox/internal/admin"
 	"dialbox/internal/domain"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func transition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID,
 	if err != nil {
 		return err
 	}
-	t := domain.ScenarioTransitionNamed(name)
+	t := transitionNamed(name)
 	err = s.TransitionScenario(ctx, app.ID, scenarioID, t.From, t.To, time.Now())
 	var bad domain.ErrBadTransition
 	switch {
@@ -97,6 +98,15 @@ func transition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID,
 	}
 	fmt.Fprintf(out, "id:     %s\nstatus: %s\n", scenarioID, t.To)
 	return nil
+}
+
+func transitionNamed(name string) admin.Transition {
+	for _, t := range admin.Transitions {
+		if t.Name == name {
+			return t
+		}
+	}
+	panic("no scenario transition " + name)
 }
 
 // requireFlag is the usage error of sub when flag was not given a value.

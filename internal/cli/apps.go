@@ -189,10 +189,10 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 
 func appCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
 	if key == "" {
-		key = store.RandomHex(16)
+		key = domain.RandomHex(16)
 	}
 	if secret == "" {
-		secret = store.RandomHex(24)
+		secret = domain.RandomHex(24)
 	}
 	app, err := s.CreateApp(ctx, name, key, secret, destinations.Rules{}, time.Now())
 	if errors.Is(err, domain.ErrConflict) {

@@ -12,7 +12,6 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/importer"
-	"dialbox/internal/store"
 )
 
 // Usage is `dialbox help`, and what a usage error shows.
@@ -152,6 +151,6 @@ type Store interface {
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
 	AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error)
 	RemoveDNC(ctx context.Context, list int64, e164 string) error
-	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]store.DNCListing, error)
+	LookupDNC(ctx context.Context, tenant int64, e164 string) ([]domain.DNCListing, error)
 	Close() error
 }

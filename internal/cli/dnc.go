@@ -52,7 +52,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string, 
 		return err
 	}
 	defer st.Close()
-	list, who := store.NationalList, "the national register"
+	list, who := domain.NationalList, "the national register"
 	if *appKey != "" {
 		app, err := appByKey(ctx, st, *appKey)
 		if err != nil {

@@ -2,7 +2,8 @@
 // help text, the flags every command shares (the config file, then
 // DIALBOX_* variables, then the flags), and the commands that work on the
 // database directly (docs/operations.md). It imports internal/config,
-// internal/domain, internal/auth (to mint a token), internal/importer (the
+// internal/domain, internal/auth (to mint a token), internal/admin (the
+// scenario transitions the admin API takes too), internal/importer (the
 // rules of an import, with internal/httpx's wording of its refusals),
 // internal/dnc (reading a list file), internal/store (the file mechanics of
 // backup, restore and migrate-to, and the database's name as messages show

@@ -323,7 +323,7 @@ func parseDNCChunk(c dncChunk, region string, fast *domain.FastPhones) dncParsed
 
 // Load is how Import puts a file's numbers on a list.
 type Load struct {
-	List    int64 // nationalList or an application's id
+	List    int64 // domain.NationalList or an application's id
 	Region  string
 	Replace bool // the file becomes the whole list
 	// force replaces even when the list would lose more than

@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -57,6 +59,16 @@ func APISecretProblem(secret string) string {
 	return fmt.Sprintf("must have at least %d characters", apiSecretMinLength)
 }
 
+// RandomHex is n random bytes in hex: generated API keys, secrets and
+// tokens.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b)
+}
+
 // Wallet is an application's balance. A postpaid wallet skips every balance
 // and expiry check.
 type Wallet struct {
@@ -88,35 +100,39 @@ func ValidScenarioStatus(s string) bool {
 	return false
 }
 
-// ScenarioTransition is one arrow of docs/design.md#scenario-status-transitions.
-type ScenarioTransition struct {
-	Name string
-	From []string
-	To   string
-}
-
-// ScenarioTransitions are the arrows the admin API routes and the CLI takes.
-var ScenarioTransitions = []ScenarioTransition{
-	{"submit", []string{StatusDraft}, StatusReviewing},
-	{"approve", []string{StatusReviewing}, StatusActive},
-	{"reject", []string{StatusReviewing}, StatusReject},
-	{"edit", []string{StatusActive, StatusReject}, StatusDraft},
-}
-
-// ScenarioTransitionNamed is the transition called name, one of
-// ScenarioTransitions.
-func ScenarioTransitionNamed(name string) ScenarioTransition {
-	for _, t := range ScenarioTransitions {
-		if t.Name == name {
-			return t
-		}
+// CheckScenarioFields checks what a scenario must hold wherever it comes
+// from (fixtures or the admin API).
+func CheckScenarioFields(id, status string, fields []string, cc CallConfig) *FieldError {
+	bad := func(field, reason string) *FieldError { return &FieldError{Field: field, Reason: reason} }
+	if id == "" {
+		return bad("id", "is required")
 	}
-	panic("no scenario transition " + name)
-}
-
-// Refused says why t cannot leave status; the admin API answers it with 409.
-func (t ScenarioTransition) Refused(status string) string {
-	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.Name, status, strings.Join(t.From, " or "))
+	if status != "" && !ValidScenarioStatus(status) {
+		return bad("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
+	}
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if f == "" || f == "phone_number" || f == "contact_id" || f == "so_dien_thoai" || seen[f] {
+			return bad("personalized_fields", fmt.Sprintf("%q is empty, reserved or repeated", f))
+		}
+		seen[f] = true
+	}
+	switch {
+	case cc.CallRouting != RoutingRandom && cc.CallRouting != RoutingRoundRobin:
+		return bad("call_config.call_routing", "must be RANDOM or ROUND_ROBIN")
+	case cc.MaxConcurrent < 1:
+		return bad("call_config.max_concurrent", "must be at least 1")
+	case cc.MaxDuration < 1:
+		return bad("call_config.max_duration", "must be at least 1 second")
+	case cc.ReCall.Times < 0:
+		return bad("call_config.re_call.times", "must not be negative")
+	case cc.ReCall.Delay < 0:
+		return bad("call_config.re_call.delay", "must not be negative")
+	}
+	if _, err := ParseCallWindow(cc.CallWindow); err != nil {
+		return bad("call_config.call_window", err.Error())
+	}
+	return cc.CheckPurpose(time.Now())
 }
 
 // Scenario is a calling script with its call settings.

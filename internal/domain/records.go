@@ -323,6 +323,18 @@ type TrunkCapacity struct {
 
 func (c TrunkCapacity) Limited() bool { return c.Channels > 0 || c.CPS > 0 }
 
+// NationalList is the do-not-call list selector of the national register;
+// any other value is the id of the application whose list it is.
+const NationalList int64 = 0
+
+// DNCListing is one list holding a number: the national register ("app"
+// empty) or a tenant's, and since when.
+type DNCListing struct {
+	List  string    `json:"list"` // national or tenant
+	App   string    `json:"app,omitempty"`
+	Since time.Time `json:"since"`
+}
+
 // ClockState is the clock as GET and PUT /admin/v1/clock answer it and the
 // console's clock page shows it: the simulator's time scale and the
 // sandbox's time (docs/sandbox.md#the-clock).

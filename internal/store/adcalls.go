@@ -100,52 +100,7 @@ func (s *sqlStore) DelayContacts(ctx context.Context, delays []domain.CallDelay,
 	})
 }
 
-// contactWait explains why a queued contact of an advertising scenario is
-// not dialled at now, by the rules the engine applies (dialRules.wait);
-// nil for any other contact, or one the engine may dial now.
-func ContactWait(ctx context.Context, s WaitReads, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
-	if c.State != domain.ContactQueued {
-		return nil, nil
-	}
-	sc, err := s.Scenario(ctx, appID, c.ScenarioID)
-	if err != nil || sc.CallConfig.Purpose != domain.PurposeAdvertising {
-		return nil, err
-	}
-	if sc.Status != domain.StatusActive {
-		return &domain.Wait{Reason: domain.ReasonScenarioNotActive}, nil
-	}
-	if c.CampaignID != "" {
-		if k, err := s.Campaign(ctx, appID, c.CampaignID); err != nil {
-			return nil, err
-		} else if k.Paused {
-			return &domain.Wait{Reason: domain.ReasonCampaignPaused}, nil
-		}
-	}
-	ads, err := s.AdSettings(ctx, appID)
-	if err != nil {
-		return nil, err
-	}
-	rules, err := domain.DialRulesOf(sc.CallConfig, ads, domain.ParseCallWindow)
-	if err != nil {
-		return nil, err
-	}
-	timing, err := s.AdTiming(ctx, appID, c, now.Add(-domain.AdDay))
-	if err != nil {
-		return nil, err
-	}
-	timing.NextAttempt = c.NextAttemptAt
-	return rules.Wait(now, timing), nil
-}
-
-// WaitReads is what contactWait reads: the admin API hands in its store.
-type WaitReads interface {
-	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
-	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
-	AdSettings(ctx context.Context, appID int64) (domain.AdSettings, error)
-	AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error)
-}
-
-// adTiming is what the rules need of a contact's past: its last delay,
+// AdTiming is what the rules need of a contact's past: its last delay,
 // the tenant's answered advertising calls to its number since since, and
 // those up now.
 func (s *sqlStore) AdTiming(ctx context.Context, appID int64, c *domain.ContactRecord, since time.Time) (domain.ContactTiming, error) {

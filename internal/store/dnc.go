@@ -15,13 +15,9 @@ import (
 // the national register and one list per tenant, each a current version in
 // dnc_lists with its numbers in dnc_numbers.
 
-// nationalList is the list selector of the national register; any other
-// value is the id of the application whose list it is.
-const NationalList int64 = 0
-
 // listApp is dnc_lists.app_id for a list selector.
 func listApp(list int64) any {
-	if list == NationalList {
+	if list == domain.NationalList {
 		return nil
 	}
 	return list
@@ -109,7 +105,7 @@ func addDNCNumbers(ctx context.Context, tx sqldb.Querier, id int64, numbers []in
 	return added, nil
 }
 
-// AddDNC puts E.164 numbers on a list (nationalList or an application's
+// AddDNC puts E.164 numbers on a list (domain.NationalList or an application's
 // id) and returns how many were new to it.
 func (s *sqlStore) AddDNC(ctx context.Context, list int64, phones []string, now time.Time) (int, error) {
 	numbers := make([]int64, 0, len(phones))
@@ -327,22 +323,14 @@ func (s *sqlStore) RemoveDNC(ctx context.Context, list int64, e164 string) error
 	})
 }
 
-// DNCListing is one list holding a number: the national register ("app"
-// empty) or a tenant's, and since when.
-type DNCListing struct {
-	List  string    `json:"list"` // national or tenant
-	App   string    `json:"app,omitempty"`
-	Since time.Time `json:"since"`
-}
-
 // LookupDNC lists the lists holding an E.164 number, the national register
 // first: with tenant 0 every tenant's, else only that tenant's.
-func (s *sqlStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]DNCListing, error) {
+func (s *sqlStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]domain.DNCListing, error) {
 	n, ok := domain.DNCNumber(e164)
 	if !ok {
-		return []DNCListing{}, nil
+		return []domain.DNCListing{}, nil
 	}
-	return sqldb.Collect(ctx, s.db, func(r sqldb.Row) (DNCListing, error) {
+	return sqldb.Collect(ctx, s.db, func(r sqldb.Row) (domain.DNCListing, error) {
 		var app string
 		var since int64
 		err := r.Scan(&app, &since)
@@ -356,8 +344,8 @@ func (s *sqlStore) LookupDNC(ctx context.Context, tenant int64, e164 string) ([]
 
 // dncListing is a lookup's row: the list's tenant (its API key, "" for
 // the national register) and since when the number is on it.
-func dncListing(app string, since int64) DNCListing {
-	l := DNCListing{List: "national", App: app, Since: FromMillis(since)}
+func dncListing(app string, since int64) domain.DNCListing {
+	l := domain.DNCListing{List: "national", App: app, Since: FromMillis(since)}
 	if app != "" {
 		l.List = "tenant"
 	}

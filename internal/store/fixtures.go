@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -254,7 +252,7 @@ func (ff *FixtureFile) Validate() *config.ConfigError {
 		for si, sc := range fa.Scenarios {
 			key := fmt.Sprintf("%s.scenarios[%d]", at, si)
 			sc.CallConfig.Normalize()
-			if err := ValidateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
+			if err := domain.CheckScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); err != nil {
 				return bad(key+"."+err.Field, "%s", err.Reason)
 			}
 			if sc.Script != nil {
@@ -379,7 +377,7 @@ func ApplyFixtureRegister(ctx context.Context, s dncLoader, d *FixtureDNC, regio
 		slices.Sort(numbers)
 		numbers = slices.Compact(numbers)
 	}
-	gained, err := s.LoadDNC(ctx, NationalList, numbers, false, now, nil)
+	gained, err := s.LoadDNC(ctx, domain.NationalList, numbers, false, now, nil)
 	rep.Loaded = gained
 	return rep, err
 }
@@ -387,41 +385,6 @@ func ApplyFixtureRegister(ctx context.Context, s dncLoader, d *FixtureDNC, regio
 // dncLoader is the one write applyFixtureRegister makes.
 type dncLoader interface {
 	LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error)
-}
-
-// validateScenarioFields checks what a scenario must hold wherever it comes
-// from (fixtures or the admin API).
-func ValidateScenarioFields(id, status string, fields []string, cc domain.CallConfig) *domain.FieldError {
-	bad := func(field, reason string) *domain.FieldError { return &domain.FieldError{Field: field, Reason: reason} }
-	if id == "" {
-		return bad("id", "is required")
-	}
-	if status != "" && !domain.ValidScenarioStatus(status) {
-		return bad("status", "must be DRAFT, ACTIVE, REVIEWING or REJECT")
-	}
-	seen := map[string]bool{}
-	for _, f := range fields {
-		if f == "" || f == "phone_number" || f == "contact_id" || f == "so_dien_thoai" || seen[f] {
-			return bad("personalized_fields", fmt.Sprintf("%q is empty, reserved or repeated", f))
-		}
-		seen[f] = true
-	}
-	switch {
-	case cc.CallRouting != domain.RoutingRandom && cc.CallRouting != domain.RoutingRoundRobin:
-		return bad("call_config.call_routing", "must be RANDOM or ROUND_ROBIN")
-	case cc.MaxConcurrent < 1:
-		return bad("call_config.max_concurrent", "must be at least 1")
-	case cc.MaxDuration < 1:
-		return bad("call_config.max_duration", "must be at least 1 second")
-	case cc.ReCall.Times < 0:
-		return bad("call_config.re_call.times", "must not be negative")
-	case cc.ReCall.Delay < 0:
-		return bad("call_config.re_call.delay", "must not be negative")
-	}
-	if _, err := domain.ParseCallWindow(cc.CallWindow); err != nil {
-		return bad("call_config.call_window", err.Error())
-	}
-	return cc.CheckPurpose(time.Now())
 }
 
 // ApplyFixtures upserts every application of the file in one transaction.
@@ -458,7 +421,7 @@ func DemoFixture(now time.Time) *FixtureApp {
 	return &FixtureApp{
 		Name:      "Demo tenant",
 		APIKey:    demoAPIKey,
-		APISecret: RandomHex(24),
+		APISecret: domain.RandomHex(24),
 		Wallet: &FixtureWallet{Prepaid: &prepaid, Balance: 10_000_000, ExpiresAt: &expires,
 			PricePerCall: 1000, PricePerMinute: 800},
 		HotlinePools: []FixturePool{{Key: "POOL_SYSTEM", Numbers: []string{"02873000001", "02873000002", "02873000003"}}},
@@ -470,12 +433,4 @@ func DemoFixture(now time.Time) *FixtureApp {
 		Campaigns: []FixtureCampaign{{ID: DemoCampaignID, Name: "Demo campaign", ScenarioID: DemoScenarioID}},
 		isDemo:    true,
 	}
-}
-
-func RandomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return hex.EncodeToString(b)
 }

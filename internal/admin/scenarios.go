@@ -1,9 +1,10 @@
-package main
+package admin
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -11,15 +12,14 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/script"
-	"dialbox/internal/store"
 
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
-// adminScenario is a scenario as the admin API shows it: the public fields
+// Scenario is a scenario as the admin API shows it: the public fields
 // plus its content.
-type adminScenario struct {
+type Scenario struct {
 	ID                 string            `json:"id"`
 	Name               string            `json:"name"`
 	Description        string            `json:"description"`
@@ -32,8 +32,8 @@ type adminScenario struct {
 	UpdatedAt          time.Time         `json:"updated_at"`
 }
 
-func showScenario(sc *domain.Scenario) adminScenario {
-	return adminScenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.Script, sc.PersonalizedFields,
+func showScenario(sc *domain.Scenario) Scenario {
+	return Scenario{sc.ID, sc.Name, sc.Description, sc.Status, sc.Content, sc.Script, sc.PersonalizedFields,
 		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
 }
 
@@ -55,7 +55,7 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]adminScenario, len(list))
+	out := make([]Scenario, len(list))
 	for i, sc := range list {
 		out[i] = showScenario(sc)
 	}
@@ -99,7 +99,7 @@ func (b *scenarioBody) apply(sc *domain.Scenario) error {
 		}
 	}
 	sc.CallConfig.Normalize()
-	if fe := store.ValidateScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
+	if fe := domain.CheckScenarioFields(sc.ID, sc.Status, sc.PersonalizedFields, sc.CallConfig); fe != nil {
 		return domain.ValidationError(*fe)
 	}
 	return nil
@@ -140,12 +140,9 @@ func scriptShapeError(err error) error {
 }
 
 func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b scenarioBody
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
@@ -153,7 +150,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	err = a.store.CreateScenario(r.Context(), sc, a.now())
+	err = a.calling.CreateScenario(r.Context(), sc, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
 	}
@@ -180,12 +177,9 @@ func (a *Admin) getScenario(r *http.Request, ps httprouter.Params) (any, error) 
 }
 
 func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b scenarioBody
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	switch {
@@ -201,36 +195,42 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	err = a.store.UpdateScenario(r.Context(), sc, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Scenario")
-	}
-	if err != nil {
+	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.now()), "Scenario"); err != nil {
 		return nil, err
 	}
 	return a.showScenario(r, app.ID, sc.ID)
 }
 
-func (a *Admin) deleteScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	err = a.store.DeleteScenario(r.Context(), app.ID, ps.ByName("scenario"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Scenario")
-	}
-	return map[string]string{"deleted": ps.ByName("scenario")}, err
+// Transition is one arrow of docs/design.md#scenario-status-transitions.
+type Transition struct {
+	Name string
+	From []string
+	To   string
 }
 
-func (a *Admin) transition(t domain.ScenarioTransition) httpx.Handler {
+// Transitions are the status changes of a scenario, as the admin API and
+// the CLI make them.
+var Transitions = []Transition{
+	{"submit", []string{domain.StatusDraft}, domain.StatusReviewing},
+	{"approve", []string{domain.StatusReviewing}, domain.StatusActive},
+	{"reject", []string{domain.StatusReviewing}, domain.StatusReject},
+	{"edit", []string{domain.StatusActive, domain.StatusReject}, domain.StatusDraft},
+}
+
+// refused says why t cannot leave status; the admin API answers it with
+// 409.
+func (t Transition) Refused(status string) string {
+	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.Name, status, strings.Join(t.From, " or "))
+}
+
+func (a *Admin) transition(t Transition) httpx.Handler {
 	return func(r *http.Request, ps httprouter.Params) (any, error) {
 		app, err := a.app(r, ps)
 		if err != nil {
 			return nil, err
 		}
 		id := ps.ByName("scenario")
-		err = a.store.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
+		err = a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
 		var bad domain.ErrBadTransition
 		switch {
 		case errors.Is(err, domain.ErrNotFound):

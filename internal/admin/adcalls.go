@@ -1,8 +1,7 @@
-package main
+package admin
 
 import (
 	"dialbox/internal/domain"
-	"dialbox/internal/httpx"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -17,7 +16,7 @@ func (a *Admin) getAdvertising(r *http.Request, ps httprouter.Params) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return a.store.AdSettings(r.Context(), app.ID)
+	return a.apps.AdSettings(r.Context(), app.ID)
 }
 
 type adSettingsBody struct {
@@ -28,18 +27,15 @@ type adSettingsBody struct {
 }
 
 func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b adSettingsBody
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	if b.Timezone != nil && *b.Timezone != domain.AdTimezone {
 		return nil, domain.Invalid("timezone", "is always "+domain.AdTimezone+", the time the decree's hours are in")
 	}
-	s, err := a.store.AdSettings(r.Context(), app.ID)
+	s, err := a.apps.AdSettings(r.Context(), app.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +45,7 @@ func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, e
 	if fe := s.Check(); fe != nil {
 		return nil, domain.ValidationError(*fe)
 	}
-	if err := a.store.SetAdSettings(r.Context(), app.ID, s, a.now()); err != nil {
+	if err := a.apps.SetAdSettings(r.Context(), app.ID, s, a.now()); err != nil {
 		return nil, err
 	}
 	a.wake(app.ID)

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
-	"dialbox/internal/store"
 	"dialbox/internal/tokenlimit"
 
 	"github.com/julienschmidt/httprouter"
@@ -28,14 +27,18 @@ import (
 // token; application tokens are never accepted here.
 //
 // This file holds the type, its routes and its auth; the handlers are in
-// one file per resource (admin_apps.go, admin_wallet.go, admin_pools.go,
-// admin_scenarios.go, admin_campaigns.go, admin_webhooks.go,
-// admin_contacts.go, admin_sandbox.go, admin_dnc.go, admin_adcalls.go);
-// the services its handlers share with the console are in admin_services.go.
+// one file per resource (apps.go, wallet.go, pools.go, scenarios.go,
+// campaigns.go, webhooks.go, contacts.go, sandbox.go, dnc.go, adcalls.go);
+// the services its handlers share with the console are in services.go,
+// what it asks of the store in store.go.
 type Admin struct {
-	store     Store
-	region    string // phone.default_region, to read the phone filter
-	now       func() time.Time
+	apps      AppStore
+	calling   CallingStore
+	contacts  ContactStore
+	webhooks  WebhookStore
+	dnc       DNCStore
+	region    string           // phone.default_region, to read the phone filter
+	now       func() time.Time // the real time: stamps records, schedules deliveries, times wrong tokens
 	log       *slog.Logger
 	tokenHash [sha256.Size]byte
 	// wrongTokens limits guesses of the token here and at the console's
@@ -62,11 +65,53 @@ type Admin struct {
 	// deadlines follow (uploadBody).
 	readTimeout, writeTimeout time.Duration
 
-	// Given by Main: reset wipes and re-applies the tenants with calling
-	// stopped; wake tells the engine, wakeWebhooks the deliverer, of work.
+	// reset wipes and re-applies the tenants with calling stopped; wake
+	// tells the engine, wakeWebhooks the deliverer, of work.
 	reset        func(ctx context.Context) error
 	wake         func(appID int64)
 	wakeWebhooks func()
+}
+
+// Parts are what the admin API is built from; the fields are
+// Admin's, told there.
+type Parts struct {
+	Apps     AppStore
+	Calling  CallingStore
+	Contacts ContactStore
+	Webhooks WebhookStore
+	DNC      DNCStore
+
+	Region      string
+	Now         func() time.Time
+	Log         *slog.Logger
+	TokenHash   [sha256.Size]byte
+	WrongTokens *tokenlimit.Limiter
+	Proxies     proxy.Trusted
+
+	Journal    *sandbox.Journal
+	Faults     *sandbox.Faults
+	Sink       *sandbox.Sink
+	Clock      Clock
+	SandboxNow *sandboxclock.Clock
+
+	Trunks                    map[string]bool
+	Recordings                recordings.Files
+	RecordingBase             string
+	ReadTimeout, WriteTimeout time.Duration
+
+	Reset        func(ctx context.Context) error
+	Wake         func(appID int64)
+	WakeWebhooks func()
+}
+
+// New builds the admin API whole from its parts.
+func New(p Parts) *Admin {
+	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC,
+		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
+		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
+		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,
+		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout,
+		reset: p.Reset, wake: p.Wake, wakeWebhooks: p.WakeWebhooks}
 }
 
 // Clock is the simulator's time scale, changeable at run time.
@@ -76,27 +121,27 @@ type Clock interface {
 }
 
 // The admin token's settings. A token dialbox generated is kept as it is
-// (adminTokenPlainSetting) beside its hash, as the applications' secrets
+// (TokenPlainSetting) beside its hash, as the applications' secrets
 // are: the first-run block prints a sink command that works on every
 // start, and whoever can read the database reads every tenant's secret
 // already. A token the operator set is neither stored nor printed (see
 // Main.sinkCommand). Databases of older dialboxes hold only the hash.
 const (
-	adminTokenSetting      = "admin_token_sha256"
-	adminTokenPlainSetting = "admin_token"
+	TokenSetting      = "admin_token_sha256"
+	TokenPlainSetting = "admin_token"
 )
 
-// adminTokenHash returns the hash the admin API checks bearer tokens
+// TokenHash returns the hash the admin API checks bearer tokens
 // against: the configured token's, else the stored one's. On the first start
 // without a configured token it generates one, stores it with its hash, and
 // returns it to be announced. A configured token removes a generated one:
 // it opens nothing any more, and would stay readable in the database and
 // its backups (docs/admin.md#token).
-func adminTokenHash(ctx context.Context, st Store, configured string) ([sha256.Size]byte, string, error) {
+func TokenHash(ctx context.Context, store TokenStore, configured string) ([sha256.Size]byte, string, error) {
 	if configured != "" {
-		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, st)
+		return sha256.Sum256([]byte(configured)), "", forgetGeneratedAdminToken(ctx, store)
 	}
-	stored, err := st.AdminSetting(ctx, adminTokenSetting)
+	stored, err := store.AdminSetting(ctx, TokenSetting)
 	if err != nil {
 		return [sha256.Size]byte{}, "", err
 	}
@@ -105,12 +150,12 @@ func adminTokenHash(ctx context.Context, st Store, configured string) ([sha256.S
 		copy(h[:], b)
 		return h, "", nil
 	}
-	token := "dbx_admin_" + store.RandomHex(20)
+	token := "dbx_admin_" + domain.RandomHex(20)
 	h = sha256.Sum256([]byte(token))
-	if err := st.SetAdminSetting(ctx, adminTokenPlainSetting, token); err != nil {
+	if err := store.SetAdminSetting(ctx, TokenPlainSetting, token); err != nil {
 		return h, "", err
 	}
-	if err := st.SetAdminSetting(ctx, adminTokenSetting, hex.EncodeToString(h[:])); err != nil {
+	if err := store.SetAdminSetting(ctx, TokenSetting, hex.EncodeToString(h[:])); err != nil {
 		return h, "", err
 	}
 	return h, token, nil
@@ -119,20 +164,21 @@ func adminTokenHash(ctx context.Context, st Store, configured string) ([sha256.S
 // forgetGeneratedAdminToken removes a generated admin token and its hash,
 // when the database holds one: a write at every start would be a
 // configuration change every node of a cluster hears about.
-func forgetGeneratedAdminToken(ctx context.Context, st Store) error {
-	for _, key := range []string{adminTokenSetting, adminTokenPlainSetting} {
-		v, err := st.AdminSetting(ctx, key)
+func forgetGeneratedAdminToken(ctx context.Context, store TokenStore) error {
+	for _, key := range []string{TokenSetting, TokenPlainSetting} {
+		v, err := store.AdminSetting(ctx, key)
 		if err != nil {
 			return err
 		}
 		if v != "" {
-			return st.DeleteAdminSettings(ctx, adminTokenSetting, adminTokenPlainSetting)
+			return store.DeleteAdminSettings(ctx, TokenSetting, TokenPlainSetting)
 		}
 	}
 	return nil
 }
 
-func (a *Admin) routes(r *httprouter.Router) {
+// Routes adds the admin API to r.
+func (a *Admin) Routes(r *httprouter.Router) {
 	const p = "/admin/v1"
 	const app = p + "/apps/:app"
 	r.POST(p+"/reset", a.handle(a.resetState))
@@ -161,7 +207,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET(app+"/pools", a.handle(a.listPools))
 	r.POST(app+"/pools", a.handle(a.createPool))
 	r.GET(app+"/pools/:pool", a.handle(a.getPool))
-	r.DELETE(app+"/pools/:pool", a.handle(a.deletePool))
+	r.DELETE(app+"/pools/:pool", a.handle(a.deleteOf("pool", "Hotline pool", a.calling.DeletePool)))
 	r.POST(app+"/pools/:pool/numbers", a.handle(a.addNumbers))
 	r.DELETE(app+"/pools/:pool/numbers/:number", a.handle(a.removeNumber))
 	r.POST(app+"/pools/:pool/numbers/:number/enable", a.handle(a.setNumberEnabled(true)))
@@ -171,8 +217,8 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST(app+"/scenarios", a.handle(a.createScenario))
 	r.GET(app+"/scenarios/:scenario", a.handle(a.getScenario))
 	r.PATCH(app+"/scenarios/:scenario", a.handle(a.updateScenario))
-	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteScenario))
-	for _, t := range domain.ScenarioTransitions {
+	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteOf("scenario", "Scenario", a.calling.DeleteScenario)))
+	for _, t := range Transitions {
 		r.POST(app+"/scenarios/:scenario/"+t.Name, a.handle(a.transition(t)))
 	}
 
@@ -186,7 +232,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST(app+"/webhooks", a.handle(a.createEndpoint))
 	r.GET(app+"/webhooks/:endpoint", a.handle(a.getEndpoint))
 	r.PATCH(app+"/webhooks/:endpoint", a.handle(a.updateEndpoint))
-	r.DELETE(app+"/webhooks/:endpoint", a.handle(a.deleteEndpoint))
+	r.DELETE(app+"/webhooks/:endpoint", a.handle(a.deleteOf("endpoint", "Webhook endpoint", a.webhooks.DeleteEndpoint)))
 	r.POST(app+"/webhooks/:endpoint/rotate-secret", a.handle(a.rotateSecret))
 	r.POST(app+"/webhooks/:endpoint/recover", a.handle(a.recoverFailed))
 
@@ -223,7 +269,7 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 				httpx.WriteAdminError(w, httpx.ErrAdminInternal)
 			}
 		}()
-		if !a.authorize(w, r) {
+		if !a.Authorize(w, r) {
 			return
 		}
 		result, err := h(r, ps)
@@ -245,9 +291,9 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 	}
 }
 
-// authorize says whether r bears the admin token, under the limit of wrong
+// Authorize says whether r bears the admin token, under the limit of wrong
 // tokens; when it does not, the refusal is already answered.
-func (a *Admin) authorize(w http.ResponseWriter, r *http.Request) bool {
+func (a *Admin) Authorize(w http.ResponseWriter, r *http.Request) bool {
 	token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !bearer {
 		token = ""
@@ -290,4 +336,27 @@ func (a *Admin) CheckToken(r *http.Request, token string, now time.Time) (right 
 // app resolves the :app path parameter (an API key).
 func (a *Admin) app(r *http.Request, ps httprouter.Params) (*domain.Application, error) {
 	return a.App(r.Context(), ps.ByName("app"))
+}
+
+// appBody resolves the :app path parameter, then decodes the body into v.
+func (a *Admin) appBody(r *http.Request, ps httprouter.Params, v any) (*domain.Application, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	return app, httpx.DecodeJSON(r, v, httpx.AdminBody)
+}
+
+// deleteOf is the handler that deletes, with del, the application's record
+// the path parameter param names, and answers its id; what names the
+// record when there is none.
+func (a *Admin) deleteOf(param, what string, del func(ctx context.Context, appID int64, id string) error) httpx.Handler {
+	return func(r *http.Request, ps httprouter.Params) (any, error) {
+		app, err := a.app(r, ps)
+		if err != nil {
+			return nil, err
+		}
+		err = del(r.Context(), app.ID, ps.ByName(param))
+		return map[string]string{"deleted": ps.ByName(param)}, notFound(err, what)
+	}
 }

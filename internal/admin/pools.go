@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"dialbox/internal/domain"
@@ -24,7 +24,7 @@ func (a *Admin) getPool(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := a.store.Pools(r.Context(), app.ID, ps.ByName("pool"))
+	pools, err := a.calling.Pools(r.Context(), app.ID, ps.ByName("pool"))
 	if err != nil {
 		return nil, err
 	}
@@ -41,12 +41,9 @@ type poolBody struct {
 }
 
 func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b poolBody
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(b.Key) == "" {
@@ -59,7 +56,7 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 	if !ok {
 		return nil, domain.Invalid("numbers", "must not hold an empty number")
 	}
-	err = a.store.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
+	err = a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Hotline pool %q already exists", b.Key)
 	}
@@ -81,38 +78,19 @@ func cleanNumbers(numbers []string) ([]string, bool) {
 	return out, true
 }
 
-func (a *Admin) deletePool(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	err = a.store.DeletePool(r.Context(), app.ID, ps.ByName("pool"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Hotline pool")
-	}
-	return map[string]string{"deleted": ps.ByName("pool")}, err
-}
-
 func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b struct {
 		Numbers []string `json:"numbers"`
 	}
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	numbers, ok := cleanNumbers(b.Numbers)
 	if !ok || len(numbers) == 0 {
 		return nil, domain.Invalid("numbers", "is required and must hold non-empty numbers")
 	}
-	err = a.store.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Hotline pool")
-	}
-	if err != nil {
+	if err := notFound(a.calling.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers), "Hotline pool"); err != nil {
 		return nil, err
 	}
 	return a.getPool(r, ps)
@@ -123,11 +101,7 @@ func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	err = a.store.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Hotline number")
-	}
-	if err != nil {
+	if err := notFound(a.calling.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number")), "Hotline number"); err != nil {
 		return nil, err
 	}
 	return a.getPool(r, ps)
@@ -139,11 +113,7 @@ func (a *Admin) setNumberEnabled(enabled bool) httpx.Handler {
 		if err != nil {
 			return nil, err
 		}
-		err = a.store.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled)
-		if errors.Is(err, domain.ErrNotFound) {
-			return nil, domain.NotFound("Hotline number")
-		}
-		if err != nil {
+		if err := notFound(a.calling.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled), "Hotline number"); err != nil {
 			return nil, err
 		}
 		a.wake(app.ID)

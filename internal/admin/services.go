@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -16,54 +16,57 @@ import (
 // the parts it uses (console.Reads, Actions, Sandbox); the handlers add
 // the HTTP around them.
 
+// notFound is err, or the answer naming what when the store found no such
+// record.
+func notFound(err error, what string) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.NotFound(what)
+	}
+	return err
+}
+
 // ---- reads ----
 
 // ListApps lists every application.
 func (a *Admin) ListApps(ctx context.Context) ([]*domain.Application, error) {
-	return a.store.ListApps(ctx)
+	return a.apps.ListApps(ctx)
 }
 
 // App finds an application by its API key.
 func (a *Admin) App(ctx context.Context, key string) (*domain.Application, error) {
-	app, err := a.store.AppByKey(ctx, key)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Application")
-	}
-	return app, err
+	app, err := a.apps.AppByKey(ctx, key)
+	return app, notFound(err, "Application")
 }
 
 // Wallet is an application's wallet.
 func (a *Admin) Wallet(ctx context.Context, appID int64) (domain.Wallet, error) {
-	return a.store.Wallet(ctx, appID)
+	return a.apps.Wallet(ctx, appID)
 }
 
 // Unfinished counts an application's contacts not yet done.
 func (a *Admin) Unfinished(ctx context.Context, appID int64) (int64, error) {
-	return a.store.Unfinished(ctx, appID)
+	return a.apps.Unfinished(ctx, appID)
 }
 
 // Pools lists an application's hotline pools.
 func (a *Admin) Pools(ctx context.Context, appID int64) ([]*domain.Pool, error) {
-	return a.store.Pools(ctx, appID, "")
+	return a.calling.Pools(ctx, appID, "")
 }
 
 // ListScenarios lists a page of an application's scenarios, with their total.
 func (a *Admin) ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error) {
-	return a.store.ListScenarios(ctx, appID, status, limit, offset)
+	return a.calling.ListScenarios(ctx, appID, status, limit, offset)
 }
 
 // Scenario finds one of an application's scenarios.
 func (a *Admin) Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error) {
-	sc, err := a.store.Scenario(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Scenario")
-	}
-	return sc, err
+	sc, err := a.calling.Scenario(ctx, appID, id)
+	return sc, notFound(err, "Scenario")
 }
 
 // ContactProgress counts a scenario's contacts, or a campaign's.
 func (a *Admin) ContactProgress(ctx context.Context, appID int64, scenarioID, campaignID string) (domain.Progress, error) {
-	return a.store.ContactProgress(ctx, appID, scenarioID, campaignID)
+	return a.calling.ContactProgress(ctx, appID, scenarioID, campaignID)
 }
 
 // ScenarioHold applies dialHold to a scenario as the scheduler would at
@@ -71,13 +74,13 @@ func (a *Admin) ContactProgress(ctx context.Context, appID int64, scenarioID, ca
 func (a *Admin) ScenarioHold(ctx context.Context, appID int64, wallet domain.Wallet, sc *domain.Scenario, now time.Time) (domain.Hold, bool, error) {
 	in := domain.DialInputs{Status: sc.Status, Wallet: wallet, Pool: sc.CallConfig.PoolHotlineKey}
 	in.Window, in.WindowErr = domain.ParseCallWindow(sc.CallConfig.CallWindow)
-	lines, err := a.store.EnabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
+	lines, err := a.calling.EnabledHotlines(ctx, appID, sc.CallConfig.PoolHotlineKey)
 	if err != nil {
 		return domain.Hold{}, false, err
 	}
 	in.EnabledHotlines = len(lines.Numbers)
 	if sc.CallConfig.Purpose == domain.PurposeAdvertising && in.WindowErr == nil {
-		ads, err := a.store.AdSettings(ctx, appID)
+		ads, err := a.apps.AdSettings(ctx, appID)
 		if err != nil {
 			return domain.Hold{}, false, err
 		}
@@ -91,16 +94,13 @@ func (a *Admin) ScenarioHold(ctx context.Context, appID int64, wallet domain.Wal
 
 // ListCampaigns lists an application's campaigns, or a scenario's.
 func (a *Admin) ListCampaigns(ctx context.Context, appID int64, scenarioID string) ([]*domain.Campaign, error) {
-	return a.store.ListCampaigns(ctx, appID, scenarioID)
+	return a.calling.ListCampaigns(ctx, appID, scenarioID)
 }
 
 // Campaign finds one of an application's campaigns.
 func (a *Admin) Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error) {
-	c, err := a.store.Campaign(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Campaign")
-	}
-	return c, err
+	c, err := a.calling.Campaign(ctx, appID, id)
+	return c, notFound(err, "Campaign")
 }
 
 // ContactPhone reads a contact filter's phone as the contacts store it.
@@ -114,21 +114,18 @@ func (a *Admin) ContactPhone(phone string) (string, error) {
 
 // Contacts lists a page of an application's contacts, and the next page's cursor.
 func (a *Admin) Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error) {
-	return a.store.Contacts(ctx, appID, f)
+	return a.contacts.Contacts(ctx, appID, f)
 }
 
 // Outcomes are the outcomes an application's contacts ended with.
 func (a *Admin) Outcomes(ctx context.Context, appID int64) ([]string, error) {
-	return a.store.Outcomes(ctx, appID)
+	return a.contacts.Outcomes(ctx, appID)
 }
 
 // Contact finds one of an application's contacts, with its calls.
 func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error) {
-	c, calls, err := a.store.Contact(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, nil, domain.NotFound("Contact")
-	}
-	return c, calls, err
+	c, calls, err := a.contacts.Contact(ctx, appID, id)
+	return c, calls, notFound(err, "Contact")
 }
 
 // Recording is a call's recording, the WAV file itself
@@ -138,7 +135,7 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 	if err != nil {
 		return nil, err
 	}
-	size, err := a.store.RecordingOf(ctx, app.ID, contactID, callID)
+	size, err := a.contacts.RecordingOf(ctx, app.ID, contactID, callID)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return nil, domain.NotFound("Call")
@@ -153,46 +150,36 @@ func (a *Admin) Recording(ctx context.Context, appKey, contactID, callID string)
 
 // Endpoints lists an application's webhook endpoints.
 func (a *Admin) Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEndpoint, error) {
-	return a.store.Endpoints(ctx, appID)
+	return a.webhooks.Endpoints(ctx, appID)
 }
 
 // Endpoint finds one of an application's webhook endpoints.
 func (a *Admin) Endpoint(ctx context.Context, appID int64, id string) (*domain.WebhookEndpoint, error) {
-	e, err := a.store.Endpoint(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Webhook endpoint")
-	}
-	return e, err
+	e, err := a.webhooks.Endpoint(ctx, appID, id)
+	return e, notFound(err, "Webhook endpoint")
 }
 
 // MessageStates counts an endpoint's messages by state.
 func (a *Admin) MessageStates(ctx context.Context, endpointID string) (map[string]int64, error) {
-	return a.store.MessageStates(ctx, endpointID)
+	return a.webhooks.MessageStates(ctx, endpointID)
 }
 
 // Messages lists a page of an application's webhook messages, and the next page's cursor.
 func (a *Admin) Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error) {
-	return a.store.Messages(ctx, appID, f)
+	return a.webhooks.Messages(ctx, appID, f)
 }
 
 // Message finds one of an application's webhook messages, with its attempts.
 func (a *Admin) Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error) {
-	m, attempts, err := a.store.Message(ctx, appID, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, nil, domain.NotFound("Webhook message")
-	}
-	return m, attempts, err
+	m, attempts, err := a.webhooks.Message(ctx, appID, id)
+	return m, attempts, notFound(err, "Webhook message")
 }
 
 // ---- actions ----
 
 // SetCampaignPaused pauses or resumes a campaign; the engine looks again.
 func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error {
-	err := a.store.SetCampaignPaused(ctx, appID, id, paused, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return domain.NotFound("Campaign")
-	}
-	if err != nil {
+	if err := notFound(a.calling.SetCampaignPaused(ctx, appID, id, paused, a.now()), "Campaign"); err != nil {
 		return err
 	}
 	a.wake(appID)
@@ -201,11 +188,7 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 
 // Redeliver makes a webhook message due now, with the same webhook-id.
 func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
-	err := a.store.Redeliver(ctx, appID, id, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return domain.NotFound("Webhook message")
-	}
-	if err != nil {
+	if err := notFound(a.webhooks.Redeliver(ctx, appID, id, a.now()), "Webhook message"); err != nil {
 		return err
 	}
 	a.wakeWebhooks()
@@ -215,7 +198,7 @@ func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
 // RecoverFailed puts an endpoint's messages dead since then back in the
 // outbox, due now, and says how many.
 func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error) {
-	n, err := a.store.RecoverFailed(ctx, appID, endpointID, since, a.now())
+	n, err := a.webhooks.RecoverFailed(ctx, appID, endpointID, since, a.now())
 	if err != nil {
 		return 0, err
 	}

@@ -1,12 +1,12 @@
-package main
+package admin
 
 import (
+	"context"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"dialbox/internal/recordings"
-	"dialbox/internal/store"
-	"errors"
 	"net/http"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -48,8 +48,8 @@ func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
 			calls[i].RecordingURL = recordings.URL(a.recordingBase, app.APIKey, c.ID, calls[i].ID)
 		}
 	}
-	wait, err := store.ContactWait(r.Context(), a.store, app.ID, c, a.sandboxNow.Now())
-	return contactWithCalls{c, wait, calls}, err
+	wait, err := ContactWait(r.Context(), a.contacts, app.ID, c, a.sandboxNow.Now())
+	return ContactWithCalls{c, wait, calls}, err
 }
 
 // getRecording answers a call's recording, the WAV file itself
@@ -58,7 +58,7 @@ func (a *Admin) getRecording(r *http.Request, ps httprouter.Params) (any, error)
 	return a.Recording(r.Context(), ps.ByName("app"), ps.ByName("contact"), ps.ByName("call"))
 }
 
-type contactWithCalls struct {
+type ContactWithCalls struct {
 	*domain.ContactRecord
 	// Waiting explains why a queued contact of an advertising scenario is
 	// not dialled now (docs/admin.md#why-a-contact-waits); left out otherwise.
@@ -76,7 +76,7 @@ func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	list, err := a.store.Imports(r.Context(), app.ID, q.Get("scenario_id"), limit)
+	list, err := a.contacts.Imports(r.Context(), app.ID, q.Get("scenario_id"), limit)
 	return map[string]any{"imports": list}, err
 }
 
@@ -85,21 +85,55 @@ func (a *Admin) getImport(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	im, err := a.store.ImportByID(r.Context(), app.ID, ps.ByName("import"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Import")
-	}
-	if err != nil {
+	im, err := a.contacts.ImportByID(r.Context(), app.ID, ps.ByName("import"))
+	if err = notFound(err, "Import"); err != nil {
 		return nil, err
 	}
-	skipped, err := a.store.SkippedOf(r.Context(), im.ID)
+	skipped, err := a.contacts.SkippedOf(r.Context(), im.ID)
 	if skipped == nil {
 		skipped = []domain.SkippedContact{}
 	}
-	return importWithSkipped{im, skipped}, err
+	return ImportWithSkipped{im, skipped}, err
 }
 
-type importWithSkipped struct {
+type ImportWithSkipped struct {
 	*domain.ImportRecord
 	SkippedContacts []domain.SkippedContact `json:"skipped_contacts"`
+}
+
+// ContactWait explains why a queued contact of an advertising scenario is
+// not dialled at now, by the rules the engine applies (dialRules.wait);
+// nil for any other contact, or one the engine may dial now.
+func ContactWait(ctx context.Context, s ContactStore, appID int64, c *domain.ContactRecord, now time.Time) (*domain.Wait, error) {
+	if c.State != domain.ContactQueued {
+		return nil, nil
+	}
+	sc, err := s.Scenario(ctx, appID, c.ScenarioID)
+	if err != nil || sc.CallConfig.Purpose != domain.PurposeAdvertising {
+		return nil, err
+	}
+	if sc.Status != domain.StatusActive {
+		return &domain.Wait{Reason: domain.ReasonScenarioNotActive}, nil
+	}
+	if c.CampaignID != "" {
+		if k, err := s.Campaign(ctx, appID, c.CampaignID); err != nil {
+			return nil, err
+		} else if k.Paused {
+			return &domain.Wait{Reason: domain.ReasonCampaignPaused}, nil
+		}
+	}
+	ads, err := s.AdSettings(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := domain.DialRulesOf(sc.CallConfig, ads, domain.ParseCallWindow)
+	if err != nil {
+		return nil, err
+	}
+	timing, err := s.AdTiming(ctx, appID, c, now.Add(-domain.AdDay))
+	if err != nil {
+		return nil, err
+	}
+	timing.NextAttempt = c.NextAttemptAt
+	return rules.Wait(now, timing), nil
 }

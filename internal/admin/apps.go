@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
-	"dialbox/internal/store"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -59,7 +58,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if b.Disabled != nil {
 		return nil, domain.Invalid("disabled", "cannot be set on create")
 	}
-	key, secret := deref(b.APIKey, store.RandomHex(16)), deref(b.APISecret, store.RandomHex(24))
+	key, secret := deref(b.APIKey, domain.RandomHex(16)), deref(b.APISecret, domain.RandomHex(24))
 	if problem := domain.APIKeyProblem(key); problem != "" {
 		return nil, domain.Invalid("api_key", problem)
 	}
@@ -73,7 +72,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 	if b.Destinations != nil {
 		rules = *b.Destinations
 	}
-	app, err := a.store.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
+	app, err := a.apps.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("An application with api_key %q already exists", key)
 	}
@@ -111,11 +110,8 @@ func (a *Admin) updateApp(r *http.Request, ps httprouter.Params) (any, error) {
 }
 
 func (a *Admin) patchApp(r *http.Request, ps httprouter.Params, p domain.AppPatch) (any, error) {
-	app, err := a.store.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Application")
-	}
-	return app, err
+	app, err := a.apps.UpdateApp(r.Context(), ps.ByName("app"), p, a.now())
+	return app, notFound(err, "Application")
 }
 
 func (a *Admin) setAppDisabled(disabled bool) httpx.Handler {
@@ -125,11 +121,8 @@ func (a *Admin) setAppDisabled(disabled bool) httpx.Handler {
 }
 
 func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
-	err := a.store.DeleteApp(r.Context(), ps.ByName("app"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Application")
-	}
-	return map[string]string{"deleted": ps.ByName("app")}, err
+	err := a.apps.DeleteApp(r.Context(), ps.ByName("app"))
+	return map[string]string{"deleted": ps.ByName("app")}, notFound(err, "Application")
 }
 
 func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {

@@ -1,11 +1,10 @@
-package main
+package admin
 
 import (
 	"crypto/rand"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -88,22 +87,19 @@ func newWebhookSecret() string {
 }
 
 func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b endpointBody
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	e := &domain.WebhookEndpoint{ID: uuid.NewString(), Secret: newWebhookSecret(), Events: []string{}, Enabled: true}
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
-	return a.store.Endpoint(r.Context(), app.ID, e.ID)
+	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
 }
 
 func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
@@ -118,22 +114,10 @@ func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := b.apply(e); err != nil {
 		return nil, err
 	}
-	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
 	return a.getEndpoint(r, ps)
-}
-
-func (a *Admin) deleteEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	err = a.store.DeleteEndpoint(r.Context(), app.ID, ps.ByName("endpoint"))
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Webhook endpoint")
-	}
-	return map[string]string{"deleted": ps.ByName("endpoint")}, err
 }
 
 func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error) {
@@ -142,10 +126,10 @@ func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error)
 		return nil, err
 	}
 	e.Secret = newWebhookSecret()
-	if err := a.store.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
+	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
-	return a.store.Endpoint(r.Context(), app.ID, e.ID)
+	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
 }
 
 func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error) {
@@ -195,10 +179,10 @@ func (a *Admin) getMessage(r *http.Request, ps httprouter.Params) (any, error) {
 		return nil, err
 	}
 	m, attempts, err := a.Message(r.Context(), app.ID, ps.ByName("message"))
-	return messageWithAttempts{m, attempts}, err
+	return MessageWithAttempts{m, attempts}, err
 }
 
-type messageWithAttempts struct {
+type MessageWithAttempts struct {
 	*domain.WebhookMessage
 	AttemptLog []domain.WebhookAttempt `json:"attempt_log"`
 }

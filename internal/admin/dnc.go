@@ -1,10 +1,9 @@
-package main
+package admin
 
 import (
 	"dialbox/internal/dnc"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
-	"dialbox/internal/store"
 	"errors"
 	"io"
 	"net/http"
@@ -33,7 +32,7 @@ func (a *Admin) dncRoutes(r *httprouter.Router, base string) {
 // tenant's when the path has an :app.
 func (a *Admin) dncList(r *http.Request, ps httprouter.Params) (int64, error) {
 	if ps.ByName("app") == "" {
-		return store.NationalList, nil
+		return domain.NationalList, nil
 	}
 	app, err := a.app(r, ps)
 	if err != nil {
@@ -47,7 +46,7 @@ func (a *Admin) countDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, loaded, err := a.store.CountDNC(r.Context(), list)
+	n, loaded, err := a.dnc.CountDNC(r.Context(), list)
 	var at *time.Time
 	if !loaded.IsZero() {
 		at = &loaded
@@ -79,7 +78,7 @@ func (a *Admin) addDNC(r *http.Request, ps httprouter.Params) (any, error) {
 	if len(bad) > 0 {
 		return nil, domain.ValidationError(bad...)
 	}
-	added, err := a.store.AddDNC(r.Context(), list, phones, a.now())
+	added, err := a.dnc.AddDNC(r.Context(), list, phones, a.now())
 	return map[string]int{"added": added, "duplicate": len(phones) - added}, err
 }
 
@@ -106,7 +105,7 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	rc := http.NewResponseController(w)
 	body := &uploadBody{r: r.Body, rc: rc, timeout: a.readTimeout}
-	rep, err := dnc.Import(r.Context(), a.store, body, dnc.Length{Bytes: r.ContentLength, Claimed: true},
+	rep, err := dnc.Import(r.Context(), a.dnc, body, dnc.Length{Bytes: r.ContentLength, Claimed: true},
 		dnc.Load{List: list, Region: a.region, Replace: true, Force: force, Now: a.now()})
 	rc.SetWriteDeadline(time.Now().Add(a.writeTimeout)) // an error: a writer without deadlines
 	var fileErr *dnc.FileError
@@ -120,41 +119,33 @@ func (a *Admin) replaceDNC(w http.ResponseWriter, r *http.Request, ps httprouter
 	return rep, err
 }
 
-func (a *Admin) dncNumber(ps httprouter.Params) (string, error) {
-	e164, err := domain.NormalizePhone(ps.ByName("number"), a.region)
-	if err != nil {
-		return "", domain.Invalid("number", err.Error())
+// dncNumber is the list a route names and its :number in E.164.
+func (a *Admin) dncNumber(r *http.Request, ps httprouter.Params) (list int64, e164 string, err error) {
+	if list, err = a.dncList(r, ps); err != nil {
+		return 0, "", err
 	}
-	return e164, nil
+	if e164, err = domain.NormalizePhone(ps.ByName("number"), a.region); err != nil {
+		return 0, "", domain.Invalid("number", err.Error())
+	}
+	return list, e164, nil
 }
 
 func (a *Admin) lookupDNC(r *http.Request, ps httprouter.Params) (any, error) {
-	list, err := a.dncList(r, ps)
+	list, e164, err := a.dncNumber(r, ps)
 	if err != nil {
 		return nil, err
 	}
-	e164, err := a.dncNumber(ps)
-	if err != nil {
-		return nil, err
-	}
-	lists, err := a.store.LookupDNC(r.Context(), list, e164)
+	lists, err := a.dnc.LookupDNC(r.Context(), list, e164)
 	return map[string]any{"number": e164, "lists": lists}, err
 }
 
 func (a *Admin) removeDNC(r *http.Request, ps httprouter.Params) (any, error) {
-	list, err := a.dncList(r, ps)
+	list, e164, err := a.dncNumber(r, ps)
 	if err != nil {
 		return nil, err
 	}
-	e164, err := a.dncNumber(ps)
-	if err != nil {
-		return nil, err
-	}
-	err = a.store.RemoveDNC(r.Context(), list, e164)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.NotFound("Number")
-	}
-	return map[string]string{"deleted": e164}, err
+	err = a.dnc.RemoveDNC(r.Context(), list, e164)
+	return map[string]string{"deleted": e164}, notFound(err, "Number")
 }
 
 // uploadBody is a request body whose read deadline moves on as it is read:

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -225,7 +225,7 @@ func (a *Admin) checkFault(ctx context.Context, b *sandbox.FaultBody) (*sandbox.
 		return nil, domain.Invalid("operation", "must be A, B or C (or absent for all three)")
 	}
 	if rule.APIKey != "" {
-		app, err := a.store.AppByKey(ctx, rule.APIKey)
+		app, err := a.apps.AppByKey(ctx, rule.APIKey)
 		if errors.Is(err, domain.ErrNotFound) {
 			return nil, domain.Invalid("api_key", domain.QuotedPrefix(rule.APIKey)+" is not an application")
 		}

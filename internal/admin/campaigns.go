@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"dialbox/internal/domain"
@@ -29,16 +29,13 @@ func (a *Admin) getCampaign(r *http.Request, ps httprouter.Params) (any, error) 
 }
 
 func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b struct {
 		ID         *string `json:"id"`
 		Name       string  `json:"name"`
 		ScenarioID string  `json:"scenario_id"`
 	}
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	c := &domain.Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
@@ -54,7 +51,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		}
 		return nil, err
 	}
-	err = a.store.CreateCampaign(r.Context(), c, a.now())
+	err = a.calling.CreateCampaign(r.Context(), c, a.now())
 	if errors.Is(err, domain.ErrConflict) {
 		return nil, domain.Conflict("Campaign %q already exists", c.ID)
 	}

@@ -1,8 +1,7 @@
-package main
+package admin
 
 import (
 	"dialbox/internal/domain"
-	"dialbox/internal/httpx"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -27,12 +26,9 @@ type walletBody struct {
 }
 
 func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b walletBody
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	for name, v := range map[string]*int64{"balance": b.Balance, "price_per_call": b.PricePerCall, "price_per_minute": b.PricePerMinute} {
@@ -46,7 +42,7 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 			return nil, domain.Invalid("expires_at", "must be an RFC 3339 time like \"2030-01-01T00:00:00Z\", or null")
 		}
 	}
-	w, err := a.store.UpdateWallet(r.Context(), app.ID, func(w *domain.Wallet) {
+	w, err := a.apps.UpdateWallet(r.Context(), app.ID, func(w *domain.Wallet) {
 		setIf(&w.Prepaid, b.Prepaid)
 		setIf(&w.Balance, b.Balance)
 		setIf(&w.PricePerCall, b.PricePerCall)
@@ -83,20 +79,17 @@ func optionalTime(raw json.RawMessage) (*time.Time, error) {
 }
 
 func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
 	var b struct {
 		Amount *int64 `json:"amount"`
 	}
-	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
+	app, err := a.appBody(r, ps, &b)
+	if err != nil {
 		return nil, err
 	}
 	if b.Amount == nil || *b.Amount <= 0 {
 		return nil, domain.Invalid("amount", "is required and must be a positive number of VND")
 	}
-	if err := a.store.TopUp(r.Context(), app.ID, *b.Amount, a.now()); err != nil {
+	if err := a.apps.TopUp(r.Context(), app.ID, *b.Amount, a.now()); err != nil {
 		return nil, err
 	}
 	a.wake(app.ID)
