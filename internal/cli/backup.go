@@ -17,7 +17,7 @@ import (
 // made before it began, and the server goes on writing meanwhile (WAL).
 func runBackup(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
 	fs, f := NewFlagSet("backup")
-	pos, err := ParseInterspersed(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 // dialbox has the database open, and keeps the database it replaces.
 func runRestore(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
 	fs, f := NewFlagSet("restore")
-	pos, err := ParseInterspersed(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

@@ -115,9 +115,9 @@ func (f Flags) Load(fs *flag.FlagSet, env []string) (config.Config, error) {
 	return cfg, nil
 }
 
-// ParseInterspersed parses flags written before or after the positional
+// parseInterspersed parses flags written before or after the positional
 // arguments ("dialbox backup PATH --database x") and returns the latter.
-func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -28,7 +28,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string, 
 	appKey := fs.String("app", "", "API key of the tenant whose list it is (default: the national register)")
 	replace := fs.Bool("replace", false, "import: the file becomes the whole list")
 	force := fs.Bool("force", false, "import --replace: even when the list would lose more than half of its numbers")
-	pos, err := ParseInterspersed(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 	scenarioID := fs.String("scenario", "", "scenario to add the contacts to")
 	campaignID := fs.String("campaign", "", "campaign to add the contacts to (its scenario is used)")
 	chunk := fs.Int("chunk", 1000, "contacts per transaction")
-	pos, err := ParseInterspersed(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

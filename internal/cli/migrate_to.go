@@ -17,7 +17,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	fs, f := NewFlagSet("migrate-to")
 	replace := fs.Bool("replace", false, "empty the target's tables first (in the copy's transaction) instead of refusing a target that holds data")
 	verifyOnly := fs.Bool("verify-only", false, "copy nothing: compare an earlier copy with the SQLite database")
-	pos, err := ParseInterspersed(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
