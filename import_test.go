@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"dialbox/internal/config"
-	"dialbox/internal/importer"
 	"dialbox/internal/store"
 	"encoding/csv"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -223,69 +220,6 @@ func testImportWhileServing(t *testing.T, backend string) {
 	app, _ := m.store.DemoApp(context.Background())
 	if ids, _ := m.store.ContactIDs(context.Background(), app.ID); len(ids) != 2 {
 		t.Errorf("the server sees %d contacts, want 2: %s", len(ids), out.String())
-	}
-}
-
-// rowsReader makes a CSV of n distinct valid contacts as it is read, so
-// the test holds no file either.
-type rowsReader struct {
-	n, next int
-	buf     bytes.Buffer
-}
-
-func (r *rowsReader) Read(p []byte) (int, error) {
-	if r.next == 0 {
-		r.buf.WriteString("phone_number,ho_ten,danh_xung\n")
-	}
-	for r.buf.Len() < len(p) && r.next < r.n {
-		fmt.Fprintf(&r.buf, "09%08d,Khach hang so %d,Anh\n", r.next, r.next)
-		r.next++
-	}
-	if r.buf.Len() == 0 {
-		return 0, io.EOF
-	}
-	return r.buf.Read(p)
-}
-
-// TestImportMemoryFlat imports 50k rows and checks that the live heap after
-// the last chunk is no larger than after the tenth: memory follows the
-// chunk, not the file.
-func TestImportMemoryFlat(t *testing.T) { eachBackend(t, testImportMemoryFlat) }
-
-func testImportMemoryFlat(t *testing.T, backend string) {
-	if testing.Short() {
-		t.Skip("imports 50k rows")
-	}
-	store := openDatabase(t, importDB(t, backend))
-	defer store.Close()
-	app, _ := store.AppByKey(context.Background(), "imp-key")
-	cfg := config.DefaultConfig()
-	imp := &csvImport{importer: importer.New(store, cfg, slog.New(slog.DiscardHandler), nil), store: store,
-		app: app, chunk: 1000, skippedPath: filepath.Join(t.TempDir(), "skipped.csv")}
-	if err := imp.target(context.Background(), "sc-unique", ""); err != nil {
-		t.Fatal(err)
-	}
-	var heaps []uint64
-	chunks := 0
-	imp.onChunk = func() {
-		if chunks++; chunks%10 == 0 {
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			heaps = append(heaps, ms.HeapAlloc)
-		}
-	}
-	const rows = 50_000
-	if err := imp.run(context.Background(), &rowsReader{n: rows}); err != nil {
-		t.Fatal(err)
-	}
-	if imp.added != rows || imp.skipped != 0 {
-		t.Fatalf("added %d, skipped %d of %d", imp.added, imp.skipped, rows)
-	}
-	first, last := heaps[0], heaps[len(heaps)-1]
-	t.Logf("live heap after 10k rows %.1f MiB, after %dk rows %.1f MiB", float64(first)/(1<<20), rows/1000, float64(last)/(1<<20))
-	if last > first+8<<20 {
-		t.Errorf("heap grew from %d to %d bytes over the file: rows are being kept", first, last)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dialbox/internal/admin"
+	"dialbox/internal/cli"
 	"dialbox/internal/config"
 	"dialbox/internal/console"
 	"dialbox/internal/destinations"
@@ -63,16 +64,6 @@ func main() {
 	}
 }
 
-const usage = `usage:
-  dialbox [serve] [--config FILE] [--listen ADDR] [--database FILE] [--fixtures FILE]
-  dialbox token --app API_KEY [--config FILE] [--database FILE]
-  dialbox backup PATH [--config FILE] [--database FILE]
-  dialbox restore BACKUP [--config FILE] [--database FILE]
-  dialbox migrate-to postgres://... [--replace | --verify-only] [--config FILE] [--database FILE]
-  dialbox import (--scenario ID | --campaign ID) [--app API_KEY] [--chunk N] [--config FILE] [--database FILE] contacts.csv
-  dialbox version
-` + cliUsage + dncUsage
-
 func run(ctx context.Context, args []string, stdout io.Writer, env []string) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -91,28 +82,20 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 		<-ctx.Done()
 		m.Log.Info("shutting down")
 		return m.Close()
-	case "token":
-		return runToken(ctx, args, stdout, env)
-	case "app", "wallet", "scenario", "contacts":
-		return runCLI(ctx, cmd, args, stdout, env)
-	case "backup":
-		return runBackup(ctx, args, stdout, env)
-	case "restore":
-		return runRestore(ctx, args, stdout, env)
-	case "migrate-to":
-		return runMigrateTo(ctx, args, stdout, env)
-	case "import":
-		return runImport(ctx, args, stdout, env)
-	case "dnc":
-		return runDNC(ctx, args, stdout, env)
-	case "version":
-		fmt.Fprintln(stdout, "dialbox", versionString())
-		return nil
-	case "help":
-		fmt.Fprint(stdout, usage)
-		return nil
 	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	return cli.Run(ctx, cmd, args, stdout, env, cli.Parts{Open: openCommandStore, Migrations: sqliteMigrations(),
+		PostgresMigrations: postgresMigrations(), Version: versionString()})
+}
+
+// openCommandStore opens the database of a command that works on it
+// directly.
+func openCommandStore(ctx context.Context, cfg config.Config) (cli.Store, error) {
+	st, err := openExistingStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
+	return st, nil
 }
 
 // Main is one running dialbox: tests start it on 127.0.0.1:0 exactly as the
@@ -176,58 +159,16 @@ func (m *Main) SetLogOutput(out io.Writer) {
 	m.AccessLog = nil
 }
 
-// commonFlags are the flags every command that opens the database takes;
-// the config file is read first, then DIALBOX_* variables, then the flags.
-type commonFlags struct {
-	config, listen, database, fixtures *string
-}
-
-func newFlagSet(name string) (*flag.FlagSet, commonFlags) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	return fs, commonFlags{
-		config:   fs.String("config", "", "TOML config file (env DIALBOX_CONFIG)"),
-		listen:   fs.String("listen", "", "address to serve on (default 127.0.0.1:8080)"),
-		database: fs.String("database", "", "SQLite database file (default dialbox.db)"),
-		fixtures: fs.String("fixtures", "", "fixtures file applied at start"),
-	}
-}
-
-func (f commonFlags) load(fs *flag.FlagSet, env []string) (config.Config, error) {
-	path := *f.config
-	if path == "" {
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, "DIALBOX_CONFIG="); ok {
-				path = v
-			}
-		}
-	}
-	cfg, err := config.LoadConfig(path, env)
-	if err != nil {
-		return cfg, err
-	}
-	fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "listen":
-			cfg.Listen = *f.listen
-		case "database":
-			cfg.Database = *f.database
-		case "fixtures":
-			cfg.Fixtures = *f.fixtures
-		}
-	})
-	return cfg, nil
-}
-
 // ParseFlags reads the serve command's flags, config file and environment.
 func (m *Main) ParseFlags(args, env []string) error {
-	fs, f := newFlagSet("serve")
+	fs, f := cli.NewFlagSet("serve")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), usage)
+		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), cli.Usage)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/store"
 	_ "embed"
-	"errors"
 )
 
 // Which store `database` names: a postgres:// (or postgresql://) URL is
@@ -55,11 +54,6 @@ type uncached struct{ Store }
 
 // newCachedStore wraps s, once, where the store is opened for a server.
 func newCachedStore(s Store) cachedStore { return cachedStore{store.NewCached(s), uncached{s}} }
-
-// errNotSQLite answers the commands that work on a SQLite file only.
-func errNotSQLite(command, instead string) error {
-	return errors.New(command + ": database is PostgreSQL; " + instead + " (docs/postgres.md#operations)")
-}
 
 // The schemas live beside main.go, where go:embed can reach them, and are
 // handed to the store's packages as their numbered blocks.

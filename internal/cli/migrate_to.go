@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 )
 
 // runMigrateTo runs `dialbox migrate-to URL`.
-func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("migrate-to")
+func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("migrate-to")
 	replace := fs.Bool("replace", false, "empty the target's tables first (in the copy's transaction) instead of refusing a target that holds data")
 	verifyOnly := fs.Bool("verify-only", false, "copy nothing: compare an earlier copy with the SQLite database")
 	pos, err := parseInterspersed(fs, args)
@@ -34,7 +34,7 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	if err := config.CheckPostgresURL(target); err != nil {
 		return fmt.Errorf("migrate-to: %w", err)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}
@@ -83,14 +83,14 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	if !*verifyOnly {
 		// The copy has the tables of this dialbox's schema on both sides,
 		// as a start of this dialbox on the file would migrate it.
-		if err := store.Migrate(lite, sqliteMigrations()); err != nil {
+		if err := store.Migrate(lite, p.Migrations); err != nil {
 			return fmt.Errorf("migrate-to: %s: %w", source, err)
 		}
-		liteVersion = len(sqliteMigrations())
+		liteVersion = len(p.Migrations)
 	}
 
 	m := store.NewMigration(lite, pool, stdout, source, store.Redacted(target), func(ctx context.Context, pool *pgxpool.Pool) error {
-		return store.MigratePostgres(ctx, pool, postgresMigrations(), len(postgresMigrations()))
+		return store.MigratePostgres(ctx, pool, p.PostgresMigrations, len(p.PostgresMigrations))
 	})
 	if *verifyOnly {
 		return m.VerifyOnly(ctx)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -30,8 +30,8 @@ import (
 // refuse the same contacts. It works with the server
 // running (SQLite serialises the two writers; the engine finds the new
 // contacts on its next poll) or stopped.
-func runImport(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("import")
+func runImport(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("import")
 	appKey := fs.String("app", "", "API key of the application (may be left out when the database has only one)")
 	scenarioID := fs.String("scenario", "", "scenario to add the contacts to")
 	campaignID := fs.String("campaign", "", "campaign to add the contacts to (its scenario is used)")
@@ -41,7 +41,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("import: give one contacts.csv file\n%s", usage)
+		return fmt.Errorf("import: give one contacts.csv file\n%s", Usage)
 	}
 	if *scenarioID == "" && *campaignID == "" {
 		return errors.New("import: --scenario ID or --campaign ID is required")
@@ -49,7 +49,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 	if *chunk < 1 || *chunk > 10000 {
 		return errors.New("import: --chunk must be from 1 to 10000")
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 
-	store, err := openExistingStore(ctx, cfg)
+	store, err := p.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func importApp(ctx context.Context, store Store, key string) (*domain.Applicatio
 // operation A; skipped rows are written, with their reason, to skippedPath.
 type csvImport struct {
 	importer    *importer.Importer
-	store       Store
+	store       importTarget
 	app         *domain.Application
 	sc          *domain.Scenario
 	campaignID  string
@@ -141,6 +141,13 @@ type csvImport struct {
 	rows, added, skipped int
 	out                  *os.File // skipped rows, made at the first one
 	skippedCSV           *csv.Writer
+}
+
+// importTarget is what an import reads of the store to find where the
+// contacts go.
+type importTarget interface {
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 }
 
 // target looks up the scenario (and campaign) as operations A and C do.

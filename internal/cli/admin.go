@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 
 // The CLI counterparts of the admin API's common actions. They change the
 // database directly; a server running on it sees each change at its next
-// request (internal/store/catalog_watch.go), and its engine at its next poll.
+// request, and its engine at its next poll
+// (docs/design.md#other-processes-changes-are-seen-at-once).
 
-// cliSetAppDisabled disables or enables an application, as
+// setAppDisabled disables or enables an application, as
 // POST /admin/v1/apps/:app/disable and /enable do.
-func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey string, disabled bool) error {
+func setAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey string, disabled bool) error {
 	app, err := s.UpdateApp(ctx, apiKey, domain.AppPatch{Disabled: &disabled}, time.Now())
 	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
@@ -28,9 +29,9 @@ func cliSetAppDisabled(ctx context.Context, s Store, out io.Writer, apiKey strin
 	return nil
 }
 
-// cliAppDelete removes an application and everything it owns, as
+// appDelete removes an application and everything it owns, as
 // DELETE /admin/v1/apps/:app does.
-func cliAppDelete(ctx context.Context, s Store, out io.Writer, apiKey string) error {
+func appDelete(ctx context.Context, s Store, out io.Writer, apiKey string) error {
 	err := s.DeleteApp(ctx, apiKey)
 	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("no application has API key %q", apiKey)
@@ -42,18 +43,18 @@ func cliAppDelete(ctx context.Context, s Store, out io.Writer, apiKey string) er
 	return nil
 }
 
-func cliWalletShow(ctx context.Context, s Store, out io.Writer, apiKey string) error {
-	app, err := cliApp(ctx, s, apiKey)
+func walletShow(ctx context.Context, s Store, out io.Writer, apiKey string) error {
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
 	return printWallet(ctx, s, out, app.ID)
 }
 
-// cliTopUp adds amount VND to the balance, as
+// topUp adds amount VND to the balance, as
 // POST /admin/v1/apps/:app/wallet/topup does.
-func cliTopUp(ctx context.Context, s Store, out io.Writer, apiKey string, amount int64) error {
-	app, err := cliApp(ctx, s, apiKey)
+func topUp(ctx context.Context, s Store, out io.Writer, apiKey string, amount int64) error {
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -77,10 +78,10 @@ func printWallet(ctx context.Context, s Store, out io.Writer, appID int64) error
 	return nil
 }
 
-// cliTransition moves a scenario along the transition named (submit,
+// transition moves a scenario along the transition named (submit,
 // approve), with the admin API's rules and wording.
-func cliTransition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID, name string) error {
-	app, err := cliApp(ctx, s, apiKey)
+func transition(ctx context.Context, s Store, out io.Writer, apiKey, scenarioID, name string) error {
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func transitionNamed(name string) admin.Transition {
 // requireFlag is the usage error of sub when flag was not given a value.
 func requireFlag(sub, flag, value string) error {
 	if value == "" {
-		return fmt.Errorf("%s: %s is required\n%s", sub, flag, cliUsage)
+		return fmt.Errorf("%s: %s is required\n%s", sub, flag, appUsage)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -19,17 +19,12 @@ import (
 // while a server runs on it (its engine reads the lists at every dial), as
 // the admin API's /dnc routes do (docs/compliance.md#loading-the-national-register).
 
-const dncUsage = `  dialbox dnc import FILE [--app API_KEY] [--replace [--force]]   load a list file into the national register (or a tenant's list)
-  dialbox dnc add|remove|check NUMBER [--app API_KEY]
-  dialbox dnc count [--app API_KEY]
-`
-
-func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) error {
+func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
 	if len(args) == 0 {
 		return fmt.Errorf("dnc: import, add, remove, check or count\n%s", dncUsage)
 	}
 	sub, args := args[0], args[1:]
-	fs, f := newFlagSet("dnc " + sub)
+	fs, f := NewFlagSet("dnc " + sub)
 	appKey := fs.String("app", "", "API key of the tenant whose list it is (default: the national register)")
 	replace := fs.Bool("replace", false, "import: the file becomes the whole list")
 	force := fs.Bool("force", false, "import --replace: even when the list would lose more than half of its numbers")
@@ -48,18 +43,18 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	if *force && (sub != "import" || !*replace) {
 		return fmt.Errorf("dnc %s: --force goes with import --replace only\n%s", sub, dncUsage)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}
-	st, err := openExistingStore(ctx, cfg)
+	st, err := p.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	list, who := domain.NationalList, "the national register"
 	if *appKey != "" {
-		app, err := cliApp(ctx, st, *appKey)
+		app, err := appByKey(ctx, st, *appKey)
 		if err != nil {
 			return err
 		}
@@ -67,7 +62,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	}
 	region := cfg.Phone.DefaultRegion
 	if sub == "import" {
-		return cliDNCImport(ctx, st, stdout, pos[0], dnc.Load{List: list, Region: region, Replace: *replace, Force: *force})
+		return dncImport(ctx, st, stdout, pos[0], dnc.Load{List: list, Region: region, Replace: *replace, Force: *force})
 	}
 	if sub == "count" {
 		n, _, err := st.CountDNC(ctx, list)
@@ -114,9 +109,9 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string) 
 	return nil
 }
 
-// cliDNCImport loads a list file with a progress bar on a terminal (plain
+// dncImport loads a list file with a progress bar on a terminal (plain
 // progress lines otherwise), then prints the report.
-func cliDNCImport(ctx context.Context, st Store, stdout io.Writer, path string, load dnc.Load) error {
+func dncImport(ctx context.Context, st Store, stdout io.Writer, path string, load dnc.Load) error {
 	in, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("dnc import: %w", err)

@@ -1,11 +1,10 @@
-package main
+package cli
 
 import (
 	"context"
 	"dialbox/internal/config"
 	"dialbox/internal/store"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,35 +12,19 @@ import (
 	"time"
 )
 
-// parseInterspersed parses flags written before or after the positional
-// arguments ("dialbox backup PATH --database x") and returns the latter.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // runBackup writes a consistent copy of the database, live or not, with
 // VACUUM INTO: one read transaction, so the copy holds exactly the commits
 // made before it began, and the server goes on writing meanwhile (WAL).
-func runBackup(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("backup")
+func runBackup(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("backup")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("backup: give one PATH to write the copy to\n%s", usage)
+		return fmt.Errorf("backup: give one PATH to write the copy to\n%s", Usage)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}
@@ -75,7 +58,7 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 		os.Remove(tmp)
 		return fmt.Errorf("backup: %w", err)
 	}
-	info, err := store.CheckDatabaseFile(ctx, tmp, len(sqliteMigrations()))
+	info, err := store.CheckDatabaseFile(ctx, tmp, len(p.Migrations))
 	if err == nil {
 		err = store.SyncFile(tmp)
 	}
@@ -93,16 +76,16 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 
 // runRestore puts a backup in place of the database. It refuses while any
 // dialbox has the database open, and keeps the database it replaces.
-func runRestore(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("restore")
+func runRestore(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("restore")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("restore: give the BACKUP file to restore\n%s", usage)
+		return fmt.Errorf("restore: give the BACKUP file to restore\n%s", Usage)
 	}
-	cfg, err := f.load(fs, env)
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return err
 	}
@@ -110,7 +93,7 @@ func runRestore(ctx context.Context, args []string, stdout io.Writer, env []stri
 		return errNotSQLite("restore", "restore it with pg_restore or psql")
 	}
 	src, dst := pos[0], cfg.Database
-	info, err := store.CheckDatabaseFile(ctx, src, len(sqliteMigrations()))
+	info, err := store.CheckDatabaseFile(ctx, src, len(p.Migrations))
 	if err != nil {
 		return fmt.Errorf("restore: %s: %w", src, err)
 	}
@@ -154,4 +137,9 @@ func runRestore(ctx context.Context, args []string, stdout io.Writer, env []stri
 	}
 	fmt.Fprintln(stdout, "start dialbox on it; migrations newer than the backup are applied at start")
 	return nil
+}
+
+// errNotSQLite answers the commands that work on a SQLite file only.
+func errNotSQLite(command, instead string) error {
+	return errors.New(command + ": database is PostgreSQL; " + instead + " (docs/postgres.md#operations)")
 }

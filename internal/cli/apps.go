@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
-	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 )
 
@@ -22,7 +21,9 @@ import (
 // running on it too: SQLite's WAL lets both in), with the same --config and
 // --database flags as `dialbox token`.
 
-const cliUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret SECRET]
+// appUsage is the part of Usage that the app, wallet, scenario and
+// contacts commands' usage errors show.
+const appUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret SECRET]
   dialbox app list
   dialbox app disable|enable|delete --app API_KEY
   dialbox wallet show --app API_KEY
@@ -34,13 +35,13 @@ const cliUsage = `  dialbox app create --name NAME [--api-key KEY] [--api-secret
   (each also takes --config FILE and --database FILE)
 `
 
-// runCLI runs `dialbox app|wallet|scenario|contacts SUBCOMMAND ...`.
-func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string) error {
+// runApps runs `dialbox app|wallet|scenario|contacts SUBCOMMAND ...`.
+func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, env []string, p Parts) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%s: which subcommand?\n%s", cmd, cliUsage)
+		return fmt.Errorf("%s: which subcommand?\n%s", cmd, appUsage)
 	}
 	sub := cmd + " " + args[0]
-	fs, f := newFlagSet(sub)
+	fs, f := NewFlagSet(sub)
 	var run func(context.Context, Store, config.Config) error
 	var check func() error // usage errors, found before the database is opened
 	switch sub {
@@ -58,22 +59,22 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return requireFlag(sub, "--name NAME", *name)
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliAppCreate(ctx, s, stdout, *name, *key, *secret)
+			return appCreate(ctx, s, stdout, *name, *key, *secret)
 		}
 	case "app disable", "app enable", "app delete":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
 			if args[0] == "delete" {
-				return cliAppDelete(ctx, s, stdout, *app)
+				return appDelete(ctx, s, stdout, *app)
 			}
-			return cliSetAppDisabled(ctx, s, stdout, *app, args[0] == "disable")
+			return setAppDisabled(ctx, s, stdout, *app, args[0] == "disable")
 		}
 	case "wallet show":
 		app := fs.String("app", "", "API key of the application")
 		check = func() error { return requireFlag(sub, "--app API_KEY", *app) }
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliWalletShow(ctx, s, stdout, *app)
+			return walletShow(ctx, s, stdout, *app)
 		}
 	case "wallet top-up":
 		app := fs.String("app", "", "API key of the application")
@@ -88,7 +89,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return nil
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliTopUp(ctx, s, stdout, *app, *amount)
+			return topUp(ctx, s, stdout, *app, *amount)
 		}
 	case "scenario submit", "scenario approve":
 		app := fs.String("app", "", "API key of the application")
@@ -100,15 +101,15 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return requireFlag(sub, "--scenario ID", *scenario)
 		}
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliTransition(ctx, s, stdout, *app, *scenario, args[0])
+			return transition(ctx, s, stdout, *app, *scenario, args[0])
 		}
 	case "app list":
-		run = func(ctx context.Context, s Store, cfg config.Config) error { return cliAppList(ctx, s, stdout) }
+		run = func(ctx context.Context, s Store, cfg config.Config) error { return appList(ctx, s, stdout) }
 	case "scenario list":
 		app := fs.String("app", "", "API key of the application")
 		status := fs.String("status", "", "DRAFT, ACTIVE, REVIEWING or REJECT")
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliScenarioList(ctx, s, stdout, *app, *status)
+			return scenarioList(ctx, s, stdout, *app, *status)
 		}
 	case "contacts list":
 		app := fs.String("app", "", "API key of the application")
@@ -121,10 +122,10 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 		fs.IntVar(&cf.Limit, "limit", 50, "contacts per page")
 		fs.Int64Var(&cf.Cursor, "cursor", 0, "next cursor printed by the previous page")
 		run = func(ctx context.Context, s Store, cfg config.Config) error {
-			return cliContactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
+			return contactList(ctx, s, stdout, *app, cf, cfg.Phone.DefaultRegion)
 		}
 	default:
-		return fmt.Errorf("unknown command %q\n%s", sub, cliUsage)
+		return fmt.Errorf("unknown command %q\n%s", sub, appUsage)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -137,7 +138,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 			return err
 		}
 	}
-	st, cfg, err := f.openStore(fs, env)
+	st, cfg, err := f.openStore(fs, env, p)
 	if err != nil {
 		return err
 	}
@@ -145,23 +146,20 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout io.Writer, en
 	return run(ctx, st, cfg)
 }
 
-// openStore reads the configuration as load does and opens its database,
+// openStore reads the configuration as Load does and opens its database,
 // for the commands that work on it directly; the caller closes the store.
-func (f commonFlags) openStore(fs *flag.FlagSet, env []string) (Store, config.Config, error) {
-	cfg, err := f.load(fs, env)
+func (f Flags) openStore(fs *flag.FlagSet, env []string, p Parts) (Store, config.Config, error) {
+	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return nil, cfg, err
 	}
-	st, err := openExistingStore(context.Background(), cfg)
-	if err == nil {
-		st.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
-	}
+	st, err := p.Open(context.Background(), cfg)
 	return st, cfg, err
 }
 
 // runToken prints a fresh ACCESS_TOKEN for an application.
-func runToken(ctx context.Context, args []string, stdout io.Writer, env []string) error {
-	fs, f := newFlagSet("token")
+func runToken(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
+	fs, f := NewFlagSet("token")
 	appKey := fs.String("app", "", "API key of the application")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -169,7 +167,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if *appKey == "" {
 		return fmt.Errorf("token: --app API_KEY is required")
 	}
-	st, cfg, err := f.openStore(fs, env)
+	st, cfg, err := f.openStore(fs, env, p)
 	if err != nil {
 		return err
 	}
@@ -189,7 +187,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	return nil
 }
 
-func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
+func appCreate(ctx context.Context, s Store, out io.Writer, name, key, secret string) error {
 	if key == "" {
 		key = domain.RandomHex(16)
 	}
@@ -211,7 +209,7 @@ func cliAppCreate(ctx context.Context, s Store, out io.Writer, name, key, secret
 	return nil
 }
 
-func cliAppList(ctx context.Context, s Store, out io.Writer) error {
+func appList(ctx context.Context, s Store, out io.Writer) error {
 	apps, err := s.ListApps(ctx)
 	if err != nil {
 		return err
@@ -224,7 +222,9 @@ func cliAppList(ctx context.Context, s Store, out io.Writer) error {
 	return tw.Flush()
 }
 
-func cliApp(ctx context.Context, s Store, apiKey string) (*domain.Application, error) {
+// appByKey is the application apiKey names, with the commands' wording
+// when there is none.
+func appByKey(ctx context.Context, s Store, apiKey string) (*domain.Application, error) {
 	if apiKey == "" {
 		return nil, fmt.Errorf("--app API_KEY is required")
 	}
@@ -235,8 +235,8 @@ func cliApp(ctx context.Context, s Store, apiKey string) (*domain.Application, e
 	return app, err
 }
 
-func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status string) error {
-	app, err := cliApp(ctx, s, apiKey)
+func scenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status string) error {
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
@@ -260,8 +260,8 @@ func cliScenarioList(ctx context.Context, s Store, out io.Writer, apiKey, status
 	return tw.Flush()
 }
 
-func cliContactList(ctx context.Context, s Store, out io.Writer, apiKey string, f domain.ContactFilter, region string) error {
-	app, err := cliApp(ctx, s, apiKey)
+func contactList(ctx context.Context, s Store, out io.Writer, apiKey string, f domain.ContactFilter, region string) error {
+	app, err := appByKey(ctx, s, apiKey)
 	if err != nil {
 		return err
 	}
