@@ -46,7 +46,10 @@ type API struct {
 // apiStore is the store as the public API reads it: through the
 // configuration cache (internal/store/cache.go), which keeps its pages of scenarios too.
 type apiStore interface {
-	Store
+	auth.Store
+	Scenario(ctx context.Context, appID int64, id string) (*domain.Scenario, error)
+	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
+	ListScenarios(ctx context.Context, appID int64, status string, limit, offset int) ([]*domain.Scenario, int, error)
 	Keep(key string, load func() (any, error)) (any, error)
 }
 
