@@ -2,6 +2,8 @@ package main
 
 import (
 	"dialbox/internal/config"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -248,6 +250,59 @@ func TestArchitectureNamesEveryFile(t *testing.T) {
 	for _, name := range want {
 		if !strings.Contains(string(page), "`"+name+"`") {
 			t.Errorf("docs/architecture.md does not name `%s`", name)
+		}
+	}
+}
+
+// TestPackageImportsFollowTheMap: each package under internal/ imports
+// only the dialbox packages its row of docs/architecture.md's package map
+// allows, so the map stays the truth about which way dependencies run.
+func TestPackageImportsFollowTheMap(t *testing.T) {
+	page, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]map[string]bool{} // package path -> imports allowed
+	row := regexp.MustCompile("^\\| `(internal/[a-z0-9/]+)` \\|.*\\| ([^|]*) \\|$")
+	name := regexp.MustCompile("`([a-z0-9/]+)`")
+	for _, line := range strings.Split(string(page), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		may := map[string]bool{}
+		for _, n := range name.FindAllStringSubmatch(m[2], -1) {
+			may["dialbox/internal/"+strings.TrimPrefix(n[1], "internal/")] = true
+		}
+		allowed[m[1]] = may
+	}
+	dirs, _ := filepath.Glob("internal/*")
+	more, _ := filepath.Glob("internal/*/*")
+	fset := token.NewFileSet()
+	for _, dir := range append(dirs, more...) {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		if len(files) == 0 {
+			continue
+		}
+		may, ok := allowed[dir]
+		if !ok {
+			t.Errorf("docs/architecture.md's package map has no row for `%s`", dir)
+			continue
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(path, "dialbox/") && !may[path] && !strings.HasPrefix(path, "dialbox/"+dir+"/") {
+					t.Errorf("%s imports %s, which the package map does not allow `%s`", f, path, dir)
+				}
+			}
 		}
 	}
 }
