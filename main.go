@@ -276,9 +276,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	router := httpx.NewRouter()
 	m.api.routes(router)
-	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.api.writeError(w, &httpx.Error{Code: 404, Message: "Not found"})
-	})
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Code: 405, Message: "Method not allowed"})
 	})
@@ -291,6 +288,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.mountAdmin(ctx, router, journal, faults); err != nil {
 		return err
 	}
+	// No route: the console's own page under /console/, else the public
+	// API's 404 envelope.
+	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.console != nil && strings.HasPrefix(r.URL.Path, "/console/") {
+			m.console.NotFoundPage(w, r)
+			return
+		}
+		m.api.writeError(w, &httpx.Error{Code: 404, Message: "Not found"})
+	})
 	m.server = &http.Server{
 		Handler:           m.ops.Handler,
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Duration,
@@ -484,14 +490,6 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 			return err
 		}
 		m.console.Routes(router)
-		apiNotFound := router.NotFound
-		router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, "/console/") {
-				m.console.NotFoundPage(w, r)
-				return
-			}
-			apiNotFound.ServeHTTP(w, r)
-		})
 	}
 	if generated != "" {
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
