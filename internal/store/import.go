@@ -1,0 +1,344 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"dialbox/internal/domain"
+	"dialbox/internal/sqldb"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ---- imports ----
+
+// Import stores the request's valid contacts in one durable commit and
+// returns them with their new contact_ids. Contacts whose phone is already
+// pending for the scenario (when duplicates are not allowed) are skipped.
+// It fails with errAllInvalid when nothing is left to add (the import and
+// its reasons are still recorded), errQueueFull when the application would
+// have more than req.MaxQueued unfinished contacts, and errWalletEmpty when
+// a prepaid wallet cannot pay one call per added contact (for these two
+// nothing is recorded). It runs in the one writer's group commit, its
+// statements those prepared when the store opened (writeStmts).
+func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
+	var res *domain.ImportResult
+	allInvalid := false
+	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
+		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now)
+		return err
+	})
+	return imported(s.metrics.imports, res, allInvalid, err)
+}
+
+// importTx is an import's work in its store's writer, on either database
+// (SQLite.Import, Postgres.Import); allInvalid when nothing was
+// added.
+func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time) (res *domain.ImportResult, allInvalid bool, err error) {
+	res = &domain.ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
+	if err := insertContacts(ctx, tx, req, res, now); err != nil {
+		return nil, false, err
+	}
+	if len(res.Added) == 0 {
+		// Nothing was inserted; the import and its reasons are still
+		// recorded for the admin API.
+		return res, true, recordImport(ctx, tx, req, res, importAllInvalid, now)
+	}
+	if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
+		return nil, false, err
+	}
+	// A failure here undoes the inserts with the rest of the job.
+	if err := checkBalance(ctx, tx, req.AppID, len(res.Added)); err != nil {
+		return nil, false, err
+	}
+	return res, false, recordImport(ctx, tx, req, res, importAdded, now)
+}
+
+// imported is Import's answer once its writer has committed (or not),
+// counted into m.
+func imported(m importMetrics, res *domain.ImportResult, allInvalid bool, err error) (*domain.ImportResult, error) {
+	if err != nil {
+		return nil, err
+	}
+	m.observe(len(res.Added), len(res.Skipped))
+	if allInvalid {
+		return res, domain.ErrAllInvalid
+	}
+	return res, nil
+}
+
+// insertContacts adds the contacts; RETURNING tells which rows the
+// pending-phone index let in, the others are duplicates. SQLite takes them
+// in multi-row statements of contactChunk rows, prepared once; PostgreSQL
+// in one statement per request, its arrays unnested (a round trip each).
+func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, now time.Time) error {
+	inserted := make(map[string]bool, len(req.Contacts))
+	// One destination for every row: this runs in the writer.
+	var id string
+	dest := []any{&id}
+	collect := func(scan func(...any) error) error {
+		if err := scan(dest...); err != nil {
+			return err
+		}
+		inserted[id] = true
+		return nil
+	}
+	if tx.Dialect() == sqldb.Postgres {
+		ids := make([]string, len(req.Contacts))
+		phones := make([]string, len(req.Contacts))
+		fields := make([]string, len(req.Contacts))
+		for i, c := range req.Contacts {
+			ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
+		}
+		at := Millis(now)
+		if err := tx.Query(ctx, `INSERT INTO contacts
+			(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+			SELECT u.id, ?, ?, ?, ?, u.phone, u.fields, ?, ?, ?, ?
+			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(id, phone, fields, n)
+			ORDER BY u.n
+			ON CONFLICT DO NOTHING RETURNING id`,
+			[]any{req.AppID, req.ScenarioID, nullString(req.CampaignID), res.ImportID, boolInt(req.UniquePhone), at, at, at,
+				ids, phones, fields}, collect); err != nil {
+			return err
+		}
+	} else {
+		// The values every row shares are boxed once: this loop runs in
+		// the writer, which every import waits for.
+		var (
+			at       any = Millis(now)
+			unique   any = boolInt(req.UniquePhone)
+			camp         = nullString(req.CampaignID)
+			appID    any = req.AppID
+			scenario any = req.ScenarioID
+			importID any = res.ImportID
+		)
+		args := make([]any, 0, min(len(req.Contacts), contactChunk)*11)
+		for start := 0; start < len(req.Contacts); start += contactChunk {
+			chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
+			args = args[:0]
+			for _, c := range chunk {
+				args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
+			}
+			if err := tx.Query(ctx, insertContactsSQL[len(chunk)], args, collect); err != nil {
+				return err
+			}
+		}
+	}
+	res.Added = slices.Grow(res.Added, len(inserted))
+	for _, c := range req.Contacts {
+		if !inserted[c.ID] {
+			input, _ := domain.MarshalJSON(c.Input)
+			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input,
+				Reason: "phone_number is already queued for this scenario"})
+			continue
+		}
+		res.Added = append(res.Added, domain.AddedContact{ID: c.ID, Echo: c.Echo})
+	}
+	return nil
+}
+
+// writeStmts are prepared on the writer's only connection when the store
+// opens (a statement cannot be prepared through the pool while the writer's
+// transaction holds that connection) and bound to each transaction with
+// tx.Stmt, so the hot path never parses SQL.
+type writeStmts struct {
+	savepoint, release, rollback *sql.Stmt
+	// byQuery holds the import's statements by their text (preparedTx):
+	// every chunk size of insertContactsSQL, the import row, a skipped
+	// row, the wallet and the count of unfinished contacts.
+	byQuery map[string]*sql.Stmt
+}
+
+// prepare prepares the statements whose tables exist at the schema version
+// (older versions are opened by migration tests).
+func (w *writeStmts) prepare(db *sql.DB, version int) error {
+	var err error
+	prep := func(query string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = db.Prepare(query)
+		return st
+	}
+	w.savepoint, w.release, w.rollback = prep(`SAVEPOINT job`), prep(`RELEASE job`), prep(`ROLLBACK TO job`)
+	w.byQuery = map[string]*sql.Stmt{}
+	if version < 1 {
+		return err
+	}
+	queries := append([]string{insertImportSQL, insertSkippedSQL, walletQuery}, insertContactsSQL[1:]...)
+	if version >= 4 { // queued_contacts
+		queries = append(queries, queuedSQL)
+	}
+	for _, q := range queries {
+		if st := prep(q); st != nil {
+			w.byQuery[q] = st
+		}
+	}
+	return err
+}
+
+func (w *writeStmts) Close() {
+	for _, st := range []*sql.Stmt{w.savepoint, w.release, w.rollback} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	for _, st := range w.byQuery {
+		st.Close()
+	}
+}
+
+// preparedTx runs a query of the writer's transaction as the statement
+// prepared for its text, if there is one (writeStmts), else as it comes.
+type preparedTx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := p.stmts[query]; st != nil {
+		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return p.tx.ExecContext(ctx, query, args...)
+}
+
+func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := p.stmts[query]; st != nil {
+		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return p.tx.QueryContext(ctx, query, args...)
+}
+
+func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := p.stmts[query]; st != nil {
+		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return p.tx.QueryRowContext(ctx, query, args...)
+}
+
+// contactChunk rows per INSERT: large enough to amortise the statement,
+// small enough to stay far below SQLite's parameter limit.
+const contactChunk = 50
+
+// insertContactsSQL[n] inserts n contacts on SQLite; imports need every
+// chunk size.
+var insertContactsSQL = func() (q [contactChunk + 1]string) {
+	for n := 1; n <= contactChunk; n++ {
+		q[n] = `INSERT INTO contacts
+	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
+	ON CONFLICT DO NOTHING RETURNING id`
+	}
+	return q
+}()
+
+const (
+	queuedSQL       = `SELECT n FROM queued_contacts WHERE app_id = ?`
+	insertImportSQL = `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertSkippedSQL = `INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`
+)
+
+// checkQueued fails with errQueueFull when the added contacts took the
+// application over max unfinished contacts. The count, kept by triggers
+// (schema.sql migrations 4 and 13), already includes them; read in the
+// writer's transaction (on PostgreSQL, holding the row until it commits),
+// it is exact even under concurrent imports.
+func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added int) error {
+	if max <= 0 {
+		return nil
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, queuedSQL, appID).Scan(&n); err != nil {
+		return err
+	}
+	if n > max {
+		return domain.ErrQueueFull(n-int64(added), max, added)
+	}
+	return nil
+}
+
+// checkBalance fails with errWalletEmpty when a prepaid wallet cannot pay
+// the minimum charge of n calls.
+func checkBalance(ctx context.Context, tx sqldb.Querier, appID int64, n int) error {
+	w, err := scanWallet(tx.QueryRow(ctx, walletQuery, appID))
+	if err != nil {
+		return err
+	}
+	if w.Prepaid && w.Balance < int64(n)*w.PricePerCall {
+		return domain.ErrWalletEmpty
+	}
+	return nil
+}
+
+// The code an import row records: 1 when contacts were added, else the
+// public API's code for "all contacts invalid", as the admin API shows it.
+const (
+	importAdded      = 1
+	importAllInvalid = 1403
+)
+
+// recordImport writes the import's row and its skipped contacts: on SQLite
+// a prepared statement a row, on PostgreSQL one statement, arrays unnested.
+func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, code int, now time.Time) error {
+	requested := len(req.Contacts) + len(req.Skipped)
+	if _, err := tx.Exec(ctx, insertImportSQL, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
+		requested, len(res.Added), len(res.Skipped), code, Millis(now)); err != nil {
+		return err
+	}
+	if len(res.Skipped) == 0 {
+		return nil
+	}
+	if tx.Dialect() == sqldb.Postgres {
+		positions := make([]int32, len(res.Skipped))
+		inputs := make([]string, len(res.Skipped))
+		reasons := make([]string, len(res.Skipped))
+		for i, sk := range res.Skipped {
+			positions[i], inputs[i], reasons[i] = int32(sk.Position), string(sk.Input), sk.Reason
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO skipped_contacts (import_id, position, input, reason)
+			SELECT ?, u.position, u.input, u.reason FROM unnest(?::int[], ?::text[], ?::text[]) AS u(position, input, reason)`,
+			res.ImportID, positions, inputs, reasons)
+		return err
+	}
+	for _, sk := range res.Skipped {
+		if _, err := tx.Exec(ctx, insertSkippedSQL, res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ContactIDs returns the contact_ids of every stored contact of an
+// application (tests use it to check that nothing acknowledged was lost).
+func (s *sqlStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := s.db.Query(ctx, `SELECT id FROM contacts WHERE app_id = ?`, []any{appID}, func(scan func(...any) error) error {
+		var id string
+		err := scan(&id)
+		ids[id] = true
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// SkippedOf returns an import's skipped contacts with their reasons.
+func (s *sqlStore) SkippedOf(ctx context.Context, importID string) ([]domain.SkippedContact, error) {
+	return sqldb.Collect(ctx, s.db, scanSkipped,
+		`SELECT position, input, reason FROM skipped_contacts WHERE import_id = ? ORDER BY position`, importID)
+}
+
+func scanSkipped(row sqldb.Row) (domain.SkippedContact, error) {
+	var sk domain.SkippedContact
+	var input string
+	err := row.Scan(&sk.Position, &input, &sk.Reason)
+	sk.Input = json.RawMessage(input)
+	return sk, err
+}
