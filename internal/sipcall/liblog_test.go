@@ -42,18 +42,9 @@ func TestJunkDatagramsBoundedLog(t *testing.T) {
 	}
 	// The listener reads in order: once an OPTIONS after the junk is
 	// answered, every datagram before it the kernel kept was read.
-	options := "OPTIONS sip:dialbox@" + ours.String() + " SIP/2.0\r\n" +
-		"Via: SIP/2.0/UDP " + c.LocalAddr().String() + ";branch=z9hG4bK-junk-test\r\n" +
-		"From: <sip:probe@127.0.0.1>;tag=1\r\nTo: <sip:dialbox@127.0.0.1>\r\nCall-ID: junk-test\r\n" +
-		"CSeq: 1 OPTIONS\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n"
-	if _, err := c.Write([]byte(options)); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	buf := make([]byte, 65535)
-	n, err := c.Read(buf)
-	if err != nil || !strings.HasPrefix(string(buf[:n]), "SIP/2.0 ") {
-		t.Fatalf("no answer to the OPTIONS after the junk: %v %q", err, buf[:n])
+	answer, err := sendOptions(t, c, ours, "junk-test")
+	if err != nil || !strings.HasPrefix(answer, "SIP/2.0 ") {
+		t.Fatalf("no answer to the OPTIONS after the junk: %v %q", err, answer)
 	}
 	log := out.String()
 	lines := strings.Count(log, "\n")

@@ -25,9 +25,26 @@ func optionsTo(t *testing.T, addr *net.UDPAddr) bool {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	answer, err := sendOptions(t, c, addr, "listen-test")
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	if err != nil || !strings.HasPrefix(answer, "SIP/2.0 ") {
+		t.Fatalf("OPTIONS to %s: %v %q", addr, err, answer)
+	}
+	return true
+}
+
+// sendOptions sends an OPTIONS to addr on c and reads the answer, waiting
+// 10 s at most.
+func sendOptions(t *testing.T, c *net.UDPConn, addr net.Addr, callID string) (string, error) {
+	t.Helper()
 	options := "OPTIONS sip:dialbox@" + addr.String() + " SIP/2.0\r\n" +
-		"Via: SIP/2.0/UDP " + c.LocalAddr().String() + ";branch=z9hG4bK-listen-test\r\n" +
-		"From: <sip:probe@127.0.0.1>;tag=1\r\nTo: <sip:dialbox@127.0.0.1>\r\nCall-ID: listen-test\r\n" +
+		"Via: SIP/2.0/UDP " + c.LocalAddr().String() + ";branch=z9hG4bK-" + callID + "\r\n" +
+		"From: <sip:probe@127.0.0.1>;tag=1\r\nTo: <sip:dialbox@127.0.0.1>\r\nCall-ID: " + callID + "\r\n" +
 		"CSeq: 1 OPTIONS\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n"
 	if _, err := c.Write([]byte(options)); err != nil {
 		t.Fatal(err)
@@ -35,16 +52,7 @@ func optionsTo(t *testing.T, addr *net.UDPAddr) bool {
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, 65535)
 	n, err := c.Read(buf)
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return false
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
-	}
-	if err != nil || !strings.HasPrefix(string(buf[:n]), "SIP/2.0 ") {
-		t.Fatalf("OPTIONS to %s: %v %q", addr, err, buf[:n])
-	}
-	return true
+	return string(buf[:n]), err
 }
 
 // TestListenWhereTheTrunksAre: a listen address without a host binds the
