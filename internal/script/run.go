@@ -36,6 +36,29 @@ type GatherOptions struct {
 	FinishOnKey rune          // 0 for none
 }
 
+// ListenOptions says how Call.Listen hears one answer
+// (docs/voicebot.md#spoken-answers).
+type ListenOptions struct {
+	Prompt     Prompt        // played first; empty for none
+	BargeIn    bool          // the callee speaking (or pressing a key, with Keys) stops Prompt
+	Hints      []string      // the recognizer's vocabulary
+	Timeout    time.Duration // how long to wait, after Prompt, for speech (or a key) to start
+	EndSilence time.Duration // the silence that ends an utterance
+	MaxSpeech  time.Duration // the longest utterance
+	// Keys: key presses are an answer too (gather.input ["dtmf", "speech"]),
+	// read as Gather reads them.
+	Keys        bool
+	MaxDigits   int
+	FinishOnKey rune // 0 for none
+}
+
+// Heard is one answer Call.Listen heard: what the recognizer made of the
+// callee's speech, or the keys pressed instead. Both empty: silence.
+type Heard struct {
+	Text string
+	Keys string
+}
+
 // End says how a script ended.
 type End string
 
