@@ -28,7 +28,7 @@ func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.
 	var res *domain.ImportResult
 	allInvalid := false
 	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
-		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now)
+		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now, s.known >= countedVersion)
 		return err
 	})
 	return imported(s.metrics.imports, res, allInvalid, err)
@@ -36,11 +36,17 @@ func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.
 
 // importTx is an import's work in its store's writer, on either database
 // (SQLite.Import, Postgres.Import); allInvalid when nothing was
-// added.
-func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time) (res *domain.ImportResult, allInvalid bool, err error) {
+// added. count: the import keeps the counts of new contacts itself
+// (countAdded), where no trigger does.
+func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time, count bool) (res *domain.ImportResult, allInvalid bool, err error) {
 	res = &domain.ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
 	if err := insertContacts(ctx, tx, req, res, now); err != nil {
 		return nil, false, err
+	}
+	if count && len(res.Added) > 0 {
+		if err := countAdded(ctx, tx, req, len(res.Added)); err != nil {
+			return nil, false, err
+		}
 	}
 	if len(res.Added) == 0 {
 		// Nothing was inserted; the import and its reasons are still
@@ -173,6 +179,9 @@ func (w *writeStmts) prepare(db *sql.DB, version int) error {
 	if version >= 4 { // queued_contacts
 		queries = append(queries, queuedSQL)
 	}
+	if version >= countedVersion {
+		queries = append(queries, countQueuedSQL, countContactsSQL)
+	}
 	for _, q := range queries {
 		if st := prep(q); st != nil {
 			w.byQuery[q] = st
@@ -236,7 +245,26 @@ var insertContactsSQL = func() (q [contactChunk + 1]string) {
 	return q
 }()
 
+// countedVersion is the SQLite migration from which imports count the
+// contacts they add (schema.sql's migration 13) instead of row triggers.
+const countedVersion = 13
+
+// countAdded adds an import's n new contacts, all queued and without an
+// outcome, to the application's unfinished contacts and to the console's
+// counts: two statements per import where row triggers made two per
+// contact (schema.sql's migration 13).
+func countAdded(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n int) error {
+	if _, err := tx.Exec(ctx, countQueuedSQL, n, req.AppID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, countContactsSQL, req.AppID, req.ScenarioID, req.CampaignID, n)
+	return err
+}
+
 const (
+	countQueuedSQL   = `UPDATE queued_contacts SET n = n + ? WHERE app_id = ?`
+	countContactsSQL = `INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+		VALUES (?, ?, ?, 'queued', '', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`
 	queuedSQL       = `SELECT n FROM queued_contacts WHERE app_id = ?`
 	insertImportSQL = `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
