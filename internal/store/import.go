@@ -43,8 +43,9 @@ func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n
 	if err := insertContacts(ctx, tx, req, res, now); err != nil {
 		return nil, false, err
 	}
+	queued := int64(-1) // not read yet
 	if count && len(res.Added) > 0 {
-		if err := countAdded(ctx, tx, req, len(res.Added)); err != nil {
+		if queued, err = countAdded(ctx, tx, req, len(res.Added)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -53,7 +54,7 @@ func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n
 		// recorded for the admin API.
 		return res, true, recordImport(ctx, tx, req, res, importAllInvalid, now)
 	}
-	if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
+	if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, len(res.Added), queued); err != nil {
 		return nil, false, err
 	}
 	// A failure here undoes the inserts with the rest of the job.
@@ -252,17 +253,18 @@ const countedVersion = 13
 // countAdded adds an import's n new contacts, all queued and without an
 // outcome, to the application's unfinished contacts and to the console's
 // counts: two statements per import where row triggers made two per
-// contact (schema.sql's migration 13).
-func countAdded(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n int) error {
-	if _, err := tx.Exec(ctx, countQueuedSQL, n, req.AppID); err != nil {
-		return err
+// contact (schema.sql's migration 13). It returns the application's
+// unfinished contacts now, which checkQueued needs.
+func countAdded(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n int) (queued int64, err error) {
+	if err := tx.QueryRow(ctx, countQueuedSQL, n, req.AppID).Scan(&queued); err != nil {
+		return 0, err
 	}
-	_, err := tx.Exec(ctx, countContactsSQL, req.AppID, req.ScenarioID, req.CampaignID, n)
-	return err
+	_, err = tx.Exec(ctx, countContactsSQL, req.AppID, req.ScenarioID, req.CampaignID, n)
+	return queued, err
 }
 
 const (
-	countQueuedSQL   = `UPDATE queued_contacts SET n = n + ? WHERE app_id = ?`
+	countQueuedSQL   = `UPDATE queued_contacts SET n = n + ? WHERE app_id = ? RETURNING n`
 	countContactsSQL = `INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
 		VALUES (?, ?, ?, 'queued', '', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`
 	queuedSQL       = `SELECT n FROM queued_contacts WHERE app_id = ?`
@@ -272,17 +274,19 @@ const (
 )
 
 // checkQueued fails with errQueueFull when the added contacts took the
-// application over max unfinished contacts. The count, kept by triggers
-// (schema.sql migrations 4 and 13), already includes them; read in the
-// writer's transaction (on PostgreSQL, holding the row until it commits),
-// it is exact even under concurrent imports.
-func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added int) error {
+// application over max unfinished contacts. The count, n when the import
+// kept it (countAdded), else read here (kept by triggers, schema_postgres.sql's
+// migration 13), already includes them; read in the writer's transaction
+// (on PostgreSQL, holding the row until it commits), it is exact even
+// under concurrent imports.
+func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added int, n int64) error {
 	if max <= 0 {
 		return nil
 	}
-	var n int64
-	if err := tx.QueryRow(ctx, queuedSQL, appID).Scan(&n); err != nil {
-		return err
+	if n < 0 {
+		if err := tx.QueryRow(ctx, queuedSQL, appID).Scan(&n); err != nil {
+			return err
+		}
 	}
 	if n > max {
 		return domain.ErrQueueFull(n-int64(added), max, added)
