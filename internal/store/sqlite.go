@@ -94,12 +94,7 @@ func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, erro
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
-	// The writer's savepoint per job (group commit) journals the pages a
-	// job changes, to a temporary file once past 64 KB: kept in memory
-	// instead, a large import's writes skip a system call per page. It
-	// holds only what rolling back one job needs, never what durability
-	// does (that is the WAL's).
-	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate&_pragma=temp_store(MEMORY)")
+	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, err
 	}
