@@ -557,7 +557,7 @@ func (h *Harness) crossCheckSection(w func(string, ...any)) {
 // request's time goes: dialbox's own functions, net/http's reading and
 // writing, the SQL statements and commit, phone parsing, JSON, the access
 // log, system calls and the garbage collector.
-const profileShow = `^main\.|^net/http\.\(\*conn\)\.(serve|readRequest)$|^net/http\.\(\*response\)\.finishRequest$|` +
+const profileShow = `^main\.|^dialbox/internal/|^net/http\.\(\*conn\)\.(serve|readRequest)$|^net/http\.\(\*response\)\.finishRequest$|` +
 	`^database/sql\.\(\*Tx\)\.Commit$|^modernc.org/sqlite\.\(\*stmt\)\.(query|exec)$|` +
 	`^github.com/nyaruka/phonenumbers\.(Parse|IsValidNumber)$|^github.com/golang-jwt/jwt/v5\.\(\*Parser\)\.Parse$|` +
 	`^encoding/json\.(Unmarshal|Marshal)$|^log/slog\.\(\*Logger\)\.LogAttrs$|^syscall\.(read|write)$|^runtime\.gcBgMarkWorker$`
