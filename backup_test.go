@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -102,7 +103,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	if err := run(context.Background(), []string{"restore", backup, "--database", restored}, &out, nil); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	store, err := store.OpenSQLite(restored, sqliteMigrations(), store.NewMetrics(false))
+	store, err := store.OpenSQLite(restored, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

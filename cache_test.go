@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"path/filepath"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // survive imports, and cannot be corrupted by a caller editing its copy.
 func TestCatalogCache(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "cache.db"), sqliteMigrations(), store.NewMetrics(false))
+	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "cache.db"), sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

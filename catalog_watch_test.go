@@ -13,6 +13,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 )
 
@@ -71,13 +72,13 @@ func BenchmarkCachedAppByKey(b *testing.B) {
 func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "two.db")
-	serverStore, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	serverStore, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer serverStore.Close()
 	server := newCachedStore(serverStore)
-	other, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	other, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

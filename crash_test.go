@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -111,7 +112,7 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 		t.Fatalf("graceful stop: %v\n%s", second.waitErr, second.out.String())
 	}
 
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -107,7 +108,7 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"io"
 	"os"
@@ -34,7 +35,7 @@ func TestSecondServerRefused(t *testing.T) {
 // so it is created readable by its owner only.
 func TestDatabaseFileIsPrivate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "private.db")
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/store"
 	"dialbox/internal/webhook"
@@ -763,7 +764,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

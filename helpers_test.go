@@ -9,6 +9,7 @@ import (
 	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 
@@ -292,7 +293,7 @@ func mintToken(t testing.TB, app *domain.Application) string {
 func openTestStore(t testing.TB) (*store.SQLite, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dialbox.db")
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func fixtureStore(t testing.TB, apps ...*store.FixtureApp) (*store.SQLite, []int
 
 func fixtureStoreAt(t testing.TB, path string, apps ...*store.FixtureApp) (*store.SQLite, []int64) {
 	t.Helper()
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -102,7 +104,7 @@ func migrateToFill(t *testing.T) string {
 	}
 
 	// A call left up as a crash leaves it: its contact dialing.
-	st, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	st, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,7 +675,7 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 func TestMigrateToOlderSQLite(t *testing.T) {
 	target := pgtest.Database(t)
 	source := filepath.Join(t.TempDir(), "old.db")
-	old, err := store.OpenSQLite(source, sqliteMigrations()[:5], store.NewMetrics(false))
+	old, err := store.OpenSQLite(source, sqliteMigrations()[:5], store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

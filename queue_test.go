@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -114,7 +115,7 @@ func queueCountsExact(t *testing.T, s Store, when string) {
 // migration that adds it to a database holding contacts.
 func TestQueuedContactsCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := store.OpenSQLite(path, sqliteMigrations()[:3], store.NewMetrics(false))
+	old, err := store.OpenSQLite(path, sqliteMigrations()[:3], store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"fmt"
 	"io"
@@ -77,7 +78,7 @@ api_secret = "sd-secret"
 // shutdownMessages reads the outbox of a closed server's database.
 func shutdownMessages(t *testing.T, db string) map[string]whMessage {
 	t.Helper()
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sipcall/sipcalltest"
 	"dialbox/internal/store"
 	"dialbox/internal/testtool"
@@ -592,7 +593,7 @@ func TestSIPStopHangsUp(t *testing.T) {
 		t.Error("the answered call was still up at the far end after the stop")
 	}
 
-	st, err := store.OpenSQLite(filepath.Join(r.dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false))
+	st, err := store.OpenSQLite(filepath.Join(r.dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -749,7 +750,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := store.OpenSQLite(filepath.Join(dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(filepath.Join(dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

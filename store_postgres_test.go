@@ -10,6 +10,7 @@ import (
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -22,7 +23,7 @@ func pgNodes(t *testing.T, n int) ([]*store.Postgres, int64) {
 	url := pgtest.Database(t)
 	var nodes []*store.Postgres
 	for range n {
-		s, err := store.OpenPostgres(context.Background(), url, postgresMigrations(), config.DefaultConfig().Cluster, store.NewMetrics(true))
+		s, err := store.OpenPostgres(context.Background(), url, postgresMigrations(), config.DefaultConfig().Cluster, store.NewMetrics(true), recordings.Files{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/importer"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"errors"
@@ -33,7 +34,7 @@ func TestMigrations(t *testing.T) {
 	for from := 1; from < latest; from++ {
 		t.Run(fmt.Sprintf("from version %d", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
-			old, err := store.OpenSQLite(path, sqliteMigrations()[:from], store.NewMetrics(false))
+			old, err := store.OpenSQLite(path, sqliteMigrations()[:from], store.NewMetrics(false), recordings.Files{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +61,7 @@ func TestMigrations(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+			s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 			if err != nil {
 				t.Fatalf("opening a version %d database: %v", from, err)
 			}
@@ -101,7 +102,7 @@ func TestMigrations(t *testing.T) {
 			}
 
 			// Opening again migrates nothing and loses nothing.
-			again, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+			again, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +129,7 @@ func TestMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		if s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false)); err == nil {
+		if s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{}); err == nil {
 			s.Close()
 			t.Fatal("a database of a newer schema version opened")
 		} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer dialbox") {

@@ -18,6 +18,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/script"
 	"dialbox/internal/store"
@@ -469,7 +470,7 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 // content.
 func TestVoicebotMigratedCalls(t *testing.T) {
 	path := t.TempDir() + "/old.db"
-	old, err := store.OpenSQLite(path, sqliteMigrations()[:5], store.NewMetrics(false))
+	old, err := store.OpenSQLite(path, sqliteMigrations()[:5], store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +487,7 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 		storeExec(t, old, q)
 	}
 	old.Close()
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}

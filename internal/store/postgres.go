@@ -65,7 +65,7 @@ type Postgres struct {
 	Deaf          atomic.Bool
 	// storage is the last import or settling that failed for want of room.
 	storage writehealth.State
-	// recordings is where the calls' recordings are (SetRecordings).
+	// recordings is where the calls' recordings are (OpenPostgres).
 	recordings recordings.Files
 }
 
@@ -114,8 +114,9 @@ func nodeIDFor(name string) string {
 // OpenPostgres connects to the database at url, brings its schema up to
 // date with migrations (schema_postgres.sql's blocks, which the root
 // embeds) and starts the writers; node names this node and sets its leases;
-// the store records into m.
-func OpenPostgres(ctx context.Context, url string, migrations []string, node config.ClusterConfig, m Metrics) (*Postgres, error) {
+// the store records into m; rec is the folder of the calls' recordings,
+// removed with the calls a delete takes (none: files are left alone).
+func OpenPostgres(ctx context.Context, url string, migrations []string, node config.ClusterConfig, m Metrics, rec recordings.Files) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -139,7 +140,7 @@ func OpenPostgres(ctx context.Context, url string, migrations []string, node con
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	s := &Postgres{Pool: pool, node: id, Lease: node.Lease.Duration,
-		heldMessages: map[int64]struct{}{}, Metrics: m, known: len(migrations)}
+		heldMessages: map[int64]struct{}{}, Metrics: m, known: len(migrations), recordings: rec}
 	s.sqlStore = sqlStore{db: sqldb.PGX(pool),
 		writeConfig: pgxWrite(s.ConfigWrite), writeData: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})

@@ -49,7 +49,7 @@ type SQLite struct {
 	watch         *CommitWatch
 	storage       writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
-	// calls deleted; none when the store was opened without a config.
+	// calls deleted; none when the store was opened without a folder.
 	recordings recordings.Files
 }
 
@@ -70,13 +70,15 @@ const maxJobsPerCommit = 256
 // OpenSQLite opens (creating if needed) the database at path, brings its
 // schema up to date with migrations (schema.sql's blocks, which the root
 // embeds) and starts the writer, which records into m. Tests hand in the
-// first few to make a database as an older dialbox would have left it.
-func OpenSQLite(path string, migrations []string, m Metrics) (*SQLite, error) {
+// first few to make a database as an older dialbox would have left it. rec
+// is the folder of the calls' recordings, removed with the calls a delete
+// takes; none (the zero Files) leaves files alone.
+func OpenSQLite(path string, migrations []string, m Metrics, rec recordings.Files) (*SQLite, error) {
 	lock, err := LockDatabase(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openLockedStore(path, migrations, m)
+	s, err := openLockedStore(path, migrations, m, rec)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -85,7 +87,7 @@ func OpenSQLite(path string, migrations []string, m Metrics) (*SQLite, error) {
 	return s, nil
 }
 
-func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, error) {
+func openLockedStore(path string, migrations []string, m Metrics, rec recordings.Files) (*SQLite, error) {
 	// SQLite would create the file with the umask's mode (often world-
 	// readable); it holds phone numbers and secrets. Its -wal and -shm
 	// files take the same mode.
@@ -111,7 +113,8 @@ func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, erro
 	}
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
-	s := &SQLite{Read: read, write: write, Jobs: make(chan WriteJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations)}
+	s := &SQLite{Read: read, write: write, Jobs: make(chan WriteJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations),
+		recordings: rec}
 	s.sqlStore = sqlStore{db: sqldb.SQL(read),
 		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
 	if err := s.stmts.prepare(write, len(migrations)); err != nil {
