@@ -107,6 +107,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, store, restored)
 	defer store.Close()
 	app, err := store.DemoApp(context.Background())
 	if err != nil {

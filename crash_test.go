@@ -116,9 +116,10 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, db)
 	defer s.Close()
 	stored := map[string]string{}
-	rows, err := s.Read.Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
+	rows, err := sqliteDB(t, s).Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 	}
 	t.Logf("%d acknowledged, %d stored (the rest were committed but not yet answered)", len(acked), len(stored))
 	var check string
-	if err := s.Read.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+	if err := sqliteDB(t, s).QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Errorf("integrity_check after the crash: %q, %v", check, err)
 	}
 	// The restart re-applied the fixtures without duplicating anything.

@@ -39,6 +39,7 @@ func TestDatabaseFileIsPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, path)
 	defer s.Close()
 	for _, name := range []string{path, path + "-wal"} {
 		if mode := fileMode(t, name); mode != 0o600 {

@@ -64,6 +64,7 @@ func openDatabase(t *testing.T, database string) Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, store, database)
 	return store
 }
 

@@ -119,6 +119,7 @@ func TestQueuedContactsCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, old, path)
 	// Half the numbers are busy and called again: their contacts go queued
 	// -> dialing -> queued -> dialing -> done.
 	tenant := engTenant()
@@ -132,7 +133,7 @@ func TestQueuedContactsCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var app int64
-	if err := old.Read.QueryRow(`SELECT id FROM applications`).Scan(&app); err != nil {
+	if err := sqliteDB(t, old).QueryRow(`SELECT id FROM applications`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	storeExec(t, old, `INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)

@@ -69,7 +69,7 @@ api_secret = "sd-secret"
 		m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
 	var app int64
-	if err := sqliteOf(t, m.store).Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
+	if err := sqliteAt(t, m.Config.Database).QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	return m, app
@@ -82,6 +82,7 @@ func shutdownMessages(t *testing.T, db string) map[string]whMessage {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, db)
 	defer s.Close()
 	return whMessages(t, s)
 }

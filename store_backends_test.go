@@ -19,10 +19,12 @@ import (
 // openBackendStore opens a new, empty store of the backend (testBackends).
 func openBackendStore(t testing.TB, backend string) Store {
 	t.Helper()
-	s, err := openConfiguredStore(context.Background(), configOn(backendDatabase(t, backend)), store.NewMetrics(config.IsPostgresURL(backendDatabase(t, backend))))
+	database := backendDatabase(t, backend)
+	s, err := openConfiguredStore(context.Background(), configOn(database), store.NewMetrics(config.IsPostgresURL(database)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, database)
 	t.Cleanup(func() { s.Close() })
 	return s
 }

@@ -144,7 +144,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	dialer := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
@@ -161,7 +161,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	engImport(t, s, app, "plain", "", "+84912000005")
 	engWaitAllDone(t, s, app, 7)
 
-	rows, err := s.Read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	rows, err := sqliteDB(t, s).Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 
 	// The admin API's call record says the same.
 	var contactID string
-	if err := s.Read.QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
 		t.Fatal(err)
 	}
 	_, records, err := s.Contact(context.Background(), app, contactID)
@@ -381,7 +381,7 @@ func TestVoicebotFixtures(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := s.Scenario(context.Background(), app, "bot")
@@ -474,6 +474,7 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, old, path)
 	for _, q := range []string{
 		`INSERT INTO applications (id, name, api_key, api_secret, created_at, updated_at) VALUES (1, 'Old', 'old-key', 'old-secret', 1000, 1000)`,
 		`INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)
@@ -491,6 +492,7 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, path)
 	defer s.Close()
 	_, calls, err := s.Contact(context.Background(), 1, "c-old")
 	if err != nil || len(calls) != 1 {

@@ -108,7 +108,7 @@ func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ fu
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *SQLite) EndCall(ctx context.Context, e domain.CallEnd) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(SQLiteTx(tx), e) })
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx(tx), e) })
 }
 
 // SettleInterrupted ends every call a previous run left up (a crash or a
@@ -124,7 +124,7 @@ func (s *SQLite) SettleInterrupted(ctx context.Context, now, firstTry time.Time)
 		}
 		for _, id := range ids {
 			res := domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: now}
-			if err := endCallTx(SQLiteTx(tx), domain.CallEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
+			if err := endCallTx(sqliteTx(tx), domain.CallEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
 				return err
 			}
 			n++
@@ -177,7 +177,7 @@ func retries(rc domain.ReCall, outcome string) bool {
 // tenant's count of unfinished contacts), locked until the commit, so
 // they are locked as late as possible (lockUnfinished, then the contact,
 // then the wallet; docs/postgres.md#claiming-calls).
-func endCallTx(tx SettleTx, e domain.CallEnd) error {
+func endCallTx(tx settleTx, e domain.CallEnd) error {
 	var (
 		contactSeq, appID, startedMS int64
 		attempt                      int
@@ -256,11 +256,11 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 		}
 		data.RecordingURL = recordings.URL(e.RecordingBase, apiKey, c.id, e.CallID)
 	}
-	endpoints, err := SubscribedEndpoints(tx, appID)
+	endpoints, err := subscribedEndpoints(tx, appID)
 	if err != nil {
 		return err
 	}
-	if err := Enqueue(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+	if err := enqueue(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
 	if !willRetry {
@@ -270,7 +270,7 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 			return err
 		}
 		data.TotalCost = &total
-		if err := Enqueue(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+		if err := enqueue(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
 			return err
 		}
 	}
@@ -330,7 +330,7 @@ func (s *sqlStore) HoldContacts(ctx context.Context, holds []domain.CallHold, no
 }
 
 // holdContactsTx is HoldContacts in a transaction of either store.
-func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Time) error {
+func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Time) error {
 	endpoints := map[int64]map[string][]string{}
 	for _, h := range holds {
 		var (
@@ -360,7 +360,7 @@ func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Tim
 		}
 		eps, ok := endpoints[h.AppID]
 		if !ok {
-			if eps, err = SubscribedEndpoints(tx, h.AppID); err != nil {
+			if eps, err = subscribedEndpoints(tx, h.AppID); err != nil {
 				return err
 			}
 			endpoints[h.AppID] = eps
@@ -376,7 +376,7 @@ func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Tim
 		}
 		data.StartedAt, data.EndedAt = domain.EventTime(now), domain.EventTime(now)
 		data.AnsweredBy, data.Steps = domain.AnsweredByUnknown, json.RawMessage(`[]`)
-		if err := Enqueue(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
+		if err := enqueue(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
 			return err
 		}
 	}

@@ -34,11 +34,11 @@ type sqlStore struct {
 // with ? placeholders, in the SQL both databases speak, and run through
 // sqldb (txQueries); only lockUnfinished and execLast are each database's
 // own.
-type SettleTx interface {
+type settleTx interface {
 	Exec(query string, args ...any) error
 	// queryRow's Scan returns sql.ErrNoRows when there is no row.
 	QueryRow(query string, args ...any) sqldb.Row
-	QueryRows(query string, args []any, row func(scan func(...any) error) error) error
+	queryRows(query string, args []any, row func(scan func(...any) error) error) error
 	// lockUnfinished takes the tenant's count of unfinished contacts
 	// before a contact's state moves it: imports take it first too, so an
 	// import of a phone whose call is ending never deadlocks with it.
@@ -68,13 +68,13 @@ func (t txQueries) QueryRow(query string, args ...any) sqldb.Row {
 	return t.q.QueryRow(t.ctx, query, args...)
 }
 
-func (t txQueries) QueryRows(query string, args []any, row func(scan func(...any) error) error) error {
+func (t txQueries) queryRows(query string, args []any, row func(scan func(...any) error) error) error {
 	return t.q.Query(t.ctx, query, args, row)
 }
 
 // settleOn is settleTx on a transaction's Querier (sqlStore's writeData),
 // with its database's lockUnfinished and execLast run at once.
-func settleOn(ctx context.Context, q sqldb.Querier) SettleTx {
+func settleOn(ctx context.Context, q sqldb.Querier) settleTx {
 	if q.Dialect() == sqldb.Postgres {
 		return pgSettle{txQueries{ctx, q}, nil}
 	}
@@ -83,7 +83,7 @@ func settleOn(ctx context.Context, q sqldb.Querier) SettleTx {
 
 // sqliteTx is settleTx in the SQLite writer's shared transaction, whose
 // statements run to their end whatever a caller's context (sqldb.SQLShared).
-func SQLiteTx(tx *sql.Tx) SettleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
+func sqliteTx(tx *sql.Tx) settleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
 
 type sqliteSettle struct{ txQueries }
 
@@ -94,7 +94,7 @@ func (t sqliteSettle) ExecLast(query string, args ...any) error { return t.Exec(
 // pgTx is settleTx in a PostgreSQL transaction. last, when set, collects
 // execLast's statements for the end of the batch (Postgres.commit);
 // nil: they run at once.
-func PgTx(ctx context.Context, tx pgx.Tx, last *[]pgStmt) SettleTx {
+func pgTx(ctx context.Context, tx pgx.Tx, last *[]pgStmt) settleTx {
 	return pgSettle{txQueries{ctx, sqldb.PGX(tx)}, last}
 }
 
