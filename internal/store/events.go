@@ -45,7 +45,7 @@ func enqueue(tx settleTx, endpoints map[string][]string, appID int64, eventType 
 				return err
 			}
 		}
-		if err := tx.Exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
+		if err := tx.exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+domain.NewV7(), ep, appID, eventType, string(payload),
 			Millis(firstTry), Millis(now), Millis(now)); err != nil {
 			return err

@@ -35,21 +35,21 @@ type sqlStore struct {
 // sqldb (txQueries); only lockUnfinished and execLast are each database's
 // own.
 type settleTx interface {
-	Exec(query string, args ...any) error
+	exec(query string, args ...any) error
 	// queryRow's Scan returns sql.ErrNoRows when there is no row.
-	QueryRow(query string, args ...any) sqldb.Row
+	queryRow(query string, args ...any) sqldb.Row
 	queryRows(query string, args []any, row func(scan func(...any) error) error) error
 	// lockUnfinished takes the tenant's count of unfinished contacts
 	// before a contact's state moves it: imports take it first too, so an
 	// import of a phone whose call is ending never deadlocks with it.
 	// SQLite's one writer needs no lock.
-	LockUnfinished(appID int64) error
+	lockUnfinished(appID int64) error
 	// execLast runs a write to a tenant's hot rows (its count of
 	// unfinished contacts, its wallet) as late as possible: at once on
 	// SQLite, at the end of the group commit's batch on PostgreSQL when the
 	// transaction is a settler's (pgTx's last), so the rows are held for
 	// one round trip and the commit.
-	ExecLast(query string, args ...any) error
+	execLast(query string, args ...any) error
 }
 
 // txQueries is settleTx's queries, the same on both databases: a
@@ -59,12 +59,12 @@ type txQueries struct {
 	q   sqldb.Querier
 }
 
-func (t txQueries) Exec(query string, args ...any) error {
+func (t txQueries) exec(query string, args ...any) error {
 	_, err := t.q.Exec(t.ctx, query, args...)
 	return err
 }
 
-func (t txQueries) QueryRow(query string, args ...any) sqldb.Row {
+func (t txQueries) queryRow(query string, args ...any) sqldb.Row {
 	return t.q.QueryRow(t.ctx, query, args...)
 }
 
@@ -87,9 +87,9 @@ func sqliteTx(tx *sql.Tx) settleTx { return settleOn(context.Background(), sqldb
 
 type sqliteSettle struct{ txQueries }
 
-func (sqliteSettle) LockUnfinished(int64) error { return nil }
+func (sqliteSettle) lockUnfinished(int64) error { return nil }
 
-func (t sqliteSettle) ExecLast(query string, args ...any) error { return t.Exec(query, args...) }
+func (t sqliteSettle) execLast(query string, args ...any) error { return t.exec(query, args...) }
 
 // pgTx is settleTx in a PostgreSQL transaction. last, when set, collects
 // execLast's statements for the end of the batch (Postgres.commit);
@@ -103,13 +103,13 @@ type pgSettle struct {
 	last *[]pgStmt
 }
 
-func (t pgSettle) LockUnfinished(appID int64) error {
-	return t.ExecLast(`SELECT 1 FROM queued_contacts WHERE app_id = ? FOR UPDATE`, appID)
+func (t pgSettle) lockUnfinished(appID int64) error {
+	return t.execLast(`SELECT 1 FROM queued_contacts WHERE app_id = ? FOR UPDATE`, appID)
 }
 
-func (t pgSettle) ExecLast(query string, args ...any) error {
+func (t pgSettle) execLast(query string, args ...any) error {
 	if t.last == nil {
-		return t.Exec(query, args...)
+		return t.exec(query, args...)
 	}
 	*t.last = append(*t.last, pgStmt{sqldb.Numbered(query), args})
 	return nil
