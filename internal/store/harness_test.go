@@ -103,9 +103,7 @@ func phones(n, from int) []string {
 }
 
 // importPhones adds contacts with these phones as operation A would.
-func importPhones(t testing.TB, s interface {
-	Import(context.Context, domain.ImportRequest, time.Time) (*domain.ImportResult, error)
-}, appID int64, scenario string, list ...string) {
+func importPhones(t testing.TB, s *Postgres, appID int64, scenario string, list ...string) {
 	t.Helper()
 	req := domain.ImportRequest{AppID: appID, ScenarioID: scenario}
 	for i, p := range list {
