@@ -113,10 +113,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := store.ContactIDs(context.Background(), app.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := contactIDs(t, store, app.ID)
 	missing := 0
 	for _, id := range before {
 		if !ids[id] {

@@ -128,10 +128,7 @@ func TestCrashLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := s.ContactIDs(context.Background(), app.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := contactIDs(t, s, app.ID)
 	lost := 0
 	for id := range acked {
 		if !stored[id] {

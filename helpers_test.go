@@ -608,10 +608,18 @@ var testWeeks = func() int {
 	return n
 }()
 
-// contactLister is the store's list of every stored contact id, which
-// tests read to see what a write kept; nothing in dialbox needs it.
-type contactLister interface {
-	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
+// contactIDs is the id of every stored contact of the application, which
+// tests read to see what a write kept.
+func contactIDs(t testing.TB, s Store, appID int64) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	queryRows(t, s, `SELECT id FROM contacts WHERE app_id = ?`, []any{appID}, func(scan func(...any) error) error {
+		var id string
+		err := scan(&id)
+		ids[id] = true
+		return err
+	})
+	return ids
 }
 
 // sqliteDB is the test's connection to the SQLite file under s.

@@ -229,15 +229,10 @@ func Migrate(db *sql.DB, all []string) error {
 	return nil
 }
 
-// SchemaVersion is the migration the database is at.
-func (s *SQLite) SchemaVersion(ctx context.Context) (int, error) {
-	var v int
-	err := s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
-	return v, err
-}
-
+// Migrations is the migration the database is at (its user_version) and
+// the number this dialbox knows.
 func (s *SQLite) Migrations(ctx context.Context) (at, known int, err error) {
-	at, err = s.SchemaVersion(ctx)
+	err = s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&at)
 	return at, s.known, err
 }
 
