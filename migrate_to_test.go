@@ -19,6 +19,7 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/pgtest"
 	"dialbox/internal/recordings"
+	"dialbox/internal/sqldb"
 	"dialbox/internal/store"
 
 	"github.com/jackc/pgx/v5"
@@ -316,13 +317,17 @@ func TestMigrateTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	tables := verifiedTables(t, out)
+	// Every table of the SQLite file, SQLite's own left out.
 	liteTables, _ := func() ([]string, error) {
 		db, err := store.OpenPlain(source)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		return store.SQLiteTables(context.Background(), db)
+		return sqldb.Collect(context.Background(), sqldb.SQL(db), func(r sqldb.Row) (string, error) {
+			var name string
+			return name, r.Scan(&name)
+		}, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
 	}()
 	if len(liteTables) < 13 || len(tables) != len(liteTables) {
 		t.Fatalf("verified %v, SQLite has %v", tables, liteTables)
