@@ -222,7 +222,7 @@ func (s *Postgres) CheckStorage(ctx context.Context) error {
 }
 
 func (s *Postgres) Migrations(ctx context.Context) (at, known int, err error) {
-	at, err = PostgresVersion(ctx, s.pool)
+	at, err = postgresVersion(ctx, s.pool)
 	return at, s.known, err
 }
 
