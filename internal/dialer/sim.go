@@ -214,7 +214,8 @@ func (d *Sim) talk(ctx context.Context, req domain.DialRequest, p plan, at, answ
 	if m := req.MaxDuration; m > 0 && (c.end == 0 || m < c.end) {
 		c.end, c.endWhy = m, ErrMaxDuration
 	}
-	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut}
+	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut,
+		Fill: func(text string) string { return tts.Render(text, req.Fields) }}
 	out := run.Run(ctx, s, c)
 	return c.elapsed, out, c.pressed
 }

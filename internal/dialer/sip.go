@@ -136,7 +136,8 @@ func (d *SIP) Dial(ctx context.Context, req domain.DialRequest) domain.DialResul
 		if len(s.Steps) == 0 {
 			return nil // blank content: nothing to say
 		}
-		run := script.Runner{Now: func() time.Time { return at(time.Now()) }, OptOut: req.OptOut}
+		run := script.Runner{Now: func() time.Time { return at(time.Now()) }, OptOut: req.OptOut,
+			Fill: func(text string) string { return tts.Render(text, req.Fields) }}
 		o := run.Run(ctx, s, &sipScriptCall{d: d, line: l, fields: req.Fields})
 		out = &o
 		if o.End == script.EndFailed {
