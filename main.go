@@ -433,10 +433,7 @@ func (m *Main) stopCalling() {
 
 // forceDial is the engine's lookup of the dial rules of faults.
 func forceDial(faults *sandbox.Faults) engine.ForceDial {
-	return func(appID int64, phone string) (string, *string, bool) {
-		f, ok := faults.BeforeDial(appID, phone)
-		return f.Outcome, f.Digits, ok
-	}
+	return faults.BeforeDial
 }
 
 // mountAdmin adds the admin API, with the sandbox parts it shares with the

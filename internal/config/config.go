@@ -144,6 +144,11 @@ type SimulatorRule struct {
 	DigitsDelay Duration `toml:"digits_delay"`
 	Machine     bool     `toml:"machine"`
 	HangupAfter Duration `toml:"hangup_after"`
+	// Says is what the callee says, one utterance per listening turn (a
+	// speech gather, an agent's turn; "" for silence), each SaysDelay
+	// after the turn begins (docs/sandbox.md#spoken-answers).
+	Says      []string `toml:"says"`
+	SaysDelay Duration `toml:"says_delay"`
 }
 
 type WebhooksConfig struct {

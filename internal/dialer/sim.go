@@ -100,6 +100,8 @@ type plan struct {
 	// The callee of a script, from the matching rule.
 	digits              string
 	digitsDelay, hangup time.Duration
+	says                []string
+	saysDelay           time.Duration
 }
 
 func (d *Sim) plan(req domain.DialRequest) (p plan) {
@@ -113,6 +115,7 @@ func (d *Sim) plan(req domain.DialRequest) (p plan) {
 			if (r.Number != "" && r.Number == req.To) || (r.Suffix != "" && strings.HasSuffix(req.To, r.Suffix)) {
 				outcome, ring, talk = r.Outcome, r.RingTime.Duration, r.TalkTime.Duration
 				p.digits, p.digitsDelay, p.hangup = r.Digits, r.DigitsDelay.Duration, r.HangupAfter.Duration
+				p.says, p.saysDelay = r.Says, r.SaysDelay.Duration
 				break
 			}
 		}
@@ -137,11 +140,17 @@ func (d *Sim) plan(req domain.DialRequest) (p plan) {
 	if req.Digits != nil {
 		p.digits = *req.Digits
 	}
+	if req.Says != nil {
+		p.says = req.Says
+	}
 	if outcome != domain.OutcomeAnswered {
-		p.digits = "" // only a person presses keys
+		p.digits, p.says = "", nil // only a person presses keys or speaks
 	}
 	if p.digitsDelay == 0 {
 		p.digitsDelay = simDigitsDelay
+	}
+	if p.saysDelay == 0 {
+		p.saysDelay = simSaysDelay
 	}
 	p.outcome, p.ring, p.talk = outcome, ring, talk
 	return p
@@ -198,7 +207,8 @@ func (d *Sim) talk(ctx context.Context, req domain.DialRequest, p plan, at, answ
 	defer cancel(nil)
 	// A say is as long as what is spoken: its text with the contact's fields.
 	sayTime := func(text string) time.Duration { return sayLength(tts.Render(text, req.Fields)) }
-	c := &simCall{d: d, cancel: cancel, sayTime: sayTime, keys: p.digits, delay: p.digitsDelay, asked: -1}
+	c := &simCall{d: d, cancel: cancel, sayTime: sayTime, keys: p.digits, delay: p.digitsDelay, asked: -1,
+		says: p.says, saysDelay: p.saysDelay}
 	var s script.Script
 	if req.Script != nil {
 		s = *req.Script
