@@ -24,6 +24,7 @@ type Config struct {
 	SIP        SIPConfig        `toml:"sip"`
 	TTS        TTSConfig        `toml:"tts"`
 	Voicebot   VoicebotConfig   `toml:"voicebot"`
+	LLM        LLMConfig        `toml:"llm"`
 	Recordings RecordingsConfig `toml:"recordings"`
 	Webhooks   WebhooksConfig   `toml:"webhooks"`
 	Admin      AdminConfig      `toml:"admin"`
@@ -305,6 +306,7 @@ func DefaultConfig() Config {
 		SIP: SIPConfig{Listen: ":5060", RTPPorts: "10000-20000", RingTimeout: Duration{45 * time.Second},
 			NumberFormat: sipcall.NumberE164},
 		TTS: TTSConfig{Engine: TTSEspeak, Voice: "vi", CacheMaxMiB: 1024, CacheMaxAge: Duration{7 * 24 * time.Hour}, CacheMinFreeMiB: 1024},
+		LLM: LLMConfig{Timeout: Duration{15 * time.Second}},
 		Webhooks: WebhooksConfig{
 			Workers:       8,
 			Timeout:       Duration{15 * time.Second},

@@ -53,6 +53,9 @@ type Sim struct {
 	weights []weightedOutcome
 	total   float64
 	scale   atomic.Uint64 // math.Float64bits of time_scale
+	// Chat is the language model of agent steps, set before the first
+	// Dial; nil: an agent step fails its script.
+	Chat script.Chat
 }
 
 type weightedOutcome struct {
@@ -225,7 +228,7 @@ func (d *Sim) talk(ctx context.Context, req domain.DialRequest, p plan, at, answ
 		c.end, c.endWhy = m, ErrMaxDuration
 	}
 	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut,
-		Fill: func(text string) string { return tts.Render(text, req.Fields) }}
+		Fill: func(text string) string { return tts.Render(text, req.Fields) }, Chat: d.Chat}
 	out := run.Run(ctx, s, c)
 	return c.elapsed, out, c.pressed
 }

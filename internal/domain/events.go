@@ -57,7 +57,8 @@ const (
 )
 
 // callStep is one step a call's script took, as call records and webhooks
-// show it; input, attempts and timed_out are a gather's only.
+// show it; input, timed_out and speech are a gather's only, attempts a
+// gather's and an agent's, error an agent's.
 type callStep struct {
 	Name      string  `json:"name"`
 	Kind      string  `json:"kind"`
@@ -67,6 +68,7 @@ type callStep struct {
 	Attempts  *int    `json:"attempts,omitempty"`
 	TimedOut  *bool   `json:"timed_out,omitempty"`
 	Speech    *string `json:"speech,omitempty"` // a gather listening for speech: what it heard
+	Error     string  `json:"error,omitempty"`  // an agent ending with agent_error: why
 }
 
 // callTurn is one thing said on a call (docs/voicebot.md#results).
@@ -103,6 +105,9 @@ func CallResults(res DialResult) (ScriptResults, error) {
 			cs := callStep{Name: st.Name, Kind: string(st.Kind), StartedAt: EventTime(st.Started), EndedAt: EventTime(st.Ended)}
 			if st.Kind == script.KindGather {
 				cs.Input, cs.Attempts, cs.TimedOut, cs.Speech = &st.Input, &st.Attempts, &st.TimedOut, st.Speech
+			}
+			if st.Kind == script.KindAgent {
+				cs.Attempts, cs.Error = &st.Attempts, st.Error
 			}
 			steps = append(steps, cs)
 		}

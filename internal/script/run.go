@@ -129,6 +129,9 @@ type StepRun struct {
 	// Speech is what a gather listening for speech heard at its last
 	// attempt ("" for silence or keys); nil for a gather of keys alone.
 	Speech *string `json:"speech,omitempty"`
+	// Error is why an agent step ended without the model ending the call
+	// (the model failing, max_turns); its Attempts are the replies asked.
+	Error string `json:"error,omitempty"`
 }
 
 // Runner runs scripts.
@@ -141,6 +144,9 @@ type Runner struct {
 	// Fill fills a say text's {{field}} placeholders for the transcript,
 	// as the call fills them to speak it; nil leaves the text as written.
 	Fill func(text string) string
+	// Chat is the language model of agent steps; nil: such a step fails
+	// the script.
+	Chat Chat
 }
 
 // Run runs a script on a call, from its start step to its end, and says
@@ -154,7 +160,7 @@ func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
 	if fill == nil {
 		fill = func(text string) string { return text }
 	}
-	x := run{ctx: ctx, call: call, optOut: r.OptOut, now: now, fill: fill}
+	x := run{ctx: ctx, call: call, optOut: r.OptOut, now: now, fill: fill, chat: r.Chat}
 	x.out.Transcript = []Turn{}
 	if err := s.Validate(); err != nil {
 		x.out.End, x.out.Err = EndFailed, err
@@ -180,6 +186,10 @@ func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
 		x.out.Steps = append(x.out.Steps, rec)
 		if err != nil {
 			return x.stop(err)
+		}
+		if x.transferred {
+			x.out.End = EndTransferred
+			return x.out
 		}
 		switch rec.Kind {
 		case KindTransfer:
@@ -207,7 +217,10 @@ type run struct {
 	optOut func(context.Context) error
 	now    func() time.Time
 	fill   func(string) string
+	chat   Chat
 	out    Outcome
+	// transferred: an agent's model handed the call over; the script ends.
+	transferred bool
 	// stepStart is when the step running started, and the time of its
 	// first turn, which the bot says at once; zero once taken.
 	stepStart time.Time
@@ -258,6 +271,8 @@ func (x *run) step(st *Step, rec *StepRun) (string, error) {
 		return st.Play.Next, err
 	case KindGather:
 		return x.gather(st.Gather, rec)
+	case KindAgent:
+		return x.agent(st.Agent, rec)
 	case KindSet:
 		x.out.Result = st.Set.Label
 		return st.Set.Next, nil

@@ -29,6 +29,7 @@ type Step struct {
 	Transfer *Transfer `json:"transfer,omitempty" toml:"transfer,omitempty"`
 	Hangup   *Hangup   `json:"hangup,omitempty" toml:"hangup,omitempty"`
 	OptOut   *OptOut   `json:"opt_out,omitempty" toml:"opt_out,omitempty"`
+	Agent    *Agent    `json:"agent,omitempty" toml:"agent,omitempty"`
 }
 
 // Say speaks Text, whose {{field}} placeholders the caller fills in, then
@@ -140,6 +141,7 @@ const (
 	KindTransfer Kind = "transfer"
 	KindHangup   Kind = "hangup"
 	KindOptOut   Kind = "opt_out"
+	KindAgent    Kind = "agent"
 )
 
 // kinds lists the kinds a step has set, in declaration order.
@@ -165,6 +167,9 @@ func (s *Step) kinds() []Kind {
 	}
 	if s.OptOut != nil {
 		ks = append(ks, KindOptOut)
+	}
+	if s.Agent != nil {
+		ks = append(ks, KindAgent)
 	}
 	return ks
 }

@@ -96,6 +96,9 @@ func (s *Step) edges() []edge {
 	if s.Set != nil {
 		add("set.next", s.Set.Next)
 	}
+	if s.Agent != nil {
+		add("agent.next", s.Agent.Next)
+	}
 	return es
 }
 
@@ -168,7 +171,7 @@ func (v *validator) step(i int) {
 	st := &v.s.Steps[i]
 	switch ks := st.kinds(); len(ks) {
 	case 0:
-		v.add(i, "", "no kind: a step needs exactly one of say, play, gather, set, transfer, hangup or opt_out")
+		v.add(i, "", "no kind: a step needs exactly one of say, play, gather, set, transfer, hangup, opt_out or agent")
 	case 1:
 	default:
 		names := make([]string, len(ks))
@@ -203,6 +206,53 @@ func (v *validator) step(i int) {
 			v.add(i, "transfer.to", "%s", r)
 		}
 	}
+	if a := st.Agent; a != nil {
+		v.agent(i, a)
+	}
+}
+
+// An agent's bounds, beside maxPromptRunes and maxAgentTurns.
+const (
+	maxAgentResults = 20
+	maxSayRunes     = 2000 // greeting, fallback
+)
+
+func (v *validator) agent(i int, a *Agent) {
+	switch n := utf8.RuneCountInString(a.Prompt); {
+	case strings.TrimSpace(a.Prompt) == "":
+		v.add(i, "agent.prompt", "required: what the model is told of its task")
+	case n > maxPromptRunes:
+		v.add(i, "agent.prompt", "%d characters: at most %d", n, maxPromptRunes)
+	}
+	for _, f := range []struct{ name, text string }{{"greeting", a.Greeting}, {"fallback", a.Fallback}} {
+		if n := utf8.RuneCountInString(f.text); n > maxSayRunes {
+			v.add(i, "agent."+f.name, "%d characters: at most %d", n, maxSayRunes)
+		}
+	}
+	if a.MaxTurns < 0 || a.MaxTurns > maxAgentTurns {
+		v.add(i, "agent.max_turns", "%d is out of range: 1 to %d (0 or left out: %d)", a.MaxTurns, maxAgentTurns, DefaultMaxTurns)
+	}
+	switch {
+	case len(a.Results) == 0:
+		v.add(i, "agent.results", "required: the results the model may end the call with, such as [\"confirmed\", \"declined\"]")
+	case len(a.Results) > maxAgentResults:
+		v.add(i, "agent.results", "%d results: at most %d", len(a.Results), maxAgentResults)
+	}
+	for j, r := range a.Results {
+		f := fmt.Sprintf("agent.results[%d]", j)
+		if p := checkLabel(r); p != "" {
+			v.add(i, f, "%s", p)
+		} else if slices.Index(a.Results, r) < j {
+			v.add(i, f, "%q is given twice", r)
+		}
+	}
+	if a.Transfer != "" {
+		if r := checkSIPURI(a.Transfer); r != "" {
+			v.add(i, "agent.transfer", "%s", r)
+		}
+	}
+	v.duration(i, "agent.timeout", a.Timeout, minTimeout, maxTimeout)
+	v.ref(i, "agent.next", a.Next)
 }
 
 func (v *validator) gather(i int, g *Gather) {
@@ -505,4 +555,28 @@ func isHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// Unmet lists the steps of a valid script that a deployment cannot run
+// (docs/voicebot.md#spoken-answers): those that listen for speech (a
+// speech gather, an agent) when speech is false, a deployment whose calls
+// are real and have no recognizer; and agent steps when chat is false,
+// no language model configured. Nil when it can run them all.
+func (s Script) Unmet(speech, chat bool) Problems {
+	var ps Problems
+	for i, st := range s.Steps {
+		p := Problem{Index: i, Step: st.Name}
+		switch {
+		case st.Agent != nil && !chat:
+			p.Field, p.Reason = "agent", "an agent step needs a language model: set [llm] url"
+		case st.Agent != nil && !speech:
+			p.Field, p.Reason = "agent", "an agent step hears speech: real calls need a recognizer ([asr] engine)"
+		case st.Gather != nil && st.Gather.Speech() && !speech:
+			p.Field, p.Reason = "gather.input", "a speech gather needs a recognizer on real calls: set [asr] engine"
+		default:
+			continue
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }
