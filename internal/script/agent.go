@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // Agent talks with the callee through a language model
@@ -38,7 +39,12 @@ const (
 	DefaultAgentTimeout  = 5 * time.Second
 	DefaultAgentFallback = "Xin lỗi, chúng tôi sẽ liên hệ lại với anh chị sau. Xin chào."
 	maxPromptRunes       = 8000
+	// MaxTurnRunes bounds one turn of the transcript: a reply the model
+	// makes longer fails (agent_error), a callee's longer answer is cut.
+	MaxTurnRunes = 2000
 )
+
+var errLongReply = fmt.Errorf("the model's reply is longer than %d characters", MaxTurnRunes)
 
 // The results an agent ends with when the model did not end the call
 // (docs/voicebot.md#conversations-the-agent-step).
@@ -132,7 +138,11 @@ func (c *conversation) reply() (done bool, err error) {
 	c.rec.Attempts++
 	c.conv.Turns = slices.Clone(c.out.Transcript[c.first:])
 	var callErr error // the call failing under a sentence is the call's, not the model's
+	length := 0
 	rep, err := c.chat.Reply(c.ctx, c.conv, func(s string) error {
+		if length += utf8.RuneCountInString(s); length > MaxTurnRunes {
+			return errLongReply
+		}
 		_, callErr = c.say(s, false)
 		return callErr
 	})

@@ -100,6 +100,8 @@ func TestRunAgent(t *testing.T) {
 			[]Heard{{Text: "a"}, {Text: "b"}, {Text: "c"}, {Text: "d"}}, AgentError, "max_turns (3)", 3},
 		"a result not offered": {[]fakeReply{{tool: ToolEndCall, result: "maybe"}}, []Heard{{Text: "alo"}}, AgentError, `result "maybe"`, 1},
 		"transfer not offered": {[]fakeReply{{tool: ToolTransfer}}, []Heard{{Text: "alo"}}, AgentError, "transfer", 1},
+		"a reply too long": {[]fakeReply{{sentences: []string{strings.Repeat("a", 1500) + ".", strings.Repeat("b", 600) + "."}}},
+			[]Heard{{Text: "alo"}}, AgentError, "longer than 2000 characters", 1},
 	} {
 		f := &fakeCall{heard: c.heard}
 		o := run(agentScript(base), f, &fakeChat{replies: c.replies})

@@ -234,6 +234,9 @@ func (x *run) said(speaker, text string) {
 	if text = strings.TrimSpace(text); text == "" {
 		return
 	}
+	if r := []rune(text); len(r) > MaxTurnRunes {
+		text = string(r[:MaxTurnRunes])
+	}
 	at := x.stepStart
 	if speaker != SpeakerBot || at.IsZero() {
 		at = x.now()
