@@ -187,3 +187,32 @@ func TestVoicebotSaysFaults(t *testing.T) {
 	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"dial","says":["có\nkhông"]}`, 400), "says")
 	wantField(t, s.adminFail(t, "POST", "/faults", `{"kind":"error","code":1402,"says":["có"]}`, 400), "says")
 }
+
+// TestVoicebotListeningScriptsThroughAdmin: the admin API saves a speech
+// gather and an agent step as the issue writes them, and refuses their
+// mistakes field by field.
+func TestVoicebotListeningScriptsThroughAdmin(t *testing.T) {
+	s := startSandbox(t)
+	s.admin(t, "PATCH", "/apps/qa-key/scenarios/sc-remind", `{"script":{"steps":[
+		{"name":"ask","gather":{"input":["dtmf","speech"],"max_digits":1,"prompt":{"say":"Anh có đến không?"},"timeout":"5s",
+			"branches":{"có":"talk","1":"talk"},"hints":["có","không"],"end_silence":"800ms","max_speech":"8s","barge_in":false}},
+		{"name":"talk","agent":{"prompt":"Xác nhận lịch hẹn với {{ho_ten}}.","greeting":"Chào {{ho_ten}}.","max_turns":8,
+			"results":["confirmed","declined","callback"],"next":"bye"}},
+		{"name":"bye","hangup":{}}]}}`, nil)
+	var got struct {
+		Script json.RawMessage `json:"script"`
+	}
+	s.admin(t, "GET", "/apps/qa-key/scenarios/sc-remind", "", &got)
+	for _, want := range []string{`"input":["dtmf","speech"]`, `"barge_in":false`, `"end_silence":"800ms"`, `"results":["confirmed","declined","callback"]`} {
+		if !strings.Contains(string(got.Script), want) {
+			t.Errorf("the stored script %s lacks %s", got.Script, want)
+		}
+	}
+	e := s.adminFail(t, "PATCH", "/apps/qa-key/scenarios/sc-remind", `{"script":{"steps":[
+		{"name":"ask","gather":{"input":["speech","voice"],"timeout":"5s","branches":{"có":"talk","Co":"talk"},"end_silence":"9s"}},
+		{"name":"talk","agent":{"prompt":"","results":[]}}]}}`, 400)
+	for _, f := range []string{`script.steps[0].gather.input[1]`, `script.steps[0].gather.branches["có"]`,
+		`script.steps[0].gather.end_silence`, `script.steps[1].agent.prompt`, `script.steps[1].agent.results`} {
+		wantField(t, e, f)
+	}
+}
