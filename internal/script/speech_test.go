@@ -167,3 +167,30 @@ func TestValidateSpeechGather(t *testing.T) {
 		}
 	}
 }
+
+// Unmet names the steps a deployment cannot run: speech without a
+// recognizer, an agent without a model.
+func TestUnmet(t *testing.T) {
+	s := speechMenu("speech")
+	s.Steps = append(s.Steps, Step{Name: "talk", Agent: &Agent{Prompt: "p", Results: []string{"x"}}})
+	s.Steps[1].Set.Next = "talk" // reached
+	keys := reminder()
+	for _, c := range []struct {
+		s            Script
+		speech, chat bool
+		want         string
+	}{
+		{s, true, true, ""},
+		{keys, false, false, ""},
+		{s, false, true, `steps[0] "menu": gather.input: a speech gather needs a recognizer on real calls: set [asr] engine; steps[5] "talk": agent: an agent step hears speech: real calls need a recognizer ([asr] engine)`},
+		{s, true, false, `steps[5] "talk": agent: an agent step needs a language model: set [llm] url`},
+	} {
+		got := ""
+		if ps := c.s.Unmet(c.speech, c.chat); ps != nil {
+			got = ps.Error()
+		}
+		if got != c.want {
+			t.Errorf("Unmet(%v, %v) = %q, want %q", c.speech, c.chat, got, c.want)
+		}
+	}
+}
