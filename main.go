@@ -248,9 +248,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	// The simulator hears the rules' says: only real calls need a
-	// recognizer, which this version lacks.
-	if err := m.checkScriptsCanRun(ctx, cfg.Dialer.Kind != config.DialerSIP, cfg.LLM.URL != ""); err != nil {
+	if err := m.checkScriptsCanRun(ctx, m.speechHeard(), cfg.LLM.URL != ""); err != nil {
 		return err
 	}
 
@@ -470,6 +468,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
 		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
 		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
+		Speech: m.speechHeard(), Chat: m.Config.LLM.URL != "",
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
 	adm.Routes(router)
 	access, err := m.sinkAccess(ctx)
@@ -613,6 +612,11 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	}
 	return ff, nil
 }
+
+// speechHeard says whether this dialbox's calls can hear speech: the
+// simulator hears the rules' says; real calls need a recognizer, which
+// this version lacks.
+func (m *Main) speechHeard() bool { return m.Config.Dialer.Kind != config.DialerSIP }
 
 // checkScriptsCanRun refuses to start while a stored scenario's script has
 // a step this deployment cannot run (script.Unmet): speech heard without

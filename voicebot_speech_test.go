@@ -190,9 +190,15 @@ func TestVoicebotSaysFaults(t *testing.T) {
 
 // TestVoicebotListeningScriptsThroughAdmin: the admin API saves a speech
 // gather and an agent step as the issue writes them, and refuses their
-// mistakes field by field.
+// mistakes field by field; without [llm] url it refuses the agent.
 func TestVoicebotListeningScriptsThroughAdmin(t *testing.T) {
-	s := startSandbox(t)
+	agent := `{"script":{"steps":[{"name":"talk","agent":{"prompt":"p","results":["confirmed"]}}]}}`
+	e := startSandbox(t).adminFail(t, "PATCH", "/apps/qa-key/scenarios/sc-remind", agent, 400)
+	if len(e.Details) != 1 || e.Details[0].Field != "script.steps[0].agent" || !strings.Contains(e.Details[0].Reason, "set [llm] url") {
+		t.Errorf("an agent without a model: %+v", e)
+	}
+
+	s := startSandbox(t, "DIALBOX_LLM_URL=http://127.0.0.1:1/v1")
 	s.admin(t, "PATCH", "/apps/qa-key/scenarios/sc-remind", `{"script":{"steps":[
 		{"name":"ask","gather":{"input":["dtmf","speech"],"max_digits":1,"prompt":{"say":"Anh có đến không?"},"timeout":"5s",
 			"branches":{"có":"talk","1":"talk"},"hints":["có","không"],"end_silence":"800ms","max_speech":"8s","barge_in":false}},
@@ -208,7 +214,7 @@ func TestVoicebotListeningScriptsThroughAdmin(t *testing.T) {
 			t.Errorf("the stored script %s lacks %s", got.Script, want)
 		}
 	}
-	e := s.adminFail(t, "PATCH", "/apps/qa-key/scenarios/sc-remind", `{"script":{"steps":[
+	e = s.adminFail(t, "PATCH", "/apps/qa-key/scenarios/sc-remind", `{"script":{"steps":[
 		{"name":"ask","gather":{"input":["speech","voice"],"timeout":"5s","branches":{"có":"talk","Co":"talk"},"end_silence":"9s"}},
 		{"name":"talk","agent":{"prompt":"","results":[]}}]}}`, 400)
 	for _, f := range []string{`script.steps[0].gather.input[1]`, `script.steps[0].gather.branches["có"]`,
