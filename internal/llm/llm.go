@@ -99,10 +99,11 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []Tool, sentenc
 		return Reply{}, fmt.Errorf("llm: %s answered %s: %s", c.url, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	var rep Reply
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
-		err = c.whole(r, &rep, sentence) // a server that does not stream
+	br := bufio.NewReader(r)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" || startsObject(br) {
+		err = c.whole(br, &rep, sentence) // a server that does not stream
 	} else {
-		err = c.stream(r, &rep, sentence)
+		err = c.stream(br, &rep, sentence)
 	}
 	if r.left <= 0 {
 		err = errTooLong // whatever the cut made of the last event
@@ -111,6 +112,23 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []Tool, sentenc
 		return rep, c.fail(ctx, err)
 	}
 	return rep, nil
+}
+
+// startsObject says whether the body is one JSON object, whatever its
+// Content-Type says: its first byte past white space is {.
+func startsObject(br *bufio.Reader) bool {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return false
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			br.ReadByte()
+		default:
+			return b[0] == '{'
+		}
+	}
 }
 
 // fail names the timeout when it is why err happened.
@@ -152,9 +170,27 @@ func toolsJSON(tools []Tool) []toolJSON {
 type toolCall struct {
 	Index    int `json:"index"`
 	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
+		Name      string    `json:"name"`
+		Arguments arguments `json:"arguments"`
 	} `json:"function"`
+}
+
+// arguments are a tool call's arguments: JSON text in a string, as the
+// protocol has them, or, from servers that send the object itself, that
+// object's text.
+type arguments string
+
+func (a *arguments) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*a = arguments(s)
+		return nil
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	*a = arguments(b)
+	return nil
 }
 
 type message struct {
@@ -207,7 +243,7 @@ func (c *Client) stream(r io.Reader, rep *Reply, sentence func(string) error) er
 					order = append(order, tc.Index)
 				}
 				call.Name += tc.Function.Name
-				call.Arguments += tc.Function.Arguments
+				call.Arguments += string(tc.Function.Arguments)
 			}
 		}
 		for {
@@ -249,7 +285,7 @@ func (c *Client) whole(r io.Reader, rep *Reply, sentence func(string) error) err
 	m := ch.Choices[0].Message
 	rep.Text = strings.TrimSpace(m.Content)
 	for _, tc := range m.ToolCalls {
-		rep.Calls = append(rep.Calls, Call{Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		rep.Calls = append(rep.Calls, Call{Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 	}
 	for rest := rep.Text; rest != ""; {
 		end := SentenceEnd(rest)

@@ -83,8 +83,22 @@ func TestChatStreamsSentences(t *testing.T) {
 	}
 }
 
-// A server that answers one JSON document instead of a stream is read too.
+// A server that answers one JSON document instead of a stream is read
+// too, whatever its Content-Type, and arguments sent as an object.
 func TestChatWholeReply(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, `  {"choices":[{"message":{"role":"assistant","content":null,
+			"tool_calls":[{"id":"c","type":"function","function":{"name":"end_call","arguments":{"result":"confirmed"}}}]}}]}`)
+	}))
+	defer srv.Close()
+	rep, err := New(srv.URL, "m", "", time.Minute).Chat(context.Background(), nil, nil, nil)
+	if err != nil || rep.Text != "" || len(rep.Calls) != 1 || rep.Calls[0] != (Call{"end_call", `{"result":"confirmed"}`}) {
+		t.Errorf("reply %+v, %v", rep, err)
+	}
+}
+
+func TestChatWholeJSONReply(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		fmt.Fprint(w, `{"choices":[{"message":{"role":"assistant","content":"Cảm ơn anh. Chào anh.",
