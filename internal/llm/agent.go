@@ -36,7 +36,7 @@ func (a Agent) Reply(ctx context.Context, conv script.Conversation, sentence fun
 	if err != nil {
 		return script.AgentReply{}, err
 	}
-	out := script.AgentReply{Text: rep.Text}
+	var out script.AgentReply
 	for _, c := range rep.Calls {
 		if c.Name == script.ToolEndCall || c.Name == script.ToolTransfer {
 			var args struct {

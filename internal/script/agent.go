@@ -77,10 +77,10 @@ type Conversation struct {
 	Transfer bool     // whether the transfer tool is offered
 }
 
-// AgentReply is one reply of the model: its text, and Tool (ToolEndCall,
-// ToolTransfer, or "" to go on) with end_call's Result.
+// AgentReply is how one reply of the model, its text already handed to
+// sentence, ends: Tool (ToolEndCall, ToolTransfer, or "" to go on) with
+// end_call's Result.
 type AgentReply struct {
-	Text   string
 	Tool   string
 	Result string
 }

@@ -34,7 +34,7 @@ func (f *fakeChat) Reply(ctx context.Context, conv Conversation, sentence func(s
 			return AgentReply{}, err
 		}
 	}
-	return AgentReply{Text: strings.Join(r.sentences, " "), Tool: r.tool, Result: r.result}, r.err
+	return AgentReply{Tool: r.tool, Result: r.result}, r.err
 }
 
 func agentScript(a Agent) Script {
