@@ -58,6 +58,7 @@ type mainStore interface {
 	ApplyFixtures(ctx context.Context, apps []*store.FixtureApp, now time.Time) error
 	RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error
 	PoolTrunks(ctx context.Context) ([]store.PoolTrunk, error)
+	ScenarioScripts(ctx context.Context) ([]store.ScenarioScript, error)
 	Reset(ctx context.Context, apps []*store.FixtureApp, now time.Time) error
 }
 
