@@ -17,8 +17,8 @@ func (a *Admin) listApps(r *http.Request, _ httprouter.Params) (any, error) {
 	return map[string]any{"applications": apps}, err
 }
 
-func (a *Admin) getApp(r *http.Request, ps httprouter.Params) (any, error) {
-	return a.app(r, ps)
+func (a *Admin) getApp(_ *http.Request, app *domain.Application, _ httprouter.Params) (any, error) {
+	return app, nil
 }
 
 type appBody struct {
@@ -125,11 +125,7 @@ func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
 	return map[string]string{"deleted": ps.ByName("app")}, notFound(err, "Application")
 }
 
-func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) mintToken(_ *http.Request, app *domain.Application, _ httprouter.Params) (any, error) {
 	token, err := auth.MintToken(app, a.now())
 	return map[string]string{"access_token": token}, err
 }
