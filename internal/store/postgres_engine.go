@@ -497,18 +497,26 @@ func (s *Postgres) RenewLeases(ctx context.Context, now time.Time) error {
 // keepLeases renews this node's leases every third of the lease until the
 // store closes.
 func (s *Postgres) keepLeases(stop <-chan struct{}) {
+	s.every(stop, s.Lease/3, s.Lease/3, func(ctx context.Context) {
+		if err := s.RenewLeases(ctx, time.Now()); err != nil {
+			s.Metrics.Cluster.observeLeaseRenewalFailure()
+		}
+	})
+}
+
+// every runs job every period, each run given timeout, until stop is
+// closed; the store's Close waits for it (done).
+func (s *Postgres) every(stop <-chan struct{}, period, timeout time.Duration, job func(ctx context.Context)) {
 	defer s.done.Done()
-	t := time.NewTicker(s.Lease / 3)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), s.Lease/3)
-			if err := s.RenewLeases(ctx, time.Now()); err != nil {
-				s.Metrics.Cluster.observeLeaseRenewalFailure()
-			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			job(ctx)
 			cancel()
 		}
 	}
