@@ -258,19 +258,10 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.Call
 	if err != nil {
 		return nil, 0, err
 	}
-	out := map[string]int{}
-	err = sqldb.PGX(tx).Query(ctx, `SELECT ad_phone, count(*) FROM calls
+	out, err := sqldb.CollectMap(ctx, sqldb.PGX(tx), sqldb.KeyValue[string, int], `SELECT ad_phone, count(*) FROM calls
 		WHERE app_id = ? AND ad_phone = ANY(?) AND ad_phone IS NOT NULL
 			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > ?))
-		GROUP BY ad_phone`, []any{appID, phones, Millis(start.Add(-domain.AdDay))}, func(scan func(...any) error) error {
-		var p string
-		var n int
-		if err := scan(&p, &n); err != nil {
-			return err
-		}
-		out[p] = n
-		return nil
-	})
+		GROUP BY ad_phone`, appID, phones, Millis(start.Add(-domain.AdDay)))
 	if err != nil {
 		return nil, 0, err
 	}
