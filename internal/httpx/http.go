@@ -460,3 +460,25 @@ func (f *ServedFile) Serve(w http.ResponseWriter) error {
 	io.Copy(w, file) // a client gone mid-way is no error of ours
 	return nil
 }
+
+// StatusWriter keeps the status its handler answered, for the access log
+// and the sandbox's journal: the first one written, 200 when a body comes
+// first, 0 while nothing is answered.
+type StatusWriter struct {
+	http.ResponseWriter
+	Status int
+}
+
+func (w *StatusWriter) WriteHeader(status int) {
+	if w.Status == 0 {
+		w.Status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *StatusWriter) Write(b []byte) (int, error) {
+	if w.Status == 0 {
+		w.Status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
