@@ -190,10 +190,7 @@ func badKeyf(key, format string, args ...any) error {
 }
 
 func (c *Config) checkDialer() error {
-	if c.Dialer.Kind != DialerSimulated && c.Dialer.Kind != DialerSIP {
-		return badKey("dialer.kind", `must be "simulated" or "sip"`)
-	}
-	return nil
+	return oneOf("dialer.kind", c.Dialer.Kind, DialerSimulated, DialerSIP)
 }
 
 // checkSIP checks [sip] and its trunks; dialer.kind = "sip" needs one.
