@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"net/http"
 
 	"dialbox/internal/auth"
@@ -73,10 +72,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 		rules = *b.Destinations
 	}
 	app, err := a.apps.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("An application with api_key %q already exists", key)
-	}
-	if err != nil {
+	if err = exists(err, "An application with api_key %q already exists", key); err != nil {
 		return nil, err
 	}
 	token, err := auth.MintToken(app, a.now())

@@ -42,11 +42,7 @@ func (a *Admin) createCampaign(r *http.Request, app *domain.Application, ps http
 		}
 		return nil, err
 	}
-	err := a.calling.CreateCampaign(r.Context(), c, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Campaign %q already exists", c.ID)
-	}
-	if err != nil {
+	if err := exists(a.calling.CreateCampaign(r.Context(), c, a.now()), "Campaign %q already exists", c.ID); err != nil {
 		return nil, err
 	}
 	ps = append(ps, httprouter.Param{Key: "campaign", Value: c.ID})

@@ -3,7 +3,6 @@ package admin
 import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -47,11 +46,7 @@ func (a *Admin) createPool(r *http.Request, app *domain.Application, ps httprout
 	if !ok {
 		return nil, domain.Invalid("numbers", "must not hold an empty number")
 	}
-	err := a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Hotline pool %q already exists", b.Key)
-	}
-	if err != nil {
+	if err := exists(a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now()), "Hotline pool %q already exists", b.Key); err != nil {
 		return nil, err
 	}
 	ps = append(ps, httprouter.Param{Key: "pool", Value: b.Key})

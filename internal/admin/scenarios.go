@@ -145,11 +145,7 @@ func (a *Admin) createScenario(r *http.Request, app *domain.Application, ps http
 	if err := b.apply(sc); err != nil {
 		return nil, err
 	}
-	err := a.calling.CreateScenario(r.Context(), sc, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
-	}
-	if err != nil {
+	if err := exists(a.calling.CreateScenario(r.Context(), sc, a.now()), "Scenario %q already exists", sc.ID); err != nil {
 		return nil, err
 	}
 	return a.showScenario(r, app.ID, sc.ID)
