@@ -269,7 +269,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.engine = engine.New(engine.Parts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
-		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
+		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: faults.BeforeDial,
 		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordings.Folder(cfg, store.DataDir(cfg)), RecordingBase: m.recordingBase()})
 	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, store.DataDir(cfg)), cfg, m.Log)
 	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.sandboxNow.Now, m.Log)
@@ -431,14 +431,6 @@ func (m *Main) stopCalling() {
 	}
 }
 
-// forceDial is the engine's lookup of the dial rules of faults.
-func forceDial(faults *sandbox.Faults) engine.ForceDial {
-	return func(appID int64, phone string) (string, *string, bool) {
-		f, ok := faults.BeforeDial(appID, phone)
-		return f.Outcome, f.Digits, ok
-	}
-}
-
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
 func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *sandbox.Journal, faults *sandbox.Faults) error {
@@ -457,7 +449,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
 		Region: m.Config.Phone.DefaultRegion, Now: m.now, Log: m.Log, TokenHash: hash,
 		WrongTokens: wrongTokens, Proxies: proxies,
-		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
+		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.Config.PoolTrunks(),
 		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
 		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
@@ -477,11 +469,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		})
 	}
 	if m.Config.Console.Enabled {
-		var trunks []string
-		for _, t := range m.Config.SIP.Trunks {
-			trunks = append(trunks, t.Name)
-		}
-		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: m.Config.SIP.TrunkNames(), Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
 		if m.sip != nil { // a nil *dialer.SIP would not be a nil console.TrunkUses
 			parts.SIP = m.sip
@@ -563,19 +551,6 @@ func (m *Main) applyFixtureRegister(ctx context.Context, d *store.FixtureDNC, no
 	return nil
 }
 
-// trunkNames are the trunks a pool may name; nil with the simulated
-// dialer, which has none and accepts any.
-func (m *Main) trunkNames() map[string]bool {
-	if m.Config.Dialer.Kind != config.DialerSIP {
-		return nil
-	}
-	names := map[string]bool{}
-	for _, t := range m.Config.SIP.Trunks {
-		names[t.Name] = true
-	}
-	return names
-}
-
 // loadFixtures reads the fixtures file; with real calls, a pool naming a
 // trunk that is not configured is an error of the file, at its line.
 func (m *Main) loadFixtures() (*store.FixtureFile, error) {
@@ -587,7 +562,7 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	if err := ff.ReadDNC(path, m.Config.Phone.DefaultRegion); err != nil {
 		return nil, err
 	}
-	trunks := m.trunkNames()
+	trunks := m.Config.PoolTrunks()
 	if trunks == nil {
 		return ff, nil
 	}
@@ -608,7 +583,7 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 // earlier (through the admin API) names a trunk that is not configured:
 // its calls could go nowhere.
 func (m *Main) checkStoredPoolTrunks(ctx context.Context) error {
-	trunks := m.trunkNames()
+	trunks := m.Config.PoolTrunks()
 	pools, err := m.store.PoolTrunks(ctx)
 	if err != nil {
 		return err

@@ -267,11 +267,12 @@ func ForcedError(op httpx.Operation, code int, message string) *httpx.Error {
 	return e
 }
 
-// BeforeDial is the engine's hook: the outcome a dial rule forces on a call
-// of appID to phone, if one fires. Safe on a nil *Faults.
-func (f *Faults) BeforeDial(appID int64, phone string) (DialForce, bool) {
+// BeforeDial is the engine's hook (its ForceDial): the outcome and keypad
+// digits a dial rule forces on a call of appID to phone, if one fires.
+// Safe on a nil *Faults.
+func (f *Faults) BeforeDial(appID int64, phone string) (outcome string, digits *string, forced bool) {
 	if f == nil {
-		return DialForce{}, false
+		return "", nil, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -279,16 +280,10 @@ func (f *Faults) BeforeDial(appID int64, phone string) (DialForce, bool) {
 		if rule.Kind == FaultDial && (rule.AppID == 0 || rule.AppID == appID) &&
 			(rule.Phone == "" || rule.Phone == phone) && f.fire(rule) {
 			// Adding the rule set the outcome machine or digits imply.
-			return DialForce{Outcome: rule.Outcome, Digits: rule.Digits}, true
+			return rule.Outcome, rule.Digits, true
 		}
 	}
-	return DialForce{}, false
-}
-
-// DialForce is what a dial rule forces on a call.
-type DialForce struct {
-	Outcome string
-	Digits  *string
+	return "", nil, false
 }
 
 // BeforeSend is the webhook deliverer's hook: the HTTP status a webhook rule
