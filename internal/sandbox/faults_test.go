@@ -14,11 +14,11 @@ func TestFaultHooks(t *testing.T) {
 		{ID: "1", Kind: FaultDial, AppID: 7, Phone: "+84912000001", Outcome: "NO_ANSWER", Probability: 1},
 		{ID: "2", Kind: FaultWebhook, EndpointID: "ep", Status: http.StatusGone, Probability: 1, Times: 1, Remaining: 1},
 	}
-	if o, _, ok := f.BeforeDial(8, "+84912000001"); ok {
-		t.Errorf("other app: %q", o)
+	if o, ok := f.BeforeDial(8, "+84912000001"); ok {
+		t.Errorf("other app: %+v", o)
 	}
-	if o, _, ok := f.BeforeDial(7, "+84912000001"); !ok || o != "NO_ANSWER" {
-		t.Errorf("dial: %q %v", o, ok)
+	if o, ok := f.BeforeDial(7, "+84912000001"); !ok || o.Outcome != "NO_ANSWER" {
+		t.Errorf("dial: %+v %v", o, ok)
 	}
 	if _, ok := f.BeforeSend("other"); ok {
 		t.Error("other endpoint")
