@@ -24,7 +24,6 @@ import (
 	"dialbox/internal/console"
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
-	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
@@ -466,20 +465,11 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		Speech: m.speechHeard(), Chat: m.Config.LLM.URL != "",
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
 	adm.Routes(router)
-	access, err := m.sinkAccess(ctx)
+	access, err := sandbox.SinkAccess(ctx, m.Config, m.store)
 	if err != nil {
 		return err
 	}
-	switch access {
-	case config.SinkAccessOpen:
-		router.POST("/sink/:name", sink.Receive)
-	case config.SinkAccessAdmin:
-		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-			if adm.Authorize(w, r) {
-				sink.Receive(w, r, ps)
-			}
-		})
-	}
+	sink.Mount(router, access, adm.Authorize)
 	if m.Config.Console.Enabled {
 		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: m.Config.SIP.TrunkNames(), Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
@@ -495,27 +485,6 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}
 	return nil
-}
-
-// sinkAccess is who may post to the sink, sink.access with "auto" decided:
-// open on a sandbox (the simulated dialer, or a database with the demo
-// tenant, whose webhook is the sink), off on a server making real calls for
-// its tenants only (docs/sandbox.md#who-may-post-to-the-sink).
-func (m *Main) sinkAccess(ctx context.Context) (string, error) {
-	if m.Config.Sink.Access != config.SinkAccessAuto {
-		return m.Config.Sink.Access, nil
-	}
-	if m.Config.Dialer.Kind != config.DialerSIP {
-		return config.SinkAccessOpen, nil
-	}
-	switch _, err := m.store.DemoApp(ctx); {
-	case err == nil:
-		return config.SinkAccessOpen, nil
-	case errors.Is(err, domain.ErrNotFound):
-		return config.SinkAccessOff, nil
-	default:
-		return "", err
-	}
 }
 
 // resetTenants stops calling, replaces every tenant by the fixtures (or the
