@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"dialbox/internal/audio"
 )
 
 // The audio the detector reads: 8 kHz mono signed 16-bit PCM, judged 20 ms
@@ -201,15 +203,7 @@ func (d *Detector) Result() (Result, bool) {
 // voiced says whether a frame's mean absolute sample reaches the threshold,
 // in integers as Asterisk's silence detector rounds the mean down.
 func (d *Detector) voiced(frame []int16) bool {
-	var sum int64
-	for _, s := range frame {
-		v := int64(s)
-		if v < 0 {
-			v = -v
-		}
-		sum += v
-	}
-	return sum >= int64(d.cfg.SilenceThreshold)*int64(len(frame))
+	return audio.SumAbs(frame) >= int64(d.cfg.SilenceThreshold)*int64(len(frame))
 }
 
 // step judges one frame, checking the rules in the order Asterisk does.
