@@ -260,7 +260,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 	if err != nil {
 		return err
 	}
-	if err := enqueue(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+	if err := enqueueEvent(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
 	if !willRetry {
@@ -270,7 +270,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 			return err
 		}
 		data.TotalCost = &total
-		if err := enqueue(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+		if err := enqueueEvent(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
 			return err
 		}
 	}
@@ -376,7 +376,7 @@ func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Tim
 		}
 		data.StartedAt, data.EndedAt = domain.EventTime(now), domain.EventTime(now)
 		data.AnsweredBy, data.Steps, data.Transcript = domain.AnsweredByUnknown, json.RawMessage(`[]`), json.RawMessage(`[]`)
-		if err := enqueue(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
+		if err := enqueueEvent(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
 			return err
 		}
 	}

@@ -30,10 +30,10 @@ func subscribedEndpoints(tx settleTx, appID int64) (map[string][]string, error) 
 	return out, err
 }
 
-// enqueue writes the event once per endpoint subscribed to it. The event id
+// enqueueEvent writes the event once per endpoint subscribed to it. The event id
 // is shared by the copies; each copy has its own message id, which is its
 // webhook-id.
-func enqueue(tx settleTx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
+func enqueueEvent(tx settleTx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
 	var payload []byte
 	for ep, events := range endpoints {
 		if !subscribed(events, eventType) {

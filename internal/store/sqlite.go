@@ -10,11 +10,9 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"dialbox/internal/domain"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
@@ -32,10 +30,9 @@ type SQLite struct {
 	read  *sql.DB
 	write *sql.DB
 
-	mu     sync.RWMutex // guards closed against Write racing Close
-	closed bool
-	jobs   chan writeJob
-	done   chan struct{}
+	closeGuard // against Write racing Close
+	jobs       chan writeJob
+	done       chan struct{}
 
 	stmts writeStmts // the writer's hot statements, prepared once
 	known int        // the migrations this dialbox knows (Migrations)
@@ -131,14 +128,9 @@ func openLockedStore(path string, migrations []string, m Metrics, rec recordings
 
 // Close finishes queued writes and closes the database.
 func (s *SQLite) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.shut(func() { close(s.jobs) }) {
 		return nil
 	}
-	s.closed = true
-	close(s.jobs)
-	s.mu.Unlock()
 	<-s.done
 	return s.closeDBs()
 }
@@ -290,46 +282,12 @@ func sqliteWrite(write func(context.Context, func(*sql.Tx) error) error) func(co
 }
 
 func (s *SQLite) write1(ctx context.Context, job writeJob) error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return domain.ErrStoreClosed
-	}
-	select {
-	case s.jobs <- job:
-	case <-ctx.Done():
-		s.mu.RUnlock()
-		return ctx.Err()
-	}
-	s.mu.RUnlock()
-	// Wait even if ctx ends now: the job may already be committing, and the
-	// caller must not report failure for data that is stored.
-	return <-job.result
+	return enqueue(ctx, &s.closeGuard, s.jobs, job, job.result)
 }
 
 func (s *SQLite) writer() {
 	defer close(s.done)
-	for job := range s.jobs {
-		batch := []writeJob{job}
-	collect:
-		for !job.alone && len(batch) < maxJobsPerCommit {
-			select {
-			case j, ok := <-s.jobs:
-				if !ok {
-					break collect
-				}
-				if j.alone {
-					s.commit(batch)
-					batch = []writeJob{j}
-					break collect
-				}
-				batch = append(batch, j)
-			default:
-				break collect
-			}
-		}
-		s.commit(batch)
-	}
+	groupCommit(s.jobs, func(j writeJob) bool { return j.alone }, s.commit)
 }
 
 func (s *SQLite) commit(batch []writeJob) {
@@ -375,15 +333,7 @@ func (s *SQLite) commit(batch []writeJob) {
 	if committing {
 		s.watch.Committed(&s.configChanges) // after the count: a read waiting on it sees that too
 	}
-	s.storage.Note(err)
-	for i, job := range batch {
-		s.storage.Note(results[i])
-		if err != nil {
-			job.result <- fmt.Errorf("commit: %w", err)
-		} else {
-			job.result <- results[i]
-		}
-	}
+	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
 }
 
 // runJob keeps a panicking job from taking the writer (and every other

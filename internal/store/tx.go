@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -28,7 +30,7 @@ type sqlStore struct {
 }
 
 // settleTx is the part of a transaction that settling a call (endCallTx)
-// and queuing its webhook events (enqueue) use, so both stores run that
+// and queuing its webhook events (enqueueEvent) use, so both stores run that
 // code, the heart of what a call costs and reports, as one: SQLite's
 // *sql.Tx (sqliteTx) and PostgreSQL's pgx.Tx (pgTx). Queries are written
 // with ? placeholders, in the SQL both databases speak, and run through
@@ -113,4 +115,13 @@ func (t pgSettle) execLast(query string, args ...any) error {
 	}
 	*t.last = append(*t.last, pgStmt{sqldb.Numbered(query), args})
 	return nil
+}
+
+// scanErr is the error of a row's Scan as the store answers it: no row is
+// domain.ErrNotFound.
+func scanErr(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ErrNotFound
+	}
+	return err
 }
