@@ -12,7 +12,7 @@ import (
 )
 
 // The counts an import keeps (on SQLite the writer's, schema.sql's
-// migration 13; on PostgreSQL statement triggers) equal the rows, after
+// migration 14; on PostgreSQL statement triggers) equal the rows, after
 // concurrent imports the writer commits together, mixing scenarios,
 // campaigns and duplicates it skips; after an import refused and rolled
 // back; after state changes and a delete.

@@ -370,7 +370,12 @@ ALTER TABLE applications ADD COLUMN destination_deny  TEXT NOT NULL DEFAULT '[]'
 CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
     WHERE state = 'pending';
 
--- migration 13: new contacts counted once per import
+-- migration 13: what was said on a call (docs/voicebot.md#results)
+-- The JSON list of turns {"speaker", "text", "at"}; calls ended before this
+-- migration read as nothing said.
+ALTER TABLE calls ADD COLUMN transcript TEXT NOT NULL DEFAULT '[]';
+
+-- migration 14: new contacts counted once per import
 -- SQLite has no statement triggers: migrations 4's and 8's triggers on
 -- INSERT updated two counter rows per contact, and cost operation A about
 -- a third of its rate (docs/benchmarks.md). An import adds the contacts it

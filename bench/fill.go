@@ -116,7 +116,7 @@ func sqlFill(dbPath string, first, n int64) (time.Duration, error) {
 	insContacts := insertSQL("INSERT INTO", "contacts", ccols, contactExpr, "t.seq = ?")
 	insImports := insertSQL("INSERT OR IGNORE INTO", "imports", icols, importExpr, "t.id = ?")
 
-	// From schema.sql's migration 13 the import counts the contacts it adds
+	// From schema.sql's migration 14 the import counts the contacts it adds
 	// (no INSERT trigger does): the fill adds its rows to the same counts,
 	// like the template row it copies. An older dialbox's triggers count
 	// them themselves.

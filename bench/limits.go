@@ -102,7 +102,7 @@ func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur ti
 	}
 	defer stmt.Close()
 	// The schema's bookkeeping is part of the limit: from schema.sql's
-	// migration 13 whoever inserts contacts counts them, once per commit
+	// migration 14 whoever inserts contacts counts them, once per commit
 	// here as dialbox's import does once per request; before it, row
 	// triggers did.
 	var triggers int

@@ -7,6 +7,8 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -169,6 +171,22 @@ func (c *Console) app(ctx context.Context, ps httprouter.Params) (*domain.Applic
 	return c.reads.App(ctx, ps.ByName("app"))
 }
 
+// appPage is a page of one tenant: app is the application the :app path
+// parameter names.
+type appPage func(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error)
+
+// ofApp serves h with the application :app names resolved first: an
+// unknown one is answered before h runs.
+func (c *Console) ofApp(h appPage) consolePage {
+	return func(r *http.Request, ps httprouter.Params) (*view, error) {
+		app, err := c.app(r.Context(), ps)
+		if err != nil {
+			return nil, err
+		}
+		return h(r, app, ps)
+	}
+}
+
 func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCampaign bool) (*progressView, error) {
 	app, err := c.app(ctx, ps)
 	if err != nil {
@@ -279,12 +297,8 @@ type contactsView struct {
 	Searched bool   // a filtered page that looked through contactsScan contacts
 }
 
-func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, error) {
+func (c *Console) contactsPage(r *http.Request, app *domain.Application, _ httprouter.Params) (*view, error) {
 	ctx := r.Context()
-	app, err := c.app(ctx, ps)
-	if err != nil {
-		return nil, err
-	}
 	q := r.URL.Query()
 	f, err := c.contactFilter(q)
 	if err != nil {
@@ -365,25 +379,40 @@ func dateParam(q url.Values, name string, addDays int) (time.Time, error) {
 type contactView struct {
 	App     *domain.Application
 	Contact *domain.ContactRecord
-	Calls   []domain.CallRecord
+	Calls   []callView
 }
 
-func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, error) {
-	app, err := c.app(r.Context(), ps)
-	if err != nil {
-		return nil, err
-	}
+// callView is one call of a contact's page, with its transcript read for
+// the conversation it shows (docs/console.md#contacts).
+type callView struct {
+	domain.CallRecord
+	Turns []turn
+}
+
+// turn is one thing said on a call, as the transcript stores it.
+type turn struct {
+	Speaker string    `json:"speaker"`
+	Text    string    `json:"text"`
+	At      time.Time `json:"at"`
+}
+
+func (c *Console) contactPage(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error) {
 	k, calls, err := c.reads.Contact(r.Context(), app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
 	}
+	views := make([]callView, len(calls))
 	for i := range calls {
 		if calls[i].Recorded { // the player's source: the console's own route, behind the session
 			calls[i].RecordingURL = "/console/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(k.ID) +
 				"/calls/" + url.PathEscape(calls[i].ID) + "/recording"
 		}
+		views[i].CallRecord = calls[i]
+		if err := json.Unmarshal(calls[i].Transcript, &views[i].Turns); err != nil {
+			return nil, fmt.Errorf("call %s: transcript: %w", calls[i].ID, err)
+		}
 	}
-	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: calls}}, nil
+	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: views}}, nil
 }
 
 // ---- webhooks ----
@@ -403,12 +432,8 @@ type webhooksView struct {
 	Since     string // a default for "recover dead since"
 }
 
-func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, error) {
+func (c *Console) webhooksPage(r *http.Request, app *domain.Application, _ httprouter.Params) (*view, error) {
 	ctx := r.Context()
-	app, err := c.app(ctx, ps)
-	if err != nil {
-		return nil, err
-	}
 	q := r.URL.Query()
 	d := &webhooksView{App: app, Filter: q, States: []string{domain.MessagePending, domain.MessageDelivered, domain.MessageDead},
 		Since: c.now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
@@ -447,11 +472,7 @@ type messageView struct {
 	Attempts []domain.WebhookAttempt
 }
 
-func (c *Console) messagePage(r *http.Request, ps httprouter.Params) (*view, error) {
-	app, err := c.app(r.Context(), ps)
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) messagePage(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error) {
 	m, attempts, err := c.reads.Message(r.Context(), app.ID, ps.ByName("message"))
 	if err != nil {
 		return nil, err

@@ -247,13 +247,13 @@ var insertContactsSQL = func() (q [contactChunk + 1]string) {
 }()
 
 // countedVersion is the SQLite migration from which imports count the
-// contacts they add (schema.sql's migration 13) instead of row triggers.
-const countedVersion = 13
+// contacts they add (schema.sql's migration 14) instead of row triggers.
+const countedVersion = 14
 
 // countAdded adds an import's n new contacts, all queued and without an
 // outcome, to the application's unfinished contacts and to the console's
 // counts: two statements per import where row triggers made two per
-// contact (schema.sql's migration 13). It returns the application's
+// contact (schema.sql's migration 14). It returns the application's
 // unfinished contacts now, which checkQueued needs.
 func countAdded(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n int) (queued int64, err error) {
 	if err := tx.QueryRow(ctx, countQueuedSQL, n, req.AppID).Scan(&queued); err != nil {
@@ -343,22 +343,6 @@ func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportReques
 		}
 	}
 	return nil
-}
-
-// ContactIDs returns the contact_ids of every stored contact of an
-// application (tests use it to check that nothing acknowledged was lost).
-func (s *sqlStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
-	ids := map[string]bool{}
-	err := s.db.Query(ctx, `SELECT id FROM contacts WHERE app_id = ?`, []any{appID}, func(scan func(...any) error) error {
-		var id string
-		err := scan(&id)
-		ids[id] = true
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
 }
 
 // SkippedOf returns an import's skipped contacts with their reasons.
