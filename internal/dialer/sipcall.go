@@ -83,7 +83,7 @@ func phonePCM(b audio.Buffer) ([]byte, error) {
 }
 
 // Listen plays the prompt, captures the callee's answer and has the [asr]
-// recognizer hear it (docs/voicebot.md#spoken-answers). Keys pressed
+// recognizer hear it (docs/voicebot.md#listening-on-a-real-call). Keys pressed
 // instead are read as Gather reads them, the first one included.
 func (c *sipScriptCall) Listen(ctx context.Context, o script.ListenOptions) (script.Heard, error) {
 	if c.d.ears == nil {

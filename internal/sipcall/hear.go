@@ -8,7 +8,7 @@ import (
 )
 
 // HearOptions say how Line.Hear captures one utterance of the callee
-// (docs/voicebot.md#spoken-answers). A zero duration takes its default.
+// (docs/voicebot.md#listening-on-a-real-call). A zero duration takes its default.
 type HearOptions struct {
 	// Prompt is played first (8 kHz mono 16-bit PCM); nil for none.
 	Prompt []byte
@@ -127,7 +127,7 @@ func (v *vad) step(frame []int16) {
 }
 
 // Hear plays o.Prompt, then captures the callee's next utterance
-// (docs/voicebot.md#spoken-answers): it starts when the voice has lasted
+// (docs/voicebot.md#listening-on-a-real-call): it starts when the voice has lasted
 // a word's start and ends after o.EndSilence of silence or at o.MaxSpeech.
 // With o.BargeIn, speech (or a key, with o.Keys) during the prompt stops
 // it; without, what is said meanwhile is not heard and keys wait. No
