@@ -16,7 +16,8 @@ import (
 )
 
 // Line is an answered call as CallRequest.Talk sees it: it plays audio,
-// reads the callee's keys and transfers the call. Its methods are for the
+// reads the callee's keys, hears the callee's utterances (Hear) and
+// transfers the call. Its methods are for the
 // Talk goroutine alone.
 type Line struct {
 	d      *diago.DialogClientSession
