@@ -1,12 +1,14 @@
 package dialer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall"
 	"dialbox/internal/sipcall/sipcalltest"
+	"dialbox/internal/testtool"
 )
 
 // heardByServer is what the fake recognizer received of one utterance.
@@ -170,5 +173,36 @@ func TestListenWithoutARecognizer(t *testing.T) {
 	_, err := listenOnCall(t, "", sipcalltest.Words(100, 300), script.ListenOptions{Timeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "[asr] engine") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestListenHearsEspeak: the far end says an espeak-ng "có" after a pause;
+// the recognizer gets all of it: at least the word's voice, at most the
+// whole rendering, with the pre-roll and end_silence around it.
+func TestListenHearsEspeak(t *testing.T) {
+	t.Parallel()
+	espeak := testtool.Require(t, "espeak-ng", "espeak-ng")
+	out, err := exec.Command(espeak, "--stdout", "-v", "vi", "--", "có").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := audio.DecodeWAV(bytes.NewReader(out))
+	if err == nil {
+		b, err = audio.ResampleBuffer(b, audio.PhoneRate)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	callee := append(make([]byte, 2*audio.PhoneRate), audio.EncodePCM16(b.Samples)...) // a second's pause
+	srv, got := fakeTranscriber(t, "có")
+	end := 500 * time.Millisecond
+	heard, err := listenOnCall(t, srv.URL, callee, script.ListenOptions{Hints: []string{"có", "không"},
+		Timeout: 5 * time.Second, EndSilence: end, MaxSpeech: 5 * time.Second})
+	if err != nil || heard.Text != "có" {
+		t.Fatalf("heard %+v, %v", heard, err)
+	}
+	h := <-got
+	if least, most := 200*time.Millisecond+100*time.Millisecond+end, 200*time.Millisecond+b.Duration()+end+20*time.Millisecond; h.length < least || h.length > most {
+		t.Errorf("the recognizer got %v of audio, want %v to %v", h.length, least, most)
 	}
 }
