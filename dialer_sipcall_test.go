@@ -344,9 +344,9 @@ func TestSIPScriptAMD(t *testing.T) {
 			}
 			steps = strings.Join(names, " ")
 		}
-		by, _, _, _, _ := domain.CallResults(res)
-		if res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil || by != c.by {
-			t.Errorf("%s: outcome %s steps %q (%+v) answered_by %s; want %s %q %s", c.to, res.Outcome, steps, res.Script, by, c.outcome, c.steps, c.by)
+		r, _ := domain.CallResults(res)
+		if by := r.AnsweredBy; res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil || by != c.by {
+			t.Errorf("%s: outcome %s steps %q (%+v) answered_by %s; want %s %q %s", c.to, res.Outcome, steps, res.Script, r.AnsweredBy, c.outcome, c.steps, c.by)
 		}
 	}
 	// The machine heard nothing but the voicemail message; with AMD off,

@@ -28,11 +28,13 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
+	"dialbox/internal/llm"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/script"
 	"dialbox/internal/store"
 	"dialbox/internal/tokenlimit"
 	"dialbox/internal/webhook"
@@ -246,6 +248,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if err := m.checkScriptsCanRun(ctx, m.speechHeard(), cfg.LLM.URL != ""); err != nil {
+		return err
+	}
 
 	// The parts, in dependency order, each complete before it is handed on
 	// (faults and the journal are nil-safe; the admin API mounts them).
@@ -253,13 +258,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	faults := sandbox.NewFaults(m.catalog)
 	var calls engine.Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
+	var chat script.Chat         // agent steps' model, on either dialer
+	if cfg.LLM.URL != "" {
+		chat = llm.Agent{Client: llm.New(cfg.LLM.URL, cfg.LLM.Model, cfg.LLM.APIKey, cfg.LLM.Timeout.Duration)}
+	}
 	if cfg.Dialer.Kind == config.DialerSIP {
 		if m.sip, err = dialer.NewSIP(cfg, store.DataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
 			return err
 		}
+		m.sip.Chat = chat
 		calls = m.sip
 	} else {
 		sim := dialer.NewSim(cfg.Simulator)
+		sim.Chat = chat
 		calls, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
@@ -433,10 +444,7 @@ func (m *Main) stopCalling() {
 
 // forceDial is the engine's lookup of the dial rules of faults.
 func forceDial(faults *sandbox.Faults) engine.ForceDial {
-	return func(appID int64, phone string) (string, *string, bool) {
-		f, ok := faults.BeforeDial(appID, phone)
-		return f.Outcome, f.Digits, ok
-	}
+	return faults.BeforeDial
 }
 
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
@@ -460,6 +468,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
 		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
 		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
+		Speech: m.speechHeard(), Chat: m.Config.LLM.URL != "",
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
 	adm.Routes(router)
 	access, err := m.sinkAccess(ctx)
@@ -602,6 +611,30 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 		}
 	}
 	return ff, nil
+}
+
+// speechHeard says whether this dialbox's calls can hear speech: the
+// simulator hears the rules' says; real calls need a recognizer, [asr]
+// engine (docs/voicebot.md#recognizers).
+func (m *Main) speechHeard() bool {
+	return m.Config.Dialer.Kind != config.DialerSIP || m.Config.ASR.Engine != ""
+}
+
+// checkScriptsCanRun refuses to start while a stored scenario's script has
+// a step this deployment cannot run (script.Unmet): speech heard without
+// a recognizer (speech false), or an agent without a language model (chat
+// false). Its error names the application, the scenario and the step.
+func (m *Main) checkScriptsCanRun(ctx context.Context, speech, chat bool) error {
+	scripts, err := m.store.ScenarioScripts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sc := range scripts {
+		if ps := sc.Script.Unmet(speech, chat); len(ps) > 0 {
+			return fmt.Errorf("scenario %q of application %q cannot run here: %w", sc.ID, sc.App, ps[0])
+		}
+	}
+	return nil
 }
 
 // checkStoredPoolTrunks refuses to start real calls while a pool made

@@ -514,3 +514,8 @@ ALTER TABLE applications ADD COLUMN destination_deny  text NOT NULL DEFAULT '[]'
 -- many of its messages wait (docs/webhooks.md#fair-delivery).
 CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
     WHERE state = 'pending';
+
+-- migration 17: what was said on a call (docs/voicebot.md#results)
+-- The JSON list of turns {"speaker", "text", "at"}; calls ended before this
+-- migration read as nothing said.
+ALTER TABLE calls ADD COLUMN transcript text NOT NULL DEFAULT '[]';

@@ -61,6 +61,7 @@ type mainStore interface {
 	// its calls.
 	SetRecordings(f recordings.Files)
 	PoolTrunks(ctx context.Context) ([]store.PoolTrunk, error)
+	ScenarioScripts(ctx context.Context) ([]store.ScenarioScript, error)
 	Reset(ctx context.Context, apps []*store.FixtureApp, now time.Time) error
 }
 

@@ -122,7 +122,22 @@ type botCall struct {
 		Input     *string `json:"input"`
 		Attempts  *int    `json:"attempts"`
 		TimedOut  *bool   `json:"timed_out"`
+		Speech    *string `json:"speech"`
 	} `json:"steps"`
+	Transcript []struct {
+		Speaker string `json:"speaker"`
+		Text    string `json:"text"`
+		At      string `json:"at"`
+	} `json:"transcript"`
+}
+
+// said is a call's transcript, one "speaker: text" a line.
+func (c botCall) said() string {
+	var lines []string
+	for _, t := range c.Transcript {
+		lines = append(lines, t.Speaker+": "+t.Text)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (c botCall) path() string {
@@ -229,6 +244,13 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	if c := calls["+84912000001"]; c.Duration != 8 {
 		t.Errorf("+84912000001 talked %d s, want 8", c.Duration)
 	}
+	// What the bot said, its fields filled in, each turn when it began.
+	c := calls["+84912000001"]
+	if want := "bot: Xin chào Contact 0, nhắc lịch hẹn của bạn lúc 9 giờ sáng mai.\nbot: Nhấn 1 để xác nhận, nhấn 2 để gặp nhân viên.\nbot: Cảm ơn bạn, hẹn gặp lại."; c.said() != want {
+		t.Errorf("transcript:\n%s\nwant:\n%s", c.said(), want)
+	} else if c.Transcript[1].At != c.Steps[1].StartedAt {
+		t.Errorf("the prompt said at %s, its gather started at %s", c.Transcript[1].At, c.Steps[1].StartedAt)
+	}
 	// Plain content: as before scripts, the call talks its talk_time, one
 	// say step, a person, nothing pressed.
 	plain := calls["+84912000005"]
@@ -246,8 +268,9 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	if err != nil || len(records) != 1 {
 		t.Fatalf("call records %+v, %v", records, err)
 	}
-	if r := records[0]; r.AnsweredBy != "human" || r.Digits != "1" || r.Result != "confirmed" || !strings.Contains(string(r.Steps), `"name":"thanks"`) {
-		t.Errorf("call record %+v steps %s", r, r.Steps)
+	if r := records[0]; r.AnsweredBy != "human" || r.Digits != "1" || r.Result != "confirmed" || !strings.Contains(string(r.Steps), `"name":"thanks"`) ||
+		!strings.Contains(string(r.Transcript), `{"speaker":"bot","text":"Cảm ơn bạn, hẹn gặp lại.","at":"`) {
+		t.Errorf("call record %+v steps %s transcript %s", r, r.Steps, r.Transcript)
 	}
 }
 
@@ -255,9 +278,9 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 // nothing pressed, no result, no steps.
 func TestVoicebotNobodyAnswered(t *testing.T) {
 	res := domain.DialResult{Outcome: domain.OutcomeBusy, Cause: 486, EndedAt: time.Now()}
-	by, digits, result, steps, err := domain.CallResults(res)
-	if err != nil || by != "unknown" || digits != "" || result != "" || string(steps) != "[]" {
-		t.Errorf("busy: %q %q %q %s %v", by, digits, result, steps, err)
+	r, err := domain.CallResults(res)
+	if err != nil || r.AnsweredBy != "unknown" || r.Digits != "" || r.Result != "" || string(r.Steps) != "[]" || string(r.Transcript) != "[]" {
+		t.Errorf("busy: %+v %v", r, err)
 	}
 }
 

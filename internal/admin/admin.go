@@ -65,6 +65,10 @@ type Admin struct {
 	// deadlines follow (uploadBody).
 	readTimeout, writeTimeout time.Duration
 
+	// speech and chat: this dialbox's calls can hear speech, and have a
+	// language model for agent steps (script.Unmet).
+	speech, chat bool
+
 	// reset wipes and re-applies the tenants with calling stopped; wake
 	// tells the engine, wakeWebhooks the deliverer, of work.
 	reset        func(ctx context.Context) error
@@ -98,6 +102,7 @@ type Parts struct {
 	Recordings                recordings.Files
 	RecordingBase             string
 	ReadTimeout, WriteTimeout time.Duration
+	Speech, Chat              bool
 
 	Reset        func(ctx context.Context) error
 	Wake         func(appID int64)
@@ -110,7 +115,7 @@ func New(p Parts) *Admin {
 		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
 		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
 		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,
-		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout,
+		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout, speech: p.Speech, chat: p.Chat,
 		reset: p.Reset, wake: p.Wake, wakeWebhooks: p.WakeWebhooks}
 }
 

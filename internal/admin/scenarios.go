@@ -125,6 +125,19 @@ func (b *scenarioBody) applyScript(sc *domain.Scenario) error {
 	return nil
 }
 
+// runnable refuses a script given in b with a step this dialbox cannot
+// run (script.Unmet): speech without a recognizer on real calls, an agent
+// without [llm] url; a script already stored is left as it is.
+func (a *Admin) runnable(b scenarioBody, sc *domain.Scenario) error {
+	if b.Script == nil || sc.Script == nil {
+		return nil
+	}
+	if ps := sc.Script.Unmet(a.speech, a.chat); ps != nil {
+		return domain.ValidationError(domain.ScriptProblems("script", ps)...)
+	}
+	return nil
+}
+
 // scriptShapeError is the decoder's refusal of a script in the admin API's
 // words: the field and what it must be, never Go's types
 // (docs/voicebot.md#saving-a-script).
@@ -148,6 +161,9 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
 		PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
 	if err := b.apply(sc); err != nil {
+		return nil, err
+	}
+	if err := a.runnable(b, sc); err != nil {
 		return nil, err
 	}
 	err = a.calling.CreateScenario(r.Context(), sc, a.now())
@@ -193,6 +209,9 @@ func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, erro
 		return nil, err
 	}
 	if err := b.apply(sc); err != nil {
+		return nil, err
+	}
+	if err := a.runnable(b, sc); err != nil {
 		return nil, err
 	}
 	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.now()), "Scenario"); err != nil {

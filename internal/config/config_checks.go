@@ -24,7 +24,7 @@ func (c *Config) Validate() error {
 		c.checkEngine, c.checkTimeScale, c.checkWebhooks, c.checkAdmin,
 		c.checkRecordings, c.checkConsole, c.checkJournal, c.checkSink,
 		c.checkLog, c.checkCluster, c.checkRetryDelays, c.checkDestinations,
-		c.Simulator.Validate, c.checkDialer, c.checkSIP, c.checkTTS, c.checkASR,
+		c.Simulator.Validate, c.checkDialer, c.checkSIP, c.checkTTS, c.checkASR, c.checkLLM,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -278,8 +278,12 @@ func (r *SimulatorRule) Check(key string) error {
 		return badKey(key+".digits", "must be keys 0-9, * and #")
 	case r.Digits != "" && r.Outcome != domain.OutcomeAnswered:
 		return badKey(key+".digits", "only a person presses keys: outcome must be ANSWERED")
-	case r.DigitsDelay.Duration < 0 || r.HangupAfter.Duration < 0:
-		return badKey(key, "digits_delay and hangup_after must not be negative")
+	case r.DigitsDelay.Duration < 0 || r.HangupAfter.Duration < 0 || r.SaysDelay.Duration < 0:
+		return badKey(key, "digits_delay, says_delay and hangup_after must not be negative")
+	case domain.CheckSays(r.Says) != "":
+		return badKey(key+".says", domain.CheckSays(r.Says))
+	case r.Says != nil && r.Outcome != domain.OutcomeAnswered:
+		return badKey(key+".says", "only a person speaks: outcome must be ANSWERED")
 	case !domain.IsDialableOutcome(r.Outcome):
 		return badKey(key+".outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL or INVALID_NUMBER")
 	case r.TalkTime.Duration < 0 || r.RingTime.Duration < 0:

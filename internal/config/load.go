@@ -99,6 +99,7 @@ func LoadConfig(path string, env []string) (Config, error) {
 	}
 	applyTrunkEnv(&cfg.SIP, env)
 	applyKeyEnv(&cfg, env)
+	applyLLMEnv(&cfg.LLM, env)
 	fillTrunkDefaults(&cfg.SIP)
 	if err := cfg.Validate(); err != nil {
 		var ce *ConfigError
@@ -155,7 +156,7 @@ func WalkKeys(v reflect.Value, prefix string, fn func(key string, f reflect.Valu
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		tag := t.Field(i).Tag.Get("toml")
-		if tag == "" || tag == "-" { // "-": read from the environment alone (Secret)
+		if tag == "" || tag == "-" { // "-": not a key (a secret read elsewhere)
 			continue
 		}
 		key := tag

@@ -7,6 +7,8 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -365,7 +367,21 @@ func dateParam(q url.Values, name string, addDays int) (time.Time, error) {
 type contactView struct {
 	App     *domain.Application
 	Contact *domain.ContactRecord
-	Calls   []domain.CallRecord
+	Calls   []callView
+}
+
+// callView is one call of a contact's page, with its transcript read for
+// the conversation it shows (docs/console.md#contacts).
+type callView struct {
+	domain.CallRecord
+	Turns []turn
+}
+
+// turn is one thing said on a call, as the transcript stores it.
+type turn struct {
+	Speaker string    `json:"speaker"`
+	Text    string    `json:"text"`
+	At      time.Time `json:"at"`
 }
 
 func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, error) {
@@ -377,13 +393,18 @@ func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, err
 	if err != nil {
 		return nil, err
 	}
+	views := make([]callView, len(calls))
 	for i := range calls {
 		if calls[i].Recorded { // the player's source: the console's own route, behind the session
 			calls[i].RecordingURL = "/console/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(k.ID) +
 				"/calls/" + url.PathEscape(calls[i].ID) + "/recording"
 		}
+		views[i].CallRecord = calls[i]
+		if err := json.Unmarshal(calls[i].Transcript, &views[i].Turns); err != nil {
+			return nil, fmt.Errorf("call %s: transcript: %w", calls[i].ID, err)
+		}
 	}
-	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: calls}}, nil
+	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: views}}, nil
 }
 
 // ---- webhooks ----

@@ -195,7 +195,7 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 	if e.Interrupted {
 		res.AnsweredAt, res.Talk, res.Script, res.Recording = nil, 0, nil, 0
 	}
-	answeredBy, digits, result, steps, err := domain.CallResults(res)
+	sr, err := domain.CallResults(res)
 	if err != nil {
 		return err
 	}
@@ -207,9 +207,9 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 	cost := callCost(w, res, talk)
 	now := Millis(e.Now)
 	if err := tx.Exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
-		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ?, recording_bytes = ? WHERE id = ?`,
+		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ?, transcript = ?, recording_bytes = ? WHERE id = ?`,
 		res.Outcome, res.Cause, nullMS(res.AnsweredAt), Millis(res.EndedAt), talk, cost,
-		answeredBy, digits, result, string(steps), res.Recording, e.CallID); err != nil {
+		sr.AnsweredBy, sr.Digits, sr.Result, string(sr.Steps), string(sr.Transcript), res.Recording, e.CallID); err != nil {
 		return err
 	}
 
@@ -236,7 +236,7 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 		CallID: e.CallID, Attempt: attempt, Hotline: hotline, Outcome: res.Outcome, Cause: res.Cause,
 		StartedAt: domain.EventTime(FromMillis(startedMS)), EndedAt: domain.EventTime(res.EndedAt),
 		Duration: talk, Cost: cost, WillRetry: willRetry,
-		AnsweredBy: answeredBy, Digits: digits, Result: result, Steps: steps,
+		AnsweredBy: sr.AnsweredBy, Digits: sr.Digits, Result: sr.Result, Steps: sr.Steps, Transcript: sr.Transcript,
 	}
 	if c.campaignID.Valid {
 		data.CampaignID = &c.campaignID.String
@@ -375,7 +375,7 @@ func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Tim
 			data.CampaignID = &camp.String
 		}
 		data.StartedAt, data.EndedAt = domain.EventTime(now), domain.EventTime(now)
-		data.AnsweredBy, data.Steps = domain.AnsweredByUnknown, json.RawMessage(`[]`)
+		data.AnsweredBy, data.Steps, data.Transcript = domain.AnsweredByUnknown, json.RawMessage(`[]`), json.RawMessage(`[]`)
 		if err := Enqueue(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
 			return err
 		}

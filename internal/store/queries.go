@@ -226,3 +226,26 @@ func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*domai
 	return scanCampaign(s.db.QueryRow(ctx,
 		`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
 }
+
+// ScenarioScript is a scenario with a script, for the checks at start.
+type ScenarioScript struct {
+	App, ID string // the application's api_key, the scenario's id
+	Script  script.Script
+}
+
+// ScenarioScripts lists the script of every scenario, of every
+// application, that has one.
+func (s *sqlStore) ScenarioScripts(ctx context.Context) ([]ScenarioScript, error) {
+	return sqldb.Collect(ctx, s.db, func(r sqldb.Row) (ScenarioScript, error) {
+		var sc ScenarioScript
+		var text string
+		if err := r.Scan(&sc.App, &sc.ID, &text); err != nil {
+			return sc, err
+		}
+		if err := json.Unmarshal([]byte(text), &sc.Script); err != nil {
+			return sc, fmt.Errorf("scenario %s script: %w", sc.ID, err)
+		}
+		return sc, nil
+	}, `SELECT a.api_key, s.id, s.script FROM scenarios s
+		JOIN applications a ON a.id = s.app_id WHERE s.script <> '' ORDER BY a.id, s.id`+s.db.Dialect().CollateC())
+}
