@@ -3,6 +3,7 @@ package dialer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,8 +21,8 @@ import (
 
 	"dialbox/internal/audio"
 	"dialbox/internal/config"
+	"dialbox/internal/domain"
 	"dialbox/internal/script"
-	"dialbox/internal/sipcall"
 	"dialbox/internal/testtool"
 )
 
@@ -45,9 +46,10 @@ func triesOf(n int) []spoken {
 }
 
 // TestListenRecognizesASpokenYes is the real thing: baresip answers a SIP
-// call and says "yes" (espeak-ng, through its aufile source), and
-// Debian's pocketsphinx, through the "command" engine and the wrapper in
-// contrib/ with a grammar of the hints, hears it. DIALBOX_LISTEN_TRIES=20
+// call and says "yes" (espeak-ng, through its aufile source), Debian's
+// pocketsphinx, through the "command" engine and the wrapper in contrib/
+// with a grammar of the hints, hears it, and the scenario's speech gather
+// takes the "yes" branch. DIALBOX_LISTEN_TRIES=20
 // measures recognition over that many calls, "yes" and "no" in turn
 // (docs/voicebot.md#recognizers).
 func TestListenRecognizesASpokenYes(t *testing.T) {
@@ -116,32 +118,47 @@ func TestListenRecognizesASpokenYes(t *testing.T) {
 	}
 	defer d.Close()
 
+	// The scenario: a speech gather whose branches are the two words
+	// (its hints default to them), each setting its result.
+	var s script.Script
+	if err := json.Unmarshal([]byte(`{"steps":[
+		{"name":"ask","gather":{"input":["speech"],"timeout":"10s","end_silence":"700ms","max_speech":"5s",
+			"branches":{"yes":"said_yes","no":"said_no"},"no_input":"silent","no_match":"unclear"}},
+		{"name":"said_yes","set":{"label":"yes"}},
+		{"name":"said_no","set":{"label":"no"}},
+		{"name":"silent","set":{"label":"no_input"}},
+		{"name":"unclear","set":{"label":"no_match"}}]}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	right := 0
 	for i, tr := range tries {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		var heard script.Heard
-		var lerr error
-		r := d.ua.Call(ctx, sipcall.CallRequest{Trunk: "phone", To: number(i), Caller: "dialbox",
-			Talk: func(ctx context.Context, l *sipcall.Line) error {
-				c := &sipScriptCall{d: d, line: l}
-				heard, lerr = c.Listen(ctx, script.ListenOptions{Hints: []string{"yes", "no"},
-					Timeout: 10 * time.Second, EndSilence: 700 * time.Millisecond, MaxSpeech: 5 * time.Second})
-				return nil
-			}})
+		res := d.Dial(ctx, domain.DialRequest{From: "dialbox", To: number(i), Trunk: "phone", Start: time.Now(), Script: &s})
 		cancel()
-		if !r.Answered || lerr != nil {
-			t.Fatalf("try %d (%+v): answered %v, %v; call %+v", i, tr, r.Answered, lerr, r)
+		if res.AnsweredAt == nil || res.Script == nil || res.Script.End != script.EndHangup || len(res.Script.Steps) != 2 {
+			t.Fatalf("try %d (%+v): %+v, script %+v", i, tr, res, res.Script)
 		}
-		if heard.Text == tr.word {
+		heard := res.Script.Steps[0].Speech
+		if res.Script.Result == tr.word && heard != nil && *heard == tr.word {
 			right++
 		} else {
-			t.Logf("try %d: %+v heard as %q", i, tr, heard.Text)
+			t.Logf("try %d: %+v heard as %q: result %q", i, tr, deref(heard), res.Script.Result)
 		}
 	}
 	t.Logf("pocketsphinx heard %d of %d words right over real calls (%.0f%%)", right, n, 100*float64(right)/float64(n))
 	if n <= 2 && right != n || float64(right) < 0.95*float64(n) {
 		t.Errorf("%d of %d right", right, n)
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(no speech step)"
+	}
+	return *s
 }
 
 // number is the callee of try i.
