@@ -698,7 +698,7 @@ func testEngineMaxDurationBeforeDialAndPostpaid(t *testing.T, backend string) {
 	s, ids := fixtureStoreOn(t, backend, app)
 	faults := sandbox.NewFaults(s)
 	faults.Add(&sandbox.FaultRule{Kind: sandbox.FaultDial, Phone: "+84900000001", Outcome: domain.OutcomeFailed, Probability: 1})
-	engStart(t, s, nil, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
+	engStart(t, s, nil, nil, func(p *engine.Parts) { p.ForceDial = faults.BeforeDial })
 	// +84900000008 would talk an hour; +84900000001 would answer.
 	contacts := engImport(t, s, ids[0], "sc", "", "+84900000008", "+84900000001")
 	engWaitAllDone(t, s, ids[0], 2)

@@ -24,7 +24,6 @@ import (
 	"dialbox/internal/console"
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
-	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
@@ -280,7 +279,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.engine = engine.New(engine.Parts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
-		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
+		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: faults.BeforeDial,
 		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordings.Folder(cfg, store.DataDir(cfg)), RecordingBase: m.recordingBase()})
 	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, store.DataDir(cfg)), cfg, m.Log)
 	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.sandboxNow.Now, m.Log)
@@ -442,11 +441,6 @@ func (m *Main) stopCalling() {
 	}
 }
 
-// forceDial is the engine's lookup of the dial rules of faults.
-func forceDial(faults *sandbox.Faults) engine.ForceDial {
-	return faults.BeforeDial
-}
-
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
 func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *sandbox.Journal, faults *sandbox.Faults) error {
@@ -465,32 +459,19 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
 		Region: m.Config.Phone.DefaultRegion, Now: m.now, Log: m.Log, TokenHash: hash,
 		WrongTokens: wrongTokens, Proxies: proxies,
-		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
+		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.Config.PoolTrunks(),
 		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
 		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
 		Speech: m.speechHeard(), Chat: m.Config.LLM.URL != "",
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
 	adm.Routes(router)
-	access, err := m.sinkAccess(ctx)
+	access, err := sandbox.SinkAccess(ctx, m.Config, m.store)
 	if err != nil {
 		return err
 	}
-	switch access {
-	case config.SinkAccessOpen:
-		router.POST("/sink/:name", sink.Receive)
-	case config.SinkAccessAdmin:
-		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-			if adm.Authorize(w, r) {
-				sink.Receive(w, r, ps)
-			}
-		})
-	}
+	sink.Mount(router, access, adm.Authorize)
 	if m.Config.Console.Enabled {
-		var trunks []string
-		for _, t := range m.Config.SIP.Trunks {
-			trunks = append(trunks, t.Name)
-		}
-		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: m.Config.SIP.TrunkNames(), Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now}
 		if m.sip != nil { // a nil *dialer.SIP would not be a nil console.TrunkUses
 			parts.SIP = m.sip
@@ -504,27 +485,6 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}
 	return nil
-}
-
-// sinkAccess is who may post to the sink, sink.access with "auto" decided:
-// open on a sandbox (the simulated dialer, or a database with the demo
-// tenant, whose webhook is the sink), off on a server making real calls for
-// its tenants only (docs/sandbox.md#who-may-post-to-the-sink).
-func (m *Main) sinkAccess(ctx context.Context) (string, error) {
-	if m.Config.Sink.Access != config.SinkAccessAuto {
-		return m.Config.Sink.Access, nil
-	}
-	if m.Config.Dialer.Kind != config.DialerSIP {
-		return config.SinkAccessOpen, nil
-	}
-	switch _, err := m.store.DemoApp(ctx); {
-	case err == nil:
-		return config.SinkAccessOpen, nil
-	case errors.Is(err, domain.ErrNotFound):
-		return config.SinkAccessOff, nil
-	default:
-		return "", err
-	}
 }
 
 // resetTenants stops calling, replaces every tenant by the fixtures (or the
@@ -572,19 +532,6 @@ func (m *Main) applyFixtureRegister(ctx context.Context, d *store.FixtureDNC, no
 	return nil
 }
 
-// trunkNames are the trunks a pool may name; nil with the simulated
-// dialer, which has none and accepts any.
-func (m *Main) trunkNames() map[string]bool {
-	if m.Config.Dialer.Kind != config.DialerSIP {
-		return nil
-	}
-	names := map[string]bool{}
-	for _, t := range m.Config.SIP.Trunks {
-		names[t.Name] = true
-	}
-	return names
-}
-
 // loadFixtures reads the fixtures file; with real calls, a pool naming a
 // trunk that is not configured is an error of the file, at its line.
 func (m *Main) loadFixtures() (*store.FixtureFile, error) {
@@ -596,7 +543,7 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	if err := ff.ReadDNC(path, m.Config.Phone.DefaultRegion); err != nil {
 		return nil, err
 	}
-	trunks := m.trunkNames()
+	trunks := m.Config.PoolTrunks()
 	if trunks == nil {
 		return ff, nil
 	}
@@ -641,7 +588,7 @@ func (m *Main) checkScriptsCanRun(ctx context.Context, speech, chat bool) error 
 // earlier (through the admin API) names a trunk that is not configured:
 // its calls could go nowhere.
 func (m *Main) checkStoredPoolTrunks(ctx context.Context) error {
-	trunks := m.trunkNames()
+	trunks := m.Config.PoolTrunks()
 	pools, err := m.store.PoolTrunks(ctx)
 	if err != nil {
 		return err

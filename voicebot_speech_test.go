@@ -82,7 +82,7 @@ func testVoicebotSpeechGather(t *testing.T, backend string) {
 	faults := sandbox.NewFaults(nil)
 	faults.Add(&sandbox.FaultRule{ID: "f", Kind: sandbox.FaultDial, Phone: "+84912000007", Outcome: domain.OutcomeAnswered,
 		Says: []string{"co, toi xac nhan"}, Probability: 1})
-	engStart(t, s, d, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
+	engStart(t, s, d, nil, func(p *engine.Parts) { p.ForceDial = faults.BeforeDial })
 	phones := []string{"+84912000001", "+84912000002", "+84912000003", "+84912000004", "+84912000005", "+84912000006", "+84912000007"}
 	engImport(t, s, app, "ask", "", phones...)
 	engWaitAllDone(t, s, app, len(phones))

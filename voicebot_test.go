@@ -170,7 +170,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	faults := sandbox.NewFaults(nil)
 	two := "2"
 	faults.Add(&sandbox.FaultRule{ID: "f", Kind: sandbox.FaultDial, Phone: "+84912000004", Outcome: domain.OutcomeAnswered, Digits: &two, Probability: 1})
-	engStart(t, s, dialer, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
+	engStart(t, s, dialer, nil, func(p *engine.Parts) { p.ForceDial = faults.BeforeDial })
 	engImport(t, s, app, "bot", "", "+84912000001", "+84912000002", "+84912000003", "+84912000004", "+84900000010", "+84900000011")
 	engImport(t, s, app, "plain", "", "+84912000005")
 	engWaitAllDone(t, s, app, 7)

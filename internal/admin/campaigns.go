@@ -11,31 +11,22 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-func (a *Admin) listCampaigns(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listCampaigns(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	list, err := a.ListCampaigns(r.Context(), app.ID, r.URL.Query().Get("scenario_id"))
 	return map[string]any{"campaigns": list}, err
 }
 
-func (a *Admin) getCampaign(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getCampaign(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	return a.Campaign(r.Context(), app.ID, ps.ByName("campaign"))
 }
 
-func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) createCampaign(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b struct {
 		ID         *string `json:"id"`
 		Name       string  `json:"name"`
 		ScenarioID string  `json:"scenario_id"`
 	}
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	c := &domain.Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
@@ -51,26 +42,18 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		}
 		return nil, err
 	}
-	err = a.calling.CreateCampaign(r.Context(), c, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Campaign %q already exists", c.ID)
-	}
-	if err != nil {
+	if err := exists(a.calling.CreateCampaign(r.Context(), c, a.now()), "Campaign %q already exists", c.ID); err != nil {
 		return nil, err
 	}
 	ps = append(ps, httprouter.Param{Key: "campaign", Value: c.ID})
-	return a.getCampaign(r, ps)
+	return a.getCampaign(r, app, ps)
 }
 
-func (a *Admin) setCampaignPaused(paused bool) httpx.Handler {
-	return func(r *http.Request, ps httprouter.Params) (any, error) {
-		app, err := a.app(r, ps)
-		if err != nil {
-			return nil, err
-		}
+func (a *Admin) setCampaignPaused(paused bool) appHandler {
+	return func(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 		if err := a.SetCampaignPaused(r.Context(), app.ID, ps.ByName("campaign"), paused); err != nil {
 			return nil, err
 		}
-		return a.getCampaign(r, ps)
+		return a.getCampaign(r, app, ps)
 	}
 }

@@ -37,11 +37,7 @@ func showScenario(sc *domain.Scenario) Scenario {
 		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
 }
 
-func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listScenarios(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	q := r.URL.Query()
 	status := q.Get("status")
 	if status != "" && !domain.ValidScenarioStatus(status) {
@@ -152,10 +148,9 @@ func scriptShapeError(err error) error {
 	return domain.Invalid("script", `must be an object with steps ({"steps":[{"name":...,"say":{...}}, ...]}), or null to remove it`)
 }
 
-func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) createScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b scenarioBody
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
@@ -166,11 +161,7 @@ func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, erro
 	if err := a.runnable(b, sc); err != nil {
 		return nil, err
 	}
-	err = a.calling.CreateScenario(r.Context(), sc, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
-	}
-	if err != nil {
+	if err := exists(a.calling.CreateScenario(r.Context(), sc, a.now()), "Scenario %q already exists", sc.ID); err != nil {
 		return nil, err
 	}
 	return a.showScenario(r, app.ID, sc.ID)
@@ -184,18 +175,13 @@ func (a *Admin) showScenario(r *http.Request, appID int64, id string) (any, erro
 	return showScenario(sc), nil
 }
 
-func (a *Admin) getScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	return a.showScenario(r, app.ID, ps.ByName("scenario"))
 }
 
-func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) updateScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b scenarioBody
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	switch {
@@ -242,14 +228,10 @@ func (t Transition) Refused(status string) string {
 	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.Name, status, strings.Join(t.From, " or "))
 }
 
-func (a *Admin) transition(t Transition) httpx.Handler {
-	return func(r *http.Request, ps httprouter.Params) (any, error) {
-		app, err := a.app(r, ps)
-		if err != nil {
-			return nil, err
-		}
+func (a *Admin) transition(t Transition) appHandler {
+	return func(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 		id := ps.ByName("scenario")
-		err = a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
+		err := a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
 		var bad domain.ErrBadTransition
 		switch {
 		case errors.Is(err, domain.ErrNotFound):

@@ -25,6 +25,15 @@ func notFound(err error, what string) error {
 	return err
 }
 
+// exists is err, or, when the store holds such a record already, the
+// answer saying so (format and args name it).
+func exists(err error, format string, args ...any) error {
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.Conflict(format, args...)
+	}
+	return err
+}
+
 // ---- reads ----
 
 // ListApps lists every application.

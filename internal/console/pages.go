@@ -171,6 +171,22 @@ func (c *Console) app(ctx context.Context, ps httprouter.Params) (*domain.Applic
 	return c.reads.App(ctx, ps.ByName("app"))
 }
 
+// appPage is a page of one tenant: app is the application the :app path
+// parameter names.
+type appPage func(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error)
+
+// ofApp serves h with the application :app names resolved first: an
+// unknown one is answered before h runs.
+func (c *Console) ofApp(h appPage) consolePage {
+	return func(r *http.Request, ps httprouter.Params) (*view, error) {
+		app, err := c.app(r.Context(), ps)
+		if err != nil {
+			return nil, err
+		}
+		return h(r, app, ps)
+	}
+}
+
 func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCampaign bool) (*progressView, error) {
 	app, err := c.app(ctx, ps)
 	if err != nil {
@@ -281,12 +297,8 @@ type contactsView struct {
 	Searched bool   // a filtered page that looked through contactsScan contacts
 }
 
-func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, error) {
+func (c *Console) contactsPage(r *http.Request, app *domain.Application, _ httprouter.Params) (*view, error) {
 	ctx := r.Context()
-	app, err := c.app(ctx, ps)
-	if err != nil {
-		return nil, err
-	}
 	q := r.URL.Query()
 	f, err := c.contactFilter(q)
 	if err != nil {
@@ -384,11 +396,7 @@ type turn struct {
 	At      time.Time `json:"at"`
 }
 
-func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, error) {
-	app, err := c.app(r.Context(), ps)
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) contactPage(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error) {
 	k, calls, err := c.reads.Contact(r.Context(), app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
@@ -424,12 +432,8 @@ type webhooksView struct {
 	Since     string // a default for "recover dead since"
 }
 
-func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, error) {
+func (c *Console) webhooksPage(r *http.Request, app *domain.Application, _ httprouter.Params) (*view, error) {
 	ctx := r.Context()
-	app, err := c.app(ctx, ps)
-	if err != nil {
-		return nil, err
-	}
 	q := r.URL.Query()
 	d := &webhooksView{App: app, Filter: q, States: []string{domain.MessagePending, domain.MessageDelivered, domain.MessageDead},
 		Since: c.now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
@@ -468,11 +472,7 @@ type messageView struct {
 	Attempts []domain.WebhookAttempt
 }
 
-func (c *Console) messagePage(r *http.Request, ps httprouter.Params) (*view, error) {
-	app, err := c.app(r.Context(), ps)
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) messagePage(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error) {
 	m, attempts, err := c.reads.Message(r.Context(), app.ID, ps.ByName("message"))
 	if err != nil {
 		return nil, err

@@ -24,12 +24,8 @@ func scanContact(row interface{ Scan(...any) error }) (*domain.ContactRecord, er
 	var c domain.ContactRecord
 	var fields string
 	var next, created, updated int64
-	err := row.Scan(&c.Seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
-		&next, &c.Outcome, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, domain.ErrNotFound
-	}
-	if err != nil {
+	if err := scanErr(row.Scan(&c.Seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
+		&next, &c.Outcome, &created, &updated)); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {

@@ -30,32 +30,12 @@ func NewMetrics(postgres bool) Metrics {
 		}),
 	}}
 	if !postgres {
-		m.commits = commitMetrics{
-			jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
-				Name:    "dialbox_sqlite_commit_batch_jobs",
-				Help:    "Write jobs sharing one SQLite transaction (group commit).",
-				Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
-			}),
-			duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-				Name:    "dialbox_sqlite_commit_duration_seconds",
-				Help:    "Time to run a batch of write jobs and durably commit it.",
-				Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-			}),
-		}
+		m.commits = newCommitMetrics("sqlite", "Write jobs sharing one SQLite transaction (group commit).",
+			"Time to run a batch of write jobs and durably commit it.")
 		return m
 	}
-	m.commits = commitMetrics{
-		jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dialbox_postgres_commit_batch_jobs",
-			Help:    "Write jobs sharing one PostgreSQL transaction of one of this node's writers (group commit).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
-		}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dialbox_postgres_commit_duration_seconds",
-			Help:    "Time to run a batch of write jobs and durably commit it, round trips to PostgreSQL included.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}),
-	}
+	m.commits = newCommitMetrics("postgres", "Write jobs sharing one PostgreSQL transaction of one of this node's writers (group commit).",
+		"Time to run a batch of write jobs and durably commit it, round trips to PostgreSQL included.")
 	m.Cluster = clusterMetrics{
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dialbox_call_claims_total",
@@ -74,6 +54,23 @@ func NewMetrics(postgres bool) Metrics {
 	m.Cluster.Takeovers.WithLabelValues(takeoverCall)
 	m.Cluster.Takeovers.WithLabelValues(TakeoverMessage)
 	return m
+}
+
+// newCommitMetrics are the group-commit writer's metrics on database db
+// (dialbox_<db>_commit_*), told in their helps.
+func newCommitMetrics(db, jobsHelp, durationHelp string) commitMetrics {
+	return commitMetrics{
+		jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dialbox_" + db + "_commit_batch_jobs",
+			Help:    jobsHelp,
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dialbox_" + db + "_commit_duration_seconds",
+			Help:    durationHelp,
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+	}
 }
 
 // Collectors are the store's metrics, to register.

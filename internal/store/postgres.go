@@ -43,9 +43,8 @@ type Postgres struct {
 	Metrics Metrics
 	known   int // the migrations this dialbox knows (Migrations)
 
-	mu      sync.RWMutex // guards closed against importing racing Close
-	closed  bool
-	writers []chan pgJob
+	closeGuard // against importing racing Close
+	writers    []chan pgJob
 	// settlers group-commit calls' settling (settle), taken in turn.
 	settlers    []chan pgJob
 	nextSettler atomic.Uint64
@@ -167,19 +166,17 @@ func OpenPostgres(ctx context.Context, url string, migrations []string, node con
 
 // Close finishes queued imports and closes the pool.
 func (s *Postgres) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	closing := s.shut(func() {
+		for _, w := range append(s.writers, s.settlers...) {
+			close(w)
+		}
+		close(s.stopLeases)
+		close(s.stopFolding)
+		s.stopListening()
+	})
+	if !closing {
 		return nil
 	}
-	s.closed = true
-	for _, w := range append(s.writers, s.settlers...) {
-		close(w)
-	}
-	close(s.stopLeases)
-	close(s.stopFolding)
-	s.stopListening()
-	s.mu.Unlock()
 	s.done.Wait()
 	s.Pool.Close()
 	return nil
@@ -246,40 +243,13 @@ func (s *Postgres) settleJob(ctx context.Context, fn func(pgx.Tx) error, last *[
 
 func (s *Postgres) submit(ctx context.Context, writer chan pgJob, job pgJob) error {
 	job.result = make(chan error, 1)
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return domain.ErrStoreClosed
-	}
-	select {
-	case writer <- job:
-	case <-ctx.Done():
-		s.mu.RUnlock()
-		return ctx.Err()
-	}
-	s.mu.RUnlock()
-	// Wait even if ctx ends now: the job may already be committing.
-	return <-job.result
+	return enqueue(ctx, &s.closeGuard, writer, job, job.result)
 }
 
 func (s *Postgres) writer(jobs chan pgJob) {
 	defer s.done.Done()
-	for job := range jobs {
-		batch := []pgJob{job}
-	collect:
-		for len(batch) < maxJobsPerCommit {
-			select {
-			case j, ok := <-jobs:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, j)
-			default:
-				break collect
-			}
-		}
-		s.commit(batch)
-	}
+	// A PostgreSQL job never needs a batch of its own.
+	groupCommit(jobs, func(pgJob) bool { return false }, s.commit)
 }
 
 // commit runs the batch in one transaction, each job in its own savepoint
@@ -318,15 +288,7 @@ func (s *Postgres) commit(batch []pgJob) {
 		}
 		return tx.SendBatch(ctx, &last).Close()
 	})
-	s.storage.Note(err)
-	for i, job := range batch {
-		s.storage.Note(results[i])
-		if err != nil {
-			job.result <- fmt.Errorf("commit: %w", err)
-		} else {
-			job.result <- results[i]
-		}
-	}
+	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
 }
 
 // runPgJob keeps a panicking job from taking its writer down.

@@ -50,20 +50,10 @@ func (s *Postgres) FoldCounts(ctx context.Context) error {
 
 // keepCountsFolded folds every countFoldEvery until the store closes.
 func (s *Postgres) keepCountsFolded(stop <-chan struct{}) {
-	defer s.done.Done()
-	t := time.NewTicker(countFoldEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if err := s.FoldCounts(ctx); err != nil {
-				// Reads stay exact; the next fold takes these changes too.
-				slog.Warn("database: folding the console's counts", "err", err)
-			}
-			cancel()
+	s.every(stop, countFoldEvery, time.Minute, func(ctx context.Context) {
+		if err := s.FoldCounts(ctx); err != nil {
+			// Reads stay exact; the next fold takes these changes too.
+			slog.Warn("database: folding the console's counts", "err", err)
 		}
-	}
+	})
 }

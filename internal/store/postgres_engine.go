@@ -258,19 +258,10 @@ func adCallsOf(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.Call
 	if err != nil {
 		return nil, 0, err
 	}
-	out := map[string]int{}
-	err = sqldb.PGX(tx).Query(ctx, `SELECT ad_phone, count(*) FROM calls
+	out, err := sqldb.CollectMap(ctx, sqldb.PGX(tx), sqldb.KeyValue[string, int], `SELECT ad_phone, count(*) FROM calls
 		WHERE app_id = ? AND ad_phone = ANY(?) AND ad_phone IS NOT NULL
 			AND (state = 'dialing' OR (answered_at IS NOT NULL AND answered_at > ?))
-		GROUP BY ad_phone`, []any{appID, phones, Millis(start.Add(-domain.AdDay))}, func(scan func(...any) error) error {
-		var p string
-		var n int
-		if err := scan(&p, &n); err != nil {
-			return err
-		}
-		out[p] = n
-		return nil
-	})
+		GROUP BY ad_phone`, appID, phones, Millis(start.Add(-domain.AdDay)))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -497,18 +488,26 @@ func (s *Postgres) RenewLeases(ctx context.Context, now time.Time) error {
 // keepLeases renews this node's leases every third of the lease until the
 // store closes.
 func (s *Postgres) keepLeases(stop <-chan struct{}) {
+	s.every(stop, s.Lease/3, s.Lease/3, func(ctx context.Context) {
+		if err := s.RenewLeases(ctx, time.Now()); err != nil {
+			s.Metrics.Cluster.observeLeaseRenewalFailure()
+		}
+	})
+}
+
+// every runs job every period, each run given timeout, until stop is
+// closed; the store's Close waits for it (done).
+func (s *Postgres) every(stop <-chan struct{}, period, timeout time.Duration, job func(ctx context.Context)) {
 	defer s.done.Done()
-	t := time.NewTicker(s.Lease / 3)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), s.Lease/3)
-			if err := s.RenewLeases(ctx, time.Now()); err != nil {
-				s.Metrics.Cluster.observeLeaseRenewalFailure()
-			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			job(ctx)
 			cancel()
 		}
 	}

@@ -59,20 +59,11 @@ func (s *sqlStore) RecordingsKept(ctx context.Context, ids []string) (map[string
 	for i, id := range ids {
 		args[i] = id
 	}
-	err := s.db.Query(ctx, `SELECT id, state = 'dialing', recording_bytes > 0 FROM calls
-		WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args, func(scan func(...any) error) error {
-		var id string
-		var k recordings.Kept
-		if err := scan(&id, &k.Up, &k.Listed); err != nil {
-			return err
-		}
-		out[id] = k
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqldb.CollectMap(ctx, s.db, func(r sqldb.Row) (id string, k recordings.Kept, err error) {
+		err = r.Scan(&id, &k.Up, &k.Listed)
+		return id, k, err
+	}, `SELECT id, state = 'dialing', recording_bytes > 0 FROM calls
+		WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 }
 
 // deleteWithRecordings runs a write that deletes calls (with their

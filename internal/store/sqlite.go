@@ -10,11 +10,9 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"dialbox/internal/domain"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sqldb"
 	"dialbox/internal/writehealth"
@@ -32,10 +30,9 @@ type SQLite struct {
 	Read  *sql.DB
 	write *sql.DB
 
-	mu     sync.RWMutex // guards closed against Write racing Close
-	closed bool
-	Jobs   chan WriteJob
-	done   chan struct{}
+	closeGuard // against Write racing Close
+	Jobs       chan WriteJob
+	done       chan struct{}
 
 	stmts writeStmts // the writer's hot statements, prepared once
 	known int        // the migrations this dialbox knows (Migrations)
@@ -128,14 +125,9 @@ func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, erro
 
 // Close finishes queued writes and closes the database.
 func (s *SQLite) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.shut(func() { close(s.Jobs) }) {
 		return nil
 	}
-	s.closed = true
-	close(s.Jobs)
-	s.mu.Unlock()
 	<-s.done
 	return s.closeDBs()
 }
@@ -292,46 +284,12 @@ func sqliteWrite(write func(context.Context, func(*sql.Tx) error) error) func(co
 }
 
 func (s *SQLite) write1(ctx context.Context, job WriteJob) error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return domain.ErrStoreClosed
-	}
-	select {
-	case s.Jobs <- job:
-	case <-ctx.Done():
-		s.mu.RUnlock()
-		return ctx.Err()
-	}
-	s.mu.RUnlock()
-	// Wait even if ctx ends now: the job may already be committing, and the
-	// caller must not report failure for data that is stored.
-	return <-job.Result
+	return enqueue(ctx, &s.closeGuard, s.Jobs, job, job.Result)
 }
 
 func (s *SQLite) writer() {
 	defer close(s.done)
-	for job := range s.Jobs {
-		batch := []WriteJob{job}
-	collect:
-		for !job.Alone && len(batch) < maxJobsPerCommit {
-			select {
-			case j, ok := <-s.Jobs:
-				if !ok {
-					break collect
-				}
-				if j.Alone {
-					s.commit(batch)
-					batch = []WriteJob{j}
-					break collect
-				}
-				batch = append(batch, j)
-			default:
-				break collect
-			}
-		}
-		s.commit(batch)
-	}
+	groupCommit(s.Jobs, func(j WriteJob) bool { return j.Alone }, s.commit)
 }
 
 func (s *SQLite) commit(batch []WriteJob) {
@@ -377,15 +335,7 @@ func (s *SQLite) commit(batch []WriteJob) {
 	if committing {
 		s.watch.Committed(&s.ConfigChanges) // after the count: a read waiting on it sees that too
 	}
-	s.storage.Note(err)
-	for i, job := range batch {
-		s.storage.Note(results[i])
-		if err != nil {
-			job.Result <- fmt.Errorf("commit: %w", err)
-		} else {
-			job.Result <- results[i]
-		}
-	}
+	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].Result <- err })
 }
 
 // runJob keeps a panicking job from taking the writer (and every other

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
+	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 )
 
@@ -113,4 +115,13 @@ func (t pgSettle) ExecLast(query string, args ...any) error {
 	}
 	*t.last = append(*t.last, pgStmt{sqldb.Numbered(query), args})
 	return nil
+}
+
+// scanErr is the error of a row's Scan as the store answers it: no row is
+// domain.ErrNotFound.
+func scanErr(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ErrNotFound
+	}
+	return err
 }
