@@ -560,9 +560,7 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	return ff, nil
 }
 
-// speechHeard says whether this dialbox's calls can hear speech: the
-// simulator hears the rules' says; real calls need a recognizer, [asr]
-// engine (docs/voicebot.md#recognizers).
+// speechHeard: the simulator hears the rules' says, real calls need an [asr] engine.
 func (m *Main) speechHeard() bool {
 	return m.Config.Dialer.Kind != config.DialerSIP || m.Config.ASR.Engine != ""
 }
