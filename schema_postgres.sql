@@ -519,3 +519,10 @@ CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, 
 -- The JSON list of turns {"speaker", "text", "at"}; calls ended before this
 -- migration read as nothing said.
 ALTER TABLE calls ADD COLUMN transcript text NOT NULL DEFAULT '[]';
+
+-- migration 18: calls by minute, for the console's charts
+-- A scenario's and a campaign's page draw the calls started and ended per
+-- minute over the last hours; these ranges read only the window's calls
+-- whatever the number kept (docs/console.md#charts).
+CREATE INDEX calls_started_by_app ON calls (app_id, started_at);
+CREATE INDEX calls_ended_by_app ON calls (app_id, ended_at) WHERE ended_at IS NOT NULL;
