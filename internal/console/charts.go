@@ -54,7 +54,7 @@ type chartsView struct {
 	Of             string // "scenario Name" or "campaign Name", for titles
 	From, To       time.Time
 	Width, Height  int
-	Mid            int // the answer rate's 50% line
+	Mid            int   // the answer rate's 50% line
 	Started, Ended int64 // in the window
 	Peak           int64 // the most calls started or ended in one minute
 	PeakAt         time.Time
