@@ -103,4 +103,15 @@ func checkCallCounts(t *testing.T, s *sqlStore, appID int64) {
 	check("the application", read("", ""), map[string]int64{"+0 start": 3, "+2 start": 1,
 		"+0 BUSY": 1, "+1 ANSWERED": 1, "+2 ANSWERED": 1})
 	check("another scenario", read("other", ""), map[string]int64{})
+
+	// The call still up ends: it counts in the minute it ended.
+	err = s.writeData(ctx, func(tx sqldb.Querier) error {
+		_, err := tx.Exec(ctx, `UPDATE calls SET state = 'ended', outcome = 'BUSY', ended_at = ? WHERE id = 'callk3'`,
+			Millis(base.Add(3*time.Minute)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the campaign, its last call ended", read("sc", "cmp"), map[string]int64{"+0 start": 1, "+2 start": 1, "+2 ANSWERED": 1, "+3 BUSY": 1})
 }
