@@ -138,8 +138,8 @@ func (h *Harness) consolePhase(fixtures string) error {
 		rows = append(rows, fmt.Sprintf("%s %s / %s", p.label, ms(took[0]), ms(took[len(took)/2])))
 		logf("  %-34s best %s, median %s", p.label, ms(took[0]), ms(took[len(took)/2]))
 	}
-	h.notes = append(h.notes, fmt.Sprintf("Console pages over HTTP with %s contacts stored, best / median of %d loads: %s; the slowest median %s (the bar: 100 ms).",
-		num(float64(stored))+" contacts and "+num(float64(consoleCalls))+" calls in the charts' window", consoleTries, joinComma(rows), ms(worst)))
+	h.notes = append(h.notes, fmt.Sprintf("Console pages over HTTP with %s, best / median of %d loads: %s; the slowest median %s (the bar: 100 ms).",
+		num(float64(stored))+" contacts stored and "+num(float64(consoleCalls))+" calls in the charts' window", consoleTries, joinComma(rows), ms(worst)))
 	return nil
 }
 
