@@ -32,7 +32,8 @@ type pgImport struct {
 // importSQL stores an import in one statement: its contacts (RETURNING
 // those the pending-phone index let in), its row, counted from them, and
 // its skipped contacts: those the request refused, and those of its
-// contacts that were not inserted (a phone already queued).
+// contacts that were not inserted (a phone already queued). Its code is
+// importAdded or importAllInvalid.
 const importSQL = `WITH ins AS (
 	INSERT INTO contacts
 		(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
