@@ -28,7 +28,7 @@ import (
 //
 // This file holds the type, its routes and its auth; the handlers are in
 // one file per resource (apps.go, wallet.go, pools.go, scenarios.go,
-// campaigns.go, webhooks.go, contacts.go, sandbox.go, dnc.go, adcalls.go);
+// campaigns.go, webhooks.go, contacts.go, results.go, sandbox.go, dnc.go, adcalls.go);
 // the services its handlers share with the console are in services.go,
 // what it asks of the store in store.go.
 type Admin struct {
@@ -216,6 +216,7 @@ func (a *Admin) Routes(r *httprouter.Router) {
 	r.GET(app+"/scenarios", a.handle(a.listScenarios))
 	r.POST(app+"/scenarios", a.handle(a.createScenario))
 	r.GET(app+"/scenarios/:scenario", a.handle(a.getScenario))
+	r.GET(app+"/scenarios/:scenario/results.csv", a.handle(a.scenarioResults))
 	r.PATCH(app+"/scenarios/:scenario", a.handle(a.updateScenario))
 	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteOf("scenario", "Scenario", a.calling.DeleteScenario)))
 	for _, t := range Transitions {
@@ -225,6 +226,7 @@ func (a *Admin) Routes(r *httprouter.Router) {
 	r.GET(app+"/campaigns", a.handle(a.listCampaigns))
 	r.POST(app+"/campaigns", a.handle(a.createCampaign))
 	r.GET(app+"/campaigns/:campaign", a.handle(a.getCampaign))
+	r.GET(app+"/campaigns/:campaign/results.csv", a.handle(a.campaignResults))
 	r.POST(app+"/campaigns/:campaign/pause", a.handle(a.setCampaignPaused(true)))
 	r.POST(app+"/campaigns/:campaign/resume", a.handle(a.setCampaignPaused(false)))
 
@@ -265,6 +267,9 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		defer func() {
 			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler { // a download cut short: the connection is to be cut
+					panic(v)
+				}
 				a.log.Error("panic serving admin request", "path", r.URL.Path, "panic", v)
 				httpx.WriteAdminError(w, httpx.ErrAdminInternal)
 			}
@@ -273,6 +278,10 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 			return
 		}
 		result, err := h(r, ps)
+		if d, ok := result.(*httpx.Download); ok && err == nil {
+			d.Serve(w, r, a.log)
+			return
+		}
 		if f, ok := result.(*httpx.ServedFile); ok && err == nil {
 			// A file is the answer itself; one that cannot be opened is
 			// answered as any error.

@@ -58,6 +58,7 @@ type CallingStore interface {
 type ContactStore interface {
 	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
 	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
+	ContactResults(ctx context.Context, appID int64, f domain.ResultFilter, after int64, limit int) ([]domain.ContactResult, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
 	RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
 	ImportByID(ctx context.Context, appID int64, id string) (*domain.ImportRecord, error)

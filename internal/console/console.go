@@ -89,6 +89,8 @@ type Reads interface {
 	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
 	Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error)
 	Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error)
+	ResultFilter(q url.Values) (domain.ResultFilter, error)
+	Results(ctx context.Context, app *domain.Application, scenarioID, campaignID string, f domain.ResultFilter) (*httpx.Download, error)
 }
 
 // Actions are the supervisor's forms; each wakes whoever the change
@@ -209,7 +211,9 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.GET(p+"/live/overview", c.live(c.overviewLive))
 	r.GET(app+"/scenarios/:scenario", c.page(c.progressPage(false)))
 	r.GET(p+"/live/apps/:app/scenarios/:scenario", c.live(c.progressLive(false)))
+	r.GET(app+"/scenarios/:scenario/results.csv", c.results(false))
 	r.GET(app+"/campaigns/:campaign", c.page(c.progressPage(true)))
+	r.GET(app+"/campaigns/:campaign/results.csv", c.results(true))
 	r.GET(p+"/live/apps/:app/campaigns/:campaign", c.live(c.progressLive(true)))
 	r.POST(app+"/campaigns/:campaign/pause", c.action(c.pauseCampaign(true)))
 	r.POST(app+"/campaigns/:campaign/resume", c.action(c.pauseCampaign(false)))
@@ -404,6 +408,9 @@ func (c *Console) action(h consoleAction) httprouter.Handle {
 
 func (c *Console) recoverPanic(w http.ResponseWriter, r *http.Request, s *session) {
 	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler { // a download cut short: the connection is to be cut
+			panic(v)
+		}
 		c.log.Error("panic serving console request", "path", r.URL.Path, "panic", v)
 		c.fail(w, r, s, fmt.Errorf("panic: %v", v))
 	}

@@ -7,6 +7,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -163,6 +164,17 @@ type progressView struct {
 	AnsweredPM int
 	State      string
 	Held       bool
+	Export     *exportForm // the results export's form; nil on a live update
+}
+
+// exportForm is the results export's form: the filters as sent, what they
+// may be, and every problem with them (docs/console.md#results).
+type exportForm struct {
+	Action   string
+	Filter   url.Values
+	States   []string
+	Outcomes []string
+	Problems []domain.FieldError
 }
 
 func (c *Console) app(ctx context.Context, ps httprouter.Params) (*domain.Application, error) {
@@ -228,8 +240,58 @@ func (c *Console) progressPage(campaign bool) consolePage {
 		if campaign {
 			title, kind, id = "Campaign "+cmp.Or(d.Campaign.Name, d.Campaign.ID), "campaigns", d.Campaign.ID
 		}
-		return &view{Page: "progress", Title: title, Data: d,
-			Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/" + kind + "/" + url.PathEscape(id)}, nil
+		base := "/apps/" + url.PathEscape(d.App.APIKey) + "/" + kind + "/" + url.PathEscape(id)
+		d.Export = &exportForm{Action: "/console" + base + "/results.csv", Filter: url.Values{},
+			States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
+		if d.Export.Outcomes, err = c.reads.Outcomes(r.Context(), d.App.ID); err != nil {
+			return nil, err
+		}
+		return &view{Page: "progress", Title: title, Data: d, Live: "/console/live" + base}, nil
+	}
+}
+
+// results downloads a scenario's results as CSV, or a campaign's: the
+// admin API's export (docs/admin.md#results-as-csv), behind the session.
+// Bad filters show the page again, the form as sent and every problem
+// beside it.
+func (c *Console) results(campaign bool) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		c.headers(w)
+		s := c.sessions.get(r, c.now())
+		if s == nil {
+			http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		defer c.recoverPanic(w, r, s)
+		q := r.URL.Query()
+		if err := checkFields(q); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		app, err := c.app(r.Context(), ps)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		f, err := c.reads.ResultFilter(q)
+		var bad *domain.Error
+		if errors.As(err, &bad) && bad.Code == domain.EINVALID {
+			v, err := c.progressPage(campaign)(r, ps)
+			if err != nil {
+				c.fail(w, r, s, err)
+				return
+			}
+			export := v.Data.(*progressView).Export
+			export.Filter, export.Problems = q, bad.Details
+			c.render(w, http.StatusBadRequest, layoutData{view: *v, CSRF: s.csrf, SignedIn: true, Status: http.StatusBadRequest})
+			return
+		}
+		d, err := c.reads.Results(r.Context(), app, ps.ByName("scenario"), ps.ByName("campaign"), f)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		d.Serve(w, r, c.log)
 	}
 }
 

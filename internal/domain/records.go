@@ -113,6 +113,22 @@ type ContactFilter struct {
 	CursorPage
 }
 
+// ResultFilter selects the contacts of a results export
+// (docs/admin.md#results-as-csv): one scenario's, or one campaign's,
+// with the state, outcome and creation times given (zero fields match all).
+type ResultFilter struct {
+	ScenarioID, CampaignID string
+	State, Outcome         string
+	From, To               time.Time // created in [From, To)
+}
+
+// ContactResult is a contact with its last call, if it had one: one row of
+// a results export.
+type ContactResult struct {
+	ContactRecord
+	Last *CallRecord
+}
+
 type ImportRecord struct {
 	ID         string    `json:"id"`
 	ScenarioID string    `json:"scenario_id"`
