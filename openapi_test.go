@@ -531,6 +531,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 	c.do("GET", qa+"/campaigns/camp-new", "", 200)
 	c.do("POST", qa+"/campaigns/camp-new/pause", "", 200)
 	c.do("POST", qa+"/campaigns/camp-new/resume", "", 200)
+	c.do("POST", qa+"/campaigns/camp-new/stop", "", 200)
 	c.do("GET", qa+"/campaigns/camp-none", "", 404)
 
 	// Webhook endpoints; one delivers to the sink.

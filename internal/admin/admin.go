@@ -229,6 +229,7 @@ func (a *Admin) Routes(r *httprouter.Router) {
 	r.GET(app+"/campaigns/:campaign/results.csv", a.handle(a.campaignResults))
 	r.POST(app+"/campaigns/:campaign/pause", a.handle(a.setCampaignPaused(true)))
 	r.POST(app+"/campaigns/:campaign/resume", a.handle(a.setCampaignPaused(false)))
+	r.POST(app+"/campaigns/:campaign/stop", a.handle(a.stopCampaign))
 
 	r.GET(app+"/webhooks", a.handle(a.listEndpoints))
 	r.POST(app+"/webhooks", a.handle(a.createEndpoint))

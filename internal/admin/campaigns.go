@@ -74,3 +74,14 @@ func (a *Admin) setCampaignPaused(paused bool) httpx.Handler {
 		return a.getCampaign(r, ps)
 	}
 }
+
+func (a *Admin) stopCampaign(r *http.Request, ps httprouter.Params) (any, error) {
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.StopCampaign(r.Context(), app.ID, ps.ByName("campaign")); err != nil {
+		return nil, err
+	}
+	return a.getCampaign(r, ps)
+}

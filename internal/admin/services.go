@@ -186,6 +186,41 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 	return nil
 }
 
+// stopChunk is how many queued contacts one commit of a stop ends.
+const stopChunk = 500
+
+// StopCampaign stops a campaign: it is paused, and each contact it still
+// has queued ends CANCELED without a call (an attempt never placed, its
+// call_blocks row, its contact.completed event), stopChunk to a commit;
+// calls up finish (docs/admin.md#campaigns). It says how many it ended.
+func (a *Admin) StopCampaign(ctx context.Context, appID int64, id string) (int, error) {
+	k, err := a.Campaign(ctx, appID, id)
+	if err != nil {
+		return 0, err
+	}
+	if err := a.SetCampaignPaused(ctx, appID, id, true); err != nil {
+		return 0, err
+	}
+	ended := 0
+	for {
+		queued, err := a.calling.QueuedOfCampaign(ctx, appID, k.ScenarioID, id, stopChunk)
+		if err != nil || len(queued) == 0 {
+			return ended, err
+		}
+		holds := make([]domain.CallHold, len(queued))
+		for i, c := range queued {
+			holds[i] = domain.CallHold{AppID: appID, ScenarioID: k.ScenarioID, Contact: c,
+				Reason: domain.ReasonCampaignStopped, Outcome: domain.OutcomeCanceled}
+		}
+		now := a.now()
+		if err := a.calling.HoldContacts(ctx, holds, now, now); err != nil {
+			return ended, err
+		}
+		ended += len(queued)
+		a.wakeWebhooks()
+	}
+}
+
 // Redeliver makes a webhook message due now, with the same webhook-id.
 func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
 	if err := notFound(a.webhooks.Redeliver(ctx, appID, id, a.now()), "Webhook message"); err != nil {

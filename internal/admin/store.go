@@ -49,6 +49,8 @@ type CallingStore interface {
 	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 	CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error
 	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error
+	QueuedOfCampaign(ctx context.Context, appID int64, scenarioID, campaignID string, limit int) ([]domain.DueContact, error)
+	HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
 }
 
 // ContactStore holds the contacts with their calls and recordings, the

@@ -423,6 +423,18 @@ func (s *sqlStore) SetCampaignPaused(ctx context.Context, appID int64, id string
 	})
 }
 
+// QueuedOfCampaign returns up to limit contacts of a campaign still
+// queued, oldest first: the next ones a stop ends (docs/admin.md#campaigns).
+func (s *sqlStore) QueuedOfCampaign(ctx context.Context, appID int64, scenarioID, campaignID string, limit int) ([]domain.DueContact, error) {
+	return sqldb.Collect(ctx, s.db, func(row sqldb.Row) (domain.DueContact, error) {
+		var c domain.DueContact
+		err := row.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign)
+		return c, err
+	}, `SELECT seq, phone, fields, campaign_id FROM contacts
+		WHERE app_id = ? AND scenario_id = ? AND campaign_id = ? AND state = 'queued' ORDER BY seq LIMIT ?`,
+		appID, scenarioID, campaignID, limit)
+}
+
 // ---- deletes and reset ----
 
 // Deleting an application or a scenario deletes its calls, whose
