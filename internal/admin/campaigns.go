@@ -1,10 +1,7 @@
 package admin
 
 import (
-	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -38,23 +35,7 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	c := &domain.Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
-	switch {
-	case c.ID == "":
-		return nil, domain.Invalid("id", "must not be empty")
-	case c.ScenarioID == "":
-		return nil, domain.Invalid("scenario_id", "is required")
-	}
-	if _, err := a.Scenario(r.Context(), app.ID, c.ScenarioID); err != nil {
-		if errors.Is(err, domain.ErrNotFound) {
-			return nil, domain.Invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
-		}
-		return nil, err
-	}
-	err = a.calling.CreateCampaign(r.Context(), c, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Campaign %q already exists", c.ID)
-	}
+	c, err := a.CreateCampaign(r.Context(), app.ID, deref(b.ID, uuid.NewString()), b.Name, b.ScenarioID)
 	if err != nil {
 		return nil, err
 	}

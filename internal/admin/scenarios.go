@@ -13,7 +13,6 @@ import (
 	"dialbox/internal/httpx"
 	"dialbox/internal/script"
 
-	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -62,7 +61,9 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	return map[string]any{"scenarios": out, "total_count": total}, nil
 }
 
-type scenarioBody struct {
+// ScenarioBody is what a scenario's creation or change sets: the admin
+// API's JSON body, and the console's form; a nil field is left as it is.
+type ScenarioBody struct {
 	ID                 *string         `json:"id"`
 	Name               *string         `json:"name"`
 	Description        *string         `json:"description"`
@@ -74,7 +75,7 @@ type scenarioBody struct {
 }
 
 // apply sets the body's fields on sc and checks the result.
-func (b *scenarioBody) apply(sc *domain.Scenario) error {
+func (b *ScenarioBody) apply(sc *domain.Scenario) error {
 	for _, f := range []struct {
 		from *string
 		to   *string
@@ -107,7 +108,7 @@ func (b *scenarioBody) apply(sc *domain.Scenario) error {
 
 // applyScript sets or (null) removes sc's script; a script is refused with
 // one detail per problem, each naming the step and field.
-func (b *scenarioBody) applyScript(sc *domain.Scenario) error {
+func (b *ScenarioBody) applyScript(sc *domain.Scenario) error {
 	if string(b.Script) == "null" {
 		sc.Script = nil
 		return nil
@@ -140,20 +141,12 @@ func scriptShapeError(err error) error {
 }
 
 func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	var b scenarioBody
+	var b ScenarioBody
 	app, err := a.appBody(r, ps, &b)
 	if err != nil {
 		return nil, err
 	}
-	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
-		PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
-	if err := b.apply(sc); err != nil {
-		return nil, err
-	}
-	err = a.calling.CreateScenario(r.Context(), sc, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
-	}
+	sc, err := a.CreateScenario(r.Context(), app.ID, &b)
 	if err != nil {
 		return nil, err
 	}
@@ -177,28 +170,15 @@ func (a *Admin) getScenario(r *http.Request, ps httprouter.Params) (any, error) 
 }
 
 func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	var b scenarioBody
+	var b ScenarioBody
 	app, err := a.appBody(r, ps, &b)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case b.ID != nil:
-		return nil, domain.Invalid("id", "cannot be changed")
-	case b.Status != nil:
-		return nil, domain.Invalid("status", "changes only through submit, approve, reject and edit")
-	}
-	sc, err := a.Scenario(r.Context(), app.ID, ps.ByName("scenario"))
-	if err != nil {
+	if err := a.UpdateScenario(r.Context(), app.ID, ps.ByName("scenario"), &b); err != nil {
 		return nil, err
 	}
-	if err := b.apply(sc); err != nil {
-		return nil, err
-	}
-	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.now()), "Scenario"); err != nil {
-		return nil, err
-	}
-	return a.showScenario(r, app.ID, sc.ID)
+	return a.showScenario(r, app.ID, ps.ByName("scenario"))
 }
 
 // Transition is one arrow of docs/design.md#scenario-status-transitions.
@@ -229,18 +209,9 @@ func (a *Admin) transition(t Transition) httpx.Handler {
 		if err != nil {
 			return nil, err
 		}
-		id := ps.ByName("scenario")
-		err = a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
-		var bad domain.ErrBadTransition
-		switch {
-		case errors.Is(err, domain.ErrNotFound):
-			return nil, domain.NotFound("Scenario")
-		case errors.As(err, &bad):
-			return nil, domain.Conflict("%s", t.Refused(bad.Status))
-		case err != nil:
+		if err := a.TransitionScenario(r.Context(), app.ID, ps.ByName("scenario"), t); err != nil {
 			return nil, err
 		}
-		a.wake(app.ID)
-		return a.showScenario(r, app.ID, id)
+		return a.showScenario(r, app.ID, ps.ByName("scenario"))
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // The admin API's services: the reads and actions its handlers share with
@@ -184,6 +187,80 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 	}
 	a.wake(appID)
 	return nil
+}
+
+// CreateScenario checks and stores a new scenario: DRAFT unless the body
+// says otherwise, a new id unless it names one.
+func (a *Admin) CreateScenario(ctx context.Context, appID int64, b *ScenarioBody) (*domain.Scenario, error) {
+	sc := &domain.Scenario{AppID: appID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
+		PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
+	if err := b.apply(sc); err != nil {
+		return nil, err
+	}
+	err := a.calling.CreateScenario(ctx, sc, a.now())
+	if errors.Is(err, domain.ErrConflict) {
+		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
+	}
+	return sc, err
+}
+
+// UpdateScenario applies a change to a scenario; its id and status do not
+// change here (status: TransitionScenario).
+func (a *Admin) UpdateScenario(ctx context.Context, appID int64, id string, b *ScenarioBody) error {
+	switch {
+	case b.ID != nil:
+		return domain.Invalid("id", "cannot be changed")
+	case b.Status != nil:
+		return domain.Invalid("status", "changes only through submit, approve, reject and edit")
+	}
+	sc, err := a.Scenario(ctx, appID, id)
+	if err != nil {
+		return err
+	}
+	if err := b.apply(sc); err != nil {
+		return err
+	}
+	return notFound(a.calling.UpdateScenario(ctx, sc, a.now()), "Scenario")
+}
+
+// TransitionScenario moves a scenario along t (docs/admin.md#routes); the
+// engine looks again.
+func (a *Admin) TransitionScenario(ctx context.Context, appID int64, id string, t Transition) error {
+	err := a.calling.TransitionScenario(ctx, appID, id, t.From, t.To, a.now())
+	var bad domain.ErrBadTransition
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return domain.NotFound("Scenario")
+	case errors.As(err, &bad):
+		return domain.Conflict("%s", t.Refused(bad.Status))
+	case err != nil:
+		return err
+	}
+	a.wake(appID)
+	return nil
+}
+
+// CreateCampaign stores a new campaign on one of the application's
+// scenarios.
+func (a *Admin) CreateCampaign(ctx context.Context, appID int64, id, name, scenarioID string) (*domain.Campaign, error) {
+	c := &domain.Campaign{AppID: appID, ID: id, Name: name, ScenarioID: scenarioID}
+	switch {
+	case c.ID == "":
+		return nil, domain.Invalid("id", "must not be empty")
+	case c.ScenarioID == "":
+		return nil, domain.Invalid("scenario_id", "is required")
+	}
+	if _, err := a.Scenario(ctx, appID, c.ScenarioID); err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil, domain.Invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
+		}
+		return nil, err
+	}
+	err := a.calling.CreateCampaign(ctx, c, a.now())
+	if errors.Is(err, domain.ErrConflict) {
+		return nil, domain.Conflict("Campaign %q already exists", c.ID)
+	}
+	return c, err
 }
 
 // stopChunk is how many queued contacts one commit of a stop ends.
