@@ -33,7 +33,7 @@ func testAdminStopCampaign(t *testing.T, backend string) {
 	}
 	for query, want := range map[string]int{
 		`SELECT count(*) FROM contacts WHERE campaign_id = 'camp-1' AND state = 'done' AND outcome = 'CANCELED' AND attempts = 1`: 7,
-		`SELECT count(*) FROM contacts WHERE campaign_id IS NULL AND state = 'queued'`:                                             1,
+		`SELECT count(*) FROM contacts WHERE campaign_id IS NULL AND state = 'queued'`:                                            1,
 		`SELECT count(*) FROM calls WHERE outcome = 'CANCELED' AND cause = 487 AND hotline = ''`:                                  7,
 		`SELECT count(*) FROM call_blocks WHERE reason = 'campaign_stopped'`:                                                      7,
 		`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed' AND payload LIKE '%"CANCELED"%'`:            7,

@@ -454,7 +454,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	wrongTokens := tokenlimit.New(tokenlimit.Config{PerAddress: m.Config.Admin.WrongTokensPerAddress,
 		Overall: m.Config.Admin.WrongTokensOverall, Backoff: m.Config.Admin.WrongTokenBackoff.Duration,
 		MaxAddresses: 10_000}, m.Log)
-	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog,
+	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog, Audit: m.catalog,
 		Region: m.Config.Phone.DefaultRegion, Now: m.now, Log: m.Log, TokenHash: hash,
 		WrongTokens: wrongTokens, Proxies: proxies,
 		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),

@@ -369,3 +369,17 @@ ALTER TABLE applications ADD COLUMN destination_deny  TEXT NOT NULL DEFAULT '[]'
 -- many of its messages wait (docs/webhooks.md#fair-delivery).
 CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
     WHERE state = 'pending';
+
+-- migration 13: the audit log of what people did in the console
+-- (docs/console.md#audit-log): who (their sign-in), when, what (the form's
+-- path and what the console answered), and which tenant's. No reference to
+-- the tenant: the log outlives it.
+CREATE TABLE audit_log (
+    seq     INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    actor   TEXT    NOT NULL,
+    action  TEXT    NOT NULL,
+    app_key TEXT    NOT NULL DEFAULT '',
+    target  TEXT    NOT NULL DEFAULT '',
+    detail  TEXT    NOT NULL DEFAULT ''
+);

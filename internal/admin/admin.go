@@ -37,6 +37,7 @@ type Admin struct {
 	contacts  ContactStore
 	webhooks  WebhookStore
 	dnc       DNCStore
+	audit     AuditStore
 	region    string           // phone.default_region, to read the phone filter
 	now       func() time.Time // the real time: stamps records, schedules deliveries, times wrong tokens
 	log       *slog.Logger
@@ -80,6 +81,7 @@ type Parts struct {
 	Contacts ContactStore
 	Webhooks WebhookStore
 	DNC      DNCStore
+	Audit    AuditStore
 
 	Region      string
 	Now         func() time.Time
@@ -106,7 +108,7 @@ type Parts struct {
 
 // New builds the admin API whole from its parts.
 func New(p Parts) *Admin {
-	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC,
+	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC, audit: p.Audit,
 		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
 		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
 		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"net/http"
 
@@ -30,12 +31,14 @@ func (a *Admin) createCampaign(r *http.Request, ps httprouter.Params) (any, erro
 		ID         *string `json:"id"`
 		Name       string  `json:"name"`
 		ScenarioID string  `json:"scenario_id"`
+		Paused     bool    `json:"paused"`
 	}
 	app, err := a.appBody(r, ps, &b)
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.CreateCampaign(r.Context(), app.ID, deref(b.ID, uuid.NewString()), b.Name, b.ScenarioID)
+	c, err := a.CreateCampaign(r.Context(), app.ID, domain.Campaign{ID: deref(b.ID, uuid.NewString()), Name: b.Name,
+		ScenarioID: b.ScenarioID, Paused: b.Paused})
 	if err != nil {
 		return nil, err
 	}

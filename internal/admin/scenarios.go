@@ -209,7 +209,7 @@ func (a *Admin) transition(t Transition) httpx.Handler {
 		if err != nil {
 			return nil, err
 		}
-		if err := a.TransitionScenario(r.Context(), app.ID, ps.ByName("scenario"), t); err != nil {
+		if err := a.TransitionScenario(r.Context(), app.ID, ps.ByName("scenario"), t.Name); err != nil {
 			return nil, err
 		}
 		return a.showScenario(r, app.ID, ps.ByName("scenario"))

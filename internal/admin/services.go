@@ -8,6 +8,7 @@ import (
 	"dialbox/internal/sandbox"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -223,9 +224,15 @@ func (a *Admin) UpdateScenario(ctx context.Context, appID int64, id string, b *S
 	return notFound(a.calling.UpdateScenario(ctx, sc, a.now()), "Scenario")
 }
 
-// TransitionScenario moves a scenario along t (docs/admin.md#routes); the
-// engine looks again.
-func (a *Admin) TransitionScenario(ctx context.Context, appID int64, id string, t Transition) error {
+// TransitionScenario moves a scenario along the transition named name
+// (submit, approve, reject, edit: docs/admin.md#routes); the engine looks
+// again.
+func (a *Admin) TransitionScenario(ctx context.Context, appID int64, id, name string) error {
+	i := slices.IndexFunc(Transitions, func(t Transition) bool { return t.Name == name })
+	if i < 0 {
+		return domain.Invalid("transition", "must be submit, approve, reject or edit")
+	}
+	t := Transitions[i]
 	err := a.calling.TransitionScenario(ctx, appID, id, t.From, t.To, a.now())
 	var bad domain.ErrBadTransition
 	switch {
@@ -240,10 +247,21 @@ func (a *Admin) TransitionScenario(ctx context.Context, appID int64, id string, 
 	return nil
 }
 
-// CreateCampaign stores a new campaign on one of the application's
-// scenarios.
-func (a *Admin) CreateCampaign(ctx context.Context, appID int64, id, name, scenarioID string) (*domain.Campaign, error) {
-	c := &domain.Campaign{AppID: appID, ID: id, Name: name, ScenarioID: scenarioID}
+// TransitionsFrom names the transitions a scenario in status may take.
+func (a *Admin) TransitionsFrom(status string) []string {
+	var out []string
+	for _, t := range Transitions {
+		if slices.Contains(t.From, status) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// CreateCampaign stores a new campaign (its id, name, scenario, and
+// whether it starts paused) on one of the application's scenarios.
+func (a *Admin) CreateCampaign(ctx context.Context, appID int64, k domain.Campaign) (*domain.Campaign, error) {
+	c := &domain.Campaign{AppID: appID, ID: k.ID, Name: k.Name, ScenarioID: k.ScenarioID, Paused: k.Paused}
 	switch {
 	case c.ID == "":
 		return nil, domain.Invalid("id", "must not be empty")
@@ -316,6 +334,18 @@ func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID strin
 	}
 	a.wakeWebhooks()
 	return n, nil
+}
+
+// Audit appends an entry to the audit log, stamped now.
+func (a *Admin) Audit(ctx context.Context, e domain.AuditEntry) error {
+	e.At = a.now()
+	return a.audit.AddAudit(ctx, e)
+}
+
+// AuditLog lists up to limit entries of the audit log, newest first,
+// before the entry seq before (0: from the newest).
+func (a *Admin) AuditLog(ctx context.Context, before int64, limit int) ([]domain.AuditEntry, error) {
+	return a.audit.AuditLog(ctx, before, limit)
 }
 
 // ---- the sandbox ----

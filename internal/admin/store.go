@@ -100,3 +100,10 @@ type TokenStore interface {
 	SetAdminSetting(ctx context.Context, key, value string) error
 	DeleteAdminSettings(ctx context.Context, keys ...string) error
 }
+
+// AuditStore holds the audit log of the console's actions
+// (docs/console.md#audit-log).
+type AuditStore interface {
+	AddAudit(ctx context.Context, e domain.AuditEntry) error
+	AuditLog(ctx context.Context, before int64, limit int) ([]domain.AuditEntry, error)
+}

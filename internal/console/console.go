@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -89,6 +90,8 @@ type Reads interface {
 	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
 	Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error)
 	Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error)
+	AuditLog(ctx context.Context, before int64, limit int) ([]domain.AuditEntry, error)
+	TransitionsFrom(status string) []string
 	ResultFilter(q url.Values) (domain.ResultFilter, error)
 	Results(ctx context.Context, app *domain.Application, scenarioID, campaignID string, f domain.ResultFilter) (*httpx.Download, error)
 }
@@ -96,7 +99,11 @@ type Reads interface {
 // Actions are the supervisor's forms; each wakes whoever the change
 // concerns.
 type Actions interface {
+	Audit(ctx context.Context, e domain.AuditEntry) error
 	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error
+	StopCampaign(ctx context.Context, appID int64, id string) (int, error)
+	CreateCampaign(ctx context.Context, appID int64, k domain.Campaign) (*domain.Campaign, error)
+	TransitionScenario(ctx context.Context, appID int64, id, name string) error
 	Redeliver(ctx context.Context, appID int64, id string) error
 	RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error)
 }
@@ -217,6 +224,9 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.GET(p+"/live/apps/:app/campaigns/:campaign", c.live(c.progressLive(true)))
 	r.POST(app+"/campaigns/:campaign/pause", c.action(c.pauseCampaign(true)))
 	r.POST(app+"/campaigns/:campaign/resume", c.action(c.pauseCampaign(false)))
+	r.POST(app+"/campaigns/:campaign/stop", c.action(c.stopCampaign))
+	r.POST(app+"/scenarios/:scenario/campaigns", c.action(c.createCampaign))
+	r.POST(app+"/scenarios/:scenario/status", c.action(c.transitionScenario))
 	r.GET(app+"/contacts", c.page(c.contactsPage))
 	r.GET(app+"/contacts/:contact", c.page(c.contactPage))
 	r.GET(app+"/contacts/:contact/calls/:call/recording", c.recording)
@@ -234,6 +244,7 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.GET(p+"/sink", c.page(c.sinkPage))
 	r.POST(p+"/sink/reset", c.action(c.resetSink))
 	r.GET(p+"/clock", c.page(c.clockPage))
+	r.GET(p+"/audit", c.page(c.auditPage))
 	r.POST(p+"/clock", c.action(c.setClock))
 }
 
@@ -394,15 +405,29 @@ func (c *Console) action(h consoleAction) httprouter.Handle {
 			if !known {
 				c.log.Error("console action failed", "path", r.URL.Path, "err", err)
 			}
+			c.audit(r, s, ps.ByName("app"), "refused: "+msg)
 			if next == "" || status >= 500 {
 				c.fail(w, r, s, err)
 				return
 			}
 			s.setFlash(&flash{Failed: true, Text: msg})
-		} else if done != "" {
-			s.setFlash(&flash{Text: done})
+		} else {
+			c.audit(r, s, ps.ByName("app"), cmp.Or(done, "done"))
+			if done != "" {
+				s.setFlash(&flash{Text: done})
+			}
 		}
 		http.Redirect(w, r, next, http.StatusSeeOther)
+	}
+}
+
+// audit writes an action of the session s to the audit log: its path
+// (which names the records it acted on), the tenant's key and how it went.
+// A log that cannot be written is logged, the action stands.
+func (c *Console) audit(r *http.Request, s *session, appKey, detail string) {
+	err := c.actions.Audit(r.Context(), domain.AuditEntry{Actor: s.who, Action: r.Method + " " + r.URL.Path, AppKey: appKey, Detail: detail})
+	if err != nil {
+		c.log.Error("audit log not written", "path", r.URL.Path, "err", err)
 	}
 }
 

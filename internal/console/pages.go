@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -165,6 +166,8 @@ type progressView struct {
 	State      string
 	Held       bool
 	Export     *exportForm // the results export's form; nil on a live update
+	// Transitions are the status changes the scenario may take now.
+	Transitions []string
 }
 
 // exportForm is the results export's form: the filters as sent, what they
@@ -240,6 +243,7 @@ func (c *Console) progressPage(campaign bool) consolePage {
 		if campaign {
 			title, kind, id = "Campaign "+cmp.Or(d.Campaign.Name, d.Campaign.ID), "campaigns", d.Campaign.ID
 		}
+		d.Transitions = c.reads.TransitionsFrom(d.Scenario.Status)
 		base := "/apps/" + url.PathEscape(d.App.APIKey) + "/" + kind + "/" + url.PathEscape(id)
 		d.Export = &exportForm{Action: "/console" + base + "/results.csv", Filter: url.Values{},
 			States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
@@ -323,6 +327,60 @@ func (c *Console) pauseCampaign(paused bool) consoleAction {
 		}
 		return back, "Resumed.", nil
 	}
+}
+
+// stopCampaign stops a campaign: its queued contacts end CANCELED
+// (docs/admin.md#routes).
+func (c *Console) stopCampaign(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	back := "/console/apps/" + url.PathEscape(ps.ByName("app")) + "/campaigns/" + url.PathEscape(ps.ByName("campaign"))
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	n, err := c.actions.StopCampaign(r.Context(), app.ID, ps.ByName("campaign"))
+	if err != nil {
+		return back, "", err
+	}
+	return back, "Stopped: " + thousands(int64(n)) + " queued contacts ended CANCELED; calls up finish.", nil
+}
+
+// createCampaign creates a campaign on the scenario, paused unless "start"
+// is ticked, and goes to its page.
+func (c *Console) createCampaign(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	back := "/console/apps/" + url.PathEscape(ps.ByName("app")) + "/scenarios/" + url.PathEscape(ps.ByName("scenario"))
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	k := domain.Campaign{ID: strings.TrimSpace(r.PostFormValue("id")), Name: strings.TrimSpace(r.PostFormValue("name")),
+		ScenarioID: ps.ByName("scenario"), Paused: r.PostFormValue("start") == ""}
+	if k.ID == "" {
+		k.ID = domain.NewV7()
+	}
+	made, err := c.actions.CreateCampaign(r.Context(), app.ID, k)
+	if err != nil {
+		return back, "", err
+	}
+	next := "/console/apps/" + url.PathEscape(app.APIKey) + "/campaigns/" + url.PathEscape(made.ID)
+	if made.Paused {
+		return next, "Campaign created, paused: add its contacts, then resume it to start.", nil
+	}
+	return next, "Campaign created and started.", nil
+}
+
+// transitionScenario moves the scenario along the transition the form
+// names: submit, approve, reject, edit.
+func (c *Console) transitionScenario(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	back := "/console/apps/" + url.PathEscape(ps.ByName("app")) + "/scenarios/" + url.PathEscape(ps.ByName("scenario"))
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	name := r.PostFormValue("transition")
+	if err := c.actions.TransitionScenario(r.Context(), app.ID, ps.ByName("scenario"), name); err != nil {
+		return back, "", err
+	}
+	return back, "Scenario: " + name + " done.", nil
 }
 
 // ---- contacts ----

@@ -129,6 +129,17 @@ type ContactResult struct {
 	Last *CallRecord
 }
 
+// AuditEntry is one line of the audit log (docs/console.md#audit-log):
+// who did what, when, to which tenant, and how it went.
+type AuditEntry struct {
+	Seq    int64     `json:"seq"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`  // the sign-in
+	Action string    `json:"action"` // the form's path, naming the records acted on
+	AppKey string    `json:"app_key,omitempty"`
+	Detail string    `json:"detail,omitempty"` // what the console answered: done, or why not
+}
+
 type ImportRecord struct {
 	ID         string    `json:"id"`
 	ScenarioID string    `json:"scenario_id"`

@@ -407,8 +407,8 @@ func (s *sqlStore) ListCampaigns(ctx context.Context, appID int64, scenarioID st
 // the id is taken.
 func (s *sqlStore) CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
-		_, err := tx.Exec(ctx, `INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.AppID, c.ID, c.Name, c.ScenarioID, Millis(now), Millis(now))
+		_, err := tx.Exec(ctx, `INSERT INTO campaigns (app_id, id, name, scenario_id, paused, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.AppID, c.ID, c.Name, c.ScenarioID, boolInt(c.Paused), Millis(now), Millis(now))
 		if isUniqueViolation(err) {
 			return domain.ErrConflict
 		}
