@@ -380,6 +380,5 @@ CREATE TABLE audit_log (
     actor   TEXT    NOT NULL,
     action  TEXT    NOT NULL,
     app_key TEXT    NOT NULL DEFAULT '',
-    target  TEXT    NOT NULL DEFAULT '',
     detail  TEXT    NOT NULL DEFAULT ''
 );
