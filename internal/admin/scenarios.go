@@ -61,21 +61,8 @@ func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error
 	return map[string]any{"scenarios": out, "total_count": total}, nil
 }
 
-// ScenarioBody is what a scenario's creation or change sets: the admin
-// API's JSON body, and the console's form; a nil field is left as it is.
-type ScenarioBody struct {
-	ID                 *string         `json:"id"`
-	Name               *string         `json:"name"`
-	Description        *string         `json:"description"`
-	Status             *string         `json:"status"`
-	Content            *string         `json:"content"`
-	Script             json.RawMessage `json:"script"` // null removes the script
-	PersonalizedFields []string        `json:"personalized_fields"`
-	CallConfig         json.RawMessage `json:"call_config"` // merged over the current (or default) one
-}
-
-// apply sets the body's fields on sc and checks the result.
-func (b *ScenarioBody) apply(sc *domain.Scenario) error {
+// applyChange sets the change's fields on sc and checks the result.
+func applyChange(b *domain.ScenarioChange, sc *domain.Scenario) error {
 	for _, f := range []struct {
 		from *string
 		to   *string
@@ -95,7 +82,7 @@ func (b *ScenarioBody) apply(sc *domain.Scenario) error {
 		}
 	}
 	if len(b.Script) > 0 {
-		if err := b.applyScript(sc); err != nil {
+		if err := applyScript(b, sc); err != nil {
 			return err
 		}
 	}
@@ -108,7 +95,7 @@ func (b *ScenarioBody) apply(sc *domain.Scenario) error {
 
 // applyScript sets or (null) removes sc's script; a script is refused with
 // one detail per problem, each naming the step and field.
-func (b *ScenarioBody) applyScript(sc *domain.Scenario) error {
+func applyScript(b *domain.ScenarioChange, sc *domain.Scenario) error {
 	if string(b.Script) == "null" {
 		sc.Script = nil
 		return nil
@@ -141,7 +128,7 @@ func scriptShapeError(err error) error {
 }
 
 func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	var b ScenarioBody
+	var b domain.ScenarioChange
 	app, err := a.appBody(r, ps, &b)
 	if err != nil {
 		return nil, err
@@ -170,7 +157,7 @@ func (a *Admin) getScenario(r *http.Request, ps httprouter.Params) (any, error) 
 }
 
 func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	var b ScenarioBody
+	var b domain.ScenarioChange
 	app, err := a.appBody(r, ps, &b)
 	if err != nil {
 		return nil, err

@@ -192,10 +192,10 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 
 // CreateScenario checks and stores a new scenario: DRAFT unless the body
 // says otherwise, a new id unless it names one.
-func (a *Admin) CreateScenario(ctx context.Context, appID int64, b *ScenarioBody) (*domain.Scenario, error) {
+func (a *Admin) CreateScenario(ctx context.Context, appID int64, b *domain.ScenarioChange) (*domain.Scenario, error) {
 	sc := &domain.Scenario{AppID: appID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
 		PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
-	if err := b.apply(sc); err != nil {
+	if err := applyChange(b, sc); err != nil {
 		return nil, err
 	}
 	err := a.calling.CreateScenario(ctx, sc, a.now())
@@ -207,7 +207,7 @@ func (a *Admin) CreateScenario(ctx context.Context, appID int64, b *ScenarioBody
 
 // UpdateScenario applies a change to a scenario; its id and status do not
 // change here (status: TransitionScenario).
-func (a *Admin) UpdateScenario(ctx context.Context, appID int64, id string, b *ScenarioBody) error {
+func (a *Admin) UpdateScenario(ctx context.Context, appID int64, id string, b *domain.ScenarioChange) error {
 	switch {
 	case b.ID != nil:
 		return domain.Invalid("id", "cannot be changed")
@@ -218,7 +218,7 @@ func (a *Admin) UpdateScenario(ctx context.Context, appID int64, id string, b *S
 	if err != nil {
 		return err
 	}
-	if err := b.apply(sc); err != nil {
+	if err := applyChange(b, sc); err != nil {
 		return err
 	}
 	return notFound(a.calling.UpdateScenario(ctx, sc, a.now()), "Scenario")

@@ -104,6 +104,8 @@ type Actions interface {
 	StopCampaign(ctx context.Context, appID int64, id string) (int, error)
 	CreateCampaign(ctx context.Context, appID int64, k domain.Campaign) (*domain.Campaign, error)
 	TransitionScenario(ctx context.Context, appID int64, id, name string) error
+	CreateScenario(ctx context.Context, appID int64, b *domain.ScenarioChange) (*domain.Scenario, error)
+	UpdateScenario(ctx context.Context, appID int64, id string, b *domain.ScenarioChange) error
 	Redeliver(ctx context.Context, appID int64, id string) error
 	RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error)
 }
@@ -227,6 +229,10 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.POST(app+"/campaigns/:campaign/stop", c.action(c.stopCampaign))
 	r.POST(app+"/scenarios/:scenario/campaigns", c.action(c.createCampaign))
 	r.POST(app+"/scenarios/:scenario/status", c.action(c.transitionScenario))
+	r.GET(app+"/new-scenario", c.page(c.scenarioFormPage(false)))
+	r.POST(app+"/new-scenario", c.saveScenario(false))
+	r.GET(app+"/scenarios/:scenario/edit", c.page(c.scenarioFormPage(true)))
+	r.POST(app+"/scenarios/:scenario/edit", c.saveScenario(true))
 	r.GET(app+"/contacts", c.page(c.contactsPage))
 	r.GET(app+"/contacts/:contact", c.page(c.contactPage))
 	r.GET(app+"/contacts/:contact/calls/:call/recording", c.recording)
@@ -286,12 +292,17 @@ const (
 	consoleMaxForm      = 64 << 10
 )
 
-// checkFields refuses a field or filter over consoleMaxField, or with a
-// name over consoleMaxFieldName, naming it without quoting its value.
+// consoleLongFields are the fields that hold text rather than a value: a
+// scenario's content and script, bounded by the form's size alone.
+var consoleLongFields = map[string]bool{"content": true, "script": true}
+
+// checkFields refuses a field or filter over consoleMaxField (but for
+// consoleLongFields), or with a name over consoleMaxFieldName, naming it
+// without quoting its value.
 func checkFields(v url.Values) error {
 	for name, values := range v {
 		for _, s := range values {
-			if len(name) > consoleMaxFieldName || len(s) > consoleMaxField {
+			if len(name) > consoleMaxFieldName || (len(s) > consoleMaxField && !consoleLongFields[name]) {
 				field := name
 				if len(name) > consoleMaxFieldName {
 					field = "the field " + domain.QuotedPrefix(name)
@@ -380,22 +391,33 @@ func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 }
 
+// formSession is the session of a form's POST, its form read and its CSRF
+// token checked; nil when the request is already answered (signed out,
+// a form too large or not read, no CSRF token).
+func (c *Console) formSession(w http.ResponseWriter, r *http.Request) *session {
+	c.headers(w)
+	s := c.sessions.get(r, c.now())
+	if s == nil {
+		c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Signed out",
+			Data: "You are not signed in (or the session expired): sign in again, then repeat the action."}, Status: 403})
+		return nil
+	}
+	if !c.readForm(w, r, s) {
+		return nil
+	}
+	if !s.checkCSRF(r) {
+		c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",
+			Data: "This form was refused: it did not carry the console's security token. Reload the page and try again."},
+			CSRF: s.csrf, SignedIn: true, Status: 403})
+		return nil
+	}
+	return s
+}
+
 func (c *Console) action(h consoleAction) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		c.headers(w)
-		s := c.sessions.get(r, c.now())
+		s := c.formSession(w, r)
 		if s == nil {
-			c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Signed out",
-				Data: "You are not signed in (or the session expired): sign in again, then repeat the action."}, Status: 403})
-			return
-		}
-		if !c.readForm(w, r, s) {
-			return
-		}
-		if !s.checkCSRF(r) {
-			c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",
-				Data: "This form was refused: it did not carry the console's security token. Reload the page and try again."},
-				CSRF: s.csrf, SignedIn: true, Status: 403})
 			return
 		}
 		defer c.recoverPanic(w, r, s)

@@ -140,6 +140,20 @@ type AuditEntry struct {
 	Detail string    `json:"detail,omitempty"` // what the console answered: done, or why not
 }
 
+// ScenarioChange is what a scenario's creation or change sets: the admin
+// API's JSON body, and what the console's form makes; a nil field is left
+// as it is.
+type ScenarioChange struct {
+	ID                 *string         `json:"id"`
+	Name               *string         `json:"name"`
+	Description        *string         `json:"description"`
+	Status             *string         `json:"status"`
+	Content            *string         `json:"content"`
+	Script             json.RawMessage `json:"script"` // null removes the script
+	PersonalizedFields []string        `json:"personalized_fields"`
+	CallConfig         json.RawMessage `json:"call_config"` // merged over the current (or default) one
+}
+
 type ImportRecord struct {
 	ID         string    `json:"id"`
 	ScenarioID string    `json:"scenario_id"`
