@@ -139,6 +139,37 @@ func (c *simCall) Gather(ctx context.Context, opts script.GatherOptions) (string
 	return string(keys), false, nil
 }
 
+// Listen plays the prompt, then hears the callee: its keys, with
+// opts.Keys, as a gather reads them; otherwise silence for opts.Timeout.
+func (c *simCall) Listen(ctx context.Context, opts script.ListenOptions) (script.Heard, error) {
+	var dur time.Duration
+	switch {
+	case opts.Prompt.Play != "":
+		dur = simPlayTime
+	case opts.Prompt.Say != "":
+		dur = c.sayTime(opts.Prompt.Say)
+	}
+	if !opts.Keys {
+		if err := c.advance(ctx, dur); err != nil {
+			return script.Heard{}, err
+		}
+		return script.Heard{}, c.advance(ctx, opts.Timeout)
+	}
+	k, err := c.speak(ctx, dur, opts.BargeIn)
+	if err != nil {
+		return script.Heard{}, err
+	}
+	var keys string
+	if k != 0 {
+		keys = string(k)
+		if k == opts.FinishOnKey || len(keys) >= opts.MaxDigits {
+			return script.Heard{Keys: keys}, nil
+		}
+	}
+	more, _, err := c.Gather(ctx, script.GatherOptions{MaxDigits: opts.MaxDigits - len(keys), Timeout: opts.Timeout, FinishOnKey: opts.FinishOnKey})
+	return script.Heard{Keys: keys + more}, err
+}
+
 func (c *simCall) Transfer(ctx context.Context, _ string) error {
 	return c.advance(ctx, simTransferTime)
 }

@@ -2,6 +2,7 @@ package dialer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,6 +64,12 @@ func (c *sipScriptCall) play(ctx context.Context, b audio.Buffer, bargeIn bool) 
 
 func (c *sipScriptCall) Gather(ctx context.Context, opts script.GatherOptions) (string, bool, error) {
 	return c.line.Gather(ctx, opts.MaxDigits, opts.Timeout, opts.FinishOnKey)
+}
+
+// Listen cannot hear speech yet: the SIP line has no listener
+// (docs/voicebot.md#spoken-answers), so a spoken answer fails the script.
+func (c *sipScriptCall) Listen(context.Context, script.ListenOptions) (script.Heard, error) {
+	return script.Heard{}, errors.New("listen: speech needs the SIP line's listener, which this version lacks")
 }
 
 // Transfer sends a REFER; a far end that refuses it leaves the call up and

@@ -23,6 +23,16 @@ type Call interface {
 	// opts.FinishOnKey was (it is then the last of keys), or opts.Timeout
 	// passed without a key (timedOut).
 	Gather(ctx context.Context, opts GatherOptions) (keys string, timedOut bool, err error)
+	// Listen hears one answer (docs/voicebot.md#spoken-answers): it plays
+	// opts.Prompt (say text with {{field}} placeholders for the caller to
+	// fill in, or a WAV path) unless empty; with opts.BargeIn the callee
+	// speaking, or pressing a key with opts.Keys, stops it and counts as
+	// the answer. It then waits up to opts.Timeout for speech (or a key)
+	// to start; the utterance ends after opts.EndSilence of silence or at
+	// opts.MaxSpeech. It returns the recognizer's text (Heard.Text), or
+	// the keys pressed, read as Gather reads them (Heard.Keys); Heard{}
+	// is silence.
+	Listen(ctx context.Context, opts ListenOptions) (Heard, error)
 	// Transfer hands the call to a SIP URI.
 	Transfer(ctx context.Context, uri string) error
 	// Hangup ends the call.

@@ -385,3 +385,10 @@ func TestRunOptOut(t *testing.T) {
 		t.Errorf("without OptOut: end %s, result %q", o.End, o.Result)
 	}
 }
+
+func (f *fakeCall) Listen(ctx context.Context, o ListenOptions) (Heard, error) {
+	if err := f.enter(ctx, "listen", fmt.Sprintf("listen: %+v", o.Prompt)); err != nil {
+		return Heard{}, err
+	}
+	return Heard{}, nil
+}
