@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,8 @@ import (
 
 // A supervisor's day in a real browser, on each store: sign in under a
 // name, write a scenario with a script, submit and approve it, create a
-// campaign, start it, take its results away (the CSV the admin API
-// gives), stop it, and find all of it in the audit log.
+// campaign, upload its contacts, start it, take its results away (the CSV
+// the admin API gives), stop it, and find all of it in the audit log.
 func TestConsoleWorkbenchInBrowser(t *testing.T) { eachBackend(t, testConsoleWorkbenchInBrowser) }
 
 func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
@@ -73,13 +75,29 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	}
 	run(chromedp.SendKeys("#campaign-name", "Tháng 12", chromedp.ByID), chromedp.SendKeys("#campaign-id", "camp-browser", chromedp.ByID),
 		chromedp.Click("#create-campaign", chromedp.ByID), chromedp.WaitVisible("#resume", chromedp.ByID))
-	var contacts []string
+	// Its contacts come as a file, one row of which is no phone number.
+	var file strings.Builder
+	file.WriteString("phone_number,ho_ten\n")
 	for i := range 20 {
-		contacts = append(contacts, fmt.Sprintf(`{"phone_number":"09123456%02d"}`, i))
+		fmt.Fprintf(&file, "09123456%02d,Khách %d\n", i, i)
 	}
-	if st, e := s.public(t, "qa-key", "qa-secret", "POST", pathC, `{"campaign_id":"camp-browser","contacts":[`+strings.Join(contacts, ",")+`]}`); st != 200 {
-		t.Fatalf("C: %+v", e)
+	file.WriteString("12,Sai\n")
+	csvPath := filepath.Join(t.TempDir(), "contacts.csv")
+	if err := os.WriteFile(csvPath, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	run(chromedp.SetUploadFiles("#contacts-file", []string{csvPath}, chromedp.ByID), chromedp.Click("#upload-csv", chromedp.ByID),
+		chromedp.WaitVisible("#upload-done", chromedp.ByID))
+	if got := text("#upload-summary"); got != "21 rows read: 20 contacts added, 1 skipped." {
+		t.Fatalf("the upload says %q", got)
+	}
+	var skipped string
+	run(chromedp.Evaluate(`(async () => (await fetch(document.getElementById("skipped-rows").href)).text())()`, &skipped,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if !strings.HasPrefix(skipped, "row,reason,phone_number,ho_ten\n22,") {
+		t.Fatalf("the skipped rows: %q", skipped)
+	}
+	run(chromedp.Navigate(s.url+"/console/apps/qa-key/campaigns/camp-browser"), chromedp.WaitVisible("#resume", chromedp.ByID))
 	run(chromedp.Click("#resume", chromedp.ByID), chromedp.WaitVisible("#pause", chromedp.ByID),
 		chromedp.Poll(`Number(document.getElementById("n-done").textContent.replace(/,/g, "")) === 20`, nil))
 
@@ -105,7 +123,7 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 		chromedp.Click("#stop", chromedp.ByID), chromedp.WaitVisible(".flash.ok", chromedp.ByQuery))
 	run(chromedp.Navigate(s.url+"/console/audit"), chromedp.WaitVisible("#audit", chromedp.ByID))
 	log := text("#audit")
-	for _, want := range []string{"/new-scenario", "/scenarios/sc-browser/status", "/campaigns/camp-browser/resume",
+	for _, want := range []string{"/new-scenario", "/scenarios/sc-browser/status", "/campaigns/camp-browser/resume", "/campaigns/camp-browser/upload",
 		"/campaigns/camp-browser/stop", "Lan (sign-in"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the audit log lacks %q:\n%s", want, log)

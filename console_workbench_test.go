@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // postForm sends a console form with the session's CSRF token and follows
@@ -178,3 +184,137 @@ func testConsoleEditsAScenario(t *testing.T, backend string) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// upload posts a contacts file to a console page's upload form: the CSRF
+// token (csrf; "" sends none) first, then the file.
+func (c *consoleClient) upload(path, csrf, file string) (*http.Response, string) {
+	c.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	if csrf != "" {
+		mw.WriteField("csrf", csrf)
+	}
+	fw, _ := mw.CreateFormFile("contacts", "danh-sach.csv")
+	io.WriteString(fw, file)
+	mw.Close()
+	resp, err := c.http.Post(c.base+path, mw.FormDataContentType(), &body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// A CSV uploaded on a campaign's page is read as dialbox import reads it,
+// a line of progress per thousand rows; the skipped rows download with
+// their row numbers and reasons, spreadsheet-safe.
+func TestConsoleUploadsContacts(t *testing.T) { eachBackend(t, testConsoleUploadsContacts) }
+
+func testConsoleUploadsContacts(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend)
+	c := signedIn(t, s)
+	var file strings.Builder
+	file.WriteString("\uFEFFphone_number,ho_ten,ghi_chu\r\n")
+	for i := range 2500 {
+		switch i {
+		case 7:
+			file.WriteString("12,Bad,\"=HYPERLINK(\"\"http://x\"\")\"\r\n")
+		case 1234:
+			file.WriteString("abc,No phone,\r\n")
+		default:
+			fmt.Fprintf(&file, "09%08d,Nguyễn %d,\r\n", i, i)
+		}
+	}
+	page := "/console/apps/qa-key/campaigns/camp-1"
+	if resp, _ := c.upload(page+"/upload", "", file.String()); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("an upload without the CSRF token answered %d", resp.StatusCode)
+	}
+	if n := queryInt(t, s.m.store, `SELECT count(*) FROM contacts`); n != 0 {
+		t.Fatalf("a refused upload added %d contacts", n)
+	}
+	_, body := c.get(page)
+	if !strings.Contains(body, `enctype="multipart/form-data" id="upload"`) {
+		t.Fatalf("the campaign's page has no upload form:\n%s", body)
+	}
+	resp, body := c.upload(page+"/upload", c.csrf(page), file.String())
+	for _, want := range []string{"<li>1,000 rows read: 999 added, 1 skipped</li>", "<li>2,000 rows read: 1,998 added, 2 skipped</li>",
+		`id="upload-summary">2,500 rows read: 2,498 contacts added, 2 skipped.`, `id="skipped-rows"`} {
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Fatalf("the upload's page (%d) lacks %q:\n%s", resp.StatusCode, want, body)
+		}
+	}
+	if n := queryInt(t, s.m.store, `SELECT count(*) FROM contacts WHERE campaign_id = 'camp-1' AND state = 'queued'`); n != 2498 {
+		t.Errorf("%d contacts added, want 2,498", n)
+	}
+	link := regexp.MustCompile(`href="(/console/uploads/[^"]+/skipped.csv)"`).FindStringSubmatch(body)
+	resp, skipped := c.get(link[1])
+	rows, err := csv.NewReader(strings.NewReader(skipped)).ReadAll()
+	if err != nil || resp.StatusCode != 200 || len(rows) != 3 {
+		t.Fatalf("skipped rows (%d): %v %q", resp.StatusCode, err, skipped)
+	}
+	if got := strings.Join(rows[0], ","); got != "row,reason,phone_number,ho_ten,ghi_chu" {
+		t.Errorf("skipped rows' header %q", got)
+	}
+	if rows[1][0] != "9" || !strings.Contains(rows[1][1], "phone") || rows[1][4] != `'=HYPERLINK("http://x")` ||
+		rows[2][0] != "1236" || rows[2][2] != "abc" {
+		t.Errorf("skipped rows %q", rows[1:])
+	}
+	if resp, _ := newConsoleClient(t, s.url).get(link[1]); resp.StatusCode == 200 {
+		t.Error("the skipped rows download without a session")
+	}
+	if _, body = c.get("/console/audit"); !strings.Contains(body, "uploaded &#34;danh-sach.csv&#34;: 2500 rows read, 2498 added, 2 skipped") {
+		t.Errorf("the audit log lacks the upload:\n%s", body)
+	}
+}
+
+// An upload's page shows the rows read while the file is still arriving:
+// its first chunk's line comes before the rest of the file is sent.
+func TestConsoleUploadShowsProgressAsItReads(t *testing.T) {
+	s := startSandbox(t)
+	c := signedIn(t, s)
+	page := "/console/apps/qa-key/scenarios/sc-remind"
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.CloseWithError(io.ErrUnexpectedEOF) }) // a failed test ends the upload, so the server stops
+	mw := multipart.NewWriter(pw)
+	go func() {
+		mw.WriteField("csrf", c.csrf(page))
+		fw, _ := mw.CreateFormFile("contacts", "big.csv")
+		io.WriteString(fw, "phone_number,ho_ten\n")
+		for i := range 1000 {
+			fmt.Fprintf(fw, "09%08d,A\n", i)
+		}
+	}()
+	// The file is not finished (its end is sent only below): the page
+	// shows the first chunk's line all the same.
+	seen := make(chan string, 1)
+	go func() {
+		resp, err := c.http.Post(c.base+page+"/upload", mw.FormDataContentType(), pr)
+		if err != nil {
+			seen <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		var read bytes.Buffer
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			read.Write(buf[:n])
+			if strings.Contains(read.String(), "<li>1,000 rows read: 1,000 added") || err != nil {
+				seen <- read.String()
+				io.Copy(io.Discard, resp.Body)
+				return
+			}
+		}
+	}()
+	select {
+	case page := <-seen:
+		if !strings.Contains(page, "<li>1,000 rows read: 1,000 added") {
+			t.Fatalf("the page ended without the first chunk's line:\n%s", page)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no line of progress while the file was still being sent")
+	}
+	mw.Close()
+	pw.Close()
+}

@@ -22,6 +22,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
+	"dialbox/internal/importer"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
@@ -58,6 +59,10 @@ type Console struct {
 	secureCookies bool
 	// liveEvery is how often a live page's stream looks for changes.
 	liveEvery time.Duration
+	// importer reads uploaded contacts, as `dialbox import` does; uploads
+	// keeps their skipped rows.
+	importer *importer.Importer
+	uploads  uploads
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed when the server shuts down: streams end
@@ -162,6 +167,7 @@ type Parts struct {
 	Config     config.ConsoleConfig
 	Log        *slog.Logger
 	Now        func() time.Time // the wall clock sessions and wrong tokens are judged by
+	Importer   *importer.Importer
 }
 
 // New builds the console and parses its templates.
@@ -169,7 +175,7 @@ func New(p Parts) (*Console, error) {
 	c := &Console{reads: p.Reads, actions: p.Actions, sandbox: p.Sandbox, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
 		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: p.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
-		liveEvery: time.Second, stop: make(chan struct{})}
+		liveEvery: time.Second, stop: make(chan struct{}), importer: p.Importer}
 	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "templates/layout.html")
 	if err != nil {
 		return nil, err
@@ -198,7 +204,12 @@ func New(p Parts) (*Console, error) {
 }
 
 // Stop ends every live stream, so a graceful stop does not wait for them.
-func (c *Console) Stop() { c.stopOnce.Do(func() { close(c.stop) }) }
+func (c *Console) Stop() {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		c.uploads.removeAll()
+	})
+}
 
 // Routes mounts the console's pages and forms on r.
 func (c *Console) Routes(r *httprouter.Router) {
@@ -229,6 +240,9 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.POST(app+"/campaigns/:campaign/stop", c.action(c.stopCampaign))
 	r.POST(app+"/scenarios/:scenario/campaigns", c.action(c.createCampaign))
 	r.POST(app+"/scenarios/:scenario/status", c.action(c.transitionScenario))
+	r.POST(app+"/scenarios/:scenario/upload", c.upload(false))
+	r.POST(app+"/campaigns/:campaign/upload", c.upload(true))
+	r.GET(p+"/uploads/:upload/skipped.csv", c.skippedRows)
 	r.GET(app+"/new-scenario", c.page(c.scenarioFormPage(false)))
 	r.POST(app+"/new-scenario", c.saveScenario(false))
 	r.GET(app+"/scenarios/:scenario/edit", c.page(c.scenarioFormPage(true)))
@@ -447,7 +461,8 @@ func (c *Console) action(h consoleAction) httprouter.Handle {
 // (which names the records it acted on), the tenant's key and how it went.
 // A log that cannot be written is logged, the action stands.
 func (c *Console) audit(r *http.Request, s *session, appKey, detail string) {
-	err := c.actions.Audit(r.Context(), domain.AuditEntry{Actor: s.who, Action: r.Method + " " + r.URL.Path, AppKey: appKey, Detail: detail})
+	// An action done is logged even when its client has gone.
+	err := c.actions.Audit(context.WithoutCancel(r.Context()), domain.AuditEntry{Actor: s.who, Action: r.Method + " " + r.URL.Path, AppKey: appKey, Detail: detail})
 	if err != nil {
 		c.log.Error("audit log not written", "path", r.URL.Path, "err", err)
 	}
