@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"fmt"
@@ -317,4 +318,77 @@ func TestConsoleUploadShowsProgressAsItReads(t *testing.T) {
 	}
 	mw.Close()
 	pw.Close()
+}
+
+// What a supervisor met: the contact page follows its contact live; the
+// answer rate is short enough for one line, and the page says what it is
+// of; the journal's live line says it follows requests; a bad filter keeps
+// the form and names every problem.
+func TestConsoleSupervisorFixes(t *testing.T) { eachBackend(t, testConsoleSupervisorFixes) }
+
+func testConsoleSupervisorFixes(t *testing.T, backend string) {
+	s := startSandboxOn(t, backend) // the engine is off: the contact stays queued until the stop
+	if st, e := s.public(t, "qa-key", "qa-secret", "POST", pathC, `{"campaign_id":"camp-1","contacts":[{"phone_number":"0912345678","ho_ten":"A"}]}`); st != 200 {
+		t.Fatalf("C: %+v", e)
+	}
+	var list struct{ Contacts []struct{ ID string } }
+	s.admin(t, "GET", "/apps/qa-key/contacts", "", &list)
+	id := list.Contacts[0].ID
+	c := signedIn(t, s)
+	_, page := c.get("/console/apps/qa-key/contacts/" + id)
+	live := "/console/live/apps/qa-key/contacts/" + id
+	if !strings.Contains(page, `data-live="`+live+`"`) || !strings.Contains(page, `<div id="contact-facts">`) {
+		t.Fatalf("the contact's page does not update live:\n%s", page)
+	}
+	resp, err := c.http.Get(c.base + live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- line
+			}
+		}
+	}()
+	next := func(want string) {
+		t.Helper()
+		deadline := time.After(time.Minute)
+		for {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					t.Fatalf("the stream ended before %q", want)
+				}
+				if strings.Contains(e, want) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no live update with %q", want)
+			}
+		}
+	}
+	next(`contact-state\"\u003equeued`)
+	s.admin(t, "POST", "/apps/qa-key/campaigns/camp-1/stop", "", nil)
+	next(`CANCELED`)
+
+	_, page = c.get("/console/apps/qa-key/campaigns/camp-1")
+	if !strings.Contains(page, `<dd id="answer-rate">0.0%</dd>`) || !strings.Contains(page, "the share of finished contacts that were answered") {
+		t.Errorf("the answer rate is not short, or not explained:\n%s", page)
+	}
+	if _, page = c.get("/console/journal"); !strings.Contains(page, `data-live-says="requests arrive"`) {
+		t.Errorf("the journal's live line does not say it follows requests:\n%s", page)
+	}
+	resp2, page := c.get("/console/apps/qa-key/contacts?state=lost&from=monday&phone=12&scenario_id=sc-remind")
+	for _, want := range []string{`<strong>state</strong>`, `<strong>from</strong>`, `<strong>phone</strong>`, `id="phone" name="phone" value="12"`,
+		`value="sc-remind"`} {
+		if resp2.StatusCode != http.StatusBadRequest || !strings.Contains(page, want) {
+			t.Errorf("a bad filter (%d) lacks %q:\n%s", resp2.StatusCode, want, page)
+		}
+	}
 }

@@ -249,6 +249,7 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.POST(app+"/scenarios/:scenario/edit", c.saveScenario(true))
 	r.GET(app+"/contacts", c.page(c.contactsPage))
 	r.GET(app+"/contacts/:contact", c.page(c.contactPage))
+	r.GET(p+"/live/apps/:app/contacts/:contact", c.live(c.contactLive))
 	r.GET(app+"/contacts/:contact/calls/:call/recording", c.recording)
 	r.GET(app+"/webhooks", c.page(c.webhooksPage))
 	r.POST(app+"/webhooks/:endpoint/recover", c.action(c.recoverDead))
@@ -273,7 +274,11 @@ type view struct {
 	Page  string // template name (templates/<Page>.html)
 	Title string
 	Live  string // the page's stream, if it updates live
-	Data  any
+	// LiveSays what the live updates follow, for the status line: "calls
+	// progress" when empty.
+	LiveSays string
+	Data     any
+	Status   int // the answer's status; 0: 200
 }
 
 // layoutData is what every page's template gets.
@@ -383,7 +388,7 @@ func (c *Console) page(h consolePage) httprouter.Handle {
 			c.fail(w, r, s, err)
 			return
 		}
-		c.render(w, http.StatusOK, layoutData{view: *v, CSRF: s.csrf, Flash: s.takeFlash(), SignedIn: true})
+		c.render(w, cmp.Or(v.Status, http.StatusOK), layoutData{view: *v, CSRF: s.csrf, Flash: s.takeFlash(), SignedIn: true})
 	}
 }
 
@@ -550,12 +555,18 @@ var consoleFuncs = template.FuncMap{
 		}
 		return "0"
 	},
+	// answerRate is short, so it sits on one line among the counters; the
+	// page says what it is of.
 	"answerRate": func(p domain.Progress) string {
 		pct, ok := p.Answered()
 		if !ok {
-			return "— (none finished yet)"
+			return "—"
 		}
-		return strconv.FormatFloat(pct, 'f', 1, 64) + "% of finished contacts answered"
+		return strconv.FormatFloat(pct, 'f', 1, 64) + "%"
+	},
+	// clock writes seconds as minutes and seconds (1:05).
+	"clock": func(seconds int64) string {
+		return strconv.FormatInt(seconds/60, 10) + ":" + fmt.Sprintf("%02d", seconds%60)
 	},
 	"path": func(parts ...string) string {
 		for i, p := range parts {

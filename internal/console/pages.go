@@ -397,6 +397,7 @@ type contactsView struct {
 	Contacts []*domain.ContactRecord
 	Next     string // the next page's query, "" on the last
 	Searched bool   // a filtered page that looked through contactsScan contacts
+	Problems []domain.FieldError
 }
 
 func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, error) {
@@ -406,18 +407,22 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 		return nil, err
 	}
 	q := r.URL.Query()
-	f, err := c.contactFilter(q)
-	if err != nil {
+	d := &contactsView{App: app, Filter: q, States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
+	if d.Outcomes, err = c.reads.Outcomes(ctx, app.ID); err != nil {
 		return nil, err
+	}
+	f, err := c.contactFilter(q)
+	var bad *domain.Error
+	if errors.As(err, &bad) && bad.Code == domain.EINVALID {
+		// The form stays, as sent, with every problem beside it.
+		d.Problems = bad.Details
+		return &view{Page: "contacts", Title: "Contacts of " + app.Name, Data: d, Status: http.StatusBadRequest}, nil
 	}
 	list, next, err := c.reads.Contacts(ctx, app.ID, f)
 	if err != nil {
 		return nil, err
 	}
-	d := &contactsView{App: app, Filter: q, Contacts: list, States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
-	if d.Outcomes, err = c.reads.Outcomes(ctx, app.ID); err != nil {
-		return nil, err
-	}
+	d.Contacts = list
 	if next != "" {
 		d.Next = nextPage(q, "cursor", next)
 		d.Searched = len(list) < f.Limit
@@ -430,28 +435,39 @@ func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, er
 func (c *Console) contactFilter(q url.Values) (domain.ContactFilter, error) {
 	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
 		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
+	// Every problem is named, not only the first (docs/console.md#contacts).
+	var bad []domain.FieldError
+	note := func(err error) {
+		var e *domain.Error
+		if errors.As(err, &e) {
+			bad = append(bad, e.Details...)
+		}
+	}
 	if !domain.ContactStates[f.State] {
-		return f, domain.Invalid("state", "must be queued, dialing or done")
+		bad = append(bad, domain.FieldError{Field: "state", Reason: "must be queued, dialing or done"})
 	}
 	var err error
 	if p := q.Get("phone"); p != "" {
 		if f.Phone, err = c.reads.ContactPhone(p); err != nil {
-			return f, err
+			note(err)
 		}
 	}
 	if f.From, err = dateParam(q, "from", 0); err != nil {
-		return f, err
+		note(err)
 	}
 	if f.To, err = dateParam(q, "to", 1); err != nil {
-		return f, err
+		note(err)
 	}
 	if f.Limit, err = httpx.LimitParam(q); err != nil {
-		return f, err
+		note(err)
 	}
 	if cur := q.Get("cursor"); cur != "" {
 		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
-			return f, domain.Invalid("cursor", "must be the cursor of an earlier page")
+			bad = append(bad, domain.FieldError{Field: "cursor", Reason: "must be the cursor of an earlier page"})
 		}
+	}
+	if bad != nil {
+		return f, domain.ValidationError(bad...)
 	}
 	return f, nil
 }
@@ -489,11 +505,32 @@ type contactView struct {
 }
 
 func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, error) {
-	app, err := c.app(r.Context(), ps)
+	d, err := c.contactData(r.Context(), ps)
 	if err != nil {
 		return nil, err
 	}
-	k, calls, err := c.reads.Contact(r.Context(), app.ID, ps.ByName("contact"))
+	return &view{Page: "contact", Title: "Contact " + d.Contact.Phone, Data: d,
+		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/contacts/" + url.PathEscape(d.Contact.ID)}, nil
+}
+
+// contactLive is the live stream of a contact's page: its state and its
+// calls, as they are placed and end.
+func (c *Console) contactLive(r *http.Request, ps httprouter.Params) (liveFunc, error) {
+	return func(ctx context.Context) ([]liveFragment, error) {
+		d, err := c.contactData(ctx, ps)
+		if err != nil {
+			return nil, err
+		}
+		return c.fragments("contact", d, "contact-facts", "contact-calls")
+	}, nil
+}
+
+func (c *Console) contactData(ctx context.Context, ps httprouter.Params) (*contactView, error) {
+	app, err := c.app(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	k, calls, err := c.reads.Contact(ctx, app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
 	}
@@ -503,7 +540,7 @@ func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, err
 				"/calls/" + url.PathEscape(calls[i].ID) + "/recording"
 		}
 	}
-	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: calls}}, nil
+	return &contactView{App: app, Contact: k, Calls: calls}, nil
 }
 
 // ---- webhooks ----
