@@ -145,7 +145,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			return queryInt(t, s.m.store, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) > 0
 		})
 		var id string
-		if err := sqliteOf(t, s.m.store).Read.QueryRow(`SELECT id FROM webhook_messages WHERE state = 'delivered' LIMIT 1`).Scan(&id); err != nil {
+		if err := sqliteAt(t, s.m.Config.Database).QueryRow(`SELECT id FROM webhook_messages WHERE state = 'delivered' LIMIT 1`).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		s.exec(t, `UPDATE webhook_messages SET state = 'dead' WHERE id = ?`, id)
@@ -242,5 +242,31 @@ func TestConsoleInBrowser(t *testing.T) {
 		if camp, _ := s.m.store.Campaign(context.Background(), 1, "camp-1"); camp.Paused {
 			t.Fatal("resume without JavaScript did not resume")
 		}
+	})
+
+	t.Run("a call's transcript reads as a conversation, escaped", func(t *testing.T) {
+		s.admin(t, "PATCH", "/apps/qa-key/scenarios/sc-remind", `{"script":{"steps":[
+			{"name":"ask","gather":{"input":["speech"],"prompt":{"say":"Chào {{ho_ten}}, anh có đến không?"},"timeout":"5s",
+				"branches":{"có":"yes"}}},
+			{"name":"yes","say":{"text":"Cảm ơn anh."}}]}}`, nil)
+		s.admin(t, "POST", "/faults", `{"kind":"dial","phone":"0912000777","says":["<b>Có</b> ạ"],"times":1}`, nil)
+		if status, b := s.do(t, "POST", "/api/v1/public-api/scenarios/sc-remind/calls", auth,
+			`{"contacts":[{"phone_number":"0912000777","ho_ten":"<i>An</i>"}]}`); status != 200 {
+			t.Fatalf("operation A: %d %s", status, b)
+		}
+		waitFor(t, "the call done", func() bool {
+			return queryInt(t, s.m.store, `SELECT count(*) FROM contacts WHERE phone = '+84912000777' AND state = 'done'`) == 1
+		})
+		run(t, ctx, chromedp.Navigate(s.url+"/console/apps/qa-key/contacts?phone=0912000777"), chromedp.WaitVisible(`tbody a[href*="/contacts/"]`, chromedp.ByQuery),
+			chromedp.Click(`tbody a[href*="/contacts/"]`, chromedp.ByQuery), chromedp.WaitVisible(".transcript", chromedp.ByQuery))
+		var said []string
+		var tags int
+		run(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll(".transcript .turn")].map(li => li.classList[1] + ": " + li.querySelector(".said").textContent)`, &said),
+			chromedp.Evaluate(`document.querySelectorAll(".transcript b, .transcript i").length`, &tags))
+		want := []string{"bot: Chào <i>An</i>, anh có đến không?", "callee: <b>Có</b> ạ", "bot: Cảm ơn anh."}
+		if strings.Join(said, "|") != strings.Join(want, "|") || tags != 0 {
+			t.Fatalf("the page shows %q (%d tags made of the text), want %q", said, tags, want)
+		}
+		shot(t, ctx, "transcript")
 	})
 }

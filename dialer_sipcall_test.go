@@ -288,7 +288,8 @@ func TestSIPScriptAMD(t *testing.T) {
 		noAMD     = "+84912000024"
 		notSure   = "+84912000025"
 	)
-	// Three 500 ms words: AMD's MAXWORDS. One 400 ms word then silence:
+	// Four 500 ms words: a machine once 1.5 s of voice is heard (AMD's
+	// LONGGREETING, the third word's end). One 400 ms word then silence:
 	// HUMAN after 800 ms of it.
 	long := sipcalltest.Words(300, 500, 300, 500, 300, 500, 300, 500)
 	alo := sipcalltest.Words(300, 400)
@@ -344,9 +345,9 @@ func TestSIPScriptAMD(t *testing.T) {
 			}
 			steps = strings.Join(names, " ")
 		}
-		by, _, _, _, _ := domain.CallResults(res)
-		if res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil || by != c.by {
-			t.Errorf("%s: outcome %s steps %q (%+v) answered_by %s; want %s %q %s", c.to, res.Outcome, steps, res.Script, by, c.outcome, c.steps, c.by)
+		r, _ := domain.CallResults(res)
+		if by := r.AnsweredBy; res.Outcome != c.outcome || steps != c.steps || res.AnsweredAt == nil || by != c.by {
+			t.Errorf("%s: outcome %s steps %q (%+v) answered_by %s; want %s %q %s", c.to, res.Outcome, steps, res.Script, r.AnsweredBy, c.outcome, c.steps, c.by)
 		}
 	}
 	// The machine heard nothing but the voicemail message; with AMD off,

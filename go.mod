@@ -22,6 +22,7 @@ require (
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.44.0
+	golang.org/x/text v0.42.0
 	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.61.1
 )
@@ -63,7 +64,6 @@ require (
 	github.com/zaf/g711 v1.4.0 // indirect
 	golang.org/x/crypto v0.32.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/hraban/opus.v2 v2.0.0-20230925203106-0188a62cb302 // indirect
 	modernc.org/libc v1.79.0 // indirect

@@ -24,15 +24,16 @@ import (
 	"dialbox/internal/console"
 	"dialbox/internal/destinations"
 	"dialbox/internal/dialer"
-	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
 	"dialbox/internal/importer"
+	"dialbox/internal/llm"
 	"dialbox/internal/ops"
 	"dialbox/internal/proxy"
 	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/script"
 	"dialbox/internal/store"
 	"dialbox/internal/tokenlimit"
 	"dialbox/internal/webhook"
@@ -90,12 +91,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 // openCommandStore opens the database of a command that works on it
 // directly.
 func openCommandStore(ctx context.Context, cfg config.Config) (cli.Store, error) {
-	st, err := openExistingStore(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	st.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
-	return st, nil
+	return openExistingStore(ctx, cfg)
 }
 
 // Main is one running dialbox: tests start it on 127.0.0.1:0 exactly as the
@@ -204,7 +200,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg)))
 	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {
@@ -246,6 +241,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if err := m.checkScriptsCanRun(ctx, m.speechHeard(), cfg.LLM.URL != ""); err != nil {
+		return err
+	}
 
 	// The parts, in dependency order, each complete before it is handed on
 	// (faults and the journal are nil-safe; the admin API mounts them).
@@ -253,13 +251,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	faults := sandbox.NewFaults(m.catalog)
 	var calls engine.Dialer
 	var timeScale func() float64 // real calls: re_call delays in real time
+	var chat script.Chat         // agent steps' model, on either dialer
+	if cfg.LLM.URL != "" {
+		chat = llm.Agent{Client: llm.New(cfg.LLM.URL, cfg.LLM.Model, cfg.LLM.APIKey, cfg.LLM.Timeout.Duration)}
+	}
 	if cfg.Dialer.Kind == config.DialerSIP {
 		if m.sip, err = dialer.NewSIP(cfg, store.DataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
 			return err
 		}
+		m.sip.Chat = chat
 		calls = m.sip
 	} else {
 		sim := dialer.NewSim(cfg.Simulator)
+		sim.Chat = chat
 		calls, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}
@@ -269,7 +273,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.engine = engine.New(engine.Parts{Store: m.catalog, Dialer: calls, Log: m.Log, Config: cfg.Engine,
-		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: forceDial(faults),
+		Destinations: policy, Webhooks: m.webhooks, FirstTry: m.webhooks.FirstTry, ForceDial: faults.BeforeDial,
 		TimeScale: timeScale, Now: m.sandboxNow.Now, Recordings: recordings.Folder(cfg, store.DataDir(cfg)), RecordingBase: m.recordingBase()})
 	m.sweeper = recordings.NewSweeper(m.store, recordings.Folder(cfg, store.DataDir(cfg)), cfg, m.Log)
 	m.api = NewAPI(cfg, m.catalog, importer.New(m.catalog, cfg, m.Log, m.engine.Notify), journal, faults, m.sandboxNow.Now, m.Log)
@@ -431,14 +435,6 @@ func (m *Main) stopCalling() {
 	}
 }
 
-// forceDial is the engine's lookup of the dial rules of faults.
-func forceDial(faults *sandbox.Faults) engine.ForceDial {
-	return func(appID int64, phone string) (string, *string, bool) {
-		f, ok := faults.BeforeDial(appID, phone)
-		return f.Outcome, f.Digits, ok
-	}
-}
-
 // mountAdmin adds the admin API, with the sandbox parts it shares with the
 // public API, the engine and webhook delivery, and the sink to router.
 func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journal *sandbox.Journal, faults *sandbox.Faults) error {
@@ -457,31 +453,19 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	adm := admin.New(admin.Parts{Apps: m.catalog, Calling: m.catalog, Contacts: m.catalog, Webhooks: m.catalog, DNC: m.catalog, Audit: m.catalog,
 		Region: m.Config.Phone.DefaultRegion, Now: m.now, Log: m.Log, TokenHash: hash,
 		WrongTokens: wrongTokens, Proxies: proxies,
-		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.trunkNames(),
+		Journal: journal, Faults: faults, Sink: sink, Clock: m.clock, SandboxNow: m.sandboxNow, Trunks: m.Config.PoolTrunks(),
 		Recordings: recordings.Folder(m.Config, store.DataDir(m.Config)), RecordingBase: m.recordingBase(),
 		ReadTimeout: m.Config.HTTP.ReadTimeout.Duration, WriteTimeout: m.Config.HTTP.WriteTimeout.Duration,
+		Speech: m.speechHeard(), Chat: m.Config.LLM.URL != "",
 		Reset: m.resetTenants, Wake: m.engine.Notify, WakeWebhooks: m.webhooks.Notify})
 	adm.Routes(router)
-	access, err := m.sinkAccess(ctx)
+	access, err := sandbox.SinkAccess(ctx, m.Config, m.store)
 	if err != nil {
 		return err
 	}
-	switch access {
-	case config.SinkAccessOpen:
-		router.POST("/sink/:name", sink.Receive)
-	case config.SinkAccessAdmin:
-		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-			if adm.Authorize(w, r) {
-				sink.Receive(w, r, ps)
-			}
-		})
-	}
+	sink.Mount(router, access, adm.Authorize)
 	if m.Config.Console.Enabled {
-		var trunks []string
-		for _, t := range m.Config.SIP.Trunks {
-			trunks = append(trunks, t.Name)
-		}
-		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: trunks, Journal: journal, Sink: sink,
+		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: m.Config.SIP.TrunkNames(), Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now, Importer: m.api.importer}
 		if m.sip != nil { // a nil *dialer.SIP would not be a nil console.TrunkUses
 			parts.SIP = m.sip
@@ -495,27 +479,6 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 		fmt.Fprintf(m.Stdout, "\nAdmin API token (generated and kept in the database; set admin.token to choose one):\n  %s\n", generated)
 	}
 	return nil
-}
-
-// sinkAccess is who may post to the sink, sink.access with "auto" decided:
-// open on a sandbox (the simulated dialer, or a database with the demo
-// tenant, whose webhook is the sink), off on a server making real calls for
-// its tenants only (docs/sandbox.md#who-may-post-to-the-sink).
-func (m *Main) sinkAccess(ctx context.Context) (string, error) {
-	if m.Config.Sink.Access != config.SinkAccessAuto {
-		return m.Config.Sink.Access, nil
-	}
-	if m.Config.Dialer.Kind != config.DialerSIP {
-		return config.SinkAccessOpen, nil
-	}
-	switch _, err := m.store.DemoApp(ctx); {
-	case err == nil:
-		return config.SinkAccessOpen, nil
-	case errors.Is(err, domain.ErrNotFound):
-		return config.SinkAccessOff, nil
-	default:
-		return "", err
-	}
 }
 
 // resetTenants stops calling, replaces every tenant by the fixtures (or the
@@ -563,19 +526,6 @@ func (m *Main) applyFixtureRegister(ctx context.Context, d *store.FixtureDNC, no
 	return nil
 }
 
-// trunkNames are the trunks a pool may name; nil with the simulated
-// dialer, which has none and accepts any.
-func (m *Main) trunkNames() map[string]bool {
-	if m.Config.Dialer.Kind != config.DialerSIP {
-		return nil
-	}
-	names := map[string]bool{}
-	for _, t := range m.Config.SIP.Trunks {
-		names[t.Name] = true
-	}
-	return names
-}
-
 // loadFixtures reads the fixtures file; with real calls, a pool naming a
 // trunk that is not configured is an error of the file, at its line.
 func (m *Main) loadFixtures() (*store.FixtureFile, error) {
@@ -587,7 +537,7 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	if err := ff.ReadDNC(path, m.Config.Phone.DefaultRegion); err != nil {
 		return nil, err
 	}
-	trunks := m.trunkNames()
+	trunks := m.Config.PoolTrunks()
 	if trunks == nil {
 		return ff, nil
 	}
@@ -604,11 +554,33 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	return ff, nil
 }
 
+// speechHeard says whether this dialbox's calls can hear speech: the
+// simulator hears the rules' says; real calls need a recognizer, which
+// this version lacks.
+func (m *Main) speechHeard() bool { return m.Config.Dialer.Kind != config.DialerSIP }
+
+// checkScriptsCanRun refuses to start while a stored scenario's script has
+// a step this deployment cannot run (script.Unmet): speech heard without
+// a recognizer (speech false), or an agent without a language model (chat
+// false). Its error names the application, the scenario and the step.
+func (m *Main) checkScriptsCanRun(ctx context.Context, speech, chat bool) error {
+	scripts, err := m.store.ScenarioScripts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sc := range scripts {
+		if ps := sc.Script.Unmet(speech, chat); len(ps) > 0 {
+			return fmt.Errorf("scenario %q of application %q cannot run here: %w", sc.ID, sc.App, ps[0])
+		}
+	}
+	return nil
+}
+
 // checkStoredPoolTrunks refuses to start real calls while a pool made
 // earlier (through the admin API) names a trunk that is not configured:
 // its calls could go nowhere.
 func (m *Main) checkStoredPoolTrunks(ctx context.Context) error {
-	trunks := m.trunkNames()
+	trunks := m.Config.PoolTrunks()
 	pools, err := m.store.PoolTrunks(ctx)
 	if err != nil {
 		return err

@@ -370,7 +370,12 @@ ALTER TABLE applications ADD COLUMN destination_deny  TEXT NOT NULL DEFAULT '[]'
 CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, next_try_at, seq)
     WHERE state = 'pending';
 
--- migration 13: the audit log of what people did in the console
+-- migration 13: what was said on a call (docs/voicebot.md#results)
+-- The JSON list of turns {"speaker", "text", "at"}; calls ended before this
+-- migration read as nothing said.
+ALTER TABLE calls ADD COLUMN transcript TEXT NOT NULL DEFAULT '[]';
+
+-- migration 14: the audit log of what people did in the console
 -- (docs/console.md#audit-log): who (their sign-in), when, what (the form's
 -- path and what the console answered), and which tenant's. No reference to
 -- the tenant: the log outlives it.

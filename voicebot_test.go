@@ -18,6 +18,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/script"
 	"dialbox/internal/store"
@@ -122,7 +123,22 @@ type botCall struct {
 		Input     *string `json:"input"`
 		Attempts  *int    `json:"attempts"`
 		TimedOut  *bool   `json:"timed_out"`
+		Speech    *string `json:"speech"`
 	} `json:"steps"`
+	Transcript []struct {
+		Speaker string `json:"speaker"`
+		Text    string `json:"text"`
+		At      string `json:"at"`
+	} `json:"transcript"`
+}
+
+// said is a call's transcript, one "speaker: text" a line.
+func (c botCall) said() string {
+	var lines []string
+	for _, t := range c.Transcript {
+		lines = append(lines, t.Speaker+": "+t.Text)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (c botCall) path() string {
@@ -143,7 +159,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	dialer := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
@@ -155,12 +171,12 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	faults := sandbox.NewFaults(nil)
 	two := "2"
 	faults.Add(&sandbox.FaultRule{ID: "f", Kind: sandbox.FaultDial, Phone: "+84912000004", Outcome: domain.OutcomeAnswered, Digits: &two, Probability: 1})
-	engStart(t, s, dialer, nil, func(p *engine.Parts) { p.ForceDial = forceDial(faults) })
+	engStart(t, s, dialer, nil, func(p *engine.Parts) { p.ForceDial = faults.BeforeDial })
 	engImport(t, s, app, "bot", "", "+84912000001", "+84912000002", "+84912000003", "+84912000004", "+84900000010", "+84900000011")
 	engImport(t, s, app, "plain", "", "+84912000005")
 	engWaitAllDone(t, s, app, 7)
 
-	rows, err := s.Read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	rows, err := sqliteDB(t, s).Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +245,13 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	if c := calls["+84912000001"]; c.Duration != 8 {
 		t.Errorf("+84912000001 talked %d s, want 8", c.Duration)
 	}
+	// What the bot said, its fields filled in, each turn when it began.
+	c := calls["+84912000001"]
+	if want := "bot: Xin chào Contact 0, nhắc lịch hẹn của bạn lúc 9 giờ sáng mai.\nbot: Nhấn 1 để xác nhận, nhấn 2 để gặp nhân viên.\nbot: Cảm ơn bạn, hẹn gặp lại."; c.said() != want {
+		t.Errorf("transcript:\n%s\nwant:\n%s", c.said(), want)
+	} else if c.Transcript[1].At != c.Steps[1].StartedAt {
+		t.Errorf("the prompt said at %s, its gather started at %s", c.Transcript[1].At, c.Steps[1].StartedAt)
+	}
 	// Plain content: as before scripts, the call talks its talk_time, one
 	// say step, a person, nothing pressed.
 	plain := calls["+84912000005"]
@@ -239,15 +262,16 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 
 	// The admin API's call record says the same.
 	var contactID string
-	if err := s.Read.QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
 		t.Fatal(err)
 	}
 	_, records, err := s.Contact(context.Background(), app, contactID)
 	if err != nil || len(records) != 1 {
 		t.Fatalf("call records %+v, %v", records, err)
 	}
-	if r := records[0]; r.AnsweredBy != "human" || r.Digits != "1" || r.Result != "confirmed" || !strings.Contains(string(r.Steps), `"name":"thanks"`) {
-		t.Errorf("call record %+v steps %s", r, r.Steps)
+	if r := records[0]; r.AnsweredBy != "human" || r.Digits != "1" || r.Result != "confirmed" || !strings.Contains(string(r.Steps), `"name":"thanks"`) ||
+		!strings.Contains(string(r.Transcript), `{"speaker":"bot","text":"Cảm ơn bạn, hẹn gặp lại.","at":"`) {
+		t.Errorf("call record %+v steps %s transcript %s", r, r.Steps, r.Transcript)
 	}
 }
 
@@ -255,9 +279,9 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 // nothing pressed, no result, no steps.
 func TestVoicebotNobodyAnswered(t *testing.T) {
 	res := domain.DialResult{Outcome: domain.OutcomeBusy, Cause: 486, EndedAt: time.Now()}
-	by, digits, result, steps, err := domain.CallResults(res)
-	if err != nil || by != "unknown" || digits != "" || result != "" || string(steps) != "[]" {
-		t.Errorf("busy: %q %q %q %s %v", by, digits, result, steps, err)
+	r, err := domain.CallResults(res)
+	if err != nil || r.AnsweredBy != "unknown" || r.Digits != "" || r.Result != "" || string(r.Steps) != "[]" || string(r.Transcript) != "[]" {
+		t.Errorf("busy: %+v %v", r, err)
 	}
 }
 
@@ -380,7 +404,7 @@ func TestVoicebotFixtures(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := s.Scenario(context.Background(), app, "bot")
@@ -469,10 +493,11 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 // content.
 func TestVoicebotMigratedCalls(t *testing.T) {
 	path := t.TempDir() + "/old.db"
-	old, err := store.OpenSQLite(path, sqliteMigrations()[:5], store.NewMetrics(false))
+	old, err := store.OpenSQLite(path, sqliteMigrations()[:5], store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, old, path)
 	for _, q := range []string{
 		`INSERT INTO applications (id, name, api_key, api_secret, created_at, updated_at) VALUES (1, 'Old', 'old-key', 'old-secret', 1000, 1000)`,
 		`INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)
@@ -486,10 +511,11 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 		storeExec(t, old, q)
 	}
 	old.Close()
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, path)
 	defer s.Close()
 	_, calls, err := s.Contact(context.Background(), 1, "c-old")
 	if err != nil || len(calls) != 1 {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -11,11 +12,7 @@ import (
 // (docs/compliance.md#advertising-calls): read, and changed within the
 // decree's bounds only.
 
-func (a *Admin) getAdvertising(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getAdvertising(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	return a.apps.AdSettings(r.Context(), app.ID)
 }
 
@@ -26,10 +23,9 @@ type adSettingsBody struct {
 	Timezone                *string `json:"timezone"` // accepted only as it is
 }
 
-func (a *Admin) updateAdvertising(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) updateAdvertising(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b adSettingsBody
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.Timezone != nil && *b.Timezone != domain.AdTimezone {

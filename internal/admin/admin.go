@@ -66,6 +66,10 @@ type Admin struct {
 	// deadlines follow (uploadBody).
 	readTimeout, writeTimeout time.Duration
 
+	// speech and chat: this dialbox's calls can hear speech, and have a
+	// language model for agent steps (script.Unmet).
+	speech, chat bool
+
 	// reset wipes and re-applies the tenants with calling stopped; wake
 	// tells the engine, wakeWebhooks the deliverer, of work.
 	reset        func(ctx context.Context) error
@@ -100,6 +104,7 @@ type Parts struct {
 	Recordings                recordings.Files
 	RecordingBase             string
 	ReadTimeout, WriteTimeout time.Duration
+	Speech, Chat              bool
 
 	Reset        func(ctx context.Context) error
 	Wake         func(appID int64)
@@ -112,7 +117,7 @@ func New(p Parts) *Admin {
 		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
 		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
 		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,
-		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout,
+		readTimeout: p.ReadTimeout, writeTimeout: p.WriteTimeout, speech: p.Speech, chat: p.Chat,
 		reset: p.Reset, wake: p.Wake, wakeWebhooks: p.WakeWebhooks}
 }
 
@@ -192,64 +197,64 @@ func (a *Admin) Routes(r *httprouter.Router) {
 
 	r.GET(p+"/apps", a.handle(a.listApps))
 	r.POST(p+"/apps", a.handle(a.createApp))
-	r.GET(app, a.handle(a.getApp))
+	r.GET(app, a.handleApp(a.getApp))
 	r.PATCH(app, a.handle(a.updateApp))
 	r.DELETE(app, a.handle(a.deleteApp))
 	r.POST(app+"/disable", a.handle(a.setAppDisabled(true)))
 	r.POST(app+"/enable", a.handle(a.setAppDisabled(false)))
-	r.POST(app+"/token", a.handle(a.mintToken))
+	r.POST(app+"/token", a.handleApp(a.mintToken))
 
-	r.GET(app+"/wallet", a.handle(a.getWallet))
-	r.PATCH(app+"/wallet", a.handle(a.updateWallet))
-	r.POST(app+"/wallet/topup", a.handle(a.topUp))
+	r.GET(app+"/wallet", a.handleApp(a.getWallet))
+	r.PATCH(app+"/wallet", a.handleApp(a.updateWallet))
+	r.POST(app+"/wallet/topup", a.handleApp(a.topUp))
 
-	r.GET(app+"/advertising", a.handle(a.getAdvertising))
-	r.PATCH(app+"/advertising", a.handle(a.updateAdvertising))
+	r.GET(app+"/advertising", a.handleApp(a.getAdvertising))
+	r.PATCH(app+"/advertising", a.handleApp(a.updateAdvertising))
 
-	r.GET(app+"/pools", a.handle(a.listPools))
-	r.POST(app+"/pools", a.handle(a.createPool))
-	r.GET(app+"/pools/:pool", a.handle(a.getPool))
-	r.DELETE(app+"/pools/:pool", a.handle(a.deleteOf("pool", "Hotline pool", a.calling.DeletePool)))
-	r.POST(app+"/pools/:pool/numbers", a.handle(a.addNumbers))
-	r.DELETE(app+"/pools/:pool/numbers/:number", a.handle(a.removeNumber))
-	r.POST(app+"/pools/:pool/numbers/:number/enable", a.handle(a.setNumberEnabled(true)))
-	r.POST(app+"/pools/:pool/numbers/:number/disable", a.handle(a.setNumberEnabled(false)))
+	r.GET(app+"/pools", a.handleApp(a.listPools))
+	r.POST(app+"/pools", a.handleApp(a.createPool))
+	r.GET(app+"/pools/:pool", a.handleApp(a.getPool))
+	r.DELETE(app+"/pools/:pool", a.handleApp(a.deleteOf("pool", "Hotline pool", a.calling.DeletePool)))
+	r.POST(app+"/pools/:pool/numbers", a.handleApp(a.addNumbers))
+	r.DELETE(app+"/pools/:pool/numbers/:number", a.handleApp(a.removeNumber))
+	r.POST(app+"/pools/:pool/numbers/:number/enable", a.handleApp(a.setNumberEnabled(true)))
+	r.POST(app+"/pools/:pool/numbers/:number/disable", a.handleApp(a.setNumberEnabled(false)))
 
-	r.GET(app+"/scenarios", a.handle(a.listScenarios))
-	r.POST(app+"/scenarios", a.handle(a.createScenario))
-	r.GET(app+"/scenarios/:scenario", a.handle(a.getScenario))
-	r.GET(app+"/scenarios/:scenario/results.csv", a.handle(a.scenarioResults))
-	r.PATCH(app+"/scenarios/:scenario", a.handle(a.updateScenario))
-	r.DELETE(app+"/scenarios/:scenario", a.handle(a.deleteOf("scenario", "Scenario", a.calling.DeleteScenario)))
+	r.GET(app+"/scenarios", a.handleApp(a.listScenarios))
+	r.POST(app+"/scenarios", a.handleApp(a.createScenario))
+	r.GET(app+"/scenarios/:scenario", a.handleApp(a.getScenario))
+	r.GET(app+"/scenarios/:scenario/results.csv", a.handleApp(a.scenarioResults))
+	r.PATCH(app+"/scenarios/:scenario", a.handleApp(a.updateScenario))
+	r.DELETE(app+"/scenarios/:scenario", a.handleApp(a.deleteOf("scenario", "Scenario", a.calling.DeleteScenario)))
 	for _, t := range Transitions {
-		r.POST(app+"/scenarios/:scenario/"+t.Name, a.handle(a.transition(t)))
+		r.POST(app+"/scenarios/:scenario/"+t.Name, a.handleApp(a.transition(t)))
 	}
 
-	r.GET(app+"/campaigns", a.handle(a.listCampaigns))
-	r.POST(app+"/campaigns", a.handle(a.createCampaign))
-	r.GET(app+"/campaigns/:campaign", a.handle(a.getCampaign))
-	r.GET(app+"/campaigns/:campaign/results.csv", a.handle(a.campaignResults))
-	r.POST(app+"/campaigns/:campaign/pause", a.handle(a.setCampaignPaused(true)))
-	r.POST(app+"/campaigns/:campaign/resume", a.handle(a.setCampaignPaused(false)))
-	r.POST(app+"/campaigns/:campaign/stop", a.handle(a.stopCampaign))
+	r.GET(app+"/campaigns", a.handleApp(a.listCampaigns))
+	r.POST(app+"/campaigns", a.handleApp(a.createCampaign))
+	r.GET(app+"/campaigns/:campaign", a.handleApp(a.getCampaign))
+	r.GET(app+"/campaigns/:campaign/results.csv", a.handleApp(a.campaignResults))
+	r.POST(app+"/campaigns/:campaign/pause", a.handleApp(a.setCampaignPaused(true)))
+	r.POST(app+"/campaigns/:campaign/resume", a.handleApp(a.setCampaignPaused(false)))
+	r.POST(app+"/campaigns/:campaign/stop", a.handleApp(a.stopCampaign))
 
-	r.GET(app+"/webhooks", a.handle(a.listEndpoints))
-	r.POST(app+"/webhooks", a.handle(a.createEndpoint))
-	r.GET(app+"/webhooks/:endpoint", a.handle(a.getEndpoint))
+	r.GET(app+"/webhooks", a.handleApp(a.listEndpoints))
+	r.POST(app+"/webhooks", a.handleApp(a.createEndpoint))
+	r.GET(app+"/webhooks/:endpoint", a.handleApp(a.getEndpoint))
 	r.PATCH(app+"/webhooks/:endpoint", a.handle(a.updateEndpoint))
-	r.DELETE(app+"/webhooks/:endpoint", a.handle(a.deleteOf("endpoint", "Webhook endpoint", a.webhooks.DeleteEndpoint)))
-	r.POST(app+"/webhooks/:endpoint/rotate-secret", a.handle(a.rotateSecret))
-	r.POST(app+"/webhooks/:endpoint/recover", a.handle(a.recoverFailed))
+	r.DELETE(app+"/webhooks/:endpoint", a.handleApp(a.deleteOf("endpoint", "Webhook endpoint", a.webhooks.DeleteEndpoint)))
+	r.POST(app+"/webhooks/:endpoint/rotate-secret", a.handleApp(a.rotateSecret))
+	r.POST(app+"/webhooks/:endpoint/recover", a.handleApp(a.recoverFailed))
 
-	r.GET(app+"/contacts", a.handle(a.listContacts))
-	r.GET(app+"/contacts/:contact", a.handle(a.getContact))
+	r.GET(app+"/contacts", a.handleApp(a.listContacts))
+	r.GET(app+"/contacts/:contact", a.handleApp(a.getContact))
 	r.GET(app+"/contacts/:contact/calls/:call/recording", a.handle(a.getRecording))
-	r.GET(app+"/imports", a.handle(a.listImports))
-	r.GET(app+"/imports/:import", a.handle(a.getImport))
+	r.GET(app+"/imports", a.handleApp(a.listImports))
+	r.GET(app+"/imports/:import", a.handleApp(a.getImport))
 
-	r.GET(app+"/webhook-messages", a.handle(a.listMessages))
-	r.GET(app+"/webhook-messages/:message", a.handle(a.getMessage))
-	r.POST(app+"/webhook-messages/:message/redeliver", a.handle(a.redeliver))
+	r.GET(app+"/webhook-messages", a.handleApp(a.listMessages))
+	r.GET(app+"/webhook-messages/:message", a.handleApp(a.getMessage))
+	r.POST(app+"/webhook-messages/:message/redeliver", a.handleApp(a.redeliver))
 
 	r.GET(p+"/journal", a.handle(a.listJournal))
 	r.GET(p+"/journal/count", a.handle(a.countJournal))
@@ -350,25 +355,28 @@ func (a *Admin) app(r *http.Request, ps httprouter.Params) (*domain.Application,
 	return a.App(r.Context(), ps.ByName("app"))
 }
 
-// appBody resolves the :app path parameter, then decodes the body into v.
-func (a *Admin) appBody(r *http.Request, ps httprouter.Params, v any) (*domain.Application, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
-	return app, httpx.DecodeJSON(r, v, httpx.AdminBody)
+// appHandler serves a route of one tenant: app is the application the
+// :app path parameter names.
+type appHandler func(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error)
+
+// handleApp serves h as handle does, with the application :app names
+// resolved first: an unknown one is answered before h runs.
+func (a *Admin) handleApp(h appHandler) httprouter.Handle {
+	return a.handle(func(r *http.Request, ps httprouter.Params) (any, error) {
+		app, err := a.app(r, ps)
+		if err != nil {
+			return nil, err
+		}
+		return h(r, app, ps)
+	})
 }
 
 // deleteOf is the handler that deletes, with del, the application's record
 // the path parameter param names, and answers its id; what names the
 // record when there is none.
-func (a *Admin) deleteOf(param, what string, del func(ctx context.Context, appID int64, id string) error) httpx.Handler {
-	return func(r *http.Request, ps httprouter.Params) (any, error) {
-		app, err := a.app(r, ps)
-		if err != nil {
-			return nil, err
-		}
-		err = del(r.Context(), app.ID, ps.ByName(param))
+func (a *Admin) deleteOf(param, what string, del func(ctx context.Context, appID int64, id string) error) appHandler {
+	return func(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
+		err := del(r.Context(), app.ID, ps.ByName(param))
 		return map[string]string{"deleted": ps.ByName(param)}, notFound(err, what)
 	}
 }

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"net/http"
 
 	"dialbox/internal/auth"
@@ -17,8 +16,8 @@ func (a *Admin) listApps(r *http.Request, _ httprouter.Params) (any, error) {
 	return map[string]any{"applications": apps}, err
 }
 
-func (a *Admin) getApp(r *http.Request, ps httprouter.Params) (any, error) {
-	return a.app(r, ps)
+func (a *Admin) getApp(_ *http.Request, app *domain.Application, _ httprouter.Params) (any, error) {
+	return app, nil
 }
 
 type appBody struct {
@@ -73,10 +72,7 @@ func (a *Admin) createApp(r *http.Request, _ httprouter.Params) (any, error) {
 		rules = *b.Destinations
 	}
 	app, err := a.apps.CreateApp(r.Context(), deref(b.Name, key), key, secret, rules, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("An application with api_key %q already exists", key)
-	}
-	if err != nil {
+	if err = exists(err, "An application with api_key %q already exists", key); err != nil {
 		return nil, err
 	}
 	token, err := auth.MintToken(app, a.now())
@@ -125,11 +121,7 @@ func (a *Admin) deleteApp(r *http.Request, ps httprouter.Params) (any, error) {
 	return map[string]string{"deleted": ps.ByName("app")}, notFound(err, "Application")
 }
 
-func (a *Admin) mintToken(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) mintToken(_ *http.Request, app *domain.Application, _ httprouter.Params) (any, error) {
 	token, err := auth.MintToken(app, a.now())
 	return map[string]string{"access_token": token}, err
 }

@@ -11,12 +11,9 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listContacts(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	q := r.URL.Query()
+	var err error
 	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
 		Outcome: q.Get("outcome"), Phone: q.Get("phone")}
 	if !domain.ContactStates[f.State] {
@@ -34,11 +31,7 @@ func (a *Admin) listContacts(r *http.Request, ps httprouter.Params) (any, error)
 	return map[string]any{"contacts": list, "next_cursor": next}, err
 }
 
-func (a *Admin) getContact(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getContact(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	c, calls, err := a.Contact(r.Context(), app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
@@ -66,11 +59,7 @@ type ContactWithCalls struct {
 	Calls   []domain.CallRecord `json:"calls"`
 }
 
-func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listImports(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	q := r.URL.Query()
 	limit, err := httpx.LimitParam(q)
 	if err != nil {
@@ -80,11 +69,7 @@ func (a *Admin) listImports(r *http.Request, ps httprouter.Params) (any, error) 
 	return map[string]any{"imports": list}, err
 }
 
-func (a *Admin) getImport(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getImport(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	im, err := a.contacts.ImportByID(r.Context(), app.ID, ps.ByName("import"))
 	if err = notFound(err, "Import"); err != nil {
 		return nil, err

@@ -3,27 +3,18 @@ package admin
 import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 )
 
-func (a *Admin) listPools(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listPools(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	pools, err := a.Pools(r.Context(), app.ID)
 	return map[string]any{"pools": pools}, err
 }
 
-func (a *Admin) getPool(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getPool(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	pools, err := a.calling.Pools(r.Context(), app.ID, ps.ByName("pool"))
 	if err != nil {
 		return nil, err
@@ -40,10 +31,9 @@ type poolBody struct {
 	Numbers []string `json:"numbers"`
 }
 
-func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) createPool(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b poolBody
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(b.Key) == "" {
@@ -56,15 +46,11 @@ func (a *Admin) createPool(r *http.Request, ps httprouter.Params) (any, error) {
 	if !ok {
 		return nil, domain.Invalid("numbers", "must not hold an empty number")
 	}
-	err = a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Hotline pool %q already exists", b.Key)
-	}
-	if err != nil {
+	if err := exists(a.calling.CreatePool(r.Context(), app.ID, b.Key, b.Trunk, numbers, a.now()), "Hotline pool %q already exists", b.Key); err != nil {
 		return nil, err
 	}
 	ps = append(ps, httprouter.Param{Key: "pool", Value: b.Key})
-	return a.getPool(r, ps)
+	return a.getPool(r, app, ps)
 }
 
 // cleanNumbers trims hotline numbers; false when one is empty.
@@ -78,12 +64,11 @@ func cleanNumbers(numbers []string) ([]string, bool) {
 	return out, true
 }
 
-func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) addNumbers(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b struct {
 		Numbers []string `json:"numbers"`
 	}
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	numbers, ok := cleanNumbers(b.Numbers)
@@ -93,30 +78,22 @@ func (a *Admin) addNumbers(r *http.Request, ps httprouter.Params) (any, error) {
 	if err := notFound(a.calling.AddHotlines(r.Context(), app.ID, ps.ByName("pool"), numbers), "Hotline pool"); err != nil {
 		return nil, err
 	}
-	return a.getPool(r, ps)
+	return a.getPool(r, app, ps)
 }
 
-func (a *Admin) removeNumber(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) removeNumber(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	if err := notFound(a.calling.RemoveHotline(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number")), "Hotline number"); err != nil {
 		return nil, err
 	}
-	return a.getPool(r, ps)
+	return a.getPool(r, app, ps)
 }
 
-func (a *Admin) setNumberEnabled(enabled bool) httpx.Handler {
-	return func(r *http.Request, ps httprouter.Params) (any, error) {
-		app, err := a.app(r, ps)
-		if err != nil {
-			return nil, err
-		}
+func (a *Admin) setNumberEnabled(enabled bool) appHandler {
+	return func(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 		if err := notFound(a.calling.SetHotlineEnabled(r.Context(), app.ID, ps.ByName("pool"), ps.ByName("number"), enabled), "Hotline number"); err != nil {
 			return nil, err
 		}
 		a.wake(app.ID)
-		return a.getPool(r, ps)
+		return a.getPool(r, app, ps)
 	}
 }

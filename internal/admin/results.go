@@ -37,19 +37,15 @@ const resultTime = "2006-01-02 15:04:05"
 // written in Vietnamese, say) rather than in the computer's local code page.
 const utf8BOM = "\uFEFF"
 
-func (a *Admin) scenarioResults(r *http.Request, ps httprouter.Params) (any, error) {
-	return a.resultsOf(r, ps, ps.ByName("scenario"), "")
+func (a *Admin) scenarioResults(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
+	return a.resultsOf(r, app, ps.ByName("scenario"), "")
 }
 
-func (a *Admin) campaignResults(r *http.Request, ps httprouter.Params) (any, error) {
-	return a.resultsOf(r, ps, "", ps.ByName("campaign"))
+func (a *Admin) campaignResults(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
+	return a.resultsOf(r, app, "", ps.ByName("campaign"))
 }
 
-func (a *Admin) resultsOf(r *http.Request, ps httprouter.Params, scenarioID, campaignID string) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) resultsOf(r *http.Request, app *domain.Application, scenarioID, campaignID string) (any, error) {
 	f, err := a.ResultFilter(r.URL.Query())
 	if err != nil {
 		return nil, err

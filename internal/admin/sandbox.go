@@ -260,11 +260,12 @@ func checkFaultFields(rule *sandbox.FaultRule) error {
 	used := map[string]bool{"operation": rule.Operation != "", "scenario_id": rule.ScenarioID != "",
 		"code": rule.Code != 0, "message": rule.Message != "", "delay_ms": rule.DelayMS != 0,
 		"delay_max_ms": rule.DelayMaxMS != 0, "phone": rule.Phone != "", "outcome": rule.Outcome != "",
-		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0, "digits": rule.Digits != nil, "machine": rule.Machine}
+		"endpoint_id": rule.EndpointID != "", "status": rule.Status != 0, "digits": rule.Digits != nil, "machine": rule.Machine,
+		"says": rule.Says != nil}
 	allowed := map[string][]string{
 		sandbox.FaultError:   {"operation", "scenario_id", "code", "message"},
 		sandbox.FaultLatency: {"operation", "scenario_id", "delay_ms", "delay_max_ms"},
-		sandbox.FaultDial:    {"phone", "outcome", "digits", "machine"},
+		sandbox.FaultDial:    {"phone", "outcome", "digits", "machine", "says"},
 		sandbox.FaultWebhook: {"endpoint_id", "status"},
 	}[rule.Kind]
 	if allowed == nil {
@@ -326,6 +327,18 @@ func checkDialFault(rule *sandbox.FaultRule, region string) error {
 		rule.Outcome = domain.OutcomeAnswered
 	case rule.Digits != nil && rule.Outcome != domain.OutcomeAnswered:
 		return domain.Invalid("digits", "only a person presses keys: outcome must be ANSWERED")
+	}
+	// says, like digits, is a person: ANSWERED.
+	switch r := domain.CheckSays(rule.Says); {
+	case rule.Says == nil:
+	case r != "":
+		return domain.Invalid("says", r)
+	case rule.Machine:
+		return domain.Invalid("says", "a machine answers no question: leave machine out")
+	case rule.Outcome == "":
+		rule.Outcome = domain.OutcomeAnswered
+	case rule.Outcome != domain.OutcomeAnswered:
+		return domain.Invalid("says", "only a person speaks: outcome must be ANSWERED")
 	}
 	if !sandbox.DialOutcomes[rule.Outcome] {
 		return domain.Invalid("outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL, INVALID_NUMBER or CANCELED")

@@ -36,11 +36,7 @@ func showScenario(sc *domain.Scenario) Scenario {
 		sc.CallConfig, sc.CreatedAt, sc.UpdatedAt}
 }
 
-func (a *Admin) listScenarios(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listScenarios(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	q := r.URL.Query()
 	status := q.Get("status")
 	if status != "" && !domain.ValidScenarioStatus(status) {
@@ -113,6 +109,19 @@ func applyScript(b *domain.ScenarioChange, sc *domain.Scenario) error {
 	return nil
 }
 
+// runnable refuses a script given in b with a step this dialbox cannot
+// run (script.Unmet): speech without a recognizer on real calls, an agent
+// without [llm] url; a script already stored is left as it is.
+func (a *Admin) runnable(b *domain.ScenarioChange, sc *domain.Scenario) error {
+	if b.Script == nil || sc.Script == nil {
+		return nil
+	}
+	if ps := sc.Script.Unmet(a.speech, a.chat); ps != nil {
+		return domain.ValidationError(domain.ScriptProblems("script", ps)...)
+	}
+	return nil
+}
+
 // scriptShapeError is the decoder's refusal of a script in the admin API's
 // words: the field and what it must be, never Go's types
 // (docs/voicebot.md#saving-a-script).
@@ -127,10 +136,9 @@ func scriptShapeError(err error) error {
 	return domain.Invalid("script", `must be an object with steps ({"steps":[{"name":...,"say":{...}}, ...]}), or null to remove it`)
 }
 
-func (a *Admin) createScenario(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) createScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b domain.ScenarioChange
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	sc, err := a.CreateScenario(r.Context(), app.ID, &b)
@@ -148,18 +156,13 @@ func (a *Admin) showScenario(r *http.Request, appID int64, id string) (any, erro
 	return showScenario(sc), nil
 }
 
-func (a *Admin) getScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	return a.showScenario(r, app.ID, ps.ByName("scenario"))
 }
 
-func (a *Admin) updateScenario(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) updateScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b domain.ScenarioChange
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if err := a.UpdateScenario(r.Context(), app.ID, ps.ByName("scenario"), &b); err != nil {
@@ -190,12 +193,8 @@ func (t Transition) Refused(status string) string {
 	return fmt.Sprintf("Cannot %s a scenario in status %s (only from %s)", t.Name, status, strings.Join(t.From, " or "))
 }
 
-func (a *Admin) transition(t Transition) httpx.Handler {
-	return func(r *http.Request, ps httprouter.Params) (any, error) {
-		app, err := a.app(r, ps)
-		if err != nil {
-			return nil, err
-		}
+func (a *Admin) transition(t Transition) appHandler {
+	return func(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 		if err := a.TransitionScenario(r.Context(), app.ID, ps.ByName("scenario"), t.Name); err != nil {
 			return nil, err
 		}

@@ -29,6 +29,15 @@ func notFound(err error, what string) error {
 	return err
 }
 
+// exists is err, or, when the store holds such a record already, the
+// answer saying so (format and args name it).
+func exists(err error, format string, args ...any) error {
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.Conflict(format, args...)
+	}
+	return err
+}
+
 // ---- reads ----
 
 // ListApps lists every application.
@@ -198,11 +207,10 @@ func (a *Admin) CreateScenario(ctx context.Context, appID int64, b *domain.Scena
 	if err := applyChange(b, sc); err != nil {
 		return nil, err
 	}
-	err := a.calling.CreateScenario(ctx, sc, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Scenario %q already exists", sc.ID)
+	if err := a.runnable(b, sc); err != nil {
+		return nil, err
 	}
-	return sc, err
+	return sc, exists(a.calling.CreateScenario(ctx, sc, a.now()), "Scenario %q already exists", sc.ID)
 }
 
 // UpdateScenario applies a change to a scenario; its id and status do not
@@ -219,6 +227,9 @@ func (a *Admin) UpdateScenario(ctx context.Context, appID int64, id string, b *d
 		return err
 	}
 	if err := applyChange(b, sc); err != nil {
+		return err
+	}
+	if err := a.runnable(b, sc); err != nil {
 		return err
 	}
 	return notFound(a.calling.UpdateScenario(ctx, sc, a.now()), "Scenario")
@@ -274,11 +285,7 @@ func (a *Admin) CreateCampaign(ctx context.Context, appID int64, k domain.Campai
 		}
 		return nil, err
 	}
-	err := a.calling.CreateCampaign(ctx, c, a.now())
-	if errors.Is(err, domain.ErrConflict) {
-		return nil, domain.Conflict("Campaign %q already exists", c.ID)
-	}
-	return c, err
+	return c, exists(a.calling.CreateCampaign(ctx, c, a.now()), "Campaign %q already exists", c.ID)
 }
 
 // stopChunk is how many queued contacts one commit of a stop ends.

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -9,11 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-func (a *Admin) getWallet(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getWallet(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	return a.Wallet(r.Context(), app.ID)
 }
 
@@ -25,10 +22,9 @@ type walletBody struct {
 	PricePerMinute *int64          `json:"price_per_minute"`
 }
 
-func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) updateWallet(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b walletBody
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	for name, v := range map[string]*int64{"balance": b.Balance, "price_per_call": b.PricePerCall, "price_per_minute": b.PricePerMinute} {
@@ -38,6 +34,7 @@ func (a *Admin) updateWallet(r *http.Request, ps httprouter.Params) (any, error)
 	}
 	var expires *time.Time
 	if len(b.ExpiresAt) > 0 {
+		var err error
 		if expires, err = optionalTime(b.ExpiresAt); err != nil {
 			return nil, domain.Invalid("expires_at", "must be an RFC 3339 time like \"2030-01-01T00:00:00Z\", or null")
 		}
@@ -78,12 +75,11 @@ func optionalTime(raw json.RawMessage) (*time.Time, error) {
 	return &t, err
 }
 
-func (a *Admin) topUp(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) topUp(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b struct {
 		Amount *int64 `json:"amount"`
 	}
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	if b.Amount == nil || *b.Amount <= 0 {

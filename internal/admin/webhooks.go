@@ -15,11 +15,7 @@ import (
 
 // ---- webhook endpoints ----
 
-func (a *Admin) listEndpoints(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listEndpoints(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	list, err := a.Endpoints(r.Context(), app.ID)
 	for _, e := range list {
 		e.Secret = ""
@@ -27,17 +23,8 @@ func (a *Admin) listEndpoints(r *http.Request, ps httprouter.Params) (any, error
 	return map[string]any{"webhooks": list}, err
 }
 
-func (a *Admin) endpoint(r *http.Request, ps httprouter.Params) (*domain.Application, *domain.WebhookEndpoint, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, nil, err
-	}
+func (a *Admin) getEndpoint(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	e, err := a.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
-	return app, e, err
-}
-
-func (a *Admin) getEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
-	_, e, err := a.endpoint(r, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +73,9 @@ func newWebhookSecret() string {
 	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }
 
-func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
+func (a *Admin) createEndpoint(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	var b endpointBody
-	app, err := a.appBody(r, ps, &b)
-	if err != nil {
+	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
 	e := &domain.WebhookEndpoint{ID: uuid.NewString(), Secret: newWebhookSecret(), Events: []string{}, Enabled: true}
@@ -102,12 +88,19 @@ func (a *Admin) createEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
 }
 
+// updateEndpoint is mounted by handle, not handleApp: its body is read
+// before the application is resolved, so a bad body is what it answers
+// first.
 func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, error) {
 	var b endpointBody
 	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
-	app, e, err := a.endpoint(r, ps)
+	app, err := a.app(r, ps)
+	if err != nil {
+		return nil, err
+	}
+	e, err := a.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +110,11 @@ func (a *Admin) updateEndpoint(r *http.Request, ps httprouter.Params) (any, erro
 	if err := a.webhooks.SaveEndpoint(r.Context(), app.ID, e, a.now()); err != nil {
 		return nil, err
 	}
-	return a.getEndpoint(r, ps)
+	return a.getEndpoint(r, app, ps)
 }
 
-func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error) {
-	app, e, err := a.endpoint(r, ps)
+func (a *Admin) rotateSecret(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
+	e, err := a.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +125,8 @@ func (a *Admin) rotateSecret(r *http.Request, ps httprouter.Params) (any, error)
 	return a.webhooks.Endpoint(r.Context(), app.ID, e.ID)
 }
 
-func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error) {
-	app, e, err := a.endpoint(r, ps)
+func (a *Admin) recoverFailed(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
+	e, err := a.Endpoint(r.Context(), app.ID, ps.ByName("endpoint"))
 	if err != nil {
 		return nil, err
 	}
@@ -156,16 +149,13 @@ func (a *Admin) recoverFailed(r *http.Request, ps httprouter.Params) (any, error
 
 // ---- webhook messages ----
 
-func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) listMessages(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	q := r.URL.Query()
 	f := domain.MessageFilter{EndpointID: q.Get("endpoint_id"), State: q.Get("state"), EventType: q.Get("event_type")}
 	if !domain.MessageStates[f.State] {
 		return nil, domain.Invalid("state", "must be pending, delivered or dead")
 	}
+	var err error
 	if f.CursorPage, err = httpx.CursorPageParams(q); err != nil {
 		return nil, err
 	}
@@ -173,11 +163,7 @@ func (a *Admin) listMessages(r *http.Request, ps httprouter.Params) (any, error)
 	return map[string]any{"messages": list, "next_cursor": next}, err
 }
 
-func (a *Admin) getMessage(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) getMessage(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	m, attempts, err := a.Message(r.Context(), app.ID, ps.ByName("message"))
 	return MessageWithAttempts{m, attempts}, err
 }
@@ -187,13 +173,9 @@ type MessageWithAttempts struct {
 	AttemptLog []domain.WebhookAttempt `json:"attempt_log"`
 }
 
-func (a *Admin) redeliver(r *http.Request, ps httprouter.Params) (any, error) {
-	app, err := a.app(r, ps)
-	if err != nil {
-		return nil, err
-	}
+func (a *Admin) redeliver(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
 	if err := a.Redeliver(r.Context(), app.ID, ps.ByName("message")); err != nil {
 		return nil, err
 	}
-	return a.getMessage(r, ps)
+	return a.getMessage(r, app, ps)
 }

@@ -48,6 +48,12 @@ func MeanAbs(samples []int16) float64 {
 	if len(samples) == 0 {
 		return 0
 	}
+	return float64(SumAbs(samples)) / float64(len(samples))
+}
+
+// SumAbs is the sum of the samples' absolute amplitudes, exact in
+// integers: a mean compared as a sum never rounds.
+func SumAbs(samples []int16) int64 {
 	var sum int64
 	for _, s := range samples {
 		v := int64(s)
@@ -56,7 +62,7 @@ func MeanAbs(samples []int16) float64 {
 		}
 		sum += v
 	}
-	return float64(sum) / float64(len(samples))
+	return sum
 }
 
 // ToneLevel is the amplitude, in sample units, of the freq Hz component of

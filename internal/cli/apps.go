@@ -138,7 +138,7 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 			return err
 		}
 	}
-	st, cfg, err := f.openStore(fs, env, p)
+	st, cfg, err := f.openStore(ctx, fs, env, p)
 	if err != nil {
 		return err
 	}
@@ -148,12 +148,12 @@ func runApps(ctx context.Context, cmd string, args []string, stdout io.Writer, e
 
 // openStore reads the configuration as Load does and opens its database,
 // for the commands that work on it directly; the caller closes the store.
-func (f Flags) openStore(fs *flag.FlagSet, env []string, p Parts) (Store, config.Config, error) {
+func (f Flags) openStore(ctx context.Context, fs *flag.FlagSet, env []string, p Parts) (Store, config.Config, error) {
 	cfg, err := f.Load(fs, env)
 	if err != nil {
 		return nil, cfg, err
 	}
-	st, err := p.Open(context.Background(), cfg)
+	st, err := p.Open(ctx, cfg)
 	return st, cfg, err
 }
 
@@ -167,7 +167,7 @@ func runToken(ctx context.Context, args []string, stdout io.Writer, env []string
 	if *appKey == "" {
 		return fmt.Errorf("token: --app API_KEY is required")
 	}
-	st, cfg, err := f.openStore(fs, env, p)
+	st, cfg, err := f.openStore(ctx, fs, env, p)
 	if err != nil {
 		return err
 	}

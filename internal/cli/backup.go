@@ -16,22 +16,10 @@ import (
 // VACUUM INTO: one read transaction, so the copy holds exactly the commits
 // made before it began, and the server goes on writing meanwhile (WAL).
 func runBackup(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
-	fs, f := NewFlagSet("backup")
-	pos, err := parseInterspersed(fs, args)
+	dst, cfg, err := sqliteCommand("backup", args, env, "one PATH to write the copy to", "back it up with pg_dump or pg_basebackup")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("backup: give one PATH to write the copy to\n%s", Usage)
-	}
-	cfg, err := f.Load(fs, env)
-	if err != nil {
-		return err
-	}
-	if config.IsPostgresURL(cfg.Database) {
-		return errNotSQLite("backup", "back it up with pg_dump or pg_basebackup")
-	}
-	dst := pos[0]
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("backup: %s exists; choose a new path", dst)
 	}
@@ -77,22 +65,11 @@ func runBackup(ctx context.Context, args []string, stdout io.Writer, env []strin
 // runRestore puts a backup in place of the database. It refuses while any
 // dialbox has the database open, and keeps the database it replaces.
 func runRestore(ctx context.Context, args []string, stdout io.Writer, env []string, p Parts) error {
-	fs, f := NewFlagSet("restore")
-	pos, err := parseInterspersed(fs, args)
+	src, cfg, err := sqliteCommand("restore", args, env, "the BACKUP file to restore", "restore it with pg_restore or psql")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("restore: give the BACKUP file to restore\n%s", Usage)
-	}
-	cfg, err := f.Load(fs, env)
-	if err != nil {
-		return err
-	}
-	if config.IsPostgresURL(cfg.Database) {
-		return errNotSQLite("restore", "restore it with pg_restore or psql")
-	}
-	src, dst := pos[0], cfg.Database
+	dst := cfg.Database
 	info, err := store.CheckDatabaseFile(ctx, src, len(p.Migrations))
 	if err != nil {
 		return fmt.Errorf("restore: %s: %w", src, err)
@@ -142,4 +119,24 @@ func runRestore(ctx context.Context, args []string, stdout io.Writer, env []stri
 // errNotSQLite answers the commands that work on a SQLite file only.
 func errNotSQLite(command, instead string) error {
 	return errors.New(command + ": database is PostgreSQL; " + instead + " (docs/postgres.md#operations)")
+}
+
+// sqliteCommand reads the command line of backup or restore, commands of
+// a SQLite file only: its one argument (what names it in the error when
+// it is missing), then the configuration, whose database must not be
+// PostgreSQL's (instead says what to do there).
+func sqliteCommand(name string, args, env []string, what, instead string) (string, config.Config, error) {
+	fs, f := NewFlagSet(name)
+	pos, err := positional(fs, args, 1, fmt.Errorf("%s: give %s\n%s", name, what, Usage))
+	if err != nil {
+		return "", config.Config{}, err
+	}
+	cfg, err := f.Load(fs, env)
+	if err != nil {
+		return "", cfg, err
+	}
+	if config.IsPostgresURL(cfg.Database) {
+		return "", cfg, errNotSQLite(name, instead)
+	}
+	return pos[0], cfg, nil
 }

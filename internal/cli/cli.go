@@ -131,6 +131,19 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// positional parses args into fs as parseInterspersed does and wants n
+// positional arguments; wrong is the error for another count.
+func positional(fs *flag.FlagSet, args []string, n int, wrong error) ([]string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != n {
+		return nil, wrong
+	}
+	return pos, nil
+}
+
 // Store is what the commands use of the store: they work on the database
 // directly, also while a server runs on it.
 type Store interface {

@@ -10,9 +10,6 @@ import (
 	"io"
 	"os"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
 // `dialbox dnc`: the do-not-call lists on the database directly, also
@@ -43,11 +40,7 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string, 
 	if *force && (sub != "import" || !*replace) {
 		return fmt.Errorf("dnc %s: --force goes with import --replace only\n%s", sub, dncUsage)
 	}
-	cfg, err := f.Load(fs, env)
-	if err != nil {
-		return err
-	}
-	st, err := p.Open(ctx, cfg)
+	st, cfg, err := f.openStore(ctx, fs, env, p)
 	if err != nil {
 		return err
 	}
@@ -112,23 +105,14 @@ func runDNC(ctx context.Context, args []string, stdout io.Writer, env []string, 
 // dncImport loads a list file with a progress bar on a terminal (plain
 // progress lines otherwise), then prints the report.
 func dncImport(ctx context.Context, st Store, stdout io.Writer, path string, load dnc.Load) error {
-	in, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("dnc import: %w", err)
-	}
-	defer in.Close()
-	stat, err := in.Stat()
+	in, size, err := openInput("dnc import", path)
 	if err != nil {
 		return err
 	}
-	var src io.Reader = in
+	defer in.Close()
+	src, bar := progressOf(in, size, "reading")
 	var stored func(done, total int)
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		bar := progressbar.NewOptions64(stat.Size(), progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription("reading"), progressbar.OptionShowBytes(true),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		reader := progressbar.NewReader(in, bar)
-		src = &reader
+	if bar != nil {
 		stored = func(done, total int) {
 			bar.ChangeMax64(int64(total))
 			bar.Describe("storing")
@@ -144,7 +128,7 @@ func dncImport(ctx context.Context, st Store, stdout io.Writer, path string, loa
 	}
 	start := time.Now()
 	load.Now, load.Stored = start, stored
-	rep, err := dnc.Import(ctx, st, src, dnc.Length{Bytes: stat.Size()}, load)
+	rep, err := dnc.Import(ctx, st, src, dnc.Length{Bytes: size}, load)
 	if shrink := (*dnc.ShrinkError)(nil); errors.As(err, &shrink) {
 		return fmt.Errorf("dnc import: %s: %w; add --force to replace it anyway", path, err)
 	}

@@ -34,12 +34,9 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 	scenarioID := fs.String("scenario", "", "scenario to add the contacts to")
 	campaignID := fs.String("campaign", "", "campaign to add the contacts to (its scenario is used)")
 	chunk := fs.Int("chunk", 1000, "contacts per transaction")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := positional(fs, args, 1, fmt.Errorf("import: give one contacts.csv file\n%s", Usage))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("import: give one contacts.csv file\n%s", Usage)
 	}
 	if *scenarioID == "" && *campaignID == "" {
 		return errors.New("import: --scenario ID or --campaign ID is required")
@@ -52,15 +49,11 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return err
 	}
 	path := pos[0]
-	in, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	defer in.Close()
-	stat, err := in.Stat()
+	in, size, err := openInput("import", path)
 	if err != nil {
 		return err
 	}
+	defer in.Close()
 
 	store, err := p.Open(ctx, cfg)
 	if err != nil {
@@ -82,15 +75,9 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return fmt.Errorf("import: %w", err)
 	}
 
-	var src io.Reader = in
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		bar := progressbar.NewOptions64(stat.Size(),
-			progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("importing"),
-			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish())
+	src, bar := progressOf(in, size, "importing")
+	if bar != nil {
 		imp.onChunk = func() { bar.Describe(fmt.Sprintf("added %d, skipped %d", imp.added, imp.skipped)) }
-		reader := progressbar.NewReader(in, bar)
-		src = &reader
 		defer bar.Finish()
 	}
 	err = imp.run(ctx, src)
@@ -102,6 +89,35 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, env []strin
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil
+}
+
+// openInput opens the file command reads, with its size for the progress
+// bar; the caller closes it.
+func openInput(command, path string) (*os.File, int64, error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", command, err)
+	}
+	stat, err := in.Stat()
+	if err != nil {
+		in.Close()
+		return nil, 0, err
+	}
+	return in, stat.Size(), nil
+}
+
+// progressOf is in, read through a progress bar on stderr, described by
+// what, when stderr is a terminal (the caller finishes the bar); else in
+// itself and no bar.
+func progressOf(in io.Reader, size int64, what string) (io.Reader, *progressbar.ProgressBar) {
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return in, nil
+	}
+	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(what), progressbar.OptionShowBytes(true),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	reader := progressbar.NewReader(in, bar)
+	return &reader, bar
 }
 
 // importApp finds the application to import for; with no key given, the

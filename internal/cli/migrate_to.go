@@ -17,12 +17,9 @@ func runMigrateTo(ctx context.Context, args []string, stdout io.Writer, env []st
 	fs, f := NewFlagSet("migrate-to")
 	replace := fs.Bool("replace", false, "empty the target's tables first (in the copy's transaction) instead of refusing a target that holds data")
 	verifyOnly := fs.Bool("verify-only", false, "copy nothing: compare an earlier copy with the SQLite database")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := positional(fs, args, 1, fmt.Errorf("migrate-to: give one postgres:// URL to copy into\n%s", migrateToUsage))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("migrate-to: give one postgres:// URL to copy into\n%s", migrateToUsage)
 	}
 	if *replace && *verifyOnly {
 		return errors.New("migrate-to: --replace and --verify-only do not go together")

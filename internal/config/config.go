@@ -24,6 +24,7 @@ type Config struct {
 	SIP        SIPConfig        `toml:"sip"`
 	TTS        TTSConfig        `toml:"tts"`
 	Voicebot   VoicebotConfig   `toml:"voicebot"`
+	LLM        LLMConfig        `toml:"llm"`
 	Recordings RecordingsConfig `toml:"recordings"`
 	Webhooks   WebhooksConfig   `toml:"webhooks"`
 	Admin      AdminConfig      `toml:"admin"`
@@ -144,6 +145,11 @@ type SimulatorRule struct {
 	DigitsDelay Duration `toml:"digits_delay"`
 	Machine     bool     `toml:"machine"`
 	HangupAfter Duration `toml:"hangup_after"`
+	// Says is what the callee says, one utterance per listening turn (a
+	// speech gather, an agent's turn; "" for silence), each SaysDelay
+	// after the turn begins (docs/sandbox.md#spoken-answers).
+	Says      []string `toml:"says"`
+	SaysDelay Duration `toml:"says_delay"`
 }
 
 type WebhooksConfig struct {
@@ -300,6 +306,7 @@ func DefaultConfig() Config {
 		SIP: SIPConfig{Listen: ":5060", RTPPorts: "10000-20000", RingTimeout: Duration{45 * time.Second},
 			NumberFormat: sipcall.NumberE164},
 		TTS: TTSConfig{Engine: TTSEspeak, Voice: "vi", CacheMaxMiB: 1024, CacheMaxAge: Duration{7 * 24 * time.Hour}, CacheMinFreeMiB: 1024},
+		LLM: LLMConfig{Timeout: Duration{15 * time.Second}},
 		Webhooks: WebhooksConfig{
 			Workers:       8,
 			Timeout:       Duration{15 * time.Second},

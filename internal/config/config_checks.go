@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,20 @@ import (
 
 // badKey is the ConfigError every check returns: the key at fault and why.
 func badKey(key, msg string) error { return &ConfigError{Key: key, Msg: msg} }
+
+// oneOf checks a key that takes one of a few words: its error lists them,
+// as in `must be "text" or "json"`.
+func oneOf(key, value string, allowed ...string) error {
+	if slices.Contains(allowed, value) {
+		return nil
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = strconv.Quote(a)
+	}
+	last := len(quoted) - 1
+	return badKey(key, "must be "+strings.Join(quoted[:last], ", ")+" or "+quoted[last])
+}
 
 // validate runs one check per section and returns the first problem. The
 // order is part of the behaviour: a config with several problems reports the
@@ -24,7 +39,7 @@ func (c *Config) Validate() error {
 		c.checkEngine, c.checkTimeScale, c.checkWebhooks, c.checkAdmin,
 		c.checkRecordings, c.checkConsole, c.checkJournal, c.checkSink,
 		c.checkLog, c.checkCluster, c.checkRetryDelays, c.checkDestinations,
-		c.Simulator.Validate, c.checkDialer, c.checkSIP, c.checkTTS,
+		c.Simulator.Validate, c.checkDialer, c.checkSIP, c.checkTTS, c.checkLLM,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -46,10 +61,7 @@ func (c *Config) checkServer() error {
 }
 
 func (c *Config) checkAPI() error {
-	if c.API.ErrorHTTPStatus != StatusModeSemantic && c.API.ErrorHTTPStatus != StatusModeAlways {
-		return badKey("api.error_http_status", `must be "semantic" or "always_200"`)
-	}
-	return nil
+	return oneOf("api.error_http_status", c.API.ErrorHTTPStatus, StatusModeSemantic, StatusModeAlways)
 }
 
 func (c *Config) checkLimits() error {
@@ -195,16 +207,15 @@ func (c *Config) checkSink() error {
 		return badKey("sink.max_body_bytes", "must be at least 1")
 	case s.MaxBytes < s.MaxBodyBytes:
 		return badKey("sink.max_bytes", fmt.Sprintf("must be at least sink.max_body_bytes (%d), or a body the sink takes could not be kept", s.MaxBodyBytes))
-	case !slices.Contains([]string{SinkAccessAuto, SinkAccessOpen, SinkAccessAdmin, SinkAccessOff}, s.Access):
-		return badKey("sink.access", `must be "auto", "open", "admin" or "off"`)
 	}
-	return nil
+	return oneOf("sink.access", s.Access, SinkAccessAuto, SinkAccessOpen, SinkAccessAdmin, SinkAccessOff)
 }
 
 func (c *Config) checkLog() error {
+	if err := oneOf("log.format", c.Log.Format, "text", "json"); err != nil {
+		return err
+	}
 	switch {
-	case c.Log.Format != "text" && c.Log.Format != "json":
-		return badKey("log.format", `must be "text" or "json"`)
 	case !validLogLevel(c.Log.Level):
 		return badKey("log.level", `must be "debug", "info", "warn" or "error"`)
 	case c.Log.FlushInterval.Duration < 0:
@@ -278,8 +289,12 @@ func (r *SimulatorRule) Check(key string) error {
 		return badKey(key+".digits", "must be keys 0-9, * and #")
 	case r.Digits != "" && r.Outcome != domain.OutcomeAnswered:
 		return badKey(key+".digits", "only a person presses keys: outcome must be ANSWERED")
-	case r.DigitsDelay.Duration < 0 || r.HangupAfter.Duration < 0:
-		return badKey(key, "digits_delay and hangup_after must not be negative")
+	case r.DigitsDelay.Duration < 0 || r.HangupAfter.Duration < 0 || r.SaysDelay.Duration < 0:
+		return badKey(key, "digits_delay, says_delay and hangup_after must not be negative")
+	case domain.CheckSays(r.Says) != "":
+		return badKey(key+".says", domain.CheckSays(r.Says))
+	case r.Says != nil && r.Outcome != domain.OutcomeAnswered:
+		return badKey(key+".says", "only a person speaks: outcome must be ANSWERED")
 	case !domain.IsDialableOutcome(r.Outcome):
 		return badKey(key+".outcome", "must be ANSWERED, BUSY, NO_ANSWER, FAILED, REJECTED, VOICE_MAIL or INVALID_NUMBER")
 	case r.TalkTime.Duration < 0 || r.RingTime.Duration < 0:

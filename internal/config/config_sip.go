@@ -184,16 +184,35 @@ type VoicebotConfig struct {
 	PromptsDir string `toml:"prompts_dir"`
 }
 
+// TrunkNames are sip.trunks' names, in order.
+func (s SIPConfig) TrunkNames() []string {
+	names := make([]string, len(s.Trunks))
+	for i, t := range s.Trunks {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// PoolTrunks are the trunks a hotline pool may name; nil with the
+// simulated dialer, which has none and accepts any.
+func (c Config) PoolTrunks() map[string]bool {
+	if c.Dialer.Kind != DialerSIP {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, t := range c.SIP.Trunks {
+		names[t.Name] = true
+	}
+	return names
+}
+
 // badKeyf is badKey with a formatted message.
 func badKeyf(key, format string, args ...any) error {
 	return badKey(key, fmt.Sprintf(format, args...))
 }
 
 func (c *Config) checkDialer() error {
-	if c.Dialer.Kind != DialerSimulated && c.Dialer.Kind != DialerSIP {
-		return badKey("dialer.kind", `must be "simulated" or "sip"`)
-	}
-	return nil
+	return oneOf("dialer.kind", c.Dialer.Kind, DialerSimulated, DialerSIP)
 }
 
 // checkSIP checks [sip] and its trunks; dialer.kind = "sip" needs one.

@@ -98,6 +98,7 @@ func LoadConfig(path string, env []string) (Config, error) {
 		return cfg, err
 	}
 	applyTrunkEnv(&cfg.SIP, env)
+	applyLLMEnv(&cfg.LLM, env)
 	fillTrunkDefaults(&cfg.SIP)
 	if err := cfg.Validate(); err != nil {
 		var ce *ConfigError
@@ -154,7 +155,7 @@ func WalkKeys(v reflect.Value, prefix string, fn func(key string, f reflect.Valu
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		tag := t.Field(i).Tag.Get("toml")
-		if tag == "" {
+		if tag == "" || tag == "-" { // "-": not a key (a secret read elsewhere)
 			continue
 		}
 		key := tag

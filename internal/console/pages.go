@@ -7,7 +7,9 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -182,6 +184,22 @@ type exportForm struct {
 
 func (c *Console) app(ctx context.Context, ps httprouter.Params) (*domain.Application, error) {
 	return c.reads.App(ctx, ps.ByName("app"))
+}
+
+// appPage is a page of one tenant: app is the application the :app path
+// parameter names.
+type appPage func(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error)
+
+// ofApp serves h with the application :app names resolved first: an
+// unknown one is answered before h runs.
+func (c *Console) ofApp(h appPage) consolePage {
+	return func(r *http.Request, ps httprouter.Params) (*view, error) {
+		app, err := c.app(r.Context(), ps)
+		if err != nil {
+			return nil, err
+		}
+		return h(r, app, ps)
+	}
 }
 
 func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCampaign bool) (*progressView, error) {
@@ -400,14 +418,11 @@ type contactsView struct {
 	Problems []domain.FieldError
 }
 
-func (c *Console) contactsPage(r *http.Request, ps httprouter.Params) (*view, error) {
+func (c *Console) contactsPage(r *http.Request, app *domain.Application, _ httprouter.Params) (*view, error) {
 	ctx := r.Context()
-	app, err := c.app(ctx, ps)
-	if err != nil {
-		return nil, err
-	}
 	q := r.URL.Query()
 	d := &contactsView{App: app, Filter: q, States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
+	var err error
 	if d.Outcomes, err = c.reads.Outcomes(ctx, app.ID); err != nil {
 		return nil, err
 	}
@@ -501,23 +516,41 @@ func dateParam(q url.Values, name string, addDays int) (time.Time, error) {
 type contactView struct {
 	App     *domain.Application
 	Contact *domain.ContactRecord
-	Calls   []domain.CallRecord
+	Calls   []callView
 }
 
-func (c *Console) contactPage(r *http.Request, ps httprouter.Params) (*view, error) {
-	d, err := c.contactData(r.Context(), ps)
+// callView is one call of a contact's page, with its transcript read for
+// the conversation it shows (docs/console.md#contacts).
+type callView struct {
+	domain.CallRecord
+	Turns []turn
+}
+
+// turn is one thing said on a call, as the transcript stores it.
+type turn struct {
+	Speaker string    `json:"speaker"`
+	Text    string    `json:"text"`
+	At      time.Time `json:"at"`
+}
+
+func (c *Console) contactPage(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error) {
+	d, err := c.contactData(r.Context(), app, ps)
 	if err != nil {
 		return nil, err
 	}
 	return &view{Page: "contact", Title: "Contact " + d.Contact.Phone, Data: d,
-		Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/contacts/" + url.PathEscape(d.Contact.ID)}, nil
+		Live: "/console/live/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(d.Contact.ID)}, nil
 }
 
 // contactLive is the live stream of a contact's page: its state and its
 // calls, as they are placed and end.
 func (c *Console) contactLive(r *http.Request, ps httprouter.Params) (liveFunc, error) {
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context) ([]liveFragment, error) {
-		d, err := c.contactData(ctx, ps)
+		d, err := c.contactData(ctx, app, ps)
 		if err != nil {
 			return nil, err
 		}
@@ -525,22 +558,23 @@ func (c *Console) contactLive(r *http.Request, ps httprouter.Params) (liveFunc, 
 	}, nil
 }
 
-func (c *Console) contactData(ctx context.Context, ps httprouter.Params) (*contactView, error) {
-	app, err := c.app(ctx, ps)
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) contactData(ctx context.Context, app *domain.Application, ps httprouter.Params) (*contactView, error) {
 	k, calls, err := c.reads.Contact(ctx, app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
 	}
+	views := make([]callView, len(calls))
 	for i := range calls {
 		if calls[i].Recorded { // the player's source: the console's own route, behind the session
 			calls[i].RecordingURL = "/console/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(k.ID) +
 				"/calls/" + url.PathEscape(calls[i].ID) + "/recording"
 		}
+		views[i].CallRecord = calls[i]
+		if err := json.Unmarshal(calls[i].Transcript, &views[i].Turns); err != nil {
+			return nil, fmt.Errorf("call %s: transcript: %w", calls[i].ID, err)
+		}
 	}
-	return &contactView{App: app, Contact: k, Calls: calls}, nil
+	return &contactView{App: app, Contact: k, Calls: views}, nil
 }
 
 // ---- webhooks ----
@@ -560,12 +594,8 @@ type webhooksView struct {
 	Since     string // a default for "recover dead since"
 }
 
-func (c *Console) webhooksPage(r *http.Request, ps httprouter.Params) (*view, error) {
+func (c *Console) webhooksPage(r *http.Request, app *domain.Application, _ httprouter.Params) (*view, error) {
 	ctx := r.Context()
-	app, err := c.app(ctx, ps)
-	if err != nil {
-		return nil, err
-	}
 	q := r.URL.Query()
 	d := &webhooksView{App: app, Filter: q, States: []string{domain.MessagePending, domain.MessageDelivered, domain.MessageDead},
 		Since: c.now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
@@ -604,11 +634,7 @@ type messageView struct {
 	Attempts []domain.WebhookAttempt
 }
 
-func (c *Console) messagePage(r *http.Request, ps httprouter.Params) (*view, error) {
-	app, err := c.app(r.Context(), ps)
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) messagePage(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error) {
 	m, attempts, err := c.reads.Message(r.Context(), app.ID, ps.ByName("message"))
 	if err != nil {
 		return nil, err

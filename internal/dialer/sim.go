@@ -53,6 +53,9 @@ type Sim struct {
 	weights []weightedOutcome
 	total   float64
 	scale   atomic.Uint64 // math.Float64bits of time_scale
+	// Chat is the language model of agent steps, set before the first
+	// Dial; nil: an agent step fails its script.
+	Chat script.Chat
 }
 
 type weightedOutcome struct {
@@ -100,6 +103,8 @@ type plan struct {
 	// The callee of a script, from the matching rule.
 	digits              string
 	digitsDelay, hangup time.Duration
+	says                []string
+	saysDelay           time.Duration
 }
 
 func (d *Sim) plan(req domain.DialRequest) (p plan) {
@@ -113,6 +118,7 @@ func (d *Sim) plan(req domain.DialRequest) (p plan) {
 			if (r.Number != "" && r.Number == req.To) || (r.Suffix != "" && strings.HasSuffix(req.To, r.Suffix)) {
 				outcome, ring, talk = r.Outcome, r.RingTime.Duration, r.TalkTime.Duration
 				p.digits, p.digitsDelay, p.hangup = r.Digits, r.DigitsDelay.Duration, r.HangupAfter.Duration
+				p.says, p.saysDelay = r.Says, r.SaysDelay.Duration
 				break
 			}
 		}
@@ -137,11 +143,17 @@ func (d *Sim) plan(req domain.DialRequest) (p plan) {
 	if req.Digits != nil {
 		p.digits = *req.Digits
 	}
+	if req.Says != nil {
+		p.says = req.Says
+	}
 	if outcome != domain.OutcomeAnswered {
-		p.digits = "" // only a person presses keys
+		p.digits, p.says = "", nil // only a person presses keys or speaks
 	}
 	if p.digitsDelay == 0 {
 		p.digitsDelay = simDigitsDelay
+	}
+	if p.saysDelay == 0 {
+		p.saysDelay = simSaysDelay
 	}
 	p.outcome, p.ring, p.talk = outcome, ring, talk
 	return p
@@ -198,7 +210,8 @@ func (d *Sim) talk(ctx context.Context, req domain.DialRequest, p plan, at, answ
 	defer cancel(nil)
 	// A say is as long as what is spoken: its text with the contact's fields.
 	sayTime := func(text string) time.Duration { return sayLength(tts.Render(text, req.Fields)) }
-	c := &simCall{d: d, cancel: cancel, sayTime: sayTime, keys: p.digits, delay: p.digitsDelay, asked: -1}
+	c := &simCall{d: d, cancel: cancel, sayTime: sayTime, keys: p.digits, delay: p.digitsDelay, asked: -1,
+		says: p.says, saysDelay: p.saysDelay}
 	var s script.Script
 	if req.Script != nil {
 		s = *req.Script
@@ -214,7 +227,8 @@ func (d *Sim) talk(ctx context.Context, req domain.DialRequest, p plan, at, answ
 	if m := req.MaxDuration; m > 0 && (c.end == 0 || m < c.end) {
 		c.end, c.endWhy = m, ErrMaxDuration
 	}
-	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut}
+	run := script.Runner{Now: func() time.Time { return at.Add(time.Since(answered)) }, OptOut: req.OptOut,
+		Fill: func(text string) string { return tts.Render(text, req.Fields) }, Chat: d.Chat}
 	out := run.Run(ctx, s, c)
 	return c.elapsed, out, c.pressed
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,7 +134,7 @@ func TestSimDialerSeededChance(t *testing.T) {
 	d := fastSim(config.SimulatorConfig{Seed: 3})
 	p1 := d.plan(domain.DialRequest{To: phones[5], Attempt: 2})
 	d.plan(domain.DialRequest{To: phones[6], Attempt: 1})
-	if p2 := d.plan(domain.DialRequest{To: phones[5], Attempt: 2}); p1 != p2 {
+	if p2 := d.plan(domain.DialRequest{To: phones[5], Attempt: 2}); !reflect.DeepEqual(p1, p2) {
 		t.Errorf("plan changed between calls: %+v vs %+v", p1, p2)
 	}
 }
@@ -165,19 +167,25 @@ func TestSimDialerCancelAndTimeScale(t *testing.T) {
 
 func TestSimulatorConfigChecks(t *testing.T) {
 	for name, c := range map[string]config.SimulatorConfig{
-		"unknown outcome":    {Weights: map[string]float64{"HUNG_UP": 1}},
-		"negative weight":    {Weights: map[string]float64{domain.OutcomeBusy: -1}},
-		"all zero":           {Weights: map[string]float64{domain.OutcomeBusy: 0}},
-		"rule without key":   {Rules: []config.SimulatorRule{{Outcome: domain.OutcomeBusy}}},
-		"rule with both":     {Rules: []config.SimulatorRule{{Suffix: "1", Number: "+84900000001", Outcome: domain.OutcomeBusy}}},
-		"rule bad outcome":   {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeCanceled}}},
-		"rule negative ring": {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy, RingTime: config.Duration{Duration: -time.Second}}}},
+		"unknown outcome":     {Weights: map[string]float64{"HUNG_UP": 1}},
+		"negative weight":     {Weights: map[string]float64{domain.OutcomeBusy: -1}},
+		"all zero":            {Weights: map[string]float64{domain.OutcomeBusy: 0}},
+		"rule without key":    {Rules: []config.SimulatorRule{{Outcome: domain.OutcomeBusy}}},
+		"rule with both":      {Rules: []config.SimulatorRule{{Suffix: "1", Number: "+84900000001", Outcome: domain.OutcomeBusy}}},
+		"rule bad outcome":    {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeCanceled}}},
+		"rule negative ring":  {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy, RingTime: config.Duration{Duration: -time.Second}}}},
+		"says of a machine":   {Rules: []config.SimulatorRule{{Suffix: "1", Machine: true, Says: []string{"có"}}}},
+		"says when busy":      {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy, Says: []string{"có"}}}},
+		"says too long":       {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeAnswered, Says: []string{strings.Repeat("a", 501)}}}},
+		"says two lines":      {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeAnswered, Says: []string{"có\nkhông"}}}},
+		"negative says_delay": {Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeAnswered, SaysDelay: config.Duration{Duration: -time.Second}}}},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	ok := config.SimulatorConfig{Weights: map[string]float64{domain.OutcomeAnswered: 1}, Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy}}}
+	ok := config.SimulatorConfig{Weights: map[string]float64{domain.OutcomeAnswered: 1}, Rules: []config.SimulatorRule{{Suffix: "1", Outcome: domain.OutcomeBusy},
+		{Suffix: "2", Outcome: domain.OutcomeAnswered, Says: []string{"Có, tôi xác nhận", ""}, SaysDelay: config.Duration{Duration: 2 * time.Second}}}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("good config refused: %v", err)
 	}

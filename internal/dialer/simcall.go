@@ -3,6 +3,7 @@ package dialer
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -18,6 +19,7 @@ const (
 	simTransferTime = time.Second
 	simKeyGap       = 200 * time.Millisecond // between two keys the callee presses
 	simDigitsDelay  = time.Second            // digits_delay when a rule leaves it out
+	simSaysDelay    = time.Second            // says_delay when a rule leaves it out
 )
 
 // Why a simulated script stopped before its end.
@@ -44,6 +46,12 @@ type simCall struct {
 	asked   time.Duration // when the script first asked for keys; -1: not yet
 	next    int           // keys[next] is the next key to press
 	pressed []simKey      // the keys pressed, for the recording
+
+	// What the callee says: says[turn] at the next listening turn, saysDelay
+	// after it begins.
+	says      []string
+	saysDelay time.Duration
+	turn      int
 }
 
 // simKey is a key the callee pressed, at simulated time since the answer.
@@ -139,23 +147,67 @@ func (c *simCall) Gather(ctx context.Context, opts script.GatherOptions) (string
 	return string(keys), false, nil
 }
 
-// Listen plays the prompt, then hears the callee: its keys, with
-// opts.Keys, as a gather reads them; otherwise silence for opts.Timeout.
+// Listen is one listening turn (docs/sandbox.md#spoken-answers): the
+// callee starts saying its next utterance saysDelay after the turn begins
+// (its prompt's start), which with opts.BargeIn stops the prompt, and
+// otherwise waits for the prompt's end; it speaks as long as a say of its
+// text (at most opts.MaxSpeech), and is heard opts.EndSilence later, word
+// for word. A key (with opts.Keys) that comes first is the answer instead.
+// Speech that would start after opts.Timeout, or an utterance "", or no
+// utterance left, is silence.
 func (c *simCall) Listen(ctx context.Context, opts script.ListenOptions) (script.Heard, error) {
-	var dur time.Duration
+	var prompt time.Duration
 	switch {
 	case opts.Prompt.Play != "":
-		dur = simPlayTime
+		prompt = simPlayTime
 	case opts.Prompt.Say != "":
-		dur = c.sayTime(opts.Prompt.Say)
+		prompt = c.sayTime(opts.Prompt.Say)
 	}
-	if !opts.Keys {
-		if err := c.advance(ctx, dur); err != nil {
-			return script.Heard{}, err
+	begin := c.elapsed
+	var text string
+	if c.turn < len(c.says) {
+		text = c.says[c.turn]
+		c.turn++
+	}
+	// When the callee starts to speak, and how long the turn lasts before
+	// it is heard; never: silence.
+	never := time.Duration(-1)
+	speaks := never
+	if strings.TrimSpace(text) != "" {
+		speaks = begin + c.saysDelay
+		if !opts.BargeIn {
+			speaks = max(speaks, begin+prompt)
 		}
-		return script.Heard{}, c.advance(ctx, opts.Timeout)
+		if speaks > begin+prompt+opts.Timeout {
+			speaks = never
+		}
 	}
-	k, err := c.speak(ctx, dur, opts.BargeIn)
+	if opts.Keys {
+		if c.asked < 0 { // keys count from the first time the script asks
+			c.asked = begin
+			if !opts.BargeIn {
+				c.asked = begin + prompt
+			}
+		}
+		if at, ok := c.keyAt(); ok && (speaks == never || at < speaks) && at <= begin+prompt+opts.Timeout {
+			return c.listenKeys(ctx, opts, begin+prompt)
+		}
+	}
+	if speaks == never {
+		return script.Heard{}, c.advance(ctx, begin+prompt+opts.Timeout-c.elapsed)
+	}
+	talk := min(c.sayTime(text), opts.MaxSpeech)
+	if err := c.advance(ctx, speaks+talk+opts.EndSilence-c.elapsed); err != nil {
+		return script.Heard{}, err
+	}
+	return script.Heard{Text: text}, nil
+}
+
+// listenKeys is a listening turn the callee answers with keys: a key
+// during the prompt stops it (barge-in), then the keys are read as a
+// gather reads them.
+func (c *simCall) listenKeys(ctx context.Context, opts script.ListenOptions, promptEnd time.Duration) (script.Heard, error) {
+	k, err := c.speak(ctx, promptEnd-c.elapsed, opts.BargeIn)
 	if err != nil {
 		return script.Heard{}, err
 	}

@@ -37,6 +37,9 @@ type SIP struct {
 	// registered is dialbox_sip_trunk_registered, by trunk.
 	registered *prometheus.GaugeVec
 	log        *slog.Logger
+	// Chat is the language model of agent steps, set before the first
+	// Dial; nil: an agent step fails its script.
+	Chat script.Chat
 
 	// The trunks' capacity for the scheduler (trunks.go): Trunk,
 	// Reserve, Release, Unreserve and TrunkUses.
@@ -136,7 +139,8 @@ func (d *SIP) Dial(ctx context.Context, req domain.DialRequest) domain.DialResul
 		if len(s.Steps) == 0 {
 			return nil // blank content: nothing to say
 		}
-		run := script.Runner{Now: func() time.Time { return at(time.Now()) }, OptOut: req.OptOut}
+		run := script.Runner{Now: func() time.Time { return at(time.Now()) }, OptOut: req.OptOut,
+			Fill: func(text string) string { return tts.Render(text, req.Fields) }, Chat: d.Chat}
 		o := run.Run(ctx, s, &sipScriptCall{d: d, line: l, fields: req.Fields})
 		out = &o
 		if o.End == script.EndFailed {

@@ -65,6 +65,9 @@ type DialRequest struct {
 	// Digits, when set, forces the keys a simulated callee presses (fault
 	// injection; "" presses none).
 	Digits *string
+	// Says, when set, forces what a simulated callee says, one utterance
+	// per listening turn (fault injection).
+	Says []string
 	// Content is the scenario's content and Fields the contact's fields
 	// ({{name}} in Content or Script), spoken to whoever answers a real
 	// call. Script, when set, is run instead of saying Content.
@@ -81,6 +84,15 @@ type DialRequest struct {
 	// OptOut puts the callee's number on the tenant's do-not-call list,
 	// for a script's opt_out step (docs/voicebot.md#step-kinds).
 	OptOut func(ctx context.Context) error
+}
+
+// DialForce is what a dial fault rule forces on a simulated call
+// (docs/sandbox.md): its outcome, and the keys pressed and words said when
+// set.
+type DialForce struct {
+	Outcome string
+	Digits  *string
+	Says    []string
 }
 
 // DialResult is how a call ended. It rang from the request's Start until

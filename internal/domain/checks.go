@@ -1,7 +1,7 @@
 package domain
 
-// Small rules on values tenants and operators send: webhook secrets and
-// the keys a simulated callee may press.
+// Small rules on values tenants and operators send: webhook secrets, and
+// the keys a simulated callee may press and the words it may say.
 
 import (
 	"encoding/base64"
@@ -30,6 +30,29 @@ func ValidDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// Bounds of what a simulated callee says (docs/sandbox.md#spoken-answers).
+const (
+	MaxSays      = 50  // utterances
+	MaxSaysRunes = 500 // characters of one
+)
+
+// CheckSays says what is wrong with a simulated callee's utterances, one per
+// listening turn ("" is a turn of silence): "" when nothing.
+func CheckSays(says []string) string {
+	if len(says) > MaxSays {
+		return fmt.Sprintf("%d utterances: at most %d", len(says), MaxSays)
+	}
+	for i, s := range says {
+		if utf8.RuneCountInString(s) > MaxSaysRunes {
+			return fmt.Sprintf("[%d] is longer than %d characters", i, MaxSaysRunes)
+		}
+		if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' }) {
+			return fmt.Sprintf("[%d] is not one line of text", i)
+		}
+	}
+	return ""
 }
 
 func isDTMFKey(c byte) bool { return c >= '0' && c <= '9' || c == '*' || c == '#' }

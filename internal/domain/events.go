@@ -43,6 +43,7 @@ type EventData struct {
 	Digits     string          `json:"digits"`      // every key pressed
 	Result     string          `json:"result"`      // the last label set
 	Steps      json.RawMessage `json:"steps"`       // []callStep
+	Transcript json.RawMessage `json:"transcript"`  // []callTurn
 	// The admin URL of the call's recording (docs/voicebot.md#recordings);
 	// left out when it has none.
 	RecordingURL string `json:"recording_url,omitempty"`
@@ -56,7 +57,8 @@ const (
 )
 
 // callStep is one step a call's script took, as call records and webhooks
-// show it; input, attempts and timed_out are a gather's only.
+// show it; input, timed_out and speech are a gather's only, attempts a
+// gather's and an agent's, error an agent's.
 type callStep struct {
 	Name      string  `json:"name"`
 	Kind      string  `json:"kind"`
@@ -65,34 +67,60 @@ type callStep struct {
 	Input     *string `json:"input,omitempty"`
 	Attempts  *int    `json:"attempts,omitempty"`
 	TimedOut  *bool   `json:"timed_out,omitempty"`
+	Speech    *string `json:"speech,omitempty"` // a gather listening for speech: what it heard
+	Error     string  `json:"error,omitempty"`  // an agent ending with agent_error: why
 }
 
-// callResults is what a call's record and webhooks say of its script:
-// nothing pressed, no result and no steps when no script ran (nobody
-// answered, or the call was interrupted), and answered_by from the outcome
-// (ANSWERED human, VOICE_MAIL machine), the dialers' own judgement.
-func CallResults(res DialResult) (answeredBy, digits, result string, steps json.RawMessage, err error) {
+// callTurn is one thing said on a call (docs/voicebot.md#results).
+type callTurn struct {
+	Speaker string `json:"speaker"` // bot or callee
+	Text    string `json:"text"`
+	At      string `json:"at"`
+}
+
+// ScriptResults is what a call's record and webhooks say of its script.
+type ScriptResults struct {
+	AnsweredBy, Digits, Result string
+	Steps, Transcript          json.RawMessage
+}
+
+// CallResults is what a call's record and webhooks say of its script:
+// nothing pressed, no result, no steps and nothing said when no script ran
+// (nobody answered, or the call was interrupted), and answered_by from the
+// outcome (ANSWERED human, VOICE_MAIL machine), the dialers' own judgement.
+func CallResults(res DialResult) (ScriptResults, error) {
+	var r ScriptResults
 	switch {
 	case res.AnsweredAt == nil, res.AMDNotSure:
-		answeredBy = AnsweredByUnknown
+		r.AnsweredBy = AnsweredByUnknown
 	case res.Outcome == OutcomeVoiceMail:
-		answeredBy = AnsweredByMachine
+		r.AnsweredBy = AnsweredByMachine
 	default:
-		answeredBy = AnsweredByHuman
+		r.AnsweredBy = AnsweredByHuman
 	}
-	list := []callStep{}
+	steps, turns := []callStep{}, []callTurn{}
 	if o := res.Script; o != nil {
-		digits, result = o.Digits, o.Result
+		r.Digits, r.Result = o.Digits, o.Result
 		for _, st := range o.Steps {
 			cs := callStep{Name: st.Name, Kind: string(st.Kind), StartedAt: EventTime(st.Started), EndedAt: EventTime(st.Ended)}
 			if st.Kind == script.KindGather {
-				cs.Input, cs.Attempts, cs.TimedOut = &st.Input, &st.Attempts, &st.TimedOut
+				cs.Input, cs.Attempts, cs.TimedOut, cs.Speech = &st.Input, &st.Attempts, &st.TimedOut, st.Speech
 			}
-			list = append(list, cs)
+			if st.Kind == script.KindAgent {
+				cs.Attempts, cs.Error = &st.Attempts, st.Error
+			}
+			steps = append(steps, cs)
+		}
+		for _, t := range o.Transcript {
+			turns = append(turns, callTurn{Speaker: t.Speaker, Text: t.Text, At: EventTime(t.At)})
 		}
 	}
-	steps, err = MarshalJSON(list)
-	return answeredBy, digits, result, steps, err
+	var err error
+	if r.Steps, err = MarshalJSON(steps); err != nil {
+		return r, err
+	}
+	r.Transcript, err = MarshalJSON(turns)
+	return r, err
 }
 
 func EventTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -86,6 +86,7 @@ type CallRecord struct {
 	Digits     string          `json:"digits"`
 	Result     string          `json:"result"`
 	Steps      json.RawMessage `json:"steps"`
+	Transcript json.RawMessage `json:"transcript"`
 	// RecordingURL is filled by the admin API when recorded is set
 	// (docs/voicebot.md#recordings); left out otherwise.
 	RecordingURL string `json:"recording_url,omitempty"`

@@ -157,8 +157,8 @@ type Recordings interface {
 
 // ForceDial is a lookup of the admin API's dial rules
 // (docs/sandbox.md#5-force-call-outcomes-and-webhook-failures): the
-// outcome and keypad digits forced on a call to phone, if any.
-type ForceDial func(appID int64, phone string) (outcome string, digits *string, forced bool)
+// outcome, keypad digits and words forced on a call to phone, if any.
+type ForceDial func(appID int64, phone string) (domain.DialForce, bool)
 
 // Parts is everything an engine is built with.
 type Parts struct {
@@ -389,8 +389,8 @@ func (e *Engine) runCall(ctx context.Context, c domain.CallClaim, sc *domain.Sce
 		return err
 	}
 	if e.forceDial != nil {
-		if outcome, digits, ok := e.forceDial(c.AppID, c.Contact.Phone); ok {
-			req.Outcome, req.Digits = outcome, digits
+		if f, ok := e.forceDial(c.AppID, c.Contact.Phone); ok {
+			req.Outcome, req.Digits, req.Says = f.Outcome, f.Digits, f.Says
 		}
 	}
 	if cc.Record && e.recordings != nil {

@@ -94,28 +94,36 @@ var PublicNotFound = map[string]*Error{
 // PublicError is the body operation op answers for err. known is false for
 // an internal error (op's own internal-error body), which the caller logs.
 func PublicError(op Operation, err error) (body *Error, known bool) {
+	return errorBody(err, op.Internal, func(e *domain.Error) *Error {
+		switch e.Code {
+		case domain.EQUEUEFULL:
+			return &Error{Code: 429, Message: "Too many requests", Details: e.Details}
+		case domain.ENOTFOUND:
+			return PublicNotFound[e.Entity]
+		}
+		return PublicBodies[e.Code]
+	})
+}
+
+// errorBody is the body an API answers for err: a body already, as it is;
+// a domain error's invalid fields as "Validation Failed" with their
+// details, in both APIs; another domain error as the API's own body tells
+// (nil: it has none); anything else as internal, with known false.
+func errorBody(err error, internal *Error, own func(*domain.Error) *Error) (body *Error, known bool) {
 	var wire *Error
 	if errors.As(err, &wire) {
 		return wire, true
 	}
 	var e *domain.Error
 	if errors.As(err, &e) {
-		switch e.Code {
-		case domain.EINVALID:
+		if e.Code == domain.EINVALID {
 			return &Error{Code: 400, Message: "Validation Failed", Details: e.Details}, true
-		case domain.EQUEUEFULL:
-			return &Error{Code: 429, Message: "Too many requests", Details: e.Details}, true
-		case domain.ENOTFOUND:
-			if b := PublicNotFound[e.Entity]; b != nil {
-				return b, true
-			}
-		default:
-			if b := PublicBodies[e.Code]; b != nil {
-				return b, true
-			}
+		}
+		if b := own(e); b != nil {
+			return b, true
 		}
 	}
-	return op.Internal, false
+	return internal, false
 }
 
 // SemanticStatus maps an error code to the HTTP status of its body in the
@@ -151,26 +159,17 @@ var ErrAdminInternal = &Error{Code: 500, Message: "Internal error"}
 // AdminError is the admin API's body for err; known is false for an
 // internal error, which the caller logs.
 func AdminError(err error) (body *Error, known bool) {
-	var wire *Error
-	if errors.As(err, &wire) {
-		return wire, true
-	}
-	var e *domain.Error
-	if errors.As(err, &e) {
-		switch e.Code {
-		case domain.EINVALID:
-			return &Error{Code: 400, Message: "Validation Failed", Details: e.Details}, true
-		case domain.ENOTFOUND:
-			if e.Entity != "" {
-				return &Error{Code: 404, Message: e.Message}, true
-			}
-		case domain.ECONFLICT:
-			return &Error{Code: 409, Message: e.Message}, true
-		case domain.EBADCONFIG:
-			return &Error{Code: 422, Message: e.Message}, true
+	return errorBody(err, ErrAdminInternal, func(e *domain.Error) *Error {
+		switch {
+		case e.Code == domain.ENOTFOUND && e.Entity != "":
+			return &Error{Code: 404, Message: e.Message}
+		case e.Code == domain.ECONFLICT:
+			return &Error{Code: 409, Message: e.Message}
+		case e.Code == domain.EBADCONFIG:
+			return &Error{Code: 422, Message: e.Message}
 		}
-	}
-	return ErrAdminInternal, false
+		return nil
+	})
 }
 
 func WriteAdminError(w http.ResponseWriter, e *Error) {
@@ -460,4 +459,26 @@ func (f *ServedFile) Serve(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusOK)
 	io.Copy(w, file) // a client gone mid-way is no error of ours
 	return nil
+}
+
+// StatusWriter keeps the status its handler answered, for the access log
+// and the sandbox's journal: the first one written, 200 when a body comes
+// first, 0 while nothing is answered.
+type StatusWriter struct {
+	http.ResponseWriter
+	Status int
+}
+
+func (w *StatusWriter) WriteHeader(status int) {
+	if w.Status == 0 {
+		w.Status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *StatusWriter) Write(b []byte) (int, error) {
+	if w.Status == 0 {
+		w.Status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
 }

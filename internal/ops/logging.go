@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -143,7 +144,7 @@ func observed(log *slog.Logger, m HTTPMetrics, next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-Id", id)
 		info := &requestInfo{}
-		rec := &resultRecorder{ResponseWriter: w}
+		rec := &resultRecorder{StatusWriter: httpx.StatusWriter{ResponseWriter: w}}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 
 		op := info.op
@@ -183,28 +184,17 @@ func routeClass(path string) string {
 // Every public API body is written by httpx.WriteJSON in one Write, beginning
 // {"status":0,"code":N or {"status":1, so the code is read off its start.
 type resultRecorder struct {
-	http.ResponseWriter
-	code    int
+	httpx.StatusWriter
 	sniffed bool
 	apiCode string
 }
 
-func (r *resultRecorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
 func (r *resultRecorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
 	if !r.sniffed && len(b) > 0 {
 		r.sniffed = true
 		r.apiCode = sniffAPICode(b)
 	}
-	return r.ResponseWriter.Write(b)
+	return r.StatusWriter.Write(b)
 }
 
 // Flush keeps streaming handlers (the sink) working through the wrapper.
@@ -217,10 +207,10 @@ func (r *resultRecorder) Flush() {
 func (r *resultRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *resultRecorder) status() int {
-	if r.code == 0 {
+	if r.Status == 0 {
 		return http.StatusOK
 	}
-	return r.code
+	return r.Status
 }
 
 // resultCode is the public API's code ("1" for success, as the imports

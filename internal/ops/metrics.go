@@ -88,21 +88,6 @@ func MetricsHandler(process prometheus.Gatherer, store Database, log *slog.Logge
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 }
 
-var (
-	descTTSCacheEntries = prometheus.NewDesc("dialbox_tts_cache_entries",
-		"Renderings in the TTS cache (tts.cache_dir), one WAV file each.", nil, nil)
-	descTTSCacheBytes = prometheus.NewDesc("dialbox_tts_cache_bytes",
-		"Size of the renderings in the TTS cache, bounded by tts.cache_max_mib.", nil, nil)
-	descTTSCacheHits = prometheus.NewDesc("dialbox_tts_cache_hits_total",
-		"Prompts answered from the TTS cache since the start.", nil, nil)
-	descTTSCacheMisses = prometheus.NewDesc("dialbox_tts_cache_misses_total",
-		"Prompts the TTS engine rendered since the start.", nil, nil)
-	descTTSCacheEvictions = prometheus.NewDesc("dialbox_tts_cache_evictions_total",
-		"Renderings removed from the TTS cache since the start: unused for tts.cache_max_age, or the least recently used beyond tts.cache_max_mib or tts.cache_min_free_mib.", nil, nil)
-	descTTSCacheSkipped = prometheus.NewDesc("dialbox_tts_cache_skipped_total",
-		"Renderings not stored since the start, because the cache's file system had less than tts.cache_min_free_mib free even after the cache gave back its own.", nil, nil)
-)
-
 // TTSCache is the SIP dialer's TTS cache as its collector reads it.
 type TTSCache interface {
 	Stats() (tts.CacheStats, error)
@@ -123,12 +108,24 @@ func (c ttsCacheCollector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("metrics: reading the TTS cache", "err", err)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(descTTSCacheEntries, prometheus.GaugeValue, float64(s.Entries))
-	ch <- prometheus.MustNewConstMetric(descTTSCacheBytes, prometheus.GaugeValue, float64(s.Bytes))
-	ch <- prometheus.MustNewConstMetric(descTTSCacheHits, prometheus.CounterValue, float64(s.Hits))
-	ch <- prometheus.MustNewConstMetric(descTTSCacheMisses, prometheus.CounterValue, float64(s.Misses))
-	ch <- prometheus.MustNewConstMetric(descTTSCacheEvictions, prometheus.CounterValue, float64(s.Evicted))
-	ch <- prometheus.MustNewConstMetric(descTTSCacheSkipped, prometheus.CounterValue, float64(s.Skipped))
+	for _, m := range ttsCacheMetrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.value(s)))
+	}
+}
+
+// ttsCacheMetrics are the TTS cache's metrics, each with the figure of
+// its stats it reports.
+var ttsCacheMetrics = []struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(tts.CacheStats) int64
+}{
+	{prometheus.NewDesc("dialbox_tts_cache_entries", "Renderings in the TTS cache (tts.cache_dir), one WAV file each.", nil, nil), prometheus.GaugeValue, func(s tts.CacheStats) int64 { return int64(s.Entries) }},
+	{prometheus.NewDesc("dialbox_tts_cache_bytes", "Size of the renderings in the TTS cache, bounded by tts.cache_max_mib.", nil, nil), prometheus.GaugeValue, func(s tts.CacheStats) int64 { return s.Bytes }},
+	{prometheus.NewDesc("dialbox_tts_cache_hits_total", "Prompts answered from the TTS cache since the start.", nil, nil), prometheus.CounterValue, func(s tts.CacheStats) int64 { return s.Hits }},
+	{prometheus.NewDesc("dialbox_tts_cache_misses_total", "Prompts the TTS engine rendered since the start.", nil, nil), prometheus.CounterValue, func(s tts.CacheStats) int64 { return s.Misses }},
+	{prometheus.NewDesc("dialbox_tts_cache_evictions_total", "Renderings removed from the TTS cache since the start: unused for tts.cache_max_age, or the least recently used beyond tts.cache_max_mib or tts.cache_min_free_mib.", nil, nil), prometheus.CounterValue, func(s tts.CacheStats) int64 { return s.Evicted }},
+	{prometheus.NewDesc("dialbox_tts_cache_skipped_total", "Renderings not stored since the start, because the cache's file system had less than tts.cache_min_free_mib free even after the cache gave back its own.", nil, nil), prometheus.CounterValue, func(s tts.CacheStats) int64 { return s.Skipped }},
 }
 
 // retainedBytesGauges report what each part of memory bounded in bytes
@@ -197,45 +194,31 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 			c.log.Warn("metrics query failed", "metric", name, "err", err)
 		}
 	}
-	run("queue_depth", `SELECT a.api_key, s.id,
+	// labelled runs a query whose rows are desc's label values, then its
+	// value.
+	labelled := func(name string, desc *prometheus.Desc, kind prometheus.ValueType, labels int, query string) {
+		run(name, query, func(scan func(...any) error) error {
+			values := make([]string, labels)
+			dest := make([]any, labels, labels+1)
+			for i := range values {
+				dest[i] = &values[i]
+			}
+			var n float64
+			if err := scan(append(dest, &n)...); err != nil {
+				return err
+			}
+			ch <- prometheus.MustNewConstMetric(desc, kind, n, values...)
+			return nil
+		})
+	}
+	labelled("queue_depth", descQueueDepth, prometheus.GaugeValue, 2, `SELECT a.api_key, s.id,
 		(SELECT count(*) FROM contacts c WHERE c.app_id = s.app_id AND c.scenario_id = s.id AND c.state = 'queued')
-		FROM scenarios s JOIN applications a ON a.id = s.app_id`, func(scan func(...any) error) error {
-		var tenant, scenario string
-		var n float64
-		if err := scan(&tenant, &scenario, &n); err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(descQueueDepth, prometheus.GaugeValue, n, tenant, scenario)
-		return nil
-	})
-	run("calls_in_progress", `SELECT a.api_key,
-		(SELECT count(*) FROM calls c WHERE c.app_id = a.id AND c.state = 'dialing') FROM applications a`, func(scan func(...any) error) error {
-		var tenant string
-		var n float64
-		if err := scan(&tenant, &n); err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(descCallsInProgress, prometheus.GaugeValue, n, tenant)
-		return nil
-	})
-	run("calls_total", `SELECT outcome, count(*) FROM calls WHERE state = 'ended' AND outcome IS NOT NULL GROUP BY outcome`, func(scan func(...any) error) error {
-		var outcome string
-		var n float64
-		if err := scan(&outcome, &n); err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(descCallsTotal, prometheus.CounterValue, n, outcome)
-		return nil
-	})
-	run("calls_blocked", `SELECT reason, count(*) FROM call_blocks GROUP BY reason`, func(scan func(...any) error) error {
-		var reason string
-		var n float64
-		if err := scan(&reason, &n); err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(descCallsBlocked, prometheus.CounterValue, n, reason)
-		return nil
-	})
+		FROM scenarios s JOIN applications a ON a.id = s.app_id`)
+	labelled("calls_in_progress", descCallsInProgress, prometheus.GaugeValue, 1, `SELECT a.api_key,
+		(SELECT count(*) FROM calls c WHERE c.app_id = a.id AND c.state = 'dialing') FROM applications a`)
+	labelled("calls_total", descCallsTotal, prometheus.CounterValue, 1,
+		`SELECT outcome, count(*) FROM calls WHERE state = 'ended' AND outcome IS NOT NULL GROUP BY outcome`)
+	labelled("calls_blocked", descCallsBlocked, prometheus.CounterValue, 1, `SELECT reason, count(*) FROM call_blocks GROUP BY reason`)
 	run("wallet_balance", `SELECT a.api_key, w.prepaid <> 0, w.balance FROM wallets w JOIN applications a ON a.id = w.app_id`, func(scan func(...any) error) error {
 		var tenant string
 		var prepaid bool
@@ -250,17 +233,9 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descWalletBalance, prometheus.GaugeValue, balance, tenant, p)
 		return nil
 	})
-	run("webhook_deliveries", `SELECT CASE WHEN status_code BETWEEN 200 AND 299 THEN 'success'
+	labelled("webhook_deliveries", descWebhookDeliveries, prometheus.CounterValue, 1, `SELECT CASE WHEN status_code BETWEEN 200 AND 299 THEN 'success'
 			WHEN status_code IS NOT NULL THEN 'http_error' ELSE 'network_error' END, count(*)
-		FROM webhook_attempts GROUP BY 1`, func(scan func(...any) error) error {
-		var result string
-		var n float64
-		if err := scan(&result, &n); err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(descWebhookDeliveries, prometheus.CounterValue, n, result)
-		return nil
-	})
+		FROM webhook_attempts GROUP BY 1`)
 	run("webhook_latency", webhookLatencyQuery(), func(scan func(...any) error) error {
 		counts := make([]uint64, len(webhookLatencyBuckets))
 		var count uint64

@@ -54,6 +54,9 @@ type FaultRule struct {
 	Outcome string  `json:"outcome,omitempty"` // dial: the outcome to produce
 	Digits  *string `json:"digits,omitempty"`  // dial: the keys the simulated callee presses ("": none); ANSWERED unless outcome says
 	Machine bool    `json:"machine,omitempty"` // dial: a voicemail box answers (VOICE_MAIL)
+	// dial: what the simulated callee says, one utterance per listening
+	// turn; ANSWERED unless outcome says.
+	Says []string `json:"says,omitempty"`
 
 	EndpointID string `json:"endpoint_id,omitempty"` // webhook: one endpoint
 	Status     int    `json:"status,omitempty"`      // webhook: HTTP status the delivery gets
@@ -269,26 +272,20 @@ func ForcedError(op httpx.Operation, code int, message string) *httpx.Error {
 
 // BeforeDial is the engine's hook: the outcome a dial rule forces on a call
 // of appID to phone, if one fires. Safe on a nil *Faults.
-func (f *Faults) BeforeDial(appID int64, phone string) (DialForce, bool) {
+func (f *Faults) BeforeDial(appID int64, phone string) (domain.DialForce, bool) {
 	if f == nil {
-		return DialForce{}, false
+		return domain.DialForce{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rule := range f.rules {
 		if rule.Kind == FaultDial && (rule.AppID == 0 || rule.AppID == appID) &&
 			(rule.Phone == "" || rule.Phone == phone) && f.fire(rule) {
-			// Adding the rule set the outcome machine or digits imply.
-			return DialForce{Outcome: rule.Outcome, Digits: rule.Digits}, true
+			// Adding the rule set the outcome machine, digits or says imply.
+			return domain.DialForce{Outcome: rule.Outcome, Digits: rule.Digits, Says: rule.Says}, true
 		}
 	}
-	return DialForce{}, false
-}
-
-// DialForce is what a dial rule forces on a call.
-type DialForce struct {
-	Outcome string
-	Digits  *string
+	return domain.DialForce{}, false
 }
 
 // BeforeSend is the webhook deliverer's hook: the HTTP status a webhook rule

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/httpx"
 	"io"
 	"net/http"
 	"strconv"
@@ -105,7 +106,7 @@ func (j *Journal) Begin(w http.ResponseWriter, r *http.Request, op string) (http
 	e.Authorization, authCut = cutField(r.Header.Get("Authorization"))
 	e.ContentType, typeCut = cutField(r.Header.Get("Content-Type"))
 	e.HeadersTruncated = authCut || typeCut
-	rec := &journalWriter{ResponseWriter: w, max: max(j.bodyMax, config.CodePrefixLen), entry: e}
+	rec := &journalWriter{StatusWriter: httpx.StatusWriter{ResponseWriter: w}, max: max(j.bodyMax, config.CodePrefixLen), entry: e}
 	if r.Body == nil { // a request made in a test rather than read by the server
 		r.Body = http.NoBody
 	}
@@ -114,7 +115,7 @@ func (j *Journal) Begin(w http.ResponseWriter, r *http.Request, op string) (http
 	return rec, func() {
 		e := rec.entry
 		e.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
-		e.Status = rec.status
+		e.Status = rec.Status
 		e.Code = bodyCode(rec.body)
 		// A fault (or an early error) may answer before the body is read:
 		// read what the journal keeps anyway, as the client did send it.
@@ -143,26 +144,15 @@ func journalFault(w http.ResponseWriter, ruleID string) {
 }
 
 type journalWriter struct {
-	http.ResponseWriter
-	status int
-	max    int
-	body   []byte // the first max bytes written
-	held   int    // the size of the buffer body refers to, when kept by reference
-	total  int
-	entry  *JournalEntry
-}
-
-func (w *journalWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
+	httpx.StatusWriter
+	max   int
+	body  []byte // the first max bytes written
+	held  int    // the size of the buffer body refers to, when kept by reference
+	total int
+	entry *JournalEntry
 }
 
 func (w *journalWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
 	w.total += len(b)
 	if room := w.max - len(w.body); room > 0 {
 		keep := b[:min(room, len(b))]
@@ -175,7 +165,7 @@ func (w *journalWriter) Write(b []byte) (int, error) {
 			w.body = append(w.body, keep...)
 		}
 	}
-	return w.ResponseWriter.Write(b)
+	return w.StatusWriter.Write(b)
 }
 
 type requestCapture struct {

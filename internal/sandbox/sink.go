@@ -2,9 +2,12 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -82,6 +85,49 @@ func NewSink(cfg config.SinkConfig) (*Sink, error) {
 		return nil, err
 	}
 	return &Sink{verifier: v, max: cfg.MaxMessages, maxBytes: cfg.MaxBytes, maxBody: cfg.MaxBodyBytes}, nil
+}
+
+// DemoApps is what SinkAccess asks of the store: the demo tenant, or
+// domain.ErrNotFound.
+type DemoApps interface {
+	DemoApp(ctx context.Context) (*domain.Application, error)
+}
+
+// SinkAccess is who may post to the sink, sink.access with "auto" decided:
+// open on a sandbox (the simulated dialer, or a database with the demo
+// tenant, whose webhook is the sink), off on a server making real calls
+// for its tenants only (docs/sandbox.md#who-may-post-to-the-sink).
+func SinkAccess(ctx context.Context, cfg config.Config, store DemoApps) (string, error) {
+	if cfg.Sink.Access != config.SinkAccessAuto {
+		return cfg.Sink.Access, nil
+	}
+	if cfg.Dialer.Kind != config.DialerSIP {
+		return config.SinkAccessOpen, nil
+	}
+	switch _, err := store.DemoApp(ctx); {
+	case err == nil:
+		return config.SinkAccessOpen, nil
+	case errors.Is(err, domain.ErrNotFound):
+		return config.SinkAccessOff, nil
+	default:
+		return "", err
+	}
+}
+
+// Mount adds POST /sink/:name to router as access says: open, behind
+// authorize (the admin token's check, which answers a refusal itself), or
+// not at all.
+func (s *Sink) Mount(router *httprouter.Router, access string, authorize func(http.ResponseWriter, *http.Request) bool) {
+	switch access {
+	case config.SinkAccessOpen:
+		router.POST("/sink/:name", s.Receive)
+	case config.SinkAccessAdmin:
+		router.POST("/sink/:name", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+			if authorize(w, r) {
+				s.Receive(w, r, ps)
+			}
+		})
+	}
 }
 
 // Receive is the handler of POST /sink/{name}.

@@ -13,7 +13,10 @@
 //     path) that a key press interrupts, the key counting as input
 //     (barge-in): max_digits (1-32), timeout for each key ("5s", 1s-60s),
 //     finish_on_key (one of 0-9 * #, or none), branches from an input to a
-//     step, retries (0-5), no_input and no_match.
+//     step, retries (0-5), no_input and no_match. With input ["speech"]
+//     (or ["dtmf", "speech"]) it listens for a spoken answer instead
+//     (Call.Listen): branches are words matched by Match, with hints,
+//     end_silence, max_speech and barge_in (docs/voicebot.md#spoken-answers).
 //   - set: a result label (lower-case letters, digits, _), the last one set
 //     being the call's result; next.
 //   - transfer: hand the call to a sip: or sips: URI; the script ends.
@@ -81,7 +84,9 @@
 //
 // Runner.Run walks the script on a Call and returns its Outcome: the steps
 // taken with their times (from Runner.Now) and, for a gather, its input,
-// every key pressed, the last label set, and how it ended: hung up,
+// every key pressed, the last label set, the transcript of what was said
+// (the bot's texts filled by Runner.Fill, the callee's answers), and how
+// it ended: hung up,
 // transferred, canceled (ctx done: max_duration, the callee hung up, which
 // stops it at once, in the step it was in) or failed (a call error).
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -91,8 +93,25 @@ type Outcome struct {
 	Steps  []StepRun `json:"steps"`            // the path taken, the step stopped in included
 	Digits string    `json:"digits"`           // every key pressed, in order
 	Result string    `json:"result,omitempty"` // the last label set
-	End    End       `json:"end"`
-	Err    error     `json:"-"`
+	// Transcript is what was said, in order: the bot's say texts (their
+	// placeholders filled by Runner.Fill) and the callee's answers heard.
+	Transcript []Turn `json:"transcript"`
+	End        End    `json:"end"`
+	Err        error  `json:"-"`
+}
+
+// Who speaks a Turn.
+const (
+	SpeakerBot    = "bot"
+	SpeakerCallee = "callee"
+)
+
+// Turn is one thing said on the call: by the bot when it started saying
+// it, by the callee when it had been heard.
+type Turn struct {
+	Speaker string    `json:"speaker"`
+	Text    string    `json:"text"`
+	At      time.Time `json:"at"`
 }
 
 // StepRun is one step run.
@@ -107,6 +126,12 @@ type StepRun struct {
 	Input    string `json:"input,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
 	TimedOut bool   `json:"timed_out,omitempty"`
+	// Speech is what a gather listening for speech heard at its last
+	// attempt ("" for silence or keys); nil for a gather of keys alone.
+	Speech *string `json:"speech,omitempty"`
+	// Error is why an agent step ended without the model ending the call
+	// (the model failing, max_turns); its Attempts are the replies asked.
+	Error string `json:"error,omitempty"`
 }
 
 // Runner runs scripts.
@@ -116,6 +141,12 @@ type Runner struct {
 	// OptOut puts the callee's number on the tenant's do-not-call list,
 	// for an opt_out step; nil: such a step fails the script.
 	OptOut func(ctx context.Context) error
+	// Fill fills a say text's {{field}} placeholders for the transcript,
+	// as the call fills them to speak it; nil leaves the text as written.
+	Fill func(text string) string
+	// Chat is the language model of agent steps; nil: such a step fails
+	// the script.
+	Chat Chat
 }
 
 // Run runs a script on a call, from its start step to its end, and says
@@ -125,7 +156,12 @@ func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
 	if now == nil {
 		now = time.Now
 	}
-	x := run{ctx: ctx, call: call, optOut: r.OptOut}
+	fill := r.Fill
+	if fill == nil {
+		fill = func(text string) string { return text }
+	}
+	x := run{ctx: ctx, call: call, optOut: r.OptOut, now: now, fill: fill, chat: r.Chat}
+	x.out.Transcript = []Turn{}
 	if err := s.Validate(); err != nil {
 		x.out.End, x.out.Err = EndFailed, err
 		return x.out
@@ -144,11 +180,16 @@ func (r Runner) Run(ctx context.Context, s Script, call Call) Outcome {
 		}
 		st := steps[cur]
 		rec := StepRun{Name: st.Name, Kind: st.Kind(), Started: now()}
+		x.stepStart = rec.Started
 		next, err := x.step(st, &rec)
 		rec.Ended = now()
 		x.out.Steps = append(x.out.Steps, rec)
 		if err != nil {
 			return x.stop(err)
+		}
+		if x.transferred {
+			x.out.End = EndTransferred
+			return x.out
 		}
 		switch rec.Kind {
 		case KindTransfer:
@@ -174,7 +215,41 @@ type run struct {
 	ctx    context.Context
 	call   Call
 	optOut func(context.Context) error
+	now    func() time.Time
+	fill   func(string) string
+	chat   Chat
 	out    Outcome
+	// transferred: an agent's model handed the call over; the script ends.
+	transferred bool
+	// stepStart is when the step running started, and the time of its
+	// first turn, which the bot says at once; zero once taken.
+	stepStart time.Time
+}
+
+// said adds a turn to the transcript; blank text is no turn.
+func (x *run) said(speaker, text string) {
+	if speaker == SpeakerBot {
+		text = x.fill(text)
+	}
+	if text = strings.TrimSpace(text); text == "" {
+		return
+	}
+	if r := []rune(text); len(r) > MaxTurnRunes {
+		text = string(r[:MaxTurnRunes])
+	}
+	at := x.stepStart
+	if speaker != SpeakerBot || at.IsZero() {
+		at = x.now()
+	}
+	x.stepStart = time.Time{}
+	x.out.Transcript = append(x.out.Transcript, Turn{Speaker: speaker, Text: text, At: at})
+}
+
+// say speaks text on the call, into the transcript first: a callee who
+// hangs up mid-sentence still heard it begin.
+func (x *run) say(text string, bargeIn bool) (rune, error) {
+	x.said(SpeakerBot, text)
+	return x.call.Say(x.ctx, text, bargeIn)
 }
 
 // stop ends the run on err, or on ctx alone when err is nil: a call error
@@ -192,13 +267,15 @@ func (x *run) stop(err error) Outcome {
 func (x *run) step(st *Step, rec *StepRun) (string, error) {
 	switch rec.Kind {
 	case KindSay:
-		_, err := x.call.Say(x.ctx, st.Say.Text, false)
+		_, err := x.say(st.Say.Text, false)
 		return st.Say.Next, err
 	case KindPlay:
 		_, err := x.call.Play(x.ctx, st.Play.Path, false)
 		return st.Play.Next, err
 	case KindGather:
 		return x.gather(st.Gather, rec)
+	case KindAgent:
+		return x.agent(st.Agent, rec)
 	case KindSet:
 		x.out.Result = st.Set.Label
 		return st.Set.Next, nil
@@ -222,7 +299,7 @@ func (x *run) optOutStep(o *OptOut) error {
 	}
 	x.out.Result = OptedOut
 	if o.Say != "" {
-		if _, err := x.call.Say(x.ctx, o.Say, false); err != nil {
+		if _, err := x.say(o.Say, false); err != nil {
 			return err
 		}
 	}
@@ -240,17 +317,36 @@ func (x *run) gather(g *Gather, rec *StepRun) (string, error) {
 			return "", err
 		}
 		rec.Attempts++
-		keys, timedOut, err := x.attempt(g, timeout, finish)
-		x.out.Digits += keys
-		input := keys
+		var h Heard
+		var timedOut bool
+		var err error
+		if g.Speech() {
+			h, err = x.listen(g, timeout, finish)
+			timedOut = h == Heard{}
+			rec.Speech = &h.Text
+		} else {
+			h.Keys, timedOut, err = x.attempt(g, timeout, finish)
+		}
+		x.out.Digits += h.Keys
+		input := h.Keys
 		if finish != 0 {
-			input = strings.TrimSuffix(keys, string(finish))
+			input = strings.TrimSuffix(input, string(finish))
+		}
+		if h.Text != "" {
+			input = h.Text
 		}
 		rec.Input, rec.TimedOut = input, timedOut
 		if err != nil {
 			return "", err
 		}
-		if next, ok := g.Branches[input]; ok {
+		next, ok := g.Branches[input]
+		if h.Text != "" {
+			var key string
+			if key, ok = Match(slices.Collect(maps.Keys(g.Branches)), h.Text); ok {
+				next = g.Branches[key]
+			}
+		}
+		if ok {
 			return next, nil
 		}
 		if rec.Attempts > g.Retries {
@@ -262,15 +358,43 @@ func (x *run) gather(g *Gather, rec *StepRun) (string, error) {
 	}
 }
 
+// listen plays a speech gather's prompt and hears the answer, spoken or,
+// with dtmf too, keyed; what the callee said goes into the transcript.
+func (x *run) listen(g *Gather, timeout time.Duration, finish rune) (Heard, error) {
+	opts := ListenOptions{BargeIn: g.bargeIn(), Hints: g.Hints, Timeout: timeout,
+		EndSilence: DefaultEndSilence, MaxSpeech: DefaultMaxSpeech}
+	if len(opts.Hints) == 0 {
+		opts.Hints = slices.Sorted(maps.Keys(g.Branches))
+	}
+	if d, err := time.ParseDuration(g.EndSilence); err == nil {
+		opts.EndSilence = d
+	}
+	if d, err := time.ParseDuration(g.MaxSpeech); err == nil {
+		opts.MaxSpeech = d
+	}
+	if g.DTMF() {
+		opts.Keys, opts.MaxDigits, opts.FinishOnKey = true, g.MaxDigits, finish
+	}
+	if p := g.Prompt; p != nil {
+		opts.Prompt = *p
+		if p.Play == "" {
+			x.said(SpeakerBot, p.Say)
+		}
+	}
+	h, err := x.call.Listen(x.ctx, opts)
+	x.said(SpeakerCallee, h.Text)
+	return h, err
+}
+
 // attempt plays a gather's prompt and reads its input; a key pressed during
 // the prompt is the input's first.
 func (x *run) attempt(g *Gather, timeout time.Duration, finish rune) (keys string, timedOut bool, err error) {
 	if p := g.Prompt; p != nil {
 		var k rune
 		if p.Play != "" {
-			k, err = x.call.Play(x.ctx, p.Play, true)
+			k, err = x.call.Play(x.ctx, p.Play, g.bargeIn())
 		} else {
-			k, err = x.call.Say(x.ctx, p.Say, true)
+			k, err = x.say(p.Say, g.bargeIn())
 		}
 		if err != nil {
 			return "", false, err

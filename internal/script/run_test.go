@@ -23,6 +23,7 @@ type input struct {
 type fakeCall struct {
 	barge  []rune
 	inputs []input
+	heard  []Heard // what each Listen hears; silence once it runs out
 	log    []string
 	// stall names a method ("say", "gather"...) that, at its nth call
 	// (stallAt, from 1), cancels the run and waits for ctx like a real
@@ -345,7 +346,7 @@ func TestRunInvalid(t *testing.T) {
 
 func TestOutcomeJSON(t *testing.T) {
 	o := runOn(reminder(), &fakeCall{inputs: []input{{keys: "1"}}})
-	o.Steps = o.Steps[:2]
+	o.Steps, o.Transcript = o.Steps[:2], o.Transcript[:1]
 	b, err := json.Marshal(o)
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +354,8 @@ func TestOutcomeJSON(t *testing.T) {
 	want := `{"steps":[` +
 		`{"name":"greet","kind":"say","started":"2026-03-01T09:00:01Z","ended":"2026-03-01T09:00:02Z"},` +
 		`{"name":"menu","kind":"gather","started":"2026-03-01T09:00:03Z","ended":"2026-03-01T09:00:04Z","input":"1","attempts":1}],` +
-		`"digits":"1","result":"confirmed","end":"hangup"}`
+		`"digits":"1","result":"confirmed",` +
+		`"transcript":[{"speaker":"bot","text":"Hello {{name}}, this is a reminder of your appointment on {{date}}.","at":"2026-03-01T09:00:01Z"}],"end":"hangup"}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
@@ -387,8 +389,20 @@ func TestRunOptOut(t *testing.T) {
 }
 
 func (f *fakeCall) Listen(ctx context.Context, o ListenOptions) (Heard, error) {
-	if err := f.enter(ctx, "listen", fmt.Sprintf("listen: %+v", o.Prompt)); err != nil {
+	entry := fmt.Sprintf("listen: %q, %s, hints %q", o.Prompt.Say+o.Prompt.Play, o.Timeout, o.Hints)
+	if o.BargeIn {
+		entry += ", barge-in"
+	}
+	if o.Keys {
+		entry += fmt.Sprintf(", %d keys", o.MaxDigits)
+	}
+	if err := f.enter(ctx, "listen", entry); err != nil {
 		return Heard{}, err
 	}
-	return Heard{}, nil
+	if len(f.heard) == 0 {
+		return Heard{}, nil
+	}
+	h := f.heard[0]
+	f.heard = f.heard[1:]
+	return h, nil
 }

@@ -1,5 +1,10 @@
 package script
 
+import (
+	"slices"
+	"time"
+)
+
 // VoicemailStep is the step a call answered by a machine runs instead of the
 // start one (answering-machine detection), when the script has it; Validate
 // counts it as a second entry point.
@@ -24,6 +29,7 @@ type Step struct {
 	Transfer *Transfer `json:"transfer,omitempty" toml:"transfer,omitempty"`
 	Hangup   *Hangup   `json:"hangup,omitempty" toml:"hangup,omitempty"`
 	OptOut   *OptOut   `json:"opt_out,omitempty" toml:"opt_out,omitempty"`
+	Agent    *Agent    `json:"agent,omitempty" toml:"agent,omitempty"`
 }
 
 // Say speaks Text, whose {{field}} placeholders the caller fills in, then
@@ -47,16 +53,49 @@ type Play struct {
 // step. Otherwise the prompt and the reading are done again, up to Retries
 // more times, after which an empty input goes to NoInput and any other to
 // NoMatch (the call ends when that one is empty).
+//
+// With "speech" in Input the gather listens for a spoken answer too
+// (docs/voicebot.md#spoken-answers): Branches' keys are words or phrases,
+// matched as whole words of what was heard (Match), Hints the recognizer's
+// vocabulary (the branch keys when empty), Timeout the wait for speech to
+// start, EndSilence and MaxSpeech the end of an utterance; BargeIn (default
+// true) lets the callee's speech, or key, stop the prompt.
 type Gather struct {
 	Prompt      *Prompt           `json:"prompt,omitempty" toml:"prompt,omitempty"`
-	MaxDigits   int               `json:"max_digits" toml:"max_digits"`
+	Input       []string          `json:"input,omitempty" toml:"input,omitempty"`
+	MaxDigits   int               `json:"max_digits,omitempty" toml:"max_digits,omitempty"`
 	Timeout     string            `json:"timeout" toml:"timeout"`
 	FinishOnKey string            `json:"finish_on_key,omitempty" toml:"finish_on_key,omitempty"`
 	Branches    map[string]string `json:"branches" toml:"branches"`
 	NoInput     string            `json:"no_input,omitempty" toml:"no_input,omitempty"`
 	NoMatch     string            `json:"no_match,omitempty" toml:"no_match,omitempty"`
 	Retries     int               `json:"retries,omitempty" toml:"retries,omitempty"`
+	Hints       []string          `json:"hints,omitempty" toml:"hints,omitempty"`
+	EndSilence  string            `json:"end_silence,omitempty" toml:"end_silence,omitempty"`
+	MaxSpeech   string            `json:"max_speech,omitempty" toml:"max_speech,omitempty"`
+	BargeIn     *bool             `json:"barge_in,omitempty" toml:"barge_in,omitempty"`
 }
+
+// What a gather hears (Gather.Input).
+const (
+	InputDTMF   = "dtmf"
+	InputSpeech = "speech"
+)
+
+// Defaults of a speech gather's listening.
+const (
+	DefaultEndSilence = 700 * time.Millisecond
+	DefaultMaxSpeech  = 10 * time.Second
+)
+
+// Speech says whether the gather listens for a spoken answer.
+func (g *Gather) Speech() bool { return slices.Contains(g.Input, InputSpeech) }
+
+// DTMF says whether the gather reads keys: the default.
+func (g *Gather) DTMF() bool { return len(g.Input) == 0 || slices.Contains(g.Input, InputDTMF) }
+
+// bargeIn is BargeIn with its default, true.
+func (g *Gather) bargeIn() bool { return g.BargeIn == nil || *g.BargeIn }
 
 // Prompt is what a Gather plays first: text to speak (Say) or a WAV prompt
 // (Play), at most one of them.
@@ -102,6 +141,7 @@ const (
 	KindTransfer Kind = "transfer"
 	KindHangup   Kind = "hangup"
 	KindOptOut   Kind = "opt_out"
+	KindAgent    Kind = "agent"
 )
 
 // kinds lists the kinds a step has set, in declaration order.
@@ -127,6 +167,9 @@ func (s *Step) kinds() []Kind {
 	}
 	if s.OptOut != nil {
 		ks = append(ks, KindOptOut)
+	}
+	if s.Agent != nil {
+		ks = append(ks, KindAgent)
 	}
 	return ks
 }

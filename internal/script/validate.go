@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Ranges of a gather's settings.
@@ -17,6 +18,13 @@ const (
 	minTimeout     = time.Second
 	maxTimeout     = 60 * time.Second
 	maxRetries     = 5
+	// A speech gather's: the words of a branch or hint, and the hints.
+	maxPhraseRunes = 100
+	maxHints       = 100
+	minEndSilence  = 100 * time.Millisecond
+	maxEndSilence  = 5 * time.Second
+	minMaxSpeech   = time.Second
+	maxMaxSpeech   = 60 * time.Second
 )
 
 // Problem is one reason a script is refused: which step (Index into Steps,
@@ -87,6 +95,9 @@ func (s *Step) edges() []edge {
 	}
 	if s.Set != nil {
 		add("set.next", s.Set.Next)
+	}
+	if s.Agent != nil {
+		add("agent.next", s.Agent.Next)
 	}
 	return es
 }
@@ -160,7 +171,7 @@ func (v *validator) step(i int) {
 	st := &v.s.Steps[i]
 	switch ks := st.kinds(); len(ks) {
 	case 0:
-		v.add(i, "", "no kind: a step needs exactly one of say, play, gather, set, transfer, hangup or opt_out")
+		v.add(i, "", "no kind: a step needs exactly one of say, play, gather, set, transfer, hangup, opt_out or agent")
 	case 1:
 	default:
 		names := make([]string, len(ks))
@@ -195,6 +206,53 @@ func (v *validator) step(i int) {
 			v.add(i, "transfer.to", "%s", r)
 		}
 	}
+	if a := st.Agent; a != nil {
+		v.agent(i, a)
+	}
+}
+
+// An agent's bounds, beside maxPromptRunes and maxAgentTurns.
+const (
+	maxAgentResults = 20
+	maxSayRunes     = 2000 // greeting, fallback
+)
+
+func (v *validator) agent(i int, a *Agent) {
+	switch n := utf8.RuneCountInString(a.Prompt); {
+	case strings.TrimSpace(a.Prompt) == "":
+		v.add(i, "agent.prompt", "required: what the model is told of its task")
+	case n > maxPromptRunes:
+		v.add(i, "agent.prompt", "%d characters: at most %d", n, maxPromptRunes)
+	}
+	for _, f := range []struct{ name, text string }{{"greeting", a.Greeting}, {"fallback", a.Fallback}} {
+		if n := utf8.RuneCountInString(f.text); n > maxSayRunes {
+			v.add(i, "agent."+f.name, "%d characters: at most %d", n, maxSayRunes)
+		}
+	}
+	if a.MaxTurns < 0 || a.MaxTurns > maxAgentTurns {
+		v.add(i, "agent.max_turns", "%d is out of range: 1 to %d (0 or left out: %d)", a.MaxTurns, maxAgentTurns, DefaultMaxTurns)
+	}
+	switch {
+	case len(a.Results) == 0:
+		v.add(i, "agent.results", "required: the results the model may end the call with, such as [\"confirmed\", \"declined\"]")
+	case len(a.Results) > maxAgentResults:
+		v.add(i, "agent.results", "%d results: at most %d", len(a.Results), maxAgentResults)
+	}
+	for j, r := range a.Results {
+		f := fmt.Sprintf("agent.results[%d]", j)
+		if p := checkLabel(r); p != "" {
+			v.add(i, f, "%s", p)
+		} else if slices.Index(a.Results, r) < j {
+			v.add(i, f, "%q is given twice", r)
+		}
+	}
+	if a.Transfer != "" {
+		if r := checkSIPURI(a.Transfer); r != "" {
+			v.add(i, "agent.transfer", "%s", r)
+		}
+	}
+	v.duration(i, "agent.timeout", a.Timeout, minTimeout, maxTimeout)
+	v.ref(i, "agent.next", a.Next)
 }
 
 func (v *validator) gather(i int, g *Gather) {
@@ -210,8 +268,13 @@ func (v *validator) gather(i int, g *Gather) {
 			v.add(i, "gather.prompt", "empty: give say or play, or leave the prompt out")
 		}
 	}
+	v.input(i, g)
+	keys, speech := g.DTMF(), g.Speech()
 	maxOK := g.MaxDigits >= 1 && g.MaxDigits <= maxDigitsLimit
-	if !maxOK {
+	switch {
+	case !keys && g.MaxDigits != 0:
+		v.add(i, "gather.max_digits", "keys are not read (input has no \"dtmf\"): leave it out")
+	case keys && !maxOK:
 		v.add(i, "gather.max_digits", "%d is out of range: 1 to %d", g.MaxDigits, maxDigitsLimit)
 	}
 	if d, err := time.ParseDuration(g.Timeout); err != nil {
@@ -220,34 +283,115 @@ func (v *validator) gather(i int, g *Gather) {
 		v.add(i, "gather.timeout", "%s is out of range: %s to %s", g.Timeout, minTimeout, maxTimeout)
 	}
 	finishOK := g.FinishOnKey == "" || len(g.FinishOnKey) == 1 && isDTMF(g.FinishOnKey[0])
-	if !finishOK {
+	switch {
+	case !finishOK:
 		v.add(i, "gather.finish_on_key", "%q is not one key among 0-9, * and #", g.FinishOnKey)
+	case !keys && g.FinishOnKey != "":
+		v.add(i, "gather.finish_on_key", "keys are not read (input has no \"dtmf\"): leave it out")
 	}
 	if len(g.Branches) == 0 {
 		v.add(i, "gather.branches", "required: at least one input and the step it leads to")
 	}
+	phrases := map[string]string{} // a spoken key's words -> the key
 	for _, k := range slices.Sorted(maps.Keys(g.Branches)) {
 		f := branchField(k)
+		pressed := keys && strings.IndexFunc(k, func(r rune) bool { return r > 0x7f || !isDTMF(byte(r)) }) < 0
 		switch {
 		case k == "":
 			v.add(i, f, "an empty input is no input: use gather.no_input")
-		case strings.IndexFunc(k, func(r rune) bool { return r > 0x7f || !isDTMF(byte(r)) }) >= 0:
-			v.add(i, f, "only the keys 0-9, * and # can be pressed")
-		case maxOK && len(k) > g.MaxDigits:
+		case pressed && maxOK && len(k) > g.MaxDigits:
 			v.add(i, f, "longer than max_digits (%d): it can never be entered", g.MaxDigits)
-		case finishOK && g.FinishOnKey != "" && strings.Contains(k, g.FinishOnKey):
+		case pressed && finishOK && g.FinishOnKey != "" && strings.Contains(k, g.FinishOnKey):
 			v.add(i, f, "contains finish_on_key %q, which ends the input: it can never be entered", g.FinishOnKey)
+		case pressed:
+		case !speech:
+			v.add(i, f, "only the keys 0-9, * and # can be pressed")
+		default:
+			if r := checkPhrase(k); r != "" {
+				v.add(i, f, "%s", r)
+			} else if w := strings.Join(Words(k), " "); phrases[w] != "" {
+				v.add(i, f, "the same words as the branch %q once case and diacritics are set aside: one of them can never be taken", phrases[w])
+			} else {
+				phrases[w] = k
+			}
 		}
 		if g.Branches[k] == "" {
 			v.add(i, f, "required: the step this input leads to")
 		}
 		v.ref(i, f, g.Branches[k])
 	}
+	v.listening(i, g, speech)
 	v.ref(i, "gather.no_input", g.NoInput)
 	v.ref(i, "gather.no_match", g.NoMatch)
 	if g.Retries < 0 || g.Retries > maxRetries {
 		v.add(i, "gather.retries", "%d is out of range: 0 to %d", g.Retries, maxRetries)
 	}
+}
+
+// input checks gather.input: left out, keys; else "dtmf", "speech" or both.
+func (v *validator) input(i int, g *Gather) {
+	if g.Input != nil && len(g.Input) == 0 {
+		v.add(i, "gather.input", `empty: give ["dtmf"], ["speech"] or ["dtmf", "speech"], or leave it out for keys`)
+	}
+	for j, in := range g.Input {
+		f := fmt.Sprintf("gather.input[%d]", j)
+		switch {
+		case in != InputDTMF && in != InputSpeech:
+			v.add(i, f, "%q is neither \"dtmf\" nor \"speech\"", in)
+		case slices.Index(g.Input, in) < j:
+			v.add(i, f, "%q is given twice", in)
+		}
+	}
+}
+
+// listening checks a speech gather's own settings, which a gather of keys
+// alone may not have.
+func (v *validator) listening(i int, g *Gather, speech bool) {
+	if !speech {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"hints", g.Hints != nil}, {"end_silence", g.EndSilence != ""}, {"max_speech", g.MaxSpeech != ""}} {
+			if f.set {
+				v.add(i, "gather."+f.name, "only for spoken answers: add \"speech\" to input")
+			}
+		}
+		return
+	}
+	if len(g.Hints) > maxHints {
+		v.add(i, "gather.hints", "%d hints: at most %d", len(g.Hints), maxHints)
+	}
+	for j, h := range g.Hints {
+		if r := checkPhrase(h); r != "" {
+			v.add(i, fmt.Sprintf("gather.hints[%d]", j), "%s", r)
+		}
+	}
+	v.duration(i, "gather.end_silence", g.EndSilence, minEndSilence, maxEndSilence)
+	v.duration(i, "gather.max_speech", g.MaxSpeech, minMaxSpeech, maxMaxSpeech)
+}
+
+// duration checks an optional duration field against its range.
+func (v *validator) duration(i int, field, value string, lo, hi time.Duration) {
+	if value == "" {
+		return
+	}
+	if d, err := time.ParseDuration(value); err != nil {
+		v.add(i, field, "%q is not a duration such as \"700ms\"", value)
+	} else if d < lo || d > hi {
+		v.add(i, field, "%s is out of range: %s to %s", value, lo, hi)
+	}
+}
+
+// checkPhrase says what is wrong with words a callee may say: a branch key
+// or a hint of a speech gather.
+func checkPhrase(p string) string {
+	switch {
+	case utf8.RuneCountInString(p) > maxPhraseRunes:
+		return fmt.Sprintf("longer than %d characters", maxPhraseRunes)
+	case len(Words(p)) == 0:
+		return fmt.Sprintf("%q has no word to hear: give letters or digits", p)
+	}
+	return ""
 }
 
 // graph walks the steps from the start one, depth first, refusing every way
@@ -411,4 +555,28 @@ func isHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// Unmet lists the steps of a valid script that a deployment cannot run
+// (docs/voicebot.md#spoken-answers): those that listen for speech (a
+// speech gather, an agent) when speech is false, a deployment whose calls
+// are real and have no recognizer; and agent steps when chat is false,
+// no language model configured. Nil when it can run them all.
+func (s Script) Unmet(speech, chat bool) Problems {
+	var ps Problems
+	for i, st := range s.Steps {
+		p := Problem{Index: i, Step: st.Name}
+		switch {
+		case st.Agent != nil && !chat:
+			p.Field, p.Reason = "agent", "an agent step needs a language model: set [llm] url"
+		case st.Agent != nil && !speech:
+			p.Field, p.Reason = "agent", "an agent step hears speech: real calls need a recognizer ([asr] engine)"
+		case st.Gather != nil && st.Gather.Speech() && !speech:
+			p.Field, p.Reason = "gather.input", "a speech gather needs a recognizer on real calls: set [asr] engine"
+		default:
+			continue
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }

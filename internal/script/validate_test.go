@@ -100,7 +100,7 @@ func TestValidateRefuses(t *testing.T) {
 			`steps[7] "bye": name: already the name of steps[4]`,
 		}},
 		{"no kind", edit(func(s *Script) { s.Steps[4].Hangup = nil }), []string{
-			`steps[4] "bye": no kind: a step needs exactly one of say, play, gather, set, transfer, hangup or opt_out`,
+			`steps[4] "bye": no kind: a step needs exactly one of say, play, gather, set, transfer, hangup, opt_out or agent`,
 		}},
 		{"two kinds", edit(func(s *Script) { s.Steps[4].Say = &Say{Text: "Bye"} }), []string{
 			`steps[4] "bye": say and hangup together: a step has exactly one kind`,

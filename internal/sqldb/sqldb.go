@@ -219,6 +219,30 @@ func Collect[T any](ctx context.Context, q Querier, scan func(Row) (T, error), q
 	return out, nil
 }
 
+// CollectMap reads every row of a query into a map, scan giving a row's
+// key and value (empty, not nil, when there is no row).
+func CollectMap[K comparable, V any](ctx context.Context, q Querier, scan func(Row) (K, V, error), query string, args ...any) (map[K]V, error) {
+	out := map[K]V{}
+	err := q.Query(ctx, query, args, func(s func(...any) error) error {
+		k, v, err := scan(scanFunc(s))
+		if err == nil {
+			out[k] = v
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// KeyValue scans a row of two columns, a key and its value, for
+// CollectMap.
+func KeyValue[K comparable, V any](r Row) (k K, v V, err error) {
+	err = r.Scan(&k, &v)
+	return k, v, err
+}
+
 type scanFunc func(...any) error
 
 func (f scanFunc) Scan(dest ...any) error { return f(dest...) }

@@ -59,6 +59,13 @@ func TestSQLQuerier(t *testing.T) {
 	if err != nil || none == nil || len(none) != 0 {
 		t.Fatalf("Collect of no rows = %#v, %v, want an empty list", none, err)
 	}
+	flags, err := CollectMap(ctx, q, KeyValue[string, int], `SELECT name, flag FROM t WHERE flag >= ?`, 0)
+	if err != nil || len(flags) != 2 || flags["a"] != 0 || flags["b"] != 1 {
+		t.Fatalf("CollectMap = %v, %v", flags, err)
+	}
+	if empty, err := CollectMap(ctx, q, KeyValue[string, int], `SELECT name, flag FROM t WHERE id < 0`); err != nil || empty == nil || len(empty) != 0 {
+		t.Fatalf("CollectMap of no rows = %#v, %v, want an empty map", empty, err)
+	}
 	if err := q.QueryRow(ctx, `SELECT name FROM t WHERE id = ?`, 99).Scan(new(string)); !errors.Is(err, sql.ErrNoRows) {
 		t.Fatalf("no row: %v", err)
 	}

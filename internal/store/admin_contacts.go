@@ -28,12 +28,8 @@ func scanContactWith(row sqldb.Row, more ...any) (*domain.ContactRecord, error) 
 	var c domain.ContactRecord
 	var fields string
 	var next, created, updated int64
-	err := row.Scan(append([]any{&c.Seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
-		&next, &c.Outcome, &created, &updated}, more...)...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, domain.ErrNotFound
-	}
-	if err != nil {
+	if err := scanErr(row.Scan(append([]any{&c.Seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
+		&next, &c.Outcome, &created, &updated}, more...)...)); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {
@@ -110,7 +106,7 @@ func (s *sqlStore) Contact(ctx context.Context, appID int64, id string) (*domain
 		return nil, nil, err
 	}
 	calls, err := sqldb.Collect(ctx, s.db, scanCall, `SELECT id, attempt, hotline, state, coalesce(outcome, ''), cause,
-		started_at, answered_at, ended_at, duration, cost, answered_by, digits, result, steps, recording_bytes > 0
+		started_at, answered_at, ended_at, duration, cost, answered_by, digits, result, steps, transcript, recording_bytes > 0
 		FROM calls WHERE contact_seq = ? ORDER BY attempt`, c.Seq)
 	if err != nil {
 		return nil, nil, err
@@ -122,12 +118,12 @@ func scanCall(row sqldb.Row) (domain.CallRecord, error) {
 	var k domain.CallRecord
 	var cause, answered, ended sql.NullInt64
 	var started int64
-	var steps string
+	var steps, transcript string
 	if err := row.Scan(&k.ID, &k.Attempt, &k.Hotline, &k.State, &k.Outcome, &cause, &started, &answered, &ended,
-		&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps, &k.Recorded); err != nil {
+		&k.Duration, &k.Cost, &k.AnsweredBy, &k.Digits, &k.Result, &steps, &transcript, &k.Recorded); err != nil {
 		return k, err
 	}
-	k.StartedAt, k.Steps = FromMillis(started), json.RawMessage(steps)
+	k.StartedAt, k.Steps, k.Transcript = FromMillis(started), json.RawMessage(steps), json.RawMessage(transcript)
 	k.Cause, k.AnsweredAt, k.EndedAt = nullInt(cause), nullTime(answered), nullTime(ended)
 	return k, nil
 }

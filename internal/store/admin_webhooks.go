@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -24,11 +23,7 @@ func scanEndpoint(row sqldb.Row) (*domain.WebhookEndpoint, error) {
 	var e domain.WebhookEndpoint
 	var events string
 	var created, updated int64
-	err := row.Scan(&e.ID, &e.URL, &e.Secret, &events, &e.Enabled, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, domain.ErrNotFound
-	}
-	if err != nil {
+	if err := scanErr(row.Scan(&e.ID, &e.URL, &e.Secret, &events, &e.Enabled, &created, &updated)); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(events), &e.Events); err != nil {
@@ -79,11 +74,7 @@ func scanMessage(row interface{ Scan(...any) error }) (*domain.WebhookMessage, e
 	var m domain.WebhookMessage
 	var payload string
 	var next, created, updated int64
-	err := row.Scan(&m.Seq, &m.ID, &m.EndpointID, &m.EventType, &payload, &m.State, &m.Attempts, &next, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, domain.ErrNotFound
-	}
-	if err != nil {
+	if err := scanErr(row.Scan(&m.Seq, &m.ID, &m.EndpointID, &m.EventType, &payload, &m.State, &m.Attempts, &next, &created, &updated)); err != nil {
 		return nil, err
 	}
 	m.Payload = json.RawMessage(payload)

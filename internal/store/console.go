@@ -58,21 +58,7 @@ func (s *sqlStore) Unfinished(ctx context.Context, appID int64) (int64, error) {
 // MessageStates counts an endpoint's webhook messages by state.
 func (s *sqlStore) MessageStates(ctx context.Context, endpointID string) (map[string]int64, error) {
 	rows, args := countRows(s.db.Dialect(), `state, n`, `webhook_counts`, `webhook_count_changes`, `endpoint_id = ?`, endpointID)
-	out := map[string]int64{}
-	err := s.db.Query(ctx, `SELECT state, CAST(sum(n) AS BIGINT) FROM (`+rows+`) AS c GROUP BY state`, args,
-		func(scan func(...any) error) error {
-			var state string
-			var n int64
-			if err := scan(&state, &n); err != nil {
-				return err
-			}
-			out[state] = n
-			return nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqldb.CollectMap(ctx, s.db, sqldb.KeyValue[string, int64], `SELECT state, CAST(sum(n) AS BIGINT) FROM (`+rows+`) AS c GROUP BY state`, args...)
 }
 
 // Outcomes are the outcomes an application's contacts ended with, as

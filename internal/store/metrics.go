@@ -30,38 +30,18 @@ func NewMetrics(postgres bool) Metrics {
 		}),
 	}}
 	if !postgres {
-		m.commits = commitMetrics{
-			jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
-				Name:    "dialbox_sqlite_commit_batch_jobs",
-				Help:    "Write jobs sharing one SQLite transaction (group commit).",
-				Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
-			}),
-			duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-				Name:    "dialbox_sqlite_commit_duration_seconds",
-				Help:    "Time to run a batch of write jobs and durably commit it.",
-				Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-			}),
-		}
+		m.commits = newCommitMetrics("sqlite", "Write jobs sharing one SQLite transaction (group commit).",
+			"Time to run a batch of write jobs and durably commit it.")
 		return m
 	}
-	m.commits = commitMetrics{
-		jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dialbox_postgres_commit_batch_jobs",
-			Help:    "Write jobs sharing one PostgreSQL transaction of one of this node's writers (group commit).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
-		}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dialbox_postgres_commit_duration_seconds",
-			Help:    "Time to run a batch of write jobs and durably commit it, round trips to PostgreSQL included.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}),
-	}
+	m.commits = newCommitMetrics("postgres", "Write jobs sharing one PostgreSQL transaction of one of this node's writers (group commit).",
+		"Time to run a batch of write jobs and durably commit it, round trips to PostgreSQL included.")
 	m.Cluster = clusterMetrics{
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dialbox_call_claims_total",
 			Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
 		}, []string{"result"}),
-		Takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dialbox_lease_takeovers_total",
 			Help: "What another node claimed and left its lease to run out on, taken over by this node, by kind: call (settled CANCELED, not charged, queued again) or message (sent by this node).",
 		}, []string{"kind"}),
@@ -71,16 +51,33 @@ func NewMetrics(postgres bool) Metrics {
 		}),
 	}
 	// Both kinds show from the start, at 0.
-	m.Cluster.Takeovers.WithLabelValues(takeoverCall)
-	m.Cluster.Takeovers.WithLabelValues(TakeoverMessage)
+	m.Cluster.takeovers.WithLabelValues(takeoverCall)
+	m.Cluster.takeovers.WithLabelValues(takeoverMessage)
 	return m
+}
+
+// newCommitMetrics are the group-commit writer's metrics on database db
+// (dialbox_<db>_commit_*), told in their helps.
+func newCommitMetrics(db, jobsHelp, durationHelp string) commitMetrics {
+	return commitMetrics{
+		jobs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dialbox_" + db + "_commit_batch_jobs",
+			Help:    jobsHelp,
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 .. 256 = maxJobsPerCommit
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dialbox_" + db + "_commit_duration_seconds",
+			Help:    durationHelp,
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+	}
 }
 
 // Collectors are the store's metrics, to register.
 func (m Metrics) Collectors() []prometheus.Collector {
 	c := []prometheus.Collector{m.imports.added, m.imports.skipped, m.commits.jobs, m.commits.duration}
 	if m.Cluster.claims != nil {
-		c = append(c, m.Cluster.claims, m.Cluster.Takeovers, m.Cluster.renewalFailures)
+		c = append(c, m.Cluster.claims, m.Cluster.takeovers, m.Cluster.renewalFailures)
 	}
 	return c
 }
@@ -108,14 +105,14 @@ func (m importMetrics) observe(added, skipped int) {
 // clusterMetrics are a PostgreSQL node's counters of what it claims, takes
 // over and fails to renew.
 type clusterMetrics struct {
-	claims, Takeovers *prometheus.CounterVec
+	claims, takeovers *prometheus.CounterVec
 	renewalFailures   prometheus.Counter
 }
 
 // The kinds of dialbox_lease_takeovers_total.
 const (
 	takeoverCall    = "call"
-	TakeoverMessage = "message"
+	takeoverMessage = "message"
 )
 
 func (m clusterMetrics) observeClaims(asked, taken int) {
@@ -123,7 +120,7 @@ func (m clusterMetrics) observeClaims(asked, taken int) {
 	m.claims.WithLabelValues("refused").Add(float64(asked - taken))
 }
 
-func (m clusterMetrics) observeTakeover(kind string) { m.Takeovers.WithLabelValues(kind).Inc() }
+func (m clusterMetrics) observeTakeover(kind string) { m.takeovers.WithLabelValues(kind).Inc() }
 
 func (m clusterMetrics) observeLeaseRenewalFailure() { m.renewalFailures.Inc() }
 

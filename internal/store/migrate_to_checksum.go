@@ -57,6 +57,25 @@ func (r *rowHasher) value(null bool, text []byte) {
 	r.buf = append(r.buf, text...)
 }
 
+// row adds a row of n values to c: value(i) is the i-th as read (or
+// NULL), normalized for column i's PostgreSQL type in types.
+func (r *rowHasher) row(c *rowsChecksum, types []string, n int, value func(i int) (text []byte, null bool)) error {
+	for i := range n {
+		raw, null := value(i)
+		if null {
+			r.value(true, nil)
+			continue
+		}
+		text, err := normalize(types[i], raw)
+		if err != nil {
+			return err
+		}
+		r.value(false, text)
+	}
+	r.end(c)
+	return nil
+}
+
 func (r *rowHasher) end(c *rowsChecksum) {
 	r.h.Reset()
 	r.h.Write(r.buf)
@@ -133,18 +152,15 @@ func sqliteChecksum(ctx context.Context, db *sql.DB, t copyTable) (int64, rowsCh
 		if err := rows.Scan(ptrs...); err != nil {
 			return 0, sum, err
 		}
-		for i, v := range vals {
-			if v == nil {
-				h.value(true, nil)
-				continue
+		err := h.row(&sum, t.pgTypes, len(vals), func(i int) ([]byte, bool) {
+			if vals[i] == nil {
+				return nil, true
 			}
-			text, err := normalize(t.pgTypes[i], sqliteText(v))
-			if err != nil {
-				return 0, sum, err
-			}
-			h.value(false, text)
+			return sqliteText(vals[i]), false
+		})
+		if err != nil {
+			return 0, sum, err
 		}
-		h.end(&sum)
 		n++
 	}
 	return n, sum, rows.Err()
@@ -165,18 +181,10 @@ func postgresChecksum(ctx context.Context, tx pgx.Tx, t copyTable) (int64, rowsC
 	h := newRowHasher()
 	var n int64
 	for rows.Next() {
-		for i, raw := range rows.RawValues() {
-			if raw == nil {
-				h.value(true, nil)
-				continue
-			}
-			text, err := normalize(t.pgTypes[i], raw)
-			if err != nil {
-				return 0, sum, err
-			}
-			h.value(false, text)
+		raw := rows.RawValues()
+		if err := h.row(&sum, t.pgTypes, len(raw), func(i int) ([]byte, bool) { return raw[i], raw[i] == nil }); err != nil {
+			return 0, sum, err
 		}
-		h.end(&sum)
 		n++
 	}
 	return n, sum, rows.Err()

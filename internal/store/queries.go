@@ -52,14 +52,11 @@ func scanApp(row interface{ Scan(...any) error }) (*domain.Application, error) {
 	var a domain.Application
 	var created, updated int64
 	var allow, deny string
-	err := row.Scan(&a.ID, &a.Name, &a.APIKey, &a.APISecret, &a.Disabled, &a.IsDemo, &created, &updated, &allow, &deny)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, domain.ErrNotFound
-	}
-	if err != nil {
+	if err := scanErr(row.Scan(&a.ID, &a.Name, &a.APIKey, &a.APISecret, &a.Disabled, &a.IsDemo, &created, &updated, &allow, &deny)); err != nil {
 		return nil, err
 	}
 	a.CreatedAt, a.UpdatedAt = FromMillis(created), FromMillis(updated)
+	var err error
 	if a.Destinations, err = scanDestinations(allow, deny); err != nil {
 		return nil, fmt.Errorf("application %q: %w", a.APIKey, err)
 	}
@@ -156,11 +153,7 @@ func scanScenario(row interface{ Scan(...any) error }) (*domain.Scenario, error)
 	var sc domain.Scenario
 	var scriptJSON, fields, config string
 	var created, updated int64
-	err := row.Scan(&sc.AppID, &sc.ID, &sc.Name, &sc.Description, &sc.Status, &sc.Content, &scriptJSON, &fields, &config, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, domain.ErrNotFound
-	}
-	if err != nil {
+	if err := scanErr(row.Scan(&sc.AppID, &sc.ID, &sc.Name, &sc.Description, &sc.Status, &sc.Content, &scriptJSON, &fields, &config, &created, &updated)); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(fields), &sc.PersonalizedFields); err != nil {
@@ -210,11 +203,7 @@ const campaignColumns = `app_id, id, name, scenario_id, paused <> 0, created_at,
 func scanCampaign(row interface{ Scan(...any) error }) (*domain.Campaign, error) {
 	var c domain.Campaign
 	var created, updated int64
-	err := row.Scan(&c.AppID, &c.ID, &c.Name, &c.ScenarioID, &c.Paused, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, domain.ErrNotFound
-	}
-	if err != nil {
+	if err := scanErr(row.Scan(&c.AppID, &c.ID, &c.Name, &c.ScenarioID, &c.Paused, &created, &updated)); err != nil {
 		return nil, err
 	}
 	c.CreatedAt, c.UpdatedAt = FromMillis(created), FromMillis(updated)
@@ -225,4 +214,27 @@ func scanCampaign(row interface{ Scan(...any) error }) (*domain.Campaign, error)
 func (s *sqlStore) Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error) {
 	return scanCampaign(s.db.QueryRow(ctx,
 		`SELECT `+campaignColumns+` FROM campaigns WHERE app_id = ? AND id = ?`, appID, id))
+}
+
+// ScenarioScript is a scenario with a script, for the checks at start.
+type ScenarioScript struct {
+	App, ID string // the application's api_key, the scenario's id
+	Script  script.Script
+}
+
+// ScenarioScripts lists the script of every scenario, of every
+// application, that has one.
+func (s *sqlStore) ScenarioScripts(ctx context.Context) ([]ScenarioScript, error) {
+	return sqldb.Collect(ctx, s.db, func(r sqldb.Row) (ScenarioScript, error) {
+		var sc ScenarioScript
+		var text string
+		if err := r.Scan(&sc.App, &sc.ID, &text); err != nil {
+			return sc, err
+		}
+		if err := json.Unmarshal([]byte(text), &sc.Script); err != nil {
+			return sc, fmt.Errorf("scenario %s script: %w", sc.ID, err)
+		}
+		return sc, nil
+	}, `SELECT a.api_key, s.id, s.script FROM scenarios s
+		JOIN applications a ON a.id = s.app_id WHERE s.script <> '' ORDER BY a.id, s.id`+s.db.Dialect().CollateC())
 }

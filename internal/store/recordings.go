@@ -17,10 +17,6 @@ import (
 // node's disk (recordings.dir), so on several nodes that folder is one
 // shared by all (docs/postgres.md#status); each store holds where it is.
 
-func (s *SQLite) SetRecordings(f recordings.Files) { s.recordings = f }
-
-func (s *Postgres) SetRecordings(f recordings.Files) { s.recordings = f }
-
 // RecordingOf is the size of a call's recording, 0 when it has none;
 // errNotFound when the application has no such contact with such a call.
 func (s *sqlStore) RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {
@@ -59,20 +55,11 @@ func (s *sqlStore) RecordingsKept(ctx context.Context, ids []string) (map[string
 	for i, id := range ids {
 		args[i] = id
 	}
-	err := s.db.Query(ctx, `SELECT id, state = 'dialing', recording_bytes > 0 FROM calls
-		WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args, func(scan func(...any) error) error {
-		var id string
-		var k recordings.Kept
-		if err := scan(&id, &k.Up, &k.Listed); err != nil {
-			return err
-		}
-		out[id] = k
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqldb.CollectMap(ctx, s.db, func(r sqldb.Row) (id string, k recordings.Kept, err error) {
+		err = r.Scan(&id, &k.Up, &k.Listed)
+		return id, k, err
+	}, `SELECT id, state = 'dialing', recording_bytes > 0 FROM calls
+		WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 }
 
 // deleteWithRecordings runs a write that deletes calls (with their
