@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,8 +156,14 @@ func testConsoleResultsExport(t *testing.T, backend string) {
 		return queryInt(t, s.m.store, `SELECT count(*) FROM contacts WHERE state <> 'done'`) == 0
 	})
 	c := signedIn(t, s)
+	// The outcome mix is drawn: one stretch per outcome, end to end.
+	_, body := c.get("/console/apps/qa-key/campaigns/camp-1")
+	rects := regexp.MustCompile(`<rect x="([0-9.]+)" y="0" width="([0-9.]+)" height="8" class="o-[a-z_]+"><title>([A-Z_]+): 1 \(100.0%\)</title>`).FindAllStringSubmatch(body, -1)
+	if len(rects) != 1 || rects[0][1] != "0.00" || rects[0][2] != "100.00" || !strings.Contains(body, `aria-labelledby="mix-title"`) {
+		t.Errorf("the outcome mix of one done contact: %q\n%s", rects, body)
+	}
 	for _, page := range []string{"/apps/qa-key/scenarios/sc-remind", "/apps/qa-key/campaigns/camp-1"} {
-		_, body := c.get("/console" + page)
+		_, body = c.get("/console" + page)
 		if !strings.Contains(body, `action="/console`+page+`/results.csv"`) || !strings.Contains(body, `id="export-csv"`) {
 			t.Fatalf("%s has no export form:\n%s", page, body)
 		}

@@ -170,6 +170,33 @@ type progressView struct {
 	Export     *exportForm // the results export's form; nil on a live update
 	// Transitions are the status changes the scenario may take now.
 	Transitions []string
+	// Mix is the outcome mix of the done contacts, drawn as a bar.
+	Mix []mixPart
+}
+
+// mixPart is one outcome's stretch of the outcome-mix bar, in percent of
+// its width (docs/console.md#scenarios-and-campaigns).
+type mixPart struct {
+	Outcome, Class string
+	N              int64
+	X, W, Pct      string
+}
+
+// outcomeMix lays the done contacts' outcomes end to end, each as wide as
+// its share.
+func outcomeMix(p domain.Progress) []mixPart {
+	if p.Done == 0 {
+		return nil
+	}
+	var out []mixPart
+	x := 0.0
+	for _, o := range p.Outcomes {
+		w := 100 * float64(o.N) / float64(p.Done)
+		out = append(out, mixPart{Outcome: o.Outcome, Class: strings.ToLower(o.Outcome), N: o.N,
+			X: strconv.FormatFloat(x, 'f', 2, 64), W: strconv.FormatFloat(w, 'f', 2, 64), Pct: strconv.FormatFloat(w, 'f', 1, 64) + "%"})
+		x += w
+	}
+	return out
 }
 
 // exportForm is the results export's form: the filters as sent, what they
@@ -227,6 +254,7 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 	if d.Progress, err = c.reads.ContactProgress(ctx, app.ID, scenarioID, campaignID); err != nil {
 		return nil, err
 	}
+	d.Mix = outcomeMix(d.Progress)
 	d.PerMinute, d.AnsweredPM = c.engine.CallRate(app.ID, scenarioID, campaignID)
 	wallet, err := c.reads.Wallet(ctx, app.ID)
 	if err != nil {
