@@ -387,7 +387,20 @@ ALTER TABLE calls ADD COLUMN transcript TEXT NOT NULL DEFAULT '[]';
 DROP TRIGGER contact_counts_insert;
 DROP TRIGGER queued_contacts_insert;
 
--- migration 15: calls by minute, for the console's charts
+-- migration 15: the audit log of what people did in the console
+-- (docs/console.md#audit-log): who (their sign-in), when, what (the form's
+-- path and what the console answered), and which tenant's. No reference to
+-- the tenant: the log outlives it.
+CREATE TABLE audit_log (
+    seq     INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    actor   TEXT    NOT NULL,
+    action  TEXT    NOT NULL,
+    app_key TEXT    NOT NULL DEFAULT '',
+    detail  TEXT    NOT NULL DEFAULT ''
+);
+
+-- migration 16: calls by minute, for the console's charts
 -- Calls started and ended per (scenario, campaign, minute, outcome), kept
 -- exact by triggers inside whatever transaction starts or ends a call (as
 -- contact_counts is), so a chart of the last hours reads a few hundred

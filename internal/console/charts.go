@@ -41,8 +41,8 @@ type chartBar struct {
 	Label      string
 }
 
-// mixPart is one outcome of the outcome mix.
-type mixPart struct {
+// chartMixPart is one outcome of the calls' outcome mix.
+type chartMixPart struct {
 	Outcome string
 	N       int64
 	Pct     string
@@ -62,7 +62,7 @@ type chartsView struct {
 	Rate           []chartBar // answered of ended, per rateBucket
 	Answered       int64
 	AnswerRate     string // "—" with no call ended
-	Mix            []mixPart
+	Mix            []chartMixPart
 	MixBars        []chartBar
 	MixWidth       int
 	MixHeight      int
@@ -162,9 +162,9 @@ func layoutCharts(counts []domain.CallCount, of string, from, to time.Time) *cha
 		v.AnswerRate = pct(v.Answered, v.Ended)
 	}
 	for o, n := range byOutcome {
-		v.Mix = append(v.Mix, mixPart{Outcome: o, N: n, Pct: pct(n, v.Ended), Class: outcomeClass(o)})
+		v.Mix = append(v.Mix, chartMixPart{Outcome: o, N: n, Pct: pct(n, v.Ended), Class: outcomeClass(o)})
 	}
-	slices.SortFunc(v.Mix, func(a, b mixPart) int { return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Outcome, b.Outcome)) })
+	slices.SortFunc(v.Mix, func(a, b chartMixPart) int { return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Outcome, b.Outcome)) })
 	x := 0.0
 	for _, m := range v.Mix {
 		w := float64(m.N) * mixWidth / float64(v.Ended)

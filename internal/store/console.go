@@ -88,7 +88,7 @@ func (s *sqlStore) Outcomes(ctx context.Context, appID int64) ([]string, error) 
 // started, and those ended by outcome; of one scenario (campaignID "": its
 // campaigns' too), of one campaign, or with scenarioID "" of the whole
 // application. They come from call_minutes, kept by the triggers of
-// migration 15 (18 on PostgreSQL), so a chart reads a few rows a minute
+// migration 16 (19 on PostgreSQL), so a chart reads a few rows a minute
 // whatever the number of calls (docs/console.md#charts).
 func (s *sqlStore) CallCounts(ctx context.Context, appID int64, scenarioID, campaignID string, since time.Time) ([]domain.CallCount, error) {
 	var out []domain.CallCount
