@@ -241,6 +241,7 @@ func (h *Harness) webhooks() error {
 	n := h.o.hookEvents
 	per := min(1000, n)
 	t := Target{Addr: d.Addr, Reqs: d.opA(per), Check: checkImport}
+	stopProfile := h.profile(d, "dialbox-webhooks-burst")
 	r, err := Run(t, 4, 2*time.Minute, int64((n+per-1)/per))
 	if err != nil {
 		return err
@@ -250,6 +251,9 @@ func (h *Harness) webhooks() error {
 	}
 	want := 2 * r.Units // call.completed and contact.completed per contact
 	got := rc.waitFor(want, 20*time.Second, 3*time.Minute)
+	if stopProfile != nil {
+		stopProfile()
+	}
 	res.Contacts, res.Live, res.LiveRate = int(r.Units), got, rc.rate()
 	rc.mu.Lock()
 	res.LiveDups = rc.dups + pacedDups
@@ -278,7 +282,11 @@ func (h *Harness) webhooks() error {
 		return err
 	}
 	defer d2.Stop(30 * time.Second)
+	stopProfile = h.profile(d2, "dialbox-webhooks-drain")
 	drained := rc.waitFor(queued, 20*time.Second, 3*time.Minute)
+	if stopProfile != nil {
+		stopProfile()
+	}
 	res.Drained, res.DrainRate = drained, rc.rate()
 	rc.mu.Lock()
 	res.DrainDups = rc.dups
