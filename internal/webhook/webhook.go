@@ -62,9 +62,9 @@ type Faults interface {
 	BeforeSend(endpointID string) (status int, forced bool)
 }
 
-// Deliverer delivers the outbox: a dispatcher hands due messages to a pool
-// of workers, each of which sends, signs per Standard Webhooks, and records
-// the attempt. Delivery is at least once: a message is marked delivered
+// Deliverer delivers the outbox: a dispatcher reads due messages into a
+// queue, from which a pool of workers takes them, each signing per
+// Standard Webhooks and sending, and a recorder stores their attempts. Delivery is at least once: a message is marked delivered
 // only after its 2xx, so a crash in between sends it again, with the same
 // webhook-id. No endpoint has more than maxInFlight attempts under way at
 // once, so a receiver that never answers holds only that many workers and
@@ -89,6 +89,10 @@ type Deliverer struct {
 	atShare prometheus.Gauge
 
 	wake chan struct{}
+	// ready wakes idle workers: a message was queued or an endpoint got
+	// room. One signal a worker at most is waiting; a worker woken for
+	// nothing waits again.
+	ready chan struct{}
 
 	mu      sync.Mutex
 	running bool
@@ -103,9 +107,10 @@ type Deliverer struct {
 	// sending counts each endpoint's messages in inflight whose attempt is
 	// on the wire, which maxInFlight bounds.
 	sending map[string]int
-	// queue holds the messages read from the outbox and not yet handed to a
-	// worker, the longest waiting first: one read feeds many attempts, and
-	// the outbox is read again only when dirty.
+	// queue holds the messages read from the outbox and not yet taken by a
+	// worker, the longest waiting first: one read feeds many attempts, the
+	// workers take them while the dispatcher reads, and the outbox is read
+	// again only when dirty.
 	queue []queued
 	// dirty: the outbox may hold due messages the queue lacks (an event was
 	// queued, an endpoint with nothing queued got room, a read was cut
@@ -153,7 +158,7 @@ func New(store Outbox, faults Faults, log *slog.Logger, cfg config.WebhooksConfi
 			// A redirect is not a delivery: the receiver must answer 2xx itself.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		wake: make(chan struct{}, 1), recWake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), recWake: make(chan struct{}, 1), ready: make(chan struct{}, cfg.Workers),
 	}
 }
 
@@ -249,19 +254,17 @@ func (w *Deliverer) Shutdown(ctx context.Context) {
 // loop runs the workers, the recorder and the dispatcher until stop, then
 // closes done once every attempt is recorded or abandoned.
 func (w *Deliverer) loop(ctx context.Context, stop, done chan struct{}) {
-	jobs := make(chan domain.OutMessage)
 	var workers sync.WaitGroup
 	for range w.workers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			w.work(ctx, jobs, stop)
+			w.work(ctx, stop)
 		}()
 	}
 	recStop, recDone := make(chan struct{}), make(chan struct{})
 	go w.recorder(recStop, recDone)
 	defer func() {
-		close(jobs)
 		workers.Wait()
 		close(recStop)
 		<-recDone
@@ -287,10 +290,7 @@ func (w *Deliverer) loop(ctx context.Context, stop, done chan struct{}) {
 			w.dirty = true // a retry may have come due, an endpoint been enabled
 			w.mu.Unlock()
 		}
-		wait, stopped := w.dispatch(ctx, jobs, stop)
-		if stopped {
-			return
-		}
+		wait := w.dispatch(ctx)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -301,53 +301,66 @@ func (w *Deliverer) loop(ctx context.Context, stop, done chan struct{}) {
 	}
 }
 
-// work is a worker: one attempt at each message it is handed.
-func (w *Deliverer) work(ctx context.Context, jobs <-chan domain.OutMessage, stop <-chan struct{}) {
-	for m := range jobs {
+// work is a worker: it takes the first queued message whose endpoint has
+// room and makes one attempt at it, until stop.
+func (w *Deliverer) work(ctx context.Context, stop <-chan struct{}) {
+	for {
 		select {
-		case <-stop: // handed over as Stop came: not under way yet
-			w.mu.Lock()
-			w.forget(m.Seq)
-			w.mu.Unlock()
-			w.release([]int64{m.Seq})
+		case <-stop:
+			return
 		default:
+		}
+		w.mu.Lock()
+		m, ok := w.next()
+		w.mu.Unlock()
+		if ok {
 			w.deliver(ctx, m)
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		case <-w.ready:
 		}
 	}
 }
 
-// dispatch is one pass of the dispatcher: it hands the queued messages
-// whose endpoints have room to the workers, reads the outbox when it is
-// dirty and hands those over too, and says how long to wait before the
-// next pass; stopped: Stop came while it handed them over.
-func (w *Deliverer) dispatch(ctx context.Context, jobs chan<- domain.OutMessage, stop <-chan struct{}) (wait time.Duration, stopped bool) {
-	if w.handOver(jobs, stop) {
-		return 0, true
+// signal wakes up to n idle workers.
+func (w *Deliverer) signal(n int) {
+	for range min(n, w.workers) {
+		select {
+		case w.ready <- struct{}{}:
+		default:
+			return // as many signals wait as there are workers
+		}
 	}
+}
+
+// dispatch is one pass of the dispatcher: it reads the outbox into the
+// queue when the outbox is dirty and says how long to wait before the
+// next pass.
+func (w *Deliverer) dispatch(ctx context.Context) (wait time.Duration) {
 	w.mu.Lock()
 	dirty := w.dirty
 	w.mu.Unlock()
 	if !dirty {
-		return w.idle(), false // an endpoint's room, a record or Notify wakes us sooner
+		return w.idle() // an endpoint's room, a record or Notify wakes us sooner
 	}
 	now := time.Now()
 	if !w.read(ctx, now) {
-		return webhookIdle, false
-	}
-	if w.handOver(jobs, stop) {
-		return 0, true
+		return webhookIdle
 	}
 	w.mu.Lock()
 	dirty = w.dirty
 	w.mu.Unlock()
 	if dirty {
-		return 0, false
+		return 0
 	}
 	w.nextDue = time.Time{}
 	if t, ok, err := w.outbox.NextMessageDue(ctx, now); err == nil && ok {
 		w.nextDue = t
 	}
-	return w.idle(), false
+	return w.idle()
 }
 
 // idle is how long the dispatcher may sleep: until the next message comes
@@ -409,6 +422,7 @@ func (w *Deliverer) read(ctx context.Context, now time.Time) (ok bool) {
 		w.log.Error("webhooks: reading the outbox", "err", err)
 	}
 	var again []int64 // under way already: given back, as not tried now
+	added := 0
 	w.mu.Lock()
 	if len(msgs) >= limit {
 		w.dirty = true // cut short: other endpoints' messages may wait behind these
@@ -423,34 +437,13 @@ func (w *Deliverer) read(ctx context.Context, now time.Time) (ok bool) {
 			again = append(again, m.Seq)
 		case !isQueued[m.Seq]:
 			w.queue = append(w.queue, queued{m, now})
+			added++
 		}
 	}
 	w.mu.Unlock()
+	w.signal(added)
 	w.release(again)
 	return true
-}
-
-// handOver hands each queued message whose endpoint has room to a worker,
-// the longest waiting first, until none is left that can go; stopped: Stop
-// came meanwhile.
-func (w *Deliverer) handOver(jobs chan<- domain.OutMessage, stop <-chan struct{}) (stopped bool) {
-	for {
-		w.mu.Lock()
-		m, ok := w.next()
-		w.mu.Unlock()
-		if !ok {
-			return false
-		}
-		select {
-		case jobs <- m:
-		case <-stop:
-			w.mu.Lock()
-			w.forget(m.Seq)
-			w.mu.Unlock()
-			w.release([]int64{m.Seq})
-			return true
-		}
-	}
 }
 
 // next takes out of the queue the first message whose endpoint has room
@@ -482,10 +475,15 @@ func (w *Deliverer) dropQueued(endpoint string) []int64 {
 	return seqs
 }
 
-// hasQueued says whether the queue holds a message of endpoint. The
-// caller holds w.mu.
-func (w *Deliverer) hasQueued(endpoint string) bool {
-	return slices.ContainsFunc(w.queue, func(q queued) bool { return q.EndpointID == endpoint })
+// queuedOf counts the queued messages of endpoint. The caller holds w.mu.
+func (w *Deliverer) queuedOf(endpoint string) int {
+	n := 0
+	for _, q := range w.queue {
+		if q.EndpointID == endpoint {
+			n++
+		}
+	}
+	return n
 }
 
 // flight is a message of inflight: its endpoint, whether its attempt is on
@@ -577,13 +575,15 @@ func (w *Deliverer) deliver(ctx context.Context, m domain.OutMessage) {
 	if a.DisableEndpoint {
 		drop = w.dropQueued(m.EndpointID) // its messages wait until it is enabled again
 	}
-	if !w.hasQueued(m.EndpointID) {
-		w.dirty = true
-	}
+	low := w.queuedOf(m.EndpointID) < w.maxInFlight
+	w.dirty = w.dirty || low // read its next messages before the workers run out
 	w.recs = append(w.recs, a)
 	w.mu.Unlock()
 	w.release(drop)
-	w.poke()
+	w.signal(1)
+	if low {
+		w.poke()
+	}
 	select {
 	case w.recWake <- struct{}{}:
 	default:
