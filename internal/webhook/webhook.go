@@ -375,7 +375,7 @@ func (w *Deliverer) idle() time.Duration {
 // readAhead is how many messages a read takes per worker (and per
 // message of an endpoint's share): enough that one read feeds the workers
 // for a while, few enough that a read stays small.
-const readAhead = 4
+const readAhead = 16
 
 // read forgets the messages whose attempts were recorded before it began
 // (it sees their records) and adds to the queue the messages due at now,
