@@ -498,7 +498,7 @@ func TestAdLimitQueryUsesItsIndex(t *testing.T) {
 		`SELECT count(*) FROM calls WHERE state = 'dialing' AND app_id = ? AND ad_phone = ?`:                                                                       {"calls_dialing", 1, "+84900000001"},
 	} {
 		index, args := args[0].(string), args[1:]
-		rows, err := s.Read.Query(`EXPLAIN QUERY PLAN `+q, args...)
+		rows, err := sqliteDB(t, s).Query(`EXPLAIN QUERY PLAN `+q, args...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -937,7 +937,7 @@ func TestInternalErrors(t *testing.T) {
 			// The failed imports left nothing behind, and the store still works.
 			s.exec(t, `DROP TRIGGER break_import`)
 			var n int
-			if err := sqliteOf(t, s.m.store).Read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
+			if err := sqliteAt(t, s.m.Config.Database).QueryRow(`SELECT count(*) FROM contacts`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("contacts after failed imports: %d (%v), want 0", n, err)
 			}
 			s.exec(t, `UPDATE scenarios SET call_config = 'not json' WHERE id = 'sc-remind'`)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -102,19 +103,17 @@ func TestBackupUnderLoad(t *testing.T) {
 	if err := run(context.Background(), []string{"restore", backup, "--database", restored}, &out, nil); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	store, err := store.OpenSQLite(restored, sqliteMigrations(), store.NewMetrics(false))
+	store, err := store.OpenSQLite(restored, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, store, restored)
 	defer store.Close()
 	app, err := store.DemoApp(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := store.ContactIDs(context.Background(), app.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := contactIDs(t, store, app.ID)
 	missing := 0
 	for _, id := range before {
 		if !ids[id] {

@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
-	"dialbox/internal/store"
 )
 
 // discardResponse is a ResponseWriter that keeps nothing, so a benchmark
@@ -61,79 +56,6 @@ func BenchmarkCachedAppByKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.m.catalog.AppByKey(ctx, "bench-key")
-	}
-}
-
-// TestOtherConnectionsCommitsAreSeen: two stores on one database file, as a
-// server and `dialbox app create` are. What one commits, the other's cached
-// reads see at once, misses included; its own imports still leave its
-// cache alone.
-func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
-	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "two.db")
-	serverStore, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer serverStore.Close()
-	server := newCachedStore(serverStore)
-	other, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	fa := &store.FixtureApp{Name: "a", APIKey: "k", APISecret: "s",
-		Scenarios: []*store.FixtureScenario{{ID: "sc", Status: domain.StatusReviewing, Content: "x", CallConfig: domain.DefaultCallConfig()}}}
-	if err := server.ApplyFixtures(ctx, []*store.FixtureApp{fa}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	app, err := server.AppByKey(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.AppByKey(ctx, "new"); err != domain.ErrNotFound {
-		t.Fatalf("unknown application: %v", err)
-	}
-	if sc, _ := server.Scenario(ctx, app.ID, "sc"); sc.Status != domain.StatusReviewing {
-		t.Fatalf("scenario %s", sc.Status)
-	}
-
-	if _, err := other.CreateApp(ctx, "New", "new", "secret", destinations.Rules{}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.TransitionScenario(ctx, app.ID, "sc", []string{domain.StatusReviewing}, domain.StatusActive, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if a, err := server.AppByKey(ctx, "new"); err != nil || a.Name != "New" {
-		t.Errorf("application created by another store: %v %v", a, err)
-	}
-	if sc, _ := server.Scenario(ctx, app.ID, "sc"); sc.Status != domain.StatusActive {
-		t.Errorf("scenario approved by another store still %s", sc.Status)
-	}
-	if _, err := other.UpdateApp(ctx, "k", domain.AppPatch{Disabled: ptr(true)}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if a, _ := server.AppByKey(ctx, "k"); !a.Disabled {
-		t.Error("application disabled by another store still enabled")
-	}
-
-	// The server's own imports keep its cache, though they move the same
-	// counter. (The first one's writer learns of the other store's commits
-	// too, and drops the cache once more.)
-	var version uint64
-	for i := range 4 {
-		if i == 1 {
-			version = serverStore.ConfigChanges.Load()
-		}
-		req := domain.ImportRequest{AppID: app.ID, ScenarioID: "sc",
-			Contacts: []domain.NewContact{{ID: fmt.Sprint("c", i), Phone: fmt.Sprint("+8491234567", i), Fields: []byte("{}")}}}
-		if _, err := server.Import(ctx, req, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		server.AppByKey(ctx, "k")
-	}
-	if serverStore.ConfigChanges.Load() != version {
-		t.Error("the store's own imports invalidated its configuration cache")
 	}
 }
 

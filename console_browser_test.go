@@ -145,7 +145,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			return queryInt(t, s.m.store, `SELECT count(*) FROM webhook_messages WHERE state = 'delivered'`) > 0
 		})
 		var id string
-		if err := sqliteOf(t, s.m.store).Read.QueryRow(`SELECT id FROM webhook_messages WHERE state = 'delivered' LIMIT 1`).Scan(&id); err != nil {
+		if err := sqliteAt(t, s.m.Config.Database).QueryRow(`SELECT id FROM webhook_messages WHERE state = 'delivered' LIMIT 1`).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		s.exec(t, `UPDATE webhook_messages SET state = 'dead' WHERE id = ?`, id)

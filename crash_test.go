@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -111,13 +112,14 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 		t.Fatalf("graceful stop: %v\n%s", second.waitErr, second.out.String())
 	}
 
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, db)
 	defer s.Close()
 	stored := map[string]string{}
-	rows, err := s.Read.Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
+	rows, err := sqliteDB(t, s).Query(`SELECT id, phone FROM contacts WHERE scenario_id = 'sc-load'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestCrashKeepsAcknowledgedContacts(t *testing.T) {
 	}
 	t.Logf("%d acknowledged, %d stored (the rest were committed but not yet answered)", len(acked), len(stored))
 	var check string
-	if err := s.Read.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+	if err := sqliteDB(t, s).QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Errorf("integrity_check after the crash: %q, %v", check, err)
 	}
 	// The restart re-applied the fixtures without duplicating anything.

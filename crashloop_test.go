@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -107,10 +108,11 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, db)
 	defer s.Close()
 	last := engRunBinary(t, bin, config, url)
 	waitFor(t, "every contact done and every message delivered", func() bool {
@@ -126,10 +128,7 @@ func TestCrashLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := s.ContactIDs(context.Background(), app.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := contactIDs(t, s, app.ID)
 	lost := 0
 	for id := range acked {
 		if !stored[id] {
@@ -143,7 +142,7 @@ func TestCrashLoop(t *testing.T) {
 		t.Errorf("%d calls left dialing", n)
 	}
 	var spent int64
-	if err := s.Read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := s.Wallet(context.Background(), app.ID); w.Balance != balance-spent {
@@ -156,7 +155,7 @@ func TestCrashLoop(t *testing.T) {
 	if messages != calls+contacts {
 		t.Errorf("%d messages for %d calls and %d contacts, want one per call and one per contact", messages, calls, contacts)
 	}
-	rows, err := s.Read.Query(`SELECT id FROM webhook_messages`)
+	rows, err := sqliteDB(t, s).Query(`SELECT id FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,8 +91,8 @@ func TestPostgresMigrationsFromEveryVersion(t *testing.T) {
 			if err := store.MigratePostgres(ctx, pool, postgresMigrations(), from); err != nil {
 				t.Fatal(err)
 			}
-			if v, err := store.PostgresVersion(ctx, pool); err != nil || v != from {
-				t.Fatalf("at version %d (%v), want %d", v, err, from)
+			if v := pgInt(t, pool, `SELECT version FROM dialbox_schema`); v != from {
+				t.Fatalf("at version %d, want %d", v, from)
 			}
 			if from >= 2 {
 				// Contacts and a call an older dialbox left: two unfinished
@@ -240,8 +240,8 @@ func TestPostgresMigrationsConcurrentNodes(t *testing.T) {
 			t.Errorf("node %d: %v", i, err)
 		}
 	}
-	if v, err := store.PostgresVersion(context.Background(), pool); err != nil || v != all {
-		t.Errorf("version %d (%v), want %d", v, err, all)
+	if v := pgInt(t, pool, `SELECT version FROM dialbox_schema`); v != all {
+		t.Errorf("version %d, want %d", v, all)
 	}
 }
 

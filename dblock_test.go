@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"io"
 	"os"
@@ -34,10 +35,11 @@ func TestSecondServerRefused(t *testing.T) {
 // so it is created readable by its owner only.
 func TestDatabaseFileIsPrivate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "private.db")
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, path)
 	defer s.Close()
 	for _, name := range []string{path, path + "-wal"} {
 		if mode := fileMode(t, name); mode != 0o600 {

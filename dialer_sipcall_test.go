@@ -288,7 +288,8 @@ func TestSIPScriptAMD(t *testing.T) {
 		noAMD     = "+84912000024"
 		notSure   = "+84912000025"
 	)
-	// Three 500 ms words: AMD's MAXWORDS. One 400 ms word then silence:
+	// Four 500 ms words: a machine once 1.5 s of voice is heard (AMD's
+	// LONGGREETING, the third word's end). One 400 ms word then silence:
 	// HUMAN after 800 ms of it.
 	long := sipcalltest.Words(300, 500, 300, 500, 300, 500, 300, 500)
 	alo := sipcalltest.Words(300, 400)

@@ -110,6 +110,7 @@ func mustOpenStore(t testing.TB, database string) Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, database)
 	t.Cleanup(func() { s.Close() })
 	return s
 }

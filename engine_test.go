@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/store"
 	"dialbox/internal/webhook"
@@ -763,10 +764,11 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, db)
 	defer s.Close()
 	up := queryInt(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`)
 	done := queryInt(t, s, `SELECT count(*) FROM contacts WHERE state = 'done'`)
@@ -792,7 +794,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("%d calls settled as CANCELED, want at least the %d the kill interrupted", got, up)
 	}
 	var spent int64
-	if err := s.Read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent); err != nil {
 		t.Fatal(err)
 	}
 	app, err := s.AppByKey(context.Background(), "kill-key")
@@ -802,7 +804,7 @@ func TestEngineSurvivesSIGKILL(t *testing.T) {
 	if w, _ := s.Wallet(context.Background(), app.ID); w.Balance != balance-spent {
 		t.Errorf("balance %d, want %d - %d charged for the recorded calls", w.Balance, balance, spent)
 	}
-	rows, err := s.Read.Query(`SELECT id FROM webhook_messages`)
+	rows, err := sqliteDB(t, s).Query(`SELECT id FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}

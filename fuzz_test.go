@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"errors"
@@ -173,7 +174,7 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Add(seed)
 	}
 	dir := f.TempDir()
-	st, err := store.OpenSQLite(filepath.Join(dir, "auth.db"), sqliteMigrations(), store.NewMetrics(false))
+	st, err := store.OpenSQLite(filepath.Join(dir, "auth.db"), sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -9,8 +9,11 @@ import (
 	"dialbox/internal/auth"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"dialbox/internal/testtool"
+	"fmt"
+	"sync"
 
 	"bytes"
 	"context"
@@ -18,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,11 +169,12 @@ func startMain(t testing.TB, stdout io.Writer, args, env []string, setup func(*M
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	opened(t, m.store, m.Config.Database)
 	return m
 }
 
-// exec runs SQL through the store's own writer, for what the public API
-// cannot do (disable an application, break a row on purpose).
+// exec changes the server's database where the public API cannot
+// (disable an application, break a row on purpose): storeExec.
 func (s *testServer) exec(t testing.TB, query string, args ...any) {
 	t.Helper()
 	storeExec(t, s.m.store, query, args...)
@@ -292,11 +297,12 @@ func mintToken(t testing.TB, app *domain.Application) string {
 func openTestStore(t testing.TB) (*store.SQLite, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dialbox.db")
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	opened(t, s, path)
 	return s, path
 }
 
@@ -316,6 +322,7 @@ func fixtureStoreIn(t testing.TB, database string, apps ...*store.FixtureApp) (S
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	opened(t, s, database)
 	if err := s.ApplyFixtures(context.Background(), apps, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -334,11 +341,12 @@ func fixtureStore(t testing.TB, apps ...*store.FixtureApp) (*store.SQLite, []int
 
 func fixtureStoreAt(t testing.TB, path string, apps ...*store.FixtureApp) (*store.SQLite, []int64) {
 	t.Helper()
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	opened(t, s, path)
 	if err := s.ApplyFixtures(context.Background(), apps, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -349,39 +357,151 @@ func fixtureStoreAt(t testing.TB, path string, apps ...*store.FixtureApp) (*stor
 	return s, ids
 }
 
-// storeExec runs SQL through the store's own write path, for what no API
-// can do (disable an application, break a row on purpose); the SQL both
-// databases speak, with ? placeholders.
-func storeExec(t testing.TB, s Store, query string, args ...any) {
-	t.Helper()
-	if pg, ok := s.(*store.Postgres); ok {
-		if err := pg.ConfigWrite(context.Background(), func(tx pgx.Tx) error {
-			_, err := tx.Exec(context.Background(), sqldb.Numbered(query), args...)
-			return err
-		}); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		return
-	}
-	if err := sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(query, args...)
-		return err
-	}); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+// ---- the database under a store ----
+
+// Tests read and change a store's database through connections of their
+// own, as another process would; the store keeps its own to itself. A
+// store commits nothing these helpers wrote for it, so it sees their
+// changes as another process's: SQLite's at its next read
+// (internal/store/catalog_watch.go), PostgreSQL's once notified
+// (docs/postgres.md#configuration-changes).
+
+// storeDatabases is the database each store the helpers opened was opened
+// on, as `database` names it.
+var storeDatabases sync.Map // Store -> string
+
+// opened records that s is the store of database, for the helpers below.
+func opened(t testing.TB, s Store, database string) {
+	storeDatabases.Store(s, database)
+	t.Cleanup(func() { storeDatabases.Delete(s) })
 }
 
-// storeWrite runs fn in a write transaction of either store.
-func storeWrite(t testing.TB, s Store, fn func(tx store.SettleTx) error) {
+// databaseOf is the database s was opened on.
+func databaseOf(t testing.TB, s Store) string {
 	t.Helper()
+	database, ok := storeDatabases.Load(s)
+	if !ok {
+		t.Fatalf("the test opened a %T without the helpers (opened), so its database is unknown", s)
+	}
+	return database.(string)
+}
+
+// outsideDB is the test's own connection to a database.
+type outsideDB struct {
+	sqlite *sql.DB       // a SQLite file's
+	pg     *pgxpool.Pool // PostgreSQL's
+}
+
+func (o *outsideDB) querier() sqldb.Querier {
+	if o.pg != nil {
+		return sqldb.PGX(o.pg)
+	}
+	return sqldb.SQL(o.sqlite)
+}
+
+// outsideDBs holds the connections the running tests opened, by database.
+var outsideDBs sync.Map // string -> *outsideDB
+
+// outsideAt is the test's connection to database, opened at its first use
+// and closed when the test ends.
+func outsideAt(t testing.TB, database string) *outsideDB {
+	t.Helper()
+	if o, ok := outsideDBs.Load(database); ok {
+		return o.(*outsideDB)
+	}
+	o := &outsideDB{}
 	var err error
-	if pg, ok := s.(*store.Postgres); ok {
-		err = pgx.BeginFunc(context.Background(), pg.Pool, func(tx pgx.Tx) error { return fn(store.PgTx(context.Background(), tx, nil)) })
+	if config.IsPostgresURL(database) {
+		o.pg, err = pgxpool.New(context.Background(), database)
 	} else {
-		err = sqliteOf(t, s).Write(context.Background(), func(tx *sql.Tx) error { return fn(store.SQLiteTx(tx)) })
+		o.sqlite, err = sql.Open("sqlite", "file:"+(&url.URL{Path: database}).EscapedPath()+
+			"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)")
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prev, loaded := outsideDBs.LoadOrStore(database, o); loaded {
+		o.close()
+		return prev.(*outsideDB)
+	}
+	t.Cleanup(func() {
+		outsideDBs.Delete(database)
+		o.close()
+	})
+	return o
+}
+
+func (o *outsideDB) close() {
+	if o.pg != nil {
+		o.pg.Close()
+	} else {
+		o.sqlite.Close()
+	}
+}
+
+// outside is the test's connection to s's database.
+func outside(t testing.TB, s Store) *outsideDB {
+	t.Helper()
+	return outsideAt(t, databaseOf(t, s))
+}
+
+// sqliteAt is the test's connection to the SQLite file at path, for what
+// only SQLite says (its query plans, PRAGMAs).
+func sqliteAt(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	if config.IsPostgresURL(path) {
+		t.Fatalf("this test reads SQLite's own tables; the database is PostgreSQL")
+	}
+	return outsideAt(t, path).sqlite
+}
+
+// outsideWrite runs fn in one transaction of the test's connection to s's
+// database; the SQL both databases speak, with ? placeholders.
+func outsideWrite(t testing.TB, s Store, fn func(tx sqldb.Querier) error) {
+	t.Helper()
+	o := outside(t, s)
+	var err error
+	if o.pg != nil {
+		err = pgx.BeginFunc(context.Background(), o.pg, func(tx pgx.Tx) error { return fn(sqldb.PGX(tx)) })
+	} else {
+		var tx *sql.Tx
+		if tx, err = o.sqlite.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if err = fn(sqldb.SQL(tx)); err != nil {
+			tx.Rollback()
+		} else {
+			err = tx.Commit()
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storeExec changes s's database where no API can (disable an
+// application, break a row on purpose), as a configuration change another
+// process commits: s has seen it when storeExec returns. The SQL both
+// databases speak, with ? placeholders.
+func storeExec(t testing.TB, s Store, query string, args ...any) {
+	t.Helper()
+	before, _ := s.ConfigVersion()
+	postgres := false
+	outsideWrite(t, s, func(tx sqldb.Querier) error {
+		if _, err := tx.Exec(context.Background(), query, args...); err != nil {
+			return fmt.Errorf("%s: %w", query, err)
+		}
+		if postgres = tx.Dialect() == sqldb.Postgres; !postgres {
+			return nil // SQLite's store sees the commit at its next read
+		}
+		_, err := tx.Exec(context.Background(), `SELECT pg_notify('dialbox_config', 'tests')`)
+		return err
+	})
+	if postgres {
+		waitFor(t, "the store to hear of the change", func() bool {
+			v, listening := s.ConfigVersion()
+			return v != before || !listening
+		})
 	}
 }
 
@@ -389,20 +509,7 @@ func storeWrite(t testing.TB, s Store, fn func(tx store.SettleTx) error) {
 // both databases speak, with ? placeholders.
 func queryRows(t testing.TB, s Store, query string, args []any, row func(scan func(...any) error) error) {
 	t.Helper()
-	var err error
-	if pg, ok := s.(*store.Postgres); ok {
-		err = pgx.BeginFunc(context.Background(), pg.Pool, func(tx pgx.Tx) error {
-			return store.PgTx(context.Background(), tx, nil).QueryRows(query, args, row)
-		})
-	} else {
-		tx, terr := sqliteOf(t, s).Read.Begin()
-		if terr != nil {
-			t.Fatal(terr)
-		}
-		defer tx.Rollback()
-		err = store.SQLiteTx(tx).QueryRows(query, args, row)
-	}
-	if err != nil {
+	if err := outside(t, s).querier().Query(context.Background(), query, args, row); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
@@ -427,26 +534,10 @@ func queryRow(t testing.TB, s Store, query string, args []any, dest ...any) {
 func queryInt(t testing.TB, s Store, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if pg, ok := s.(*store.Postgres); ok {
-		if err := pg.Pool.QueryRow(context.Background(), sqldb.Numbered(query), args...).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		return n
-	}
-	if err := sqliteOf(t, s).Read.QueryRow(query, args...).Scan(&n); err != nil {
+	if err := outside(t, s).querier().QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
-}
-
-// sqliteOf is the SQLite store behind s, for tests that look inside it.
-func sqliteOf(t testing.TB, s Store) *store.SQLite {
-	t.Helper()
-	ss, ok := s.(*store.SQLite)
-	if !ok {
-		t.Fatalf("this test reads SQLite's own tables; the store is a %T", s)
-	}
-	return ss
 }
 
 // applyTestFixtures loads a fixtures text through LoadFixtures, as a start does.
@@ -517,8 +608,22 @@ var testWeeks = func() int {
 	return n
 }()
 
-// contactLister is the store's list of every stored contact id, which
-// tests read to see what a write kept; nothing in dialbox needs it.
-type contactLister interface {
-	ContactIDs(ctx context.Context, appID int64) (map[string]bool, error)
+// contactIDs is the id of every stored contact of the application, which
+// tests read to see what a write kept.
+func contactIDs(t testing.TB, s Store, appID int64) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	queryRows(t, s, `SELECT id FROM contacts WHERE app_id = ?`, []any{appID}, func(scan func(...any) error) error {
+		var id string
+		err := scan(&id)
+		ids[id] = true
+		return err
+	})
+	return ids
+}
+
+// sqliteDB is the test's connection to the SQLite file under s.
+func sqliteDB(t testing.TB, s Store) *sql.DB {
+	t.Helper()
+	return sqliteAt(t, databaseOf(t, s))
 }

@@ -64,6 +64,7 @@ func openDatabase(t *testing.T, database string) Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, store, database)
 	return store
 }
 
@@ -119,7 +120,7 @@ func testImportCommand(t *testing.T, backend string) {
 
 	store := openDatabase(t, db)
 	app, _ := store.AppByKey(context.Background(), "imp-key")
-	ids, _ := store.(contactLister).ContactIDs(context.Background(), app.ID)
+	ids := contactIDs(t, store, app.ID)
 	store.Close()
 	if len(ids) != 2 {
 		t.Errorf("%d contacts stored, want 2", len(ids))
@@ -218,7 +219,7 @@ func testImportWhileServing(t *testing.T, backend string) {
 		t.Fatalf("import: %v", err)
 	}
 	app, _ := m.store.DemoApp(context.Background())
-	if ids, _ := m.store.(contactLister).ContactIDs(context.Background(), app.ID); len(ids) != 2 {
+	if ids := contactIDs(t, m.store, app.ID); len(ids) != 2 {
 		t.Errorf("the server sees %d contacts, want 2: %s", len(ids), out.String())
 	}
 }

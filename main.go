@@ -91,12 +91,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, env []string) err
 // openCommandStore opens the database of a command that works on it
 // directly.
 func openCommandStore(ctx context.Context, cfg config.Config) (cli.Store, error) {
-	st, err := openExistingStore(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	st.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg))) // an application deleted takes its recordings
-	return st, nil
+	return openExistingStore(ctx, cfg)
 }
 
 // Main is one running dialbox: tests start it on 127.0.0.1:0 exactly as the
@@ -205,7 +200,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveLock.Close()
 		return err
 	}
-	m.store.SetRecordings(recordings.Folder(cfg, store.DataDir(cfg)))
 	m.catalog = newCachedStore(m.store)
 	defer func() {
 		if err != nil {

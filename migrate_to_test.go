@@ -18,7 +18,10 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/recordings"
+	"dialbox/internal/sqldb"
 	"dialbox/internal/store"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -102,10 +105,11 @@ func migrateToFill(t *testing.T) string {
 	}
 
 	// A call left up as a crash leaves it: its contact dialing.
-	st, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	st, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, st, db)
 	defer st.Close()
 
 	// An advertising tenant with settings of its own, dialled by an engine
@@ -313,13 +317,17 @@ func TestMigrateTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	tables := verifiedTables(t, out)
+	// Every table of the SQLite file, SQLite's own left out.
 	liteTables, _ := func() ([]string, error) {
 		db, err := store.OpenPlain(source)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		return store.SQLiteTables(context.Background(), db)
+		return sqldb.Collect(context.Background(), sqldb.SQL(db), func(r sqldb.Row) (string, error) {
+			var name string
+			return name, r.Scan(&name)
+		}, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
 	}()
 	if len(liteTables) < 13 || len(tables) != len(liteTables) {
 		t.Fatalf("verified %v, SQLite has %v", tables, liteTables)
@@ -361,7 +369,7 @@ func TestMigrateTo(t *testing.T) {
 
 	// The console's counts are the rows' on the copy: copied once, not
 	// appended again as changes.
-	st := pg.m.store.(*store.Postgres)
+	st := pg.m.store
 	migrateToCheckCounts(t, st, "on the copy")
 
 	// Identity columns go on past the copied ids: new rows are stored.
@@ -373,11 +381,11 @@ func TestMigrateTo(t *testing.T) {
 		t.Fatalf("import on the copy: HTTP %d %s", status, b)
 	}
 	var importSeq, maxCopied int64
-	if err := pg.m.store.(*store.Postgres).Pool.QueryRow(context.Background(),
-		`SELECT max(seq) FILTER (WHERE id IN (SELECT import_id FROM contacts WHERE phone = '+84912000009')),
-			max(seq) FILTER (WHERE id NOT IN (SELECT import_id FROM contacts WHERE phone = '+84912000009')) FROM imports`).
-		Scan(&importSeq, &maxCopied); err != nil || importSeq <= maxCopied {
-		t.Errorf("the new import's seq %d is not after the copied ones' (%d): %v", importSeq, maxCopied, err)
+	queryRow(t, st, `SELECT max(seq) FILTER (WHERE id IN (SELECT import_id FROM contacts WHERE phone = '+84912000009')),
+			max(seq) FILTER (WHERE id NOT IN (SELECT import_id FROM contacts WHERE phone = '+84912000009')) FROM imports`, nil,
+		&importSeq, &maxCopied)
+	if importSeq <= maxCopied {
+		t.Errorf("the new import's seq %d is not after the copied ones' (%d)", importSeq, maxCopied)
 	}
 
 	// The call the crash left up is settled by the first PostgreSQL node,
@@ -388,19 +396,17 @@ func TestMigrateTo(t *testing.T) {
 	// The import and the settle are counted as changes on top of the
 	// copied counts, and folded into them.
 	migrateToCheckCounts(t, st, "after an import and a settle on the copy")
-	if err := st.FoldCounts(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := queryInt(t, st, `SELECT count(*) FROM contact_count_changes`); n != 0 {
-		t.Errorf("%d changes left after a fold", n)
-	}
+	// The node folds them every few seconds (internal/store/postgres_console.go).
+	waitFor(t, "the changes folded into the counts", func() bool {
+		return queryInt(t, st, `SELECT count(*) FROM contact_count_changes`) == 0
+	})
 	migrateToCheckCounts(t, st, "after a fold")
 }
 
 // migrateToCheckCounts compares the console's counts with count(*) of
 // the rows: each scenario's and campaign's contacts by state and outcome,
 // each endpoint's messages by state.
-func migrateToCheckCounts(t *testing.T, s *store.Postgres, when string) {
+func migrateToCheckCounts(t *testing.T, s Store, when string) {
 	t.Helper()
 	ctx := context.Background()
 	type progressKey struct {
@@ -408,7 +414,7 @@ func migrateToCheckCounts(t *testing.T, s *store.Postgres, when string) {
 		scenario, campaign string
 	}
 	want := map[progressKey]map[string]int64{}
-	rows, err := s.Pool.Query(ctx, `SELECT app_id, scenario_id, c, state, coalesce(outcome, ''), count(*)
+	rows, err := outside(t, s).pg.Query(ctx, `SELECT app_id, scenario_id, c, state, coalesce(outcome, ''), count(*)
 		FROM contacts, LATERAL (VALUES (''), (campaign_id)) AS v(c) WHERE c IS NOT NULL
 		GROUP BY 1, 2, 3, 4, 5`)
 	if err != nil {
@@ -454,7 +460,7 @@ func migrateToCheckCounts(t *testing.T, s *store.Postgres, when string) {
 	}
 
 	wantStates := map[string]map[string]int64{}
-	rows, err = s.Pool.Query(ctx, `SELECT e.id, m.state, count(m.seq) FROM webhook_endpoints e
+	rows, err = outside(t, s).pg.Query(ctx, `SELECT e.id, m.state, count(m.seq) FROM webhook_endpoints e
 		LEFT JOIN webhook_messages m ON m.endpoint_id = e.id GROUP BY 1, 2`)
 	if err != nil {
 		t.Fatal(err)
@@ -490,10 +496,10 @@ func migrateToCheckCounts(t *testing.T, s *store.Postgres, when string) {
 
 // migrateToCheckIdentities checks that every identity column's next value
 // is past the column's copied values.
-func migrateToCheckIdentities(t *testing.T, s *store.Postgres) {
+func migrateToCheckIdentities(t *testing.T, s Store) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := s.Pool.Query(ctx, `SELECT table_name::text, column_name::text FROM information_schema.columns
+	rows, err := outside(t, s).pg.Query(ctx, `SELECT table_name::text, column_name::text FROM information_schema.columns
 		WHERE table_schema = current_schema() AND is_identity = 'YES'`)
 	if err != nil {
 		t.Fatal(err)
@@ -507,14 +513,14 @@ func migrateToCheckIdentities(t *testing.T, s *store.Postgres) {
 	for _, c := range cols {
 		table, col := pgx.Identifier{c.Table}.Sanitize(), pgx.Identifier{c.Name}.Sanitize()
 		var maxCopied, next int64
-		if err := s.Pool.QueryRow(ctx, `SELECT coalesce(max(`+col+`), 0) FROM `+table).Scan(&maxCopied); err != nil {
+		if err := outside(t, s).pg.QueryRow(ctx, `SELECT coalesce(max(`+col+`), 0) FROM `+table).Scan(&maxCopied); err != nil {
 			t.Fatal(err)
 		}
 		if maxCopied == 0 {
 			continue
 		}
 		copied++
-		if err := s.Pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence($1, $2))`, table, c.Name).Scan(&next); err != nil {
+		if err := outside(t, s).pg.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence($1, $2))`, table, c.Name).Scan(&next); err != nil {
 			t.Fatal(err)
 		}
 		if next <= maxCopied {
@@ -673,10 +679,11 @@ func TestMigrateToDetectsMismatch(t *testing.T) {
 func TestMigrateToOlderSQLite(t *testing.T) {
 	target := pgtest.Database(t)
 	source := filepath.Join(t.TempDir(), "old.db")
-	old, err := store.OpenSQLite(source, sqliteMigrations()[:5], store.NewMetrics(false))
+	old, err := store.OpenSQLite(source, sqliteMigrations()[:5], store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, old, source)
 	// As that older dialbox wrote it: CreateApp now writes columns of later
 	// migrations.
 	storeExec(t, old, `INSERT INTO applications (name, api_key, api_secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,

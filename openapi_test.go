@@ -587,7 +587,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 		}
 	}
 	count := func(query string) (n int) {
-		sqliteOf(t, s.m.store).Read.QueryRow(query).Scan(&n)
+		sqliteAt(t, s.m.Config.Database).QueryRow(query).Scan(&n)
 		return n
 	}
 	received := func() int {
@@ -770,12 +770,12 @@ func TestOpenAPIWebhookEvents(t *testing.T) {
 		t.Fatalf("operation A: %d %s", resp.StatusCode, body)
 	}
 	count := func() (done int) {
-		sqliteOf(t, m.store).Read.QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
+		sqliteAt(t, m.Config.Database).QueryRow(`SELECT count(*) FROM webhook_messages WHERE event_type = 'contact.completed'`).Scan(&done)
 		return done
 	}
 	waitFor(t, "every contact completed", func() bool { return count() >= len(phones) })
 
-	rows, err := sqliteOf(t, m.store).Read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	rows, err := sqliteAt(t, m.Config.Database).Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
@@ -114,10 +115,11 @@ func queueCountsExact(t *testing.T, s Store, when string) {
 // migration that adds it to a database holding contacts.
 func TestQueuedContactsCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := store.OpenSQLite(path, sqliteMigrations()[:3], store.NewMetrics(false))
+	old, err := store.OpenSQLite(path, sqliteMigrations()[:3], store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, old, path)
 	// Half the numbers are busy and called again: their contacts go queued
 	// -> dialing -> queued -> dialing -> done.
 	tenant := engTenant()
@@ -131,7 +133,7 @@ func TestQueuedContactsCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var app int64
-	if err := old.Read.QueryRow(`SELECT id FROM applications`).Scan(&app); err != nil {
+	if err := sqliteDB(t, old).QueryRow(`SELECT id FROM applications`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	storeExec(t, old, `INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)

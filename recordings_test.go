@@ -274,11 +274,12 @@ func testRecordingsSimulated(t *testing.T, backend string) {
 	}
 
 	// Deleted with the contact: by a scenario's delete, a reset, an
-	// application's delete.
+	// application's delete, through the admin API or the command line.
 	for _, del := range []struct{ what, method, path string }{
 		{"scenario", "DELETE", "/apps/bot-key/scenarios/rec"},
 		{"reset", "POST", "/reset"},
 		{"application", "DELETE", "/apps/bot-key"},
+		{"command line's application", "CLI", "app delete --app bot-key"},
 	} {
 		if del.what != "scenario" {
 			// The reset brought the fixtures back; make a recording to delete.
@@ -289,7 +290,15 @@ func testRecordingsSimulated(t *testing.T, backend string) {
 		if c.RecordingURL == nil || !exists(f) {
 			t.Fatalf("%s: no recording to delete", del.what)
 		}
-		s.admin(t, del.method, del.path, "", nil)
+		if del.method == "CLI" {
+			var out bytes.Buffer
+			args := append(strings.Fields(del.path), "--database", s.db)
+			if err := run(ctx, args, &out, []string{"DIALBOX_RECORDINGS_DIR=" + dir}); err != nil {
+				t.Fatalf("dialbox %s: %v %s", del.path, err, out.String())
+			}
+		} else {
+			s.admin(t, del.method, del.path, "", nil)
+		}
 		if exists(f) {
 			t.Errorf("the %s's delete left the recording", del.what)
 		}

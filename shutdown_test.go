@@ -2,6 +2,7 @@ package main
 
 import (
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"fmt"
 	"io"
@@ -68,7 +69,7 @@ api_secret = "sd-secret"
 		m.Log = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
 	var app int64
-	if err := sqliteOf(t, m.store).Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
+	if err := sqliteAt(t, m.Config.Database).QueryRow(`SELECT id FROM applications WHERE api_key = 'sd-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	return m, app
@@ -77,10 +78,11 @@ api_secret = "sd-secret"
 // shutdownMessages reads the outbox of a closed server's database.
 func shutdownMessages(t *testing.T, db string) map[string]whMessage {
 	t.Helper()
-	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(db, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, db)
 	defer s.Close()
 	return whMessages(t, s)
 }

@@ -28,6 +28,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sipcall/sipcalltest"
 	"dialbox/internal/store"
 	"dialbox/internal/testtool"
@@ -592,10 +593,11 @@ func TestSIPStopHangsUp(t *testing.T) {
 		t.Error("the answered call was still up at the far end after the stop")
 	}
 
-	st, err := store.OpenSQLite(filepath.Join(r.dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false))
+	st, err := store.OpenSQLite(filepath.Join(r.dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, st, filepath.Join(r.dir, "dialbox.db"))
 	defer st.Close()
 	c := engCalls(t, st, ringing)
 	if state, _, _ := engContact(t, st, ringing); len(c) != 1 || c[0].Outcome != domain.OutcomeCanceled || c[0].Cause != 487 || c[0].Cost != 0 || state != domain.ContactQueued {
@@ -749,16 +751,17 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	}
 	<-first.exited
 
-	s, err := store.OpenSQLite(filepath.Join(dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(filepath.Join(dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, filepath.Join(dir, "dialbox.db"))
 	defer s.Close()
 	if n := queryInt(t, s, `SELECT count(*) FROM calls WHERE state = 'dialing'`); n != 1 {
 		t.Fatalf("%d calls up after the kill, want 1", n)
 	}
 	var killed string
-	s.Read.QueryRow(`SELECT id FROM calls`).Scan(&killed)
+	sqliteDB(t, s).QueryRow(`SELECT id FROM calls`).Scan(&killed)
 
 	second := engRunBinary(t, bin, config, url)
 	waitFor(t, "the contact called again and done", func() bool {
@@ -770,7 +773,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 
 	var outcome string
 	var cause, cost int64
-	if err := s.Read.QueryRow(`SELECT outcome, cause, cost FROM calls WHERE id = ?`, killed).Scan(&outcome, &cause, &cost); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT outcome, cause, cost FROM calls WHERE id = ?`, killed).Scan(&outcome, &cause, &cost); err != nil {
 		t.Fatal(err)
 	}
 	if outcome != domain.OutcomeCanceled || cause != 487 || cost != 0 {
@@ -781,7 +784,7 @@ func TestSIPKilledMidCallSettlesOnce(t *testing.T) {
 	}
 	calls := queryInt(t, s, `SELECT count(*) FROM calls`)
 	var spent int64
-	s.Read.QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent)
+	sqliteDB(t, s).QueryRow(`SELECT coalesce(sum(cost), 0) FROM calls`).Scan(&spent)
 	app, err := s.AppByKey(context.Background(), "sip-key")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"dialbox/internal/config"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	_ "embed"
 )
@@ -16,9 +17,15 @@ import (
 // database. The store records into m.
 func openConfiguredStore(ctx context.Context, cfg config.Config, m store.Metrics) (Store, error) {
 	if config.IsPostgresURL(cfg.Database) {
-		return store.OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, m)
+		return store.OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, m, recordingsOf(cfg))
 	}
-	return store.OpenSQLite(cfg.Database, sqliteMigrations(), m)
+	return store.OpenSQLite(cfg.Database, sqliteMigrations(), m, recordingsOf(cfg))
+}
+
+// recordingsOf is the folder of the recordings the store removes with the
+// calls a delete takes (an application, a scenario, contacts).
+func recordingsOf(cfg config.Config) recordings.Files {
+	return recordings.Folder(cfg, store.DataDir(cfg))
 }
 
 // openExistingStore opens the store cfg names for a command that reads or
@@ -32,12 +39,12 @@ func openExistingStore(ctx context.Context, cfg config.Config) (Store, error) {
 		if err := store.CheckPostgres(ctx, cfg.Database); err != nil {
 			return nil, err
 		}
-		return store.OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, store.NewMetrics(true))
+		return store.OpenPostgres(ctx, cfg.Database, postgresMigrations(), cfg.Cluster, store.NewMetrics(true), recordingsOf(cfg))
 	}
 	if err := store.CheckSQLiteIsDialbox(ctx, cfg.Database); err != nil {
 		return nil, err
 	}
-	return store.OpenSQLite(cfg.Database, sqliteMigrations(), store.NewMetrics(false))
+	return store.OpenSQLite(cfg.Database, sqliteMigrations(), store.NewMetrics(false), recordingsOf(cfg))
 }
 
 // cachedStore is the store with its configuration reads kept by

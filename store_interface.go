@@ -57,9 +57,6 @@ type mainStore interface {
 	CountApps(ctx context.Context) (int, error)
 	ApplyFixtures(ctx context.Context, apps []*store.FixtureApp, now time.Time) error
 	RepointDemoSink(ctx context.Context, appID int64, url string, now time.Time) error
-	// SetRecordings names the folder of recordings a delete removes with
-	// its calls.
-	SetRecordings(f recordings.Files)
 	PoolTrunks(ctx context.Context) ([]store.PoolTrunk, error)
 	ScenarioScripts(ctx context.Context) ([]store.ScenarioScript, error)
 	Reset(ctx context.Context, apps []*store.FixtureApp, now time.Time) error

@@ -9,6 +9,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/importer"
+	"dialbox/internal/recordings"
 	"dialbox/internal/store"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -33,11 +33,12 @@ func TestMigrations(t *testing.T) {
 	for from := 1; from < latest; from++ {
 		t.Run(fmt.Sprintf("from version %d", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
-			old, err := store.OpenSQLite(path, sqliteMigrations()[:from], store.NewMetrics(false))
+			old, err := store.OpenSQLite(path, sqliteMigrations()[:from], store.NewMetrics(false), recordings.Files{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v, _ := old.SchemaVersion(context.Background()); v != from {
+			opened(t, old, path)
+			if v, _, _ := old.Migrations(context.Background()); v != from {
 				t.Fatalf("old database at version %d, want %d", v, from)
 			}
 			// Rows in the tables of migration 1, written as its columns are.
@@ -60,13 +61,14 @@ func TestMigrations(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+			s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 			if err != nil {
 				t.Fatalf("opening a version %d database: %v", from, err)
 			}
+			opened(t, s, path)
 			defer s.Close()
 			ctx := context.Background()
-			if v, err := s.SchemaVersion(ctx); err != nil || v != latest {
+			if v, _, err := s.Migrations(ctx); err != nil || v != latest {
 				t.Fatalf("schema version %d (%v), want %d", v, err, latest)
 			}
 			app, err := s.AppByKey(ctx, "old-key")
@@ -83,8 +85,8 @@ func TestMigrations(t *testing.T) {
 			if c, err := s.Campaign(ctx, app.ID, "camp-old"); err != nil || c.ScenarioID != "sc-old" {
 				t.Errorf("campaign after migration: %+v, %v", c, err)
 			}
-			if ids, err := s.ContactIDs(ctx, app.ID); err != nil || !ids["c-old"] || len(ids) != 1 {
-				t.Errorf("contacts after migration: %v, %v", ids, err)
+			if ids := contactIDs(t, s, app.ID); !ids["c-old"] || len(ids) != 1 {
+				t.Errorf("contacts after migration: %v", ids)
 			}
 			if sk, err := s.SkippedOf(ctx, "imp-old"); err != nil || len(sk) != 1 || sk[0].Reason != "bad phone" {
 				t.Errorf("skipped contacts after migration: %+v, %v", sk, err)
@@ -101,12 +103,13 @@ func TestMigrations(t *testing.T) {
 			}
 
 			// Opening again migrates nothing and loses nothing.
-			again, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+			again, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			opened(t, again, path)
 			defer again.Close()
-			if v, _ := again.SchemaVersion(ctx); v != latest {
+			if v, _, _ := again.Migrations(ctx); v != latest {
 				t.Errorf("version after reopening: %d", v)
 			}
 			if n := queryInt(t, again, `SELECT count(*) FROM contacts`); n != 2 {
@@ -128,7 +131,7 @@ func TestMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		if s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false)); err == nil {
+		if s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{}); err == nil {
 			s.Close()
 			t.Fatal("a database of a newer schema version opened")
 		} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer dialbox") {
@@ -155,119 +158,6 @@ func importRequest(t testing.TB, appID int64, sc *domain.Scenario, contacts stri
 	req := domain.ImportRequest{AppID: appID, ScenarioID: sc.ID, UniquePhone: !sc.CallConfig.AllowDuplicatePhone}
 	req.Contacts, req.Skipped = importer.ValidateContacts(items, sc, "VN")
 	return req
-}
-
-// TestGroupCommit: concurrent writes all succeed, a failing or panicking
-// job undoes only its own changes, and jobs queued together share one
-// transaction (one fsync).
-func TestGroupCommit(t *testing.T) {
-	s, _ := openTestStore(t)
-	ctx := context.Background()
-	storeExec(t, s, `CREATE TABLE t (job INTEGER PRIMARY KEY, batch TEXT NOT NULL)`)
-
-	t.Run("failures are isolated", func(t *testing.T) {
-		const n = 64
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = s.Write(ctx, func(tx *sql.Tx) error {
-					if _, err := tx.Exec(`INSERT INTO t (job, batch) VALUES (?, 'iso')`, i); err != nil {
-						return err
-					}
-					switch i % 8 {
-					case 3:
-						return fmt.Errorf("job %d fails", i)
-					case 5:
-						panic(fmt.Sprintf("job %d panics", i))
-					}
-					return nil
-				})
-			}()
-		}
-		wg.Wait()
-		for i, err := range errs {
-			failing := i%8 == 3 || i%8 == 5
-			if failing != (err != nil) {
-				t.Errorf("job %d: err %v", i, err)
-			}
-			var stored int
-			s.Read.QueryRow(`SELECT count(*) FROM t WHERE job = ?`, i).Scan(&stored)
-			if failing == (stored == 1) {
-				t.Errorf("job %d (failing %v): %d rows stored", i, failing, stored)
-			}
-		}
-	})
-
-	t.Run("queued jobs share a commit", func(t *testing.T) {
-		// Hold the writer in one job while 50 more queue up behind it; the
-		// 50 then run in one transaction, so the last of them sees the
-		// others' rows while no other connection can see any yet.
-		const n = 50
-		started, release := make(chan struct{}), make(chan struct{})
-		blockerDone := make(chan error, 1)
-		go func() {
-			blockerDone <- s.Write(ctx, func(tx *sql.Tx) error {
-				close(started)
-				<-release
-				return nil
-			})
-		}()
-		<-started
-		type view struct{ inTx, outside int }
-		views := make(chan view, n)
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := s.Write(ctx, func(tx *sql.Tx) error {
-					if _, err := tx.Exec(`INSERT INTO t (job, batch) VALUES (?, 'shared')`, 1000+i); err != nil {
-						return err
-					}
-					var v view
-					tx.QueryRow(`SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.inTx)
-					s.Read.QueryRow(`SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.outside)
-					views <- v
-					return nil
-				})
-				if err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		waitFor(t, "50 jobs to queue", func() bool { return len(s.Jobs) == n })
-		close(release)
-		if err := <-blockerDone; err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
-		close(views)
-		best := view{}
-		for v := range views {
-			if v.inTx > best.inTx {
-				best = v
-			}
-		}
-		if best.inTx != n || best.outside != 0 {
-			t.Errorf("last job saw %d rows in its transaction and %d outside, want %d and 0", best.inTx, best.outside, n)
-		}
-		if got := queryInt(t, s, `SELECT count(*) FROM t WHERE batch = 'shared'`); got != n {
-			t.Errorf("%d rows committed, want %d", got, n)
-		}
-	})
-
-	t.Run("closed store refuses writes", func(t *testing.T) {
-		s2, _ := openTestStore(t)
-		if err := s2.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s2.Write(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, domain.ErrStoreClosed) {
-			t.Errorf("write after close: %v", err)
-		}
-	})
 }
 
 // TestImportSkipReasons: every skipped contact is recorded with its
@@ -653,53 +543,4 @@ func TestExampleConfig(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// TestStoreSettings: the writer runs with WAL, synchronous=FULL and foreign
-// keys on. A SIGKILL test cannot see synchronous (the OS keeps the page
-// cache), so it is checked here: a power loss must not lose an
-// acknowledged contact either.
-func TestStoreSettings(t *testing.T) {
-	s, _ := openTestStore(t)
-	var mode string
-	var sync, fk int
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
-		if err := tx.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil {
-			return err
-		}
-		return tx.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if mode != "wal" || sync != 2 || fk != 1 {
-		t.Errorf("journal_mode %q, synchronous %d, foreign_keys %d; want wal, 2 (FULL), 1", mode, sync, fk)
-	}
-}
-
-// TestWriterCommitsAloneJobsAlone: a job marked alone (the storage probe,
-// whose SQLITE_FULL may roll back its whole transaction) never shares a
-// transaction with other jobs, queued before or after it.
-func TestWriterCommitsAloneJobsAlone(t *testing.T) {
-	s, _ := fixtureStore(t)
-	release := make(chan struct{})
-	blocker := store.WriteJob{Fn: func(*sql.Tx) error { <-release; return nil }, Result: make(chan error, 1)}
-	s.Jobs <- blocker
-	txOf := make([]*sql.Tx, 3)
-	jobs := make([]store.WriteJob, 3)
-	for i := range jobs {
-		jobs[i] = store.WriteJob{Fn: func(tx *sql.Tx) error { txOf[i] = tx; return nil }, Result: make(chan error, 1), Alone: i == 1}
-		s.Jobs <- jobs[i] // queued while the writer waits in blocker's batch
-	}
-	close(release)
-	for _, j := range append([]store.WriteJob{blocker}, jobs...) {
-		if err := <-j.Result; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if txOf[1] == txOf[0] || txOf[1] == txOf[2] {
-		t.Errorf("the alone job shared a transaction: %p before, %p alone, %p after", txOf[0], txOf[1], txOf[2])
-	}
 }

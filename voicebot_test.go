@@ -18,6 +18,7 @@ import (
 	"dialbox/internal/dialer"
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
+	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/script"
 	"dialbox/internal/store"
@@ -158,7 +159,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	dialer := dialer.NewSim(config.SimulatorConfig{Seed: 1, TimeScale: 5000, Rules: []config.SimulatorRule{
@@ -175,7 +176,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	engImport(t, s, app, "plain", "", "+84912000005")
 	engWaitAllDone(t, s, app, 7)
 
-	rows, err := s.Read.Query(`SELECT event_type, payload FROM webhook_messages`)
+	rows, err := sqliteDB(t, s).Query(`SELECT event_type, payload FROM webhook_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 
 	// The admin API's call record says the same.
 	var contactID string
-	if err := s.Read.QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM contacts WHERE phone = '+84912000001'`).Scan(&contactID); err != nil {
 		t.Fatal(err)
 	}
 	_, records, err := s.Contact(context.Background(), app, contactID)
@@ -403,7 +404,7 @@ func TestVoicebotFixtures(t *testing.T) {
 	s, _ := openTestStore(t)
 	applyTestFixtures(t, s, voicebotFixtures(voicebotScenarios), time.Now())
 	var app int64
-	if err := s.Read.QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
+	if err := sqliteDB(t, s).QueryRow(`SELECT id FROM applications WHERE api_key = 'bot-key'`).Scan(&app); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := s.Scenario(context.Background(), app, "bot")
@@ -492,10 +493,11 @@ func TestVoicebotSimulatorRules(t *testing.T) {
 // content.
 func TestVoicebotMigratedCalls(t *testing.T) {
 	path := t.TempDir() + "/old.db"
-	old, err := store.OpenSQLite(path, sqliteMigrations()[:5], store.NewMetrics(false))
+	old, err := store.OpenSQLite(path, sqliteMigrations()[:5], store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, old, path)
 	for _, q := range []string{
 		`INSERT INTO applications (id, name, api_key, api_secret, created_at, updated_at) VALUES (1, 'Old', 'old-key', 'old-secret', 1000, 1000)`,
 		`INSERT INTO scenarios (app_id, id, name, status, content, personalized_fields, call_config, created_at, updated_at)
@@ -509,10 +511,11 @@ func TestVoicebotMigratedCalls(t *testing.T) {
 		storeExec(t, old, q)
 	}
 	old.Close()
-	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false))
+	s, err := store.OpenSQLite(path, sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened(t, s, path)
 	defer s.Close()
 	_, calls, err := s.Contact(context.Background(), 1, "c-old")
 	if err != nil || len(calls) != 1 {

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/ops"
 	"dialbox/internal/sandbox"
+	"dialbox/internal/sqldb"
 	"dialbox/internal/store"
 	"dialbox/internal/webhook"
 	"encoding/json"
@@ -147,17 +147,38 @@ func whStartMetered(t testing.TB, s Store, faults *sandbox.Faults, setup func(*c
 	return w
 }
 
-// whEnqueue queues one event for the tenant's endpoints, as a call's end would.
+// whEnqueue queues n events for the tenant's enabled endpoints, one
+// message per endpoint, as a call's end would (internal/store/events.go).
 func whEnqueue(t testing.TB, s Store, appID int64, n int) {
 	t.Helper()
-	storeWrite(t, s, func(tx store.SettleTx) error {
-		endpoints, err := store.SubscribedEndpoints(tx, appID)
+	whEnqueueData(t, s, appID, n, func(i int) any { return map[string]int{"n": i} })
+}
+
+// whEnqueueData is whEnqueue with data(i) the i-th event's data.
+func whEnqueueData(t testing.TB, s Store, appID int64, n int, data func(i int) any) {
+	t.Helper()
+	outsideWrite(t, s, func(tx sqldb.Querier) error {
+		ctx := context.Background()
+		endpoints, err := sqldb.Collect(ctx, tx, func(r sqldb.Row) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		}, `SELECT id FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, appID)
 		if err != nil {
 			return err
 		}
+		now := time.Now()
 		for i := range n {
-			if err := store.Enqueue(tx, endpoints, appID, domain.EventCallCompleted, map[string]int{"n": i}, time.Now(), time.Now()); err != nil {
+			payload, err := domain.MarshalJSON(domain.Event{Type: domain.EventCallCompleted, ID: "evt_" + domain.NewV7(),
+				Timestamp: domain.EventTime(now), Data: data(i)})
+			if err != nil {
 				return err
+			}
+			for _, ep := range endpoints {
+				if _, err := tx.Exec(ctx, `INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+domain.NewV7(), ep, appID, domain.EventCallCompleted, string(payload),
+					store.Millis(now), store.Millis(now), store.Millis(now)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -477,18 +498,9 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 	s, ids := fixtureStore(b, whTenant(srv.URL))
 	data := domain.EventData{ContactID: domain.NewV7(), Fields: json.RawMessage(`{"ho_ten":"Nguyen Van A","so_dien_thoai":"+84912345678"}`),
 		Phone: "+84912345678", ScenarioID: "sc", Attempt: 1, Hotline: "02873000001", Outcome: domain.OutcomeAnswered, Cause: 200}
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
-		for range b.N {
-			if err := store.EnqueueEvent(tx, ids[0], domain.EventCallCompleted, data, time.Now(), time.Now()); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	whEnqueueData(b, s, ids[0], b.N, func(int) any { return data })
 	var body []byte
-	s.Read.QueryRow(`SELECT payload FROM webhook_messages LIMIT 1`).Scan(&body)
+	queryRow(b, s, `SELECT payload FROM webhook_messages LIMIT 1`, nil, &body)
 	workers := config.DefaultConfig().Webhooks.Workers
 	b.ResetTimer()
 	begin := time.Now()

@@ -80,9 +80,9 @@ func TestDecisions(t *testing.T) {
 		{"alô then silence", Config{}, []seg{v(400), s(2000)}, Human, CauseHuman, 400*ms + 800*ms},
 		{"pause, alô, silence", Config{}, []seg{s(600), v(400), s(2000)}, Human, CauseHuman, 600*ms + 400*ms + 800*ms},
 		{"initial silence", Config{}, []seg{s(3000), v(500)}, Machine, CauseInitialSilence, 2500 * ms},
-		// The third word decides 100 ms into it: 200 + 2×(200+150) + 100.
+		// The fourth word decides 100 ms into it: 200 + 3×(200+150) + 100.
 		{"max words", Config{}, []seg{s(200), v(200), s(150), v(200), s(150), v(200), s(150), v(200), s(150), v(200), s(1000)},
-			Machine, CauseMaxWords, 1000 * ms},
+			Machine, CauseMaxWords, 1350 * ms},
 		{"max words 5", Config{MaxWords: 5}, []seg{s(200), v(200), s(150), v(200), s(150), v(200), s(150), v(200), s(150), v(200), s(1000)},
 			Machine, CauseMaxWords, 200*ms + 4*350*ms + 100*ms},
 		// Blips of 80 ms every 200 ms: never a word, never a long silence.
@@ -266,7 +266,7 @@ func TestWordCounting(t *testing.T) {
 	} {
 		rng := rand.New(rand.NewPCG(4, 4))
 		// 60 ms, not 50, as silence is heard 20 ms at a time.
-		res, err := Detect(Config{BetweenWordsSilence: 60 * ms}, synth(rng, c.segs...))
+		res, err := Detect(Config{BetweenWordsSilence: 60 * ms, MaxWords: 3}, synth(rng, c.segs...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,17 +280,17 @@ func TestConfig(t *testing.T) {
 	want := Config{
 		InitialSilence: 2500 * ms, Greeting: 1500 * ms, AfterGreetingSilence: 800 * ms,
 		TotalAnalysisTime: 5000 * ms, MinWordLength: 100 * ms, BetweenWordsSilence: 50 * ms,
-		MaxWords: 3, SilenceThreshold: 256, MaxWordLength: 5000 * ms,
+		MaxWords: 4, SilenceThreshold: 256, MaxWordLength: 5000 * ms,
 	}
 	if DefaultConfig() != want {
-		t.Errorf("defaults %+v, want Asterisk's %+v", DefaultConfig(), want)
+		t.Errorf("defaults %+v, want Asterisk's but for MaxWords 4 %+v", DefaultConfig(), want)
 	}
-	d, err := New(Config{Greeting: 2 * time.Second, MaxWords: 4})
+	d, err := New(Config{Greeting: 2 * time.Second, MaxWords: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := d.Config()
-	want.Greeting, want.MaxWords = 2*time.Second, 4
+	want.Greeting, want.MaxWords = 2*time.Second, 5
 	if got != want {
 		t.Errorf("zero fields should take the defaults: %+v", got)
 	}

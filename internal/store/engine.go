@@ -108,7 +108,7 @@ func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ fu
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *SQLite) EndCall(ctx context.Context, e domain.CallEnd) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(SQLiteTx(tx), e) })
+	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx(tx), e) })
 }
 
 // SettleInterrupted ends every call a previous run left up (a crash or a
@@ -124,7 +124,7 @@ func (s *SQLite) SettleInterrupted(ctx context.Context, now, firstTry time.Time)
 		}
 		for _, id := range ids {
 			res := domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: now}
-			if err := endCallTx(SQLiteTx(tx), domain.CallEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
+			if err := endCallTx(sqliteTx(tx), domain.CallEnd{CallID: id, Result: res, Interrupted: true, RetryAt: now, Now: now, FirstTry: firstTry}); err != nil {
 				return err
 			}
 			n++
@@ -177,13 +177,13 @@ func retries(rc domain.ReCall, outcome string) bool {
 // tenant's count of unfinished contacts), locked until the commit, so
 // they are locked as late as possible (lockUnfinished, then the contact,
 // then the wallet; docs/postgres.md#claiming-calls).
-func endCallTx(tx SettleTx, e domain.CallEnd) error {
+func endCallTx(tx settleTx, e domain.CallEnd) error {
 	var (
 		contactSeq, appID, startedMS int64
 		attempt                      int
 		hotline                      string
 	)
-	err := tx.QueryRow(`SELECT contact_seq, app_id, attempt, hotline, started_at FROM calls
+	err := tx.queryRow(`SELECT contact_seq, app_id, attempt, hotline, started_at FROM calls
 		WHERE id = ? AND state = 'dialing'`, e.CallID).Scan(&contactSeq, &appID, &attempt, &hotline, &startedMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // already settled: never charge or report a call twice
@@ -200,13 +200,13 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 		return err
 	}
 	talk := int64((res.Talk + time.Second - 1) / time.Second) // started seconds
-	w, err := scanWallet(tx.QueryRow(walletQuery, appID))
+	w, err := scanWallet(tx.queryRow(walletQuery, appID))
 	if err != nil {
 		return err
 	}
 	cost := callCost(w, res, talk)
 	now := Millis(e.Now)
-	if err := tx.Exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
+	if err := tx.exec(`UPDATE calls SET state = 'ended', outcome = ?, cause = ?, answered_at = ?, ended_at = ?,
 		duration = ?, cost = ?, answered_by = ?, digits = ?, result = ?, steps = ?, transcript = ?, recording_bytes = ? WHERE id = ?`,
 		res.Outcome, res.Cause, nullMS(res.AnsweredAt), Millis(res.EndedAt), talk, cost,
 		sr.AnsweredBy, sr.Digits, sr.Result, string(sr.Steps), string(sr.Transcript), res.Recording, e.CallID); err != nil {
@@ -216,7 +216,7 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 	willRetry := e.Interrupted
 	if !willRetry && retries(e.ReCall, res.Outcome) {
 		var counted int
-		if err := tx.QueryRow(`SELECT count(*) FROM calls WHERE contact_seq = ? AND state = 'ended'
+		if err := tx.queryRow(`SELECT count(*) FROM calls WHERE contact_seq = ? AND state = 'ended'
 			AND outcome <> 'CANCELED'`, contactSeq).Scan(&counted); err != nil {
 			return err
 		}
@@ -227,7 +227,7 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 		id, scenarioID, phone, fields string
 		campaignID                    sql.NullString
 	}
-	if err := tx.QueryRow(`SELECT id, scenario_id, campaign_id, phone, fields FROM contacts WHERE seq = ?`, contactSeq).
+	if err := tx.queryRow(`SELECT id, scenario_id, campaign_id, phone, fields FROM contacts WHERE seq = ?`, contactSeq).
 		Scan(&c.id, &c.scenarioID, &c.campaignID, &c.phone, &c.fields); err != nil {
 		return err
 	}
@@ -251,41 +251,41 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 	}
 	if res.Recording > 0 {
 		var apiKey string
-		if err := tx.QueryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
+		if err := tx.queryRow(`SELECT api_key FROM applications WHERE id = ?`, appID).Scan(&apiKey); err != nil {
 			return err
 		}
 		data.RecordingURL = recordings.URL(e.RecordingBase, apiKey, c.id, e.CallID)
 	}
-	endpoints, err := SubscribedEndpoints(tx, appID)
+	endpoints, err := subscribedEndpoints(tx, appID)
 	if err != nil {
 		return err
 	}
-	if err := Enqueue(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+	if err := enqueueEvent(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
 	if !willRetry {
 		var total int64
-		if err := tx.QueryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
+		if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, contactSeq).
 			Scan(&data.Attempts, &total); err != nil {
 			return err
 		}
 		data.TotalCost = &total
-		if err := Enqueue(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+		if err := enqueueEvent(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
 			return err
 		}
 	}
 
 	if willRetry {
 		// Still unfinished: the tenant's count does not move.
-		if err := tx.Exec(`UPDATE contacts SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE seq = ?`,
+		if err := tx.exec(`UPDATE contacts SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE seq = ?`,
 			Millis(e.RetryAt), now, contactSeq); err != nil {
 			return err
 		}
 	} else {
-		if err := tx.LockUnfinished(appID); err != nil {
+		if err := tx.lockUnfinished(appID); err != nil {
 			return err
 		}
-		if err := tx.ExecLast(`UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
+		if err := tx.execLast(`UPDATE contacts SET state = 'done', outcome = ?, updated_at = ? WHERE seq = ?`,
 			res.Outcome, now, contactSeq); err != nil {
 			return err
 		}
@@ -294,7 +294,7 @@ func endCallTx(tx SettleTx, e domain.CallEnd) error {
 		// A call up is never cut for money, so its full price is taken even
 		// when that goes below zero; the scheduler starts no call the
 		// balance cannot cover.
-		if err := tx.ExecLast(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
+		if err := tx.execLast(`UPDATE wallets SET balance = balance - ?, updated_at = ? WHERE app_id = ?`,
 			cost, now, appID); err != nil {
 			return err
 		}
@@ -330,7 +330,7 @@ func (s *sqlStore) HoldContacts(ctx context.Context, holds []domain.CallHold, no
 }
 
 // holdContactsTx is HoldContacts in a transaction of either store.
-func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Time) error {
+func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Time) error {
 	endpoints := map[int64]map[string][]string{}
 	for _, h := range holds {
 		var (
@@ -339,7 +339,7 @@ func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Tim
 			camp    sql.NullString
 			fields  string
 		)
-		err := tx.QueryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
+		err := tx.queryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
 			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id, campaign_id, phone, fields, attempts`,
 			domain.OutcomeDoNotCall, Millis(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -349,24 +349,24 @@ func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Tim
 			return err
 		}
 		data.CallID, data.Attempt, data.Outcome, data.Cause = domain.NewV7(), attempt, domain.OutcomeDoNotCall, domain.OutcomeCause[domain.OutcomeDoNotCall]
-		if err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
+		if err := tx.exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
 			VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
 			data.Outcome, data.Cause, Millis(now), Millis(now)); err != nil {
 			return err
 		}
-		if err := tx.Exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at)
+		if err := tx.exec(`INSERT INTO call_blocks (app_id, scenario_id, contact_id, phone, reason, at)
 			VALUES (?, ?, ?, ?, ?, ?)`, h.AppID, data.ScenarioID, data.ContactID, data.Phone, h.Reason, Millis(now)); err != nil {
 			return err
 		}
 		eps, ok := endpoints[h.AppID]
 		if !ok {
-			if eps, err = SubscribedEndpoints(tx, h.AppID); err != nil {
+			if eps, err = subscribedEndpoints(tx, h.AppID); err != nil {
 				return err
 			}
 			endpoints[h.AppID] = eps
 		}
 		var total int64
-		if err := tx.QueryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, h.Contact.Seq).
+		if err := tx.queryRow(`SELECT count(*), coalesce(sum(cost), 0) FROM calls WHERE contact_seq = ?`, h.Contact.Seq).
 			Scan(&data.Attempts, &total); err != nil {
 			return err
 		}
@@ -376,7 +376,7 @@ func holdContactsTx(tx SettleTx, holds []domain.CallHold, now, firstTry time.Tim
 		}
 		data.StartedAt, data.EndedAt = domain.EventTime(now), domain.EventTime(now)
 		data.AnsweredBy, data.Steps, data.Transcript = domain.AnsweredByUnknown, json.RawMessage(`[]`), json.RawMessage(`[]`)
-		if err := Enqueue(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
+		if err := enqueueEvent(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
 			return err
 		}
 	}

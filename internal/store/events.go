@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"dialbox/internal/domain"
 	"encoding/json"
 	"fmt"
@@ -11,21 +10,11 @@ import (
 // How events are queued in the outbox, in the transaction that settles the
 // call they tell of (internal/webhook delivers them).
 
-// enqueueEvent writes one outbox message per enabled endpoint of the
-// application subscribed to the event (an empty events list means all).
-func EnqueueEvent(tx *sql.Tx, appID int64, eventType string, data any, now, firstTry time.Time) error {
-	endpoints, err := SubscribedEndpoints(SQLiteTx(tx), appID)
-	if err != nil {
-		return err
-	}
-	return Enqueue(SQLiteTx(tx), endpoints, appID, eventType, data, now, firstTry)
-}
-
 // subscribedEndpoints lists the application's enabled endpoints with the
 // events each wants.
-func SubscribedEndpoints(tx SettleTx, appID int64) (map[string][]string, error) {
+func subscribedEndpoints(tx settleTx, appID int64) (map[string][]string, error) {
 	out := map[string][]string{}
-	err := tx.QueryRows(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, []any{appID},
+	err := tx.queryRows(`SELECT id, events FROM webhook_endpoints WHERE app_id = ? AND enabled = 1`, []any{appID},
 		func(scan func(...any) error) error {
 			var id, events string
 			if err := scan(&id, &events); err != nil {
@@ -41,10 +30,10 @@ func SubscribedEndpoints(tx SettleTx, appID int64) (map[string][]string, error) 
 	return out, err
 }
 
-// enqueue writes the event once per endpoint subscribed to it. The event id
+// enqueueEvent writes the event once per endpoint subscribed to it. The event id
 // is shared by the copies; each copy has its own message id, which is its
 // webhook-id.
-func Enqueue(tx SettleTx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
+func enqueueEvent(tx settleTx, endpoints map[string][]string, appID int64, eventType string, data any, now, firstTry time.Time) error {
 	var payload []byte
 	for ep, events := range endpoints {
 		if !subscribed(events, eventType) {
@@ -56,7 +45,7 @@ func Enqueue(tx SettleTx, endpoints map[string][]string, appID int64, eventType 
 				return err
 			}
 		}
-		if err := tx.Exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
+		if err := tx.exec(`INSERT INTO webhook_messages (id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "msg_"+domain.NewV7(), ep, appID, eventType, string(payload),
 			Millis(firstTry), Millis(now), Millis(now)); err != nil {
 			return err

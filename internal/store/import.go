@@ -313,22 +313,6 @@ func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportReques
 	return nil
 }
 
-// ContactIDs returns the contact_ids of every stored contact of an
-// application (tests use it to check that nothing acknowledged was lost).
-func (s *sqlStore) ContactIDs(ctx context.Context, appID int64) (map[string]bool, error) {
-	ids := map[string]bool{}
-	err := s.db.Query(ctx, `SELECT id FROM contacts WHERE app_id = ?`, []any{appID}, func(scan func(...any) error) error {
-		var id string
-		err := scan(&id)
-		ids[id] = true
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
-}
-
 // SkippedOf returns an import's skipped contacts with their reasons.
 func (s *sqlStore) SkippedOf(ctx context.Context, importID string) ([]domain.SkippedContact, error) {
 	return sqldb.Collect(ctx, s.db, scanSkipped,

@@ -41,7 +41,7 @@ func NewMetrics(postgres bool) Metrics {
 			Name: "dialbox_call_claims_total",
 			Help: "Calls this node's scheduler asked to claim, by result: taken, or refused (the contact was taken by another node, or a limit counted across every node was reached).",
 		}, []string{"result"}),
-		Takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dialbox_lease_takeovers_total",
 			Help: "What another node claimed and left its lease to run out on, taken over by this node, by kind: call (settled CANCELED, not charged, queued again) or message (sent by this node).",
 		}, []string{"kind"}),
@@ -51,8 +51,8 @@ func NewMetrics(postgres bool) Metrics {
 		}),
 	}
 	// Both kinds show from the start, at 0.
-	m.Cluster.Takeovers.WithLabelValues(takeoverCall)
-	m.Cluster.Takeovers.WithLabelValues(TakeoverMessage)
+	m.Cluster.takeovers.WithLabelValues(takeoverCall)
+	m.Cluster.takeovers.WithLabelValues(takeoverMessage)
 	return m
 }
 
@@ -77,7 +77,7 @@ func newCommitMetrics(db, jobsHelp, durationHelp string) commitMetrics {
 func (m Metrics) Collectors() []prometheus.Collector {
 	c := []prometheus.Collector{m.imports.added, m.imports.skipped, m.commits.jobs, m.commits.duration}
 	if m.Cluster.claims != nil {
-		c = append(c, m.Cluster.claims, m.Cluster.Takeovers, m.Cluster.renewalFailures)
+		c = append(c, m.Cluster.claims, m.Cluster.takeovers, m.Cluster.renewalFailures)
 	}
 	return c
 }
@@ -105,14 +105,14 @@ func (m importMetrics) observe(added, skipped int) {
 // clusterMetrics are a PostgreSQL node's counters of what it claims, takes
 // over and fails to renew.
 type clusterMetrics struct {
-	claims, Takeovers *prometheus.CounterVec
+	claims, takeovers *prometheus.CounterVec
 	renewalFailures   prometheus.Counter
 }
 
 // The kinds of dialbox_lease_takeovers_total.
 const (
 	takeoverCall    = "call"
-	TakeoverMessage = "message"
+	takeoverMessage = "message"
 )
 
 func (m clusterMetrics) observeClaims(asked, taken int) {
@@ -120,7 +120,7 @@ func (m clusterMetrics) observeClaims(asked, taken int) {
 	m.claims.WithLabelValues("refused").Add(float64(asked - taken))
 }
 
-func (m clusterMetrics) observeTakeover(kind string) { m.Takeovers.WithLabelValues(kind).Inc() }
+func (m clusterMetrics) observeTakeover(kind string) { m.takeovers.WithLabelValues(kind).Inc() }
 
 func (m clusterMetrics) observeLeaseRenewalFailure() { m.renewalFailures.Inc() }
 

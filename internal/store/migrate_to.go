@@ -258,7 +258,7 @@ func (m *Migration) plan(ctx context.Context) error {
 		return err
 	}
 
-	liteTables, err := SQLiteTables(ctx, m.lite)
+	liteTables, err := sqliteTables(ctx, m.lite)
 	if err != nil {
 		return fmt.Errorf("migrate-to: %s: %w", m.source, err)
 	}
@@ -502,7 +502,7 @@ func identList(names []string) string {
 
 // sqliteTables lists the SQLite file's own tables, SQLite's internal ones
 // left out.
-func SQLiteTables(ctx context.Context, db *sql.DB) ([]string, error) {
+func sqliteTables(ctx context.Context, db *sql.DB) ([]string, error) {
 	return QueryStrings(ctx, sqldb.SQL(db), `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 }
 

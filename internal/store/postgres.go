@@ -29,11 +29,11 @@ import (
 type Postgres struct {
 	sqlStore // the queries both stores share (tx.go)
 
-	Pool *pgxpool.Pool
+	pool *pgxpool.Pool
 	// node names this process in the leases it takes (nodeIDFor).
 	node string
 	// lease is how long a claim of this node outlives its last renewal.
-	Lease time.Duration
+	lease time.Duration
 	// heldMessages are the outbox messages this node took and has neither
 	// recorded an attempt of nor given back: the ones whose leases it
 	// renews.
@@ -61,10 +61,10 @@ type Postgres struct {
 	// is set while this node does not hear the others'
 	// (postgres_notify.go).
 	configChanges atomic.Uint64
-	Deaf          atomic.Bool
+	deaf          atomic.Bool
 	// storage is the last import or settling that failed for want of room.
 	storage writehealth.State
-	// recordings is where the calls' recordings are (SetRecordings).
+	// recordings is where the calls' recordings are (OpenPostgres).
 	recordings recordings.Files
 }
 
@@ -113,8 +113,9 @@ func nodeIDFor(name string) string {
 // OpenPostgres connects to the database at url, brings its schema up to
 // date with migrations (schema_postgres.sql's blocks, which the root
 // embeds) and starts the writers; node names this node and sets its leases;
-// the store records into m.
-func OpenPostgres(ctx context.Context, url string, migrations []string, node config.ClusterConfig, m Metrics) (*Postgres, error) {
+// the store records into m; rec is the folder of the calls' recordings,
+// removed with the calls a delete takes (none: files are left alone).
+func OpenPostgres(ctx context.Context, url string, migrations []string, node config.ClusterConfig, m Metrics, rec recordings.Files) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -137,15 +138,15 @@ func OpenPostgres(ctx context.Context, url string, migrations []string, node con
 		pool.Close()
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	s := &Postgres{Pool: pool, node: id, Lease: node.Lease.Duration,
-		heldMessages: map[int64]struct{}{}, Metrics: m, known: len(migrations)}
+	s := &Postgres{pool: pool, node: id, lease: node.Lease.Duration,
+		heldMessages: map[int64]struct{}{}, Metrics: m, known: len(migrations), recordings: rec}
 	s.sqlStore = sqlStore{db: sqldb.PGX(pool),
-		writeConfig: pgxWrite(s.ConfigWrite), writeData: pgxWrite(s.dataWrite)}
+		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
 	s.done.Add(3)
 	go s.keepLeases(s.stopLeases)
 	go s.keepCountsFolded(s.stopFolding)
-	s.Deaf.Store(true) // until listenConfig listens
+	s.deaf.Store(true) // until listenConfig listens
 	listenCtx, stopListening := context.WithCancel(context.Background())
 	s.stopListening = stopListening
 	go s.listenConfig(listenCtx)
@@ -178,7 +179,7 @@ func (s *Postgres) Close() error {
 		return nil
 	}
 	s.done.Wait()
-	s.Pool.Close()
+	s.pool.Close()
 	return nil
 }
 
@@ -186,7 +187,7 @@ func (s *Postgres) Close() error {
 // commits is not enough, as a standby (after a failover the URL may still
 // name the old primary) or default_transaction_read_only runs one.
 func (s *Postgres) Ping(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var readOnly string
 		if err := tx.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&readOnly); err != nil {
 			return err
@@ -203,7 +204,7 @@ func (s *Postgres) CheckStorage(ctx context.Context) error {
 	if failure == nil {
 		return nil
 	}
-	if err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO admin_settings (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writehealth.ProbeKey, writehealth.ProbeValue); err != nil {
 			return err
@@ -218,7 +219,7 @@ func (s *Postgres) CheckStorage(ctx context.Context) error {
 }
 
 func (s *Postgres) Migrations(ctx context.Context) (at, known int, err error) {
-	at, err = PostgresVersion(ctx, s.Pool)
+	at, err = postgresVersion(ctx, s.pool)
 	return at, s.known, err
 }
 
@@ -226,7 +227,7 @@ func (s *Postgres) Migrations(ctx context.Context) (at, known int, err error) {
 func (s *Postgres) NodeID() string { return s.node }
 
 func (s *Postgres) ConfigVersion() (uint64, bool) {
-	return s.configChanges.Load(), !s.Deaf.Load()
+	return s.configChanges.Load(), !s.deaf.Load()
 }
 
 // groupJob runs fn (an import) in the group commit of the application's
@@ -261,7 +262,7 @@ func (s *Postgres) commit(batch []pgJob) {
 	defer func() { s.Metrics.commits.observe(len(batch), time.Since(start)) }()
 	ctx := context.Background()
 	results := make([]error, len(batch))
-	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for i, job := range batch {
 			if _, err := tx.Exec(ctx, `SAVEPOINT job`); err != nil {
 				return err

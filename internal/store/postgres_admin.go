@@ -18,9 +18,9 @@ import (
 // configuration. Once it has committed this node's configuration cache is
 // invalidated, and every other node's by the notification it sends at
 // commit (docs/postgres.md#configuration-changes).
-func (s *Postgres) ConfigWrite(ctx context.Context, fn func(pgx.Tx) error) error {
+func (s *Postgres) configWrite(ctx context.Context, fn func(pgx.Tx) error) error {
 	defer s.configChanges.Add(1)
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -32,7 +32,7 @@ func (s *Postgres) ConfigWrite(ctx context.Context, fn func(pgx.Tx) error) error
 // dataWrite runs fn in a transaction of its own that changes no
 // configuration.
 func (s *Postgres) dataWrite(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.Pool, fn)
+	return pgx.BeginFunc(ctx, s.pool, fn)
 }
 
 // pgxWrite is sqlStore's write over one of configWrite and dataWrite.
@@ -61,7 +61,7 @@ func (s *Postgres) DeleteScenario(ctx context.Context, appID int64, id string) e
 // once it has committed. recorded has ? placeholders.
 func (s *Postgres) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx pgx.Tx) error) error {
 	var ids []string
-	err := s.ConfigWrite(ctx, func(tx pgx.Tx) error {
+	err := s.configWrite(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sqldb.Numbered(recorded), args...)
 		if err != nil {
 			return err

@@ -27,8 +27,8 @@ const countFoldLock = 7412002
 // read (one snapshot) sees them in one place or the other, never both; a
 // change committed meanwhile waits for the next fold. It does nothing
 // while another node folds.
-func (s *Postgres) FoldCounts(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+func (s *Postgres) foldCounts(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var mine bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, countFoldLock).Scan(&mine); err != nil || !mine {
 			return err
@@ -51,7 +51,7 @@ func (s *Postgres) FoldCounts(ctx context.Context) error {
 // keepCountsFolded folds every countFoldEvery until the store closes.
 func (s *Postgres) keepCountsFolded(stop <-chan struct{}) {
 	s.every(stop, countFoldEvery, time.Minute, func(ctx context.Context) {
-		if err := s.FoldCounts(ctx); err != nil {
+		if err := s.foldCounts(ctx); err != nil {
 			// Reads stay exact; the next fold takes these changes too.
 			slog.Warn("database: folding the console's counts", "err", err)
 		}

@@ -19,7 +19,7 @@ import (
 // COPYed, its added_at NULL.
 func (s *Postgres) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
 	return s.loadDNC(ctx, list, numbers, replace, now, progress, func(id int64, part []int64, addedAt any) (n int, err error) {
-		err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) (err error) {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
 			if addedAt != nil {
 				n, err = addDNCNumbers(ctx, sqldb.PGX(tx), id, part, addedAt)
 				return err

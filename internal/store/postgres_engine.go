@@ -38,8 +38,8 @@ func (s *Postgres) ClaimCalls(ctx context.Context, claims []domain.CallClaim, no
 	}
 	slices.Sort(apps)
 	var out []domain.CallClaim
-	leaseUntil := Millis(time.Now().Add(s.Lease))
-	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	leaseUntil := Millis(time.Now().Add(s.lease))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
 		room, err := lockTrunks(ctx, tx, claims, now)
 		if err != nil {
@@ -421,7 +421,7 @@ func (s *Postgres) settle(ctx context.Context, e domain.CallEnd) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if err := endCallTx(PgTx(ctx, tx, &last), e); err != nil {
+		if err := endCallTx(pgTx(ctx, tx, &last), e); err != nil {
 			return err
 		}
 		settled = true
@@ -468,9 +468,9 @@ func (s *Postgres) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (
 // it is being settled or recorded (which ends its lease), and waiting
 // would hold the rows renewed so far against that transaction, a deadlock
 // when it settles several calls at once.
-func (s *Postgres) RenewLeases(ctx context.Context, now time.Time) error {
-	until := Millis(now.Add(s.Lease))
-	if _, err := s.Pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE seq IN (
+func (s *Postgres) renewLeases(ctx context.Context, now time.Time) error {
+	until := Millis(now.Add(s.lease))
+	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET lease_until = $2 WHERE seq IN (
 		SELECT seq FROM contacts WHERE lease_node = $1 AND state = 'dialing' FOR UPDATE SKIP LOCKED)`,
 		s.node, until); err != nil {
 		return err
@@ -479,7 +479,7 @@ func (s *Postgres) RenewLeases(ctx context.Context, now time.Time) error {
 	if len(held) == 0 {
 		return nil
 	}
-	_, err := s.Pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE seq IN (
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_until = $2 WHERE seq IN (
 		SELECT seq FROM webhook_messages WHERE seq = ANY($3) AND lease_node = $1 FOR UPDATE SKIP LOCKED)`,
 		s.node, until, held)
 	return err
@@ -488,8 +488,8 @@ func (s *Postgres) RenewLeases(ctx context.Context, now time.Time) error {
 // keepLeases renews this node's leases every third of the lease until the
 // store closes.
 func (s *Postgres) keepLeases(stop <-chan struct{}) {
-	s.every(stop, s.Lease/3, s.Lease/3, func(ctx context.Context) {
-		if err := s.RenewLeases(ctx, time.Now()); err != nil {
+	s.every(stop, s.lease/3, s.lease/3, func(ctx context.Context) {
+		if err := s.renewLeases(ctx, time.Now()); err != nil {
 			s.Metrics.Cluster.observeLeaseRenewalFailure()
 		}
 	})

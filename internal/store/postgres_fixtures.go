@@ -14,7 +14,7 @@ import (
 // on their own, outside the imports' group commit, and every node hears of
 // them (configWrite).
 func (s *Postgres) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
-	return s.ConfigWrite(ctx, func(tx pgx.Tx) error {
+	return s.configWrite(ctx, func(tx pgx.Tx) error {
 		for _, fa := range apps {
 			if err := applyFixtureApp(ctx, sqldb.PGX(tx), fa, now); err != nil {
 				return err

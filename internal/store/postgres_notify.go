@@ -17,7 +17,7 @@ const configChannel = "dialbox_config"
 // listenConfig invalidates the configuration cache at every other node's
 // configuration commit until ctx ends. While it is not listening (at
 // start, and after a lost connection until it listens again) the cache
-// keeps nothing (Postgres.Deaf), and once it listens again it drops
+// keeps nothing (Postgres.deaf), and once it listens again it drops
 // what it may have kept.
 func (s *Postgres) listenConfig(ctx context.Context) {
 	defer s.done.Done()
@@ -36,7 +36,7 @@ func (s *Postgres) listenConfig(ctx context.Context) {
 // listenOnce listens until the connection fails or ctx ends; it reports
 // whether it listened at all.
 func (s *Postgres) listenOnce(ctx context.Context) bool {
-	conn, err := s.Pool.Acquire(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false
 	}
@@ -45,8 +45,8 @@ func (s *Postgres) listenOnce(ctx context.Context) bool {
 		return false
 	}
 	s.configChanges.Add(1)
-	s.Deaf.Store(false)
-	defer s.Deaf.Store(true)
+	s.deaf.Store(false)
+	defer s.deaf.Store(true)
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {

@@ -27,7 +27,7 @@ func MigratePostgres(ctx context.Context, pool *pgxpool.Pool, all []string, vers
 	}); err != nil {
 		return err
 	}
-	current, err := PostgresVersion(ctx, pool)
+	current, err := postgresVersion(ctx, pool)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func CheckPostgres(ctx context.Context, url string) error {
 	version := 0
 	err = conn.QueryRow(ctx, `SELECT to_regclass('dialbox_schema') IS NOT NULL`).Scan(&made)
 	if err == nil && made {
-		version, err = PostgresVersion(ctx, conn)
+		version, err = postgresVersion(ctx, conn)
 	}
 	if err != nil {
 		return fmt.Errorf("database %s: %w", Redacted(url), err)
@@ -85,8 +85,8 @@ func CheckPostgres(ctx context.Context, url string) error {
 	return nil
 }
 
-// PostgresVersion is the schema version the database records, 0 when none is.
-func PostgresVersion(ctx context.Context, q interface {
+// postgresVersion is the schema version the database records, 0 when none is.
+func postgresVersion(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (int, error) {
 	var v int

@@ -28,7 +28,7 @@ func (s *Postgres) DueMessages(ctx context.Context, now time.Time, limit, perEnd
 	if skip == nil {
 		skip = []string{} // <> ALL(NULL) would leave out every message
 	}
-	rows, err := s.Pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
+	rows, err := s.pool.Query(ctx, `UPDATE webhook_messages m SET lease_node = $1, lease_until = $2
 		FROM webhook_endpoints e, (
 			SELECT d.seq, d.was FROM webhook_endpoints de CROSS JOIN LATERAL (
 				SELECT x.seq, x.lease_node AS was, x.next_try_at FROM webhook_messages x
@@ -40,7 +40,7 @@ func (s *Postgres) DueMessages(ctx context.Context, now time.Time, limit, perEnd
 			ORDER BY d.next_try_at, d.seq LIMIT $4) p
 		WHERE m.seq = p.seq AND e.id = m.endpoint_id
 		RETURNING m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries, m.next_try_at, coalesce(p.was, '')`,
-		s.node, Millis(now.Add(s.Lease)), Millis(now), limit, skip, perEndpoint)
+		s.node, Millis(now.Add(s.lease)), Millis(now), limit, skip, perEndpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *Postgres) DueMessages(ctx context.Context, now time.Time, limit, perEnd
 			return nil, err
 		}
 		if was != "" && was != s.node {
-			s.Metrics.Cluster.observeTakeover(TakeoverMessage)
+			s.Metrics.Cluster.observeTakeover(takeoverMessage)
 		}
 		d.Payload = []byte(payload)
 		list = append(list, d)
@@ -87,8 +87,8 @@ func (s *Postgres) ReleaseMessages(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	s.LetGo(seqs...)
-	_, err := s.Pool.Exec(ctx, `UPDATE webhook_messages SET lease_node = NULL, lease_until = NULL
+	s.letGo(seqs...)
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_messages SET lease_node = NULL, lease_until = NULL
 		WHERE seq = ANY($1) AND lease_node = $2`, seqs, s.node)
 	return err
 }
@@ -101,12 +101,12 @@ func (s *Postgres) RecordAttempts(ctx context.Context, attempts []domain.Deliver
 	for i, a := range attempts {
 		seqs[i] = a.Seq
 	}
-	s.LetGo(seqs...)
+	s.letGo(seqs...)
 	return s.sqlStore.RecordAttempts(ctx, attempts)
 }
 
-// LetGo stops renewing the leases of messages this node is done with.
-func (s *Postgres) LetGo(seqs ...int64) {
+// letGo stops renewing the leases of messages this node is done with.
+func (s *Postgres) letGo(seqs ...int64) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
 	for _, seq := range seqs {

@@ -17,10 +17,6 @@ import (
 // node's disk (recordings.dir), so on several nodes that folder is one
 // shared by all (docs/postgres.md#status); each store holds where it is.
 
-func (s *SQLite) SetRecordings(f recordings.Files) { s.recordings = f }
-
-func (s *Postgres) SetRecordings(f recordings.Files) { s.recordings = f }
-
 // RecordingOf is the size of a call's recording, 0 when it has none;
 // errNotFound when the application has no such contact with such a call.
 func (s *sqlStore) RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error) {

@@ -27,11 +27,11 @@ import (
 type SQLite struct {
 	sqlStore // the queries both stores share (tx.go)
 
-	Read  *sql.DB
+	read  *sql.DB
 	write *sql.DB
 
 	closeGuard // against Write racing Close
-	Jobs       chan WriteJob
+	jobs       chan writeJob
 	done       chan struct{}
 
 	stmts writeStmts // the writer's hot statements, prepared once
@@ -42,23 +42,23 @@ type SQLite struct {
 
 	// configChanges counts the commits that may change configuration
 	// (ConfigVersion), other connections' seen through watch.
-	ConfigChanges atomic.Uint64
+	configChanges atomic.Uint64
 	watch         *CommitWatch
 	storage       writehealth.State // the last write that failed for want of room
 	// recordings is where the calls' recordings are, removed with the
-	// calls deleted; none when the store was opened without a config.
+	// calls deleted; none when the store was opened without a folder.
 	recordings recordings.Files
 }
 
-type WriteJob struct {
-	Fn     func(*sql.Tx) error
-	Result chan error
+type writeJob struct {
+	fn     func(*sql.Tx) error
+	result chan error
 	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
 	// never the tenants' configuration, so they leave configChanges alone.
 	dataOnly bool
 	// alone jobs commit in a transaction of their own: the storage probe,
 	// whose SQLITE_FULL may roll back the whole transaction it is in.
-	Alone bool
+	alone bool
 }
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
@@ -67,13 +67,15 @@ const maxJobsPerCommit = 256
 // OpenSQLite opens (creating if needed) the database at path, brings its
 // schema up to date with migrations (schema.sql's blocks, which the root
 // embeds) and starts the writer, which records into m. Tests hand in the
-// first few to make a database as an older dialbox would have left it.
-func OpenSQLite(path string, migrations []string, m Metrics) (*SQLite, error) {
+// first few to make a database as an older dialbox would have left it. rec
+// is the folder of the calls' recordings, removed with the calls a delete
+// takes; none (the zero Files) leaves files alone.
+func OpenSQLite(path string, migrations []string, m Metrics, rec recordings.Files) (*SQLite, error) {
 	lock, err := LockDatabase(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openLockedStore(path, migrations, m)
+	s, err := openLockedStore(path, migrations, m, rec)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -82,7 +84,7 @@ func OpenSQLite(path string, migrations []string, m Metrics) (*SQLite, error) {
 	return s, nil
 }
 
-func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, error) {
+func openLockedStore(path string, migrations []string, m Metrics, rec recordings.Files) (*SQLite, error) {
 	// SQLite would create the file with the umask's mode (often world-
 	// readable); it holds phone numbers and secrets. Its -wal and -shm
 	// files take the same mode.
@@ -108,7 +110,8 @@ func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, erro
 	}
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
-	s := &SQLite{Read: read, write: write, Jobs: make(chan WriteJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations)}
+	s := &SQLite{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations),
+		recordings: rec}
 	s.sqlStore = sqlStore{db: sqldb.SQL(read),
 		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
 	if err := s.stmts.prepare(write, len(migrations)); err != nil {
@@ -125,7 +128,7 @@ func openLockedStore(path string, migrations []string, m Metrics) (*SQLite, erro
 
 // Close finishes queued writes and closes the database.
 func (s *SQLite) Close() error {
-	if !s.shut(func() { close(s.Jobs) }) {
+	if !s.shut(func() { close(s.jobs) }) {
 		return nil
 	}
 	<-s.done
@@ -135,7 +138,7 @@ func (s *SQLite) Close() error {
 func (s *SQLite) closeDBs() error {
 	s.watch.CloseStatement()
 	s.stmts.Close()
-	err := errors.Join(s.Read.Close(), s.write.Close())
+	err := errors.Join(s.read.Close(), s.write.Close())
 	s.watch.Close() // after the connections: it holds a descriptor of the -shm
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close())
@@ -218,15 +221,10 @@ func Migrate(db *sql.DB, all []string) error {
 	return nil
 }
 
-// SchemaVersion is the migration the database is at.
-func (s *SQLite) SchemaVersion(ctx context.Context) (int, error) {
-	var v int
-	err := s.Read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
-	return v, err
-}
-
+// Migrations is the migration the database is at (its user_version) and
+// the number this dialbox knows.
 func (s *SQLite) Migrations(ctx context.Context) (at, known int, err error) {
-	at, err = s.SchemaVersion(ctx)
+	err = s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&at)
 	return at, s.known, err
 }
 
@@ -249,7 +247,7 @@ func (s *SQLite) CheckStorage(ctx context.Context) error {
 		_, err := tx.Exec(`DELETE FROM admin_settings WHERE key = ?`, writehealth.ProbeKey)
 		return err
 	}
-	if err := s.write1(ctx, WriteJob{Fn: probe, Result: make(chan error, 1), dataOnly: true, Alone: true}); err != nil {
+	if err := s.write1(ctx, writeJob{fn: probe, result: make(chan error, 1), dataOnly: true, alone: true}); err != nil {
 		return fmt.Errorf("a write could not be stored (%v), nor can a probe write: %w", failure, err)
 	}
 	s.storage.Clear(failure)
@@ -257,22 +255,22 @@ func (s *SQLite) CheckStorage(ctx context.Context) error {
 }
 
 func (s *SQLite) ConfigVersion() (uint64, bool) {
-	s.watch.Check(&s.ConfigChanges)
-	return s.ConfigChanges.Load(), true
+	s.watch.Check(&s.configChanges)
+	return s.configChanges.Load(), true
 }
 
 // Write runs fn inside the writer's current transaction, isolated by a
 // savepoint: if fn fails, only its own changes are undone. It returns once
 // the transaction holding fn's changes is durably committed (or failed).
 func (s *SQLite) Write(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.write1(ctx, WriteJob{Fn: fn, Result: make(chan error, 1)})
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1)})
 }
 
 // WriteData is Write for jobs that change no configuration (applications,
 // wallets' settings, hotlines, scenarios, campaigns): imports, calls and
 // deliveries. They keep cached configuration reads valid.
 func (s *SQLite) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.write1(ctx, WriteJob{Fn: fn, Result: make(chan error, 1), dataOnly: true})
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
 }
 
 // sqliteWrite is sqlStore's write over one of the writer's: fn's
@@ -283,16 +281,16 @@ func sqliteWrite(write func(context.Context, func(*sql.Tx) error) error) func(co
 	}
 }
 
-func (s *SQLite) write1(ctx context.Context, job WriteJob) error {
-	return enqueue(ctx, &s.closeGuard, s.Jobs, job, job.Result)
+func (s *SQLite) write1(ctx context.Context, job writeJob) error {
+	return enqueue(ctx, &s.closeGuard, s.jobs, job, job.result)
 }
 
 func (s *SQLite) writer() {
 	defer close(s.done)
-	groupCommit(s.Jobs, func(j WriteJob) bool { return j.Alone }, s.commit)
+	groupCommit(s.jobs, func(j writeJob) bool { return j.alone }, s.commit)
 }
 
-func (s *SQLite) commit(batch []WriteJob) {
+func (s *SQLite) commit(batch []writeJob) {
 	start := time.Now()
 	defer func() { s.metrics.commits.observe(len(batch), time.Since(start)) }()
 	results := make([]error, len(batch))
@@ -307,7 +305,7 @@ func (s *SQLite) commit(batch []WriteJob) {
 				tx.Rollback()
 				return err
 			}
-			results[i] = runJob(job.Fn, tx)
+			results[i] = runJob(job.fn, tx)
 			if results[i] != nil {
 				if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
 					// SQLITE_FULL may roll the whole transaction back,
@@ -328,14 +326,14 @@ func (s *SQLite) commit(batch []WriteJob) {
 	}()
 	for _, job := range batch {
 		if !job.dataOnly {
-			s.ConfigChanges.Add(1) // after the commit: a read from now on sees it
+			s.configChanges.Add(1) // after the commit: a read from now on sees it
 			break
 		}
 	}
 	if committing {
-		s.watch.Committed(&s.ConfigChanges) // after the count: a read waiting on it sees that too
+		s.watch.Committed(&s.configChanges) // after the count: a read waiting on it sees that too
 	}
-	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].Result <- err })
+	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
 }
 
 // runJob keeps a panicking job from taking the writer (and every other

@@ -35,7 +35,7 @@ func (s *SQLite) DueMessages(ctx context.Context, now time.Time, limit, perEndpo
 	type due struct{ seq, at int64 }
 	var chosen []due
 	for endpoint := ""; ; {
-		err := s.Read.QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_messages
+		err := s.read.QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_messages
 			WHERE state = 'pending' AND endpoint_id > ? ORDER BY endpoint_id LIMIT 1`, endpoint).Scan(&endpoint)
 		if errors.Is(err, sql.ErrNoRows) {
 			break
@@ -46,7 +46,7 @@ func (s *SQLite) DueMessages(ctx context.Context, now time.Time, limit, perEndpo
 		if !slices.Contains(enabled, endpoint) || slices.Contains(skip, endpoint) {
 			continue
 		}
-		rows, err := s.Read.QueryContext(ctx, `SELECT seq, next_try_at FROM webhook_messages
+		rows, err := s.read.QueryContext(ctx, `SELECT seq, next_try_at FROM webhook_messages
 			WHERE endpoint_id = ? AND state = 'pending' AND next_try_at <= ?
 			ORDER BY next_try_at, seq LIMIT ?`, endpoint, Millis(now), perEndpoint)
 		if err != nil {
@@ -74,7 +74,7 @@ func (s *SQLite) DueMessages(ctx context.Context, now time.Time, limit, perEndpo
 	for i, d := range chosen {
 		args[i], order[d.seq] = d.seq, i
 	}
-	rows, err := s.Read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
+	rows, err := s.read.QueryContext(ctx, `SELECT m.seq, m.id, m.endpoint_id, e.url, e.secret, m.payload, m.tries
 		FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id
 		WHERE m.state = 'pending' AND m.seq IN (`+strings.TrimPrefix(strings.Repeat(",?", len(args)), ",")+`)`, args...)
 	if err != nil {

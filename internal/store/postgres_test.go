@@ -1,4 +1,8 @@
-package main
+package store
+
+// Several nodes on one PostgreSQL: the outbox's claims, leases, renewals
+// and takeovers, and configuration changes reaching every node
+// (docs/postgres.md).
 
 import (
 	"context"
@@ -6,44 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"dialbox/internal/config"
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
-	"dialbox/internal/pgtest"
-	"dialbox/internal/store"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// pgNodes opens n Postgres stores on one new database, as n dialbox nodes
-// would, with one tenant and a webhook endpoint; it returns the tenant's id.
-func pgNodes(t *testing.T, n int) ([]*store.Postgres, int64) {
-	t.Helper()
-	url := pgtest.Database(t)
-	var nodes []*store.Postgres
-	for range n {
-		s, err := store.OpenPostgres(context.Background(), url, postgresMigrations(), config.DefaultConfig().Cluster, store.NewMetrics(true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		nodes = append(nodes, s)
-	}
-	app := engTenant()
-	app.Webhooks = []store.FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
-	if err := nodes[0].ApplyFixtures(context.Background(), []*store.FixtureApp{app}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	return nodes, app.ID
-}
-
 // pgQueueMessages puts n pending messages in the outbox, due at due.
-func pgQueueMessages(t *testing.T, s *store.Postgres, appID int64, n int, due time.Time) {
+func pgQueueMessages(t *testing.T, s *Postgres, appID int64, n int, due time.Time) {
 	t.Helper()
-	if _, err := s.Pool.Exec(context.Background(), `INSERT INTO webhook_messages
+	if _, err := s.pool.Exec(context.Background(), `INSERT INTO webhook_messages
 		(id, endpoint_id, app_id, event_type, payload, next_try_at, created_at, updated_at)
 		SELECT 'msg-' || i, (SELECT id FROM webhook_endpoints WHERE app_id = $1), $1, 'call.completed', '{}', $3, $3, $3
-		FROM generate_series(1, $2) AS i`, appID, n, store.Millis(due)); err != nil {
+		FROM generate_series(1, $2) AS i`, appID, n, Millis(due)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -102,7 +81,7 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 	if again, err := nodes[0].DueMessages(ctx, now, 10, 10, nil); err != nil || len(again) != 0 {
 		t.Fatalf("node 0 asked again: %d (%v), want none (all in flight)", len(again), err)
 	}
-	if msgs, err := nodes[1].DueMessages(ctx, now.Add(nodes[0].Lease-time.Second), 10, 10, nil); err != nil || len(msgs) != 0 {
+	if msgs, err := nodes[1].DueMessages(ctx, now.Add(nodes[0].lease-time.Second), 10, 10, nil); err != nil || len(msgs) != 0 {
 		t.Fatalf("node 1 took %d (%v) while node 0's lease holds, want 0", len(msgs), err)
 	}
 	// Node 0 records one attempt, then "dies" holding the other two.
@@ -110,13 +89,13 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 		Status: 200, At: now, State: domain.MessageDelivered, NextTryAt: now}}); err != nil {
 		t.Fatal(err)
 	}
-	later := now.Add(nodes[0].Lease + time.Second)
-	takeovers := testutil.ToFloat64(nodes[1].Metrics.Cluster.Takeovers.WithLabelValues(store.TakeoverMessage))
+	later := now.Add(nodes[0].lease + time.Second)
+	takeovers := testutil.ToFloat64(nodes[1].Metrics.Cluster.takeovers.WithLabelValues(takeoverMessage))
 	msgs, err := nodes[1].DueMessages(ctx, later, 10, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.ToFloat64(nodes[1].Metrics.Cluster.Takeovers.WithLabelValues(store.TakeoverMessage)) - takeovers; n != 2 {
+	if n := testutil.ToFloat64(nodes[1].Metrics.Cluster.takeovers.WithLabelValues(takeoverMessage)) - takeovers; n != 2 {
 		t.Errorf("dialbox_lease_takeovers_total{kind=\"message\"} went up by %v, want 2", n)
 	}
 	got := map[string]bool{}
@@ -130,10 +109,10 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 		t.Errorf("taken out of order: %d before %d", msgs[0].Seq, msgs[1].Seq)
 	}
 	var attempts int
-	if err := nodes[1].Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_attempts`).Scan(&attempts); err != nil || attempts != 1 {
+	if err := nodes[1].pool.QueryRow(ctx, `SELECT count(*) FROM webhook_attempts`).Scan(&attempts); err != nil || attempts != 1 {
 		t.Errorf("%d attempts recorded (%v), want 1", attempts, err)
 	}
-	if next, ok, err := nodes[1].NextMessageDue(ctx, now.Add(-time.Hour)); err != nil || !ok || !next.Equal(store.FromMillis(store.Millis(now.Add(-time.Second)))) {
+	if next, ok, err := nodes[1].NextMessageDue(ctx, now.Add(-time.Hour)); err != nil || !ok || !next.Equal(FromMillis(Millis(now.Add(-time.Second)))) {
 		t.Errorf("NextMessageDue = %v, %v, %v", next, ok, err)
 	}
 }
@@ -143,8 +122,8 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 	nodes, appID := pgNodes(t, 2)
 	ctx := context.Background()
-	cached := []cachedStore{newCachedStore(nodes[0]), newCachedStore(nodes[1])}
-	read := func(s cachedStore) *domain.Scenario {
+	cached := []*Cached{NewCached(nodes[0]), NewCached(nodes[1])}
+	read := func(s *Cached) *domain.Scenario {
 		t.Helper()
 		sc, err := s.Scenario(ctx, appID, "sc")
 		if err != nil {
@@ -153,7 +132,7 @@ func TestPostgresConfigChangesReachEveryNode(t *testing.T) {
 		return sc
 	}
 	// Node 1 listens, then caches the scenario.
-	waitFor(t, "node 1 listening", func() bool { return !nodes[1].Deaf.Load() })
+	waitFor(t, "node 1 listening", func() bool { return !nodes[1].deaf.Load() })
 	if read(cached[1]).Name != "sc" {
 		t.Fatal("unexpected name")
 	}
@@ -214,11 +193,11 @@ func TestPostgresOutboxLeaseRenewal(t *testing.T) {
 	if err != nil || len(held) != 3 {
 		t.Fatalf("node 0 took %d (%v), want 3", len(held), err)
 	}
-	lease := nodes[0].Lease
+	lease := nodes[0].lease
 	// Node 0 is done with one (a release that failed in the database looks
 	// the same to it), then renews halfway through the lease.
-	nodes[0].LetGo(held[2].Seq)
-	if err := nodes[0].RenewLeases(ctx, now.Add(lease/2)); err != nil {
+	nodes[0].letGo(held[2].Seq)
+	if err := nodes[0].renewLeases(ctx, now.Add(lease/2)); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := nodes[1].DueMessages(ctx, now.Add(lease+time.Second), 10, 10, nil)

@@ -1,14 +1,14 @@
-package main
+package store
 
 import (
 	"context"
-	"dialbox/internal/domain"
-	"dialbox/internal/store"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"dialbox/internal/domain"
 )
 
 // The engine's claims and settles on PostgreSQL, with several nodes on one
@@ -17,21 +17,21 @@ import (
 // pgEngineNodes is pgNodes with the tenant's scenario reshaped by change
 // and n contacts queued, due now; it returns the nodes, the tenant and the
 // due contacts.
-func pgEngineNodes(t *testing.T, nodes int, change func(*store.FixtureApp), contacts int) ([]*store.Postgres, int64, []domain.DueContact) {
+func pgEngineNodes(t *testing.T, nodes int, change func(*FixtureApp), contacts int) ([]*Postgres, int64, []domain.DueContact) {
 	t.Helper()
 	list, appID := pgNodes(t, nodes)
-	app := engTenant()
-	app.HotlinePools[0].Numbers = engPhones(20, 500)
-	app.Webhooks = []store.FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
+	app := tenant()
+	app.HotlinePools[0].Numbers = phones(20, 500)
+	app.Webhooks = []FixtureWebhook{{URL: "http://127.0.0.1:1/hook", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
 	if change != nil {
 		change(app)
 	}
 	ctx := context.Background()
-	if err := list[0].ApplyFixtures(ctx, []*store.FixtureApp{app}, time.Now()); err != nil {
+	if err := list[0].ApplyFixtures(ctx, []*FixtureApp{app}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	req := domain.ImportRequest{AppID: appID, ScenarioID: "sc"}
-	for i, p := range engPhones(contacts, 0) {
+	for i, p := range phones(contacts, 0) {
 		fields, _ := json.Marshal(map[string]string{"ho_ten": fmt.Sprint("C", i)})
 		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, ID: domain.NewV7(), Fields: fields, Phone: p})
 	}
@@ -49,7 +49,7 @@ func pgEngineNodes(t *testing.T, nodes int, change func(*store.FixtureApp), cont
 // pool (hotline offset+i).
 func pgClaims(appID int64, due []domain.DueContact, offset int) []domain.CallClaim {
 	var out []domain.CallClaim
-	hotlines := engPhones(20, 500)
+	hotlines := phones(20, 500)
 	for i, c := range due {
 		out = append(out, domain.CallClaim{CallID: domain.NewV7(), AppID: appID, ScenarioID: "sc", Contact: c,
 			Hotline: hotlines[(offset+i)%len(hotlines)], Start: time.Now()})
@@ -59,27 +59,18 @@ func pgClaims(appID int64, due []domain.DueContact, offset int) []domain.CallCla
 
 // pgPrepaid makes the tenant's wallet prepaid, holding balance, with a
 // price per call.
-func pgPrepaid(t *testing.T, s *store.Postgres, appID, balance, perCall int64) {
+func pgPrepaid(t *testing.T, s *Postgres, appID, balance, perCall int64) {
 	t.Helper()
-	if _, err := s.Pool.Exec(context.Background(), `UPDATE wallets SET prepaid = 1, balance = $2, price_per_call = $3
+	if _, err := s.pool.Exec(context.Background(), `UPDATE wallets SET prepaid = 1, balance = $2, price_per_call = $3
 		WHERE app_id = $1`, appID, balance, perCall); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func pgCount(t *testing.T, s *store.Postgres, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := s.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
 // Three nodes claiming the same contacts at once, over and over: no
 // contact is claimed twice, and max_concurrent holds across them.
 func TestPostgresClaimsHoldMaxConcurrentAcrossNodes(t *testing.T) {
-	nodes, appID, due := pgEngineNodes(t, 3, func(a *store.FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 4 }, 12)
+	nodes, appID, due := pgEngineNodes(t, 3, func(a *FixtureApp) { a.Scenarios[0].CallConfig.MaxConcurrent = 4 }, 12)
 	var mu sync.Mutex
 	claimed := map[int64]int{}
 	var wg sync.WaitGroup
@@ -144,23 +135,23 @@ func TestPostgresClaimsWalletAndScenarioAcrossNodes(t *testing.T) {
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[2:], 2), time.Now); err != nil || len(taken) != 1 {
 		t.Fatalf("node 1 took %d (%v), want the 1 the wallet still pays for", len(taken), err)
 	}
-	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE wallets SET balance = 1000000 WHERE app_id = $1`, appID); err != nil {
 		t.Fatal(err)
 	}
 	outside := `{"start": "00:00", "end": "00:00"}`
-	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', $1::jsonb)::text`, outside); err != nil {
 		t.Fatal(err)
 	}
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("outside the call window node 1 took %d (%v), want 0", len(taken), err)
 	}
-	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET call_config = jsonb_set(call_config::jsonb, '{call_window}', '{"start": "00:00", "end": "24:00"}')::text, status = 'DRAFT'`); err != nil {
 		t.Fatal(err)
 	}
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 0 {
 		t.Fatalf("back in DRAFT, node 1 took %d (%v), want 0", len(taken), err)
 	}
-	if _, err := nodes[0].Pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
+	if _, err := nodes[0].pool.Exec(ctx, `UPDATE scenarios SET status = 'ACTIVE'`); err != nil {
 		t.Fatal(err)
 	}
 	if taken, err := nodes[1].ClaimCalls(ctx, pgClaims(appID, due[3:], 3), time.Now); err != nil || len(taken) != 3 {
@@ -191,15 +182,15 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	}
 	dead.Close()
 	// Both leases run out; only the live node renews its own.
-	if _, err := other.Pool.Exec(ctx, `UPDATE contacts SET lease_until = $1 WHERE state = 'dialing'`, store.Millis(now.Add(-time.Second))); err != nil {
+	if _, err := other.pool.Exec(ctx, `UPDATE contacts SET lease_until = $1 WHERE state = 'dialing'`, Millis(now.Add(-time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	if err := alive.RenewLeases(ctx, time.Now()); err != nil {
+	if err := alive.renewLeases(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	counts := make([]int, 2)
-	for i, s := range []*store.Postgres{alive, other} {
+	for i, s := range []*Postgres{alive, other} {
 		wg.Go(func() {
 			n, err := s.TakeOverCalls(ctx, now, now)
 			if err != nil {
@@ -214,7 +205,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 	}
 	var state, outcome string
 	var cost int64
-	if err := other.Pool.QueryRow(ctx, `SELECT state, coalesce(outcome, ''), cost FROM calls WHERE id = $1`, held[0].CallID).
+	if err := other.pool.QueryRow(ctx, `SELECT state, coalesce(outcome, ''), cost FROM calls WHERE id = $1`, held[0].CallID).
 		Scan(&state, &outcome, &cost); err != nil || state != "ended" || outcome != domain.OutcomeCanceled || cost != 0 {
 		t.Errorf("dead node's call: %s %s cost %d (%v), want ended CANCELED free", state, outcome, cost, err)
 	}
@@ -253,7 +244,7 @@ func TestPostgresCallLeaseTakeover(t *testing.T) {
 // does not know of it, the claim does), none while it is up, and once it
 // is answered none for the next 24 hours (docs/postgres.md#claiming-calls).
 func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
-	nodes, appID, due := pgEngineNodes(t, 2, func(a *store.FixtureApp) {
+	nodes, appID, due := pgEngineNodes(t, 2, func(a *FixtureApp) {
 		sc := a.Scenarios[0]
 		sc.CallConfig.Purpose = domain.PurposeAdvertising
 		ad2 := *sc
@@ -262,17 +253,17 @@ func TestPostgresAdvertisingNumberAcrossNodes(t *testing.T) {
 	}, 1)
 	ctx := context.Background()
 	phone := due[0].Phone
-	engImport(t, nodes[0], appID, "ad2", "", phone)
+	importPhones(t, nodes[0], appID, "ad2", phone)
 	due2, err := nodes[1].DueContacts(ctx, appID, "ad2", time.Now(), 10)
 	if err != nil || len(due2) != 1 || due2[0].Phone != phone {
 		t.Fatalf("due %+v and %+v (%v), want one contact with %s in each scenario", due, due2, err, phone)
 	}
-	start := testDate(2026, 11, 30, 9, 0, 0, 0, hcm) // inside the advertising hours
+	start := aMondayMorning(t) // inside the advertising hours
 	claim := func(c domain.DueContact, scenario, hotline string, at time.Time) domain.CallClaim {
 		return domain.CallClaim{CallID: domain.NewV7(), AppID: appID, ScenarioID: scenario, Contact: c, Hotline: hotline,
 			Start: at, AdPhone: phone}
 	}
-	hotlines := engPhones(20, 500)
+	hotlines := phones(20, 500)
 	claims := [][]domain.CallClaim{{claim(due[0], "sc", hotlines[0], start)}, {claim(due2[0], "ad2", hotlines[1], start)}}
 	var mu sync.Mutex
 	var taken []domain.CallClaim
@@ -349,12 +340,12 @@ func TestPostgresClaimStampsStartOnceItHolds(t *testing.T) {
 		t.Fatalf("node 1 took %d (%v)", len(taken), err)
 	}
 	var started int64
-	if err := nodes[1].Pool.QueryRow(ctx, `SELECT started_at FROM calls WHERE id = $1`, taken[0].CallID).Scan(&started); err != nil {
+	if err := nodes[1].pool.QueryRow(ctx, `SELECT started_at FROM calls WHERE id = $1`, taken[0].CallID).Scan(&started); err != nil {
 		t.Fatal(err)
 	}
-	if started < store.Millis(ended) || !taken[0].Start.Equal(clock()) {
+	if started < Millis(ended) || !taken[0].Start.Equal(clock()) {
 		t.Errorf("call recorded starting at %d (claim's Start %v), before the end %d of the call it replaced on its hotline",
-			started, taken[0].Start, store.Millis(ended))
+			started, taken[0].Start, Millis(ended))
 	}
 }
 
@@ -392,7 +383,7 @@ func TestPostgresRenewalSkipsHeldContacts(t *testing.T) {
 	if err != nil || len(taken) != 2 {
 		t.Fatalf("took %d (%v), want 2", len(taken), err)
 	}
-	tx, err := s.Pool.Begin(ctx)
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,10 +394,10 @@ func TestPostgresRenewalSkipsHeldContacts(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 	renewCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := s.RenewLeases(renewCtx, later); err != nil {
+	if err := s.renewLeases(renewCtx, later); err != nil {
 		t.Fatalf("renewal waited on the held contact: %v", err)
 	}
-	if n := pgCount(t, s, `SELECT count(*) FROM contacts WHERE lease_until = $1`, store.Millis(later.Add(s.Lease))); n != 1 {
+	if n := pgCount(t, s, `SELECT count(*) FROM contacts WHERE lease_until = $1`, Millis(later.Add(s.lease))); n != 1 {
 		t.Errorf("%d leases renewed, want the 1 not held", n)
 	}
 }
