@@ -384,7 +384,8 @@ const readAhead = 16
 // webhookIdle), so the endpoint's next attempts need no read; older ones
 // are given back, so a change the outbox holds (an endpoint disabled) is
 // seen. ok is false, and nothing read, while too many attempts wait for
-// their record.
+// their record or the queue still holds over half of queueCap for
+// endpoints with room.
 func (w *Deliverer) read(ctx context.Context, now time.Time) (ok bool) {
 	w.mu.Lock()
 	busy := 0
@@ -401,6 +402,10 @@ func (w *Deliverer) read(ctx context.Context, now time.Time) (ok bool) {
 		w.mu.Unlock()
 		return false // the recorder's next batch wakes us
 	}
+	if w.handable() > w.queueCap()/2 {
+		w.mu.Unlock()
+		return false // enough queued: the next read waits until half is taken
+	}
 	w.dirty, w.paused = false, false
 	var stale []int64
 	kept := w.queue[:0]
@@ -413,20 +418,17 @@ func (w *Deliverer) read(ctx context.Context, now time.Time) (ok bool) {
 	}
 	w.queue = kept
 	ahead := busy + len(kept) // on SQLite, which does not lease them, these come first and are passed over
+	room := w.queueCap() - w.handable()
 	w.mu.Unlock()
 	w.atShare.Set(float64(len(full)))
 	w.release(stale)
-	limit := ahead + readAhead*w.workers
-	msgs, err := w.outbox.DueMessages(ctx, now, limit, ahead+readAhead*w.maxInFlight, full)
+	msgs, err := w.outbox.DueMessages(ctx, now, ahead+room, ahead+min(room, readAhead*w.maxInFlight), full)
 	if err != nil && ctx.Err() == nil {
 		w.log.Error("webhooks: reading the outbox", "err", err)
 	}
 	var again []int64 // under way already: given back, as not tried now
 	added := 0
 	w.mu.Lock()
-	if len(msgs) >= limit {
-		w.dirty = true // cut short: other endpoints' messages may wait behind these
-	}
 	isQueued := make(map[int64]bool, len(w.queue))
 	for _, q := range w.queue {
 		isQueued[q.Seq] = true
@@ -444,6 +446,22 @@ func (w *Deliverer) read(ctx context.Context, now time.Time) (ok bool) {
 	w.signal(added)
 	w.release(again)
 	return true
+}
+
+// queueCap bounds the queued messages whose endpoints have room: a read
+// takes up to readAhead a worker.
+func (w *Deliverer) queueCap() int { return readAhead * w.workers }
+
+// handable counts the queued messages whose endpoints have room. The
+// caller holds w.mu.
+func (w *Deliverer) handable() int {
+	n := 0
+	for _, q := range w.queue {
+		if w.sending[q.EndpointID] < w.maxInFlight {
+			n++
+		}
+	}
+	return n
 }
 
 // next takes out of the queue the first message whose endpoint has room
@@ -575,13 +593,13 @@ func (w *Deliverer) deliver(ctx context.Context, m domain.OutMessage) {
 	if a.DisableEndpoint {
 		drop = w.dropQueued(m.EndpointID) // its messages wait until it is enabled again
 	}
-	low := w.queuedOf(m.EndpointID) < w.maxInFlight
-	w.dirty = w.dirty || low // read its next messages before the workers run out
+	w.dirty = w.dirty || w.queuedOf(m.EndpointID) < w.maxInFlight // read its next messages before the workers run out
+	read := w.dirty && w.handable() <= w.queueCap()/2
 	w.recs = append(w.recs, a)
 	w.mu.Unlock()
 	w.release(drop)
 	w.signal(1)
-	if low {
+	if read {
 		w.poke()
 	}
 	select {
