@@ -554,10 +554,10 @@ func (m *Main) loadFixtures() (*store.FixtureFile, error) {
 	return ff, nil
 }
 
-// speechHeard says whether this dialbox's calls can hear speech: the
-// simulator hears the rules' says; real calls need a recognizer, which
-// this version lacks.
-func (m *Main) speechHeard() bool { return m.Config.Dialer.Kind != config.DialerSIP }
+// speechHeard: the simulator hears the rules' says, real calls need an [asr] engine.
+func (m *Main) speechHeard() bool {
+	return m.Config.Dialer.Kind != config.DialerSIP || m.Config.ASR.Engine != ""
+}
 
 // checkScriptsCanRun refuses to start while a stored scenario's script has
 // a step this deployment cannot run (script.Unmet): speech heard without

@@ -131,8 +131,9 @@ func buildDialbox(repo, dir, rev string, profile bool) (string, error) {
 }
 
 // copyRootPackage copies the files of the root package (no tests, no
-// sub-directories, no databases or binaries), go.mod/go.sum, and the files
-// of internal/ (no tests) the root package builds from.
+// sub-directories, no databases or binaries), go.mod/go.sum, and the
+// files of internal/ but tests and test data: its packages embed pages,
+// templates and static files.
 func copyRootPackage(repo, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
@@ -141,7 +142,6 @@ func copyRootPackage(repo, dst string) error {
 		if err == nil && e.IsDir() && e.Name() == "testdata" {
 			return filepath.SkipDir
 		}
-		// Every file but tests: packages embed their templates and static files.
 		if err != nil || !e.Type().IsRegular() || strings.HasSuffix(path, "_test.go") {
 			return err
 		}

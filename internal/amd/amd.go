@@ -200,10 +200,15 @@ func (d *Detector) Result() (Result, bool) {
 	return d.res, true
 }
 
-// voiced says whether a frame's mean absolute sample reaches the threshold,
-// in integers as Asterisk's silence detector rounds the mean down.
-func (d *Detector) voiced(frame []int16) bool {
-	return audio.SumAbs(frame) >= int64(d.cfg.SilenceThreshold)*int64(len(frame))
+// voiced judges a frame with the detector's threshold.
+func (d *Detector) voiced(frame []int16) bool { return Voiced(frame, d.cfg.SilenceThreshold) }
+
+// Voiced says whether a frame is voice by the detector's measure: its mean
+// absolute sample reaches threshold (Config.SilenceThreshold), in integers
+// as Asterisk's silence detector rounds the mean down. A listening script
+// hears an utterance start and end by it (internal/sipcall).
+func Voiced(frame []int16, threshold int) bool {
+	return audio.SumAbs(frame) >= int64(threshold)*int64(len(frame))
 }
 
 // step judges one frame, checking the rules in the order Asterisk does.

@@ -23,6 +23,7 @@ type Config struct {
 	Dialer     DialerConfig     `toml:"dialer"`
 	SIP        SIPConfig        `toml:"sip"`
 	TTS        TTSConfig        `toml:"tts"`
+	ASR        ASRConfig        `toml:"asr"`
 	Voicebot   VoicebotConfig   `toml:"voicebot"`
 	LLM        LLMConfig        `toml:"llm"`
 	Recordings RecordingsConfig `toml:"recordings"`
@@ -306,6 +307,7 @@ func DefaultConfig() Config {
 		SIP: SIPConfig{Listen: ":5060", RTPPorts: "10000-20000", RingTimeout: Duration{45 * time.Second},
 			NumberFormat: sipcall.NumberE164},
 		TTS: TTSConfig{Engine: TTSEspeak, Voice: "vi", CacheMaxMiB: 1024, CacheMaxAge: Duration{7 * 24 * time.Hour}, CacheMinFreeMiB: 1024},
+		ASR: ASRConfig{Language: "vi", SampleRate: 8000, Timeout: Duration{15 * time.Second}},
 		LLM: LLMConfig{Timeout: Duration{15 * time.Second}},
 		Webhooks: WebhooksConfig{
 			Workers:       8,

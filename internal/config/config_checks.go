@@ -39,7 +39,7 @@ func (c *Config) Validate() error {
 		c.checkEngine, c.checkTimeScale, c.checkWebhooks, c.checkAdmin,
 		c.checkRecordings, c.checkConsole, c.checkJournal, c.checkSink,
 		c.checkLog, c.checkCluster, c.checkRetryDelays, c.checkDestinations,
-		c.Simulator.Validate, c.checkDialer, c.checkSIP, c.checkTTS, c.checkLLM,
+		c.Simulator.Validate, c.checkDialer, c.checkSIP, c.checkTTS, c.checkASR, c.checkLLM,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -21,6 +21,7 @@ const (
 	TTSEspeak  = "espeak-ng"
 	TTSCommand = "command"
 	TTSHTTP    = "http"
+	TTSOpenAI  = "openai"
 )
 
 // Trunk defaults for keys a [[sip.trunks]] table leaves out.
@@ -85,7 +86,7 @@ func (t SIPTrunk) GoString() string { return t.String() }
 func (t SIPTrunk) Format(f fmt.State, _ rune) { fmt.Fprint(f, t.String()) }
 
 type TTSConfig struct {
-	// Engine is "espeak-ng", "command" or "http".
+	// Engine is "espeak-ng", "command", "http" or "openai".
 	Engine string `toml:"engine"`
 	Voice  string `toml:"voice"`
 	// Command is the argv, split at spaces, of a program writing a WAV to
@@ -93,8 +94,13 @@ type TTSConfig struct {
 	// "{text}" only where it cannot be an option (tts.NewCommand), else
 	// the text is on its stdin.
 	Command string `toml:"command"`
-	// URL is a GET URL template answering a WAV.
+	// URL is a GET URL template answering a WAV ("http"), or the
+	// /v1/audio/speech endpoint ("openai").
 	URL string `toml:"url"`
+	// Model is the "openai" engine's model.
+	Model string `toml:"model"`
+	// APIKey is the "openai" engine's key, from DIALBOX_TTS_API_KEY only.
+	APIKey Secret `toml:"-"`
 	// CacheDir keeps the renderings; empty: "tts-cache" beside the database.
 	CacheDir string `toml:"cache_dir"`
 	// The cache's bounds (docs/sip.md#text-to-speech), each 0 for none: its
@@ -300,8 +306,12 @@ func (c *Config) checkTTS() error {
 		if _, err := tts.NewHTTP(c.TTS.URL, 0); err != nil {
 			return badKeyf("tts.url", "%v", err)
 		}
+	case TTSOpenAI:
+		if _, err := tts.NewOpenAI(c.TTS.URL, c.TTS.Model, "", 0); err != nil {
+			return badKeyf("tts.url", "%v", err)
+		}
 	default:
-		return badKey("tts.engine", `must be "espeak-ng", "command" or "http"`)
+		return badKey("tts.engine", `must be "espeak-ng", "command", "http" or "openai"`)
 	}
 	return nil
 }
@@ -332,6 +342,12 @@ func (c *Config) TTSEngine(cacheDir string) (*tts.Cache, error) {
 			return nil, err
 		}
 		engine = h
+	case TTSOpenAI:
+		o, err := tts.NewOpenAI(c.TTS.URL, c.TTS.Model, string(c.TTS.APIKey), 0)
+		if err != nil {
+			return nil, err
+		}
+		engine = o
 	default:
 		engine = tts.NewEspeak("")
 	}

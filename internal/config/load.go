@@ -98,6 +98,7 @@ func LoadConfig(path string, env []string) (Config, error) {
 		return cfg, err
 	}
 	applyTrunkEnv(&cfg.SIP, env)
+	applyKeyEnv(&cfg, env)
 	applyLLMEnv(&cfg.LLM, env)
 	fillTrunkDefaults(&cfg.SIP)
 	if err := cfg.Validate(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"dialbox/internal/amd"
+	"dialbox/internal/asr"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
 	"dialbox/internal/script"
@@ -29,7 +30,8 @@ const CauseTTSFailed = 500
 // played to whoever answers (docs/calling.md#real-calls-over-sip).
 type SIP struct {
 	ua          *sipcall.UserAgent
-	speech      *tts.Cache // the engine, behind its cache
+	speech      *tts.Cache     // the engine, behind its cache
+	ears        asr.Recognizer // [asr]; nil: no script may listen
 	voice       string
 	promptsDir  string // the WAV files of scripts' play steps
 	ringTimeout time.Duration
@@ -59,6 +61,10 @@ func NewSIP(cfg config.Config, dataDir string, log *slog.Logger, registered *pro
 	if err != nil {
 		return nil, err
 	}
+	ears, err := cfg.Recognizer()
+	if err != nil {
+		return nil, &config.ConfigError{Key: "asr.engine", Msg: err.Error()}
+	}
 	lo, hi, err := config.ParsePortRange(cfg.SIP.RTPPorts)
 	if err != nil {
 		return nil, &config.ConfigError{Key: "sip.rtp_ports", Msg: err.Error()}
@@ -67,7 +73,7 @@ func NewSIP(cfg config.Config, dataDir string, log *slog.Logger, registered *pro
 	if promptsDir == "" {
 		promptsDir = filepath.Join(dataDir, "prompts")
 	}
-	d := &SIP{speech: speech, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
+	d := &SIP{speech: speech, ears: ears, voice: cfg.TTS.Voice, promptsDir: promptsDir, ringTimeout: cfg.SIP.RingTimeout.Duration,
 		registered: registered, log: log, TrunkLoads: NewTrunkLoads(cfg.SIP.Trunks)}
 	opts := sipcall.Options{ListenAddr: cfg.SIP.Listen, ExternalIP: cfg.SIP.ExternalIP, RTPPortMin: lo, RTPPortMax: hi,
 		Logger: log.With("part", "sip"), OnRegistration: d.reportRegistration}
@@ -82,7 +88,7 @@ func NewSIP(cfg config.Config, dataDir string, log *slog.Logger, registered *pro
 		d.forgetRegistrations()
 		return nil, err
 	}
-	log.Info("SIP dialer ready", "listen", d.ua.ListenAddr(), "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir)
+	log.Info("SIP dialer ready", "listen", d.ua.ListenAddr(), "trunks", cfg.SIP.Trunks, "tts", speech.Name(), "tts_cache", cacheDir, "asr", recognizerName(ears))
 	return d, nil
 }
 
@@ -291,4 +297,12 @@ func (d *SIP) Close() error {
 		return fmt.Errorf("sip: %w", err)
 	}
 	return nil
+}
+
+// recognizerName is what the start's log line says of [asr].
+func recognizerName(r asr.Recognizer) string {
+	if r == nil {
+		return "none"
+	}
+	return r.Name()
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // Line is an answered call as CallRequest.Talk sees it: it plays audio,
-// reads the callee's keys and transfers the call. Its methods are for the
+// reads the callee's keys, hears the callee's utterances (Hear) and
+// transfers the call. Its methods are for the
 // Talk goroutine alone.
 type Line struct {
 	d      *diago.DialogClientSession
@@ -91,34 +92,49 @@ func (l *Line) Listen(ctx context.Context, limit time.Duration, hear func(sample
 // pressed while it plays stops it at once and is returned; without, keys
 // pressed meanwhile wait for the next Gather.
 func (l *Line) Play(ctx context.Context, pcm []byte, bargeIn bool) (rune, error) {
+	var key rune
+	interrupt := func() bool { return false }
+	if bargeIn {
+		interrupt = func() bool {
+			select {
+			case key = <-l.keys:
+				return true
+			default:
+				return false
+			}
+		}
+	}
+	err := l.play(ctx, pcm, interrupt)
+	return key, err
+}
+
+// play sends pcm in 20 ms frames until it has all gone or interrupt,
+// asked before each frame, says to stop.
+func (l *Line) play(ctx context.Context, pcm []byte, interrupt func() bool) error {
 	if len(pcm)%2 != 0 {
-		return 0, errors.New("sipcall: audio is not 16-bit PCM (odd length)")
+		return errors.New("sipcall: audio is not 16-bit PCM (odd length)")
 	}
 	const frame = 320 // 20 ms at 8 kHz
 	out := make([]byte, frame/2)
 	for off := 0; off < len(pcm); off += frame {
 		if err := ctx.Err(); err != nil {
-			return 0, context.Cause(ctx)
+			return context.Cause(ctx)
 		}
-		if bargeIn {
-			select {
-			case k := <-l.keys:
-				return k, nil
-			default:
-			}
+		if interrupt() {
+			return nil
 		}
 		f := pcm[off:min(off+frame, len(pcm))]
 		n, err := l.encode(out, f)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		l.rec.send(f)
 		// diago's writer paces the frames on the RTP clock.
 		if _, err := l.w.Write(out[:n]); err != nil {
-			return 0, fmt.Errorf("sipcall: playing: %w", err)
+			return fmt.Errorf("sipcall: playing: %w", err)
 		}
 	}
-	return 0, nil
+	return nil
 }
 
 // Gather reads keys until maxDigits were pressed, or finish was (it is then
