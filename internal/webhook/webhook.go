@@ -113,8 +113,8 @@ type Deliverer struct {
 	// again only when dirty.
 	queue []queued
 	// dirty: the outbox may hold due messages the queue lacks (an event was
-	// queued, an endpoint with nothing queued got room, a read was cut
-	// short or refused, a retry came due).
+	// queued, an endpoint ran low on queued messages, a read was refused, a
+	// retry came due).
 	dirty bool
 	// paused: a read was refused while too many attempts waited for their
 	// record; the recorder's next batch makes the outbox dirty again.
