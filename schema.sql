@@ -386,3 +386,16 @@ ALTER TABLE calls ADD COLUMN transcript TEXT NOT NULL DEFAULT '[]';
 -- row each, or a cascade no code path names).
 DROP TRIGGER contact_counts_insert;
 DROP TRIGGER queued_contacts_insert;
+
+-- migration 15: the audit log of what people did in the console
+-- (docs/console.md#audit-log): who (their sign-in), when, what (the form's
+-- path and what the console answered), and which tenant's. No reference to
+-- the tenant: the log outlives it.
+CREATE TABLE audit_log (
+    seq     INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    actor   TEXT    NOT NULL,
+    action  TEXT    NOT NULL,
+    app_key TEXT    NOT NULL DEFAULT '',
+    detail  TEXT    NOT NULL DEFAULT ''
+);
