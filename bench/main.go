@@ -97,7 +97,7 @@ func main() {
 	fs.StringVar(&o.scratch, "scratch", "", "scratch folder (default: a new temporary folder, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch folder (databases, logs, peer configs)")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "page the report is written into, between its <!-- bench:begin/end --> markers (<!-- bench:profiles:begin/end --> with -cpuprofile), relative to the repository root (\"-\": none)")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients, and during its SIP calls (builds a profiling copy of dialbox)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients, its webhook burst and drain, and its SIP calls (builds a profiling copy of dialbox)")
 	fs.BoolVar(&traceOn, "trace", false, "with -cpuprofile, also write execution traces (go tool trace; -pprof=syscall shows the time in fsync)")
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
@@ -738,20 +738,28 @@ func (h *Harness) profileAt(d *Dialbox, conc int, name string) func() func() {
 	if h.o.cpuprofile == "" || conc != h.o.concs[len(h.o.concs)-1] {
 		return nil
 	}
-	return func() func() {
-		file := filepath.Join(h.o.cpuprofile, fmt.Sprintf("dialbox-%s-%d.pprof", name, conc))
-		if err := d.StartProfile(file); err != nil {
+	return func() func() { return h.profile(d, fmt.Sprintf("dialbox-%s-%d", name, conc)) }
+}
+
+// profile starts profiling d into -cpuprofile's <name>.pprof (and its
+// block, mutex and heap profiles) and returns what stops it; nil when not
+// profiling or it could not start.
+func (h *Harness) profile(d *Dialbox, name string) func() {
+	if h.o.cpuprofile == "" {
+		return nil
+	}
+	file := filepath.Join(h.o.cpuprofile, name+".pprof")
+	if err := d.StartProfile(file); err != nil {
+		logf("profile %s: %v", file, err)
+		return nil
+	}
+	return func() {
+		if err := d.StopProfile(); err != nil {
 			logf("profile %s: %v", file, err)
-			return nil
+			return
 		}
-		return func() {
-			if err := d.StopProfile(); err != nil {
-				logf("profile %s: %v", file, err)
-				return
-			}
-			h.profiles = append(h.profiles, file)
-			logf("  CPU profile written: %s", file)
-		}
+		h.profiles = append(h.profiles, file)
+		logf("  CPU profile written: %s", file)
 	}
 }
 
