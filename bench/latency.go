@@ -71,6 +71,11 @@ type latencyRecorder struct {
 	cur   *turnTimes
 	turns []turnTimes
 	agent bool
+	// hold: the model's stub writes the rest of a reply only once the far
+	// end has heard its first packet (heard), proving that speaking
+	// starts before the whole reply is written, whatever the timing.
+	hold  bool
+	heard chan struct{}
 }
 
 func (r *latencyRecorder) stamp(f func(t *turnTimes, now time.Time)) {
@@ -101,6 +106,10 @@ func (r *latencyRecorder) packet(at time.Time) {
 		r.cur.firstPacket, r.cur.awaiting = at, false
 		r.turns = append(r.turns, *r.cur)
 		r.cur = nil
+		select {
+		case r.heard <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -151,11 +160,16 @@ func (h *Harness) latencyPhase() {
 // measureLatency places the calls of one kind, one at a time, until turns
 // turns are measured.
 func measureLatency(agent bool, turns int) latencyResult {
+	return measure(&latencyRecorder{agent: agent, heard: make(chan struct{}, 1)}, turns)
+}
+
+// measure runs rec's calls.
+func measure(rec *latencyRecorder, turns int) latencyResult {
+	agent := rec.agent
 	res := latencyResult{Kind: "speech gather"}
 	if agent {
 		res.Kind = "agent conversation"
 	}
-	rec := &latencyRecorder{agent: agent}
 	dir, err := os.MkdirTemp("", "dialbox-latency-")
 	if err != nil {
 		res.Err = err.Error()
@@ -200,10 +214,19 @@ func measureLatency(agent bool, turns int) latencyResult {
 			Script: &s, Fields: map[string]string{"call": strconv.Itoa(call)}})
 		ccancel()
 		res.Calls++
-		if r.Outcome != domain.OutcomeAnswered || r.Script == nil || r.Script.End == script.EndFailed || len(rec.turns)-before < n {
+		if r.Outcome != domain.OutcomeAnswered || r.Script == nil || r.Script.End == script.EndFailed || len(rec.turns)-before < n ||
+			agent && r.Script.Result != "confirmed" {
 			res.Err = fmt.Sprintf("call %d: outcome %s, %d of %d turns measured", call, r.Outcome, len(rec.turns)-before, n)
-			if r.Script != nil && r.Script.Err != nil {
-				res.Err += ": " + r.Script.Err.Error()
+			if r.Script != nil {
+				res.Err += ", result " + r.Script.Result
+				for _, st := range r.Script.Steps {
+					if st.Error != "" {
+						res.Err += ": " + st.Error
+					}
+				}
+				if r.Script.Err != nil {
+					res.Err += ": " + r.Script.Err.Error()
+				}
 			}
 			break
 		}
@@ -297,7 +320,16 @@ func llmStub(rec *latencyRecorder) http.HandlerFunc {
 			}
 		})
 		event(map[string]any{"role": "assistant", "content": fmt.Sprintf("Dạ, em ghi nhận lượt %d. ", users)})
-		time.Sleep(llmStubRest)
+		if rec.hold {
+			select {
+			case <-rec.heard:
+			case <-time.After(20 * time.Second): // within the client's 30 s
+				fmt.Fprint(w, `data: {"error":{"message":"the first sentence was not heard before the rest of the reply was written"}}`+"\n\n")
+				return
+			}
+		} else {
+			time.Sleep(llmStubRest)
+		}
 		if users >= last {
 			event(map[string]any{"content": "Em cảm ơn anh."})
 			event(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "c1", "type": "function",
