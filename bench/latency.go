@@ -13,10 +13,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/diago"
@@ -49,7 +51,9 @@ const (
 	calleeSpeech  = 400 * time.Millisecond // the callee's utterance each turn
 	endSilence    = script.DefaultEndSilence
 	replySentence = 200 * time.Millisecond // the stub TTS's audio for one sentence
-	botQuiet      = 300 * time.Millisecond // no bot packet for this long: its turn is over
+	// No bot packet for this long: its turn is over (longer than espeak-ng
+	// takes to render a sentence on a loaded machine, between two).
+	botQuiet = 800 * time.Millisecond
 )
 
 // turnTimes are one turn's moments, all on this process's clock: the far
@@ -76,6 +80,10 @@ type latencyRecorder struct {
 	// starts before the whole reply is written, whatever the timing.
 	hold  bool
 	heard chan struct{}
+	// espeak: the reply is spoken by espeak-ng, dialbox's default engine,
+	// whose cost is dialbox's own, instead of the TTS stub.
+	espeak  bool
+	replies atomic.Int64 // numbers every reply, so none is in the TTS cache
 }
 
 func (r *latencyRecorder) stamp(f func(t *turnTimes, now time.Time)) {
@@ -98,11 +106,12 @@ func (r *latencyRecorder) ended(at time.Time) {
 	r.cur = &turnTimes{end: at, stubs: stubs, awaiting: true}
 }
 
-// packet is a bot's RTP packet arriving at the far end.
+// packet is a bot's RTP packet arriving at the far end: the reply's first
+// when the turn's stubs have answered (what came before is not the reply).
 func (r *latencyRecorder) packet(at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur != nil && r.cur.awaiting {
+	if r.cur != nil && r.cur.awaiting && (r.agent && r.cur.llm1 || !r.agent && r.cur.asrOnce) {
 		r.cur.firstPacket, r.cur.awaiting = at, false
 		r.turns = append(r.turns, *r.cur)
 		r.cur = nil
@@ -142,11 +151,22 @@ func (r latencyResult) stage(from, to func(t turnTimes) time.Time) time.Duration
 }
 
 // latencyPhase measures an agent conversation and a chain of speech
-// gathers, turns turns each.
+// gathers, turns turns each, then a conversation spoken by espeak-ng
+// (when installed), half as many turns: its replies are longer.
 func (h *Harness) latencyPhase() {
-	turns := h.o.latencyTurns
-	for _, agent := range []bool{true, false} {
-		r := measureLatency(agent, turns)
+	recs := []*latencyRecorder{{agent: true}, {}}
+	if _, err := exec.LookPath("espeak-ng"); err == nil {
+		recs = append(recs, &latencyRecorder{agent: true, espeak: true})
+	} else {
+		h.notes = append(h.notes, "latency: no espeak-ng, so no conversation spoken by it was measured")
+	}
+	for _, rec := range recs {
+		turns := h.o.latencyTurns
+		if rec.espeak {
+			turns = max(1, turns/2)
+		}
+		rec.heard = make(chan struct{}, 1)
+		r := measure(rec, turns)
 		if r.Err != "" {
 			logf("latency (%s): %s", r.Kind, r.Err)
 		} else {
@@ -157,17 +177,15 @@ func (h *Harness) latencyPhase() {
 	}
 }
 
-// measureLatency places the calls of one kind, one at a time, until turns
-// turns are measured.
-func measureLatency(agent bool, turns int) latencyResult {
-	return measure(&latencyRecorder{agent: agent, heard: make(chan struct{}, 1)}, turns)
-}
-
-// measure runs rec's calls.
+// measure places rec's calls, one at a time, until turns turns are
+// measured.
 func measure(rec *latencyRecorder, turns int) latencyResult {
 	agent := rec.agent
 	res := latencyResult{Kind: "speech gather"}
-	if agent {
+	switch {
+	case rec.espeak:
+		res.Kind = "agent conversation, espeak-ng"
+	case agent:
 		res.Kind = "agent conversation"
 	}
 	dir, err := os.MkdirTemp("", "dialbox-latency-")
@@ -193,7 +211,9 @@ func measure(rec *latencyRecorder, turns int) latencyResult {
 	cfg.SIP.Listen, cfg.SIP.RTPPorts = "127.0.0.1:0", ""
 	cfg.SIP.Trunks = []config.SIPTrunk{{Name: "main", Address: fe, Transport: "udp", MaxChannels: 10, MaxCPS: 10}}
 	cfg.ASR.Engine, cfg.ASR.URL, cfg.ASR.Model = config.ASROpenAI, asrSrv.URL+"/v1/audio/transcriptions", "stub"
-	cfg.TTS.Engine, cfg.TTS.URL, cfg.TTS.Model = config.TTSOpenAI, ttsSrv.URL+"/v1/audio/speech", "stub"
+	if !rec.espeak {
+		cfg.TTS.Engine, cfg.TTS.URL, cfg.TTS.Model = config.TTSOpenAI, ttsSrv.URL+"/v1/audio/speech", "stub"
+	}
 	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "registered"}, []string{"trunk"})
 	d, err := dialer.NewSIP(cfg, dir, slog.New(slog.DiscardHandler), gauge)
 	if err != nil {
@@ -307,6 +327,7 @@ func llmStub(rec *latencyRecorder) http.HandlerFunc {
 				users++
 			}
 		}
+		n := rec.replies.Add(1)
 		w.Header().Set("Content-Type", "text/event-stream")
 		event := func(delta map[string]any) {
 			b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"delta": delta}}})
@@ -319,7 +340,7 @@ func llmStub(rec *latencyRecorder) http.HandlerFunc {
 				t.llmOut, t.llm1 = now, true
 			}
 		})
-		event(map[string]any{"role": "assistant", "content": fmt.Sprintf("Dạ, em ghi nhận lượt %d. ", users)})
+		event(map[string]any{"role": "assistant", "content": fmt.Sprintf("Dạ, em ghi nhận lượt %d. ", n)})
 		if rec.hold {
 			select {
 			case <-rec.heard:
@@ -335,7 +356,7 @@ func llmStub(rec *latencyRecorder) http.HandlerFunc {
 			event(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "c1", "type": "function",
 				"function": map[string]any{"name": script.ToolEndCall, "arguments": `{"result":"confirmed"}`}}}})
 		} else {
-			event(map[string]any{"content": fmt.Sprintf("Anh còn cần gì nữa không, lượt %d?", users)})
+			event(map[string]any{"content": fmt.Sprintf("Anh còn cần gì nữa không, lượt %d?", n)})
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}
@@ -462,12 +483,11 @@ func farEndCall(d *diago.DialogServerSession, rec *latencyRecorder) {
 		}
 		// diago sends the packet at once, then waits for the next 20 ms
 		// tick: the end_silence window is over when its last frame goes.
-		sent := time.Now()
+		if left == 1 {
+			rec.ended(time.Now())
+		}
 		if _, err := w.Write(f); err != nil {
 			return
-		}
-		if left == 1 {
-			rec.ended(sent)
 		}
 		if left >= 0 {
 			left--
@@ -493,17 +513,23 @@ func (h *Harness) latencySection(w func(string, ...any)) {
 		s := r.shares()
 		gap := r.stage(func(t turnTimes) time.Time { return t.end }, func(t turnTimes) time.Time { return t.firstPacket })
 		toModel, modelToTTS := "n/a", "n/a"
-		if r.Kind == "agent conversation" {
+		if r.Kind == "agent conversation, espeak-ng" {
+			toModel = ms(r.stage(func(t turnTimes) time.Time { return t.asrOut }, func(t turnTimes) time.Time { return t.llmIn }))
+			modelToTTS = "model → first packet " + ms(r.stage(func(t turnTimes) time.Time { return t.llmOut }, func(t turnTimes) time.Time { return t.firstPacket }))
+		} else if r.Kind == "agent conversation" {
 			toModel = ms(r.stage(func(t turnTimes) time.Time { return t.asrOut }, func(t turnTimes) time.Time { return t.llmIn }))
 			modelToTTS = ms(r.stage(func(t turnTimes) time.Time { return t.llmOut }, func(t turnTimes) time.Time { return t.ttsIn }))
 		} else {
 			modelToTTS = "recognizer → TTS " + ms(r.stage(func(t turnTimes) time.Time { return t.asrOut }, func(t turnTimes) time.Time { return t.ttsIn }))
 		}
+		ttsToPacket := "n/a"
+		if r.Kind != "agent conversation, espeak-ng" {
+			ttsToPacket = ms(r.stage(func(t turnTimes) time.Time { return t.ttsOut }, func(t turnTimes) time.Time { return t.firstPacket }))
+		}
 		w("| %s, %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Kind, len(s), r.Calls, ms(gap),
 			ms(quantile(s, 0.5)), ms(quantile(s, 0.95)), ms(s[len(s)-1]),
 			ms(r.stage(func(t turnTimes) time.Time { return t.end }, func(t turnTimes) time.Time { return t.asrIn })),
-			toModel, modelToTTS,
-			ms(r.stage(func(t turnTimes) time.Time { return t.ttsOut }, func(t turnTimes) time.Time { return t.firstPacket })))
+			toModel, modelToTTS, ttsToPacket)
 	}
 	w("\n")
 	for _, r := range h.latency {
