@@ -533,11 +533,15 @@ func testAdminCampaigns(t *testing.T, backend string) {
 		t.Errorf("resume %+v", c)
 	}
 	s.adminFail(t, "POST", "/apps/qa-key/campaigns/nope/pause", "", 404)
+	s.admin(t, "POST", "/apps/qa-key/campaigns", `{"id":"camp-later","scenario_id":"sc-remind","paused":true}`, &c)
+	if !c.Paused {
+		t.Errorf("created paused: %+v", c)
+	}
 	s.adminFail(t, "GET", "/apps/qa-key/campaigns/camp-other", "", 404)
 
 	var list struct{ Campaigns []domain.Campaign }
 	s.admin(t, "GET", "/apps/qa-key/campaigns", "", &list)
-	if len(list.Campaigns) != 3 {
+	if len(list.Campaigns) != 4 {
 		t.Errorf("list %+v", list)
 	}
 	s.admin(t, "GET", "/apps/qa-key/campaigns?scenario_id=sc-second", "", &list)

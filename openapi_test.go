@@ -531,6 +531,7 @@ func TestOpenAPIAdmin(t *testing.T) {
 	c.do("GET", qa+"/campaigns/camp-new", "", 200)
 	c.do("POST", qa+"/campaigns/camp-new/pause", "", 200)
 	c.do("POST", qa+"/campaigns/camp-new/resume", "", 200)
+	c.do("POST", qa+"/campaigns/camp-new/stop", "", 200)
 	c.do("GET", qa+"/campaigns/camp-none", "", 404)
 
 	// Webhook endpoints; one delivers to the sink.
@@ -632,6 +633,12 @@ func TestOpenAPIAdmin(t *testing.T) {
 		t.Error("no call was recorded")
 	}
 	c.do("GET", qa+"/contacts?state=ringing", "", 400)
+	for _, results := range []string{qa + "/scenarios/sc-remind/results.csv", qa + "/campaigns/camp-1/results.csv"} {
+		c.do("GET", results+"?state=done", "", 200)
+		c.do("GET", results+"?outcome=MAYBE&from=monday", "", 400)
+	}
+	c.do("GET", qa+"/scenarios/sc-none/results.csv", "", 404)
+	c.do("GET", qa+"/campaigns/camp-none/results.csv", "", 404)
 
 	// Advertising: the settings, and a contact of an advertising scenario
 	// that may call only the day after tomorrow, so it waits whatever the hour.

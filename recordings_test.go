@@ -180,7 +180,7 @@ func testRecordingsSimulated(t *testing.T, backend string) {
 	console := signedIn(t, s)
 	_, page := console.get("/console/apps/bot-key/contacts/" + recID)
 	player := "/console/apps/bot-key/contacts/" + recID + "/calls/" + rec.ID + "/recording"
-	if !strings.Contains(page, `<audio controls preload="none" src="`+player+`">`) {
+	if !strings.Contains(page, `<audio controls preload="metadata" src="`+player+`"></audio> 0:`) {
 		t.Errorf("the console's contact page has no player for %s", player)
 	}
 	if _, page := console.get("/console/apps/bot-key/contacts/" + busyID); strings.Contains(page, "<audio") {

@@ -374,3 +374,28 @@ CREATE INDEX webhook_messages_due_by_endpoint ON webhook_messages (endpoint_id, 
 -- The JSON list of turns {"speaker", "text", "at"}; calls ended before this
 -- migration read as nothing said.
 ALTER TABLE calls ADD COLUMN transcript TEXT NOT NULL DEFAULT '[]';
+
+-- migration 14: new contacts counted once per import
+-- SQLite has no statement triggers: migrations 4's and 8's triggers on
+-- INSERT updated two counter rows per contact, and cost operation A about
+-- a third of its rate (docs/benchmarks.md). An import adds the contacts it
+-- stored to queued_contacts and contact_counts with one statement each, in
+-- its own transaction (internal/store/import.go, countAdded), as
+-- PostgreSQL's statement triggers do; so every INSERT into contacts is
+-- counted by its writer. Updates and deletes keep their row triggers (one
+-- row each, or a cascade no code path names).
+DROP TRIGGER contact_counts_insert;
+DROP TRIGGER queued_contacts_insert;
+
+-- migration 15: the audit log of what people did in the console
+-- (docs/console.md#audit-log): who (their sign-in), when, what (the form's
+-- path and what the console answered), and which tenant's. No reference to
+-- the tenant: the log outlives it.
+CREATE TABLE audit_log (
+    seq     INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    actor   TEXT    NOT NULL,
+    action  TEXT    NOT NULL,
+    app_key TEXT    NOT NULL DEFAULT '',
+    detail  TEXT    NOT NULL DEFAULT ''
+);

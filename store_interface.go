@@ -44,6 +44,7 @@ type Store interface {
 	admin.WebhookStore
 	admin.DNCStore
 	admin.TokenStore
+	admin.AuditStore
 	cli.Store
 
 	// What Main itself calls: at start, on a reset, at the end.

@@ -131,14 +131,18 @@ func buildDialbox(repo, dir, rev string, profile bool) (string, error) {
 }
 
 // copyRootPackage copies the files of the root package (no tests, no
-// sub-directories, no databases or binaries), go.mod/go.sum, and the Go
-// files of internal/ the root package imports.
+// sub-directories, no databases or binaries), go.mod/go.sum, and the
+// files of internal/ but tests and test data: its packages embed pages,
+// templates and static files.
 func copyRootPackage(repo, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
 	err := filepath.WalkDir(filepath.Join(repo, "internal"), func(path string, e os.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if err == nil && e.IsDir() && e.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if err != nil || !e.Type().IsRegular() || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
 		rel, err := filepath.Rel(repo, path)

@@ -116,6 +116,24 @@ func sqlFill(dbPath string, first, n int64) (time.Duration, error) {
 	insContacts := insertSQL("INSERT INTO", "contacts", ccols, contactExpr, "t.seq = ?")
 	insImports := insertSQL("INSERT OR IGNORE INTO", "imports", icols, importExpr, "t.id = ?")
 
+	// From schema.sql's migration 14 the import counts the contacts it adds
+	// (no INSERT trigger does): the fill adds its rows to the same counts,
+	// like the template row it copies. An older dialbox's triggers count
+	// them themselves.
+	var triggers int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'contact_counts_insert'`).Scan(&triggers); err != nil {
+		return 0, err
+	}
+	counts := []string{
+		`UPDATE queued_contacts SET n = n + ? WHERE app_id = (SELECT app_id FROM contacts WHERE seq = ? AND state <> 'done')`,
+		`INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+			SELECT app_id, scenario_id, coalesce(campaign_id, ''), state, coalesce(outcome, ''), ? FROM contacts WHERE seq = ?
+			ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+	}
+	if triggers > 0 {
+		counts = nil
+	}
+
 	const chunk = 200_000
 	for done := int64(0); done < n; {
 		k := min(chunk, n-done)
@@ -131,6 +149,12 @@ func sqlFill(dbPath string, first, n int64) (time.Duration, error) {
 		if _, err := tx.Exec(insImports, lo/1000, (hi+999)/1000, tmplImport); err != nil {
 			tx.Rollback()
 			return 0, fmt.Errorf("fill imports: %w", err)
+		}
+		for _, q := range counts {
+			if _, err := tx.Exec(q, k, tmplSeq); err != nil {
+				tx.Rollback()
+				return 0, fmt.Errorf("fill counts: %w", err)
+			}
 		}
 		if err := tx.Commit(); err != nil {
 			return 0, err

@@ -28,7 +28,7 @@ import (
 //
 // This file holds the type, its routes and its auth; the handlers are in
 // one file per resource (apps.go, wallet.go, pools.go, scenarios.go,
-// campaigns.go, webhooks.go, contacts.go, sandbox.go, dnc.go, adcalls.go);
+// campaigns.go, webhooks.go, contacts.go, results.go, sandbox.go, dnc.go, adcalls.go);
 // the services its handlers share with the console are in services.go,
 // what it asks of the store in store.go.
 type Admin struct {
@@ -37,6 +37,7 @@ type Admin struct {
 	contacts  ContactStore
 	webhooks  WebhookStore
 	dnc       DNCStore
+	audit     AuditStore
 	region    string           // phone.default_region, to read the phone filter
 	now       func() time.Time // the real time: stamps records, schedules deliveries, times wrong tokens
 	log       *slog.Logger
@@ -84,6 +85,7 @@ type Parts struct {
 	Contacts ContactStore
 	Webhooks WebhookStore
 	DNC      DNCStore
+	Audit    AuditStore
 
 	Region      string
 	Now         func() time.Time
@@ -111,7 +113,7 @@ type Parts struct {
 
 // New builds the admin API whole from its parts.
 func New(p Parts) *Admin {
-	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC,
+	return &Admin{apps: p.Apps, calling: p.Calling, contacts: p.Contacts, webhooks: p.Webhooks, dnc: p.DNC, audit: p.Audit,
 		region: p.Region, now: p.Now, log: p.Log, tokenHash: p.TokenHash, wrongTokens: p.WrongTokens, proxies: p.Proxies,
 		journal: p.Journal, faults: p.Faults, sink: p.Sink, clock: p.Clock, sandboxNow: p.SandboxNow,
 		trunks: p.Trunks, recordings: p.Recordings, recordingBase: p.RecordingBase,
@@ -221,6 +223,7 @@ func (a *Admin) Routes(r *httprouter.Router) {
 	r.GET(app+"/scenarios", a.handleApp(a.listScenarios))
 	r.POST(app+"/scenarios", a.handleApp(a.createScenario))
 	r.GET(app+"/scenarios/:scenario", a.handleApp(a.getScenario))
+	r.GET(app+"/scenarios/:scenario/results.csv", a.handleApp(a.scenarioResults))
 	r.PATCH(app+"/scenarios/:scenario", a.handleApp(a.updateScenario))
 	r.DELETE(app+"/scenarios/:scenario", a.handleApp(a.deleteOf("scenario", "Scenario", a.calling.DeleteScenario)))
 	for _, t := range Transitions {
@@ -230,8 +233,10 @@ func (a *Admin) Routes(r *httprouter.Router) {
 	r.GET(app+"/campaigns", a.handleApp(a.listCampaigns))
 	r.POST(app+"/campaigns", a.handleApp(a.createCampaign))
 	r.GET(app+"/campaigns/:campaign", a.handleApp(a.getCampaign))
+	r.GET(app+"/campaigns/:campaign/results.csv", a.handleApp(a.campaignResults))
 	r.POST(app+"/campaigns/:campaign/pause", a.handleApp(a.setCampaignPaused(true)))
 	r.POST(app+"/campaigns/:campaign/resume", a.handleApp(a.setCampaignPaused(false)))
+	r.POST(app+"/campaigns/:campaign/stop", a.handleApp(a.stopCampaign))
 
 	r.GET(app+"/webhooks", a.handleApp(a.listEndpoints))
 	r.POST(app+"/webhooks", a.handleApp(a.createEndpoint))
@@ -270,6 +275,9 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		defer func() {
 			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler { // a download cut short: the connection is to be cut
+					panic(v)
+				}
 				a.log.Error("panic serving admin request", "path", r.URL.Path, "panic", v)
 				httpx.WriteAdminError(w, httpx.ErrAdminInternal)
 			}
@@ -278,6 +286,10 @@ func (a *Admin) handle(h httpx.Handler) httprouter.Handle {
 			return
 		}
 		result, err := h(r, ps)
+		if d, ok := result.(*httpx.Download); ok && err == nil {
+			d.Serve(w, r, a.log)
+			return
+		}
 		if f, ok := result.(*httpx.ServedFile); ok && err == nil {
 			// A file is the answer itself; one that cannot be opened is
 			// answered as any error.

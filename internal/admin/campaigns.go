@@ -3,8 +3,6 @@ package admin
 import (
 	"dialbox/internal/domain"
 	"dialbox/internal/httpx"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -25,24 +23,14 @@ func (a *Admin) createCampaign(r *http.Request, app *domain.Application, ps http
 		ID         *string `json:"id"`
 		Name       string  `json:"name"`
 		ScenarioID string  `json:"scenario_id"`
+		Paused     bool    `json:"paused"`
 	}
 	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
-	c := &domain.Campaign{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Name: b.Name, ScenarioID: b.ScenarioID}
-	switch {
-	case c.ID == "":
-		return nil, domain.Invalid("id", "must not be empty")
-	case c.ScenarioID == "":
-		return nil, domain.Invalid("scenario_id", "is required")
-	}
-	if _, err := a.Scenario(r.Context(), app.ID, c.ScenarioID); err != nil {
-		if errors.Is(err, domain.ErrNotFound) {
-			return nil, domain.Invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
-		}
-		return nil, err
-	}
-	if err := exists(a.calling.CreateCampaign(r.Context(), c, a.now()), "Campaign %q already exists", c.ID); err != nil {
+	c, err := a.CreateCampaign(r.Context(), app.ID, domain.Campaign{ID: deref(b.ID, uuid.NewString()), Name: b.Name,
+		ScenarioID: b.ScenarioID, Paused: b.Paused})
+	if err != nil {
 		return nil, err
 	}
 	ps = append(ps, httprouter.Param{Key: "campaign", Value: c.ID})
@@ -56,4 +44,11 @@ func (a *Admin) setCampaignPaused(paused bool) appHandler {
 		}
 		return a.getCampaign(r, app, ps)
 	}
+}
+
+func (a *Admin) stopCampaign(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
+	if _, err := a.StopCampaign(r.Context(), app.ID, ps.ByName("campaign")); err != nil {
+		return nil, err
+	}
+	return a.getCampaign(r, app, ps)
 }

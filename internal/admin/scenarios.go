@@ -13,7 +13,6 @@ import (
 	"dialbox/internal/httpx"
 	"dialbox/internal/script"
 
-	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -58,19 +57,8 @@ func (a *Admin) listScenarios(r *http.Request, app *domain.Application, ps httpr
 	return map[string]any{"scenarios": out, "total_count": total}, nil
 }
 
-type scenarioBody struct {
-	ID                 *string         `json:"id"`
-	Name               *string         `json:"name"`
-	Description        *string         `json:"description"`
-	Status             *string         `json:"status"`
-	Content            *string         `json:"content"`
-	Script             json.RawMessage `json:"script"` // null removes the script
-	PersonalizedFields []string        `json:"personalized_fields"`
-	CallConfig         json.RawMessage `json:"call_config"` // merged over the current (or default) one
-}
-
-// apply sets the body's fields on sc and checks the result.
-func (b *scenarioBody) apply(sc *domain.Scenario) error {
+// applyChange sets the change's fields on sc and checks the result.
+func applyChange(b *domain.ScenarioChange, sc *domain.Scenario) error {
 	for _, f := range []struct {
 		from *string
 		to   *string
@@ -90,7 +78,7 @@ func (b *scenarioBody) apply(sc *domain.Scenario) error {
 		}
 	}
 	if len(b.Script) > 0 {
-		if err := b.applyScript(sc); err != nil {
+		if err := applyScript(b, sc); err != nil {
 			return err
 		}
 	}
@@ -103,7 +91,7 @@ func (b *scenarioBody) apply(sc *domain.Scenario) error {
 
 // applyScript sets or (null) removes sc's script; a script is refused with
 // one detail per problem, each naming the step and field.
-func (b *scenarioBody) applyScript(sc *domain.Scenario) error {
+func applyScript(b *domain.ScenarioChange, sc *domain.Scenario) error {
 	if string(b.Script) == "null" {
 		sc.Script = nil
 		return nil
@@ -124,7 +112,7 @@ func (b *scenarioBody) applyScript(sc *domain.Scenario) error {
 // runnable refuses a script given in b with a step this dialbox cannot
 // run (script.Unmet): speech without a recognizer on real calls, an agent
 // without [llm] url; a script already stored is left as it is.
-func (a *Admin) runnable(b scenarioBody, sc *domain.Scenario) error {
+func (a *Admin) runnable(b *domain.ScenarioChange, sc *domain.Scenario) error {
 	if b.Script == nil || sc.Script == nil {
 		return nil
 	}
@@ -149,19 +137,12 @@ func scriptShapeError(err error) error {
 }
 
 func (a *Admin) createScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
-	var b scenarioBody
+	var b domain.ScenarioChange
 	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
-	sc := &domain.Scenario{AppID: app.ID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
-		PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
-	if err := b.apply(sc); err != nil {
-		return nil, err
-	}
-	if err := a.runnable(b, sc); err != nil {
-		return nil, err
-	}
-	if err := exists(a.calling.CreateScenario(r.Context(), sc, a.now()), "Scenario %q already exists", sc.ID); err != nil {
+	sc, err := a.CreateScenario(r.Context(), app.ID, &b)
+	if err != nil {
 		return nil, err
 	}
 	return a.showScenario(r, app.ID, sc.ID)
@@ -180,30 +161,14 @@ func (a *Admin) getScenario(r *http.Request, app *domain.Application, ps httprou
 }
 
 func (a *Admin) updateScenario(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
-	var b scenarioBody
+	var b domain.ScenarioChange
 	if err := httpx.DecodeJSON(r, &b, httpx.AdminBody); err != nil {
 		return nil, err
 	}
-	switch {
-	case b.ID != nil:
-		return nil, domain.Invalid("id", "cannot be changed")
-	case b.Status != nil:
-		return nil, domain.Invalid("status", "changes only through submit, approve, reject and edit")
-	}
-	sc, err := a.Scenario(r.Context(), app.ID, ps.ByName("scenario"))
-	if err != nil {
+	if err := a.UpdateScenario(r.Context(), app.ID, ps.ByName("scenario"), &b); err != nil {
 		return nil, err
 	}
-	if err := b.apply(sc); err != nil {
-		return nil, err
-	}
-	if err := a.runnable(b, sc); err != nil {
-		return nil, err
-	}
-	if err := notFound(a.calling.UpdateScenario(r.Context(), sc, a.now()), "Scenario"); err != nil {
-		return nil, err
-	}
-	return a.showScenario(r, app.ID, sc.ID)
+	return a.showScenario(r, app.ID, ps.ByName("scenario"))
 }
 
 // Transition is one arrow of docs/design.md#scenario-status-transitions.
@@ -230,18 +195,9 @@ func (t Transition) Refused(status string) string {
 
 func (a *Admin) transition(t Transition) appHandler {
 	return func(r *http.Request, app *domain.Application, ps httprouter.Params) (any, error) {
-		id := ps.ByName("scenario")
-		err := a.calling.TransitionScenario(r.Context(), app.ID, id, t.From, t.To, a.now())
-		var bad domain.ErrBadTransition
-		switch {
-		case errors.Is(err, domain.ErrNotFound):
-			return nil, domain.NotFound("Scenario")
-		case errors.As(err, &bad):
-			return nil, domain.Conflict("%s", t.Refused(bad.Status))
-		case err != nil:
+		if err := a.TransitionScenario(r.Context(), app.ID, ps.ByName("scenario"), t.Name); err != nil {
 			return nil, err
 		}
-		a.wake(app.ID)
-		return a.showScenario(r, app.ID, id)
+		return a.showScenario(r, app.ID, ps.ByName("scenario"))
 	}
 }

@@ -7,7 +7,11 @@ import (
 	"dialbox/internal/recordings"
 	"dialbox/internal/sandbox"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // The admin API's services: the reads and actions its handlers share with
@@ -195,6 +199,130 @@ func (a *Admin) SetCampaignPaused(ctx context.Context, appID int64, id string, p
 	return nil
 }
 
+// CreateScenario checks and stores a new scenario: DRAFT unless the body
+// says otherwise, a new id unless it names one.
+func (a *Admin) CreateScenario(ctx context.Context, appID int64, b *domain.ScenarioChange) (*domain.Scenario, error) {
+	sc := &domain.Scenario{AppID: appID, ID: deref(b.ID, uuid.NewString()), Status: deref(b.Status, domain.StatusDraft),
+		PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
+	if err := applyChange(b, sc); err != nil {
+		return nil, err
+	}
+	if err := a.runnable(b, sc); err != nil {
+		return nil, err
+	}
+	return sc, exists(a.calling.CreateScenario(ctx, sc, a.now()), "Scenario %q already exists", sc.ID)
+}
+
+// UpdateScenario applies a change to a scenario; its id and status do not
+// change here (status: TransitionScenario).
+func (a *Admin) UpdateScenario(ctx context.Context, appID int64, id string, b *domain.ScenarioChange) error {
+	switch {
+	case b.ID != nil:
+		return domain.Invalid("id", "cannot be changed")
+	case b.Status != nil:
+		return domain.Invalid("status", "changes only through submit, approve, reject and edit")
+	}
+	sc, err := a.Scenario(ctx, appID, id)
+	if err != nil {
+		return err
+	}
+	if err := applyChange(b, sc); err != nil {
+		return err
+	}
+	if err := a.runnable(b, sc); err != nil {
+		return err
+	}
+	return notFound(a.calling.UpdateScenario(ctx, sc, a.now()), "Scenario")
+}
+
+// TransitionScenario moves a scenario along the transition named name
+// (submit, approve, reject, edit: docs/admin.md#routes); the engine looks
+// again.
+func (a *Admin) TransitionScenario(ctx context.Context, appID int64, id, name string) error {
+	i := slices.IndexFunc(Transitions, func(t Transition) bool { return t.Name == name })
+	if i < 0 {
+		return domain.Invalid("transition", "must be submit, approve, reject or edit")
+	}
+	t := Transitions[i]
+	err := a.calling.TransitionScenario(ctx, appID, id, t.From, t.To, a.now())
+	var bad domain.ErrBadTransition
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return domain.NotFound("Scenario")
+	case errors.As(err, &bad):
+		return domain.Conflict("%s", t.Refused(bad.Status))
+	case err != nil:
+		return err
+	}
+	a.wake(appID)
+	return nil
+}
+
+// TransitionsFrom names the transitions a scenario in status may take.
+func (a *Admin) TransitionsFrom(status string) []string {
+	var out []string
+	for _, t := range Transitions {
+		if slices.Contains(t.From, status) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// CreateCampaign stores a new campaign (its id, name, scenario, and
+// whether it starts paused) on one of the application's scenarios.
+func (a *Admin) CreateCampaign(ctx context.Context, appID int64, k domain.Campaign) (*domain.Campaign, error) {
+	c := &domain.Campaign{AppID: appID, ID: k.ID, Name: k.Name, ScenarioID: k.ScenarioID, Paused: k.Paused}
+	switch {
+	case c.ID == "":
+		return nil, domain.Invalid("id", "must not be empty")
+	case c.ScenarioID == "":
+		return nil, domain.Invalid("scenario_id", "is required")
+	}
+	if _, err := a.Scenario(ctx, appID, c.ScenarioID); err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil, domain.Invalid("scenario_id", fmt.Sprintf("%q is not a scenario of this application", c.ScenarioID))
+		}
+		return nil, err
+	}
+	return c, exists(a.calling.CreateCampaign(ctx, c, a.now()), "Campaign %q already exists", c.ID)
+}
+
+// stopChunk is how many queued contacts one commit of a stop ends.
+const stopChunk = 500
+
+// StopCampaign stops a campaign: it is paused, and each contact it still
+// has queued ends CANCELED without a call (an attempt never placed, its
+// call_blocks row, its contact.completed event), stopChunk to a commit;
+// calls up finish (docs/admin.md#campaigns). It says how many it ended.
+func (a *Admin) StopCampaign(ctx context.Context, appID int64, id string) (int, error) {
+	k, err := a.Campaign(ctx, appID, id)
+	if err != nil {
+		return 0, err
+	}
+	if err := a.SetCampaignPaused(ctx, appID, id, true); err != nil {
+		return 0, err
+	}
+	ended := 0
+	for {
+		queued, err := a.calling.QueuedOfCampaign(ctx, appID, k.ScenarioID, id, stopChunk)
+		if err != nil || len(queued) == 0 {
+			return ended, err
+		}
+		holds := make([]domain.CallHold, len(queued))
+		for i, c := range queued {
+			holds[i] = domain.CallHold{AppID: appID, ScenarioID: k.ScenarioID, Contact: c,
+				Reason: domain.ReasonCampaignStopped, Outcome: domain.OutcomeCanceled}
+		}
+		now := a.now()
+		if err := a.calling.HoldContacts(ctx, holds, now, now); err != nil {
+			return ended, err
+		}
+		ended += len(queued)
+		a.wakeWebhooks()
+	}
+}
+
 // Redeliver makes a webhook message due now, with the same webhook-id.
 func (a *Admin) Redeliver(ctx context.Context, appID int64, id string) error {
 	if err := notFound(a.webhooks.Redeliver(ctx, appID, id, a.now()), "Webhook message"); err != nil {
@@ -213,6 +341,18 @@ func (a *Admin) RecoverFailed(ctx context.Context, appID int64, endpointID strin
 	}
 	a.wakeWebhooks()
 	return n, nil
+}
+
+// Audit appends an entry to the audit log, stamped now.
+func (a *Admin) Audit(ctx context.Context, e domain.AuditEntry) error {
+	e.At = a.now()
+	return a.audit.AddAudit(ctx, e)
+}
+
+// AuditLog lists up to limit entries of the audit log, newest first,
+// before the entry seq before (0: from the newest).
+func (a *Admin) AuditLog(ctx context.Context, before int64, limit int) ([]domain.AuditEntry, error) {
+	return a.audit.AuditLog(ctx, before, limit)
 }
 
 // ---- the sandbox ----

@@ -49,6 +49,8 @@ type CallingStore interface {
 	Campaign(ctx context.Context, appID int64, id string) (*domain.Campaign, error)
 	CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error
 	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool, now time.Time) error
+	QueuedOfCampaign(ctx context.Context, appID int64, scenarioID, campaignID string, limit int) ([]domain.DueContact, error)
+	HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error
 }
 
 // ContactStore holds the contacts with their calls and recordings, the
@@ -58,6 +60,7 @@ type CallingStore interface {
 type ContactStore interface {
 	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
 	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
+	ContactResults(ctx context.Context, appID int64, f domain.ResultFilter, after int64, limit int) ([]domain.ContactResult, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
 	RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
 	ImportByID(ctx context.Context, appID int64, id string) (*domain.ImportRecord, error)
@@ -96,4 +99,11 @@ type TokenStore interface {
 	AdminSetting(ctx context.Context, key string) (string, error)
 	SetAdminSetting(ctx context.Context, key, value string) error
 	DeleteAdminSettings(ctx context.Context, keys ...string) error
+}
+
+// AuditStore holds the audit log of the console's actions
+// (docs/console.md#audit-log).
+type AuditStore interface {
+	AddAudit(ctx context.Context, e domain.AuditEntry) error
+	AuditLog(ctx context.Context, before int64, limit int) ([]domain.AuditEntry, error)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -190,127 +188,38 @@ func (imp *csvImport) target(ctx context.Context, scenarioID, campaignID string)
 	return err
 }
 
-// run reads the CSV a chunk at a time, so memory stays the same whatever
-// the size of the file.
+// run reads the CSV a chunk at a time through importer.CSV, so memory
+// stays the same whatever the size of the file.
 func (imp *csvImport) run(ctx context.Context, r io.Reader) error {
-	err := imp.read(ctx, r)
+	c := &importer.CSV{Importer: imp.importer, App: imp.app, Scenario: imp.sc, CampaignID: imp.campaignID, Chunk: imp.chunk,
+		Skipped: imp.writeSkipped}
+	c.Progress = func() {
+		imp.rows, imp.added, imp.skipped = c.Rows, c.Added, c.SkippedRows
+		if imp.onChunk != nil {
+			imp.onChunk()
+		}
+	}
+	err := imp.refused(c.Run(ctx, r))
+	imp.rows, imp.added, imp.skipped = c.Rows, c.Added, c.SkippedRows
 	return errors.Join(err, imp.closeSkipped())
-}
-
-func (imp *csvImport) read(ctx context.Context, r io.Reader) error {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1 // short rows are judged per row, not fatal
-	header, err := cr.Read()
-	if err == io.EOF {
-		return errors.New("the file is empty: its first row must name the columns, phone_number among them")
-	}
-	if err != nil {
-		return err
-	}
-	header[0] = strings.TrimPrefix(header[0], "\ufeff") // spreadsheet programs write a BOM
-	phoneCol := -1
-	for i, h := range header {
-		header[i] = strings.TrimSpace(h)
-		if header[i] == "phone_number" {
-			phoneCol = i
-		}
-	}
-	if phoneCol < 0 {
-		return fmt.Errorf("the header row %q has no phone_number column", strings.Join(header, ","))
-	}
-	records := make([][]string, 0, imp.chunk)
-	for {
-		rec, err := cr.Read()
-		if err != nil && err != io.EOF {
-			var pe *csv.ParseError
-			if !errors.As(err, &pe) {
-				return err
-			}
-			return fmt.Errorf("line %d: %w (%d rows before it were imported)", pe.Line, err, imp.rows)
-		}
-		if rec != nil {
-			records = append(records, rec)
-		}
-		if len(records) == imp.chunk || (err == io.EOF && len(records) > 0) {
-			if err := imp.importChunk(ctx, header, records); err != nil {
-				return err
-			}
-			records = records[:0]
-			if imp.onChunk != nil {
-				imp.onChunk()
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-	}
-}
-
-// importChunk sends rows through the checks of operation A. Rows are
-// counted from the first after the header, as spreadsheets number them
-// (header is row 1).
-func (imp *csvImport) importChunk(ctx context.Context, header []string, records [][]string) error {
-	first := imp.rows + 2
-	imp.rows += len(records)
-	items := make([]any, 0, len(records))
-	kept := make([]int, 0, len(records)) // the record of each item
-	var skips []domain.SkippedContact    // by record, with their reasons
-	for i, rec := range records {
-		contact := make(map[string]any, len(header))
-		for j, v := range rec {
-			if j < len(header) && header[j] != "" {
-				contact[header[j]] = v
-			}
-		}
-		// Over the size limits, a row is skipped here, so the database
-		// stores nothing of it; operations A and C refuse such a request.
-		if key, reason, over := imp.importer.Oversized(contact); over {
-			if key != "" {
-				reason = key + " " + reason
-			}
-			skips = append(skips, domain.SkippedContact{Position: i, Reason: reason})
-			continue
-		}
-		items = append(items, contact)
-		kept = append(kept, i)
-	}
-	if len(items) > 0 {
-		res, err := imp.importer.Import(ctx, imp.app, imp.sc, imp.campaignID, items, time.Now())
-		switch code := domain.ErrorCode(err); code {
-		case "", domain.EALLINVALID:
-		case domain.EIMPORTFAILED:
-			return fmt.Errorf("%s (rows from %d on were not imported)", errors.Unwrap(err), first)
-		default:
-			return imp.refused(err, first)
-		}
-		imp.added += len(res.Added)
-		for _, sk := range res.Skipped {
-			skips = append(skips, domain.SkippedContact{Position: kept[sk.Position], Reason: sk.Reason})
-		}
-	}
-	imp.skipped += len(skips)
-	slices.SortFunc(skips, func(a, b domain.SkippedContact) int { return cmp.Compare(a.Position, b.Position) })
-	for _, sk := range skips {
-		if err := imp.writeSkipped(header, first+sk.Position, records[sk.Position], sk.Reason); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // refused says why a chunk was not imported: with operation A's code for a
 // refusal, so the file and the API explain themselves alike.
-func (imp *csvImport) refused(err error, first int) error {
-	body, known := httpx.PublicError(httpx.OpAddToScenario, err)
-	if !known {
+func (imp *csvImport) refused(err error) error {
+	var ce *importer.ChunkError
+	if !errors.As(err, &ce) {
 		return err
 	}
-	return fmt.Errorf("%d %s: rows from %d on were not imported", body.Code, body.Message, first)
+	if body, known := httpx.PublicError(httpx.OpAddToScenario, ce.Err); known {
+		return fmt.Errorf("%d %s: rows from %d on were not imported", body.Code, body.Message, ce.First)
+	}
+	return fmt.Errorf("%s (rows from %d on were not imported)", ce.Err, ce.First)
 }
 
 // writeSkipped adds a row to the skipped-rows file: its row number, the
 // reason, then the row as read, so it can be fixed and imported again.
-func (imp *csvImport) writeSkipped(header []string, row int, rec []string, reason string) error {
+func (imp *csvImport) writeSkipped(row int, reason string, header, rec []string) error {
 	if imp.skippedCSV == nil {
 		// Owner-only: the rows hold phone numbers and personal fields. A
 		// file left by an earlier run keeps its mode through O_TRUNC, so

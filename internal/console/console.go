@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
+	"dialbox/internal/importer"
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
@@ -57,6 +59,10 @@ type Console struct {
 	secureCookies bool
 	// liveEvery is how often a live page's stream looks for changes.
 	liveEvery time.Duration
+	// importer reads uploaded contacts, as `dialbox import` does; uploads
+	// keeps their skipped rows.
+	importer *importer.Importer
+	uploads  uploads
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed when the server shuts down: streams end
@@ -89,12 +95,22 @@ type Reads interface {
 	MessageStates(ctx context.Context, endpointID string) (map[string]int64, error)
 	Messages(ctx context.Context, appID int64, f domain.MessageFilter) ([]*domain.WebhookMessage, string, error)
 	Message(ctx context.Context, appID int64, id string) (*domain.WebhookMessage, []domain.WebhookAttempt, error)
+	AuditLog(ctx context.Context, before int64, limit int) ([]domain.AuditEntry, error)
+	TransitionsFrom(status string) []string
+	ResultFilter(q url.Values) (domain.ResultFilter, error)
+	Results(ctx context.Context, app *domain.Application, scenarioID, campaignID string, f domain.ResultFilter) (*httpx.Download, error)
 }
 
 // Actions are the supervisor's forms; each wakes whoever the change
 // concerns.
 type Actions interface {
+	Audit(ctx context.Context, e domain.AuditEntry) error
 	SetCampaignPaused(ctx context.Context, appID int64, id string, paused bool) error
+	StopCampaign(ctx context.Context, appID int64, id string) (int, error)
+	CreateCampaign(ctx context.Context, appID int64, k domain.Campaign) (*domain.Campaign, error)
+	TransitionScenario(ctx context.Context, appID int64, id, name string) error
+	CreateScenario(ctx context.Context, appID int64, b *domain.ScenarioChange) (*domain.Scenario, error)
+	UpdateScenario(ctx context.Context, appID int64, id string, b *domain.ScenarioChange) error
 	Redeliver(ctx context.Context, appID int64, id string) error
 	RecoverFailed(ctx context.Context, appID int64, endpointID string, since time.Time) (int64, error)
 }
@@ -151,6 +167,7 @@ type Parts struct {
 	Config     config.ConsoleConfig
 	Log        *slog.Logger
 	Now        func() time.Time // the wall clock sessions and wrong tokens are judged by
+	Importer   *importer.Importer
 }
 
 // New builds the console and parses its templates.
@@ -158,7 +175,7 @@ func New(p Parts) (*Console, error) {
 	c := &Console{reads: p.Reads, actions: p.Actions, sandbox: p.Sandbox, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
 		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: p.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
-		liveEvery: time.Second, stop: make(chan struct{})}
+		liveEvery: time.Second, stop: make(chan struct{}), importer: p.Importer}
 	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "templates/layout.html")
 	if err != nil {
 		return nil, err
@@ -187,7 +204,12 @@ func New(p Parts) (*Console, error) {
 }
 
 // Stop ends every live stream, so a graceful stop does not wait for them.
-func (c *Console) Stop() { c.stopOnce.Do(func() { close(c.stop) }) }
+func (c *Console) Stop() {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		c.uploads.removeAll()
+	})
+}
 
 // Routes mounts the console's pages and forms on r.
 func (c *Console) Routes(r *httprouter.Router) {
@@ -209,12 +231,25 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.GET(p+"/live/overview", c.live(c.overviewLive))
 	r.GET(app+"/scenarios/:scenario", c.page(c.progressPage(false)))
 	r.GET(p+"/live/apps/:app/scenarios/:scenario", c.live(c.progressLive(false)))
+	r.GET(app+"/scenarios/:scenario/results.csv", c.results(false))
 	r.GET(app+"/campaigns/:campaign", c.page(c.progressPage(true)))
+	r.GET(app+"/campaigns/:campaign/results.csv", c.results(true))
 	r.GET(p+"/live/apps/:app/campaigns/:campaign", c.live(c.progressLive(true)))
 	r.POST(app+"/campaigns/:campaign/pause", c.action(c.pauseCampaign(true)))
 	r.POST(app+"/campaigns/:campaign/resume", c.action(c.pauseCampaign(false)))
+	r.POST(app+"/campaigns/:campaign/stop", c.action(c.stopCampaign))
+	r.POST(app+"/scenarios/:scenario/campaigns", c.action(c.createCampaign))
+	r.POST(app+"/scenarios/:scenario/status", c.action(c.transitionScenario))
+	r.POST(app+"/scenarios/:scenario/upload", c.upload(false))
+	r.POST(app+"/campaigns/:campaign/upload", c.upload(true))
+	r.GET(p+"/uploads/:upload/skipped.csv", c.skippedRows)
+	r.GET(app+"/new-scenario", c.page(c.scenarioFormPage(false)))
+	r.POST(app+"/new-scenario", c.saveScenario(false))
+	r.GET(app+"/scenarios/:scenario/edit", c.page(c.scenarioFormPage(true)))
+	r.POST(app+"/scenarios/:scenario/edit", c.saveScenario(true))
 	r.GET(app+"/contacts", c.page(c.ofApp(c.contactsPage)))
 	r.GET(app+"/contacts/:contact", c.page(c.ofApp(c.contactPage)))
+	r.GET(p+"/live/apps/:app/contacts/:contact", c.live(c.contactLive))
 	r.GET(app+"/contacts/:contact/calls/:call/recording", c.recording)
 	r.GET(app+"/webhooks", c.page(c.ofApp(c.webhooksPage)))
 	r.POST(app+"/webhooks/:endpoint/recover", c.action(c.recoverDead))
@@ -230,6 +265,7 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.GET(p+"/sink", c.page(c.sinkPage))
 	r.POST(p+"/sink/reset", c.action(c.resetSink))
 	r.GET(p+"/clock", c.page(c.clockPage))
+	r.GET(p+"/audit", c.page(c.auditPage))
 	r.POST(p+"/clock", c.action(c.setClock))
 }
 
@@ -238,7 +274,11 @@ type view struct {
 	Page  string // template name (templates/<Page>.html)
 	Title string
 	Live  string // the page's stream, if it updates live
-	Data  any
+	// LiveSays what the live updates follow, for the status line: "calls
+	// progress" when empty.
+	LiveSays string
+	Data     any
+	Status   int // the answer's status; 0: 200
 }
 
 // layoutData is what every page's template gets.
@@ -271,12 +311,17 @@ const (
 	consoleMaxForm      = 64 << 10
 )
 
-// checkFields refuses a field or filter over consoleMaxField, or with a
-// name over consoleMaxFieldName, naming it without quoting its value.
+// consoleLongFields are the fields that hold text rather than a value: a
+// scenario's content and script, bounded by the form's size alone.
+var consoleLongFields = map[string]bool{"content": true, "script": true}
+
+// checkFields refuses a field or filter over consoleMaxField (but for
+// consoleLongFields), or with a name over consoleMaxFieldName, naming it
+// without quoting its value.
 func checkFields(v url.Values) error {
 	for name, values := range v {
 		for _, s := range values {
-			if len(name) > consoleMaxFieldName || len(s) > consoleMaxField {
+			if len(name) > consoleMaxFieldName || (len(s) > consoleMaxField && !consoleLongFields[name]) {
 				field := name
 				if len(name) > consoleMaxFieldName {
 					field = "the field " + domain.QuotedPrefix(name)
@@ -343,7 +388,7 @@ func (c *Console) page(h consolePage) httprouter.Handle {
 			c.fail(w, r, s, err)
 			return
 		}
-		c.render(w, http.StatusOK, layoutData{view: *v, CSRF: s.csrf, Flash: s.takeFlash(), SignedIn: true})
+		c.render(w, cmp.Or(v.Status, http.StatusOK), layoutData{view: *v, CSRF: s.csrf, Flash: s.takeFlash(), SignedIn: true})
 	}
 }
 
@@ -365,22 +410,33 @@ func (c *Console) recording(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 }
 
+// formSession is the session of a form's POST, its form read and its CSRF
+// token checked; nil when the request is already answered (signed out,
+// a form too large or not read, no CSRF token).
+func (c *Console) formSession(w http.ResponseWriter, r *http.Request) *session {
+	c.headers(w)
+	s := c.sessions.get(r, c.now())
+	if s == nil {
+		c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Signed out",
+			Data: "You are not signed in (or the session expired): sign in again, then repeat the action."}, Status: 403})
+		return nil
+	}
+	if !c.readForm(w, r, s) {
+		return nil
+	}
+	if !s.checkCSRF(r) {
+		c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",
+			Data: "This form was refused: it did not carry the console's security token. Reload the page and try again."},
+			CSRF: s.csrf, SignedIn: true, Status: 403})
+		return nil
+	}
+	return s
+}
+
 func (c *Console) action(h consoleAction) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		c.headers(w)
-		s := c.sessions.get(r, c.now())
+		s := c.formSession(w, r)
 		if s == nil {
-			c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Signed out",
-				Data: "You are not signed in (or the session expired): sign in again, then repeat the action."}, Status: 403})
-			return
-		}
-		if !c.readForm(w, r, s) {
-			return
-		}
-		if !s.checkCSRF(r) {
-			c.render(w, http.StatusForbidden, layoutData{view: view{Page: "error", Title: "Refused",
-				Data: "This form was refused: it did not carry the console's security token. Reload the page and try again."},
-				CSRF: s.csrf, SignedIn: true, Status: 403})
 			return
 		}
 		defer c.recoverPanic(w, r, s)
@@ -390,20 +446,38 @@ func (c *Console) action(h consoleAction) httprouter.Handle {
 			if !known {
 				c.log.Error("console action failed", "path", r.URL.Path, "err", err)
 			}
+			c.audit(r, s, ps.ByName("app"), "refused: "+msg)
 			if next == "" || status >= 500 {
 				c.fail(w, r, s, err)
 				return
 			}
 			s.setFlash(&flash{Failed: true, Text: msg})
-		} else if done != "" {
-			s.setFlash(&flash{Text: done})
+		} else {
+			c.audit(r, s, ps.ByName("app"), cmp.Or(done, "done"))
+			if done != "" {
+				s.setFlash(&flash{Text: done})
+			}
 		}
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	}
 }
 
+// audit writes an action of the session s to the audit log: its path
+// (which names the records it acted on), the tenant's key and how it went.
+// A log that cannot be written is logged, the action stands.
+func (c *Console) audit(r *http.Request, s *session, appKey, detail string) {
+	// An action done is logged even when its client has gone.
+	err := c.actions.Audit(context.WithoutCancel(r.Context()), domain.AuditEntry{Actor: s.who, Action: r.Method + " " + r.URL.Path, AppKey: appKey, Detail: detail})
+	if err != nil {
+		c.log.Error("audit log not written", "path", r.URL.Path, "err", err)
+	}
+}
+
 func (c *Console) recoverPanic(w http.ResponseWriter, r *http.Request, s *session) {
 	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler { // a download cut short: the connection is to be cut
+			panic(v)
+		}
 		c.log.Error("panic serving console request", "path", r.URL.Path, "panic", v)
 		c.fail(w, r, s, fmt.Errorf("panic: %v", v))
 	}
@@ -481,12 +555,18 @@ var consoleFuncs = template.FuncMap{
 		}
 		return "0"
 	},
+	// answerRate is short, so it sits on one line among the counters; the
+	// page says what it is of.
 	"answerRate": func(p domain.Progress) string {
 		pct, ok := p.Answered()
 		if !ok {
-			return "— (none finished yet)"
+			return "—"
 		}
-		return strconv.FormatFloat(pct, 'f', 1, 64) + "% of finished contacts answered"
+		return strconv.FormatFloat(pct, 'f', 1, 64) + "%"
+	},
+	// clock writes seconds as minutes and seconds (1:05).
+	"clock": func(seconds int64) string {
+		return strconv.FormatInt(seconds/60, 10) + ":" + fmt.Sprintf("%02d", seconds%60)
 	},
 	"path": func(parts ...string) string {
 		for i, p := range parts {

@@ -8,10 +8,12 @@ import (
 	"dialbox/internal/engine"
 	"dialbox/internal/httpx"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -165,6 +167,46 @@ type progressView struct {
 	AnsweredPM int
 	State      string
 	Held       bool
+	Export     *exportForm // the results export's form; nil on a live update
+	// Transitions are the status changes the scenario may take now.
+	Transitions []string
+	// Mix is the outcome mix of the done contacts, drawn as a bar.
+	Mix []mixPart
+}
+
+// mixPart is one outcome's stretch of the outcome-mix bar, in percent of
+// its width (docs/console.md#scenarios-and-campaigns).
+type mixPart struct {
+	Outcome, Class string
+	N              int64
+	X, W, Pct      string
+}
+
+// outcomeMix lays the done contacts' outcomes end to end, each as wide as
+// its share.
+func outcomeMix(p domain.Progress) []mixPart {
+	if p.Done == 0 {
+		return nil
+	}
+	var out []mixPart
+	x := 0.0
+	for _, o := range p.Outcomes {
+		w := 100 * float64(o.N) / float64(p.Done)
+		out = append(out, mixPart{Outcome: o.Outcome, Class: strings.ToLower(o.Outcome), N: o.N,
+			X: strconv.FormatFloat(x, 'f', 2, 64), W: strconv.FormatFloat(w, 'f', 2, 64), Pct: strconv.FormatFloat(w, 'f', 1, 64) + "%"})
+		x += w
+	}
+	return out
+}
+
+// exportForm is the results export's form: the filters as sent, what they
+// may be, and every problem with them (docs/console.md#results).
+type exportForm struct {
+	Action   string
+	Filter   url.Values
+	States   []string
+	Outcomes []string
+	Problems []domain.FieldError
 }
 
 func (c *Console) app(ctx context.Context, ps httprouter.Params) (*domain.Application, error) {
@@ -212,6 +254,7 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 	if d.Progress, err = c.reads.ContactProgress(ctx, app.ID, scenarioID, campaignID); err != nil {
 		return nil, err
 	}
+	d.Mix = outcomeMix(d.Progress)
 	d.PerMinute, d.AnsweredPM = c.engine.CallRate(app.ID, scenarioID, campaignID)
 	wallet, err := c.reads.Wallet(ctx, app.ID)
 	if err != nil {
@@ -246,8 +289,59 @@ func (c *Console) progressPage(campaign bool) consolePage {
 		if campaign {
 			title, kind, id = "Campaign "+cmp.Or(d.Campaign.Name, d.Campaign.ID), "campaigns", d.Campaign.ID
 		}
-		return &view{Page: "progress", Title: title, Data: d,
-			Live: "/console/live/apps/" + url.PathEscape(d.App.APIKey) + "/" + kind + "/" + url.PathEscape(id)}, nil
+		d.Transitions = c.reads.TransitionsFrom(d.Scenario.Status)
+		base := "/apps/" + url.PathEscape(d.App.APIKey) + "/" + kind + "/" + url.PathEscape(id)
+		d.Export = &exportForm{Action: "/console" + base + "/results.csv", Filter: url.Values{},
+			States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
+		if d.Export.Outcomes, err = c.reads.Outcomes(r.Context(), d.App.ID); err != nil {
+			return nil, err
+		}
+		return &view{Page: "progress", Title: title, Data: d, Live: "/console/live" + base}, nil
+	}
+}
+
+// results downloads a scenario's results as CSV, or a campaign's: the
+// admin API's export (docs/admin.md#results-as-csv), behind the session.
+// Bad filters show the page again, the form as sent and every problem
+// beside it.
+func (c *Console) results(campaign bool) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		c.headers(w)
+		s := c.sessions.get(r, c.now())
+		if s == nil {
+			http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		defer c.recoverPanic(w, r, s)
+		q := r.URL.Query()
+		if err := checkFields(q); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		app, err := c.app(r.Context(), ps)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		f, err := c.reads.ResultFilter(q)
+		var bad *domain.Error
+		if errors.As(err, &bad) && bad.Code == domain.EINVALID {
+			v, err := c.progressPage(campaign)(r, ps)
+			if err != nil {
+				c.fail(w, r, s, err)
+				return
+			}
+			export := v.Data.(*progressView).Export
+			export.Filter, export.Problems = q, bad.Details
+			c.render(w, http.StatusBadRequest, layoutData{view: *v, CSRF: s.csrf, SignedIn: true, Status: http.StatusBadRequest})
+			return
+		}
+		d, err := c.reads.Results(r.Context(), app, ps.ByName("scenario"), ps.ByName("campaign"), f)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		d.Serve(w, r, c.log)
 	}
 }
 
@@ -281,6 +375,60 @@ func (c *Console) pauseCampaign(paused bool) consoleAction {
 	}
 }
 
+// stopCampaign stops a campaign: its queued contacts end CANCELED
+// (docs/admin.md#routes).
+func (c *Console) stopCampaign(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	back := "/console/apps/" + url.PathEscape(ps.ByName("app")) + "/campaigns/" + url.PathEscape(ps.ByName("campaign"))
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	n, err := c.actions.StopCampaign(r.Context(), app.ID, ps.ByName("campaign"))
+	if err != nil {
+		return back, "", err
+	}
+	return back, "Stopped: " + thousands(int64(n)) + " queued contacts ended CANCELED; calls up finish.", nil
+}
+
+// createCampaign creates a campaign on the scenario, paused unless "start"
+// is ticked, and goes to its page.
+func (c *Console) createCampaign(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	back := "/console/apps/" + url.PathEscape(ps.ByName("app")) + "/scenarios/" + url.PathEscape(ps.ByName("scenario"))
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	k := domain.Campaign{ID: strings.TrimSpace(r.PostFormValue("id")), Name: strings.TrimSpace(r.PostFormValue("name")),
+		ScenarioID: ps.ByName("scenario"), Paused: r.PostFormValue("start") == ""}
+	if k.ID == "" {
+		k.ID = domain.NewV7()
+	}
+	made, err := c.actions.CreateCampaign(r.Context(), app.ID, k)
+	if err != nil {
+		return back, "", err
+	}
+	next := "/console/apps/" + url.PathEscape(app.APIKey) + "/campaigns/" + url.PathEscape(made.ID)
+	if made.Paused {
+		return next, "Campaign created, paused: add its contacts, then resume it to start.", nil
+	}
+	return next, "Campaign created and started.", nil
+}
+
+// transitionScenario moves the scenario along the transition the form
+// names: submit, approve, reject, edit.
+func (c *Console) transitionScenario(r *http.Request, ps httprouter.Params, _ *session) (string, string, error) {
+	back := "/console/apps/" + url.PathEscape(ps.ByName("app")) + "/scenarios/" + url.PathEscape(ps.ByName("scenario"))
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return "", "", err
+	}
+	name := r.PostFormValue("transition")
+	if err := c.actions.TransitionScenario(r.Context(), app.ID, ps.ByName("scenario"), name); err != nil {
+		return back, "", err
+	}
+	return back, "Scenario: " + name + " done.", nil
+}
+
 // ---- contacts ----
 
 // contactsScan bounds how many contacts one page of a filtered list looks
@@ -295,23 +443,29 @@ type contactsView struct {
 	Contacts []*domain.ContactRecord
 	Next     string // the next page's query, "" on the last
 	Searched bool   // a filtered page that looked through contactsScan contacts
+	Problems []domain.FieldError
 }
 
 func (c *Console) contactsPage(r *http.Request, app *domain.Application, _ httprouter.Params) (*view, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
-	f, err := c.contactFilter(q)
-	if err != nil {
+	d := &contactsView{App: app, Filter: q, States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
+	var err error
+	if d.Outcomes, err = c.reads.Outcomes(ctx, app.ID); err != nil {
 		return nil, err
+	}
+	f, err := c.contactFilter(q)
+	var bad *domain.Error
+	if errors.As(err, &bad) && bad.Code == domain.EINVALID {
+		// The form stays, as sent, with every problem beside it.
+		d.Problems = bad.Details
+		return &view{Page: "contacts", Title: "Contacts of " + app.Name, Data: d, Status: http.StatusBadRequest}, nil
 	}
 	list, next, err := c.reads.Contacts(ctx, app.ID, f)
 	if err != nil {
 		return nil, err
 	}
-	d := &contactsView{App: app, Filter: q, Contacts: list, States: []string{domain.ContactQueued, domain.ContactDialing, domain.ContactDone}}
-	if d.Outcomes, err = c.reads.Outcomes(ctx, app.ID); err != nil {
-		return nil, err
-	}
+	d.Contacts = list
 	if next != "" {
 		d.Next = nextPage(q, "cursor", next)
 		d.Searched = len(list) < f.Limit
@@ -324,28 +478,39 @@ func (c *Console) contactsPage(r *http.Request, app *domain.Application, _ httpr
 func (c *Console) contactFilter(q url.Values) (domain.ContactFilter, error) {
 	f := domain.ContactFilter{ScenarioID: q.Get("scenario_id"), CampaignID: q.Get("campaign_id"), State: q.Get("state"),
 		Outcome: q.Get("outcome"), ScanLimit: contactsScan}
+	// Every problem is named, not only the first (docs/console.md#contacts).
+	var bad []domain.FieldError
+	note := func(err error) {
+		var e *domain.Error
+		if errors.As(err, &e) {
+			bad = append(bad, e.Details...)
+		}
+	}
 	if !domain.ContactStates[f.State] {
-		return f, domain.Invalid("state", "must be queued, dialing or done")
+		bad = append(bad, domain.FieldError{Field: "state", Reason: "must be queued, dialing or done"})
 	}
 	var err error
 	if p := q.Get("phone"); p != "" {
 		if f.Phone, err = c.reads.ContactPhone(p); err != nil {
-			return f, err
+			note(err)
 		}
 	}
 	if f.From, err = dateParam(q, "from", 0); err != nil {
-		return f, err
+		note(err)
 	}
 	if f.To, err = dateParam(q, "to", 1); err != nil {
-		return f, err
+		note(err)
 	}
 	if f.Limit, err = httpx.LimitParam(q); err != nil {
-		return f, err
+		note(err)
 	}
 	if cur := q.Get("cursor"); cur != "" {
 		if f.Cursor, err = strconv.ParseInt(cur, 10, 64); err != nil || f.Cursor <= 0 {
-			return f, domain.Invalid("cursor", "must be the cursor of an earlier page")
+			bad = append(bad, domain.FieldError{Field: "cursor", Reason: "must be the cursor of an earlier page"})
 		}
+	}
+	if bad != nil {
+		return f, domain.ValidationError(bad...)
 	}
 	return f, nil
 }
@@ -397,7 +562,32 @@ type turn struct {
 }
 
 func (c *Console) contactPage(r *http.Request, app *domain.Application, ps httprouter.Params) (*view, error) {
-	k, calls, err := c.reads.Contact(r.Context(), app.ID, ps.ByName("contact"))
+	d, err := c.contactData(r.Context(), app, ps)
+	if err != nil {
+		return nil, err
+	}
+	return &view{Page: "contact", Title: "Contact " + d.Contact.Phone, Data: d,
+		Live: "/console/live/apps/" + url.PathEscape(app.APIKey) + "/contacts/" + url.PathEscape(d.Contact.ID)}, nil
+}
+
+// contactLive is the live stream of a contact's page: its state and its
+// calls, as they are placed and end.
+func (c *Console) contactLive(r *http.Request, ps httprouter.Params) (liveFunc, error) {
+	app, err := c.app(r.Context(), ps)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) ([]liveFragment, error) {
+		d, err := c.contactData(ctx, app, ps)
+		if err != nil {
+			return nil, err
+		}
+		return c.fragments("contact", d, "contact-facts", "contact-calls")
+	}, nil
+}
+
+func (c *Console) contactData(ctx context.Context, app *domain.Application, ps httprouter.Params) (*contactView, error) {
+	k, calls, err := c.reads.Contact(ctx, app.ID, ps.ByName("contact"))
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +602,7 @@ func (c *Console) contactPage(r *http.Request, app *domain.Application, ps httpr
 			return nil, fmt.Errorf("call %s: transcript: %w", calls[i].ID, err)
 		}
 	}
-	return &view{Page: "contact", Title: "Contact " + k.Phone, Data: &contactView{App: app, Contact: k, Calls: views}}, nil
+	return &contactView{App: app, Contact: k, Calls: views}, nil
 }
 
 // ---- webhooks ----

@@ -65,7 +65,7 @@ func (c *Console) journalPage(r *http.Request, _ httprouter.Params) (*view, erro
 	if err != nil {
 		return nil, err
 	}
-	v := &view{Page: "journal", Title: "Request journal", Data: d}
+	v := &view{Page: "journal", Title: "Request journal", Data: d, LiveSays: "requests arrive"}
 	if r.URL.Query().Get("before") == "" { // the live tail follows the newest page only
 		v.Live = "/console/live/journal?" + r.URL.RawQuery
 	}

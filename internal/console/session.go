@@ -6,12 +6,14 @@ import (
 	"crypto/subtle"
 	"dialbox/internal/httpx"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -32,6 +34,9 @@ const (
 type session struct {
 	csrf    string
 	expires time.Time
+	// who names the sign-in in the audit log: the name given, the
+	// session's short id, the client's address (docs/console.md#audit-log).
+	who string
 
 	mu    sync.Mutex
 	flash *flash // said once, on the page after an action
@@ -57,8 +62,10 @@ func (s *session) takeFlash() *flash {
 	return f
 }
 
-func (s *session) checkCSRF(r *http.Request) bool {
-	got := r.PostFormValue(csrfField)
+func (s *session) checkCSRF(r *http.Request) bool { return s.validCSRF(r.PostFormValue(csrfField)) }
+
+// validCSRF says whether got is the session's CSRF token.
+func (s *session) validCSRF(got string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
 }
 
@@ -80,10 +87,18 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// create starts a session and returns its cookie value.
-func (ss *sessions) create(now time.Time) (string, *session) {
+// create starts a session for who (a name, or "") signing in from addr,
+// and returns its cookie value.
+func (ss *sessions) create(now time.Time, who, addr string) (string, *session) {
 	id := randomToken()
-	s := &session{csrf: randomToken(), expires: now.Add(ss.maxAge)}
+	key := sha256.Sum256([]byte(id))
+	// The short id is of the cookie's hash: it names the session in the
+	// log without being its cookie.
+	tag := "sign-in " + hex.EncodeToString(key[:4]) + " from " + addr
+	if who != "" {
+		tag = who + " (" + tag + ")"
+	}
+	s := &session{csrf: randomToken(), expires: now.Add(ss.maxAge), who: tag}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for k, old := range ss.m { // forget expired ones as new ones come
@@ -91,7 +106,7 @@ func (ss *sessions) create(now time.Time) (string, *session) {
 			delete(ss.m, k)
 		}
 	}
-	ss.m[sha256.Sum256([]byte(id))] = s
+	ss.m[key] = s
 	return id, s
 }
 
@@ -169,7 +184,8 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		c.renderSignin(w, r, http.StatusUnauthorized, signinData{Next: next, Error: "That is not the admin token."})
 		return
 	}
-	id, _ := c.sessions.create(now)
+	id, s := c.sessions.create(now, signinName(r.PostFormValue("name")), c.proxies.ClientAddr(r))
+	c.audit(r, s, "", "signed in")
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/console/", HttpOnly: true,
 		Secure: c.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(c.sessions.maxAge.Seconds())})
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/console/", MaxAge: -1, Secure: c.secure(r)})
@@ -186,6 +202,16 @@ func (c *Console) secure(r *http.Request) bool {
 func (c *Console) signout(r *http.Request, _ httprouter.Params, _ *session) (string, string, error) {
 	c.sessions.end(r)
 	return "/console/signin", "", nil
+}
+
+// signinName is the name given at sign-in, as the audit log keeps it: at
+// most 60 characters, none of them a control character.
+func signinName(name string) string {
+	name = strings.Join(strings.FieldsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	if r := []rune(name); len(r) > 60 {
+		name = string(r[:60])
+	}
+	return name
 }
 
 // safeNext keeps a redirect after sign-in inside the console.

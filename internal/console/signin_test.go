@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,6 +39,18 @@ func (a signinAdmin) CheckToken(r *http.Request, token string, now time.Time) (b
 func (signinAdmin) ClockState() domain.ClockState { return domain.ClockState{TimeScale: 1} }
 func (signinAdmin) RealTime() bool                { return false }
 
+// auditLog keeps what the console writes to the audit log; its other
+// actions are nil.
+type auditLog struct {
+	Actions
+	entries *[]domain.AuditEntry
+}
+
+func (l auditLog) Audit(_ context.Context, e domain.AuditEntry) error {
+	*l.entries = append(*l.entries, e)
+	return nil
+}
+
 // signinConsole is a console over signinAdmin, whose clock the test sets
 // through now.
 func signinConsole(t *testing.T, env ...string) (http.Handler, *time.Time) {
@@ -50,7 +63,7 @@ func signinConsole(t *testing.T, env ...string) (http.Handler, *time.Time) {
 	limit := tokenlimit.New(tokenlimit.Config{PerAddress: cfg.Admin.WrongTokensPerAddress, Overall: cfg.Admin.WrongTokensOverall,
 		Backoff: cfg.Admin.WrongTokenBackoff.Duration, MaxAddresses: 10}, log)
 	now := time.Now()
-	c, err := New(Parts{Sandbox: signinAdmin{limit: limit}, Config: cfg.Console, Log: log,
+	c, err := New(Parts{Sandbox: signinAdmin{limit: limit}, Actions: auditLog{entries: &[]domain.AuditEntry{}}, Config: cfg.Console, Log: log,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -122,5 +135,36 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	*now = now.Add(time.Minute)
 	if w := signinAs(h, signinToken); w.Code != http.StatusSeeOther {
 		t.Fatalf("a minute later the right token answered %d", w.Code)
+	}
+}
+
+// A sign-in is in the audit log under the name given, its short id and
+// its address; a name is kept short and on one line.
+func TestConsoleSignInIsAudited(t *testing.T) {
+	var entries []domain.AuditEntry
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	limit := tokenlimit.New(tokenlimit.Config{PerAddress: 5, Overall: 100, Backoff: time.Second, MaxAddresses: 10}, log)
+	c, err := New(Parts{Sandbox: signinAdmin{limit: limit}, Actions: auditLog{entries: &entries}, Log: log, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httprouter.New()
+	c.Routes(h)
+	form := httptest.NewRecorder()
+	h.ServeHTTP(form, httptest.NewRequest("GET", "/console/signin", nil))
+	name := "Lan\nNguyễn " + strings.Repeat("x", 100)
+	req := httptest.NewRequest("POST", "/console/signin", strings.NewReader(url.Values{"token": {signinToken}, "name": {name},
+		csrfField: {cookieOf(form, signinCookie)}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: signinCookie, Value: cookieOf(form, signinCookie)})
+	req.RemoteAddr = "192.0.2.7:5000"
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if len(entries) != 1 {
+		t.Fatalf("audit log %+v, want the sign-in", entries)
+	}
+	e := entries[0]
+	if !strings.HasPrefix(e.Actor, "Lan Nguyễn xxx") || !strings.Contains(e.Actor, " from 192.0.2.7)") ||
+		strings.Contains(e.Actor, "\n") || len([]rune(e.Actor)) > 60+40 || e.Action != "POST /console/signin" || e.Detail != "signed in" {
+		t.Errorf("sign-in audited as %+v", e)
 	}
 }

@@ -1,5 +1,6 @@
 // Package csvsafe owns the cells dialbox writes into CSV files meant to be
-// opened in a spreadsheet (the skipped-rows file of `dialbox import`): a
+// opened in a spreadsheet (the skipped-rows file of `dialbox import`, the
+// results export of docs/admin.md#results-as-csv): a
 // cell a spreadsheet would run as a formula is written as text instead
 // (docs/operations.md#bulk-import-from-a-file).
 package csvsafe

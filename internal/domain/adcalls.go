@@ -38,6 +38,9 @@ const (
 	// The admin API's explanation also names these, which have no end time.
 	ReasonScenarioNotActive = "scenario_not_active"
 	ReasonCampaignPaused    = "campaign_paused"
+	// The call_blocks reason of a contact a stopped campaign ended
+	// (docs/admin.md#campaigns).
+	ReasonCampaignStopped = "campaign_stopped"
 )
 
 // AdSettings are a tenant's rules for its advertising scenarios.

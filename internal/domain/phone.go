@@ -17,10 +17,24 @@ var (
 	ErrPhoneLetter  = errors.New("phone_number must not contain letters")
 )
 
-// normalizePhone parses a phone number as written by a person or a CRM
+// NormalizePhone parses a phone number as written by a person or a CRM
 // ("0912345678", "84912345678", "+84 912 345 678"), reading numbers without
-// a country code as numbers of region, and returns it in E.164.
+// a country code as numbers of region, and returns it in E.164. Digits
+// alone, or grouped by single spaces, dots or dashes, take the fast path
+// (fastPhone), with exactly the phone library's answers: FuzzFastPhone
+// checks it.
 func NormalizePhone(raw, region string) (string, error) {
+	if n, err, ok := fastPhone(raw, region); ok {
+		if err != nil {
+			return "", err
+		}
+		return DNCE164(n), nil
+	}
+	return parsePhone(raw, region)
+}
+
+// parsePhone is NormalizePhone through the phone library alone.
+func parsePhone(raw, region string) (string, error) {
 	if hasLetter(withoutTelScheme(raw)) {
 		return "", ErrPhoneLetter
 	}

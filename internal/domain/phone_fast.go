@@ -42,8 +42,9 @@ type FastPhones struct {
 	// memo maps memoKey(leading digits) to the stored number's leading
 	// digits (the number divided by fastPhonesScale), or to -1-i for the
 	// error errs[i].
-	Memo map[uint64]int64
-	errs []error
+	Memo  map[uint64]int64
+	errs  []error
+	limit int // the most entries Memo takes; 0: no bound
 }
 
 // fastPhonesTail is how many last digits are left out of the memo's key: a
@@ -59,6 +60,76 @@ func NewFastPhones(region string) *FastPhones {
 		md.GetInternationalPrefix() != "" && plainDigits(md.GetInternationalPrefix()) && tailSafe(md)
 	return &FastPhones{region: region, idd: md.GetInternationalPrefix(), Safe: safe, Memo: map[uint64]int64{}}
 }
+
+// apiPhones holds one FastPhones per region for NormalizePhone, shared by
+// every request of the process. Unlike a register's, its memo is bounded
+// (apiMemoLimit): what tenants send must not grow it without end.
+var apiPhones sync.Map // region -> *FastPhones
+
+// apiMemoLimit bounds apiPhones' memos: about 2 MB each, and enough for
+// every block of 10,000 numbers of a country's carriers in the forms
+// people write them.
+const apiMemoLimit = 1 << 16
+
+// fastPhone is NormalizePhone's fast path, for the forms nearly all input
+// takes: an optional "+", then digits, alone or grouped by single spaces,
+// dots or dashes, with spaces around; ok is false for anything else, left
+// to the library. The separators are dropped first: the library ignores
+// them between digits.
+func fastPhone(raw, region string) (n int64, err error, ok bool) {
+	var buf [24]byte
+	plain, ok := plainPhone(raw, buf[:0])
+	if !ok {
+		return 0, nil, false
+	}
+	f, found := apiPhones.Load(region)
+	if !found {
+		fp := NewFastPhones(region)
+		fp.limit = apiMemoLimit
+		f, _ = apiPhones.LoadOrStore(region, fp)
+	}
+	fp := f.(*FastPhones)
+	if !fp.fast(plain) {
+		return 0, nil, false
+	}
+	n, err = fp.Number(plain)
+	return n, err, true
+}
+
+// plainPhone is raw without the spaces around it and the single spaces,
+// dots and dashes between its digits, appended to buf when it had any;
+// ok is false when raw is not an optional "+" and such digits, or is too
+// long for the fast path.
+func plainPhone(raw string, buf []byte) (plain string, ok bool) {
+	s := strings.Trim(raw, " ")
+	if strings.HasPrefix(s, "+") {
+		buf = append(buf, '+')
+		s = s[1:]
+	}
+	if s == "" {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			if len(buf) == cap(buf) {
+				return "", false
+			}
+			buf = append(buf, c)
+		case (c == ' ' || c == '.' || c == '-') && i > 0 && i+1 < len(s) && isDigit(s[i-1]) && isDigit(s[i+1]):
+			// dropped
+		default:
+			return "", false
+		}
+	}
+	if len(buf) == len(raw) { // nothing dropped: no copy
+		return raw, true
+	}
+	return string(buf), true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // memoKey is a string's leading part (an optional "+" then at most 12
 // digits) as one integer: its digits' value, its length (which tells
@@ -79,10 +150,10 @@ func MemoKey(head string) uint64 {
 // number is normalizePhone(raw, region) as the number a list stores
 // (dncNumber); an E.164 number a list cannot store is errInvalidPhone.
 func (f *FastPhones) Number(raw string) (int64, error) {
-	digits := strings.TrimPrefix(raw, "+")
-	if !f.Safe || len(digits) < 8 || len(digits) > 15 || len(raw)-FastPhonesTail > 12 || !plainDigits(digits) {
-		return StoredNumber(NormalizePhone(raw, f.region))
+	if !f.fast(raw) {
+		return StoredNumber(parsePhone(raw, f.region))
 	}
+	digits := strings.TrimPrefix(raw, "+")
 	head, tailDigits := raw[:len(raw)-FastPhonesTail], raw[len(raw)-FastPhonesTail:]
 	tail := int64(0)
 	for i := 0; i < len(tailDigits); i++ {
@@ -98,12 +169,13 @@ func (f *FastPhones) Number(raw string) (int64, error) {
 		}
 		return v*fastPhonesScale + tail, nil
 	}
-	e164, err := NormalizePhone(raw, f.region)
+	e164, err := parsePhone(raw, f.region)
 	n, nerr := StoredNumber(e164, err)
 	domestic := len(digits) == len(raw) && !strings.HasPrefix(raw, f.idd)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
+	case f.limit > 0 && len(f.Memo) >= f.limit:
 	case err != nil && domestic:
 		f.errs = append(f.errs, err)
 		f.Memo[key] = int64(-len(f.errs))
@@ -111,6 +183,13 @@ func (f *FastPhones) Number(raw string) (int64, error) {
 		f.Memo[key] = n / fastPhonesScale
 	}
 	return n, nerr
+}
+
+// fast reports whether Number reads raw through the memo: an optional "+"
+// and 8 to 15 digits, of a region whose rules allow it.
+func (f *FastPhones) fast(raw string) bool {
+	digits := strings.TrimPrefix(raw, "+")
+	return f.Safe && len(digits) >= 8 && len(digits) <= 15 && len(raw)-FastPhonesTail <= 12 && plainDigits(digits)
 }
 
 // storedNumber is normalizePhone's answer as a list stores it.

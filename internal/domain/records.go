@@ -114,6 +114,47 @@ type ContactFilter struct {
 	CursorPage
 }
 
+// ResultFilter selects the contacts of a results export
+// (docs/admin.md#results-as-csv): one scenario's, or one campaign's,
+// with the state, outcome and creation times given (zero fields match all).
+type ResultFilter struct {
+	ScenarioID, CampaignID string
+	State, Outcome         string
+	From, To               time.Time // created in [From, To)
+}
+
+// ContactResult is a contact with its last call, if it had one: one row of
+// a results export.
+type ContactResult struct {
+	ContactRecord
+	Last *CallRecord
+}
+
+// AuditEntry is one line of the audit log (docs/console.md#audit-log):
+// who did what, when, to which tenant, and how it went.
+type AuditEntry struct {
+	Seq    int64     `json:"seq"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`  // the sign-in
+	Action string    `json:"action"` // the form's path, naming the records acted on
+	AppKey string    `json:"app_key,omitempty"`
+	Detail string    `json:"detail,omitempty"` // what the console answered: done, or why not
+}
+
+// ScenarioChange is what a scenario's creation or change sets: the admin
+// API's JSON body, and what the console's form makes; a nil field is left
+// as it is.
+type ScenarioChange struct {
+	ID                 *string         `json:"id"`
+	Name               *string         `json:"name"`
+	Description        *string         `json:"description"`
+	Status             *string         `json:"status"`
+	Content            *string         `json:"content"`
+	Script             json.RawMessage `json:"script"` // null removes the script
+	PersonalizedFields []string        `json:"personalized_fields"`
+	CallConfig         json.RawMessage `json:"call_config"` // merged over the current (or default) one
+}
+
 type ImportRecord struct {
 	ID         string    `json:"id"`
 	ScenarioID string    `json:"scenario_id"`

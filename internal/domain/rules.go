@@ -26,6 +26,9 @@ type CallHold struct {
 	ScenarioID string
 	Contact    DueContact
 	Reason     string
+	// Outcome is what the contact ends with: DO_NOT_CALL when empty (the
+	// calling rules), CANCELED for a stopped campaign's.
+	Outcome string
 }
 
 // checkWebhookURL is the one rule for a webhook endpoint's URL, in the

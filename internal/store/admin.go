@@ -407,8 +407,8 @@ func (s *sqlStore) ListCampaigns(ctx context.Context, appID int64, scenarioID st
 // the id is taken.
 func (s *sqlStore) CreateCampaign(ctx context.Context, c *domain.Campaign, now time.Time) error {
 	return s.writeConfig(ctx, func(tx sqldb.Querier) error {
-		_, err := tx.Exec(ctx, `INSERT INTO campaigns (app_id, id, name, scenario_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.AppID, c.ID, c.Name, c.ScenarioID, Millis(now), Millis(now))
+		_, err := tx.Exec(ctx, `INSERT INTO campaigns (app_id, id, name, scenario_id, paused, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.AppID, c.ID, c.Name, c.ScenarioID, boolInt(c.Paused), Millis(now), Millis(now))
 		if isUniqueViolation(err) {
 			return domain.ErrConflict
 		}
@@ -421,6 +421,18 @@ func (s *sqlStore) SetCampaignPaused(ctx context.Context, appID int64, id string
 		return changedRows(tx.Exec(ctx, `UPDATE campaigns SET paused = ?, updated_at = ? WHERE app_id = ? AND id = ?`,
 			boolInt(paused), Millis(now), appID, id))
 	})
+}
+
+// QueuedOfCampaign returns up to limit contacts of a campaign still
+// queued, oldest first: the next ones a stop ends (docs/admin.md#campaigns).
+func (s *sqlStore) QueuedOfCampaign(ctx context.Context, appID int64, scenarioID, campaignID string, limit int) ([]domain.DueContact, error) {
+	return sqldb.Collect(ctx, s.db, func(row sqldb.Row) (domain.DueContact, error) {
+		var c domain.DueContact
+		err := row.Scan(&c.Seq, &c.Phone, &c.Fields, &c.Campaign)
+		return c, err
+	}, `SELECT seq, phone, fields, campaign_id FROM contacts
+		WHERE app_id = ? AND scenario_id = ? AND campaign_id = ? AND state = 'queued' ORDER BY seq LIMIT ?`,
+		appID, scenarioID, campaignID, limit)
 }
 
 // ---- deletes and reset ----

@@ -20,12 +20,16 @@ import (
 const contactColumns = `seq, id, scenario_id, coalesce(campaign_id, ''), import_id, phone, fields, state, attempts,
 	next_attempt_at, coalesce(outcome, ''), created_at, updated_at`
 
-func scanContact(row interface{ Scan(...any) error }) (*domain.ContactRecord, error) {
+func scanContact(row sqldb.Row) (*domain.ContactRecord, error) { return scanContactWith(row) }
+
+// scanContactWith reads contactColumns, then the query's further columns
+// into more.
+func scanContactWith(row sqldb.Row, more ...any) (*domain.ContactRecord, error) {
 	var c domain.ContactRecord
 	var fields string
 	var next, created, updated int64
-	if err := scanErr(row.Scan(&c.Seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
-		&next, &c.Outcome, &created, &updated)); err != nil {
+	if err := scanErr(row.Scan(append([]any{&c.Seq, &c.ID, &c.ScenarioID, &c.CampaignID, &c.ImportID, &c.Phone, &fields, &c.State, &c.Attempts,
+		&next, &c.Outcome, &created, &updated}, more...)...)); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {

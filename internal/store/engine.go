@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -303,8 +304,9 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 }
 
 // HoldContacts settles, in one commit, the due contacts the calling rules
-// kept from being dialled: each ends DO_NOT_CALL (final, free) with an
-// attempt record that was never placed (no hotline, cause 403, no talk),
+// kept from being dialled: each ends DO_NOT_CALL (final, free; or the
+// hold's outcome: CANCELED for a stopped campaign's contacts) with an
+// attempt record that was never placed (no hotline, the outcome's cause, no talk),
 // its call_blocks row, and its contact.completed event. No call.completed
 // is sent: no call was made (docs/compliance.md#the-do_not_call-outcome). A
 // contact no longer queued (a reset, a deleted scenario) is left alone.
@@ -339,16 +341,17 @@ func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Tim
 			camp    sql.NullString
 			fields  string
 		)
+		outcome := cmp.Or(h.Outcome, domain.OutcomeDoNotCall)
 		err := tx.queryRow(`UPDATE contacts SET state = 'done', outcome = ?, attempts = attempts + 1, updated_at = ?
 			WHERE seq = ? AND state = 'queued' RETURNING id, scenario_id, campaign_id, phone, fields, attempts`,
-			domain.OutcomeDoNotCall, Millis(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
+			outcome, Millis(now), h.Contact.Seq).Scan(&data.ContactID, &data.ScenarioID, &camp, &data.Phone, &fields, &attempt)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		data.CallID, data.Attempt, data.Outcome, data.Cause = domain.NewV7(), attempt, domain.OutcomeDoNotCall, domain.OutcomeCause[domain.OutcomeDoNotCall]
+		data.CallID, data.Attempt, data.Outcome, data.Cause = domain.NewV7(), attempt, outcome, domain.OutcomeCause[outcome]
 		if err := tx.exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, state, outcome, cause, started_at, ended_at)
 			VALUES (?, ?, ?, ?, '', 'ended', ?, ?, ?, ?)`, data.CallID, h.Contact.Seq, h.AppID, attempt,
 			data.Outcome, data.Cause, Millis(now), Millis(now)); err != nil {

@@ -28,7 +28,7 @@ func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.
 	var res *domain.ImportResult
 	allInvalid := false
 	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
-		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now)
+		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now, s.known >= countedVersion)
 		return err
 	})
 	return imported(s.metrics.imports, res, allInvalid, err)
@@ -36,18 +36,25 @@ func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.
 
 // importTx is an import's work in its store's writer, on either database
 // (SQLite.Import, Postgres.Import); allInvalid when nothing was
-// added.
-func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time) (res *domain.ImportResult, allInvalid bool, err error) {
+// added. count: the import keeps the counts of new contacts itself
+// (countAdded), where no trigger does.
+func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time, count bool) (res *domain.ImportResult, allInvalid bool, err error) {
 	res = &domain.ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
 	if err := insertContacts(ctx, tx, req, res, now); err != nil {
 		return nil, false, err
+	}
+	queued := int64(-1) // not read yet
+	if count && len(res.Added) > 0 {
+		if queued, err = countAdded(ctx, tx, req, len(res.Added)); err != nil {
+			return nil, false, err
+		}
 	}
 	if len(res.Added) == 0 {
 		// Nothing was inserted; the import and its reasons are still
 		// recorded for the admin API.
 		return res, true, recordImport(ctx, tx, req, res, importAllInvalid, now)
 	}
-	if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, len(res.Added)); err != nil {
+	if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, len(res.Added), queued); err != nil {
 		return nil, false, err
 	}
 	// A failure here undoes the inserts with the rest of the job.
@@ -173,6 +180,9 @@ func (w *writeStmts) prepare(db *sql.DB, version int) error {
 	if version >= 4 { // queued_contacts
 		queries = append(queries, queuedSQL)
 	}
+	if version >= countedVersion {
+		queries = append(queries, countQueuedSQL, countContactsSQL)
+	}
 	for _, q := range queries {
 		if st := prep(q); st != nil {
 			w.byQuery[q] = st
@@ -236,7 +246,27 @@ var insertContactsSQL = func() (q [contactChunk + 1]string) {
 	return q
 }()
 
+// countedVersion is the SQLite migration from which imports count the
+// contacts they add (schema.sql's migration 14) instead of row triggers.
+const countedVersion = 14
+
+// countAdded adds an import's n new contacts, all queued and without an
+// outcome, to the application's unfinished contacts and to the console's
+// counts: two statements per import where row triggers made two per
+// contact (schema.sql's migration 14). It returns the application's
+// unfinished contacts now, which checkQueued needs.
+func countAdded(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, n int) (queued int64, err error) {
+	if err := tx.QueryRow(ctx, countQueuedSQL, n, req.AppID).Scan(&queued); err != nil {
+		return 0, err
+	}
+	_, err = tx.Exec(ctx, countContactsSQL, req.AppID, req.ScenarioID, req.CampaignID, n)
+	return queued, err
+}
+
 const (
+	countQueuedSQL   = `UPDATE queued_contacts SET n = n + ? WHERE app_id = ? RETURNING n`
+	countContactsSQL = `INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
+		VALUES (?, ?, ?, 'queued', '', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`
 	queuedSQL       = `SELECT n FROM queued_contacts WHERE app_id = ?`
 	insertImportSQL = `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -244,17 +274,19 @@ const (
 )
 
 // checkQueued fails with errQueueFull when the added contacts took the
-// application over max unfinished contacts. The count, kept by triggers
-// (schema.sql migrations 4 and 13), already includes them; read in the
-// writer's transaction (on PostgreSQL, holding the row until it commits),
-// it is exact even under concurrent imports.
-func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added int) error {
+// application over max unfinished contacts. The count, n when the import
+// kept it (countAdded), else read here (kept by triggers, schema_postgres.sql's
+// migration 13), already includes them; read in the writer's transaction
+// (on PostgreSQL, holding the row until it commits), it is exact even
+// under concurrent imports.
+func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added int, n int64) error {
 	if max <= 0 {
 		return nil
 	}
-	var n int64
-	if err := tx.QueryRow(ctx, queuedSQL, appID).Scan(&n); err != nil {
-		return err
+	if n < 0 {
+		if err := tx.QueryRow(ctx, queuedSQL, appID).Scan(&n); err != nil {
+			return err
+		}
 	}
 	if n > max {
 		return domain.ErrQueueFull(n-int64(added), max, added)

@@ -310,7 +310,7 @@ func (s *Postgres) Import(ctx context.Context, req domain.ImportRequest, now tim
 	var res *domain.ImportResult
 	allInvalid := false
 	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) (err error) {
-		res, allInvalid, err = importTx(ctx, sqldb.PGX(tx), req, now)
+		res, allInvalid, err = importTx(ctx, sqldb.PGX(tx), req, now, false) // statement triggers count (schema_postgres.sql's migrations 10, 13)
 		return err
 	})
 	return imported(s.Metrics.imports, res, allInvalid, err)

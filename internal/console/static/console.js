@@ -6,6 +6,7 @@
 (function () {
   const main = document.getElementById("main");
   const url = main && main.dataset.live;
+  const says = (main && main.dataset.liveSays) || "calls progress"; // what the page's updates follow
   const status = document.getElementById("live-status");
   const toggle = document.getElementById("live-toggle");
   let source = null;
@@ -16,7 +17,7 @@
 
   function start() {
     source = new EventSource(url);
-    source.addEventListener("open", function () { say("Live: updates as calls progress."); });
+    source.addEventListener("open", function () { say("Live: updates as " + says + "."); });
     source.addEventListener("fragment", function (ev) {
       const f = JSON.parse(ev.data);
       const el = document.getElementById(f.id);
