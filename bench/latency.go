@@ -46,7 +46,7 @@ const (
 	llmStubLatency = 200 * time.Millisecond // the model's first sentence, after the request
 	llmStubRest    = 150 * time.Millisecond // then the rest of its reply
 	latencyTarget  = 150 * time.Millisecond // dialbox's share, p95
-	latencyTurns   = 25                     // measured turns a call (an agent step allows 30)
+	voiceTurns   = 25                     // measured turns a call (an agent step allows 30)
 
 	calleeSpeech  = 400 * time.Millisecond // the callee's utterance each turn
 	endSilence    = script.DefaultEndSilence
@@ -161,7 +161,7 @@ func (h *Harness) latencyPhase() {
 		h.notes = append(h.notes, "latency: no espeak-ng, so no conversation spoken by it was measured")
 	}
 	for _, rec := range recs {
-		turns := h.o.latencyTurns
+		turns := h.o.voiceTurns
 		if rec.espeak {
 			turns = max(1, turns/2)
 		}
@@ -223,7 +223,7 @@ func measure(rec *latencyRecorder, turns int) latencyResult {
 	defer d.Close()
 	d.Chat = llm.Agent{Client: llm.New(llmSrv.URL+"/v1", "stub", "", 30*time.Second)}
 	for call := 0; len(rec.turns) < turns; call++ {
-		n := min(latencyTurns, turns-len(rec.turns))
+		n := min(voiceTurns, turns-len(rec.turns))
 		s := gatherChain(call, n)
 		if agent {
 			s = agentScript(n)

@@ -34,32 +34,32 @@ import (
 var ackedCounter atomic.Int64
 
 type options struct {
-	quick        bool
-	dur          time.Duration
-	warmup       time.Duration
-	maxReqs      int64
-	fill1        int64
-	fill2        int64
-	fillMode     string
-	peers        bool
-	npmDir       string
-	scratch      string
-	keep         bool
-	out          string
-	cpuprofile   string
-	rev          string
-	phases       map[string]bool
-	serve        bool
-	hookEvents   int
-	concs        []int
-	wrk          bool
-	sipCalls     int
-	sipRate      float64
-	sipPrompt    time.Duration
-	dncNumbers   int64
-	postgres     string
-	pgCalls      int
-	latencyTurns int
+	quick      bool
+	dur        time.Duration
+	warmup     time.Duration
+	maxReqs    int64
+	fill1      int64
+	fill2      int64
+	fillMode   string
+	peers      bool
+	npmDir     string
+	scratch    string
+	keep       bool
+	out        string
+	cpuprofile string
+	rev        string
+	phases     map[string]bool
+	serve      bool
+	hookEvents int
+	concs      []int
+	wrk        bool
+	sipCalls   int
+	sipRate    float64
+	sipPrompt  time.Duration
+	dncNumbers int64
+	postgres   string
+	pgCalls    int
+	voiceTurns int
 }
 
 func main() {
@@ -106,7 +106,7 @@ func main() {
 	fs.Int64Var(&o.dncNumbers, "dnc-numbers", 10_000_000, "lines of the do-not-call register the dnc phase loads")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL server of the postgres phase, a URL whose user may create databases (default: a throwaway cluster, postgresql installed with apt-get when missing and root)")
 	fs.IntVar(&o.pgCalls, "pg-calls", 5000, "contacts the postgres phase's engine runs call, on one node and on three")
-	fs.IntVar(&o.latencyTurns, "latency-turns", 50, "turns the latency phase measures, of an agent conversation and of speech gathers each")
+	fs.IntVar(&o.voiceTurns, "latency-turns", 50, "turns the latency phase measures, of an agent conversation and of speech gathers each")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
 	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,postgres,sip,console,dnc,latency", "phases to run (peers needs main; console reuses growth's database when it ran)")
 	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")
@@ -149,13 +149,13 @@ func main() {
 			o.pgCalls = 1000
 		}
 		if !set["latency-turns"] {
-			o.latencyTurns = 10
+			o.voiceTurns = 10
 		}
 	}
 	if *sipOnly {
 		*phaseList = "sip"
 	}
-	if o.latencyTurns < 1 || o.latencyTurns > 1000 {
+	if o.voiceTurns < 1 || o.voiceTurns > 1000 {
 		fmt.Fprintln(os.Stderr, "bench: -latency-turns must be 1 to 1000")
 		os.Exit(2)
 	}
@@ -259,14 +259,15 @@ type Harness struct {
 	sipSkip      string // why the SIP phase did not run
 	sipVer       string
 	dnc          *DNCResult
-	dncSkip      string // why the do-not-call phase did not run
-	latency      []latencyResult
-	latencySkip  string    // why the latency phase did not run
+	dncSkip      string    // why the do-not-call phase did not run
 	pg           *pgServer // the postgres phase's server, once up
 	pgSkip       string    // why the postgres phase did not run, or where it stopped
 	pgNotes      []string
 	pgChecks     []string         // PASS/MISS lines: acknowledged contacts stored
 	pgCalls      []*pgCallsResult // the engine on one node and on three
+
+	latency     []latencyResult
+	latencySkip string // why the latency phase did not run
 }
 
 type sizeRow struct {
