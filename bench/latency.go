@@ -36,7 +36,7 @@ import (
 	"dialbox/internal/script"
 )
 
-// The latency phase (docs/benchmarks.md#listening-latency, issue 24 §5):
+// The latency phase (docs/benchmarks.md#the-listening-bots-latency, issue 24 §5):
 // from the end of the callee's speech (the end of the end_silence window)
 // to the first RTP packet of the bot's reply, on real SIP calls to a far
 // end in this process, with a recognizer and a model that answer after a
@@ -46,7 +46,7 @@ const (
 	llmStubLatency = 200 * time.Millisecond // the model's first sentence, after the request
 	llmStubRest    = 150 * time.Millisecond // then the rest of its reply
 	latencyTarget  = 150 * time.Millisecond // dialbox's share, p95
-	voiceTurns   = 25                     // measured turns a call (an agent step allows 30)
+	turnsPerCall   = 25                     // measured turns a call (an agent step allows 30)
 
 	calleeSpeech  = 400 * time.Millisecond // the callee's utterance each turn
 	endSilence    = script.DefaultEndSilence
@@ -223,7 +223,7 @@ func measure(rec *latencyRecorder, turns int) latencyResult {
 	defer d.Close()
 	d.Chat = llm.Agent{Client: llm.New(llmSrv.URL+"/v1", "stub", "", 30*time.Second)}
 	for call := 0; len(rec.turns) < turns; call++ {
-		n := min(voiceTurns, turns-len(rec.turns))
+		n := min(turnsPerCall, turns-len(rec.turns))
 		s := gatherChain(call, n)
 		if agent {
 			s = agentScript(n)
