@@ -207,6 +207,7 @@ func (h *Harness) report() error {
 		h.pgSection(w)
 		h.sipSection(w)
 		h.dncSection(w)
+		h.latencySection(w)
 		w("\n### Targets (issue 5)\n\n")
 		for _, t := range append(h.targets(), h.sipTargets()...) {
 			w("- %s\n", t)
