@@ -88,13 +88,16 @@ func (s *sqlStore) Outcomes(ctx context.Context, appID int64) ([]string, error) 
 // started, and those ended by outcome; of one scenario (campaignID "": its
 // campaigns' too), of one campaign, or with scenarioID "" of the whole
 // application. They come from call_minutes, kept by the triggers of
-// migration 16 (19 on PostgreSQL), so a chart reads a few rows a minute
-// whatever the number of calls (docs/console.md#charts).
+// migration 16, so a chart reads a few rows a minute whatever the number
+// of calls; on PostgreSQL (migration 19) with call_minute_changes, a row
+// per call started or ended, not yet folded (docs/console.md#charts).
 func (s *sqlStore) CallCounts(ctx context.Context, appID int64, scenarioID, campaignID string, since time.Time) ([]domain.CallCount, error) {
 	var out []domain.CallCount
-	err := s.db.Query(ctx, `SELECT minute, ended, outcome, CAST(sum(n) AS BIGINT) FROM call_minutes
-		WHERE app_id = ? AND minute >= ? AND (? = '' OR scenario_id = ?) AND (? = '' OR campaign_id = ?)
-		GROUP BY minute, ended, outcome`, []any{appID, Millis(since) / 60000, scenarioID, scenarioID, campaignID, campaignID},
+	rows, args := countRows(s.db.Dialect(), `minute, ended, outcome, n`, `call_minutes`, `call_minute_changes`,
+		`app_id = ? AND minute >= ? AND (? = '' OR scenario_id = ?) AND (? = '' OR campaign_id = ?)`,
+		appID, Millis(since)/60000, scenarioID, scenarioID, campaignID, campaignID)
+	err := s.db.Query(ctx, `SELECT minute, ended, outcome, CAST(sum(n) AS BIGINT) FROM (`+rows+`) AS c
+		GROUP BY minute, ended, outcome`, args,
 		func(scan func(...any) error) error {
 			var cc domain.CallCount
 			var minute, ended int64
