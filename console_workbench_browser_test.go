@@ -40,14 +40,19 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 			t.Fatal(err)
 		}
 	}
-	// DIALBOX_SCREENSHOTS=1 writes docs/console/'s PNGs of these pages.
-	shot := func(name string) {
+	// DIALBOX_SCREENSHOTS=1 writes docs/console/'s PNGs of these pages:
+	// the part of the page shown by sel ("": all of it), to keep them small.
+	shot := func(name, sel string) {
 		t.Helper()
 		if os.Getenv("DIALBOX_SCREENSHOTS") != "1" {
 			return
 		}
 		var png []byte
-		run(chromedp.FullScreenshot(&png, 100)) // quality 100: PNG
+		if sel == "" {
+			run(chromedp.FullScreenshot(&png, 100)) // quality 100: PNG
+		} else {
+			run(chromedp.Screenshot(sel, &png, chromedp.ByQuery))
+		}
 		if err := os.WriteFile(filepath.Join("docs", "console", name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +80,7 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	if got := text("#listing tr.bad-line"); !strings.HasPrefix(got, "2") || !strings.Contains(got, "bye") {
 		t.Fatalf("the problem is shown beside %q, not line 2", got)
 	}
-	shot("scenario-edit")
+	shot("scenario-edit", "#listing")
 	// Tried before it is saved: a callee pressing 2 and then saying "có".
 	run(chromedp.SetValue("#script", `{"steps": [
   {"name": "menu", "gather": {"prompt": {"say": "Nhấn 1 để xác nhận"}, "max_digits": 1, "timeout": "5s", "branches": {"1": "yes", "2": "ask"}}},
@@ -90,7 +95,7 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	if got := text("#tried-transcript"); !strings.Contains(got, "callee: có") {
 		t.Fatalf("the try's transcript: %q", got)
 	}
-	shot("scenario-try")
+	shot("scenario-try", "#tried")
 	run(chromedp.SetValue("#script", `{"steps": [
   {"name": "hello", "say": {"text": "Xin chào", "next": "bye"}},
   {"name": "bye", "hangup": {}}
@@ -119,7 +124,7 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	if got := text("#upload-summary"); got != "21 rows read: 20 contacts added, 1 skipped." {
 		t.Fatalf("the upload says %q", got)
 	}
-	shot("upload")
+	shot("upload", "")
 	var skipped string
 	run(chromedp.Evaluate(`(async () => (await fetch(document.getElementById("skipped-rows").href)).text())()`, &skipped,
 		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
@@ -151,7 +156,7 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	run(chromedp.Navigate(s.url+"/console/apps/qa-key/campaigns/camp-browser"), chromedp.WaitVisible("#stop", chromedp.ByID),
 		chromedp.Click("#stop", chromedp.ByID), chromedp.WaitVisible(".flash.ok", chromedp.ByQuery))
 	run(chromedp.Navigate(s.url+"/console/audit"), chromedp.WaitVisible("#audit", chromedp.ByID))
-	shot("audit")
+	shot("audit", "#audit")
 	log := text("#audit")
 	for _, want := range []string{"/new-scenario", "/new-scenario/try", "tried the script: 4 steps", "/scenarios/sc-browser/status", "/campaigns/camp-browser/resume", "/campaigns/camp-browser/upload",
 		"/campaigns/camp-browser/stop", "Lan (sign-in"} {
