@@ -37,6 +37,8 @@ type pgCallsResult struct {
 	Dialled  int64   // distinct contacts among them
 	NotOnce  int64   // contacts not ended after exactly one attempt
 	PerNode  []int64 // contacts per claiming node, most first
+	Taken    int64   // claims the nodes' schedulers asked for and got
+	Refused  int64   // claims the database refused (another node's, or a limit across nodes)
 }
 
 // postgresPhase runs the phase; a failure is reported, not fatal: the
@@ -356,8 +358,19 @@ func (h *Harness) pgCallsRun(nodes int) error {
 		return err
 	}
 	slices.SortFunc(res.PerNode, func(a, b int64) int { return int(b - a) })
-	logf("  %d node(s): %s of %s contacts settled, %s calls/s; %s calls for %s contacts; per node %v",
-		nodes, num(float64(res.Settled)), num(float64(res.Imported)), num(res.Rate), num(float64(res.Calls)), num(float64(res.Dialled)), res.PerNode)
+	// Claims taken and refused, every node's, from its /metrics: a refused
+	// claim is a round trip and a lock held for nothing.
+	for _, d := range ds {
+		taken, refused, err := claimCounts(d.Addr)
+		if err != nil {
+			return err
+		}
+		res.Taken += taken
+		res.Refused += refused
+	}
+	logf("  %d node(s): %s of %s contacts settled, %s calls/s; %s calls for %s contacts; per node %v; claims taken %s, refused %s",
+		nodes, num(float64(res.Settled)), num(float64(res.Imported)), num(res.Rate), num(float64(res.Calls)), num(float64(res.Dialled)), res.PerNode,
+		num(float64(res.Taken)), num(float64(res.Refused)))
 	h.pgCalls = append(h.pgCalls, res)
 	return nil
 }
@@ -430,4 +443,31 @@ func rawPgInserts(conn *pgx.Conn, appID int64, scenarioID string, batch int, cop
 		rows += int64(batch)
 	}
 	return RawInsertResult{Batch: batch, Rows: rows, Elapsed: time.Since(start)}, nil
+}
+
+// claimCounts reads dialbox_call_claims_total, taken and refused, from a
+// node's /metrics.
+func claimCounts(addr string) (taken, refused int64, err error) {
+	status, body, err := fetch(addr, buildRequest("GET", addr, "/metrics", "", nil))
+	if err != nil || status != 200 {
+		return 0, 0, fmt.Errorf("GET /metrics: HTTP %d %v", status, err)
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(l, `dialbox_call_claims_total{result="`)
+		if !ok {
+			continue
+		}
+		result, value, ok := strings.Cut(rest, `"} `)
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if !ok || err != nil {
+			return 0, 0, fmt.Errorf("GET /metrics: %q", l)
+		}
+		switch result {
+		case "taken":
+			taken += int64(n)
+		case "refused":
+			refused += int64(n)
+		}
+	}
+	return taken, refused, nil
 }

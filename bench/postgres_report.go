@@ -109,8 +109,8 @@ func (h *Harness) pgSection(w func(string, ...any)) {
 	if len(h.pgCalls) > 0 {
 		w("\nThe engine dialling one shared queue: the contacts are imported through operation A (1000 per request, 4 clients, spread over the nodes) into a scenario of `max_concurrent` 200 with 200 hotlines; the simulator (`time_scale = 1000`) answers every call and ends it within milliseconds. " +
 			"Calls settled per second run from the first contact whose call ended to the last, polled from the database every 50 ms; the counts are read from the database afterwards: a contact dialled twice would have two call records.\n\n")
-		w("| Nodes | Contacts | Calls settled/s | CPU, dialbox + PostgreSQL | Call records | Contacts called | Not ended after exactly one call | Contacts per node | Compared with |\n")
-		w("|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+		w("| Nodes | Contacts | Calls settled/s | CPU, dialbox + PostgreSQL | Call records | Contacts called | Not ended after exactly one call | Contacts per node | Claims taken / refused | Compared with |\n")
+		w("|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
 		var one *pgCallsResult
 		for _, r := range h.pgCalls {
 			if r.Nodes == 1 {
@@ -127,8 +127,9 @@ func (h *Harness) pgSection(w func(string, ...any)) {
 			if r.Settled < r.Imported {
 				cmp += fmt.Sprintf("; **only %s of %s settled**", num(float64(r.Settled)), num(float64(r.Imported)))
 			}
-			w("| %d | %s | %s | %.2f | %s | %s | %s | %s | %s |\n", r.Nodes, num(float64(r.Imported)), num(r.Rate), r.Cores,
-				num(float64(r.Calls)), num(float64(r.Dialled)), num(float64(r.NotOnce)), strings.Join(per, " / "), cmp)
+			w("| %d | %s | %s | %.2f | %s | %s | %s | %s | %s / %s | %s |\n", r.Nodes, num(float64(r.Imported)), num(r.Rate), r.Cores,
+				num(float64(r.Calls)), num(float64(r.Dialled)), num(float64(r.NotOnce)), strings.Join(per, " / "),
+				num(float64(r.Taken)), num(float64(r.Refused)), cmp)
 		}
 	}
 	w("\n**Three nodes on one machine.** The three nodes, PostgreSQL and the load generator all run on this machine's %d cores, so three nodes have no more CPU than one: "+
@@ -170,4 +171,34 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// pgTargets are issue 23's PostgreSQL targets, judged on this run's
+// figures: op A with 1 contact a request beside SQLite's, and the claims
+// the nodes' schedulers offered and the database refused.
+func (h *Harness) pgTargets(top int, missing func(what, why string)) []string {
+	var out []string
+	what := fmt.Sprintf("op A on PostgreSQL, 1 contact/request @%d >= 50%% of SQLite's", top)
+	pg, sqlite := h.got(fmt.Sprintf("pg:A1@%d", top)), h.got(fmt.Sprintf("A1@%d", top))
+	if pg != nil && sqlite != nil && pg.Skipped == "" {
+		out = append(out, fmt.Sprintf("%s %s: %s req/s = %s of %s req/s", verdict(pg.Req >= 0.5*sqlite.Req), what,
+			num(pg.Req), pct(pg.Req, sqlite.Req), num(sqlite.Req)))
+	} else {
+		missing(what, "a step is missing")
+	}
+	what = "claims refused per claim taken <= 1, nodes dialling one queue"
+	var most *pgCallsResult
+	for _, r := range h.pgCalls {
+		if most == nil || r.Nodes > most.Nodes {
+			most = r
+		}
+	}
+	if most != nil && most.Taken > 0 {
+		ratio := float64(most.Refused) / float64(most.Taken)
+		out = append(out, fmt.Sprintf("%s %s: %.2f on %s (%s refused, %s taken)", verdict(ratio <= 1), what, ratio,
+			nodesWord(most.Nodes), num(float64(most.Refused)), num(float64(most.Taken))))
+	} else {
+		missing(what, "the engine's run on PostgreSQL is missing")
+	}
+	return out
 }

@@ -402,6 +402,7 @@ func (h *Harness) targets() []string {
 	} else {
 		missing(what, h.webhookSkip)
 	}
+	out = append(out, h.pgTargets(top, missing)...)
 	what = "peak resident memory < 150 MB"
 	if h.peakRSS > 0 {
 		out = append(out, fmt.Sprintf("%s %s: %.1f MB during %s", verdict(h.peakRSS < 150), what, h.peakRSS, h.peakRSSWhere))

@@ -227,6 +227,14 @@ type PoolLines struct {
 	Trunk   string
 }
 
+// CallsUp is an application's calls up on every node of a shared store:
+// how many, how many per scenario, and their hotlines.
+type CallsUp struct {
+	Total      int
+	ByScenario map[string]int
+	Hotlines   map[string]bool
+}
+
 // callClaim is a call about to be placed.
 type CallClaim struct {
 	CallID     string

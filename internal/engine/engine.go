@@ -125,6 +125,11 @@ type Store interface {
 	// the engine's start calls it. On SQLite (one server) that is every
 	// call up; on a shared store, the calls whose lease ran out.
 	SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error)
+	// CallsUp is the application's calls up on every node; false on a
+	// store one server owns (SQLite), where the engine's own counts are
+	// every call. The scheduler offers no claim they leave no room for:
+	// the claim would be refused (docs/postgres.md#claiming-calls).
+	CallsUp(ctx context.Context, appID int64) (domain.CallsUp, bool, error)
 	// TakeOverCalls is what a running engine calls every takeoverEvery: on
 	// a shared store it settles the calls of nodes that died (their lease
 	// ran out); on SQLite, which one server owns, there are none.

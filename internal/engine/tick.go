@@ -14,7 +14,8 @@ import (
 // screened and claimed in turn; then what the calling rules held or
 // delayed is written, and the store's claim decides which calls start.
 func (e *Engine) tick(ctx context.Context) time.Time {
-	r := &round{ctx: ctx, now: e.now(), budgets: map[int64]*budget{}, hotlines: map[poolKey]domain.PoolLines{}}
+	r := &round{ctx: ctx, now: e.now(), budgets: map[int64]*budget{}, hotlines: map[poolKey]domain.PoolLines{},
+		up: map[int64]*domain.CallsUp{}}
 	r.next = r.now.Add(e.pollInterval)
 	scenarios, err := e.store.ActiveScenarios(ctx)
 	if err != nil {
@@ -45,9 +46,12 @@ type round struct {
 	now, next time.Time
 	budgets   map[int64]*budget
 	hotlines  map[poolKey]domain.PoolLines
-	claims    []domain.CallClaim
-	holds     []domain.CallHold
-	delays    []domain.CallDelay
+	// up is each application's calls up on every node, read once a round
+	// on a shared store (nil: the engine's own counts are every call).
+	up     map[int64]*domain.CallsUp
+	claims []domain.CallClaim
+	holds  []domain.CallHold
+	delays []domain.CallDelay
 }
 
 // later brings the round's next wake-up forward to t.
@@ -89,9 +93,17 @@ func (e *Engine) plan(r *round, sc *domain.Scenario) *scenarioPlan {
 	if free <= 0 {
 		return nil
 	}
+	up, ok := e.roundCallsUp(r, sc.AppID)
+	if !ok {
+		return nil
+	}
+	if up != nil {
+		if free = min(free, cc.MaxConcurrent-up.ByScenario[sc.ID]); free <= 0 {
+			return nil
+		}
+	}
 	w, werr := e.Window(cc.CallWindow)
 	p := &scenarioPlan{sc: sc, pk: poolKey{sc.AppID, cc.PoolHotlineKey}}
-	var ok bool
 	if p.b, ok = e.roundBudget(r, sc.AppID); !ok {
 		return nil
 	}
@@ -111,7 +123,7 @@ func (e *Engine) plan(r *round, sc *domain.Scenario) *scenarioPlan {
 	}
 	e.mu.Lock()
 	for i, n := range p.pool.Numbers {
-		if !e.busy[hotlineKey{sc.AppID, n}] {
+		if !e.busy[hotlineKey{sc.AppID, n}] && (up == nil || !up.Hotlines[n]) {
 			p.idle = append(p.idle, i)
 		}
 	}
@@ -138,13 +150,36 @@ func (e *Engine) roundBudget(r *round, appID int64) (*budget, bool) {
 	if b, ok := r.budgets[appID]; ok {
 		return b, true
 	}
-	b, err := e.budget(r.ctx, appID, r.now)
+	up, ok := e.roundCallsUp(r, appID)
+	if !ok {
+		return nil, false
+	}
+	b, err := e.budget(r.ctx, appID, r.now, up)
 	if err != nil {
 		e.logErr(r.ctx, "engine: reading wallet", "app", appID, "err", err)
 		return nil, false
 	}
 	r.budgets[appID] = b
 	return b, true
+}
+
+// roundCallsUp is an application's calls up on every node, read once a
+// round: nil when the store is not shared; false: they could not be read.
+func (e *Engine) roundCallsUp(r *round, appID int64) (*domain.CallsUp, bool) {
+	if up, ok := r.up[appID]; ok {
+		return up, true
+	}
+	up, shared, err := e.store.CallsUp(r.ctx, appID)
+	if err != nil {
+		e.logErr(r.ctx, "engine: reading the calls up on every node", "app", appID, "err", err)
+		return nil, false
+	}
+	if !shared {
+		r.up[appID] = nil
+		return nil, true
+	}
+	r.up[appID] = &up
+	return &up, true
 }
 
 // roundPool is a pool's enabled hotlines, read once a round; false: they
@@ -341,7 +376,7 @@ type budget struct {
 // budget says how many calls the tenant's wallet lets start now: a prepaid
 // one must hold the least an answered call costs (max of price_per_call and
 // price_per_minute) for each call already up and each new one.
-func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budget, error) {
+func (e *Engine) budget(ctx context.Context, appID int64, now time.Time, up *domain.CallsUp) (*budget, error) {
 	w, err := e.store.Wallet(ctx, appID)
 	if err != nil {
 		return nil, err
@@ -363,7 +398,11 @@ func (e *Engine) budget(ctx context.Context, appID int64, now time.Time) (*budge
 	if broke {
 		return &budget{wallet: w}, nil
 	}
-	return &budget{left: max(int(w.Balance/least)-e.appCalls[appID], 0), wallet: w}, nil
+	calls := e.appCalls[appID]
+	if up != nil {
+		calls = max(calls, up.Total)
+	}
+	return &budget{left: max(int(w.Balance/least)-calls, 0), wallet: w}, nil
 }
 
 // pickHotline chooses one of the idle numbers of the pool and returns it

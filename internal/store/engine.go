@@ -141,6 +141,12 @@ func scanCallID(row sqldb.Row) (string, error) {
 	return id, err
 }
 
+// CallsUp is false: one server owns a SQLite database (the serve lock),
+// so its engine's own counts are every call up.
+func (s *SQLite) CallsUp(ctx context.Context, appID int64) (domain.CallsUp, bool, error) {
+	return domain.CallsUp{}, false, nil
+}
+
 // TakeOverCalls settles nothing: one server owns a SQLite database (the
 // serve lock), and its start settled what an earlier run left up.
 func (s *SQLite) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {

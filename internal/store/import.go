@@ -34,10 +34,10 @@ func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.
 	return imported(s.metrics.imports, res, allInvalid, err)
 }
 
-// importTx is an import's work in its store's writer, on either database
-// (SQLite.Import, Postgres.Import); allInvalid when nothing was
-// added. count: the import keeps the counts of new contacts itself
-// (countAdded), where no trigger does.
+// importTx is an import's work in SQLite's writer (PostgreSQL pipelines
+// its own: postgres_import.go); allInvalid when nothing was added. count:
+// the import keeps the counts of new contacts itself (countAdded), where
+// no trigger does (a database from before countedVersion has them).
 func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time, count bool) (res *domain.ImportResult, allInvalid bool, err error) {
 	res = &domain.ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
 	if err := insertContacts(ctx, tx, req, res, now); err != nil {
@@ -77,10 +77,9 @@ func imported(m importMetrics, res *domain.ImportResult, allInvalid bool, err er
 	return res, nil
 }
 
-// insertContacts adds the contacts; RETURNING tells which rows the
-// pending-phone index let in, the others are duplicates. SQLite takes them
-// in multi-row statements of contactChunk rows, prepared once; PostgreSQL
-// in one statement per request, its arrays unnested (a round trip each).
+// insertContacts adds the contacts in multi-row statements of contactChunk
+// rows, prepared once; RETURNING tells which rows the pending-phone index
+// let in, the others are duplicates.
 func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, now time.Time) error {
 	inserted := make(map[string]bool, len(req.Contacts))
 	// One destination for every row: this runs in the writer.
@@ -93,58 +92,43 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequ
 		inserted[id] = true
 		return nil
 	}
-	if tx.Dialect() == sqldb.Postgres {
-		ids := make([]string, len(req.Contacts))
-		phones := make([]string, len(req.Contacts))
-		fields := make([]string, len(req.Contacts))
-		for i, c := range req.Contacts {
-			ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
+	// The values every row shares are boxed once: this loop runs in
+	// the writer, which every import waits for.
+	var (
+		at       any = Millis(now)
+		unique   any = boolInt(req.UniquePhone)
+		camp         = nullString(req.CampaignID)
+		appID    any = req.AppID
+		scenario any = req.ScenarioID
+		importID any = res.ImportID
+	)
+	args := make([]any, 0, min(len(req.Contacts), contactChunk)*11)
+	for start := 0; start < len(req.Contacts); start += contactChunk {
+		chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
+		args = args[:0]
+		for _, c := range chunk {
+			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
 		}
-		at := Millis(now)
-		if err := tx.Query(ctx, `INSERT INTO contacts
-			(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
-			SELECT u.id, ?, ?, ?, ?, u.phone, u.fields, ?, ?, ?, ?
-			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(id, phone, fields, n)
-			ORDER BY u.n
-			ON CONFLICT DO NOTHING RETURNING id`,
-			[]any{req.AppID, req.ScenarioID, nullString(req.CampaignID), res.ImportID, boolInt(req.UniquePhone), at, at, at,
-				ids, phones, fields}, collect); err != nil {
+		if err := tx.Query(ctx, insertContactsSQL[len(chunk)], args, collect); err != nil {
 			return err
 		}
-	} else {
-		// The values every row shares are boxed once: this loop runs in
-		// the writer, which every import waits for.
-		var (
-			at       any = Millis(now)
-			unique   any = boolInt(req.UniquePhone)
-			camp         = nullString(req.CampaignID)
-			appID    any = req.AppID
-			scenario any = req.ScenarioID
-			importID any = res.ImportID
-		)
-		args := make([]any, 0, min(len(req.Contacts), contactChunk)*11)
-		for start := 0; start < len(req.Contacts); start += contactChunk {
-			chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
-			args = args[:0]
-			for _, c := range chunk {
-				args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
-			}
-			if err := tx.Query(ctx, insertContactsSQL[len(chunk)], args, collect); err != nil {
-				return err
-			}
-		}
 	}
-	res.Added = slices.Grow(res.Added, len(inserted))
+	addInserted(req, res, inserted)
+	return nil
+}
+
+// addInserted sorts the request's contacts into res: added if inserted
+// holds their id, else skipped as a phone already queued.
+func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted map[string]bool) {
+	res.Added = slices.Grow(res.Added[:0], len(inserted))
 	for _, c := range req.Contacts {
 		if !inserted[c.ID] {
 			input, _ := domain.MarshalJSON(c.Input)
-			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input,
-				Reason: "phone_number is already queued for this scenario"})
+			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input, Reason: duplicateReason})
 			continue
 		}
 		res.Added = append(res.Added, domain.AddedContact{ID: c.ID, Echo: c.Echo})
 	}
-	return nil
 }
 
 // writeStmts are prepared on the writer's only connection when the store
@@ -275,10 +259,9 @@ const (
 
 // checkQueued fails with errQueueFull when the added contacts took the
 // application over max unfinished contacts. The count, n when the import
-// kept it (countAdded), else read here (kept by triggers, schema_postgres.sql's
-// migration 13), already includes them; read in the writer's transaction
-// (on PostgreSQL, holding the row until it commits), it is exact even
-// under concurrent imports.
+// kept it (countAdded), else read here (kept by row triggers on a database
+// from before countedVersion), already includes them; read in the one
+// writer's transaction, it is exact even under concurrent imports.
 func checkQueued(ctx context.Context, tx sqldb.Querier, appID, max int64, added int, n int64) error {
 	if max <= 0 {
 		return nil
@@ -314,8 +297,8 @@ const (
 	importAllInvalid = 1403
 )
 
-// recordImport writes the import's row and its skipped contacts: on SQLite
-// a prepared statement a row, on PostgreSQL one statement, arrays unnested.
+// recordImport writes the import's row and its skipped contacts, a
+// prepared statement a row.
 func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, code int, now time.Time) error {
 	requested := len(req.Contacts) + len(req.Skipped)
 	if _, err := tx.Exec(ctx, insertImportSQL, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
@@ -324,18 +307,6 @@ func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportReques
 	}
 	if len(res.Skipped) == 0 {
 		return nil
-	}
-	if tx.Dialect() == sqldb.Postgres {
-		positions := make([]int32, len(res.Skipped))
-		inputs := make([]string, len(res.Skipped))
-		reasons := make([]string, len(res.Skipped))
-		for i, sk := range res.Skipped {
-			positions[i], inputs[i], reasons[i] = int32(sk.Position), string(sk.Input), sk.Reason
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO skipped_contacts (import_id, position, input, reason)
-			SELECT ?, u.position, u.input, u.reason FROM unnest(?::int[], ?::text[], ?::text[]) AS u(position, input, reason)`,
-			res.ImportID, positions, inputs, reasons)
-		return err
 	}
 	for _, sk := range res.Skipped {
 		if _, err := tx.Exec(ctx, insertSkippedSQL, res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {

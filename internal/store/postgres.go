@@ -44,7 +44,7 @@ type Postgres struct {
 	known   int // the migrations this dialbox knows (Migrations)
 
 	closeGuard // against importing racing Close
-	writers    []chan pgJob
+	writers    []chan *pgImport
 	// settlers group-commit calls' settling (settle), taken in turn.
 	settlers    []chan pgJob
 	nextSettler atomic.Uint64
@@ -151,16 +151,19 @@ func OpenPostgres(ctx context.Context, url string, migrations []string, node con
 	s.stopListening = stopListening
 	go s.listenConfig(listenCtx)
 	for range postgresWriters {
-		jobs := make(chan pgJob, 1024)
+		jobs := make(chan *pgImport, 1024)
 		s.writers = append(s.writers, jobs)
 		s.done.Add(1)
-		go s.writer(jobs)
+		go func() {
+			defer s.done.Done()
+			groupCommit(jobs, func(*pgImport) bool { return false }, s.commitImports)
+		}()
 	}
 	for range postgresSettlers {
 		jobs := make(chan pgJob, 1024)
 		s.settlers = append(s.settlers, jobs)
 		s.done.Add(1)
-		go s.writer(jobs)
+		go s.settler(jobs)
 	}
 	return s, nil
 }
@@ -168,7 +171,10 @@ func OpenPostgres(ctx context.Context, url string, migrations []string, node con
 // Close finishes queued imports and closes the pool.
 func (s *Postgres) Close() error {
 	closing := s.shut(func() {
-		for _, w := range append(s.writers, s.settlers...) {
+		for _, w := range s.writers {
+			close(w)
+		}
+		for _, w := range s.settlers {
 			close(w)
 		}
 		close(s.stopLeases)
@@ -230,12 +236,6 @@ func (s *Postgres) ConfigVersion() (uint64, bool) {
 	return s.configChanges.Load(), !s.deaf.Load()
 }
 
-// groupJob runs fn (an import) in the group commit of the application's
-// writer and returns once its transaction has committed (or failed).
-func (s *Postgres) groupJob(ctx context.Context, appID int64, fn func(pgx.Tx) error) error {
-	return s.submit(ctx, s.writers[uint64(appID)%postgresWriters], pgJob{fn: fn})
-}
-
 // settleJob runs fn (a call's settling) in the group commit of the next
 // settler, the statements it leaves in last at the end of the batch.
 func (s *Postgres) settleJob(ctx context.Context, fn func(pgx.Tx) error, last *[]pgStmt) error {
@@ -247,7 +247,7 @@ func (s *Postgres) submit(ctx context.Context, writer chan pgJob, job pgJob) err
 	return enqueue(ctx, &s.closeGuard, writer, job, job.result)
 }
 
-func (s *Postgres) writer(jobs chan pgJob) {
+func (s *Postgres) settler(jobs chan pgJob) {
 	defer s.done.Done()
 	// A PostgreSQL job never needs a batch of its own.
 	groupCommit(jobs, func(pgJob) bool { return false }, s.commit)
@@ -304,14 +304,11 @@ func runPgJob(fn func(pgx.Tx) error, tx pgx.Tx) (err error) {
 
 // ---- imports ----
 
-// Import is SQLite.Import's contract on PostgreSQL, run by importTx
-// in a writer's transaction, answered once that has committed.
+// Import is SQLite.Import's contract on PostgreSQL, pipelined with the
+// other imports of its application's writer (commitImports), answered once
+// their transaction has committed.
 func (s *Postgres) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
-	var res *domain.ImportResult
-	allInvalid := false
-	err := s.groupJob(ctx, req.AppID, func(tx pgx.Tx) (err error) {
-		res, allInvalid, err = importTx(ctx, sqldb.PGX(tx), req, now, false) // statement triggers count (schema_postgres.sql's migrations 10, 13)
-		return err
-	})
-	return imported(s.Metrics.imports, res, allInvalid, err)
+	job := newPgImport(req, now)
+	err := enqueue(ctx, &s.closeGuard, s.writers[uint64(req.AppID)%postgresWriters], job, job.result)
+	return imported(s.Metrics.imports, job.res, job.allInvalid, err)
 }

@@ -457,6 +457,24 @@ func (s *Postgres) SettleInterrupted(ctx context.Context, now, firstTry time.Tim
 	return n, nil
 }
 
+// CallsUp reads the tenant's calls up on every node (calls_hotline_busy's
+// rows), so a node's scheduler offers only the claims they leave room for.
+func (s *Postgres) CallsUp(ctx context.Context, appID int64) (domain.CallsUp, bool, error) {
+	up := domain.CallsUp{ByScenario: map[string]int{}, Hotlines: map[string]bool{}}
+	err := sqldb.PGX(s.pool).Query(ctx, `SELECT scenario_id, hotline FROM calls WHERE app_id = ? AND state = 'dialing'`,
+		[]any{appID}, func(scan func(...any) error) error {
+			var scenario, hotline string
+			if err := scan(&scenario, &hotline); err != nil {
+				return err
+			}
+			up.Total++
+			up.ByScenario[scenario]++
+			up.Hotlines[hotline] = true
+			return nil
+		})
+	return up, true, err
+}
+
 func (s *Postgres) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
 	return s.SettleInterrupted(ctx, now, firstTry)
 }

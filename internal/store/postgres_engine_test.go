@@ -424,3 +424,31 @@ func TestPostgresClaimPassesOverListedNumbers(t *testing.T) {
 		t.Errorf("%d calls to the listed number", n)
 	}
 }
+
+// CallsUp counts the tenant's calls up on every node, by scenario and
+// hotline, as the scheduler reads them before it offers claims.
+func TestPostgresCallsUpAcrossNodes(t *testing.T) {
+	nodes, appID, due := pgEngineNodes(t, 2, nil, 3)
+	ctx := context.Background()
+	claims := pgClaims(appID, due, 0)
+	for i, c := range claims {
+		taken, err := nodes[i%2].ClaimCalls(ctx, []domain.CallClaim{c}, time.Now)
+		if err != nil || len(taken) != 1 {
+			t.Fatalf("claim %d: %d taken, %v", i, len(taken), err)
+		}
+	}
+	for i, s := range nodes {
+		up, shared, err := s.CallsUp(ctx, appID)
+		if err != nil || !shared {
+			t.Fatalf("node %d: %v, shared %v", i, err, shared)
+		}
+		if up.Total != 3 || up.ByScenario["sc"] != 3 || len(up.Hotlines) != 3 {
+			t.Errorf("node %d reads %+v, want the 3 calls of both nodes", i, up)
+		}
+		for _, c := range claims {
+			if !up.Hotlines[c.Hotline] {
+				t.Errorf("node %d: hotline %s of a call up not read as busy", i, c.Hotline)
+			}
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"dialbox/internal/domain"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Imports on PostgreSQL: a writer's batch is sent as one pipeline, not a
+// round trip per statement. Each import is a savepoint, one statement that
+// stores all of it and one that reads the room it leaves; the writer reads
+// the answers in order, and an import that fails (a refusal or an error)
+// is undone alone and the imports after it sent again
+// (docs/postgres.md#imports).
+
+// pgImport is one import waiting for its writer's next commit; the writer
+// sets res and allInvalid before it answers.
+type pgImport struct {
+	req        domain.ImportRequest
+	at         int64
+	args       []any // importSQL's, prepared by the request's goroutine
+	res        *domain.ImportResult
+	allInvalid bool
+	result     chan error
+}
+
+// importSQL stores an import in one statement: its contacts (RETURNING
+// those the pending-phone index let in), its row, counted from them, and
+// its skipped contacts: those the request refused, and those of its
+// contacts that were not inserted (a phone already queued). Its code is
+// importAdded or importAllInvalid.
+const importSQL = `WITH ins AS (
+	INSERT INTO contacts
+		(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+	SELECT u.id, $1, $2, $3, $4, u.phone, u.fields, $5, $6, $6, $6
+	FROM unnest($7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS u(id, phone, fields, n)
+	ORDER BY u.n
+	ON CONFLICT DO NOTHING RETURNING id
+), added AS (SELECT count(*) AS n FROM ins),
+imp AS (
+	INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+	SELECT $4, $1, $2, $3, $10::int, a.n, $10::int - a.n, CASE WHEN a.n > 0 THEN 1 ELSE 1403 END, $6 FROM added a
+), sk AS (
+	INSERT INTO skipped_contacts (import_id, position, input, reason)
+	SELECT $4, s.position, s.input, s.reason
+	FROM unnest($11::int[], $12::text[], $13::text[], $14::text[]) AS s(position, input, reason, id)
+	WHERE s.id = '' OR NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = s.id)
+)
+SELECT id FROM ins`
+
+// roomSQL reads, after an import's statement, the tenant's unfinished
+// contacts (its own included) and its wallet.
+const roomSQL = `SELECT coalesce((SELECT n FROM queued_contacts WHERE app_id = $1), 0),
+	coalesce(w.prepaid <> 0, false), coalesce(w.balance, 0), coalesce(w.price_per_call, 0)
+	FROM (SELECT 1) o LEFT JOIN wallets w ON w.app_id = $1`
+
+// duplicateReason is a skipped contact's reason when its phone is already
+// queued for the scenario.
+const duplicateReason = "phone_number is already queued for this scenario"
+
+// newPgImport prepares an import's arguments in the request's goroutine,
+// so its writer only sends them.
+func newPgImport(req domain.ImportRequest, now time.Time) *pgImport {
+	job := &pgImport{req: req, at: Millis(now), result: make(chan error, 1)}
+	job.res = &domain.ImportResult{ImportID: uuid.NewString()}
+	ids := make([]string, len(req.Contacts))
+	phones := make([]string, len(req.Contacts))
+	fields := make([]string, len(req.Contacts))
+	for i, c := range req.Contacts {
+		ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
+	}
+	// The skipped rows: the request's, then (only where the pending-phone
+	// index can refuse one) every contact, kept if it was not inserted.
+	var positions []int32
+	var inputs, reasons, skipIDs []string
+	for _, sk := range req.Skipped {
+		positions, inputs, reasons, skipIDs = append(positions, int32(sk.Position)), append(inputs, string(sk.Input)),
+			append(reasons, sk.Reason), append(skipIDs, "")
+	}
+	if req.UniquePhone {
+		for _, c := range req.Contacts {
+			input, _ := domain.MarshalJSON(c.Input)
+			positions, inputs, reasons, skipIDs = append(positions, int32(c.Position)), append(inputs, string(input)),
+				append(reasons, duplicateReason), append(skipIDs, c.ID)
+		}
+	}
+	job.args = []any{req.AppID, req.ScenarioID, nullString(req.CampaignID), job.res.ImportID, boolInt(req.UniquePhone), job.at,
+		ids, phones, fields, len(req.Contacts) + len(req.Skipped), positions, inputs, reasons, skipIDs}
+	return job
+}
+
+// commitImports runs a writer's batch in one transaction, pipelined: every
+// import from the first not yet answered is sent at once; the first that
+// fails is undone (ROLLBACK TO its savepoint, which undoes those after it
+// too) and the ones after it are sent again. It answers each import once
+// the transaction is over: acknowledged means committed.
+func (s *Postgres) commitImports(batch []*pgImport) {
+	start := time.Now()
+	defer func() { s.Metrics.commits.observe(len(batch), time.Since(start)) }()
+	ctx := context.Background()
+	results := make([]error, len(batch))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for from := 0; from < len(batch); {
+			failed, err := pipelineImports(ctx, tx, batch[from:], results[from:])
+			if err != nil {
+				return err
+			}
+			if failed < 0 {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`ROLLBACK TO SAVEPOINT j%d`, failed)); err != nil {
+				return err
+			}
+			from += failed + 1
+		}
+		return nil
+	})
+	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
+}
+
+// pipelineImports sends the imports in one pipeline and reads their
+// answers up to the first that fails, whose index it returns (-1: none
+// did), its error in results. err is the pipeline's own failure, when an
+// import's did not fail alone.
+func pipelineImports(ctx context.Context, tx pgx.Tx, jobs []*pgImport, results []error) (failed int, err error) {
+	var b pgx.Batch
+	for i, job := range jobs {
+		b.Queue(fmt.Sprintf(`SAVEPOINT j%d`, i))
+		b.Queue(importSQL, job.args...)
+		b.Queue(roomSQL, job.req.AppID)
+	}
+	br := tx.SendBatch(ctx, &b)
+	for i, job := range jobs {
+		if results[i] = readImport(br, job); results[i] != nil {
+			br.Close() // the failure is the import's; ROLLBACK TO tells whether the connection is well
+			return i, nil
+		}
+	}
+	return -1, br.Close()
+}
+
+// readImport reads one import's answers from the pipeline and sets its
+// result; an error fails this import alone.
+func readImport(br pgx.BatchResults, job *pgImport) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	inserted := make(map[string]bool, len(job.req.Contacts))
+	var id string
+	for rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		inserted[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var queued, balance, price int64
+	var prepaid bool
+	if err := br.QueryRow().Scan(&queued, &prepaid, &balance, &price); err != nil {
+		return err
+	}
+	res := job.res
+	res.Skipped = append([]domain.SkippedContact(nil), job.req.Skipped...)
+	addInserted(job.req, res, inserted)
+	added := len(res.Added)
+	if added == 0 {
+		job.allInvalid = true
+		return nil
+	}
+	if max := job.req.MaxQueued; max > 0 && queued > max {
+		return domain.ErrQueueFull(queued-int64(added), max, added)
+	}
+	if prepaid && balance < int64(added)*price {
+		return domain.ErrWalletEmpty
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"dialbox/internal/domain"
+)
+
+// pgImportOf is an import of these phones into scenario sc.
+func pgImportOf(appID int64, unique bool, maxQueued int64, list ...string) domain.ImportRequest {
+	req := domain.ImportRequest{AppID: appID, ScenarioID: "sc", UniquePhone: unique, MaxQueued: maxQueued}
+	for i, p := range list {
+		fields, _ := json.Marshal(map[string]string{"ho_ten": fmt.Sprint("C", i)})
+		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"so_dien_thoai": p},
+			ID: domain.NewV7(), Fields: fields, Phone: p})
+	}
+	return req
+}
+
+// One pipelined batch whose imports fail in its middle, refused (the
+// queue's bound) and in error (an unknown scenario): each answers alone,
+// the others commit, with their duplicates and skipped contacts recorded
+// (docs/postgres.md#imports).
+func TestPostgresPipelinedImportsFailAlone(t *testing.T) {
+	nodes, appID := pgNodes(t, 1)
+	s := nodes[0]
+	unknown := pgImportOf(appID, true, 0, "+84913000009")
+	unknown.ScenarioID = "nope"
+	withSkip := pgImportOf(appID, true, 0, "+84913000004")
+	withSkip.Skipped = []domain.SkippedContact{{Position: 1, Input: json.RawMessage(`"x"`), Reason: "bad phone"}}
+	reqs := []domain.ImportRequest{
+		pgImportOf(appID, true, 0, "+84913000001", "+84913000002"),
+		pgImportOf(appID, true, 0, "+84913000001", "+84913000003"), // one duplicate
+		pgImportOf(appID, true, 3, "+84913000005", "+84913000006"), // 3 queued already: refused
+		unknown,
+		withSkip,
+		pgImportOf(appID, true, 0, "+84913000001"), // only a duplicate: all invalid
+	}
+	var batch []*pgImport
+	for _, r := range reqs {
+		batch = append(batch, newPgImport(r, time.Now()))
+	}
+	s.commitImports(batch)
+	errs := make([]error, len(batch))
+	for i, job := range batch {
+		errs[i] = <-job.result
+	}
+	if errs[0] != nil || errs[1] != nil || errs[4] != nil || errs[5] != nil {
+		t.Fatalf("the imports that fit failed: %v", errs)
+	}
+	if !reflect.DeepEqual(errs[2], error(domain.ErrQueueFull(3, 3, 2))) {
+		t.Errorf("over the bound: %v, want the queue full", errs[2])
+	}
+	if errs[3] == nil {
+		t.Error("an import into an unknown scenario was stored")
+	}
+	wantAdded := []int{2, 1, 0, 0, 1, 0}
+	for i, job := range batch {
+		if i == 2 || i == 3 {
+			if n := pgCount(t, s, `SELECT count(*) FROM imports WHERE id = $1`, job.res.ImportID); n != 0 {
+				t.Errorf("import %d failed but its row is stored", i)
+			}
+			continue
+		}
+		if got := len(job.res.Added); got != wantAdded[i] {
+			t.Errorf("import %d added %d, want %d", i, got, wantAdded[i])
+		}
+		var added, skipped, code int
+		if err := s.pool.QueryRow(context.Background(), `SELECT added, skipped, code FROM imports WHERE id = $1`,
+			job.res.ImportID).Scan(&added, &skipped, &code); err != nil {
+			t.Fatalf("import %d: %v", i, err)
+		}
+		if added != wantAdded[i] || skipped != len(job.res.Skipped) {
+			t.Errorf("import %d's row: %d added, %d skipped; answered %d, %d", i, added, skipped, len(job.res.Added), len(job.res.Skipped))
+		}
+		if stored := pgCount(t, s, `SELECT count(*) FROM skipped_contacts WHERE import_id = $1`, job.res.ImportID); stored != len(job.res.Skipped) {
+			t.Errorf("import %d: %d skipped contacts stored, %d answered", i, stored, len(job.res.Skipped))
+		}
+		if wantCode := map[bool]int{true: importAdded, false: importAllInvalid}[wantAdded[i] > 0]; code != wantCode {
+			t.Errorf("import %d's code %d, want %d", i, code, wantCode)
+		}
+	}
+	if !batch[5].allInvalid || batch[0].allInvalid {
+		t.Error("all invalid is not what was added")
+	}
+	if got := batch[1].res.Skipped; len(got) != 1 || got[0].Reason != duplicateReason || got[0].Position != 0 {
+		t.Errorf("the duplicate's skip: %+v", got)
+	}
+	if n := pgCount(t, s, `SELECT count(*) FROM contacts`); n != 4 {
+		t.Errorf("%d contacts stored, want 4", n)
+	}
+	if n := pgCount(t, s, `SELECT n FROM queued_contacts WHERE app_id = $1`, appID); n != 4 {
+		t.Errorf("%d unfinished contacts counted, want 4", n)
+	}
+}
