@@ -9,8 +9,8 @@ import (
 	"dialbox/internal/tts"
 )
 
-// TryMaxDuration is the longest simulated call a try runs: a script that
-// loops is cut there, as max_duration cuts a call
+// TryMaxDuration is the longest simulated call a try runs: a longer
+// script is cut there, as max_duration cuts a call
 // (docs/console.md#trying-a-script).
 const TryMaxDuration = 30 * time.Minute
 
