@@ -16,6 +16,24 @@ const tryScriptJSON = `{"start":"menu","steps":[
   {"name":"left","set":{"label":"left_message","next":"bye"}},
   {"name":"bye","hangup":{}}]}`
 
+// tryScriptTOML is the start of the same script, in TOML.
+const tryScriptTOML = `start = "menu"
+[[steps]]
+name = "menu"
+[steps.gather]
+max_digits = 1
+timeout = "5s"
+branches = { "1" = "yes" }
+[[steps]]
+name = "yes"
+[steps.set]
+label = "confirmed"
+next = "bye"
+[[steps]]
+name = "bye"
+hangup = {}
+`
+
 // "Try it" runs the script being edited, unsaved, on the simulated callee
 // the form describes, without JavaScript: a key taking a gather's branch,
 // an answer spoken taking a speech branch, a machine going to the
@@ -57,22 +75,26 @@ func testConsoleTriesAScript(t *testing.T, backend string) {
 			[]string{`id="tried-result">confirmed<`, `<td>ask</td><td>gather</td>`, "“có”", "<strong>callee</strong>: có", "Anh có đến không?"}},
 		{"silence", url.Values{},
 			[]string{`id="tried-result">none<`, "(timed out)", "<td>bye</td><td>hangup</td>"}},
-		{"a machine", url.Values{"try_machine": {"1"}, "try_digits": {"1"}},
+		{"a machine", url.Values{"try_machine": {"1"}, "try_digits": {"1"}, "amd": {"1"}},
 			[]string{`id="tried-result">left_message<`, "<td>voicemail</td><td>say</td>", "Xin gọi lại cho chúng tôi.", "was an answering machine"}},
+		{"a machine not detected", url.Values{"try_machine": {"1"}, "try_digits": {"1"}},
+			[]string{"which this scenario does not detect", `id="tried-digits">none<`, "<td>menu</td><td>gather</td>", "(timed out)"}},
+		{"a key, in TOML", url.Values{"try_digits": {"1"}, "script_format": {"toml"}, "script": {tryScriptTOML}},
+			[]string{`id="tried-result">confirmed<`, `id="tried-digits">1<`, "<td>menu</td><td>gather</td>"}},
 	} {
 		body := try(path, form(tryScriptJSON, tc.callee), http.StatusOK)
+		if strings.Contains(body, "<td>voicemail</td>") != (tc.name == "a machine") {
+			t.Errorf("%s: the voicemail step ran, or did not", tc.name)
+		}
 		for _, want := range tc.want {
 			if !strings.Contains(body, want) {
 				t.Errorf("%s: the page lacks %s:\n%s", tc.name, want, body)
 			}
 		}
-		if strings.Contains(body, "<td>menu</td>") == (tc.name == "a machine") {
-			t.Errorf("%s: the machine's try ran the start step, or a person's did not", tc.name)
-		}
 	}
 	// A machine on a script without a voicemail step: nothing is said.
 	noVM := `{"steps":[{"name":"hi","say":{"text":"Chào","next":"bye"}},{"name":"bye","hangup":{}}]}`
-	if body := try(path, form(noVM, url.Values{"try_machine": {"1"}}), http.StatusOK); !strings.Contains(body, "has no <code>voicemail</code> step") {
+	if body := try(path, form(noVM, url.Values{"try_machine": {"1"}, "amd": {"1"}}), http.StatusOK); !strings.Contains(body, "has no <code>voicemail</code> step") {
 		t.Errorf("a machine without a voicemail step:\n%s", body)
 	}
 	// An agent step on a dialbox without [llm] says so.

@@ -38,6 +38,9 @@ type tried struct {
 	Ran bool
 	Out script.Outcome
 	Err string // why the script stopped before its end; "" when it did not
+	// NoAMD: a machine answered a scenario without answering-machine
+	// detection, so it heard the script from its start, as on a call.
+	NoAMD bool
 }
 
 // tryScript runs the form's script (or its content, when the script is
@@ -74,11 +77,17 @@ func (c *Console) tryScript(edit bool) httprouter.Handle {
 			c.render(w, http.StatusBadRequest, layoutData{view: *d.view(), CSRF: s.csrf, SignedIn: true, Status: http.StatusBadRequest})
 			return
 		}
+		// Without detection a machine is taken for a person who presses and
+		// says nothing: the script runs from its start.
+		noAMD := callee.Machine && r.PostFormValue("amd") == ""
+		if noAMD {
+			callee = dialer.Callee{Fields: callee.Fields}
+		}
 		run, cancel := context.WithTimeout(ctx, tryTimeLimit)
 		out, ran := c.trial.Try(run, sc, callee, c.now())
 		late := run.Err() == context.DeadlineExceeded
 		cancel()
-		t := &tried{Callee: callee, Ran: ran, Out: out}
+		t := &tried{Callee: callee, Ran: ran, Out: out, NoAMD: noAMD}
 		switch {
 		case late:
 			t.Err = "the try took longer than " + tryTimeLimit.String() + ": stopped"
