@@ -59,6 +59,7 @@ type options struct {
 	dncNumbers int64
 	postgres   string
 	pgCalls    int
+	voiceTurns int
 }
 
 func main() {
@@ -97,7 +98,7 @@ func main() {
 	fs.StringVar(&o.scratch, "scratch", "", "scratch folder (default: a new temporary folder, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch folder (databases, logs, peer configs)")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "page the report is written into, between its <!-- bench:begin/end --> markers (<!-- bench:profiles:begin/end --> with -cpuprofile), relative to the repository root (\"-\": none)")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients, and during its SIP calls (builds a profiling copy of dialbox)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "folder for CPU, block, mutex and heap profiles of dialbox during operation B and A (1, 100, 1000 contacts) at the most clients, its webhook burst and drain, and its SIP calls (builds a profiling copy of dialbox)")
 	fs.BoolVar(&traceOn, "trace", false, "with -cpuprofile, also write execution traces (go tool trace; -pprof=syscall shows the time in fsync)")
 	fs.StringVar(&o.rev, "rev", "", "build dialbox from this commit (git archive) instead of the working tree")
 	fs.IntVar(&o.hookEvents, "webhook-contacts", 5000, "contacts whose calls produce the webhook deliveries measured")
@@ -105,8 +106,9 @@ func main() {
 	fs.Int64Var(&o.dncNumbers, "dnc-numbers", 10_000_000, "lines of the do-not-call register the dnc phase loads")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL server of the postgres phase, a URL whose user may create databases (default: a throwaway cluster, postgresql installed with apt-get when missing and root)")
 	fs.IntVar(&o.pgCalls, "pg-calls", 5000, "contacts the postgres phase's engine runs call, on one node and on three")
+	fs.IntVar(&o.voiceTurns, "latency-turns", 50, "turns the latency phase measures, of an agent conversation and of speech gathers each")
 	concList := fs.String("clients", "1,16,64", "concurrent clients of each step")
-	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,postgres,sip,console,dnc", "phases to run (peers needs main; console reuses growth's database when it ran)")
+	phaseList := fs.String("phases", "limits,main,peers,growth,webhooks,postgres,sip,console,dnc,latency", "phases to run (peers needs main; console reuses growth's database when it ran)")
 	sipOnly := fs.Bool("sip", false, "run only the SIP phase (-phases sip): sipp calling sipp, dialbox's SIP user agent alone calling sipp, then dialbox placing the calls")
 	fs.IntVar(&o.sipCalls, "sip-calls", 600, "calls each caller of the SIP phase places")
 	fs.Float64Var(&o.sipRate, "sip-rate", 1500, "calls per second offered in the SIP phase (near what sipp sets up on 2 cores: a higher offer overflows the callee's socket)")
@@ -146,9 +148,16 @@ func main() {
 		if !set["pg-calls"] {
 			o.pgCalls = 1000
 		}
+		if !set["latency-turns"] {
+			o.voiceTurns = 10
+		}
 	}
 	if *sipOnly {
 		*phaseList = "sip"
+	}
+	if o.voiceTurns < 1 || o.voiceTurns > 1000 {
+		fmt.Fprintln(os.Stderr, "bench: -latency-turns must be 1 to 1000")
+		os.Exit(2)
 	}
 	if o.pgCalls < 1 || o.pgCalls > 1_000_000 {
 		fmt.Fprintln(os.Stderr, "bench: -pg-calls must be 1 to 1000000")
@@ -173,10 +182,10 @@ func main() {
 	o.phases = map[string]bool{}
 	for _, ph := range strings.Split(*phaseList, ",") {
 		switch ph = strings.TrimSpace(ph); ph {
-		case "limits", "main", "peers", "growth", "webhooks", "postgres", "sip", "console", "dnc":
+		case "limits", "main", "peers", "growth", "webhooks", "postgres", "sip", "console", "dnc", "latency":
 			o.phases[ph] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, postgres, sip, console, dnc)\n", ph)
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (limits, main, peers, growth, webhooks, postgres, sip, console, dnc, latency)\n", ph)
 			os.Exit(2)
 		}
 	}
@@ -256,6 +265,9 @@ type Harness struct {
 	pgNotes      []string
 	pgChecks     []string         // PASS/MISS lines: acknowledged contacts stored
 	pgCalls      []*pgCallsResult // the engine on one node and on three
+
+	latency     []latencyResult
+	latencySkip string // why the latency phase did not run
 }
 
 type sizeRow struct {
@@ -447,6 +459,11 @@ func (h *Harness) Run() error {
 		}
 	} else {
 		h.dncSkip = "not run (-phases)"
+	}
+	if h.o.phases["latency"] {
+		h.latencyPhase()
+	} else {
+		h.latencySkip = "not run (-phases)"
 	}
 	return h.report()
 }
@@ -738,20 +755,28 @@ func (h *Harness) profileAt(d *Dialbox, conc int, name string) func() func() {
 	if h.o.cpuprofile == "" || conc != h.o.concs[len(h.o.concs)-1] {
 		return nil
 	}
-	return func() func() {
-		file := filepath.Join(h.o.cpuprofile, fmt.Sprintf("dialbox-%s-%d.pprof", name, conc))
-		if err := d.StartProfile(file); err != nil {
+	return func() func() { return h.profile(d, fmt.Sprintf("dialbox-%s-%d", name, conc)) }
+}
+
+// profile starts profiling d into -cpuprofile's <name>.pprof (and its
+// block, mutex and heap profiles) and returns what stops it; nil when not
+// profiling or it could not start.
+func (h *Harness) profile(d *Dialbox, name string) func() {
+	if h.o.cpuprofile == "" {
+		return nil
+	}
+	file := filepath.Join(h.o.cpuprofile, name+".pprof")
+	if err := d.StartProfile(file); err != nil {
+		logf("profile %s: %v", file, err)
+		return nil
+	}
+	return func() {
+		if err := d.StopProfile(); err != nil {
 			logf("profile %s: %v", file, err)
-			return nil
+			return
 		}
-		return func() {
-			if err := d.StopProfile(); err != nil {
-				logf("profile %s: %v", file, err)
-				return
-			}
-			h.profiles = append(h.profiles, file)
-			logf("  CPU profile written: %s", file)
-		}
+		h.profiles = append(h.profiles, file)
+		logf("  CPU profile written: %s", file)
 	}
 }
 

@@ -207,6 +207,7 @@ func (h *Harness) report() error {
 		h.pgSection(w)
 		h.sipSection(w)
 		h.dncSection(w)
+		h.latencySection(w)
 		w("\n### Targets (issue 5)\n\n")
 		for _, t := range append(h.targets(), h.sipTargets()...) {
 			w("- %s\n", t)
@@ -307,8 +308,8 @@ func (h *Harness) steps(w func(string, ...any)) {
 	if wh := h.webhook; wh != nil {
 		w("| webhooks, latency at a steady %s deliveries/s | - | - | - | %s | %s | - | from a call's end (data.ended_at) to its arrival at the receiver |\n",
 			num(wh.PacedRate), lat(wh.P50), lat(wh.P99))
-		w("| webhooks, burst: %s contacts called at once | - | %s deliveries/s | - | - | - | - | engine and delivery together; %s of the 5,000/s target%s |\n",
-			num(float64(wh.Contacts)), num(wh.LiveRate), pct(wh.LiveRate, 5000), dupNote(wh.LiveDups))
+		w("| webhooks, burst: %s contacts called at once | - | %s deliveries/s | - | - | - | - | engine and delivery together; %s of the 5,000/s target; the engine's calls made %s deliveries/s due%s |\n",
+			num(float64(wh.Contacts)), num(wh.LiveRate), pct(wh.LiveRate, 5000), num(wh.EngineRate), dupNote(wh.LiveDups))
 		w("| webhooks, drain of %s queued messages | - | %s deliveries/s | - | - | - | - | delivery alone; %s of the 5,000/s target%s |\n",
 			num(float64(wh.Drained)), num(wh.DrainRate), pct(wh.DrainRate, 5000), dupNote(wh.DrainDups))
 	} else {
@@ -395,10 +396,16 @@ func (h *Harness) targets() []string {
 	} else {
 		missing(what, "a step is missing")
 	}
-	what = "webhook delivery >= 5,000 deliveries/s"
+	what = "webhook delivery >= 5,000 deliveries/s draining a backlog"
 	if wh := h.webhook; wh != nil && wh.Drained > 0 {
-		out = append(out, fmt.Sprintf("%s %s: %s deliveries/s draining a backlog (%s/s in a burst, while the engine makes the calls)",
-			verdict(wh.DrainRate >= 5000), what, num(wh.DrainRate), num(wh.LiveRate)))
+		out = append(out, fmt.Sprintf("%s %s: %s deliveries/s (%s of the target)", verdict(wh.DrainRate >= 5000), what, num(wh.DrainRate), pct(wh.DrainRate, 5000)))
+	} else {
+		missing(what, h.webhookSkip)
+	}
+	what = "webhook delivery >= 5,000 deliveries/s while the engine makes the calls (a burst)"
+	if wh := h.webhook; wh != nil && wh.Live > 0 {
+		out = append(out, fmt.Sprintf("%s %s: %s deliveries/s (%s of the target); the engine's calls made %s/s due",
+			verdict(wh.LiveRate >= 5000), what, num(wh.LiveRate), pct(wh.LiveRate, 5000), num(wh.EngineRate)))
 	} else {
 		missing(what, h.webhookSkip)
 	}

@@ -37,13 +37,17 @@ import (
 type WebhookResult struct {
 	PacedRate float64 // deliveries/s offered in the latency measurement
 	Contacts  int
-	Live      int64         // unique deliveries while calls ran
-	LiveRate  float64       // deliveries/s, first to last
-	P50, P99  time.Duration // call end -> delivery (call.completed)
-	Drained   int64
-	DrainRate float64 // deliveries/s of the backlog
-	LiveDups  int64   // deliveries of a webhook-id already received
-	DrainDups int64
+	Live      int64   // unique deliveries while calls ran
+	LiveRate  float64 // deliveries/s, first to last
+	// EngineRate is the deliveries/s the engine's calls made due in the
+	// burst: twice its calls ended a second (data.ended_at, first to
+	// last), the most the delivery could reach.
+	EngineRate float64
+	P50, P99   time.Duration // call end -> delivery (call.completed)
+	Drained    int64
+	DrainRate  float64 // deliveries/s of the backlog
+	LiveDups   int64   // deliveries of a webhook-id already received
+	DrainDups  int64
 }
 
 // receiver counts webhook deliveries.
@@ -54,7 +58,10 @@ type receiver struct {
 	unique      int64
 	dups        int64
 	lats        []time.Duration
-	bad         string
+	// ends are the first and last data.ended_at of the calls reported.
+	endFirst, endLast time.Time
+	calls             int64
+	bad               string
 }
 
 func (rc *receiver) reset() {
@@ -62,6 +69,7 @@ func (rc *receiver) reset() {
 	defer rc.mu.Unlock()
 	rc.seen, rc.unique, rc.dups, rc.lats = map[string]bool{}, 0, 0, nil
 	rc.first, rc.last = time.Time{}, time.Time{}
+	rc.endFirst, rc.endLast, rc.calls = time.Time{}, time.Time{}, 0
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -98,6 +106,13 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ev.Type == "call.completed" {
 			if t, err := time.Parse(time.RFC3339Nano, ev.Data.EndedAt); err == nil {
 				rc.lats = append(rc.lats, now.Sub(t))
+				rc.calls++
+				if rc.endFirst.IsZero() || t.Before(rc.endFirst) {
+					rc.endFirst = t
+				}
+				if t.After(rc.endLast) {
+					rc.endLast = t
+				}
 			}
 		}
 	}
@@ -129,6 +144,18 @@ func (rc *receiver) waitFor(want int64, idle, limit time.Duration) int64 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return rc.count()
+}
+
+// engineRate is twice the calls ended a second, first to last: the
+// deliveries/s the engine made due.
+func (rc *receiver) engineRate() float64 {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	d := rc.endLast.Sub(rc.endFirst)
+	if rc.calls < 2 || d <= 0 {
+		return 0
+	}
+	return 2 * float64(rc.calls-1) / d.Seconds()
 }
 
 func (rc *receiver) rate() float64 {
@@ -241,6 +268,7 @@ func (h *Harness) webhooks() error {
 	n := h.o.hookEvents
 	per := min(1000, n)
 	t := Target{Addr: d.Addr, Reqs: d.opA(per), Check: checkImport}
+	stopProfile := h.profile(d, "dialbox-webhooks-burst")
 	r, err := Run(t, 4, 2*time.Minute, int64((n+per-1)/per))
 	if err != nil {
 		return err
@@ -250,12 +278,15 @@ func (h *Harness) webhooks() error {
 	}
 	want := 2 * r.Units // call.completed and contact.completed per contact
 	got := rc.waitFor(want, 20*time.Second, 3*time.Minute)
-	res.Contacts, res.Live, res.LiveRate = int(r.Units), got, rc.rate()
+	if stopProfile != nil {
+		stopProfile()
+	}
+	res.Contacts, res.Live, res.LiveRate, res.EngineRate = int(r.Units), got, rc.rate(), rc.engineRate()
 	rc.mu.Lock()
 	res.LiveDups = rc.dups + pacedDups
 	bad := rc.bad
 	rc.mu.Unlock()
-	logf("  burst: %s of %s deliveries, %s/s", num(float64(got)), num(float64(want)), num(res.LiveRate))
+	logf("  burst: %s of %s deliveries, %s/s; the engine's calls made %s/s due", num(float64(got)), num(float64(want)), num(res.LiveRate), num(res.EngineRate))
 	h.notePeak(d, "webhook delivery")
 	if got < want {
 		h.notes = append(h.notes, fmt.Sprintf("Webhooks: only %d of %d deliveries arrived in the live measurement.", got, want))
@@ -278,7 +309,11 @@ func (h *Harness) webhooks() error {
 		return err
 	}
 	defer d2.Stop(30 * time.Second)
+	stopProfile = h.profile(d2, "dialbox-webhooks-drain")
 	drained := rc.waitFor(queued, 20*time.Second, 3*time.Minute)
+	if stopProfile != nil {
+		stopProfile()
+	}
 	res.Drained, res.DrainRate = drained, rc.rate()
 	rc.mu.Lock()
 	res.DrainDups = rc.dups

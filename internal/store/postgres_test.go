@@ -85,8 +85,8 @@ func TestPostgresOutboxLeaseTakeover(t *testing.T) {
 		t.Fatalf("node 1 took %d (%v) while node 0's lease holds, want 0", len(msgs), err)
 	}
 	// Node 0 records one attempt, then "dies" holding the other two.
-	if err := nodes[0].RecordAttempt(ctx, domain.DeliveryAttempt{Seq: held[0].Seq, EndpointID: held[0].EndpointID,
-		Status: 200, At: now, State: domain.MessageDelivered, NextTryAt: now}); err != nil {
+	if err := nodes[0].RecordAttempts(ctx, []domain.DeliveryAttempt{{Seq: held[0].Seq, EndpointID: held[0].EndpointID,
+		Status: 200, At: now, State: domain.MessageDelivered, NextTryAt: now}}); err != nil {
 		t.Fatal(err)
 	}
 	later := now.Add(nodes[0].lease + time.Second)

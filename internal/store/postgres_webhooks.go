@@ -93,12 +93,16 @@ func (s *Postgres) ReleaseMessages(ctx context.Context, seqs []int64) error {
 	return err
 }
 
-// RecordAttempt is sqlStore's, which ends the message's lease in the same
-// commit; this node first stops renewing it. Should the commit fail, the
-// lease runs out and the message is sent again.
-func (s *Postgres) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
-	s.letGo(a.Seq)
-	return s.sqlStore.RecordAttempt(ctx, a)
+// RecordAttempts is sqlStore's, which ends the messages' leases in the
+// same commit; this node first stops renewing them. Should the commit
+// fail, the leases run out and the messages are sent again.
+func (s *Postgres) RecordAttempts(ctx context.Context, attempts []domain.DeliveryAttempt) error {
+	seqs := make([]int64, len(attempts))
+	for i, a := range attempts {
+		seqs[i] = a.Seq
+	}
+	s.letGo(seqs...)
+	return s.sqlStore.RecordAttempts(ctx, attempts)
 }
 
 // letGo stops renewing the leases of messages this node is done with.

@@ -29,6 +29,9 @@ func (s *SQLite) DueMessages(ctx context.Context, now time.Time, limit, perEndpo
 	if err != nil {
 		return nil, err
 	}
+	if !slices.ContainsFunc(enabled, func(id string) bool { return !slices.Contains(skip, id) }) {
+		return nil, nil // every enabled endpoint has its share under way
+	}
 	type due struct{ seq, at int64 }
 	var chosen []due
 	for endpoint := ""; ; {
@@ -103,35 +106,85 @@ func (s *sqlStore) NextMessageDue(ctx context.Context, now time.Time) (time.Time
 	return FromMillis(v.Int64), true, nil
 }
 
-// RecordAttempt stores a try and moves the message on, in one commit. On
-// PostgreSQL it also ends the message's lease: only PostgreSQL leases
-// messages (Postgres.RecordAttempt, docs/postgres.md#claiming-calls).
-func (s *sqlStore) RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error {
+// maxAttemptsPerStatement bounds the rows one statement of RecordAttempts
+// carries (6 parameters a row, well under either database's limit).
+const maxAttemptsPerStatement = 200
+
+// RecordAttempts stores tries and moves their messages on, all in one
+// commit: a statement per batch of rows rather than two per attempt, so
+// the workers' records cost the writer little beside the settles they
+// share it with (docs/webhooks.md#delivery-and-retries). A message no
+// longer in the outbox (its endpoint deleted meanwhile) is passed over. On
+// PostgreSQL it also ends the messages' leases: only PostgreSQL leases
+// messages (Postgres.RecordAttempts, docs/postgres.md#claiming-calls).
+func (s *sqlStore) RecordAttempts(ctx context.Context, attempts []domain.DeliveryAttempt) error {
+	if len(attempts) == 0 {
+		return nil
+	}
 	return s.writeData(ctx, func(tx sqldb.Querier) error {
-		lease := ""
-		if tx.Dialect() == sqldb.Postgres {
-			lease = ", lease_node = NULL, lease_until = NULL"
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `UPDATE webhook_messages SET state = ?, attempts = attempts + 1, tries = ?,
-			next_try_at = ?, updated_at = ?`+lease+` WHERE seq = ? RETURNING attempts`,
-			a.State, a.Tries, Millis(a.NextTryAt), Millis(a.At), a.Seq).Scan(&n); err != nil {
-			return err
-		}
-		var status any
-		if a.Status != 0 {
-			status = a.Status
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
-			VALUES (?, ?, ?, ?, ?, ?)`, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), Millis(a.At)); err != nil {
-			return err
-		}
-		if a.DisableEndpoint {
-			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0, updated_at = ? WHERE id = ?`,
-				Millis(a.At), a.EndpointID); err != nil {
+		for part := range slices.Chunk(attempts, maxAttemptsPerStatement) {
+			if err := recordAttempts(ctx, tx, part); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// recordAttempts is RecordAttempts for up to maxAttemptsPerStatement
+// attempts, each of a different message, in tx.
+func recordAttempts(ctx context.Context, tx sqldb.Querier, attempts []domain.DeliveryAttempt) error {
+	lease := ""
+	if tx.Dialect() == sqldb.Postgres {
+		lease = ", lease_node = NULL, lease_until = NULL"
+	}
+	// VALUES names its columns column1.. on both databases; the casts give
+	// PostgreSQL their types.
+	rows := strings.Repeat(",(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))", len(attempts))[1:]
+	args := make([]any, 0, 5*len(attempts))
+	for _, a := range attempts {
+		args = append(args, a.Seq, a.State, a.Tries, Millis(a.NextTryAt), Millis(a.At))
+	}
+	counts := make(map[int64]int64, len(attempts))
+	err := tx.Query(ctx, `UPDATE webhook_messages SET state = v.column2, attempts = attempts + 1, tries = v.column3,
+		next_try_at = v.column4, updated_at = v.column5`+lease+`
+		FROM (VALUES `+rows+`) AS v WHERE webhook_messages.seq = v.column1
+		RETURNING webhook_messages.seq, webhook_messages.attempts`, args, func(scan func(...any) error) error {
+		var seq, n int64
+		if err := scan(&seq, &n); err != nil {
+			return err
+		}
+		counts[seq] = n
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	args = args[:0]
+	for _, a := range attempts {
+		n, ok := counts[a.Seq]
+		if !ok {
+			continue
+		}
+		var status any
+		if a.Status != 0 {
+			status = a.Status
+		}
+		args = append(args, a.Seq, n, status, nullString(a.Error), a.Latency.Milliseconds(), Millis(a.At))
+	}
+	if len(args) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (message_seq, attempt, status_code, error, latency_ms, at)
+			VALUES `+strings.Repeat(",(?, ?, ?, ?, ?, ?)", len(args)/6)[1:], args...); err != nil {
+			return err
+		}
+	}
+	for _, a := range attempts {
+		if _, ok := counts[a.Seq]; ok && a.DisableEndpoint {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0, updated_at = ? WHERE id = ?`,
+				Millis(a.At), a.EndpointID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

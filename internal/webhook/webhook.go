@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,9 @@ type Outbox interface {
 	// messages (docs/postgres.md#claiming-calls) ends their leases.
 	ReleaseMessages(ctx context.Context, seqs []int64) error
 	NextMessageDue(ctx context.Context, now time.Time) (time.Time, bool, error)
-	RecordAttempt(ctx context.Context, a domain.DeliveryAttempt) error
+	// RecordAttempts stores attempts, each at a different message, in one
+	// commit.
+	RecordAttempts(ctx context.Context, attempts []domain.DeliveryAttempt) error
 }
 
 // Faults may answer for a receiver (the admin API's webhook rules,
@@ -59,9 +62,9 @@ type Faults interface {
 	BeforeSend(endpointID string) (status int, forced bool)
 }
 
-// Deliverer delivers the outbox: a dispatcher hands due messages to a pool
-// of workers, each of which sends, signs per Standard Webhooks, and records
-// the attempt. Delivery is at least once: a message is marked delivered
+// Deliverer delivers the outbox: a dispatcher reads due messages into a
+// queue, from which a pool of workers takes them, each signing per
+// Standard Webhooks and sending, and a recorder stores their attempts. Delivery is at least once: a message is marked delivered
 // only after its 2xx, so a crash in between sends it again, with the same
 // webhook-id. No endpoint has more than maxInFlight attempts under way at
 // once, so a receiver that never answers holds only that many workers and
@@ -86,6 +89,10 @@ type Deliverer struct {
 	atShare prometheus.Gauge
 
 	wake chan struct{}
+	// ready wakes idle workers: a message was queued or an endpoint got
+	// room. One signal a worker at most is waiting; a worker woken for
+	// nothing waits again.
+	ready chan struct{}
 
 	mu      sync.Mutex
 	running bool
@@ -100,9 +107,32 @@ type Deliverer struct {
 	// sending counts each endpoint's messages in inflight whose attempt is
 	// on the wire, which maxInFlight bounds.
 	sending map[string]int
+	// queue holds the messages read from the outbox and not yet taken by a
+	// worker, the longest waiting first: one read feeds many attempts, the
+	// workers take them while the dispatcher reads, and the outbox is read
+	// again only when dirty.
+	queue []queued
+	// dirty: the outbox may hold due messages the queue lacks (an event was
+	// queued, an endpoint ran low on queued messages, a read was refused, a
+	// retry came due).
+	dirty bool
+	// paused: a read was refused while too many attempts waited for their
+	// record; the recorder's next batch makes the outbox dirty again.
+	paused bool
+	// nextDue is the dispatcher's own: when the earliest message not due at
+	// its last read comes due (zero: none).
+	nextDue time.Time
+	// recs are the attempts made and waiting for the recorder.
+	recs    []domain.DeliveryAttempt
+	recWake chan struct{}
 	// abandoned counts attempts cut by a stop, to be logged once.
 	abandoned atomic.Int64
-	records   sync.WaitGroup
+}
+
+// queued is a message of the queue and when it was read.
+type queued struct {
+	domain.OutMessage
+	readAt time.Time
 }
 
 // New makes the deliverer of store's outbox, with cfg's workers,
@@ -128,7 +158,7 @@ func New(store Outbox, faults Faults, log *slog.Logger, cfg config.WebhooksConfi
 			// A redirect is not a delivery: the receiver must answer 2xx itself.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), recWake: make(chan struct{}, 1), ready: make(chan struct{}, cfg.Workers),
 	}
 }
 
@@ -138,6 +168,15 @@ func (w *Deliverer) Notify() {
 	if w == nil {
 		return
 	}
+	w.mu.Lock()
+	w.dirty = true
+	w.mu.Unlock()
+	w.poke()
+}
+
+// poke wakes the dispatcher without saying the outbox changed: an
+// endpoint may have room for a queued message.
+func (w *Deliverer) poke() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -170,7 +209,7 @@ func (w *Deliverer) Start() error {
 	}
 	w.running = true
 	w.stop, w.done = make(chan struct{}), make(chan struct{})
-	w.inflight, w.sending = map[int64]flight{}, map[string]int{}
+	w.inflight, w.sending, w.queue, w.dirty = map[int64]flight{}, map[string]int{}, nil, true
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.loop(ctx, w.stop, w.done)
@@ -212,22 +251,31 @@ func (w *Deliverer) Shutdown(ctx context.Context) {
 	}
 }
 
-// loop runs the workers and the dispatcher until stop, then closes done
-// once every attempt is recorded or abandoned.
+// loop runs the workers, the recorder and the dispatcher until stop, then
+// closes done once every attempt is recorded or abandoned.
 func (w *Deliverer) loop(ctx context.Context, stop, done chan struct{}) {
-	jobs := make(chan domain.OutMessage)
 	var workers sync.WaitGroup
 	for range w.workers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			w.work(ctx, jobs, stop)
+			w.work(ctx, stop)
 		}()
 	}
+	recStop, recDone := make(chan struct{}), make(chan struct{})
+	go w.recorder(recStop, recDone)
 	defer func() {
-		close(jobs)
 		workers.Wait()
-		w.records.Wait()
+		close(recStop)
+		<-recDone
+		w.mu.Lock()
+		var seqs []int64
+		for _, q := range w.queue {
+			seqs = append(seqs, q.Seq)
+		}
+		w.queue = nil
+		w.mu.Unlock()
+		w.release(seqs)
 		close(done)
 	}()
 	timer := time.NewTimer(0)
@@ -238,58 +286,107 @@ func (w *Deliverer) loop(ctx context.Context, stop, done chan struct{}) {
 			return
 		case <-w.wake:
 		case <-timer.C:
+			w.mu.Lock()
+			w.dirty = true // a retry may have come due, an endpoint been enabled
+			w.mu.Unlock()
 		}
-		wait, stopped := w.dispatch(ctx, jobs, stop)
-		if stopped {
-			return
+		wait := w.dispatch(ctx)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
 		}
 		timer.Reset(wait)
 	}
 }
 
-// work is a worker: one attempt at each message it is handed.
-func (w *Deliverer) work(ctx context.Context, jobs <-chan domain.OutMessage, stop <-chan struct{}) {
-	for m := range jobs {
+// work is a worker: it takes the first queued message whose endpoint has
+// room and makes one attempt at it, until stop.
+func (w *Deliverer) work(ctx context.Context, stop <-chan struct{}) {
+	for {
 		select {
-		case <-stop: // handed over as Stop came: not under way yet
-			w.mu.Lock()
-			w.forget(m.Seq)
-			w.mu.Unlock()
-			w.release([]int64{m.Seq})
+		case <-stop:
+			return
 		default:
+		}
+		w.mu.Lock()
+		m, ok := w.next()
+		w.mu.Unlock()
+		if ok {
 			w.deliver(ctx, m)
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		case <-w.ready:
 		}
 	}
 }
 
-// dispatch is one pass of the dispatcher: it reads the due messages, hands
-// them to the workers and says how long to wait before the next pass;
-// stopped: Stop came while it handed them over.
-func (w *Deliverer) dispatch(ctx context.Context, jobs chan<- domain.OutMessage, stop <-chan struct{}) (wait time.Duration, stopped bool) {
-	now := time.Now()
-	msgs, ok := w.read(ctx, now)
-	if !ok {
-		return webhookIdle, false // a recorded attempt wakes us sooner
+// signal wakes up to n idle workers.
+func (w *Deliverer) signal(n int) {
+	for range min(n, w.workers) {
+		select {
+		case w.ready <- struct{}{}:
+		default:
+			return // as many signals wait as there are workers
+		}
 	}
-	filled, stopped := w.handOver(msgs, jobs, stop)
-	if stopped {
-		return 0, true
-	}
-	wait = webhookIdle
-	if t, ok, err := w.outbox.NextMessageDue(ctx, now); err == nil && ok {
-		wait = min(wait, max(time.Until(t), time.Millisecond))
-	}
-	if filled {
-		wait = 0
-	}
-	return wait, false
 }
 
+// dispatch is one pass of the dispatcher: it reads the outbox into the
+// queue when the outbox is dirty and says how long to wait before the
+// next pass.
+func (w *Deliverer) dispatch(ctx context.Context) (wait time.Duration) {
+	w.mu.Lock()
+	dirty := w.dirty
+	w.mu.Unlock()
+	if !dirty {
+		return w.idle() // an endpoint's room, a record or Notify wakes us sooner
+	}
+	now := time.Now()
+	if !w.read(ctx, now) {
+		return webhookIdle
+	}
+	w.mu.Lock()
+	dirty = w.dirty
+	w.mu.Unlock()
+	if dirty {
+		return 0
+	}
+	w.nextDue = time.Time{}
+	if t, ok, err := w.outbox.NextMessageDue(ctx, now); err == nil && ok {
+		w.nextDue = t
+	}
+	return w.idle()
+}
+
+// idle is how long the dispatcher may sleep: until the next message comes
+// due, at most webhookIdle.
+func (w *Deliverer) idle() time.Duration {
+	if w.nextDue.IsZero() {
+		return webhookIdle
+	}
+	return min(webhookIdle, max(time.Until(w.nextDue), time.Millisecond))
+}
+
+// readAhead is how many messages a read takes per worker (and per
+// message of an endpoint's share): enough that one read feeds the workers
+// for a while, few enough that a read stays small.
+const readAhead = 16
+
 // read forgets the messages whose attempts were recorded before it began
-// (it sees their records) and reads the messages due at now, none of an
-// endpoint with its share under way; ok is false, and nothing read,
-// while too many attempts wait for their record.
-func (w *Deliverer) read(ctx context.Context, now time.Time) (msgs []domain.OutMessage, ok bool) {
+// (it sees their records) and adds to the queue the messages due at now,
+// none of an endpoint with its share under way. The queued messages of
+// such an endpoint are kept while they are fresh (read within
+// webhookIdle), so the endpoint's next attempts need no read; older ones
+// are given back, so a change the outbox holds (an endpoint disabled) is
+// seen. ok is false, and nothing read, while too many attempts wait for
+// their record or the queue still holds over half of queueCap for
+// endpoints with room.
+func (w *Deliverer) read(ctx context.Context, now time.Time) (ok bool) {
 	w.mu.Lock()
 	busy := 0
 	for seq, f := range w.inflight {
@@ -300,52 +397,111 @@ func (w *Deliverer) read(ctx context.Context, now time.Time) (msgs []domain.OutM
 		}
 	}
 	full := w.endpointsFull()
+	if busy >= maxUnrecorded*w.workers {
+		w.paused = true
+		w.mu.Unlock()
+		return false // the recorder's next batch wakes us
+	}
+	if w.handable() > w.queueCap()/2 {
+		w.mu.Unlock()
+		return false // enough queued: the next read waits until half is taken
+	}
+	w.dirty, w.paused = false, false
+	var stale []int64
+	kept := w.queue[:0]
+	for _, q := range w.queue {
+		if now.Sub(q.readAt) < webhookIdle {
+			kept = append(kept, q)
+		} else {
+			stale = append(stale, q.Seq)
+		}
+	}
+	w.queue = kept
+	ahead := busy + len(kept) // on SQLite, which does not lease them, these come first and are passed over
+	room := w.queueCap() - w.handable()
 	w.mu.Unlock()
 	w.atShare.Set(float64(len(full)))
-	if busy >= maxUnrecorded*w.workers {
-		return nil, false
-	}
-	// busy more of each endpoint's than its share: on SQLite, which does
-	// not lease them, messages whose attempts are not yet recorded come
-	// first and are passed over.
-	msgs, err := w.outbox.DueMessages(ctx, now, busy+2*w.workers, busy+w.maxInFlight, full)
+	w.release(stale)
+	msgs, err := w.outbox.DueMessages(ctx, now, ahead+room, ahead+min(room, readAhead*w.maxInFlight), full)
 	if err != nil && ctx.Err() == nil {
 		w.log.Error("webhooks: reading the outbox", "err", err)
 	}
-	return msgs, true
-}
-
-// handOver hands each of msgs it can hold to a worker and gives the others
-// back to the outbox, and those not handed over when Stop came (stopped).
-// filled: an endpoint reached its share during this pass, so the messages
-// read behind its own were not looked at; read again at once, leaving it
-// out.
-func (w *Deliverer) handOver(msgs []domain.OutMessage, jobs chan<- domain.OutMessage, stop <-chan struct{}) (filled, stopped bool) {
-	var skipped []int64 // returned, but not to be tried now: given back
-	for i, m := range msgs {
-		w.mu.Lock()
-		held, atShare := w.hold(m)
-		w.mu.Unlock()
-		if !held {
-			filled = filled || atShare
-			skipped = append(skipped, m.Seq)
-			continue
-		}
-		select {
-		case jobs <- m:
-		case <-stop:
-			w.mu.Lock()
-			w.forget(m.Seq)
-			w.mu.Unlock()
-			for _, rest := range msgs[i:] {
-				skipped = append(skipped, rest.Seq)
-			}
-			w.release(skipped)
-			return filled, true
+	var again []int64 // under way already: given back, as not tried now
+	added := 0
+	w.mu.Lock()
+	isQueued := make(map[int64]bool, len(w.queue))
+	for _, q := range w.queue {
+		isQueued[q.Seq] = true
+	}
+	for _, m := range msgs {
+		switch _, busy := w.inflight[m.Seq]; {
+		case busy:
+			again = append(again, m.Seq)
+		case !isQueued[m.Seq]:
+			w.queue = append(w.queue, queued{m, now})
+			added++
 		}
 	}
-	w.release(skipped)
-	return filled, false
+	w.mu.Unlock()
+	w.signal(added)
+	w.release(again)
+	return true
+}
+
+// queueCap bounds the queued messages whose endpoints have room: a read
+// takes up to readAhead a worker.
+func (w *Deliverer) queueCap() int { return readAhead * w.workers }
+
+// handable counts the queued messages whose endpoints have room. The
+// caller holds w.mu.
+func (w *Deliverer) handable() int {
+	n := 0
+	for _, q := range w.queue {
+		if w.sending[q.EndpointID] < w.maxInFlight {
+			n++
+		}
+	}
+	return n
+}
+
+// next takes out of the queue the first message whose endpoint has room
+// and holds it as being sent. The caller holds w.mu.
+func (w *Deliverer) next() (domain.OutMessage, bool) {
+	for i, q := range w.queue {
+		if w.sending[q.EndpointID] >= w.maxInFlight {
+			continue
+		}
+		w.queue = slices.Delete(w.queue, i, i+1)
+		w.inflight[q.Seq] = flight{endpoint: q.EndpointID, onWire: true}
+		w.sending[q.EndpointID]++
+		return q.OutMessage, true
+	}
+	return domain.OutMessage{}, false
+}
+
+// dropQueued takes an endpoint's messages out of the queue (it was just
+// disabled) and returns them. The caller holds w.mu.
+func (w *Deliverer) dropQueued(endpoint string) []int64 {
+	var seqs []int64
+	w.queue = slices.DeleteFunc(w.queue, func(q queued) bool {
+		if q.EndpointID == endpoint {
+			seqs = append(seqs, q.Seq)
+			return true
+		}
+		return false
+	})
+	return seqs
+}
+
+// queuedOf counts the queued messages of endpoint. The caller holds w.mu.
+func (w *Deliverer) queuedOf(endpoint string) int {
+	n := 0
+	for _, q := range w.queue {
+		if q.EndpointID == endpoint {
+			n++
+		}
+	}
+	return n
 }
 
 // flight is a message of inflight: its endpoint, whether its attempt is on
@@ -354,21 +510,6 @@ type flight struct {
 	endpoint string
 	onWire   bool
 	recorded bool
-}
-
-// hold marks m as being sent, unless it is in flight already or its
-// endpoint has its share (maxInFlight) under way; atShare says it is the
-// latter. The caller holds w.mu.
-func (w *Deliverer) hold(m domain.OutMessage) (held, atShare bool) {
-	if _, ok := w.inflight[m.Seq]; ok {
-		return false, false
-	}
-	if w.sending[m.EndpointID] >= w.maxInFlight {
-		return false, true
-	}
-	w.inflight[m.Seq] = flight{endpoint: m.EndpointID, onWire: true}
-	w.sending[m.EndpointID]++
-	return true, false
 }
 
 // offWire marks a held message's attempt as answered (or given up): its
@@ -426,12 +567,14 @@ func (w *Deliverer) release(seqs []int64) {
 }
 
 // maxUnrecorded bounds, per worker, the messages sent whose attempt is
-// still being recorded.
-const maxUnrecorded = 4
+// still being recorded: past it the outbox is not read until the recorder
+// catches up.
+const maxUnrecorded = 8
 
 // deliver makes one attempt at m and has it recorded. The worker does not
-// wait for the record's commit: attempts of many workers then share one,
-// and a crash before it only means the message is sent again.
+// wait for the record's commit: attempts of many workers then share one
+// batch of the recorder, and a crash before it only means the message is
+// sent again.
 func (w *Deliverer) deliver(ctx context.Context, m domain.OutMessage) {
 	start := time.Now()
 	status, retryAfter, err := w.attempt(ctx, m, start)
@@ -441,12 +584,28 @@ func (w *Deliverer) deliver(ctx context.Context, m domain.OutMessage) {
 		w.finished(m.Seq)
 		return // stopping: not the receiver's fault, try again after the next Start
 	}
-	// The endpoint may take its next message while this attempt is recorded.
+	a := w.outcome(m, start, time.Now(), status, retryAfter, err)
+	// The endpoint may take its next message while this attempt is
+	// recorded: a queued one, or one the next read finds.
 	w.mu.Lock()
 	w.offWire(m.Seq)
+	var drop []int64
+	if a.DisableEndpoint {
+		drop = w.dropQueued(m.EndpointID) // its messages wait until it is enabled again
+	}
+	w.dirty = w.dirty || w.queuedOf(m.EndpointID) < w.maxInFlight // read its next messages before the workers run out
+	read := w.dirty && w.handable() <= w.queueCap()/2
+	w.recs = append(w.recs, a)
 	w.mu.Unlock()
-	w.Notify()
-	w.record(m, w.outcome(m, start, time.Now(), status, retryAfter, err))
+	w.release(drop)
+	w.signal(1)
+	if read {
+		w.poke()
+	}
+	select {
+	case w.recWake <- struct{}{}:
+	default:
+	}
 }
 
 // attempt is the status of one attempt at m, and any Retry-After: a fault
@@ -490,25 +649,57 @@ func (w *Deliverer) outcome(m domain.OutMessage, start, now time.Time, status in
 	return a
 }
 
-// record stores a, the attempt at m, in the background.
-func (w *Deliverer) record(m domain.OutMessage, a domain.DeliveryAttempt) {
-	w.records.Add(1)
-	go func() {
-		defer w.records.Done()
-		if err := w.outbox.RecordAttempt(context.Background(), a); err != nil {
-			w.log.Error("webhooks: recording an attempt; the message will be sent again", "message", m.ID, "err", err)
+// recorder stores the attempts made, in batches: all those waiting, in
+// one commit, while the next batch gathers. At stop it stores what is left
+// and closes done.
+func (w *Deliverer) recorder(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-w.recWake:
+			w.flush()
+		case <-stop:
+			w.flush()
+			return
 		}
-		w.finished(m.Seq)
-	}()
+	}
 }
 
-// finished marks the attempt at a held message as recorded (or given up)
-// and wakes the dispatcher.
+// flush stores the attempts waiting until none is left, and wakes the
+// dispatcher, which may have stopped reading for want of records or have a
+// retry to wait for.
+func (w *Deliverer) flush() {
+	for {
+		w.mu.Lock()
+		batch := w.recs
+		w.recs = nil
+		w.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		if err := w.outbox.RecordAttempts(context.Background(), batch); err != nil {
+			w.log.Error("webhooks: recording attempts; their messages will be sent again", "attempts", len(batch), "err", err)
+		}
+		w.mu.Lock()
+		for _, a := range batch {
+			w.recorded(a.Seq)
+			// A retry's time may come before the dispatcher's next look.
+			w.dirty = w.dirty || a.State == domain.MessagePending
+		}
+		w.dirty = w.dirty || w.paused
+		w.mu.Unlock()
+		w.poke()
+	}
+}
+
+// finished marks the attempt at a held message as given up and wakes the
+// dispatcher.
 func (w *Deliverer) finished(seq int64) {
 	w.mu.Lock()
 	w.recorded(seq)
+	w.dirty = true
 	w.mu.Unlock()
-	w.Notify()
+	w.poke()
 }
 
 // send posts m once, signed, and returns the status and any Retry-After of

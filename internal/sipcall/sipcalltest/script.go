@@ -2,6 +2,7 @@ package sipcalltest
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/audio"
@@ -12,6 +13,9 @@ import (
 // first packet (marker set) with duration 0, two updates, then the end
 // packet three times, all with the event's timestamp.
 func SendDTMF(w *media.RTPPacketWriter, key rune) error {
+	mu := writerLock(w)
+	mu.Lock()
+	defer mu.Unlock()
 	event := byte(strings.IndexRune("0123456789*#ABCD", key))
 	packets := []struct {
 		end bool
@@ -28,6 +32,17 @@ func SendDTMF(w *media.RTPPacketWriter, key rune) error {
 		}
 	}
 	return nil
+}
+
+// writers holds a lock per RTP writer. An event's packets and the audio's
+// frames advance one timestamp: a frame written amid an event's packets
+// would give them two timestamps, two events to any reader (the far end
+// pressing a key twice), so each event is written whole.
+var writers sync.Map // *media.RTPPacketWriter → *sync.Mutex
+
+func writerLock(w *media.RTPPacketWriter) *sync.Mutex {
+	mu, _ := writers.LoadOrStore(w, new(sync.Mutex))
+	return mu.(*sync.Mutex)
 }
 
 // Words is audio a callee speaks, as 8 kHz 16-bit PCM: for each pair of
@@ -52,6 +67,7 @@ func SendAudio(d *diago.DialogServerSession, pcm []byte) {
 	if media.CodecAudioFromSession(d.MediaSession()).PayloadType == media.CodecAudioAlaw.PayloadType {
 		encode = audio.EncodeAlawTo
 	}
+	mu := writerLock(d.RTPPacketWriter)
 	out := make([]byte, 160)
 	silence := make([]byte, 320)
 	for off := 0; ; off += 320 {
@@ -63,7 +79,10 @@ func SendAudio(d *diago.DialogServerSession, pcm []byte) {
 		if err != nil {
 			return
 		}
-		if _, err := w.Write(out[:n]); err != nil {
+		mu.Lock()
+		_, err = w.Write(out[:n])
+		mu.Unlock()
+		if err != nil {
 			return
 		}
 	}
