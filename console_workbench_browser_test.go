@@ -40,6 +40,23 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 			t.Fatal(err)
 		}
 	}
+	// DIALBOX_SCREENSHOTS=1 writes docs/console/'s PNGs of these pages:
+	// the part of the page shown by sel ("": all of it), to keep them small.
+	shot := func(name, sel string) {
+		t.Helper()
+		if os.Getenv("DIALBOX_SCREENSHOTS") != "1" {
+			return
+		}
+		var png []byte
+		if sel == "" {
+			run(chromedp.FullScreenshot(&png, 100)) // quality 100: PNG
+		} else {
+			run(chromedp.Screenshot(sel, &png, chromedp.ByQuery))
+		}
+		if err := os.WriteFile(filepath.Join("docs", "console", name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	text := func(sel string) string {
 		t.Helper()
 		var v string
@@ -63,6 +80,22 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	if got := text("#listing tr.bad-line"); !strings.HasPrefix(got, "2") || !strings.Contains(got, "bye") {
 		t.Fatalf("the problem is shown beside %q, not line 2", got)
 	}
+	shot("scenario-edit", "#listing")
+	// Tried before it is saved: a callee pressing 2 and then saying "có".
+	run(chromedp.SetValue("#script", `{"steps": [
+  {"name": "menu", "gather": {"prompt": {"say": "Nhấn 1 để xác nhận"}, "max_digits": 1, "timeout": "5s", "branches": {"1": "yes", "2": "ask"}}},
+  {"name": "ask", "gather": {"input": ["speech"], "prompt": {"say": "Anh có đến không?"}, "timeout": "5s", "branches": {"có": "yes"}}},
+  {"name": "yes", "set": {"label": "confirmed", "next": "bye"}},
+  {"name": "bye", "hangup": {}}
+]}`, chromedp.ByID), chromedp.SendKeys("#try_digits", "2", chromedp.ByID), chromedp.SetValue("#try_says", "có", chromedp.ByID),
+		chromedp.Click("#try-script", chromedp.ByID), chromedp.WaitVisible("#tried", chromedp.ByID))
+	if got := text("#tried-result"); got != "confirmed" {
+		t.Fatalf("the try's result is %q:\n%s", got, text("#tried"))
+	}
+	if got := text("#tried-transcript"); !strings.Contains(got, "callee: có") {
+		t.Fatalf("the try's transcript: %q", got)
+	}
+	shot("scenario-try", "#tried")
 	run(chromedp.SetValue("#script", `{"steps": [
   {"name": "hello", "say": {"text": "Xin chào", "next": "bye"}},
   {"name": "bye", "hangup": {}}
@@ -91,6 +124,7 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	if got := text("#upload-summary"); got != "21 rows read: 20 contacts added, 1 skipped." {
 		t.Fatalf("the upload says %q", got)
 	}
+	shot("upload", "")
 	var skipped string
 	run(chromedp.Evaluate(`(async () => (await fetch(document.getElementById("skipped-rows").href)).text())()`, &skipped,
 		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
@@ -122,8 +156,9 @@ func testConsoleWorkbenchInBrowser(t *testing.T, backend string) {
 	run(chromedp.Navigate(s.url+"/console/apps/qa-key/campaigns/camp-browser"), chromedp.WaitVisible("#stop", chromedp.ByID),
 		chromedp.Click("#stop", chromedp.ByID), chromedp.WaitVisible(".flash.ok", chromedp.ByQuery))
 	run(chromedp.Navigate(s.url+"/console/audit"), chromedp.WaitVisible("#audit", chromedp.ByID))
+	shot("audit", "#audit")
 	log := text("#audit")
-	for _, want := range []string{"/new-scenario", "/scenarios/sc-browser/status", "/campaigns/camp-browser/resume", "/campaigns/camp-browser/upload",
+	for _, want := range []string{"/new-scenario", "/new-scenario/try", "tried the script: 4 steps", "/scenarios/sc-browser/status", "/campaigns/camp-browser/resume", "/campaigns/camp-browser/upload",
 		"/campaigns/camp-browser/stop", "Lan (sign-in"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the audit log lacks %q:\n%s", want, log)

@@ -403,7 +403,10 @@ func (o *outsideDB) querier() sqldb.Querier {
 var outsideDBs sync.Map // string -> *outsideDB
 
 // outsideAt is the test's connection to database, opened at its first use
-// and closed when the test ends.
+// and closed when the test ends. Its SQLite transactions take the write
+// lock at BEGIN: one that read first and then wrote while the store's
+// writer held the lock would fail SQLITE_BUSY at once, the busy timeout
+// not applying to that upgrade.
 func outsideAt(t testing.TB, database string) *outsideDB {
 	t.Helper()
 	if o, ok := outsideDBs.Load(database); ok {
@@ -415,7 +418,7 @@ func outsideAt(t testing.TB, database string) *outsideDB {
 		o.pg, err = pgxpool.New(context.Background(), database)
 	} else {
 		o.sqlite, err = sql.Open("sqlite", "file:"+(&url.URL{Path: database}).EscapedPath()+
-			"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)")
+			"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_txlock=immediate")
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -121,8 +121,9 @@ type Main struct {
 	server            *http.Server
 	ops               *ops.Server
 
-	sip   *dialer.SIP // when dialer.kind is "sip", to hang up its calls at the end
-	clock admin.Clock // the simulator's; nil with real calls
+	sip   *dialer.SIP  // when dialer.kind is "sip", to hang up its calls at the end
+	trial dialer.Trial // the console's "Try it": the simulator with the agent steps' model
+	clock admin.Clock  // the simulator's; nil with real calls
 	// sandboxNow is the time the rules of calling read, which the admin
 	// API may move; nil with real calls, which keep the real time.
 	sandboxNow *sandboxclock.Clock
@@ -255,6 +256,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.LLM.URL != "" {
 		chat = llm.Agent{Client: llm.New(cfg.LLM.URL, cfg.LLM.Model, cfg.LLM.APIKey, cfg.LLM.Timeout.Duration)}
 	}
+	m.trial = dialer.Trial{Chat: chat}
 	if cfg.Dialer.Kind == config.DialerSIP {
 		if m.sip, err = dialer.NewSIP(cfg, store.DataDir(cfg), m.Log, m.metrics.TrunkRegistered); err != nil {
 			return err
@@ -465,7 +467,7 @@ func (m *Main) mountAdmin(ctx context.Context, router *httprouter.Router, journa
 	}
 	sink.Mount(router, access, adm.Authorize)
 	if m.Config.Console.Enabled {
-		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trunks: m.Config.SIP.TrunkNames(), Journal: journal, Sink: sink,
+		parts := console.Parts{Reads: adm, Actions: adm, Sandbox: adm, Engine: m.engine, Trial: m.trial, Trunks: m.Config.SIP.TrunkNames(), Journal: journal, Sink: sink,
 			SandboxNow: m.sandboxNow, Proxies: proxies, Config: m.Config.Console, Log: m.Log, Now: m.now, Importer: m.api.importer}
 		if m.sip != nil { // a nil *dialer.SIP would not be a nil console.TrunkUses
 			parts.SIP = m.sip

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -106,10 +107,27 @@ func (h *Harness) consolePhase(fixtures string) error {
 	if cm == nil {
 		return fmt.Errorf("console: the contacts page lists no contact")
 	}
+	// A campaign on the bench scenario, for its page (its contacts are
+	// few: the page's queries must not read the scenario's millions).
+	req, _ := http.NewRequest("POST", base+"/admin/v1/apps/"+benchAPIKey+"/campaigns",
+		strings.NewReader(`{"id":"camp-bench","name":"Bench","scenario_id":"`+benchScenarioID+`"}`))
+	req.Header.Set("Authorization", "Bearer "+consoleToken)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = client.Do(req); err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("console: creating a campaign: HTTP %d", resp.StatusCode)
+	}
 	app := "/console/apps/" + benchAPIKey
 	pages := []struct{ label, path string }{
 		{"overview", "/console/"},
 		{"scenario", app + "/scenarios/" + benchScenarioID},
+		{"scenario editor", app + "/scenarios/" + benchScenarioID + "/edit"},
+		{"new scenario", app + "/new-scenario"},
+		{"campaign", app + "/campaigns/camp-bench"},
+		{"audit log", "/console/audit"},
 		{"contacts, first page", app + "/contacts"},
 		{"contacts by phone", app + "/contacts?phone=0912000123"},
 		{"contacts by outcome (none match)", app + "/contacts?outcome=BUSY"},

@@ -163,3 +163,26 @@ func TestEndedCallsFromMetrics(t *testing.T) {
 		t.Errorf("got %d %v %v", n, out, err)
 	}
 }
+
+// The RTP target holds both the p99 and the max: one late burst misses it.
+func TestSIPTargetsJudgeRTPMax(t *testing.T) {
+	for _, c := range []struct {
+		p99, max time.Duration
+		want     string
+	}{
+		{30 * time.Millisecond, 50 * time.Millisecond, "**PASS**"},
+		{30 * time.Millisecond, 100 * time.Millisecond, "**MISS**"},
+		{45 * time.Millisecond, 50 * time.Millisecond, "**MISS**"},
+	} {
+		h := &Harness{sip: []*SIPResult{{Key: "sip:dialbox", Calls: 600, Wire: sipWire{RTPIntervals: 1000, RTPStreams: 600, RTPP99: c.p99, RTPMax: c.max}}}}
+		var line string
+		for _, l := range h.sipTargets() {
+			if strings.Contains(l, "RTP send interval") {
+				line = l
+			}
+		}
+		if !strings.HasPrefix(line, c.want) {
+			t.Errorf("p99 %v, max %v: %q, want %s", c.p99, c.max, line, c.want)
+		}
+	}
+}

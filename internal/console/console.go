@@ -26,6 +26,7 @@ import (
 	"dialbox/internal/proxy"
 	"dialbox/internal/sandbox"
 	"dialbox/internal/sandboxclock"
+	"dialbox/internal/script"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -41,6 +42,7 @@ type Console struct {
 	actions Actions
 	sandbox Sandbox
 	engine  Engine
+	trial   Trial
 	sip     TrunkUses // nil with the simulated dialer
 	trunks  []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too: the request journal
@@ -143,6 +145,13 @@ type Engine interface {
 	CallRate(appID int64, scenarioID, campaignID string) (ended, answered int)
 }
 
+// Trial runs the script being edited on the simulated callee, without a
+// call (docs/console.md#trying-a-script); ran is false when a machine
+// answered a script with no voicemail step.
+type Trial interface {
+	Try(ctx context.Context, s script.Script, callee dialer.Callee, start time.Time) (out script.Outcome, ran bool)
+}
+
 //go:embed templates static
 var consoleFiles embed.FS
 
@@ -158,6 +167,7 @@ type Parts struct {
 	Actions Actions
 	Sandbox Sandbox
 	Engine  Engine
+	Trial   Trial     // the scenario editor's "Try it"
 	SIP     TrunkUses // nil with the simulated dialer
 	Trunks  []string  // sip.trunks' names, in order
 	// The sandbox's parts the admin API reads too.
@@ -173,7 +183,7 @@ type Parts struct {
 
 // New builds the console and parses its templates.
 func New(p Parts) (*Console, error) {
-	c := &Console{reads: p.Reads, actions: p.Actions, sandbox: p.Sandbox, engine: p.Engine, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
+	c := &Console{reads: p.Reads, actions: p.Actions, sandbox: p.Sandbox, engine: p.Engine, trial: p.Trial, sip: p.SIP, trunks: p.Trunks, journal: p.Journal, sink: p.Sink,
 		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: p.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{}), importer: p.Importer}
@@ -246,6 +256,8 @@ func (c *Console) Routes(r *httprouter.Router) {
 	r.GET(p+"/uploads/:upload/skipped.csv", c.skippedRows)
 	r.GET(app+"/new-scenario", c.page(c.scenarioFormPage(false)))
 	r.POST(app+"/new-scenario", c.saveScenario(false))
+	r.POST(app+"/new-scenario/try", c.tryScript(false))
+	r.POST(app+"/scenarios/:scenario/try", c.tryScript(true))
 	r.GET(app+"/scenarios/:scenario/edit", c.page(c.scenarioFormPage(true)))
 	r.POST(app+"/scenarios/:scenario/edit", c.saveScenario(true))
 	r.GET(app+"/contacts", c.page(c.ofApp(c.contactsPage)))

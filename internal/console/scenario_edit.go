@@ -34,6 +34,11 @@ type scenarioForm struct {
 	// each line beside it; nil when the script has none.
 	Listing []scriptLine
 	Action  string
+	// TryAction is where "Try it" posts the form; Trying: the form was
+	// tried, not saved, and Tried what the try did.
+	TryAction string
+	Trying    bool
+	Tried     *tried
 }
 
 type scriptLine struct {
@@ -84,11 +89,13 @@ func (c *Console) scenarioFormData(ctx context.Context, ps httprouter.Params, ed
 		return nil, err
 	}
 	d := &scenarioForm{App: app, New: !edit, Action: "/console/apps/" + url.PathEscape(app.APIKey) + "/new-scenario"}
+	d.TryAction = d.Action + "/try"
 	if edit {
 		if d.Scenario, err = c.reads.Scenario(ctx, app.ID, ps.ByName("scenario")); err != nil {
 			return nil, err
 		}
 		d.Action = "/console/apps/" + url.PathEscape(app.APIKey) + "/scenarios/" + url.PathEscape(d.Scenario.ID) + "/edit"
+		d.TryAction = "/console/apps/" + url.PathEscape(app.APIKey) + "/scenarios/" + url.PathEscape(d.Scenario.ID) + "/try"
 	} else {
 		d.Scenario = &domain.Scenario{Status: domain.StatusDraft, PersonalizedFields: []string{}, CallConfig: domain.DefaultCallConfig()}
 	}
