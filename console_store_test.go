@@ -164,6 +164,11 @@ func TestConsoleQueriesUseIndexes(t *testing.T) {
 			WHERE app_id = 1 AND scenario_id = 'x' AND ('' = '' OR campaign_id = '')) AS c
 			GROUP BY state, outcome HAVING sum(n) <> 0`: "PRIMARY KEY",
 		`SELECT state, CAST(sum(n) AS BIGINT) FROM (SELECT state, n FROM webhook_counts WHERE endpoint_id = 'x') AS c GROUP BY state`: "PRIMARY KEY",
+		// CallCounts (the charts, docs/console.md#charts): the window's rows
+		// of the counts by minute, never the calls.
+		`SELECT minute, ended, outcome, CAST(sum(n) AS BIGINT) FROM call_minutes
+			WHERE app_id = 1 AND minute >= 5 AND ('x' = '' OR scenario_id = 'x') AND ('' = '' OR campaign_id = '')
+			GROUP BY minute, ended, outcome`: "call_minutes_by_app (app_id=? AND minute>?)",
 	} {
 		if got := plan(query); !strings.Contains(got, want) {
 			t.Errorf("%s\nplans %q, want %q", query, got, want)

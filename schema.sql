@@ -399,3 +399,45 @@ CREATE TABLE audit_log (
     app_key TEXT    NOT NULL DEFAULT '',
     detail  TEXT    NOT NULL DEFAULT ''
 );
+
+-- migration 16: calls by minute, for the console's charts
+-- Calls started and ended per (scenario, campaign, minute, outcome), kept
+-- exact by triggers inside whatever transaction starts or ends a call (as
+-- contact_counts is), so a chart of the last hours reads a few hundred
+-- rows whatever the number of calls (docs/console.md#charts). minute is
+-- the Unix time in minutes; ended 0 counts calls started, 1 calls ended
+-- with outcome ('' when none was recorded).
+CREATE TABLE call_minutes (
+    app_id      INTEGER NOT NULL,
+    scenario_id TEXT    NOT NULL,
+    minute      INTEGER NOT NULL,
+    campaign_id TEXT    NOT NULL,   -- '' for contacts added to the scenario directly
+    ended       INTEGER NOT NULL,
+    outcome     TEXT    NOT NULL,
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (app_id, scenario_id, minute, campaign_id, ended, outcome)
+) WITHOUT ROWID;
+CREATE INDEX call_minutes_by_app ON call_minutes (app_id, minute);
+INSERT INTO call_minutes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+    SELECT c.app_id, k.scenario_id, c.started_at / 60000, coalesce(k.campaign_id, ''), 0, '', count(*)
+    FROM calls c JOIN contacts k ON k.seq = c.contact_seq GROUP BY 1, 2, 3, 4;
+INSERT INTO call_minutes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+    SELECT c.app_id, k.scenario_id, c.ended_at / 60000, coalesce(k.campaign_id, ''), 1, coalesce(c.outcome, ''), count(*)
+    FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE c.ended_at IS NOT NULL GROUP BY 1, 2, 3, 4, 6;
+CREATE TRIGGER call_minutes_start AFTER INSERT ON calls BEGIN
+    INSERT INTO call_minutes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+        SELECT NEW.app_id, scenario_id, NEW.started_at / 60000, coalesce(campaign_id, ''), 0, '', 1
+        FROM contacts WHERE seq = NEW.contact_seq
+        ON CONFLICT DO UPDATE SET n = n + 1;
+    INSERT INTO call_minutes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+        SELECT NEW.app_id, scenario_id, NEW.ended_at / 60000, coalesce(campaign_id, ''), 1, coalesce(NEW.outcome, ''), 1
+        FROM contacts WHERE seq = NEW.contact_seq AND NEW.ended_at IS NOT NULL
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER call_minutes_end AFTER UPDATE OF ended_at ON calls
+    WHEN OLD.ended_at IS NULL AND NEW.ended_at IS NOT NULL BEGIN
+    INSERT INTO call_minutes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+        SELECT NEW.app_id, scenario_id, NEW.ended_at / 60000, coalesce(campaign_id, ''), 1, coalesce(NEW.outcome, ''), 1
+        FROM contacts WHERE seq = NEW.contact_seq
+        ON CONFLICT DO UPDATE SET n = n + 1;
+END;

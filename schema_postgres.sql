@@ -532,3 +532,63 @@ CREATE TABLE audit_log (
     app_key text   NOT NULL DEFAULT '',
     detail  text   NOT NULL DEFAULT ''
 );
+
+-- migration 19: calls by minute, for the console's charts
+-- Calls started and ended per (scenario, campaign, minute, outcome), for a
+-- chart of the last hours (docs/console.md#charts). minute is the Unix
+-- time in minutes; ended 0 counts calls started, 1 calls ended with
+-- outcome ('' when none was recorded). call_minutes holds the counts of
+-- the calls before this migration (and those migrate-to copies); each call
+-- started or ended since adds a row to call_minute_changes, never
+-- updating one, so calls settled at once on several nodes wait on no
+-- shared row (an upsert of shared rows deadlocked them). A read sums both.
+CREATE TABLE call_minutes (
+    app_id      bigint NOT NULL,
+    scenario_id text   NOT NULL,
+    minute      bigint NOT NULL,
+    campaign_id text   NOT NULL,   -- '' for contacts added to the scenario directly
+    ended       integer NOT NULL,
+    outcome     text   NOT NULL,
+    n           bigint NOT NULL,
+    PRIMARY KEY (app_id, scenario_id, minute, campaign_id, ended, outcome)
+);
+CREATE INDEX call_minutes_by_app ON call_minutes (app_id, minute);
+CREATE TABLE call_minute_changes (
+    app_id      bigint NOT NULL,
+    scenario_id text   NOT NULL,
+    minute      bigint NOT NULL,
+    campaign_id text   NOT NULL,
+    ended       integer NOT NULL,
+    outcome     text   NOT NULL,
+    n           bigint NOT NULL
+);
+CREATE INDEX call_minute_changes_by_app ON call_minute_changes (app_id, minute);
+INSERT INTO call_minutes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+    SELECT c.app_id, k.scenario_id, c.started_at / 60000, coalesce(k.campaign_id, ''), 0, '', count(*)
+    FROM calls c JOIN contacts k ON k.seq = c.contact_seq GROUP BY 1, 2, 3, 4;
+INSERT INTO call_minutes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+    SELECT c.app_id, k.scenario_id, c.ended_at / 60000, coalesce(k.campaign_id, ''), 1, coalesce(c.outcome, ''), count(*)
+    FROM calls c JOIN contacts k ON k.seq = c.contact_seq WHERE c.ended_at IS NOT NULL GROUP BY 1, 2, 3, 4, 6;
+CREATE FUNCTION call_minutes_add(r calls, is_end integer, at_minute bigint) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO call_minute_changes (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+        SELECT r.app_id, k.scenario_id, at_minute, coalesce(k.campaign_id, ''), is_end,
+            CASE is_end WHEN 1 THEN coalesce(r.outcome, '') ELSE '' END, 1
+        FROM contacts k WHERE k.seq = r.contact_seq;
+$$;
+CREATE FUNCTION call_minutes_start() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM call_minutes_add(NEW, 0, NEW.started_at / 60000);
+    IF NEW.ended_at IS NOT NULL THEN
+        PERFORM call_minutes_add(NEW, 1, NEW.ended_at / 60000);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER call_minutes_start AFTER INSERT ON calls
+    FOR EACH ROW EXECUTE FUNCTION call_minutes_start();
+CREATE FUNCTION call_minutes_end() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM call_minutes_add(NEW, 1, NEW.ended_at / 60000);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER call_minutes_end AFTER UPDATE OF ended_at ON calls
+    FOR EACH ROW WHEN (OLD.ended_at IS NULL AND NEW.ended_at IS NOT NULL) EXECUTE FUNCTION call_minutes_end();

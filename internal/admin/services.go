@@ -135,6 +135,12 @@ func (a *Admin) Outcomes(ctx context.Context, appID int64) ([]string, error) {
 	return a.contacts.Outcomes(ctx, appID)
 }
 
+// CallCounts are an application's calls started and ended per minute
+// since since: of a scenario, a campaign, or all (docs/console.md#charts).
+func (a *Admin) CallCounts(ctx context.Context, appID int64, scenarioID, campaignID string, since time.Time) ([]domain.CallCount, error) {
+	return a.contacts.CallCounts(ctx, appID, scenarioID, campaignID, since)
+}
+
 // Contact finds one of an application's contacts, with its calls.
 func (a *Admin) Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error) {
 	c, calls, err := a.contacts.Contact(ctx, appID, id)

@@ -62,6 +62,7 @@ type ContactStore interface {
 	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
 	ContactResults(ctx context.Context, appID int64, f domain.ResultFilter, after int64, limit int) ([]domain.ContactResult, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
+	CallCounts(ctx context.Context, appID int64, scenarioID, campaignID string, since time.Time) ([]domain.CallCount, error)
 	RecordingOf(ctx context.Context, appID int64, contactID, callID string) (int64, error)
 	ImportByID(ctx context.Context, appID int64, id string) (*domain.ImportRecord, error)
 	Imports(ctx context.Context, appID int64, scenarioID string, limit int) ([]*domain.ImportRecord, error)

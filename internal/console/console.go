@@ -90,6 +90,7 @@ type Reads interface {
 	ContactPhone(phone string) (string, error)
 	Contacts(ctx context.Context, appID int64, f domain.ContactFilter) ([]*domain.ContactRecord, string, error)
 	Outcomes(ctx context.Context, appID int64) ([]string, error)
+	CallCounts(ctx context.Context, appID int64, scenarioID, campaignID string, since time.Time) ([]domain.CallCount, error)
 	Contact(ctx context.Context, appID int64, id string) (*domain.ContactRecord, []domain.CallRecord, error)
 	Recording(ctx context.Context, appKey, contactID, callID string) (*httpx.ServedFile, error)
 	Endpoints(ctx context.Context, appID int64) ([]*domain.WebhookEndpoint, error)
@@ -186,7 +187,7 @@ func New(p Parts) (*Console, error) {
 		sandboxNow: p.SandboxNow, proxies: p.Proxies, log: p.Log, now: p.Now,
 		pages: map[string]*template.Template{}, sessions: newSessions(p.Config.SessionMaxAge.Duration), secureCookies: p.Config.SecureCookies,
 		liveEvery: time.Second, stop: make(chan struct{}), importer: p.Importer}
-	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "templates/layout.html")
+	layout, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "templates/layout.html", "templates/*.tmpl")
 	if err != nil {
 		return nil, err
 	}

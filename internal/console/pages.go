@@ -31,7 +31,15 @@ type tenantView struct {
 	WalletHold string // why the wallet stops calls, "" when it does not
 	Unfinished int64
 	Scenarios  []scenarioRow
+	Campaigns  []campaignRow
 	Pools      []poolRow
+	Spark      *sparkView // calls per minute, last hour (charts.go)
+}
+
+// campaignRow is a campaign on the overview, under its tenant.
+type campaignRow struct {
+	Campaign *domain.Campaign
+	Scenario string // its scenario's name, or id
 }
 
 type scenarioRow struct {
@@ -122,6 +130,20 @@ func (c *Console) overviewData(ctx context.Context) (*overviewData, error) {
 			}
 			t.Scenarios = append(t.Scenarios, row)
 		}
+		campaigns, err := c.reads.ListCampaigns(ctx, app.ID, "")
+		if err != nil {
+			return nil, err
+		}
+		names := map[string]string{}
+		for _, sc := range scenarios {
+			names[sc.ID] = cmp.Or(sc.Name, sc.ID)
+		}
+		for _, cp := range campaigns {
+			t.Campaigns = append(t.Campaigns, campaignRow{Campaign: cp, Scenario: cmp.Or(names[cp.ScenarioID], cp.ScenarioID)})
+		}
+		if t.Spark, err = c.sparkline(ctx, app.ID, now); err != nil {
+			return nil, err
+		}
 		d.Tenants = append(d.Tenants, t)
 	}
 	return d, nil
@@ -167,6 +189,7 @@ type progressView struct {
 	AnsweredPM int
 	State      string
 	Held       bool
+	Charts     *chartsView // charts.go
 	Export     *exportForm // the results export's form; nil on a live update
 	// Transitions are the status changes the scenario may take now.
 	Transitions []string
@@ -256,6 +279,13 @@ func (c *Console) progressData(ctx context.Context, ps httprouter.Params, withCa
 	}
 	d.Mix = outcomeMix(d.Progress)
 	d.PerMinute, d.AnsweredPM = c.engine.CallRate(app.ID, scenarioID, campaignID)
+	of := "scenario " + cmp.Or(d.Scenario.Name, d.Scenario.ID)
+	if d.Campaign != nil {
+		of = "campaign " + cmp.Or(d.Campaign.Name, d.Campaign.ID)
+	}
+	if d.Charts, err = c.charts(ctx, app.ID, scenarioID, campaignID, of, c.sandboxNow.Now()); err != nil {
+		return nil, err
+	}
 	wallet, err := c.reads.Wallet(ctx, app.ID)
 	if err != nil {
 		return nil, err
@@ -353,7 +383,7 @@ func (c *Console) progressLive(campaign bool) func(r *http.Request, ps httproute
 			if err != nil {
 				return nil, err
 			}
-			return c.fragments("progress", d, "counters")
+			return c.fragments("progress", d, "counters", "charts")
 		}, nil
 	}
 }

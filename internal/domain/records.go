@@ -317,6 +317,16 @@ type OutcomeCount struct {
 	N       int64
 }
 
+// CallCount is how many of a scenario's or a campaign's calls started in
+// one minute (Ended false), or ended in it with Outcome (Ended true): what
+// the console's charts draw (docs/console.md#charts).
+type CallCount struct {
+	Minute  time.Time // the minute's start, UTC
+	Ended   bool
+	Outcome string // of an ended call; "" while none was recorded
+	N       int64
+}
+
 // Total is every contact counted.
 func (p Progress) Total() int64 { return p.Queued + p.Dialing + p.Done }
 
