@@ -10,7 +10,8 @@ import (
 
 // The web console's counts on PostgreSQL (docs/postgres.md#console-counts):
 // statement triggers append each change of contacts and webhook messages
-// to contact_count_changes and webhook_count_changes, which no two
+// to contact_count_changes and webhook_count_changes, and row triggers each
+// call's start and end to call_minute_changes, which no two
 // transactions contend for; a read sums the folded counts and the changes
 // not yet folded in one snapshot (countRows, console.go), and
 // foldCounts moves the changes into the counts every countFoldEvery.
@@ -40,10 +41,19 @@ func (s *Postgres) foldCounts(ctx context.Context) error {
 			ON CONFLICT (app_id, scenario_id, campaign_id, state, outcome) DO UPDATE SET n = c.n + excluded.n`); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `WITH moved AS (DELETE FROM webhook_count_changes RETURNING endpoint_id, state, n)
+		if _, err := tx.Exec(ctx, `WITH moved AS (DELETE FROM webhook_count_changes RETURNING endpoint_id, state, n)
 			INSERT INTO webhook_counts AS c (endpoint_id, state, n)
 				SELECT endpoint_id, state, sum(n) FROM moved GROUP BY 1, 2
-			ON CONFLICT (endpoint_id, state) DO UPDATE SET n = c.n + excluded.n`)
+			ON CONFLICT (endpoint_id, state) DO UPDATE SET n = c.n + excluded.n`); err != nil {
+			return err
+		}
+		// The charts' calls by minute (docs/console.md#charts): only the
+		// fold, one node at a time, updates call_minutes' shared rows.
+		_, err := tx.Exec(ctx, `WITH moved AS (DELETE FROM call_minute_changes
+				RETURNING app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+			INSERT INTO call_minutes AS c (app_id, scenario_id, minute, campaign_id, ended, outcome, n)
+				SELECT app_id, scenario_id, minute, campaign_id, ended, outcome, sum(n) FROM moved GROUP BY 1, 2, 3, 4, 5, 6
+			ON CONFLICT (app_id, scenario_id, minute, campaign_id, ended, outcome) DO UPDATE SET n = c.n + excluded.n`)
 		return err
 	})
 }
