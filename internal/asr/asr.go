@@ -10,7 +10,6 @@ package asr
 import (
 	"bytes"
 	"context"
-	"errors"
 	"strings"
 	"unicode"
 
@@ -75,33 +74,3 @@ func wav(speech audio.Buffer, rate int) ([]byte, error) {
 // oneLine is a transcript as one line of text, its runs of white space
 // (newlines among them) made single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// capped is a buffer that stops growing at max bytes; a write past it fails
-// (internal/tts's command engine does the same with its WAV output).
-type capped struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if c.buf.Len()+len(p) > c.max {
-		c.over = true
-		return 0, errors.New("output too large")
-	}
-	return c.buf.Write(p)
-}
-
-// tail keeps the last KB written: enough of a tool's stderr to say why it
-// failed, not a flood.
-type tail struct{ b []byte }
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 1024 {
-		t.b = append(t.b[:0], t.b[len(t.b)-1024:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string { return strings.TrimSpace(string(t.b)) }

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/program"
 )
 
 // Command hears by running a program on the utterance, such as the
@@ -71,15 +70,7 @@ func checkRate(rate int) error {
 }
 
 // Name is "command" and the quoted argv template.
-func (c *Command) Name() string {
-	var b strings.Builder
-	b.WriteString("command")
-	for _, a := range c.argv {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Quote(a))
-	}
-	return b.String()
-}
+func (c *Command) Name() string { return program.Name(c.argv) }
 
 // Recognize writes speech and hints to a temporary folder, runs the
 // program and returns its standard output as one line.
@@ -119,25 +110,14 @@ func (c *Command) Recognize(ctx context.Context, speech audio.Buffer, hints []st
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	stdout := capped{max: MaxTranscript}
-	var stderr tail
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// A grandchild holding the pipes open must not keep Wait from
-	// returning once the context is done.
-	cmd.WaitDelay = time.Second
-	err = cmd.Run()
+	out, err := program.Run(ctx, argv, nil, MaxTranscript)
 	switch {
 	case parent.Err() != nil: // the call ended
 		return "", context.Cause(parent)
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s: no transcript within %v: %w", argv[0], c.timeout, ctx.Err())
-	case stdout.over:
-		return "", fmt.Errorf("%s: wrote more than %d bytes", argv[0], MaxTranscript)
-	case err != nil && stderr.String() != "":
-		return "", fmt.Errorf("%s: %w: %s", argv[0], err, stderr.String())
 	case err != nil:
-		return "", fmt.Errorf("%s: %w", argv[0], err)
+		return "", err
 	}
-	return oneLine(strings.ToValidUTF8(stdout.buf.String(), "")), nil
+	return oneLine(strings.ToValidUTF8(string(out), "")), nil
 }

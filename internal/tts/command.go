@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/program"
 )
 
 // Command speaks by running a program that writes a WAV to standard output,
@@ -66,15 +66,7 @@ func NewCommand(argv []string) (*Command, error) {
 var placeholder = regexp.MustCompile(`\{text\}|\{voice\}`)
 
 // Name is "command" and the quoted argv template.
-func (c *Command) Name() string {
-	var b strings.Builder
-	b.WriteString("command")
-	for _, a := range c.argv {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Quote(a))
-	}
-	return b.String()
-}
+func (c *Command) Name() string { return program.Name(c.argv) }
 
 // Synthesize runs the command for text and voice; the text is on its
 // standard input when no argument holds it, which is empty otherwise.

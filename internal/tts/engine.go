@@ -3,13 +3,11 @@ package tts
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
-	"time"
 
 	"dialbox/internal/audio"
+	"dialbox/internal/program"
 )
 
 // Engine speaks text.
@@ -39,67 +37,16 @@ func phoneAudio(wav []byte) (audio.Buffer, error) {
 // runWAV runs argv (never through a shell) with stdin as its input and
 // returns its standard output, expected to be a WAV file, at the phone rate.
 func runWAV(ctx context.Context, argv []string, stdin string) (audio.Buffer, error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout capped
-	var stderr tail
-	stdout.max = MaxWAV
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// A grandchild holding the pipes open must not keep Wait from
-	// returning once the context is done.
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return audio.Buffer{}, fmt.Errorf("%s: %w", argv[0], ctx.Err())
-	}
-	if stdout.over {
-		return audio.Buffer{}, fmt.Errorf("%s: wrote more than %d bytes", argv[0], MaxWAV)
-	}
-	msg := strings.TrimSpace(stderr.String())
-	if err == nil && stdout.buf.Len() == 0 {
-		err = errors.New("wrote no audio to stdout")
-	}
-	if err != nil && msg != "" {
-		return audio.Buffer{}, fmt.Errorf("%s: %w: %s", argv[0], err, msg)
-	}
+	out, err := program.Run(ctx, argv, strings.NewReader(stdin), MaxWAV)
 	if err != nil {
-		return audio.Buffer{}, fmt.Errorf("%s: %w", argv[0], err)
+		return audio.Buffer{}, err
 	}
-	b, err := phoneAudio(stdout.buf.Bytes())
+	if len(out) == 0 {
+		return audio.Buffer{}, fmt.Errorf("%s: wrote no audio to stdout", argv[0])
+	}
+	b, err := phoneAudio(out)
 	if err != nil {
 		return audio.Buffer{}, fmt.Errorf("%s: output: %w", argv[0], err)
 	}
 	return b, nil
 }
-
-// capped is a buffer that stops growing at max bytes; a write past it fails,
-// which closes the pipe, so the command's next write fails and it stops. It
-// holds its bytes.Buffer in a field, not embedded: an embedded one's ReadFrom
-// would let exec's copy bypass Write and the cap.
-type capped struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if c.buf.Len()+len(p) > c.max {
-		c.over = true
-		return 0, errors.New("output too large")
-	}
-	return c.buf.Write(p)
-}
-
-// tail keeps the last KB written: enough of a tool's stderr to say why it
-// failed, not a flood.
-type tail struct{ b []byte }
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 1024 {
-		t.b = append(t.b[:0], t.b[len(t.b)-1024:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string { return string(t.b) }
