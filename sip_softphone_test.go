@@ -12,14 +12,11 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +67,7 @@ func startSoftphone(t *testing.T) *softphone {
 	}
 
 	// baresip's files; without rtp_ports it takes any free port.
-	phone := baresipAddr(t)
+	phone := testtool.BaresipAddr(t)
 	config := swapIn(t, softphoneBlock(t, page, "baresip/config"), pageBaresipAddr, phone)
 	writeFileAt(t, filepath.Join(dir, "baresip", "config"), baresipRTPPorts.ReplaceAllString(config, ""))
 	writeFileAt(t, filepath.Join(dir, "baresip", "accounts"), softphoneBlock(t, page, "baresip/accounts"))
@@ -288,45 +285,6 @@ func swapIn(t *testing.T, text, old, new string) string {
 		t.Fatalf("the walk-through's file no longer holds %s:\n%s", old, text)
 	}
 	return strings.ReplaceAll(text, old, new)
-}
-
-// baresipAddr is a loopback address for baresip's sip_listen: baresip
-// binds its port for UDP and TCP and the next one for TLS, so all three
-// must be free. The port is drawn below the system's ephemeral range,
-// where no outgoing connection of another test can take it meanwhile.
-func baresipAddr(t *testing.T) string {
-	t.Helper()
-	for range 200 {
-		port := 20000 + rand.IntN(12000)
-		var held []io.Closer
-		free := true
-		for _, try := range []struct {
-			network string
-			port    int
-		}{{"udp", port}, {"tcp", port}, {"tcp", port + 1}} {
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(try.port))
-			var c io.Closer
-			var err error
-			if try.network == "udp" {
-				c, err = net.ListenPacket("udp", addr)
-			} else {
-				c, err = net.Listen("tcp", addr)
-			}
-			if err != nil {
-				free = false
-				break
-			}
-			held = append(held, c)
-		}
-		for _, c := range held {
-			c.Close()
-		}
-		if free {
-			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		}
-	}
-	t.Fatal("no free port for baresip")
-	return ""
 }
 
 func rms(samples []int16) float64 {

@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +80,7 @@ func TestListenRecognizesASpokenYes(t *testing.T) {
 		sayWAV(t, espeak, tr, wav)
 		fmt.Fprintf(&accounts, "<sip:%s@127.0.0.1>;regint=0;answermode=auto;audio_codecs=PCMU;audio_source=aufile,%s\n", number(i), wav)
 	}
-	addr := freeSIPAddr(t)
+	addr := testtool.BaresipAddr(t)
 	writeFile(t, filepath.Join(dir, "baresip", "accounts"), accounts.String())
 	writeFile(t, filepath.Join(dir, "baresip", "config"), "sip_listen "+addr+"\n"+
 		"audio_player aubridge,nowhere\naudio_source aufile,"+filepath.Join(dir, "say0.wav")+"\n"+
@@ -201,43 +198,4 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freeSIPAddr is a loopback address for baresip's sip_listen: baresip
-// binds its port for UDP and TCP and the next one for TLS, so all three
-// must be free. The port is drawn below the system's ephemeral range,
-// where no outgoing connection of another test can take it meanwhile.
-func freeSIPAddr(t *testing.T) string {
-	t.Helper()
-	for range 200 {
-		port := 20000 + rand.IntN(12000)
-		var held []io.Closer
-		free := true
-		for _, try := range []struct {
-			network string
-			port    int
-		}{{"udp", port}, {"tcp", port}, {"tcp", port + 1}} {
-			a := net.JoinHostPort("127.0.0.1", strconv.Itoa(try.port))
-			var c io.Closer
-			var err error
-			if try.network == "udp" {
-				c, err = net.ListenPacket("udp", a)
-			} else {
-				c, err = net.Listen("tcp", a)
-			}
-			if err != nil {
-				free = false
-				break
-			}
-			held = append(held, c)
-		}
-		for _, c := range held {
-			c.Close()
-		}
-		if free {
-			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		}
-	}
-	t.Fatal("no free port for baresip")
-	return ""
 }

@@ -3,7 +3,8 @@
 // chromium: a test without its tool skips with the reason, unless
 // DIALBOX_REQUIRE_TOOLS=1, what .ci/run sets after installing them, makes
 // the absence a failure, so CI never skips silently), the one way they wait
-// for a condition, and the one buffer goroutines write logs to.
+// for a condition, the one buffer goroutines write logs to, and a free
+// address for baresip.
 package testtool
 
 import (
