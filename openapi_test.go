@@ -760,6 +760,56 @@ func TestOpenAPIAdmin(t *testing.T) {
 	}
 }
 
+// contractEvents checks the payload of every webhook message s has queued
+// against the contract's schema for its event, and hands each on to each.
+func contractEvents(t *testing.T, s Store, doc *openapi3.T, each func(typ, payload string)) {
+	t.Helper()
+	queryRows(t, s, `SELECT event_type, payload FROM webhook_messages`, nil, func(scan func(...any) error) error {
+		var typ, payload string
+		if err := scan(&typ, &payload); err != nil {
+			return err
+		}
+		item := doc.Webhooks[typ]
+		if item == nil || item.Post == nil {
+			return fmt.Errorf("event %s is not in the document's webhooks", typ)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(payload), &v); err != nil {
+			return err
+		}
+		schema := item.Post.RequestBody.Value.Content.Get("application/json").Schema.Value
+		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
+		}
+		each(typ, payload)
+		return nil
+	})
+}
+
+// completedCalls is the data of every call.completed event s has queued,
+// by phone, each payload checked against the contract (contractEvents).
+func completedCalls[T any](t *testing.T, s Store, doc *openapi3.T) map[string]T {
+	t.Helper()
+	calls := map[string]T{}
+	contractEvents(t, s, doc, func(typ, payload string) {
+		if typ != domain.EventCallCompleted {
+			return
+		}
+		var phone struct {
+			Data struct {
+				Phone string `json:"phone"`
+			}
+		}
+		var call struct{ Data T }
+		if json.Unmarshal([]byte(payload), &phone) != nil || json.Unmarshal([]byte(payload), &call) != nil {
+			t.Errorf("a call.completed payload not read: %s", payload)
+			return
+		}
+		calls[phone.Data.Phone] = call.Data
+	})
+	return calls
+}
+
 // TestOpenAPIWebhookEvents lets the engine call the demo tenant's contacts
 // and checks every event it queues for the webhook against the document's
 // webhooks section.
@@ -782,31 +832,8 @@ func TestOpenAPIWebhookEvents(t *testing.T) {
 	}
 	waitFor(t, "every contact completed", func() bool { return count() >= len(phones) })
 
-	rows, err := sqliteAt(t, m.Config.Database).Query(`SELECT event_type, payload FROM webhook_messages`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	seen := map[string]int{}
-	for rows.Next() {
-		var typ, payload string
-		if err := rows.Scan(&typ, &payload); err != nil {
-			t.Fatal(err)
-		}
-		item := doc.Webhooks[typ]
-		if item == nil || item.Post == nil {
-			t.Fatalf("event %s is not in the document's webhooks", typ)
-		}
-		var v any
-		if err := json.Unmarshal([]byte(payload), &v); err != nil {
-			t.Fatal(err)
-		}
-		schema := item.Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
-			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
-		}
-		seen[typ]++
-	}
+	contractEvents(t, m.store, doc, func(typ, _ string) { seen[typ]++ })
 	t.Logf("events checked: %v", seen)
 	if seen["call.completed"] < len(phones) || seen["contact.completed"] != len(phones) {
 		t.Errorf("events checked: %v", seen)

@@ -21,8 +21,6 @@ import (
 	"dialbox/internal/script"
 	"dialbox/internal/sipcall/sipcalltest"
 	"dialbox/internal/store"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // recordingScenarios: "rec" records a menu the built-in +84900000010
@@ -197,17 +195,7 @@ func testRecordingsSimulated(t *testing.T, backend string) {
 
 	// In the webhooks: the URL on the recorded call's, nothing on the others.
 	withURL := 0
-	queryRows(t, s.m.store, `SELECT event_type, payload FROM webhook_messages`, nil, func(scan func(...any) error) error {
-		var typ, payload string
-		if err := scan(&typ, &payload); err != nil {
-			return err
-		}
-		var v any
-		json.Unmarshal([]byte(payload), &v)
-		schema := doc.Webhooks[typ].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
-			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
-		}
+	contractEvents(t, s.m.store, doc, func(typ, payload string) {
 		var ev struct {
 			Data struct {
 				CallID       string  `json:"call_id"`
@@ -223,7 +211,6 @@ func testRecordingsSimulated(t *testing.T, backend string) {
 		case ev.Data.CallID == rec.ID:
 			withURL++
 		}
-		return nil
 	})
 	if withURL != 2 {
 		t.Errorf("%d events carry the recording_url, want call.completed and contact.completed", withURL)

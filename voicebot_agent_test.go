@@ -15,10 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"dialbox/internal/domain"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 const agentScenario = `
@@ -155,29 +151,7 @@ model = "fake-model"
 	engWaitAllDone(t, m.store, app, 3)
 
 	doc := loadContract(t)
-	calls := map[string]agentCall{}
-	queryRows(t, m.store, `SELECT event_type, payload FROM webhook_messages`, nil, func(scan func(...any) error) error {
-		var typ, payload string
-		if err := scan(&typ, &payload); err != nil {
-			return err
-		}
-		var v any
-		if err := json.Unmarshal([]byte(payload), &v); err != nil {
-			return err
-		}
-		schema := doc.Webhooks[typ].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
-			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
-		}
-		var ev struct{ Data agentCall }
-		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
-			return err
-		}
-		if typ == domain.EventCallCompleted {
-			calls[ev.Data.Phone] = ev.Data
-		}
-		return nil
-	})
+	calls := completedCalls[agentCall](t, m.store, doc)
 
 	for _, want := range []struct {
 		phone, result, path, errPart string

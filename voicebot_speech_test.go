@@ -17,8 +17,6 @@ import (
 	"dialbox/internal/domain"
 	"dialbox/internal/engine"
 	"dialbox/internal/sandbox"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 const speechScenario = `
@@ -87,29 +85,7 @@ func testVoicebotSpeechGather(t *testing.T, backend string) {
 	engImport(t, s, app, "ask", "", phones...)
 	engWaitAllDone(t, s, app, len(phones))
 
-	calls := map[string]botCall{}
-	queryRows(t, s, `SELECT event_type, payload FROM webhook_messages`, nil, func(scan func(...any) error) error {
-		var typ, payload string
-		if err := scan(&typ, &payload); err != nil {
-			return err
-		}
-		var v any
-		if err := json.Unmarshal([]byte(payload), &v); err != nil {
-			return err
-		}
-		schema := doc.Webhooks[typ].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
-			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
-		}
-		var ev struct{ Data botCall }
-		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
-			return err
-		}
-		if typ == domain.EventCallCompleted {
-			calls[ev.Data.Phone] = ev.Data
-		}
-		return nil
-	})
+	calls := completedCalls[botCall](t, s, doc)
 
 	const ask = "bot: Chào Contact %d, anh có đến buổi hẹn không?"
 	for _, want := range []struct {

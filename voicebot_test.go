@@ -22,8 +22,6 @@ import (
 	"dialbox/internal/sandbox"
 	"dialbox/internal/script"
 	"dialbox/internal/store"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // reminderTOML is the appointment reminder of docs/voicebot.md, as a
@@ -176,37 +174,7 @@ func TestVoicebotAppointmentReminder(t *testing.T) {
 	engImport(t, s, app, "plain", "", "+84912000005")
 	engWaitAllDone(t, s, app, 7)
 
-	rows, err := sqliteDB(t, s).Query(`SELECT event_type, payload FROM webhook_messages`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	calls := map[string]botCall{}
-	for rows.Next() {
-		var typ, payload string
-		if err := rows.Scan(&typ, &payload); err != nil {
-			t.Fatal(err)
-		}
-		var v any
-		if err := json.Unmarshal([]byte(payload), &v); err != nil {
-			t.Fatal(err)
-		}
-		schema := doc.Webhooks[typ].Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
-			t.Errorf("%s payload refused by the contract: %.1500v\n%s", typ, err, payload)
-		}
-		if typ != domain.EventCallCompleted {
-			continue
-		}
-		var ev struct{ Data botCall }
-		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
-			t.Fatal(err)
-		}
-		calls[ev.Data.Phone] = ev.Data
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	calls := completedCalls[botCall](t, s, doc)
 
 	for _, want := range []struct {
 		phone, outcome, answeredBy, digits, result, path string
