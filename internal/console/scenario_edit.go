@@ -111,10 +111,9 @@ func (d *scenarioForm) view() *view {
 	return &view{Page: "scenario_edit", Title: title, Data: d}
 }
 
-// saveScenario saves the form: the scenario created or changed, then its
-// page; on a problem, the form again as sent, every problem named and each
-// of the script's beside its line.
-func (c *Console) saveScenario(edit bool) httprouter.Handle {
+// scenarioPost serves a post of the scenario editor (saving, trying it):
+// handle gets the form's session and the editor's data, the form as sent.
+func (c *Console) scenarioPost(edit bool, handle func(w http.ResponseWriter, r *http.Request, s *session, d *scenarioForm)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		s := c.formSession(w, r)
 		if s == nil {
@@ -128,6 +127,17 @@ func (c *Console) saveScenario(edit bool) httprouter.Handle {
 			return
 		}
 		d.Form = r.PostForm
+		handle(w, r, s, d)
+	}
+}
+
+// saveScenario saves the form: the scenario created or changed, then its
+// page; on a problem, the form again as sent, every problem named and each
+// of the script's beside its line.
+func (c *Console) saveScenario(edit bool) httprouter.Handle {
+	return c.scenarioPost(edit, func(w http.ResponseWriter, r *http.Request, s *session, d *scenarioForm) {
+		ctx := r.Context()
+		var err error
 		change, text, problems := scenarioChange(r.PostForm, d.Scenario.CallConfig)
 		var id string
 		if problems == nil {
@@ -165,7 +175,7 @@ func (c *Console) saveScenario(edit bool) httprouter.Handle {
 		c.audit(r, s, d.App.APIKey, done)
 		s.setFlash(&flash{Text: done})
 		http.Redirect(w, r, "/console/apps/"+url.PathEscape(d.App.APIKey)+"/scenarios/"+url.PathEscape(id), http.StatusSeeOther)
-	}
+	})
 }
 
 // problemsText is every problem on one line, for the audit log.

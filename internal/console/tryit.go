@@ -48,19 +48,9 @@ type tried struct {
 // again as sent with what the run did; problems are shown as saving shows
 // them.
 func (c *Console) tryScript(edit bool) httprouter.Handle {
-	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		s := c.formSession(w, r)
-		if s == nil {
-			return
-		}
-		defer c.recoverPanic(w, r, s)
+	return c.scenarioPost(edit, func(w http.ResponseWriter, r *http.Request, s *session, d *scenarioForm) {
 		ctx := r.Context()
-		d, err := c.scenarioFormData(ctx, ps, edit)
-		if err != nil {
-			c.fail(w, r, s, err)
-			return
-		}
-		d.Form, d.Trying = r.PostForm, true
+		d.Trying = true
 		callee, problems := tryCallee(r.PostForm)
 		change, text, more := scenarioChange(r.PostForm, d.Scenario.CallConfig)
 		problems = append(problems, more...)
@@ -97,7 +87,7 @@ func (c *Console) tryScript(edit bool) httprouter.Handle {
 		d.Tried = t
 		c.audit(r, s, d.App.APIKey, "tried the script: "+t.summary())
 		c.render(w, http.StatusOK, layoutData{view: *d.view(), CSRF: s.csrf, SignedIn: true, Status: http.StatusOK})
-	}
+	})
 }
 
 // summary is the try in one line, for the audit log.
