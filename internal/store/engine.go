@@ -82,10 +82,10 @@ func (s *sqlStore) EnabledHotlines(ctx context.Context, appID int64, poolKey str
 // longer queued is left out).
 func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ func() time.Time) ([]domain.CallClaim, error) {
 	var out []domain.CallClaim
-	err := s.WriteData(ctx, func(tx *sql.Tx) error {
+	err := s.WriteData(ctx, func(tx sqldb.SQLQueryer) error {
 		out = out[:0]
 		for _, c := range claims {
-			err := tx.QueryRow(`UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?
+			err := tx.QueryRowContext(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?
 				WHERE seq = ? AND state = 'queued' RETURNING attempts`, Millis(c.Start), c.Contact.Seq).Scan(&c.Attempt)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
@@ -93,7 +93,7 @@ func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ fu
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, ad_phone)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, ad_phone)
 				VALUES (?, ?, ?, ?, ?, ?, ?)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, Millis(c.Start),
 				nullString(c.AdPhone)); err != nil {
 				return err
@@ -109,7 +109,7 @@ func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ fu
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *SQLite) EndCall(ctx context.Context, e domain.CallEnd) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx(tx), e) })
+	return s.WriteData(ctx, func(tx sqldb.SQLQueryer) error { return endCallTx(sqliteTx(tx), e) })
 }
 
 // SettleInterrupted ends every call a previous run left up (a crash or a
@@ -117,7 +117,7 @@ func (s *SQLite) EndCall(ctx context.Context, e domain.CallEnd) error {
 // returns how many it settled.
 func (s *SQLite) SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	n := 0
-	err := s.WriteData(ctx, func(tx *sql.Tx) error {
+	err := s.WriteData(ctx, func(tx sqldb.SQLQueryer) error {
 		n = 0
 		ids, err := sqldb.Collect(ctx, sqldb.SQLShared(tx), scanCallID, `SELECT id FROM calls WHERE state = 'dialing'`)
 		if err != nil {

@@ -85,7 +85,9 @@ func settleOn(ctx context.Context, q sqldb.Querier) settleTx {
 
 // sqliteTx is settleTx in the SQLite writer's shared transaction, whose
 // statements run to their end whatever a caller's context (sqldb.SQLShared).
-func sqliteTx(tx *sql.Tx) settleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
+func sqliteTx(tx sqldb.SQLQueryer) settleTx {
+	return settleOn(context.Background(), sqldb.SQLShared(tx))
+}
 
 type sqliteSettle struct{ txQueries }
 
