@@ -82,8 +82,8 @@ func (s *sqlStore) EnabledHotlines(ctx context.Context, appID int64, poolKey str
 // longer queued is left out).
 func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ func() time.Time) ([]domain.CallClaim, error) {
 	var out []domain.CallClaim
-	err := s.WriteData(ctx, func(tx sqldb.SQLQueryer) error {
-		out = out[:0]
+	err := s.writeRerunnable(ctx, func(tx sqldb.SQLQueryer) error {
+		out = out[:0] // a rerun starts again
 		for _, c := range claims {
 			err := tx.QueryRowContext(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?
 				WHERE seq = ? AND state = 'queued' RETURNING attempts`, Millis(c.Start), c.Contact.Seq).Scan(&c.Attempt)
@@ -109,7 +109,7 @@ func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ fu
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *SQLite) EndCall(ctx context.Context, e domain.CallEnd) error {
-	return s.WriteData(ctx, func(tx sqldb.SQLQueryer) error { return endCallTx(sqliteTx(tx), e) })
+	return s.writeRerunnable(ctx, func(tx sqldb.SQLQueryer) error { return endCallTx(sqliteTx(tx), e) })
 }
 
 // SettleInterrupted ends every call a previous run left up (a crash or a
@@ -321,7 +321,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 // import take them, so none of them deadlocks with another; SQLite's one
 // writer needs no lock.
 func (s *sqlStore) HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error {
-	return s.writeData(ctx, func(q sqldb.Querier) error {
+	return s.writeRerunnable(ctx, func(q sqldb.Querier) error {
 		if q.Dialect() == sqldb.Postgres {
 			var apps []int64
 			for _, h := range holds {

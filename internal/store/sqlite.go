@@ -61,6 +61,12 @@ type writeJob struct {
 	// alone jobs commit in a transaction of their own: the storage probe,
 	// whose SQLITE_FULL may roll back the whole transaction it is in.
 	alone bool
+	// rerunnable jobs may run again from their start (what they keep of
+	// a run is their transaction's changes and what they set anew), so a
+	// run of them shares one savepoint, each run again under its own when
+	// one fails: settles and claims touch the same pages, which a
+	// savepoint each copied to SQLite's statement journal again and again.
+	rerunnable bool
 }
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
@@ -115,7 +121,7 @@ func openLockedStore(path string, migrations []string, m Metrics, rec recordings
 	s := &SQLite{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations),
 		recordings: rec}
 	s.sqlStore = sqlStore{db: sqldb.SQL(read),
-		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
+		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData), writeRerunnable: sqliteWrite(s.writeRerunnable)}
 	if err := s.stmts.prepare(write, len(migrations), m.stmts); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -275,6 +281,12 @@ func (s *SQLite) WriteData(ctx context.Context, fn func(sqldb.SQLQueryer) error)
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
 }
 
+// writeRerunnable is WriteData for a job that may run again from its
+// start: a run of them shares a savepoint (writeJob.rerunnable).
+func (s *SQLite) writeRerunnable(ctx context.Context, fn func(sqldb.SQLQueryer) error) error {
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true, rerunnable: true})
+}
+
 // sqliteWrite is sqlStore's write over one of the writer's: fn's
 // statements ride in the writer's shared transaction.
 func sqliteWrite(write func(context.Context, func(sqldb.SQLQueryer) error) error) func(context.Context, func(sqldb.Querier) error) error {
@@ -302,24 +314,27 @@ func (s *SQLite) commit(batch []writeJob) {
 		if err != nil {
 			return err
 		}
-		for i, job := range batch {
-			if _, err := tx.Stmt(s.stmts.savepoint).Exec(); err != nil {
-				tx.Rollback()
-				return err
+		for i := 0; i < len(batch); {
+			n := 1 // the jobs from i that share a savepoint
+			for batch[i].rerunnable && i+n < len(batch) && batch[i+n].rerunnable {
+				n++
 			}
-			results[i] = runJob(job.fn, preparedTx{tx, &s.stmts})
-			if results[i] != nil {
-				if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
-					// SQLITE_FULL may roll the whole transaction back,
-					// savepoints included: say why, without handing the
-					// job's error (wrapped) to the batch's other jobs.
-					tx.Rollback()
-					return fmt.Errorf("%v, then rolling back to its savepoint: %w", results[i], err)
+			if n > 1 {
+				failed, err := s.runJobs(tx, batch[i:i+n], results[i:i+n])
+				if err != nil {
+					return err
 				}
+				if !failed {
+					i += n
+					continue
+				}
+				// One failed, undoing them all: each runs again under a
+				// savepoint of its own, so that only it fails.
 			}
-			if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
-				tx.Rollback()
-				return err
+			for end := i + n; i < end; i++ {
+				if _, err := s.runJobs(tx, batch[i:i+1], results[i:i+1]); err != nil {
+					return err
+				}
 			}
 		}
 		s.watch.Committing()
@@ -339,6 +354,34 @@ func (s *SQLite) commit(batch []writeJob) {
 	// job that comes next run the statements prepared.
 	s.stmts.prepareSeen()
 	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
+}
+
+// runJobs runs jobs in tx under one savepoint, each one's result into
+// results, until one fails (failed): then their changes are undone. An
+// error is the transaction's, rolled back.
+func (s *SQLite) runJobs(tx *sql.Tx, jobs []writeJob, results []error) (failed bool, err error) {
+	if _, err := tx.Stmt(s.stmts.savepoint).Exec(); err != nil {
+		tx.Rollback()
+		return false, err
+	}
+	for k, job := range jobs {
+		if results[k] = runJob(job.fn, preparedTx{tx, &s.stmts}); results[k] != nil {
+			failed = true
+			if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
+				// SQLITE_FULL may roll the whole transaction back,
+				// savepoints included: say why, without handing the
+				// job's error (wrapped) to the batch's other jobs.
+				tx.Rollback()
+				return true, fmt.Errorf("%v, then rolling back to its savepoint: %w", results[k], err)
+			}
+			break
+		}
+	}
+	if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
+		tx.Rollback()
+		return failed, err
+	}
+	return failed, nil
 }
 
 // runJob keeps a panicking job from taking the writer (and every other

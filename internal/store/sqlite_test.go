@@ -183,3 +183,77 @@ func TestWriterCommitsAloneJobsAlone(t *testing.T) {
 		t.Errorf("the alone job shared a transaction: %p before, %p alone, %p after", txOf[0], txOf[1], txOf[2])
 	}
 }
+
+// TestWriterSharesASavepointAmongRerunnableJobs: rerunnable jobs queued
+// together run under one savepoint; when one of them fails or panics, they
+// run again each under its own, so that only it fails and every other's
+// changes are committed once.
+func TestWriterSharesASavepointAmongRerunnableJobs(t *testing.T) {
+	s := openSQLite(t)
+	ctx := context.Background()
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (job INTEGER PRIMARY KEY, runs INTEGER NOT NULL DEFAULT 0)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name          string
+		fails, panics int // the job that does, -1: none
+		wantRuns      int
+	}{
+		{"none fails", -1, -1, 8},
+		{"one fails", 3, -1, 4 + 8}, // up to the one failing, then each again
+		{"one panics", -1, 5, 6 + 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := s.write.Exec(`DELETE FROM t`); err != nil {
+				t.Fatal(err)
+			}
+			release := make(chan struct{})
+			blocker := writeJob{fn: func(sqldb.SQLQueryer) error { <-release; return nil }, result: make(chan error, 1)}
+			s.jobs <- blocker
+			runs := 0
+			jobs := make([]writeJob, 8)
+			for i := range jobs {
+				jobs[i] = writeJob{fn: func(tx sqldb.SQLQueryer) error {
+					runs++ // the writer's goroutine alone runs jobs
+					if _, err := tx.ExecContext(ctx, `INSERT INTO t (job) VALUES (?) ON CONFLICT DO NOTHING`, i); err != nil {
+						return err
+					}
+					if _, err := tx.ExecContext(ctx, `UPDATE t SET runs = runs + 1 WHERE job = ?`, i); err != nil {
+						return err
+					}
+					switch i {
+					case c.fails:
+						return fmt.Errorf("job %d fails", i)
+					case c.panics:
+						panic(fmt.Sprintf("job %d panics", i))
+					}
+					return nil
+				}, result: make(chan error, 1), dataOnly: true, rerunnable: true}
+				s.jobs <- jobs[i] // queued while the writer waits in blocker's batch
+			}
+			close(release)
+			if err := <-blocker.result; err != nil {
+				t.Fatal(err)
+			}
+			for i, j := range jobs {
+				err := <-j.result
+				if failing := i == c.fails || i == c.panics; failing != (err != nil) {
+					t.Errorf("job %d: %v", i, err)
+				}
+				want := 1
+				if i == c.fails || i == c.panics {
+					want = 0
+				}
+				if n := countSQLite(t, s, `SELECT count(*) FROM t WHERE job = ? AND runs = 1`, i); n != want {
+					t.Errorf("job %d: %d rows changed once, want %d", i, n, want)
+				}
+			}
+			if runs != c.wantRuns {
+				t.Errorf("jobs ran %d times, want %d", runs, c.wantRuns)
+			}
+		})
+	}
+}

@@ -27,6 +27,11 @@ type sqlStore struct {
 	// writeData runs fn in a durable transaction that changes no
 	// configuration (contacts, calls, wallets' balances, the outbox).
 	writeData func(ctx context.Context, fn func(tx sqldb.Querier) error) error
+	// writeRerunnable is writeData for fn that may run again from its
+	// start, keeping nothing of a run but its transaction's changes and
+	// what it sets anew: SQLite's writer runs several of them under one
+	// savepoint (writeJob.rerunnable).
+	writeRerunnable func(ctx context.Context, fn func(tx sqldb.Querier) error) error
 }
 
 // settleTx is the part of a transaction that settling a call (endCallTx)

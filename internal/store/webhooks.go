@@ -121,7 +121,7 @@ func (s *sqlStore) RecordAttempts(ctx context.Context, attempts []domain.Deliver
 	if len(attempts) == 0 {
 		return nil
 	}
-	return s.writeData(ctx, func(tx sqldb.Querier) error {
+	return s.writeRerunnable(ctx, func(tx sqldb.Querier) error {
 		for part := range slices.Chunk(attempts, maxAttemptsPerStatement) {
 			if err := recordAttempts(ctx, tx, part); err != nil {
 				return err
