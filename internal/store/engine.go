@@ -267,7 +267,10 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 	if err != nil {
 		return err
 	}
-	if err := enqueueEvent(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+	// The events go in with one statement: a settle's is the writer's
+	// hottest path.
+	var out outbox
+	if err := out.add(endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
 	if !willRetry {
@@ -277,9 +280,12 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 			return err
 		}
 		data.TotalCost = &total
-		if err := enqueueEvent(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+		if err := out.add(endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
 			return err
 		}
+	}
+	if err := out.insert(tx); err != nil {
+		return err
 	}
 
 	if willRetry {
@@ -340,6 +346,7 @@ func (s *sqlStore) HoldContacts(ctx context.Context, holds []domain.CallHold, no
 // holdContactsTx is HoldContacts in a transaction of either store.
 func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Time) error {
 	endpoints := map[int64]map[string][]string{}
+	var out outbox // every hold's event, inserted at the end
 	for _, h := range holds {
 		var (
 			data    domain.EventData
@@ -385,11 +392,11 @@ func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Tim
 		}
 		data.StartedAt, data.EndedAt = domain.EventTime(now), domain.EventTime(now)
 		data.AnsweredBy, data.Steps, data.Transcript = domain.AnsweredByUnknown, json.RawMessage(`[]`), json.RawMessage(`[]`)
-		if err := enqueueEvent(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
+		if err := out.add(eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
 			return err
 		}
 	}
-	return nil
+	return out.insert(tx)
 }
 
 // AppDestinations reads the tenant's own destination rules.

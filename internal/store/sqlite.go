@@ -352,7 +352,7 @@ func (s *SQLite) commit(batch []writeJob) {
 	}
 	// The connection is free again; preparing before the answers lets a
 	// job that comes next run the statements prepared.
-	s.stmts.prepareSeen()
+	s.stmts.txDone()
 	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
 }
 

@@ -40,6 +40,9 @@ type writeStmts struct {
 	// prepare once it is over.
 	seen  *simplelru.LRU[string, int]
 	fresh []string
+	// bound are the statements bound to the transaction under way
+	// (tx.Stmt), each bound once however often its jobs run it.
+	bound map[string]*sql.Stmt
 	m     stmtMetrics
 }
 
@@ -52,6 +55,7 @@ func (w *writeStmts) prepare(db *sql.DB, version int, m stmtMetrics) error {
 		m.evictions.Inc()
 	})
 	w.seen, _ = simplelru.NewLRU[string, int](stmtCacheSize, nil)
+	w.bound = map[string]*sql.Stmt{}
 	var err error
 	prep := func(query string) *sql.Stmt {
 		if err != nil {
@@ -101,10 +105,12 @@ func (w *writeStmts) lookup(query string) *sql.Stmt {
 	return nil
 }
 
-// prepareSeen prepares the texts seen twice: the writer calls it between
-// transactions, when its connection is free. A text that does not prepare
-// (a table gone) is left to run as it comes.
-func (w *writeStmts) prepareSeen() {
+// txDone forgets the statements bound to the transaction over, and
+// prepares the texts seen twice: the writer calls it between transactions,
+// when its connection is free. A text that does not prepare (a table gone)
+// is left to run as it comes.
+func (w *writeStmts) txDone() {
+	clear(w.bound)
 	for _, q := range w.fresh {
 		w.seen.Remove(q)
 		if w.cache.Contains(q) {
@@ -146,26 +152,42 @@ type preparedTx struct {
 	stmts *writeStmts
 }
 
+// stmt is query's statement bound to the transaction, nil when it has
+// none prepared.
+func (p preparedTx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st := p.stmts.bound[query]; st != nil {
+		p.stmts.m.hits.Inc()
+		return st
+	}
+	st := p.stmts.lookup(query)
+	if st == nil {
+		return nil
+	}
+	st = p.tx.StmtContext(ctx, st)
+	p.stmts.bound[query] = st
+	return st
+}
+
 func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx = uncancelled(ctx)
-	if st := p.stmts.lookup(query); st != nil {
-		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := p.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
 	return p.tx.ExecContext(ctx, query, args...)
 }
 
 func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	ctx = uncancelled(ctx)
-	if st := p.stmts.lookup(query); st != nil {
-		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if st := p.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
 	return p.tx.QueryContext(ctx, query, args...)
 }
 
 func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx = uncancelled(ctx)
-	if st := p.stmts.lookup(query); st != nil {
-		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st := p.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
 	return p.tx.QueryRowContext(ctx, query, args...)
 }

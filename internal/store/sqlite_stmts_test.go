@@ -164,3 +164,33 @@ func TestSettleRunsPreparedStatements(t *testing.T) {
 		t.Errorf("%d webhook messages queued, want 12 (two events for each of 6 calls)", n)
 	}
 }
+
+// TestRowsPerStatement: multi-row statements carry a power of two of rows,
+// the largest that fits, so their texts are few.
+func TestRowsPerStatement(t *testing.T) {
+	for _, c := range []struct{ n, max, want int }{
+		{1, 128, 1}, {2, 128, 2}, {3, 128, 2}, {127, 128, 64}, {128, 128, 128}, {200, 128, 128}, {37, 64, 32},
+	} {
+		if got := rowsPerStatement(c.n, c.max); got != c.want {
+			t.Errorf("rowsPerStatement(%d, %d) = %d, want %d", c.n, c.max, got, c.want)
+		}
+	}
+	// A batch of every size up to 300 takes at most log2 statements a
+	// kind, and every row.
+	texts := map[int]bool{}
+	for total := 1; total <= 300; total++ {
+		done := 0
+		for rest := total; rest > 0; {
+			n := rowsPerStatement(rest, maxAttemptsPerStatement)
+			texts[n] = true
+			done += n
+			rest -= n
+		}
+		if done != total {
+			t.Fatalf("%d rows split into %d", total, done)
+		}
+	}
+	if len(texts) != 8 {
+		t.Errorf("%d statement sizes, want 8 (1 to 128)", len(texts))
+	}
+}

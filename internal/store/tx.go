@@ -35,7 +35,7 @@ type sqlStore struct {
 }
 
 // settleTx is the part of a transaction that settling a call (endCallTx)
-// and queuing its webhook events (enqueueEvent) use, so both stores run that
+// and queuing its webhook events (outbox) use, so both stores run that
 // code, the heart of what a call costs and reports, as one: SQLite's
 // *sql.Tx (sqliteTx) and PostgreSQL's pgx.Tx (pgTx). Queries are written
 // with ? placeholders, in the SQL both databases speak, and run through
