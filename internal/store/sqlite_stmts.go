@@ -10,7 +10,8 @@ import (
 
 // The SQLite writer's statement cache (docs/operations.md#metrics). The
 // driver parses a statement's SQL at every run unless it was prepared, and
-// parsing was most of what settling a call cost the writer. A statement
+// has no cache of its own: parsing was a third of the CPU of a burst of
+// settles and deliveries (docs/benchmarks.md#webhook-delivery). A statement
 // cannot be prepared through the pool while the writer's transaction holds
 // its only connection, so the writer notes the texts its jobs run
 // unprepared and, once the transaction is over and the connection free,
