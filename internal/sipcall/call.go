@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/emiago/diago"
-	"github.com/emiago/diago/audio"
 	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 	"github.com/pion/rtp"
+	"github.com/zaf/g711"
 )
 
 // Defaults for a CallRequest's zero timeouts.
@@ -35,9 +35,10 @@ type CallRequest struct {
 	// Caller is the From user, sip:<Caller>@<trunk host>: the hotline,
 	// i.e. the caller ID, as the trunk expects it.
 	Caller string
-	// Prompt is the audio played on answer: 8 kHz mono signed 16-bit
-	// little-endian PCM, sent as the negotiated G.711 in 20 ms packets.
-	Prompt []byte
+	// Prompt is the audio played on answer: 8 kHz mono samples, sent as
+	// the negotiated G.711 in 20 ms packets. It is only read: calls may
+	// share one.
+	Prompt []int16
 	// RingTimeout is how long the call may ring before we CANCEL it (a
 	// no-answer); 0 is DefaultRingTimeout.
 	RingTimeout time.Duration
@@ -139,9 +140,6 @@ func (u *UserAgent) Call(ctx context.Context, req CallRequest) CallResult {
 	}
 	if req.Caller == "" || strings.ContainsAny(req.Caller, " <>@;:\"") {
 		return failed(fmt.Errorf("sipcall: caller %q is not a SIP user", req.Caller))
-	}
-	if len(req.Prompt)%2 != 0 {
-		return failed(errors.New("sipcall: prompt is not 16-bit PCM (odd length)"))
 	}
 	if req.RingTimeout < 0 || req.MaxDuration < 0 {
 		return failed(errors.New("sipcall: negative timeout"))
@@ -297,12 +295,12 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 	sess := d.MediaSession()
 	codec := media.CodecAudioFromSession(sess)
 	res.Codec = codec.Name
-	var encode func(dst, pcm []byte) (int, error)
+	var encode func(dst []byte, samples []int16)
 	switch codec.PayloadType {
 	case media.CodecAudioUlaw.PayloadType:
-		encode = audio.EncodeUlawTo
+		encode = encodeUlaw
 	case media.CodecAudioAlaw.PayloadType:
-		encode = audio.EncodeAlawTo
+		encode = encodeAlaw
 	default: // we offer only G.711
 		end(EndError, fmt.Errorf("sipcall: far end chose codec %s", codec.Name))
 		u.hangup(d, res)
@@ -412,28 +410,38 @@ func (u *UserAgent) hangup(d *diago.DialogClientSession, res *CallResult) {
 	}
 }
 
-// playPrompt sends pcm in 20 ms frames; the writer (diago's RTP packet
-// writer) paces them on the RTP clock.
-func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []byte, stop <-chan struct{}, rec *recording) error {
-	const frame = 320 // 160 samples: 20 ms at 8 kHz
-	out := make([]byte, frame/2)
-	for off := 0; off < len(pcm); off += frame {
+// playPrompt sends samples in 20 ms frames; the writer (diago's RTP
+// packet writer) paces them on the RTP clock.
+func playPrompt(w io.Writer, encode func(dst []byte, samples []int16), samples []int16, stop <-chan struct{}, rec *recording) error {
+	out := make([]byte, frameLen)
+	for off := 0; off < len(samples); off += frameLen {
 		select {
 		case <-stop:
 			return nil
 		default:
 		}
-		f := pcm[off:min(off+frame, len(pcm))]
-		n, err := encode(out, f)
-		if err != nil {
-			return err
-		}
+		f := samples[off:min(off+frameLen, len(samples))]
+		encode(out, f)
 		rec.send(f)
-		if _, err := w.Write(out[:n]); err != nil {
+		if _, err := w.Write(out[:len(f)]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// encodeUlaw and encodeAlaw write samples as G.711, a byte each, into dst,
+// from the samples as they are: no copy of a prompt a call plays.
+func encodeUlaw(dst []byte, samples []int16) {
+	for i, s := range samples {
+		dst[i] = g711.EncodeUlawFrame(s)
+	}
+}
+
+func encodeAlaw(dst []byte, samples []int16) {
+	for i, s := range samples {
+		dst[i] = g711.EncodeAlawFrame(s)
+	}
 }
 
 // readRTP reads the far end's RTP until the media is closed, signalling
