@@ -128,6 +128,12 @@ func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound
 		}
 	}
 
+	metrics := buildRequest("GET", d.Addr, "/metrics", "", nil)
+	idle, err := dialboxMetrics(d.Addr, metrics)
+	if err != nil {
+		return res, err
+	}
+
 	// Each batch leaves at its time on a free connection, as the clients
 	// of an offered rate would, not once the batch before is answered: a
 	// commit slowed by a busy disk must not slow the offer, as sipp's
@@ -171,18 +177,22 @@ func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound
 	// Counted from /metrics, not from the database: opening it from this
 	// process while dialbox ran made dialbox's own reads fail ("database
 	// disk image is malformed"): dialbox holds no lock on its -shm file.
-	metrics := buildRequest("GET", d.Addr, "/metrics", "", nil)
+	// The goroutines too, every 200 ms while the calls are up (each lasts
+	// the prompt, seconds): what the collector scans per call.
 	deadline := began.Add(bound)
+	most := 0
 	for {
-		ended, outcomes, err := endedCalls(d.Addr, metrics)
+		m, err := dialboxMetrics(d.Addr, metrics)
 		if err != nil {
 			return res, err
 		}
-		if ended >= calls || time.Now().After(deadline) {
-			res.Outcomes, res.Elapsed = outcomes, time.Since(began)
+		most = max(most, m.goroutines)
+		if m.ended >= calls || time.Now().After(deadline) {
+			logf("    goroutines: %d before the calls, at most %d during them", idle.goroutines, most)
+			res.Outcomes, res.Elapsed = m.outcomes, time.Since(began)
 			res.FirstErr = firstWarning(d.Log)
-			if ended < calls {
-				return res, fmt.Errorf("%d of %d calls ended within %s", ended, calls, bound)
+			if m.ended < calls {
+				return res, fmt.Errorf("%d of %d calls ended within %s", m.ended, calls, bound)
 			}
 			return res, nil
 		}
@@ -190,15 +200,29 @@ func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound
 	}
 }
 
-// endedCalls reads dialbox_calls_total, the ended calls by outcome, from
-// dialbox's /metrics.
-func endedCalls(addr string, metrics []byte) (int, map[string]int, error) {
+// callMetrics is what the SIP step reads of dialbox's /metrics: the ended
+// calls (dialbox_calls_total), by outcome, and go_goroutines.
+type callMetrics struct {
+	ended      int
+	outcomes   map[string]int
+	goroutines int
+}
+
+func dialboxMetrics(addr string, metrics []byte) (callMetrics, error) {
+	m := callMetrics{outcomes: map[string]int{}}
 	status, body, err := fetch(addr, metrics)
 	if err != nil || status != 200 {
-		return 0, nil, fmt.Errorf("GET /metrics: HTTP %d %v", status, err)
+		return m, fmt.Errorf("GET /metrics: HTTP %d %v", status, err)
 	}
-	total, out := 0, map[string]int{}
 	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return m, fmt.Errorf("GET /metrics: %q", l)
+			}
+			m.goroutines = n
+			continue
+		}
 		rest, ok := strings.CutPrefix(l, `dialbox_calls_total{outcome="`)
 		if !ok {
 			continue
@@ -206,12 +230,12 @@ func endedCalls(addr string, metrics []byte) (int, map[string]int, error) {
 		outcome, value, ok := strings.Cut(rest, `"} `)
 		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if !ok || err != nil {
-			return 0, nil, fmt.Errorf("GET /metrics: %q", l)
+			return m, fmt.Errorf("GET /metrics: %q", l)
 		}
-		out[outcome] += int(n)
-		total += int(n)
+		m.outcomes[outcome] += int(n)
+		m.ended += int(n)
 	}
-	return total, out, nil
+	return m, nil
 }
 
 // firstWarning is the first warning or error dialbox logged, or "".
