@@ -41,7 +41,7 @@ import (
 // not stored at all once the cache has given back what it can.
 //
 // The renderings used last are also kept decoded in memory, up to
-// MemoryBytes of samples (docs/sip.md#text-to-speech): a prompt every call
+// memoryBytes of samples (docs/sip.md#text-to-speech): a prompt every call
 // speaks is then read and decoded once, not twice a call, which at
 // hundreds of calls a second was most of what the process allocated. A
 // rendering answered is shared: callers must not change its samples.
@@ -77,10 +77,10 @@ type kept struct {
 	touched time.Time
 }
 
-// MemoryBytes bounds the renderings a Cache keeps decoded in memory: a
+// memoryBytes bounds the renderings a Cache keeps decoded in memory: a
 // hundred 5-second prompts, or one the length of MaxUtterance's minute
 // several times over.
-const MemoryBytes = 8 << 20
+const memoryBytes = 8 << 20
 
 // touchEvery is how often, at most, a rendering answered from memory marks
 // its file used: sweeps count in hours and days.
@@ -126,7 +126,7 @@ func NewCache(dir string, engine Engine, limits CacheLimits) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tts cache: %w", err)
 	}
-	c := &Cache{dir: dir, engine: engine, limits: limits, now: time.Now, freeSpace: freeSpace, memLimit: MemoryBytes}
+	c := &Cache{dir: dir, engine: engine, limits: limits, now: time.Now, freeSpace: freeSpace, memLimit: memoryBytes}
 	// Bounded by bytes (keep), never by this count.
 	c.mem, _ = simplelru.NewLRU(math.MaxInt32, func(_ string, k *kept) { c.memBytes -= 2 * int64(len(k.b.Samples)) })
 	c.mu.Lock()
