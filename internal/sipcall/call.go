@@ -330,7 +330,8 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 	// it, the no-RTP timer reads it when it fires, so that no packet wakes
 	// this goroutine (600 calls: 30,000 packets a second).
 	var lastRTP atomic.Int64
-	since := func() time.Duration { return time.Since(res.AnsweredAt) }
+	answered := res.AnsweredAt
+	since := func() time.Duration { return time.Since(answered) }
 	digits := make(chan string, 1)
 	var keys chan rune
 	var heard *hearing
