@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/audio"
 	"dialbox/internal/sipcall"
 )
 
@@ -65,7 +66,10 @@ func runSIPCaller(args []string) error {
 		return err
 	}
 	defer ua.Close()
-	pcm := tonePCM(*prompt)
+	pcm, err := audio.DecodePCM16(tonePCM(*prompt))
+	if err != nil {
+		return err
+	}
 
 	start := make(chan os.Signal, 1)
 	signal.Notify(start, syscall.SIGUSR1)
