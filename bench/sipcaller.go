@@ -33,6 +33,10 @@ type sipPlaced struct {
 	Outcomes map[string]int `json:"outcomes"` // "ANSWERED/prompt_done" and the like
 	FirstErr string         `json:"first_error,omitempty"`
 	Elapsed  time.Duration  `json:"elapsed"`
+	// Began: when the first contact was offered, for a caller whose
+	// offer starts before its first INVITE (dialbox, through operation
+	// A); zero when the first INVITE is the offer's start.
+	Began time.Time `json:"began,omitzero"`
 }
 
 func runSIPCaller(args []string) error {

@@ -189,7 +189,7 @@ func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound
 		most = max(most, m.goroutines)
 		if m.ended >= calls || time.Now().After(deadline) {
 			logf("    goroutines: %d before the calls, at most %d during them", idle.goroutines, most)
-			res.Outcomes, res.Elapsed = m.outcomes, time.Since(began)
+			res.Outcomes, res.Elapsed, res.Began = m.outcomes, time.Since(began), began
 			res.FirstErr = firstWarning(d.Log)
 			if m.ended < calls {
 				return res, fmt.Errorf("%d of %d calls ended within %s", m.ended, calls, bound)
