@@ -314,7 +314,39 @@ func (s *SQLite) commit(batch []writeJob) {
 		if err != nil {
 			return err
 		}
-		for i := 0; i < len(batch); {
+		// The rerunnable jobs that open the transaction need no savepoint:
+		// should one fail, the transaction rolls back (nothing came before
+		// them) and they run again, each under its own. A savepoint open
+		// across the run kept every page it touched in SQLite's statement
+		// journal, a temporary file once past 64 KiB, written again page by
+		// page (docs/benchmarks.md#webhook-delivery).
+		i := 0
+		for i < len(batch) && batch[i].rerunnable {
+			i++
+		}
+		if i > 0 {
+			failed := false
+			for k, job := range batch[:i] {
+				if results[k] = runJob(job.fn, preparedTx{tx, &s.stmts}); results[k] != nil {
+					failed = true
+					break
+				}
+			}
+			if failed {
+				tx.Rollback()
+				s.stmts.txDone() // the statements bound to tx went with it
+				clear(results[:i])
+				if tx, err = s.write.Begin(); err != nil {
+					return err
+				}
+				for k := range i {
+					if _, err := s.runJobs(tx, batch[k:k+1], results[k:k+1]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for i < len(batch) {
 			n := 1 // the jobs from i that share a savepoint
 			for batch[i].rerunnable && i+n < len(batch) && batch[i+n].rerunnable {
 				n++
