@@ -63,9 +63,10 @@ type writeJob struct {
 	alone bool
 	// rerunnable jobs may run again from their start (what they keep of
 	// a run is their transaction's changes and what they set anew), so a
-	// run of them shares one savepoint, each run again under its own when
-	// one fails: settles and claims touch the same pages, which a
-	// savepoint each copied to SQLite's statement journal again and again.
+	// run of them shares one savepoint, none when they open the
+	// transaction, each run again under its own when one fails: settles
+	// and claims touch the same pages, which a savepoint each copied to
+	// SQLite's statement journal again and again.
 	rerunnable bool
 }
 
@@ -282,7 +283,7 @@ func (s *SQLite) WriteData(ctx context.Context, fn func(sqldb.SQLQueryer) error)
 }
 
 // writeRerunnable is WriteData for a job that may run again from its
-// start: a run of them shares a savepoint (writeJob.rerunnable).
+// start: a run of them shares a savepoint, or none (writeJob.rerunnable).
 func (s *SQLite) writeRerunnable(ctx context.Context, fn func(sqldb.SQLQueryer) error) error {
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true, rerunnable: true})
 }
