@@ -104,11 +104,20 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now f
 		trunkLockClass, keys); err != nil {
 		return nil, err
 	}
+	return trunkRoom(ctx, sqldb.PGX(tx), capacity, now())
+}
+
+// trunkRoom is how many more calls each trunk of capacity may start at
+// now: its max_channels less its calls up on every node, and its max_cps
+// less its calls started in the second before now (and any stamped after
+// it, by a node whose clock runs ahead).
+func trunkRoom(ctx context.Context, q sqldb.Querier, capacity map[string]domain.TrunkCapacity, now time.Time) (map[string]int, error) {
+	names := slices.Sorted(maps.Keys(capacity))
 	room := map[string]int{}
-	err := sqldb.PGX(tx).Query(ctx, `SELECT t.name,
+	err := q.Query(ctx, `SELECT t.name,
 			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
 			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > ?)
-		FROM unnest(?::text[]) AS t(name)`, []any{Millis(now()) - 1000, names}, func(scan func(...any) error) error {
+		FROM unnest(?::text[]) AS t(name)`, []any{Millis(now) - 1000, names}, func(scan func(...any) error) error {
 		var name string
 		var up, started int
 		if err := scan(&name, &up, &started); err != nil {
@@ -130,6 +139,16 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now f
 	return room, nil
 }
 
+// TrunkRoom reads, without a lock, what lockTrunks reads under its lock:
+// how many more calls the trunk may start at now on every node, so the
+// scheduler offers only the claims it leaves room for, as CallsUp does for
+// the tenant. Another node may claim between this read and the claim,
+// which stays exact (docs/postgres.md#claiming-calls).
+func (s *Postgres) TrunkRoom(ctx context.Context, trunk string, capacity domain.TrunkCapacity, now time.Time) (int, bool, error) {
+	room, err := trunkRoom(ctx, sqldb.PGX(s.pool), map[string]domain.TrunkCapacity{trunk: capacity}, now)
+	return room[trunk], true, err
+}
+
 // claimForApp takes what the tenant's limits allow of its claims. The lock
 // on the tenant's row serializes its claims across nodes; calls up only
 // ever grow through such claims, so the counts read under it stay true
@@ -138,6 +157,18 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now f
 // this transaction took already.
 func (s *Postgres) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.CallClaim, trunkRoom map[string]int,
 	leaseUntil int64, now func() time.Time) ([]domain.CallClaim, error) {
+	// Claims on a trunk with no room left are refused before the tenant's
+	// lock: waiting for it, and reading under it, would be for nothing
+	// while the trunk's lock is held.
+	var fit []domain.CallClaim
+	for _, c := range claims {
+		if left, limited := trunkRoom[c.Trunk]; !limited || left > 0 {
+			fit = append(fit, c)
+		}
+	}
+	if claims = fit; len(claims) == 0 {
+		return nil, nil
+	}
 	var one int
 	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
 		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
