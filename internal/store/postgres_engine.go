@@ -400,18 +400,31 @@ func (s *Postgres) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, 
 // recorded ending before this one starts (max_concurrent and the hotlines
 // can be checked from the records).
 func (s *Postgres) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []domain.CallClaim, leaseUntil int64, start time.Time) ([]domain.CallClaim, error) {
+	var ids, hotlines, trunks []string
+	for _, c := range group {
+		ids, hotlines, trunks = append(ids, c.CallID), append(hotlines, c.Hotline), append(trunks, c.Trunk)
+	}
+	// One statement, one round trip under the claim's locks: the contacts
+	// taken are numbered, and the i-th gets the i-th claim's call.
 	var taken []domain.CallClaim
-	err := sqldb.PGX(tx).Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?,
-			lease_node = ?, lease_until = ?
-		WHERE seq IN (SELECT c.seq FROM contacts c
-			WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
-				AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
-					WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
-				AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
-					WHERE l.state = 'current' AND l.app_id = ?
-						AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
-			ORDER BY c.next_attempt_at, c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED)
-		RETURNING seq, phone, fields, attempts`, []any{Millis(start), s.node, leaseUntil, appID, scenarioID, Millis(start), appID, len(group)},
+	err := sqldb.PGX(tx).Query(ctx, `WITH taken AS (
+			UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?, lease_node = ?, lease_until = ?
+			WHERE seq IN (SELECT c.seq FROM contacts c
+				WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
+					AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+						WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+					AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
+						WHERE l.state = 'current' AND l.app_id = ?
+							AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
+				ORDER BY c.next_attempt_at, c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED)
+			RETURNING seq, phone, fields, attempts),
+		numbered AS (SELECT seq, phone, fields, attempts, row_number() OVER (ORDER BY seq) AS i FROM taken),
+		recorded AS (INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
+			SELECT u.id, n.seq, ?, n.attempts, u.hotline, ?, ?, u.trunk
+			FROM numbered n JOIN unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(id, hotline, trunk, i) ON u.i = n.i)
+		SELECT seq, phone, fields, attempts FROM numbered ORDER BY i`,
+		[]any{Millis(start), s.node, leaseUntil, appID, scenarioID, Millis(start), appID, len(group),
+			appID, Millis(start), scenarioID, ids, hotlines, trunks},
 		func(scan func(...any) error) error {
 			c := group[len(taken)]
 			if err := scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
@@ -422,22 +435,6 @@ func (s *Postgres) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenario
 			return nil
 		})
 	if err != nil {
-		return nil, err
-	}
-	if len(taken) == 0 {
-		return nil, nil
-	}
-	var ids, hotlines, trunks []string
-	var seqs []int64
-	var attempts []int32
-	for _, c := range taken {
-		ids, hotlines, trunks = append(ids, c.CallID), append(hotlines, c.Hotline), append(trunks, c.Trunk)
-		seqs, attempts = append(seqs, c.Contact.Seq), append(attempts, int32(c.Attempt))
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
-		SELECT id, seq, $6, attempt, hotline, $7, $8, trunk
-		FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[]) AS u(id, seq, attempt, hotline, trunk)`,
-		ids, seqs, attempts, hotlines, trunks, appID, Millis(start), scenarioID); err != nil {
 		return nil, err
 	}
 	return taken, nil
