@@ -34,8 +34,9 @@ import (
 type pgTrunk struct{ Channels, CPS int }
 
 // pgCallsTrunk is the trunk of the runs with trunk limits: fewer channels
-// and calls per second than the nodes reach without it (about 20 calls up
-// and 1,000 started a second), so the trunk is the limit the claims hold.
+// and calls per second than the nodes reach without it (the scenario's 200
+// calls up, about 1,000 started in a second), so the trunk is the limit
+// the claims hold.
 var pgCallsTrunk = pgTrunk{Channels: 8, CPS: 500}
 
 // pgCallsResult is one run of the engine on a shared queue.
