@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 	"encoding/json"
@@ -27,8 +26,8 @@ import (
 func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
 	var res *domain.ImportResult
 	allInvalid := false
-	err := s.WriteData(ctx, func(tx *sql.Tx) (err error) {
-		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), req, now, s.known >= countedVersion)
+	err := s.WriteData(ctx, func(tx sqldb.SQLQueryer) (err error) {
+		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(tx), req, now, s.known >= countedVersion)
 		return err
 	})
 	return imported(s.metrics.imports, res, allInvalid, err)
@@ -129,89 +128,6 @@ func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted ma
 		}
 		res.Added = append(res.Added, domain.AddedContact{ID: c.ID, Echo: c.Echo})
 	}
-}
-
-// writeStmts are prepared on the writer's only connection when the store
-// opens (a statement cannot be prepared through the pool while the writer's
-// transaction holds that connection) and bound to each transaction with
-// tx.Stmt, so the hot path never parses SQL.
-type writeStmts struct {
-	savepoint, release, rollback *sql.Stmt
-	// byQuery holds the import's statements by their text (preparedTx):
-	// every chunk size of insertContactsSQL, the import row, a skipped
-	// row, the wallet and the count of unfinished contacts.
-	byQuery map[string]*sql.Stmt
-}
-
-// prepare prepares the statements whose tables exist at the schema version
-// (older versions are opened by migration tests).
-func (w *writeStmts) prepare(db *sql.DB, version int) error {
-	var err error
-	prep := func(query string) *sql.Stmt {
-		if err != nil {
-			return nil
-		}
-		var st *sql.Stmt
-		st, err = db.Prepare(query)
-		return st
-	}
-	w.savepoint, w.release, w.rollback = prep(`SAVEPOINT job`), prep(`RELEASE job`), prep(`ROLLBACK TO job`)
-	w.byQuery = map[string]*sql.Stmt{}
-	if version < 1 {
-		return err
-	}
-	queries := append([]string{insertImportSQL, insertSkippedSQL, walletQuery}, insertContactsSQL[1:]...)
-	if version >= 4 { // queued_contacts
-		queries = append(queries, queuedSQL)
-	}
-	if version >= countedVersion {
-		queries = append(queries, countQueuedSQL, countContactsSQL)
-	}
-	for _, q := range queries {
-		if st := prep(q); st != nil {
-			w.byQuery[q] = st
-		}
-	}
-	return err
-}
-
-func (w *writeStmts) Close() {
-	for _, st := range []*sql.Stmt{w.savepoint, w.release, w.rollback} {
-		if st != nil {
-			st.Close()
-		}
-	}
-	for _, st := range w.byQuery {
-		st.Close()
-	}
-}
-
-// preparedTx runs a query of the writer's transaction as the statement
-// prepared for its text, if there is one (writeStmts), else as it comes.
-type preparedTx struct {
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt
-}
-
-func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := p.stmts[query]; st != nil {
-		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return p.tx.ExecContext(ctx, query, args...)
-}
-
-func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := p.stmts[query]; st != nil {
-		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	}
-	return p.tx.QueryContext(ctx, query, args...)
-}
-
-func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := p.stmts[query]; st != nil {
-		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return p.tx.QueryRowContext(ctx, query, args...)
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,
