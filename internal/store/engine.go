@@ -147,6 +147,12 @@ func (s *SQLite) CallsUp(ctx context.Context, appID int64) (domain.CallsUp, bool
 	return domain.CallsUp{}, false, nil
 }
 
+// TrunkRoom is false: one server owns a SQLite database, so its dialer's
+// own count of a trunk's calls is every call on it.
+func (s *SQLite) TrunkRoom(ctx context.Context, trunk string, capacity domain.TrunkCapacity, now time.Time) (int, bool, error) {
+	return 0, false, nil
+}
+
 // TakeOverCalls settles nothing: one server owns a SQLite database (the
 // serve lock), and its start settled what an earlier run left up.
 func (s *SQLite) TakeOverCalls(ctx context.Context, now, firstTry time.Time) (int, error) {
