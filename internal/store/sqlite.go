@@ -51,7 +51,11 @@ type SQLite struct {
 }
 
 type writeJob struct {
-	fn     func(*sql.Tx) error
+	fn func(*sql.Tx) error
+	// imp is set for an import: the writer runs the imports queued side by
+	// side together (importBatch), and fn, the import on its own, only
+	// where they cannot be.
+	imp    *importJob
 	result chan error
 	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
 	// never the tenants' configuration, so they leave configChanges alone.
@@ -300,25 +304,20 @@ func (s *SQLite) commit(batch []writeJob) {
 		if err != nil {
 			return err
 		}
-		for i, job := range batch {
-			if _, err := tx.Stmt(s.stmts.savepoint).Exec(); err != nil {
-				tx.Rollback()
-				return err
-			}
-			results[i] = runJob(job.fn, tx)
-			if results[i] != nil {
-				if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
-					// SQLITE_FULL may roll the whole transaction back,
-					// savepoints included: say why, without handing the
-					// job's error (wrapped) to the batch's other jobs.
+		for i := 0; i < len(batch); {
+			if n := s.importsAt(batch[i:]); n > 0 {
+				if err := s.importBatch(tx, batch[i:i+n], results[i:i+n]); err != nil {
 					tx.Rollback()
-					return fmt.Errorf("%v, then rolling back to its savepoint: %w", results[i], err)
+					return err
 				}
+				i += n
+				continue
 			}
-			if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
+			if results[i], err = s.saved(tx, batch[i].fn); err != nil {
 				tx.Rollback()
 				return err
 			}
+			i++
 		}
 		s.watch.Committing()
 		committing = true
@@ -334,6 +333,27 @@ func (s *SQLite) commit(batch []writeJob) {
 		s.watch.Committed(&s.configChanges) // after the count: a read waiting on it sees that too
 	}
 	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
+}
+
+// saved runs fn inside a savepoint of tx, so that its failure (result)
+// undoes its own changes alone; err when the transaction itself failed.
+func (s *SQLite) saved(tx *sql.Tx, fn func(*sql.Tx) error) (result, err error) {
+	if _, err := tx.Stmt(s.stmts.savepoint).Exec(); err != nil {
+		return nil, err
+	}
+	result = runJob(fn, tx)
+	if result != nil {
+		if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
+			// SQLITE_FULL may roll the whole transaction back,
+			// savepoints included: say why, without handing the
+			// job's error (wrapped) to the batch's other jobs.
+			return result, fmt.Errorf("%v, then rolling back to its savepoint: %w", result, err)
+		}
+	}
+	if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
+		return result, err
+	}
+	return result, nil
 }
 
 // runJob keeps a panicking job from taking the writer (and every other
