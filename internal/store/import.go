@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // ---- imports ----
@@ -27,8 +25,9 @@ import (
 // when the store opened (writeStmts).
 func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
 	// The id is made here, on the request's goroutine: the writer is the
-	// one every import waits for.
-	job := &importJob{req: req, now: now, id: uuid.NewString()}
+	// one every import waits for. Time-ordered, it adds to the end of the
+	// imports' key, one page a commit, not a random page an import.
+	job := &importJob{req: req, now: now, id: domain.NewV7()}
 	counted := s.known >= countedVersion
 	alone := func(tx *sql.Tx) error {
 		return importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), job, counted)
