@@ -148,19 +148,21 @@ func TestTTSTone(t *testing.T) {
 	}
 }
 
-// The dialbox step counts ended calls from dialbox_calls_total.
+// The dialbox step counts ended calls from dialbox_calls_total, and
+// goroutines from go_goroutines.
 func TestEndedCallsFromMetrics(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "# TYPE dialbox_calls_total counter\n"+
 			"dialbox_calls_total{outcome=\"ANSWERED\"} 598\n"+
 			"dialbox_calls_total{outcome=\"FAILED\"} 2\n"+
-			"dialbox_calls_in_progress{tenant=\"bench-key\"} 0\n")
+			"dialbox_calls_in_progress{tenant=\"bench-key\"} 0\n"+
+			"# TYPE go_goroutines gauge\ngo_goroutines 3021\n")
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	n, out, err := endedCalls(addr, buildRequest("GET", addr, "/metrics", "", nil))
-	if err != nil || n != 600 || out["ANSWERED"] != 598 || out["FAILED"] != 2 || len(out) != 2 {
-		t.Errorf("got %d %v %v", n, out, err)
+	m, err := dialboxMetrics(addr, buildRequest("GET", addr, "/metrics", "", nil))
+	if err != nil || m.ended != 600 || m.outcomes["ANSWERED"] != 598 || m.outcomes["FAILED"] != 2 || len(m.outcomes) != 2 || m.goroutines != 3021 {
+		t.Errorf("got %+v %v", m, err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"dialbox/internal/audio"
 	"dialbox/internal/sipcall"
 )
 
@@ -32,6 +33,10 @@ type sipPlaced struct {
 	Outcomes map[string]int `json:"outcomes"` // "ANSWERED/prompt_done" and the like
 	FirstErr string         `json:"first_error,omitempty"`
 	Elapsed  time.Duration  `json:"elapsed"`
+	// Began: when the first contact was offered, for a caller whose
+	// offer starts before its first INVITE (dialbox, through operation
+	// A); zero when the first INVITE is the offer's start.
+	Began time.Time `json:"began,omitzero"`
 }
 
 func runSIPCaller(args []string) error {
@@ -65,7 +70,10 @@ func runSIPCaller(args []string) error {
 		return err
 	}
 	defer ua.Close()
-	pcm := tonePCM(*prompt)
+	pcm, err := audio.DecodePCM16(tonePCM(*prompt))
+	if err != nil {
+		return err
+	}
 
 	start := make(chan os.Signal, 1)
 	signal.Notify(start, syscall.SIGUSR1)

@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"dialbox/internal/audio"
@@ -80,22 +82,36 @@ cache_dir = %q
 	}
 }
 
+// sipClients is how many operation A requests may be under way at once
+// in the SIP phase: at 1500 contacts/s a batch leaves every 20 ms, and a
+// durable commit on a busy disk can take several times that.
+const sipClients = 8
+
 // placeThroughDialbox sends calls contacts through operation A, in a batch
-// every 20 ms at rate contacts/s, and waits until as many calls have ended.
+// every 20 ms at rate contacts/s on up to sipClients connections, and waits
+// until as many calls have ended.
 func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound time.Duration) (sipPlaced, error) {
 	res := sipPlaced{Calls: calls, Outcomes: map[string]int{}}
 	batch := max(1, int(math.Ceil(rate*0.02)))
-	var reqs [][]byte
+	type request struct {
+		n   int
+		req []byte
+	}
+	var reqs []request
 	for left := calls; left > 0; left -= batch {
 		n := min(batch, left)
-		reqs = append(reqs, buildRequest("POST", d.Addr, "/api/v1/public-api/scenarios/"+benchScenarioID+"/calls",
-			d.Token, contactBodies(n, len(reqs)+1)[len(reqs)]))
+		reqs = append(reqs, request{n, buildRequest("POST", d.Addr, "/api/v1/public-api/scenarios/"+benchScenarioID+"/calls",
+			d.Token, contactBodies(n, len(reqs)+1)[len(reqs)])})
 	}
-	c, err := dialClient(d.Addr)
-	if err != nil {
-		return res, err
+	pool := make(chan *clientConn, sipClients)
+	for range sipClients {
+		c, err := dialClient(d.Addr)
+		if err != nil {
+			return res, err
+		}
+		defer c.Close()
+		pool <- c
 	}
-	defer c.Close()
 	if h.o.cpuprofile != "" {
 		file := filepath.Join(h.o.cpuprofile, "dialbox-sip.pprof")
 		if err := d.StartProfile(file); err != nil {
@@ -112,36 +128,71 @@ func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound
 		}
 	}
 
-	began := time.Now()
-	sent := 0
-	for _, req := range reqs {
-		time.Sleep(time.Until(began.Add(time.Duration(float64(sent) / rate * float64(time.Second)))))
-		status, body, _, err := c.Do(req)
-		if err != nil {
-			return res, fmt.Errorf("operation A: %w", err)
-		}
-		n, ok := checkImport(status, body)
-		if !ok {
-			return res, fmt.Errorf("operation A: HTTP %d %.200s", status, body)
-		}
-		sent += n
+	metrics := buildRequest("GET", d.Addr, "/metrics", "", nil)
+	idle, err := dialboxMetrics(d.Addr, metrics)
+	if err != nil {
+		return res, err
 	}
+
+	// Each batch leaves at its time on a free connection, as the clients
+	// of an offered rate would, not once the batch before is answered: a
+	// commit slowed by a busy disk must not slow the offer, as sipp's
+	// offer waits for nothing either.
+	began := time.Now()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		sent     int
+		firstErr error
+	)
+	offered := 0
+	for _, r := range reqs {
+		time.Sleep(time.Until(began.Add(time.Duration(float64(offered) / rate * float64(time.Second)))))
+		offered += r.n
+		c := <-pool
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, body, _, err := c.Do(r.req)
+			n, ok := checkImport(status, body)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				firstErr = cmp.Or(firstErr, fmt.Errorf("operation A: %w", err))
+			case !ok:
+				firstErr = cmp.Or(firstErr, fmt.Errorf("operation A: HTTP %d %.200s", status, body))
+			}
+			sent += n
+			pool <- c // after body is read: the next Do reuses it
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
+	}
+	logf("    operation A took the %d contacts in %s (offered over %s)", sent, time.Since(began).Round(time.Millisecond),
+		time.Duration(float64(sent)/rate*float64(time.Second)).Round(time.Millisecond))
 
 	// Counted from /metrics, not from the database: opening it from this
 	// process while dialbox ran made dialbox's own reads fail ("database
 	// disk image is malformed"): dialbox holds no lock on its -shm file.
-	metrics := buildRequest("GET", d.Addr, "/metrics", "", nil)
+	// The goroutines too, every 200 ms while the calls are up (each lasts
+	// the prompt, seconds): what the collector scans per call.
 	deadline := began.Add(bound)
+	most := 0
 	for {
-		ended, outcomes, err := endedCalls(d.Addr, metrics)
+		m, err := dialboxMetrics(d.Addr, metrics)
 		if err != nil {
 			return res, err
 		}
-		if ended >= calls || time.Now().After(deadline) {
-			res.Outcomes, res.Elapsed = outcomes, time.Since(began)
+		most = max(most, m.goroutines)
+		if m.ended >= calls || time.Now().After(deadline) {
+			logf("    goroutines: %d before the calls, at most %d during them", idle.goroutines, most)
+			res.Outcomes, res.Elapsed, res.Began = m.outcomes, time.Since(began), began
 			res.FirstErr = firstWarning(d.Log)
-			if ended < calls {
-				return res, fmt.Errorf("%d of %d calls ended within %s", ended, calls, bound)
+			if m.ended < calls {
+				return res, fmt.Errorf("%d of %d calls ended within %s", m.ended, calls, bound)
 			}
 			return res, nil
 		}
@@ -149,15 +200,29 @@ func (h *Harness) placeThroughDialbox(d *Dialbox, calls int, rate float64, bound
 	}
 }
 
-// endedCalls reads dialbox_calls_total, the ended calls by outcome, from
-// dialbox's /metrics.
-func endedCalls(addr string, metrics []byte) (int, map[string]int, error) {
+// callMetrics is what the SIP step reads of dialbox's /metrics: the ended
+// calls (dialbox_calls_total), by outcome, and go_goroutines.
+type callMetrics struct {
+	ended      int
+	outcomes   map[string]int
+	goroutines int
+}
+
+func dialboxMetrics(addr string, metrics []byte) (callMetrics, error) {
+	m := callMetrics{outcomes: map[string]int{}}
 	status, body, err := fetch(addr, metrics)
 	if err != nil || status != 200 {
-		return 0, nil, fmt.Errorf("GET /metrics: HTTP %d %v", status, err)
+		return m, fmt.Errorf("GET /metrics: HTTP %d %v", status, err)
 	}
-	total, out := 0, map[string]int{}
 	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return m, fmt.Errorf("GET /metrics: %q", l)
+			}
+			m.goroutines = n
+			continue
+		}
 		rest, ok := strings.CutPrefix(l, `dialbox_calls_total{outcome="`)
 		if !ok {
 			continue
@@ -165,12 +230,12 @@ func endedCalls(addr string, metrics []byte) (int, map[string]int, error) {
 		outcome, value, ok := strings.Cut(rest, `"} `)
 		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if !ok || err != nil {
-			return 0, nil, fmt.Errorf("GET /metrics: %q", l)
+			return m, fmt.Errorf("GET /metrics: %q", l)
 		}
-		out[outcome] += int(n)
-		total += int(n)
+		m.outcomes[outcome] += int(n)
+		m.ended += int(n)
 	}
-	return total, out, nil
+	return m, nil
 }
 
 // firstWarning is the first warning or error dialbox logged, or "".

@@ -42,8 +42,9 @@ func (c *sipScriptCall) Play(ctx context.Context, path string, bargeIn bool) (ru
 }
 
 // speak renders text, its fields filled in, through the TTS cache; nil
-// for blank text.
-func (c *sipScriptCall) speak(ctx context.Context, text string) ([]byte, error) {
+// for blank text. The samples are the cache's own, shared by every call
+// that says the same text.
+func (c *sipScriptCall) speak(ctx context.Context, text string) ([]int16, error) {
 	text = tts.Render(text, c.fields)
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
@@ -56,7 +57,7 @@ func (c *sipScriptCall) speak(ctx context.Context, text string) ([]byte, error) 
 }
 
 // wav reads a WAV prompt from the prompts folder.
-func (c *sipScriptCall) wav(path string) ([]byte, error) {
+func (c *sipScriptCall) wav(path string) ([]int16, error) {
 	// Validate keeps a play's path relative and inside the folder; Clean
 	// again so that no path read here can leave it.
 	f, err := os.Open(filepath.Join(c.d.promptsDir, filepath.Clean("/"+path)))
@@ -71,15 +72,16 @@ func (c *sipScriptCall) wav(path string) ([]byte, error) {
 	return phonePCM(b)
 }
 
-// phonePCM is b as the line plays it: 8 kHz 16-bit PCM.
-func phonePCM(b audio.Buffer) ([]byte, error) {
+// phonePCM is b as the line plays it: 8 kHz samples, b's own when it
+// is at that rate.
+func phonePCM(b audio.Buffer) ([]int16, error) {
 	if b.Rate != audio.PhoneRate {
 		var err error
 		if b, err = audio.ResampleBuffer(b, audio.PhoneRate); err != nil {
 			return nil, err
 		}
 	}
-	return audio.EncodePCM16(b.Samples), nil
+	return b.Samples, nil
 }
 
 // Listen plays the prompt, captures the callee's answer and has the [asr]
@@ -89,7 +91,7 @@ func (c *sipScriptCall) Listen(ctx context.Context, o script.ListenOptions) (scr
 	if c.d.ears == nil {
 		return script.Heard{}, errors.New("listen: no recognizer: set [asr] engine (docs/voicebot.md#recognizers)")
 	}
-	var prompt []byte
+	var prompt []int16
 	var err error
 	switch {
 	case o.Prompt.Say != "":

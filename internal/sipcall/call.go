@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/emiago/diago"
-	"github.com/emiago/diago/audio"
 	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 	"github.com/pion/rtp"
+	"github.com/zaf/g711"
 )
 
 // Defaults for a CallRequest's zero timeouts.
@@ -35,9 +35,10 @@ type CallRequest struct {
 	// Caller is the From user, sip:<Caller>@<trunk host>: the hotline,
 	// i.e. the caller ID, as the trunk expects it.
 	Caller string
-	// Prompt is the audio played on answer: 8 kHz mono signed 16-bit
-	// little-endian PCM, sent as the negotiated G.711 in 20 ms packets.
-	Prompt []byte
+	// Prompt is the audio played on answer: 8 kHz mono samples, sent as
+	// the negotiated G.711 in 20 ms packets. It is only read: calls may
+	// share one.
+	Prompt []int16
 	// RingTimeout is how long the call may ring before we CANCEL it (a
 	// no-answer); 0 is DefaultRingTimeout.
 	RingTimeout time.Duration
@@ -139,9 +140,6 @@ func (u *UserAgent) Call(ctx context.Context, req CallRequest) CallResult {
 	}
 	if req.Caller == "" || strings.ContainsAny(req.Caller, " <>@;:\"") {
 		return failed(fmt.Errorf("sipcall: caller %q is not a SIP user", req.Caller))
-	}
-	if len(req.Prompt)%2 != 0 {
-		return failed(errors.New("sipcall: prompt is not 16-bit PCM (odd length)"))
 	}
 	if req.RingTimeout < 0 || req.MaxDuration < 0 {
 		return failed(errors.New("sipcall: negative timeout"))
@@ -297,12 +295,12 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 	sess := d.MediaSession()
 	codec := media.CodecAudioFromSession(sess)
 	res.Codec = codec.Name
-	var encode func(dst, pcm []byte) (int, error)
+	var encode func(dst []byte, samples []int16)
 	switch codec.PayloadType {
 	case media.CodecAudioUlaw.PayloadType:
-		encode = audio.EncodeUlawTo
+		encode = encodeUlaw
 	case media.CodecAudioAlaw.PayloadType:
-		encode = audio.EncodeAlawTo
+		encode = encodeAlaw
 	default: // we offer only G.711
 		end(EndError, fmt.Errorf("sipcall: far end chose codec %s", codec.Name))
 		u.hangup(d, res)
@@ -328,7 +326,12 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 		}
 	}
 
-	rtpSeen := make(chan struct{}, 1)
+	// The far end's last packet, as time since the answer: readRTP stores
+	// it, the no-RTP timer reads it when it fires, so that no packet wakes
+	// this goroutine (600 calls: 30,000 packets a second).
+	var lastRTP atomic.Int64
+	answered := res.AnsweredAt
+	since := func() time.Duration { return time.Since(answered) }
 	digits := make(chan string, 1)
 	var keys chan rune
 	var heard *hearing
@@ -342,12 +345,13 @@ func (u *UserAgent) talk(ctx context.Context, d *diago.DialogClientSession, req 
 	if host, _, err := net.SplitHostPort(d.InviteResponse.Source()); err == nil {
 		answeredFrom = net.ParseIP(host)
 	}
-	go readRTP(d.RTPPacketReader, answeredFrom, dtmfPT, rtpSeen, digits, keys, heard, rec)
+	go readRTP(d.RTPPacketReader, answeredFrom, dtmfPT, func() { lastRTP.Store(int64(since())) }, digits, keys, heard, rec)
 	stopPrompt, promptDone := make(chan struct{}), make(chan error, 1)
+	stopTalk := func() {}
 	if req.Talk != nil {
-		talkCtx, stopTalk := context.WithCancel(context.Background())
+		var talkCtx context.Context
+		talkCtx, stopTalk = context.WithCancel(context.Background())
 		defer stopTalk()
-		go func() { <-stopPrompt; stopTalk() }()
 		l := &Line{d: d, w: writer, encode: encode, keys: keys, heard: heard, rec: rec}
 		go func() { promptDone <- req.Talk(talkCtx, l) }()
 	} else {
@@ -378,9 +382,11 @@ loop:
 				end(EndPromptDone, nil)
 			}
 			break loop
-		case <-rtpSeen:
-			noRTP.Reset(u.noRTPTimeout)
 		case <-noRTP.C:
+			if quiet := since() - time.Duration(lastRTP.Load()); quiet < u.noRTPTimeout {
+				noRTP.Reset(u.noRTPTimeout - quiet)
+				continue
+			}
 			end(EndNoRTP, nil)
 			break loop
 		case <-maxTimer.C:
@@ -392,6 +398,7 @@ loop:
 		}
 	}
 	close(stopPrompt)
+	stopTalk()
 	if prompting {
 		<-promptDone
 	}
@@ -412,36 +419,46 @@ func (u *UserAgent) hangup(d *diago.DialogClientSession, res *CallResult) {
 	}
 }
 
-// playPrompt sends pcm in 20 ms frames; the writer (diago's RTP packet
-// writer) paces them on the RTP clock.
-func playPrompt(w io.Writer, encode func(dst, pcm []byte) (int, error), pcm []byte, stop <-chan struct{}, rec *recording) error {
-	const frame = 320 // 160 samples: 20 ms at 8 kHz
-	out := make([]byte, frame/2)
-	for off := 0; off < len(pcm); off += frame {
+// playPrompt sends samples in 20 ms frames; the writer (diago's RTP
+// packet writer) paces them on the RTP clock.
+func playPrompt(w io.Writer, encode func(dst []byte, samples []int16), samples []int16, stop <-chan struct{}, rec *recording) error {
+	out := make([]byte, frameLen)
+	for off := 0; off < len(samples); off += frameLen {
 		select {
 		case <-stop:
 			return nil
 		default:
 		}
-		f := pcm[off:min(off+frame, len(pcm))]
-		n, err := encode(out, f)
-		if err != nil {
-			return err
-		}
+		f := samples[off:min(off+frameLen, len(samples))]
+		encode(out, f)
 		rec.send(f)
-		if _, err := w.Write(out[:n]); err != nil {
+		if _, err := w.Write(out[:len(f)]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// readRTP reads the far end's RTP until the media is closed, signalling
-// each packet on seen, each key pressed on keys (when not nil; a full
+// encodeUlaw and encodeAlaw write samples as G.711, a byte each, into dst,
+// from the samples as they are: no copy of a prompt a call plays.
+func encodeUlaw(dst []byte, samples []int16) {
+	for i, s := range samples {
+		dst[i] = g711.EncodeUlawFrame(s)
+	}
+}
+
+func encodeAlaw(dst []byte, samples []int16) {
+	for i, s := range samples {
+		dst[i] = g711.EncodeAlawFrame(s)
+	}
+}
+
+// readRTP reads the far end's RTP until the media is closed, telling
+// seen of each packet, each key pressed on keys (when not nil; a full
 // buffer drops it), its audio decoded to heard while someone listens
 // (when not nil) and to rec (when not nil) and, at the end, the DTMF
 // digits it carried on digits.
-func readRTP(pr *media.RTPPacketReader, answeredFrom net.IP, dtmfPT int, seen chan<- struct{}, digits chan<- string, keys chan<- rune, heard *hearing, rec *recording) {
+func readRTP(pr *media.RTPPacketReader, answeredFrom net.IP, dtmfPT int, seen func(), digits chan<- string, keys chan<- rune, heard *hearing, rec *recording) {
 	var dtmf DTMFReader
 	var got []rune
 	buf := make([]byte, media.RTPBufSize)
@@ -454,10 +471,7 @@ func readRTP(pr *media.RTPPacketReader, answeredFrom net.IP, dtmfPT int, seen ch
 			}
 			continue // a malformed packet
 		}
-		select {
-		case seen <- struct{}{}:
-		default:
-		}
+		seen()
 		listening := heard != nil && heard.on.Load()
 		if listening || rec != nil {
 			if samples, ok := decodeG711(pr.PacketHeader.PayloadType, buf[:n]); ok {

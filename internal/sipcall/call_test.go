@@ -23,7 +23,7 @@ import (
 
 const callee = "+84912345678"
 
-func call(u *UserAgent, ctx context.Context, prompt []byte, edit func(*CallRequest)) CallResult {
+func call(u *UserAgent, ctx context.Context, prompt []int16, edit func(*CallRequest)) CallResult {
 	req := CallRequest{Trunk: "pbx", To: callee, Caller: "19001234", Prompt: prompt, RingTimeout: 5 * time.Second}
 	if edit != nil {
 		edit(&req)
@@ -479,7 +479,6 @@ func TestCallBadRequest(t *testing.T) {
 		func(r *CallRequest) { r.To = "0912345678" },
 		func(r *CallRequest) { r.Caller = "" },
 		func(r *CallRequest) { r.Caller = "a@b" },
-		func(r *CallRequest) { r.Prompt = []byte{1} },
 		func(r *CallRequest) { r.RingTimeout = -1 },
 	} {
 		if res := call(u, testCtx(t), nil, edit); res.Err == nil || res.EndedBy != EndError || Outcome(res) != OutcomeFailed {

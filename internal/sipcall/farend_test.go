@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	pcm "dialbox/internal/audio"
 	"dialbox/internal/sipcall/sipcalltest"
 
 	"github.com/emiago/diago"
@@ -64,8 +65,14 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// tone is ms milliseconds of a 440 Hz sine at 8 kHz as 16-bit PCM.
-func tone(ms int) []byte { return sipcalltest.Tone(ms) }
+// tone is ms milliseconds of a 440 Hz sine at 8 kHz, as samples.
+func tone(ms int) []int16 {
+	samples, err := pcm.DecodePCM16(sipcalltest.Tone(ms))
+	if err != nil {
+		panic(err)
+	}
+	return samples
+}
 
 // heard is the audio a far end received, decoded.
 type heard = sipcalltest.Heard

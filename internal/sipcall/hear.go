@@ -10,8 +10,9 @@ import (
 // HearOptions say how Line.Hear captures one utterance of the callee
 // (docs/voicebot.md#listening-on-a-real-call). A zero duration takes its default.
 type HearOptions struct {
-	// Prompt is played first (8 kHz mono 16-bit PCM); nil for none.
-	Prompt []byte
+	// Prompt is played first (8 kHz mono samples, only read); nil for
+	// none.
+	Prompt []int16
 	// BargeIn: the callee starting to speak (or pressing a key, with
 	// Keys) stops Prompt, and that speech is the utterance.
 	BargeIn bool

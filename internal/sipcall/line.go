@@ -3,7 +3,6 @@ package sipcall
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -22,7 +21,7 @@ import (
 type Line struct {
 	d      *diago.DialogClientSession
 	w      io.Writer
-	encode func(dst, pcm []byte) (int, error)
+	encode func(dst []byte, samples []int16)
 	keys   <-chan rune
 	heard  *hearing
 	rec    *recording
@@ -88,10 +87,10 @@ func (l *Line) Listen(ctx context.Context, limit time.Duration, hear func(sample
 	}
 }
 
-// Play sends pcm (8 kHz mono 16-bit PCM) to the callee. With bargeIn, a key
+// Play sends samples (8 kHz mono, only read) to the callee. With bargeIn, a key
 // pressed while it plays stops it at once and is returned; without, keys
 // pressed meanwhile wait for the next Gather.
-func (l *Line) Play(ctx context.Context, pcm []byte, bargeIn bool) (rune, error) {
+func (l *Line) Play(ctx context.Context, samples []int16, bargeIn bool) (rune, error) {
 	var key rune
 	interrupt := func() bool { return false }
 	if bargeIn {
@@ -104,33 +103,26 @@ func (l *Line) Play(ctx context.Context, pcm []byte, bargeIn bool) (rune, error)
 			}
 		}
 	}
-	err := l.play(ctx, pcm, interrupt)
+	err := l.play(ctx, samples, interrupt)
 	return key, err
 }
 
-// play sends pcm in 20 ms frames until it has all gone or interrupt,
-// asked before each frame, says to stop.
-func (l *Line) play(ctx context.Context, pcm []byte, interrupt func() bool) error {
-	if len(pcm)%2 != 0 {
-		return errors.New("sipcall: audio is not 16-bit PCM (odd length)")
-	}
-	const frame = 320 // 20 ms at 8 kHz
-	out := make([]byte, frame/2)
-	for off := 0; off < len(pcm); off += frame {
+// play sends samples in 20 ms frames until they have all gone or
+// interrupt, asked before each frame, says to stop.
+func (l *Line) play(ctx context.Context, samples []int16, interrupt func() bool) error {
+	out := make([]byte, frameLen)
+	for off := 0; off < len(samples); off += frameLen {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
 		if interrupt() {
 			return nil
 		}
-		f := pcm[off:min(off+frame, len(pcm))]
-		n, err := l.encode(out, f)
-		if err != nil {
-			return err
-		}
+		f := samples[off:min(off+frameLen, len(samples))]
+		l.encode(out, f)
 		l.rec.send(f)
 		// diago's writer paces the frames on the RTP clock.
-		if _, err := l.w.Write(out[:n]); err != nil {
+		if _, err := l.w.Write(out[:len(f)]); err != nil {
 			return fmt.Errorf("sipcall: playing: %w", err)
 		}
 	}

@@ -1,7 +1,6 @@
 package sipcall
 
 import (
-	"encoding/binary"
 	"time"
 
 	pcm "dialbox/internal/audio"
@@ -25,16 +24,12 @@ func newRecording(path string, answered time.Time) (*recording, error) {
 	return &recording{rec: rec, start: answered, sent: rec.Track(), heard: rec.Track()}, nil
 }
 
-// send records one frame we send: 16-bit little-endian PCM.
-func (r *recording) send(frame []byte) {
+// send records one frame we send.
+func (r *recording) send(frame []int16) {
 	if r == nil {
 		return
 	}
-	samples := make([]int16, len(frame)/2)
-	for i := range samples {
-		samples[i] = int16(binary.LittleEndian.Uint16(frame[2*i:]))
-	}
-	r.sent.Write(time.Since(r.start), samples)
+	r.sent.Write(time.Since(r.start), frame)
 }
 
 // hear records one frame the far end sent, decoded.

@@ -27,7 +27,7 @@ func TestCallRecords(t *testing.T) {
 	})
 	u := newTestUA(t, fe.trunk("udp"), nil)
 	path := filepath.Join(t.TempDir(), "call.wav")
-	prompt := append(tone(1500), make([]byte, 8000)...)
+	prompt := append(tone(1500), make([]int16, 4000)...)
 	res := call(u, testCtx(t), prompt, func(r *CallRequest) { r.Record = path })
 	checkEnd(t, res, true, EndPromptDone, 200, OutcomeAnswered)
 	if res.RecordingErr != nil {

@@ -1,12 +1,15 @@
 package sipcall
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/emiago/diago/audio"
 	"github.com/emiago/diago/media"
 	"github.com/pion/rtp"
 )
@@ -215,5 +218,35 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	if err := u.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestEncodeIsG711: the prompt's samples are encoded as diago's encoders
+// encode 16-bit little-endian PCM, for every sample value.
+func TestEncodeIsG711(t *testing.T) {
+	samples := make([]int16, 1<<16)
+	for i := range samples {
+		samples[i] = int16(i - 1<<15)
+	}
+	le := make([]byte, 2*len(samples))
+	for i, s := range samples {
+		binary.LittleEndian.PutUint16(le[2*i:], uint16(s))
+	}
+	for _, c := range []struct {
+		name string
+		ours func([]byte, []int16)
+		want func(dst, pcm []byte) (int, error)
+	}{{"PCMU", encodeUlaw, audio.EncodeUlawTo}, {"PCMA", encodeAlaw, audio.EncodeAlawTo}} {
+		got, want := make([]byte, len(samples)), make([]byte, len(samples))
+		c.ours(got, samples)
+		if _, err := c.want(want, le); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: encoding differs from diago's", c.name)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { encodeUlaw(le[:frameLen], samples[:frameLen]) }); n != 0 {
+		t.Errorf("encoding a frame allocates %v times", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
 
 	"dialbox/internal/audio"
@@ -37,6 +39,12 @@ import (
 // recently used until the rest fits in MaxBytes with room to spare, and a
 // rendering that would leave less than MinFree free on the file system is
 // not stored at all once the cache has given back what it can.
+//
+// The renderings used last are also kept decoded in memory, up to
+// memoryBytes of samples (docs/sip.md#text-to-speech): a prompt every call
+// speaks is then read and decoded once, not twice a call, which at
+// hundreds of calls a second was most of what the process allocated. A
+// rendering answered is shared: callers must not change its samples.
 type Cache struct {
 	dir    string
 	engine Engine
@@ -55,7 +63,28 @@ type Cache struct {
 	mu        sync.Mutex // serialises sweeps and the estimate below
 	estimate  int64      // bytes on disk as of the last sweep, plus those stored since
 	lastSweep time.Time
+
+	memMu    sync.Mutex // guards the three below
+	mem      *simplelru.LRU[string, *kept]
+	memBytes int64 // the samples' bytes in mem
+	memLimit int64
 }
+
+// kept is a rendering held in memory, and when its file was last marked
+// used.
+type kept struct {
+	b       audio.Buffer
+	touched time.Time
+}
+
+// memoryBytes bounds the renderings a Cache keeps decoded in memory: a
+// hundred 5-second prompts, or one the length of MaxUtterance's minute
+// several times over.
+const memoryBytes = 8 << 20
+
+// touchEvery is how often, at most, a rendering answered from memory marks
+// its file used: sweeps count in hours and days.
+const touchEvery = time.Minute
 
 // CacheLimits bound a Cache; a zero field sets no bound.
 type CacheLimits struct {
@@ -97,7 +126,9 @@ func NewCache(dir string, engine Engine, limits CacheLimits) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tts cache: %w", err)
 	}
-	c := &Cache{dir: dir, engine: engine, limits: limits, now: time.Now, freeSpace: freeSpace}
+	c := &Cache{dir: dir, engine: engine, limits: limits, now: time.Now, freeSpace: freeSpace, memLimit: memoryBytes}
+	// Bounded by bytes (keep), never by this count.
+	c.mem, _ = simplelru.NewLRU(math.MaxInt32, func(_ string, k *kept) { c.memBytes -= 2 * int64(len(k.b.Samples)) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.sweep(0); err != nil {
@@ -117,7 +148,12 @@ func (c *Cache) Name() string { return c.engine.Name() }
 // its context: if that call is cancelled, they get its error.
 func (c *Cache) Synthesize(ctx context.Context, text, voice string) (audio.Buffer, error) {
 	path := c.path(text, voice)
+	if b, ok := c.recall(path); ok {
+		c.hits.Add(1)
+		return b, nil
+	}
 	if b, ok := c.load(path); ok {
+		c.keep(path, b)
 		c.hits.Add(1)
 		return b, nil
 	}
@@ -133,7 +169,11 @@ func (c *Cache) Synthesize(ctx context.Context, text, voice string) (audio.Buffe
 		if err != nil {
 			return audio.Buffer{}, err
 		}
-		return b, c.store(path, b)
+		if err := c.store(path, b); err != nil {
+			return audio.Buffer{}, err
+		}
+		c.keep(path, b)
+		return b, nil
 	})
 	if err != nil {
 		return audio.Buffer{}, err
@@ -142,6 +182,47 @@ func (c *Cache) Synthesize(ctx context.Context, text, voice string) (audio.Buffe
 		c.hits.Add(1)
 	}
 	return v.(audio.Buffer), nil
+}
+
+// recall answers a rendering from memory, marking its file used at most
+// every touchEvery.
+func (c *Cache) recall(path string) (audio.Buffer, bool) {
+	now := c.now()
+	c.memMu.Lock()
+	k, ok := c.mem.Get(path)
+	touch := ok && now.Sub(k.touched) >= touchEvery
+	if touch {
+		k.touched = now
+	}
+	c.memMu.Unlock()
+	if !ok {
+		return audio.Buffer{}, false
+	}
+	if touch {
+		// A file a sweep removed stays removed; this copy is still good.
+		_ = os.Chtimes(path, now, now)
+	}
+	return k.b, true
+}
+
+// keep holds a rendering (just read or stored, its file just marked used)
+// in memory, the least recently used going while the rest is over
+// memLimit; one larger than memLimit is not kept.
+func (c *Cache) keep(path string, b audio.Buffer) {
+	size := 2 * int64(len(b.Samples))
+	if size > c.memLimit || b.Rate != audio.PhoneRate {
+		return
+	}
+	c.memMu.Lock()
+	defer c.memMu.Unlock()
+	if c.mem.Contains(path) {
+		return
+	}
+	c.mem.Add(path, &kept{b: b, touched: c.now()})
+	c.memBytes += size
+	for c.memBytes > c.memLimit {
+		c.mem.RemoveOldest()
+	}
 }
 
 // load reads a stored rendering and marks it used; false when there is

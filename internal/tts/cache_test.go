@@ -124,6 +124,8 @@ func TestCacheRerendersCorruptEntries(t *testing.T) {
 		if err := os.WriteFile(path, damage.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// A new process: the one before answers from memory.
+		c, _ = NewCache(dir, eng, CacheLimits{})
 		calls := eng.calls
 		got, err := c.Synthesize(ctx, "xin chào", "vi")
 		if err != nil || eng.calls != calls+1 {
@@ -135,6 +137,49 @@ func TestCacheRerendersCorruptEntries(t *testing.T) {
 		if repaired, _ := os.ReadFile(path); string(repaired) != string(full) {
 			t.Fatalf("%s entry was not replaced", damage.name)
 		}
+	}
+}
+
+// TestCacheKeepsRenderingsInMemory: a rendering used again is answered
+// from memory, not read and decoded from its file, and memory holds no
+// more than its bound, the least recently used going first.
+func TestCacheKeepsRenderingsInMemory(t *testing.T) {
+	dir := t.TempDir()
+	eng := &counting{name: "fake"}
+	c, err := NewCache(dir, eng, CacheLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, _ := c.Synthesize(ctx, "một", "vi")
+	size := 2 * int64(len(first.Samples))
+	c.memLimit = 2 * size
+
+	// Its file gone, the rendering is still answered, and counted a hit.
+	for _, name := range cacheFiles(t, dir) {
+		os.Remove(filepath.Join(dir, name))
+	}
+	again, err := c.Synthesize(ctx, "một", "vi")
+	if err != nil || eng.calls != 1 || &again.Samples[0] != &first.Samples[0] {
+		t.Fatalf("used again: %v, engine ran %d times, shared %v", err, eng.calls, &again.Samples[0] == &first.Samples[0])
+	}
+	if st, _ := c.Stats(); st.Hits != 1 || st.Misses != 1 {
+		t.Errorf("stats %+v, want 1 hit and 1 miss", st)
+	}
+
+	c.Synthesize(ctx, "hai", "vi")
+	c.Synthesize(ctx, "ba", "vi")
+	if c.memBytes != 2*size || c.mem.Len() != 2 {
+		t.Errorf("memory holds %d renderings, %d bytes; want 2, %d", c.mem.Len(), c.memBytes, 2*size)
+	}
+	calls := eng.calls
+	c.Synthesize(ctx, "một", "vi") // out of memory, and of the disk
+	if eng.calls != calls+1 {
+		t.Error("the least recently used rendering was not the one let go")
+	}
+	c.Synthesize(ctx, "ba", "vi")
+	if eng.calls != calls+1 {
+		t.Error("a rendering in memory was rendered again")
 	}
 }
 
