@@ -266,6 +266,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	} else {
 		sim := dialer.NewSim(cfg.Simulator)
 		sim.Chat = chat
+		sim.HoldTrunks(cfg.SIP.Trunks)
 		calls, m.clock, timeScale = sim, sim, sim.TimeScale
 		m.sandboxNow = &sandboxclock.Clock{}
 	}

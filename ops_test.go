@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"dialbox/internal/config"
 	"dialbox/internal/ops"
 	"dialbox/internal/pgtest"
+	"dialbox/internal/sqldb"
 	"dialbox/internal/store"
 	"dialbox/internal/testtool"
 
@@ -365,12 +365,12 @@ func testReadyzWhenWritesCannotBeStored(t *testing.T, backend string) {
 	case *store.SQLite:
 		// max_page_count is the writer connection's: set it there.
 		pragma := func(set func(pages int) int) {
-			if err := store.Write(ctx, func(tx *sql.Tx) error {
+			if err := store.Write(ctx, func(tx sqldb.SQLQueryer) error {
 				var pages int
-				if err := tx.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+				if err := tx.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
 					return err
 				}
-				_, err := tx.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, set(pages)))
+				_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, set(pages)))
 				return err
 			}); err != nil {
 				t.Fatal(err)

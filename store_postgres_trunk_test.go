@@ -88,3 +88,84 @@ func TestPostgresTrunkEnginesShareChannels(t *testing.T) {
 		t.Errorf("%d calls recorded on trunk main, want %d", n, contacts)
 	}
 }
+
+// heldDialer holds every call up until release is closed.
+type heldDialer struct {
+	*dialer.TrunkLoads
+	release chan struct{}
+}
+
+func (d heldDialer) Dial(ctx context.Context, req domain.DialRequest) domain.DialResult {
+	select {
+	case <-d.release:
+	case <-ctx.Done():
+	}
+	return domain.DialResult{Outcome: domain.OutcomeBusy, Cause: domain.OutcomeCause[domain.OutcomeBusy], EndedAt: time.Now()}
+}
+
+// claimCounter is a node's store counting the scheduler's rounds and the
+// claims it offered.
+type claimCounter struct {
+	Store
+	mu              sync.Mutex
+	rounds, offered int
+}
+
+func (c *claimCounter) ActiveScenarios(ctx context.Context) ([]*domain.Scenario, error) {
+	c.mu.Lock()
+	c.rounds++
+	c.mu.Unlock()
+	return c.Store.ActiveScenarios(ctx)
+}
+
+func (c *claimCounter) ClaimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error) {
+	c.mu.Lock()
+	c.offered += len(claims)
+	c.mu.Unlock()
+	return c.Store.ClaimCalls(ctx, claims, now)
+}
+
+// A node whose trunk is full with another node's calls reads that before
+// it offers claims, and offers none (its own count of the trunk is empty):
+// claims the database would refuse each hold the trunk's lock for nothing.
+// When the calls end, it dials.
+func TestPostgresTrunkFullOnAnotherNodeOffersNoClaims(t *testing.T) {
+	database := migratedPostgres.Database(t)
+	app := engTenant()
+	app.HotlinePools[0].Numbers = engPhones(20, 500)
+	app.Scenarios[0].CallConfig.MaxConcurrent = 20
+	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
+	first, ids := fixtureStoreIn(t, database, app)
+	second, err := openConfiguredStore(context.Background(), configOn(database), store.NewMetrics(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened(t, second, database)
+	t.Cleanup(func() { second.Close() })
+	const contacts = 6
+	engImport(t, first, ids[0], "sc", "", engPhones(contacts, 0)...)
+	trunks := []config.SIPTrunk{{Name: "main", MaxChannels: 3, MaxCPS: 100}}
+	release := make(chan struct{})
+	engStart(t, first, heldDialer{dialer.NewTrunkLoads(trunks), release}, nil, nil)
+	waitFor(t, "the first node holding the trunk's 3 channels", func() bool {
+		return queryInt(t, first, `SELECT count(*) FROM calls WHERE state = 'dialing' AND trunk = 'main'`) == 3
+	})
+	counted := &claimCounter{Store: second}
+	engStart(t, counted, heldDialer{dialer.NewTrunkLoads(trunks), release}, nil, nil)
+	waitFor(t, "five rounds of the second node's scheduler", func() bool {
+		counted.mu.Lock()
+		defer counted.mu.Unlock()
+		return counted.rounds >= 5
+	})
+	counted.mu.Lock()
+	offered := counted.offered
+	counted.mu.Unlock()
+	if offered != 0 {
+		t.Errorf("the second node offered %d claims on a trunk the first node's calls fill, want none", offered)
+	}
+	close(release)
+	engWaitAllDone(t, first, ids[0], contacts)
+	if n := queryInt(t, first, `SELECT count(*) FROM calls WHERE trunk = 'main'`); n != contacts {
+		t.Errorf("%d calls recorded on trunk main, want %d", n, contacts)
+	}
+}

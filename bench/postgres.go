@@ -9,8 +9,11 @@ package main
 //   - one node against three on one database: operations B and A, the
 //     harness's load generator spreading requests over the nodes in turn;
 //   - the engine dialling one shared queue with the simulator, on one node
-//     and on three: calls settled per second, and a check from the
-//     database that no contact was dialled twice.
+//     and on three, without trunk limits and then on one trunk whose
+//     max_channels and max_cps are the limit (the simulator holds
+//     sip.trunks as the SIP dialer does): calls settled per second, claims
+//     taken and refused, and checks from the database that no contact was
+//     dialled twice and the trunk never held more than its channels.
 
 import (
 	"context"
@@ -26,9 +29,20 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// pgTrunk is the trunk the engine's runs call through: its max_channels
+// and max_cps; zero, none (the calls' trunk is "", unlimited).
+type pgTrunk struct{ Channels, CPS int }
+
+// pgCallsTrunk is the trunk of the runs with trunk limits: fewer channels
+// and calls per second than the nodes reach without it (the scenario's 200
+// calls up, about 1,000 started in a second), so the trunk is the limit
+// the claims hold.
+var pgCallsTrunk = pgTrunk{Channels: 8, CPS: 500}
+
 // pgCallsResult is one run of the engine on a shared queue.
 type pgCallsResult struct {
 	Nodes    int
+	Trunk    pgTrunk
 	Imported int64   // contacts acknowledged by operation A
 	Settled  int64   // contacts whose call ended
 	Rate     float64 // calls settled per second, first to last
@@ -39,6 +53,8 @@ type pgCallsResult struct {
 	PerNode  []int64 // contacts per claiming node, most first
 	Taken    int64   // claims the nodes' schedulers asked for and got
 	Refused  int64   // claims the database refused (another node's, or a limit across nodes)
+	MostUp   int64   // most calls up at once on the run's trunk, from the call records
+	MostCPS  int64   // most calls started on it in any one second, from the call records
 }
 
 // postgresPhase runs the phase; a failure is reported, not fatal: the
@@ -75,9 +91,11 @@ func (h *Harness) postgres(fixtures string) error {
 	if err := h.pgNodes(fixtures); err != nil {
 		return err
 	}
-	for _, nodes := range []int{1, 3} {
-		if err := h.pgCallsRun(nodes); err != nil {
-			return err
+	for _, trunk := range []pgTrunk{{}, pgCallsTrunk} {
+		for _, nodes := range []int{1, 3} {
+			if err := h.pgCallsRun(nodes, trunk); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -250,24 +268,35 @@ func (h *Harness) pgNodes(fixtures string) error {
 
 // pgCallsRun imports -pg-calls contacts, spread over the nodes, into a
 // scenario every simulated call of which is answered and ends within
-// milliseconds (time_scale 1000), and waits until every one is settled.
-func (h *Harness) pgCallsRun(nodes int) error {
-	logf("postgres: the engine on %d node(s) dialling one queue", nodes)
-	url, err := h.pg.newDatabase(fmt.Sprintf("calls%d", nodes))
+// milliseconds (time_scale 1000), through trunk (none: unlimited), and
+// waits until every one is settled.
+func (h *Harness) pgCallsRun(nodes int, trunk pgTrunk) error {
+	tag, conf, name := "", webhookConfig(), ""
+	if trunk.Channels > 0 {
+		tag, name = "-trunk", "main"
+		// Every node configures the same trunk (docs/postgres.md#claiming-calls);
+		// the simulator holds it and never sends to its address.
+		conf += fmt.Sprintf("[[sip.trunks]]\nname = %q\naddress = \"127.0.0.1:5060\"\nmax_channels = %d\nmax_cps = %d\n",
+			name, trunk.Channels, trunk.CPS)
+		logf("postgres: the engine on %d node(s) dialling one queue through a trunk of %d channels, %d calls/s", nodes, trunk.Channels, trunk.CPS)
+	} else {
+		logf("postgres: the engine on %d node(s) dialling one queue", nodes)
+	}
+	url, err := h.pg.newDatabase(fmt.Sprintf("calls%d%s", nodes, strings.TrimPrefix(tag, "-")))
 	if err != nil {
 		return err
 	}
 	fixtures := filepath.Join(h.scratch, "fixtures-pg-calls.toml")
-	config := filepath.Join(h.scratch, "config-pg-calls.toml")
+	config := filepath.Join(h.scratch, "config-pg-calls"+tag+".toml")
 	if err := os.WriteFile(fixtures, []byte(fixturesTOML("", 200, 200)), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(config, []byte(webhookConfig()), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(conf), 0o644); err != nil {
 		return err
 	}
 	var ds []*Dialbox
 	for i := 1; i <= nodes; i++ {
-		d, err := StartDialbox(h.bin, fmt.Sprintf("dialbox-pg-calls%d-node%d", nodes, i), h.scratch, url, fixtures, config, "")
+		d, err := StartDialbox(h.bin, fmt.Sprintf("dialbox-pg-calls%d%s-node%d", nodes, tag, i), h.scratch, url, fixtures, config, "")
 		if err != nil {
 			return err
 		}
@@ -339,7 +368,7 @@ func (h *Harness) pgCallsRun(nodes int) error {
 	if imp.r.Units == 0 {
 		return fmt.Errorf("calls on %d nodes: operation A stored nothing: %s", nodes, imp.r.ErrMsg)
 	}
-	res := &pgCallsResult{Nodes: nodes, Imported: imp.r.Units, Settled: last}
+	res := &pgCallsResult{Nodes: nodes, Trunk: trunk, Imported: imp.r.Units, Settled: last}
 	if lastAt.After(firstAt) {
 		res.Rate = float64(last-first) / lastAt.Sub(firstAt).Seconds()
 		res.Cores = (h.serverCPU() - cpu0).Seconds() / lastAt.Sub(start).Seconds()
@@ -358,6 +387,9 @@ func (h *Harness) pgCallsRun(nodes int) error {
 		return err
 	}
 	slices.SortFunc(res.PerNode, func(a, b int64) int { return int(b - a) })
+	if res.MostUp, res.MostCPS, err = trunkPeaks(ctx, conn, appID, name); err != nil {
+		return err
+	}
 	// Claims taken and refused, every node's, from its /metrics: a refused
 	// claim is a round trip and a lock held for nothing.
 	for _, d := range ds {
@@ -368,11 +400,32 @@ func (h *Harness) pgCallsRun(nodes int) error {
 		res.Taken += taken
 		res.Refused += refused
 	}
-	logf("  %d node(s): %s of %s contacts settled, %s calls/s; %s calls for %s contacts; per node %v; claims taken %s, refused %s",
+	logf("  %d node(s): %s of %s contacts settled, %s calls/s; %s calls for %s contacts; per node %v; claims taken %s, refused %s; at most %d up, %d started in a second",
 		nodes, num(float64(res.Settled)), num(float64(res.Imported)), num(res.Rate), num(float64(res.Calls)), num(float64(res.Dialled)), res.PerNode,
-		num(float64(res.Taken)), num(float64(res.Refused)))
+		num(float64(res.Taken)), num(float64(res.Refused)), res.MostUp, res.MostCPS)
 	h.pgCalls = append(h.pgCalls, res)
 	return nil
+}
+
+// trunkPeaks reads from the call records the most calls up at once on a
+// trunk, across every node, and the most started in any one second (the
+// window the claim counts: a start and the 999 ms after it). Every call
+// has ended by now; its ended_at is no later than its node settled it,
+// which came before any claim that took its channel, so at one
+// millisecond ends are counted before starts.
+func trunkPeaks(ctx context.Context, conn *pgx.Conn, appID int64, trunk string) (up, perSecond int64, err error) {
+	err = conn.QueryRow(ctx, `SELECT coalesce(max(up), 0) FROM (
+			SELECT sum(d) OVER (ORDER BY t, d) AS up FROM (
+				SELECT started_at AS t, 1 AS d FROM calls WHERE app_id = $1 AND trunk = $2
+				UNION ALL SELECT ended_at, -1 FROM calls WHERE app_id = $1 AND trunk = $2 AND ended_at IS NOT NULL) e) s`,
+		appID, trunk).Scan(&up)
+	if err != nil {
+		return 0, 0, err
+	}
+	err = conn.QueryRow(ctx, `SELECT coalesce(max(n), 0) FROM (
+			SELECT count(*) OVER (ORDER BY started_at RANGE BETWEEN CURRENT ROW AND 999 FOLLOWING) AS n
+			FROM calls WHERE app_id = $1 AND trunk = $2) s`, appID, trunk).Scan(&perSecond)
+	return up, perSecond, err
 }
 
 func pgAppID(url string) (int64, error) {

@@ -107,29 +107,30 @@ func (h *Harness) pgSection(w func(string, ...any)) {
 		w("| %s | %d | %s | %s | %s | %s | %s | %s |\n", p.Label, p.Conc, req, units, lat(p.P50), lat(p.P99), cores, h.pgCompare(p))
 	}
 	if len(h.pgCalls) > 0 {
-		w("\nThe engine dialling one shared queue: the contacts are imported through operation A (1000 per request, 4 clients, spread over the nodes) into a scenario of `max_concurrent` 200 with 200 hotlines; the simulator (`time_scale = 1000`) answers every call and ends it within milliseconds. " +
-			"Calls settled per second run from the first contact whose call ended to the last, polled from the database every 50 ms; the counts are read from the database afterwards: a contact dialled twice would have two call records.\n\n")
-		w("| Nodes | Contacts | Calls settled/s | CPU, dialbox + PostgreSQL | Call records | Contacts called | Not ended after exactly one call | Contacts per node | Claims taken / refused | Compared with |\n")
-		w("|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
-		var one *pgCallsResult
+		w("\nThe engine dialling one shared queue: the contacts are imported through operation A (1000 per request, 4 clients, spread over the nodes) into a scenario of `max_concurrent` 200 with 200 hotlines; the simulator (`time_scale = 1000`) answers every call and ends it within milliseconds. "+
+			"Calls settled per second run from the first contact whose call ended to the last, polled from the database every 50 ms; the counts are read from the database afterwards: a contact dialled twice would have two call records. "+
+			"The runs on a trunk call through one `[[sip.trunks]]` of %d channels and %d calls/s, configured on every node, which the simulator holds as the SIP dialer does: its limits, held by the claims across the nodes, are what bounds the calls. "+
+			"Calls up and started in a second are the most the call records show on the run's trunk across every node (from their start and end times).\n\n", pgCallsTrunk.Channels, pgCallsTrunk.CPS)
+		w("| Nodes | Trunk | Contacts | Calls settled/s | CPU, dialbox + PostgreSQL | Call records | Contacts called | Not ended after exactly one call | Contacts per node | Claims taken / refused | Calls up / started in a second, at most | Compared with |\n")
+		w("|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
 		for _, r := range h.pgCalls {
-			if r.Nodes == 1 {
-				one = r
-			}
 			per := make([]string, len(r.PerNode))
 			for i, n := range r.PerNode {
 				per[i] = num(float64(n))
 			}
-			cmp := "-"
-			if one != nil && r != one {
-				cmp = times(r.Rate, one.Rate) + " one node"
+			var cmps []string
+			if one := h.pgCallsOf(1, r.Trunk); one != nil && r != one {
+				cmps = append(cmps, times(r.Rate, one.Rate)+" one node")
+			}
+			if free := h.pgCallsOf(r.Nodes, pgTrunk{}); free != nil && r != free {
+				cmps = append(cmps, times(r.Rate, free.Rate)+" the same nodes without trunk limits")
 			}
 			if r.Settled < r.Imported {
-				cmp += fmt.Sprintf("; **only %s of %s settled**", num(float64(r.Settled)), num(float64(r.Imported)))
+				cmps = append(cmps, fmt.Sprintf("**only %s of %s settled**", num(float64(r.Settled)), num(float64(r.Imported))))
 			}
-			w("| %d | %s | %s | %.2f | %s | %s | %s | %s | %s / %s | %s |\n", r.Nodes, num(float64(r.Imported)), num(r.Rate), r.Cores,
+			w("| %d | %s | %s | %s | %.2f | %s | %s | %s | %s | %s / %s | %d / %d | %s |\n", r.Nodes, r.Trunk, num(float64(r.Imported)), num(r.Rate), r.Cores,
 				num(float64(r.Calls)), num(float64(r.Dialled)), num(float64(r.NotOnce)), strings.Join(per, " / "),
-				num(float64(r.Taken)), num(float64(r.Refused)), cmp)
+				num(float64(r.Taken)), num(float64(r.Refused)), r.MostUp, r.MostCPS, orDash(strings.Join(cmps, "; ")))
 		}
 	}
 	w("\n**Three nodes on one machine.** The three nodes, PostgreSQL and the load generator all run on this machine's %d cores, so three nodes have no more CPU than one: "+
@@ -143,8 +144,8 @@ func (h *Harness) pgSection(w func(string, ...any)) {
 		}
 		for _, r := range h.pgCalls {
 			ok := r.Calls == r.Dialled && r.NotOnce == 0 && r.Settled >= r.Imported
-			w("- %s no contact dialled twice on %s: %s contacts imported, %s settled, %s call records for %s contacts, %s not ended after exactly one call\n",
-				verdict(ok), nodesWord(r.Nodes), num(float64(r.Imported)), num(float64(r.Settled)), num(float64(r.Calls)), num(float64(r.Dialled)), num(float64(r.NotOnce)))
+			w("- %s no contact dialled twice on %s%s: %s contacts imported, %s settled, %s call records for %s contacts, %s not ended after exactly one call\n",
+				verdict(ok), nodesWord(r.Nodes), r.Trunk.on(), num(float64(r.Imported)), num(float64(r.Settled)), num(float64(r.Calls)), num(float64(r.Dialled)), num(float64(r.NotOnce)))
 		}
 	}
 	if h.pgSkip != "" {
@@ -153,6 +154,32 @@ func (h *Harness) pgSection(w func(string, ...any)) {
 	for _, n := range h.pgNotes {
 		w("\n%s\n", n)
 	}
+}
+
+// pgCallsOf is the engine's run on nodes through trunk, if it ran.
+func (h *Harness) pgCallsOf(nodes int, trunk pgTrunk) *pgCallsResult {
+	for _, r := range h.pgCalls {
+		if r.Nodes == nodes && r.Trunk == trunk {
+			return r
+		}
+	}
+	return nil
+}
+
+// String is the trunk as the engine's table names it.
+func (t pgTrunk) String() string {
+	if t.Channels == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d channels, %d calls/s", t.Channels, t.CPS)
+}
+
+// on names the trunk after a run's nodes: "" without one.
+func (t pgTrunk) on() string {
+	if t.Channels == 0 {
+		return ""
+	}
+	return " through a trunk of " + t.String()
 }
 
 func isPgKey(k string) bool {
@@ -186,19 +213,31 @@ func (h *Harness) pgTargets(top int, missing func(what, why string)) []string {
 	} else {
 		missing(what, "a step is missing")
 	}
-	what = "claims refused per claim taken <= 1, nodes dialling one queue"
-	var most *pgCallsResult
+	// Refused claims on every run of several nodes, and on a trunk the
+	// limits held across them, read from the call records.
+	multi := false
 	for _, r := range h.pgCalls {
-		if most == nil || r.Nodes > most.Nodes {
-			most = r
+		if r.Nodes < 2 {
+			continue
+		}
+		multi = true
+		what := "claims refused per claim taken <= 1, " + nodesWord(r.Nodes) + " dialling one queue" + r.Trunk.on()
+		if r.Taken == 0 {
+			missing(what, "no claim was taken")
+			continue
+		}
+		ratio := float64(r.Refused) / float64(r.Taken)
+		out = append(out, fmt.Sprintf("%s %s: %.2f (%s refused, %s taken)", verdict(ratio <= 1), what, ratio,
+			num(float64(r.Refused)), num(float64(r.Taken))))
+		if r.Trunk.Channels > 0 {
+			out = append(out, fmt.Sprintf("%s no trunk above its max_channels across %s: at most %d calls up on a trunk of %d channels, from the call records",
+				verdict(r.MostUp <= int64(r.Trunk.Channels)), nodesWord(r.Nodes), r.MostUp, r.Trunk.Channels))
+			out = append(out, fmt.Sprintf("%s no trunk above its max_cps across %s: at most %d calls started in a second on a trunk of %d calls/s, from the call records",
+				verdict(r.MostCPS <= int64(r.Trunk.CPS)), nodesWord(r.Nodes), r.MostCPS, r.Trunk.CPS))
 		}
 	}
-	if most != nil && most.Taken > 0 {
-		ratio := float64(most.Refused) / float64(most.Taken)
-		out = append(out, fmt.Sprintf("%s %s: %.2f on %s (%s refused, %s taken)", verdict(ratio <= 1), what, ratio,
-			nodesWord(most.Nodes), num(float64(most.Refused)), num(float64(most.Taken))))
-	} else {
-		missing(what, "the engine's run on PostgreSQL is missing")
+	if !multi {
+		missing("claims refused per claim taken <= 1, nodes dialling one queue", "the engine's run on PostgreSQL is missing")
 	}
 	return out
 }

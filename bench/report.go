@@ -308,8 +308,12 @@ func (h *Harness) steps(w func(string, ...any)) {
 	if wh := h.webhook; wh != nil {
 		w("| webhooks, latency at a steady %s deliveries/s | - | - | - | %s | %s | - | from a call's end (data.ended_at) to its arrival at the receiver |\n",
 			num(wh.PacedRate), lat(wh.P50), lat(wh.P99))
-		w("| webhooks, burst: %s contacts called at once | - | %s deliveries/s | - | - | - | - | engine and delivery together; %s of the 5,000/s target; the engine's calls made %s deliveries/s due%s |\n",
-			num(float64(wh.Contacts)), num(wh.LiveRate), pct(wh.LiveRate, 5000), num(wh.EngineRate), dupNote(wh.LiveDups))
+		cores := "-"
+		if wh.BurstWall > 0 {
+			cores = fmt.Sprintf("%.2f", wh.BurstCPU.Seconds()/wh.BurstWall.Seconds())
+		}
+		w("| webhooks, burst: %s contacts called at once | - | %s deliveries/s | - | - | - | %s | engine and delivery together; %s of the 5,000/s target; the engine's calls made %s deliveries/s due; dialbox's CPU %s ms per 1,000 deliveries%s |\n",
+			num(float64(wh.Contacts)), num(wh.LiveRate), cores, pct(wh.LiveRate, 5000), num(wh.EngineRate), num(wh.cpuPer1000()), dupNote(wh.LiveDups))
 		w("| webhooks, drain of %s queued messages | - | %s deliveries/s | - | - | - | - | delivery alone; %s of the 5,000/s target%s |\n",
 			num(float64(wh.Drained)), num(wh.DrainRate), pct(wh.DrainRate, 5000), dupNote(wh.DrainDups))
 	} else {

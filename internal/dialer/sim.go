@@ -47,7 +47,9 @@ var defaultWeights = map[string]float64{
 // the first matching rule, else from chance seeded by (seed, number,
 // attempt), so a run does not depend on the order calls happen to start in.
 type Sim struct {
-	UnlimitedTrunks
+	// trunkGate holds the calls to the capacity of sip.trunks when any
+	// is configured (HoldTrunks); otherwise calls are unlimited.
+	trunkGate
 	seed    uint64
 	rules   []config.SimulatorRule
 	weights []weightedOutcome
@@ -81,7 +83,18 @@ func NewSim(cfg config.SimulatorConfig) *Sim {
 	// Map order is random; the seed must give the same outcomes every run.
 	sort.Slice(d.weights, func(i, j int) bool { return d.weights[i].outcome < d.weights[j].outcome })
 	d.SetTimeScale(cfg.TimeScale)
+	d.trunkGate = UnlimitedTrunks{}
 	return d
+}
+
+// HoldTrunks makes the simulated calls hold the trunks' max_channels and
+// max_cps as real calls do (docs/calling.md#trunks-in-simulation), so a
+// deployment's trunk limits, on one node or across a cluster's, can be
+// tried without a carrier. Called before the first Dial.
+func (d *Sim) HoldTrunks(trunks []config.SIPTrunk) {
+	if len(trunks) > 0 {
+		d.trunkGate = NewTrunkLoads(trunks)
+	}
 }
 
 // SetTimeScale changes how much faster than real time simulated calls run;

@@ -209,3 +209,26 @@ func TestSimulatorConfigErrorNamesTheLine(t *testing.T) {
 		t.Fatalf("a weights table must replace the defaults whole: %v %v", cfg.Simulator.Weights, err)
 	}
 }
+
+// The simulator holds the trunks of sip.trunks when any is configured, as
+// the SIP dialer does ("" the first trunk), and none otherwise.
+func TestSimHoldsTrunks(t *testing.T) {
+	d := fastSim(config.SimulatorConfig{Seed: 1})
+	if name, c := d.Trunk(""); name != "" || c.Limited() {
+		t.Fatalf("without sip.trunks the first trunk is %q %+v, want none and no capacity", name, c)
+	}
+	if n, _ := d.Reserve("", 500); n != 500 {
+		t.Fatalf("without sip.trunks reserved %d of 500, want all", n)
+	}
+	d.HoldTrunks([]config.SIPTrunk{{Name: "main", MaxChannels: 2, MaxCPS: 10}})
+	if name, c := d.Trunk(""); name != "main" || c != (domain.TrunkCapacity{Channels: 2, CPS: 10}) {
+		t.Fatalf(`with sip.trunks trunk "" is %q %+v, want main with its capacity`, name, c)
+	}
+	if n, _ := d.Reserve("main", 5); n != 2 {
+		t.Fatalf("reserved %d on a trunk of 2 channels, want 2", n)
+	}
+	d.Release("main")
+	if n, _ := d.Reserve("main", 5); n != 1 {
+		t.Fatalf("after a call ended reserved %d, want the 1 channel it freed", n)
+	}
+}

@@ -128,6 +128,15 @@ func (l *TrunkLoads) Unreserve(trunk string) {
 	}
 }
 
+// trunkGate is the capacity a dialer's calls hold to: the trunks of
+// sip.trunks (TrunkLoads) or none (UnlimitedTrunks).
+type trunkGate interface {
+	Trunk(trunk string) (string, domain.TrunkCapacity)
+	Reserve(trunk string, n int) (int, time.Duration)
+	Release(trunk string)
+	Unreserve(trunk string)
+}
+
 // UnlimitedTrunks is the capacity of a dialer without trunks: any number
 // of calls may start at any moment.
 type UnlimitedTrunks struct{}

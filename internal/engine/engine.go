@@ -130,6 +130,13 @@ type Store interface {
 	// every call. The scheduler offers no claim they leave no room for:
 	// the claim would be refused (docs/postgres.md#claiming-calls).
 	CallsUp(ctx context.Context, appID int64) (domain.CallsUp, bool, error)
+	// TrunkRoom is how many more calls the trunk of capacity may start at
+	// now on every node (its channels less its calls up, its calls per
+	// second less its starts in the last second); false on a store one
+	// server owns, where the dialer's own count of the trunk is every
+	// call. As with CallsUp, the scheduler offers no claim the trunk has
+	// no room for.
+	TrunkRoom(ctx context.Context, trunk string, capacity domain.TrunkCapacity, now time.Time) (int, bool, error)
 	// TakeOverCalls is what a running engine calls every takeoverEvery: on
 	// a shared store it settles the calls of nodes that died (their lease
 	// ran out); on SQLite, which one server owns, there are none.

@@ -15,7 +15,7 @@ import (
 // delayed is written, and the store's claim decides which calls start.
 func (e *Engine) tick(ctx context.Context) time.Time {
 	r := &round{ctx: ctx, now: e.now(), budgets: map[int64]*budget{}, hotlines: map[poolKey]domain.PoolLines{},
-		up: map[int64]*domain.CallsUp{}}
+		up: map[int64]*domain.CallsUp{}, trunks: map[string]int{}}
 	r.next = r.now.Add(e.pollInterval)
 	scenarios, err := e.store.ActiveScenarios(ctx)
 	if err != nil {
@@ -48,7 +48,10 @@ type round struct {
 	hotlines  map[poolKey]domain.PoolLines
 	// up is each application's calls up on every node, read once a round
 	// on a shared store (nil: the engine's own counts are every call).
-	up     map[int64]*domain.CallsUp
+	up map[int64]*domain.CallsUp
+	// trunks is the room each trunk with a capacity has left on every
+	// node, read once a round on a shared store, less this round's claims.
+	trunks map[string]int
 	claims []domain.CallClaim
 	holds  []domain.CallHold
 	delays []domain.CallDelay
@@ -260,12 +263,18 @@ func (e *Engine) screenDue(r *round, p *scenarioPlan) ([]domain.DueContact, bool
 func (e *Engine) claim(r *round, p *scenarioPlan, due []domain.DueContact) {
 	sc := p.sc
 	trunk, capacity := e.dialer.Trunk(p.pool.Trunk)
+	if len(due) > 0 && capacity.Limited() {
+		due = due[:e.roundTrunkRoom(r, trunk, capacity, len(due))]
+	}
 	if len(due) > 0 {
 		granted, wait := e.dialer.Reserve(trunk, len(due))
 		if granted < len(due) && wait > 0 {
 			r.later(r.now.Add(wait))
 		}
 		due = due[:granted]
+		if left, ok := r.trunks[trunk]; ok {
+			r.trunks[trunk] = left - granted
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -283,6 +292,31 @@ func (e *Engine) claim(r *round, p *scenarioPlan, due []domain.DueContact) {
 			p.b.left--
 		}
 	}
+}
+
+// roundTrunkRoom is how many of want calls the trunk has room for on
+// every node, read once a round on a shared store (want on one a server
+// owns, or when it could not be read: the claim decides). With no room
+// the scheduler tries again soon: the calls that make room end on other
+// nodes, which do not wake this one.
+func (e *Engine) roundTrunkRoom(r *round, trunk string, capacity domain.TrunkCapacity, want int) int {
+	left, ok := r.trunks[trunk]
+	if !ok {
+		room, shared, err := e.store.TrunkRoom(r.ctx, trunk, capacity, r.now)
+		if err != nil {
+			e.logErr(r.ctx, "engine: reading the trunk's calls on every node", "trunk", trunk, "err", err)
+			return want
+		}
+		if !shared {
+			return want
+		}
+		left, r.trunks[trunk] = room, room
+	}
+	if left <= 0 {
+		r.later(r.now.Add(trunkRetry))
+		return 0
+	}
+	return min(want, left)
 }
 
 // keepRules writes what the calling rules decided this round: the

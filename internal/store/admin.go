@@ -455,16 +455,16 @@ const (
 // DeleteApp removes an application and everything it owns, its calls'
 // recordings included.
 func (s *SQLite) DeleteApp(ctx context.Context, apiKey string) error {
-	return s.deleteWithRecordings(ctx, appRecordings, []any{apiKey}, func(tx *sql.Tx) error {
-		return changed(tx.Exec(deleteAppSQL, apiKey))
+	return s.deleteWithRecordings(ctx, appRecordings, []any{apiKey}, func(tx sqldb.SQLQueryer) error {
+		return changed(tx.ExecContext(ctx, deleteAppSQL, apiKey))
 	})
 }
 
 // DeleteScenario removes a scenario with its campaigns and contacts, and
 // their calls' recordings.
 func (s *SQLite) DeleteScenario(ctx context.Context, appID int64, id string) error {
-	return s.deleteWithRecordings(ctx, scenarioRecordings, []any{appID, id}, func(tx *sql.Tx) error {
-		return changed(tx.Exec(deleteScenarioSQL, appID, id))
+	return s.deleteWithRecordings(ctx, scenarioRecordings, []any{appID, id}, func(tx sqldb.SQLQueryer) error {
+		return changed(tx.ExecContext(ctx, deleteScenarioSQL, appID, id))
 	})
 }
 
@@ -478,9 +478,9 @@ var resetTables = []string{
 // Reset wipes every tenant (and the recordings of their calls) and applies
 // apps, in one transaction.
 func (s *SQLite) Reset(ctx context.Context, apps []*FixtureApp, now time.Time) error {
-	return s.deleteWithRecordings(ctx, allRecordings, nil, func(tx *sql.Tx) error {
+	return s.deleteWithRecordings(ctx, allRecordings, nil, func(tx sqldb.SQLQueryer) error {
 		for _, t := range resetTables {
-			if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
 				return fmt.Errorf("reset %s: %w", t, err)
 			}
 		}

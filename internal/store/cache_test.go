@@ -5,7 +5,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"dialbox/internal/destinations"
 	"dialbox/internal/domain"
+	"dialbox/internal/sqldb"
 )
 
 // cachedSQLite is the store with Cached's reads in front, as the root
@@ -64,8 +64,8 @@ func TestCatalogCache(t *testing.T) {
 	if st.configChanges.Load() != version {
 		t.Error("an import invalidated the configuration cache")
 	}
-	if err := st.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE applications SET name = 'after'; INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc2', 0, 0)`, app.ID)
+	if err := st.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `UPDATE applications SET name = 'after'; INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc2', 0, 0)`, app.ID)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -83,8 +83,8 @@ func TestCatalogCache(t *testing.T) {
 	if ok, _ := s.PoolAvailable(ctx, app.ID, "POOL_SYSTEM"); !ok {
 		t.Fatal("pool with an enabled hotline unavailable")
 	}
-	if err := st.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE wallets SET prepaid = 1, expires_at = 1; UPDATE hotlines SET enabled = 0`)
+	if err := st.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `UPDATE wallets SET prepaid = 1, expires_at = 1; UPDATE hotlines SET enabled = 0`)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -100,8 +100,8 @@ func TestCatalogCache(t *testing.T) {
 	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != domain.ErrNotFound {
 		t.Fatalf("missing scenario: %v", err)
 	}
-	st.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc3', 0, 0)`, app.ID)
+	st.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO scenarios (app_id, id, created_at, updated_at) VALUES (?, 'sc3', 0, 0)`, app.ID)
 		return err
 	})
 	if _, err := s.Scenario(ctx, app.ID, "sc3"); err != nil {

@@ -145,8 +145,8 @@ const dncRowsPerInsert = 100
 // statement of dncRowsPerInsert rows); PostgreSQL's COPYs.
 func (s *SQLite) LoadDNC(ctx context.Context, list int64, numbers []int64, replace bool, now time.Time, progress func(int)) (int, error) {
 	return s.loadDNC(ctx, list, numbers, replace, now, progress, func(id int64, part []int64, addedAt any) (n int, err error) {
-		err = s.WriteData(ctx, func(tx *sql.Tx) (err error) {
-			n, err = insertDNCNumbers(tx, id, part, addedAt)
+		err = s.WriteData(ctx, func(tx sqldb.SQLQueryer) (err error) {
+			n, err = insertDNCNumbers(ctx, tx, id, part, addedAt)
 			return err
 		})
 		return n, err
@@ -223,17 +223,14 @@ func (s *sqlStore) loadDNC(ctx context.Context, list int64, numbers []int64, rep
 }
 
 // insertDNCNumbers adds numbers to list version id, dncRowsPerInsert a
-// statement; it returns how many were new.
-func insertDNCNumbers(tx *sql.Tx, id int64, numbers []int64, addedAt any) (int, error) {
+// statement (the writer's cache prepares it from the second chunk on); it
+// returns how many were new.
+func insertDNCNumbers(ctx context.Context, tx sqldb.SQLQueryer, id int64, numbers []int64, addedAt any) (int, error) {
 	stmt := func(rows int) string {
 		return `INSERT INTO dnc_numbers (list_id, number, added_at) VALUES (?, ?, ?)` +
 			strings.Repeat(`, (?, ?, ?)`, rows-1) + ` ON CONFLICT DO NOTHING`
 	}
-	full, err := tx.Prepare(stmt(dncRowsPerInsert))
-	if err != nil {
-		return 0, err
-	}
-	defer full.Close()
+	full := stmt(dncRowsPerInsert)
 	args := make([]any, 0, 3*dncRowsPerInsert)
 	gained := 0
 	for from := 0; from < len(numbers); from += dncRowsPerInsert {
@@ -242,12 +239,11 @@ func insertDNCNumbers(tx *sql.Tx, id int64, numbers []int64, addedAt any) (int, 
 		for _, n := range part {
 			args = append(args, id, n, addedAt)
 		}
-		var r sql.Result
-		if len(part) == dncRowsPerInsert {
-			r, err = full.Exec(args...)
-		} else {
-			r, err = tx.Exec(stmt(len(part)), args...)
+		query := full
+		if len(part) < dncRowsPerInsert {
+			query = stmt(len(part))
 		}
+		r, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return gained, err
 		}

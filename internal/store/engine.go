@@ -82,10 +82,10 @@ func (s *sqlStore) EnabledHotlines(ctx context.Context, appID int64, poolKey str
 // longer queued is left out).
 func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ func() time.Time) ([]domain.CallClaim, error) {
 	var out []domain.CallClaim
-	err := s.WriteData(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
+	err := s.writeRerunnable(ctx, func(tx sqldb.SQLQueryer) error {
+		out = out[:0] // a rerun starts again
 		for _, c := range claims {
-			err := tx.QueryRow(`UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?
+			err := tx.QueryRowContext(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?
 				WHERE seq = ? AND state = 'queued' RETURNING attempts`, Millis(c.Start), c.Contact.Seq).Scan(&c.Attempt)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
@@ -93,7 +93,7 @@ func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ fu
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, ad_phone)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, ad_phone)
 				VALUES (?, ?, ?, ?, ?, ?, ?)`, c.CallID, c.Contact.Seq, c.AppID, c.Attempt, c.Hotline, Millis(c.Start),
 				nullString(c.AdPhone)); err != nil {
 				return err
@@ -109,7 +109,7 @@ func (s *SQLite) ClaimCalls(ctx context.Context, claims []domain.CallClaim, _ fu
 // contact's next state and the webhook events, all in one commit so none
 // can be seen (or survive a crash) without the others.
 func (s *SQLite) EndCall(ctx context.Context, e domain.CallEnd) error {
-	return s.WriteData(ctx, func(tx *sql.Tx) error { return endCallTx(sqliteTx(tx), e) })
+	return s.writeRerunnable(ctx, func(tx sqldb.SQLQueryer) error { return endCallTx(sqliteTx(tx), e) })
 }
 
 // SettleInterrupted ends every call a previous run left up (a crash or a
@@ -117,7 +117,7 @@ func (s *SQLite) EndCall(ctx context.Context, e domain.CallEnd) error {
 // returns how many it settled.
 func (s *SQLite) SettleInterrupted(ctx context.Context, now, firstTry time.Time) (int, error) {
 	n := 0
-	err := s.WriteData(ctx, func(tx *sql.Tx) error {
+	err := s.WriteData(ctx, func(tx sqldb.SQLQueryer) error {
 		n = 0
 		ids, err := sqldb.Collect(ctx, sqldb.SQLShared(tx), scanCallID, `SELECT id FROM calls WHERE state = 'dialing'`)
 		if err != nil {
@@ -145,6 +145,12 @@ func scanCallID(row sqldb.Row) (string, error) {
 // so its engine's own counts are every call up.
 func (s *SQLite) CallsUp(ctx context.Context, appID int64) (domain.CallsUp, bool, error) {
 	return domain.CallsUp{}, false, nil
+}
+
+// TrunkRoom is false: one server owns a SQLite database, so its dialer's
+// own count of a trunk's calls is every call on it.
+func (s *SQLite) TrunkRoom(ctx context.Context, trunk string, capacity domain.TrunkCapacity, now time.Time) (int, bool, error) {
+	return 0, false, nil
 }
 
 // TakeOverCalls settles nothing: one server owns a SQLite database (the
@@ -267,7 +273,10 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 	if err != nil {
 		return err
 	}
-	if err := enqueueEvent(tx, endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
+	// The events go in with one statement: a settle's is the writer's
+	// hottest path.
+	var out outbox
+	if err := out.add(endpoints, appID, domain.EventCallCompleted, data, e.Now, e.FirstTry); err != nil {
 		return err
 	}
 	if !willRetry {
@@ -277,9 +286,12 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 			return err
 		}
 		data.TotalCost = &total
-		if err := enqueueEvent(tx, endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
+		if err := out.add(endpoints, appID, domain.EventContactCompleted, data, e.Now, e.FirstTry); err != nil {
 			return err
 		}
+	}
+	if err := out.insert(tx); err != nil {
+		return err
 	}
 
 	if willRetry {
@@ -321,7 +333,7 @@ func endCallTx(tx settleTx, e domain.CallEnd) error {
 // import take them, so none of them deadlocks with another; SQLite's one
 // writer needs no lock.
 func (s *sqlStore) HoldContacts(ctx context.Context, holds []domain.CallHold, now, firstTry time.Time) error {
-	return s.writeData(ctx, func(q sqldb.Querier) error {
+	return s.writeRerunnable(ctx, func(q sqldb.Querier) error {
 		if q.Dialect() == sqldb.Postgres {
 			var apps []int64
 			for _, h := range holds {
@@ -340,6 +352,7 @@ func (s *sqlStore) HoldContacts(ctx context.Context, holds []domain.CallHold, no
 // holdContactsTx is HoldContacts in a transaction of either store.
 func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Time) error {
 	endpoints := map[int64]map[string][]string{}
+	var out outbox // every hold's event, inserted at the end
 	for _, h := range holds {
 		var (
 			data    domain.EventData
@@ -385,11 +398,11 @@ func holdContactsTx(tx settleTx, holds []domain.CallHold, now, firstTry time.Tim
 		}
 		data.StartedAt, data.EndedAt = domain.EventTime(now), domain.EventTime(now)
 		data.AnsweredBy, data.Steps, data.Transcript = domain.AnsweredByUnknown, json.RawMessage(`[]`), json.RawMessage(`[]`)
-		if err := enqueueEvent(tx, eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
+		if err := out.add(eps, h.AppID, domain.EventContactCompleted, data, now, firstTry); err != nil {
 			return err
 		}
 	}
-	return nil
+	return out.insert(tx)
 }
 
 // AppDestinations reads the tenant's own destination rules.

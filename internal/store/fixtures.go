@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -389,7 +388,7 @@ type dncLoader interface {
 
 // ApplyFixtures upserts every application of the file in one transaction.
 func (s *SQLite) ApplyFixtures(ctx context.Context, apps []*FixtureApp, now time.Time) error {
-	return s.Write(ctx, func(tx *sql.Tx) error {
+	return s.Write(ctx, func(tx sqldb.SQLQueryer) error {
 		for _, fa := range apps {
 			if err := applyFixtureApp(ctx, sqldb.SQLShared(tx), fa, now); err != nil {
 				return err

@@ -29,8 +29,8 @@ func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.
 	// imports' key, one page a commit, not a random page an import.
 	job := &importJob{req: req, now: now, id: domain.NewV7()}
 	counted := s.known >= countedVersion
-	alone := func(tx *sql.Tx) error {
-		return importTx(ctx, sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), job, counted)
+	alone := func(tx sqldb.SQLQueryer) error {
+		return importTx(ctx, sqldb.SQLShared(tx), job, counted)
 	}
 	err := s.write1(ctx, writeJob{fn: alone, imp: job, result: make(chan error, 1), dataOnly: true})
 	return imported(s.metrics.imports, job.res, job.allInvalid, err)
@@ -140,7 +140,7 @@ func (s *SQLite) importsAt(batch []writeJob) int {
 // transaction with it.
 func (s *SQLite) importBatch(tx *sql.Tx, jobs []writeJob, results []error) error {
 	ctx := context.Background()
-	b := batchImports{q: sqldb.SQLShared(preparedTx{tx, s.stmts.byQuery}), rooms: map[int64]*importRoom{}, scenarios: map[scenarioKey]bool{}}
+	b := batchImports{q: sqldb.SQLShared(preparedTx{tx, &s.stmts}), rooms: map[int64]*importRoom{}, scenarios: map[scenarioKey]bool{}}
 	for i, job := range jobs {
 		if b.fits(ctx, job.imp) {
 			continue
@@ -148,8 +148,7 @@ func (s *SQLite) importBatch(tx *sql.Tx, jobs []writeJob, results []error) error
 		if err := b.write(ctx); err != nil {
 			return err
 		}
-		var err error
-		if results[i], err = s.saved(tx, job.fn); err != nil {
+		if _, err := s.runJobs(tx, jobs[i:i+1], results[i:i+1]); err != nil {
 			return err
 		}
 		delete(b.rooms, job.imp.req.AppID) // its count may have changed
@@ -331,90 +330,6 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (m
 		}
 	}
 	return inserted, flush()
-}
-
-// writeStmts are prepared on the writer's only connection when the store
-// opens (a statement cannot be prepared through the pool while the writer's
-// transaction holds that connection) and bound to each transaction with
-// tx.Stmt, so the hot path never parses SQL.
-type writeStmts struct {
-	savepoint, release, rollback *sql.Stmt
-	// byQuery holds the import's statements by their text (preparedTx):
-	// every chunk size of insertContactsSQL and insertImportsSQL, a
-	// skipped row, the wallet, a scenario's existence and the counts.
-	byQuery map[string]*sql.Stmt
-}
-
-// prepare prepares the statements whose tables exist at the schema version
-// (older versions are opened by migration tests).
-func (w *writeStmts) prepare(db *sql.DB, version int) error {
-	var err error
-	prep := func(query string) *sql.Stmt {
-		if err != nil {
-			return nil
-		}
-		var st *sql.Stmt
-		st, err = db.Prepare(query)
-		return st
-	}
-	w.savepoint, w.release, w.rollback = prep(`SAVEPOINT job`), prep(`RELEASE job`), prep(`ROLLBACK TO job`)
-	w.byQuery = map[string]*sql.Stmt{}
-	if version < 1 {
-		return err
-	}
-	queries := append([]string{insertSkippedSQL, walletQuery, scenarioExistsSQL}, insertContactsSQL[1:]...)
-	queries = append(queries, insertImportsSQL[1:]...)
-	if version >= 4 { // queued_contacts
-		queries = append(queries, queuedSQL)
-	}
-	if version >= countedVersion {
-		queries = append(queries, countQueuedSQL, countContactsSQL)
-	}
-	for _, q := range queries {
-		if st := prep(q); st != nil {
-			w.byQuery[q] = st
-		}
-	}
-	return err
-}
-
-func (w *writeStmts) Close() {
-	for _, st := range []*sql.Stmt{w.savepoint, w.release, w.rollback} {
-		if st != nil {
-			st.Close()
-		}
-	}
-	for _, st := range w.byQuery {
-		st.Close()
-	}
-}
-
-// preparedTx runs a query of the writer's transaction as the statement
-// prepared for its text, if there is one (writeStmts), else as it comes.
-type preparedTx struct {
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt
-}
-
-func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := p.stmts[query]; st != nil {
-		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return p.tx.ExecContext(ctx, query, args...)
-}
-
-func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := p.stmts[query]; st != nil {
-		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	}
-	return p.tx.QueryContext(ctx, query, args...)
-}
-
-func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := p.stmts[query]; st != nil {
-		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return p.tx.QueryRowContext(ctx, query, args...)
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,

@@ -5,7 +5,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/sqldb"
 )
 
 // queueImports queues imports for s's writer in this order while the
@@ -21,7 +21,7 @@ import (
 func queueImports(t *testing.T, s *SQLite, reqs []domain.ImportRequest) []error {
 	t.Helper()
 	held, release := make(chan struct{}), make(chan struct{})
-	blocker := writeJob{fn: func(*sql.Tx) error { close(held); <-release; return nil }, result: make(chan error, 1)}
+	blocker := writeJob{fn: func(sqldb.SQLQueryer) error { close(held); <-release; return nil }, result: make(chan error, 1)}
 	s.jobs <- blocker
 	<-held
 	errs := make([]error, len(reqs))
@@ -128,8 +128,8 @@ func TestImportBatchCountsOnce(t *testing.T) {
 	ctx := context.Background()
 	// A temporary trigger lives on the writer's connection alone, and
 	// counts the committed updates of the application's count.
-	if err := s.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`CREATE TEMP TABLE counted (n INTEGER);
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `CREATE TEMP TABLE counted (n INTEGER);
 			CREATE TEMP TRIGGER counting AFTER UPDATE ON main.queued_contacts BEGIN INSERT INTO counted VALUES (1); END`)
 		return err
 	}); err != nil {
@@ -145,8 +145,8 @@ func TestImportBatchCountsOnce(t *testing.T) {
 		}
 	}
 	var updates int
-	if err := s.Write(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRow(`SELECT count(*) FROM counted`).Scan(&updates)
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM counted`).Scan(&updates)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 type Metrics struct {
 	commits commitMetrics
 	imports importMetrics
+	stmts   stmtMetrics    // nil counters on PostgreSQL, whose driver caches its own
 	Cluster clusterMetrics // nil counters on SQLite, which never uses them
 }
 
@@ -32,6 +33,7 @@ func NewMetrics(postgres bool) Metrics {
 	if !postgres {
 		m.commits = newCommitMetrics("sqlite", "Write jobs sharing one SQLite transaction (group commit).",
 			"Time to run a batch of write jobs and durably commit it.")
+		m.stmts = newStmtMetrics()
 		return m
 	}
 	m.commits = newCommitMetrics("postgres", "Write jobs sharing one PostgreSQL transaction of one of this node's writers (group commit).",
@@ -76,6 +78,9 @@ func newCommitMetrics(db, jobsHelp, durationHelp string) commitMetrics {
 // Collectors are the store's metrics, to register.
 func (m Metrics) Collectors() []prometheus.Collector {
 	c := []prometheus.Collector{m.imports.added, m.imports.skipped, m.commits.jobs, m.commits.duration}
+	if m.stmts.hits != nil {
+		c = append(c, m.stmts.hits, m.stmts.misses, m.stmts.prepared, m.stmts.evictions)
+	}
 	if m.Cluster.claims != nil {
 		c = append(c, m.Cluster.claims, m.Cluster.takeovers, m.Cluster.renewalFailures)
 	}

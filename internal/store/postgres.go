@@ -141,7 +141,7 @@ func OpenPostgres(ctx context.Context, url string, migrations []string, node con
 	s := &Postgres{pool: pool, node: id, lease: node.Lease.Duration,
 		heldMessages: map[int64]struct{}{}, Metrics: m, known: len(migrations), recordings: rec}
 	s.sqlStore = sqlStore{db: sqldb.PGX(pool),
-		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite)}
+		writeConfig: pgxWrite(s.configWrite), writeData: pgxWrite(s.dataWrite), writeRerunnable: pgxWrite(s.dataWrite)}
 	s.stopLeases, s.stopFolding = make(chan struct{}), make(chan struct{})
 	s.done.Add(3)
 	go s.keepLeases(s.stopLeases)

@@ -27,6 +27,9 @@ import (
 // trunks, in the order of their keys, then tenant by tenant in the order of
 // their ids, so every claim takes its locks in one global order and two
 // nodes claiming on the same trunks for the same tenants never deadlock.
+// The locks and every count the limits need are one round trip
+// (claimReads): other nodes wait for these locks, which are held for
+// that, the contacts' claims and the commit.
 func (s *Postgres) ClaimCalls(ctx context.Context, claims []domain.CallClaim, now func() time.Time) ([]domain.CallClaim, error) {
 	byApp := map[int64][]domain.CallClaim{}
 	var apps []int64
@@ -41,12 +44,12 @@ func (s *Postgres) ClaimCalls(ctx context.Context, claims []domain.CallClaim, no
 	leaseUntil := Millis(time.Now().Add(s.lease))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
-		room, err := lockTrunks(ctx, tx, claims, now)
+		read, err := claimReads(ctx, tx, claims, apps, byApp, Millis(now())-1000)
 		if err != nil {
 			return err
 		}
 		for _, app := range apps {
-			taken, err := s.claimForApp(ctx, tx, app, byApp[app], room, leaseUntil, now)
+			taken, err := s.claimForApp(ctx, tx, read.tenants[app], byApp[app], read.trunkRoom, leaseUntil, now)
 			if err != nil {
 				return err
 			}
@@ -73,47 +76,141 @@ func trunkLockKey(name string) int32 {
 	return int32(h.Sum32())
 }
 
-// lockTrunks takes, before any tenant's lock, the lock of every trunk with
-// a capacity among the claims, in the order of their keys, and returns how
-// many more calls each may start: its max_channels less its calls up on
-// every node, and its max_cps less its calls started in the second before
-// the claim's time, read once the locks are held (and any stamped after
-// it, by a node whose clock runs ahead). Calls
-// up, and starts, only grow through claims, which hold these locks, so the
-// counts stay true until the commit. A trunk without a capacity (the
-// simulator) is neither locked nor counted: it is not in the map.
-func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now func() time.Time) (map[string]int, error) {
+// claimRead is what a claim reads under its locks: how many more calls
+// each trunk with a capacity may start (a trunk without one, the
+// simulator's, is not in the map), and each tenant's counts.
+type claimRead struct {
+	trunkRoom map[string]int
+	tenants   map[int64]*tenantRead
+}
+
+// tenantRead is a tenant's counts, read under its lock.
+type tenantRead struct {
+	found     bool // false: deleted since the scheduler read it
+	wallet    domain.Wallet
+	calls     int             // its calls up on every node
+	busy      map[string]bool // the claims' hotlines busy on any node
+	scenarios map[string]*scenarioRead
+}
+
+// scenarioRead is a scenario of the claims as the claim reads it: its row
+// (nil: deleted) and its calls up on every node.
+type scenarioRead struct {
+	sc *domain.Scenario
+	up int
+}
+
+// claimReads takes every lock of a claim and reads every count its limits
+// need in one round trip: a pipeline, whose statements run one after the
+// other, each with a snapshot of its own (READ COMMITTED), so each count
+// is read once the locks queued before it are held. First the lock of
+// every trunk with a capacity, in the order of their keys, and the
+// trunks' calls up and starts since since; then each tenant's lock, its
+// wallet, its calls up and busy hotlines, and its claims' scenarios. Calls
+// up and starts only grow through claims, which hold these locks, so the
+// counts stay true until the commit. since is the claim's time less a
+// second, read before the locks are waited for: a window begun earlier
+// counts more starts, never fewer, and the calls are stamped once the
+// locks are held (docs/postgres.md#claiming-calls).
+func claimReads(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, apps []int64, byApp map[int64][]domain.CallClaim, since int64) (*claimRead, error) {
+	read := &claimRead{tenants: map[int64]*tenantRead{}}
+	b := &pgx.Batch{}
 	capacity := map[string]domain.TrunkCapacity{}
 	for _, c := range claims {
 		if c.Capacity.Limited() {
 			capacity[c.Trunk] = c.Capacity
 		}
 	}
-	if len(capacity) == 0 {
-		return nil, nil
+	if len(capacity) > 0 {
+		var keys []int32
+		for n := range capacity {
+			keys = append(keys, trunkLockKey(n))
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		// ORDER BY: a volatile function of the select list runs after the sort.
+		b.Queue(`SELECT pg_advisory_xact_lock($1, k) FROM unnest($2::int[]) AS k ORDER BY k`, trunkLockClass, keys)
+		b.Queue(trunkCounts, since, slices.Sorted(maps.Keys(capacity))).Query(func(rows pgx.Rows) (err error) {
+			read.trunkRoom, err = collectTrunkRoom(capacity, rows)
+			return err
+		})
 	}
-	names := slices.Sorted(maps.Keys(capacity))
-	var keys []int32
-	for _, n := range names {
-		keys = append(keys, trunkLockKey(n))
+	for _, app := range apps {
+		t := &tenantRead{busy: map[string]bool{}, scenarios: map[string]*scenarioRead{}}
+		read.tenants[app] = t
+		b.Queue(`SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, app).QueryRow(func(row pgx.Row) error {
+			var one int
+			err := row.Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			t.found = err == nil
+			return err
+		})
+		var hotlines []string
+		for _, c := range byApp[app] {
+			hotlines = append(hotlines, c.Hotline)
+		}
+		b.Queue(`SELECT coalesce(w.prepaid, 0) <> 0, coalesce(w.balance, 0), w.expires_at,
+				coalesce(w.price_per_call, 0), coalesce(w.price_per_minute, 0), c.up, c.busy
+			FROM (SELECT count(*) AS up, coalesce(array_agg(hotline) FILTER (WHERE hotline = ANY($2)), '{}') AS busy
+				FROM calls WHERE app_id = $1 AND state = 'dialing') c
+			LEFT JOIN wallets w ON w.app_id = $1`, app, hotlines).QueryRow(func(row pgx.Row) error {
+			w := &t.wallet
+			var expires *int64
+			var busy []string
+			if err := row.Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute, &t.calls, &busy); err != nil {
+				return err
+			}
+			if expires != nil {
+				at := FromMillis(*expires)
+				w.ExpiresAt = &at
+			}
+			for _, h := range busy {
+				t.busy[h] = true
+			}
+			return nil
+		})
+		for _, c := range byApp[app] {
+			if _, ok := t.scenarios[c.ScenarioID]; ok {
+				continue
+			}
+			sr := &scenarioRead{}
+			t.scenarios[c.ScenarioID] = sr
+			b.Queue(`SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, app, c.ScenarioID).QueryRow(func(row pgx.Row) error {
+				sc, err := scanScenario(sqldb.PGXRow(row))
+				if errors.Is(err, domain.ErrNotFound) {
+					return nil
+				}
+				sr.sc = sc
+				return err
+			})
+			b.Queue(`SELECT count(*) FROM calls WHERE app_id = $1 AND scenario_id = $2 AND state = 'dialing'`, app, c.ScenarioID).
+				QueryRow(func(row pgx.Row) error { return row.Scan(&sr.up) })
+		}
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	// ORDER BY: a volatile function of the select list runs after the sort.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, k) FROM unnest($2::int[]) AS k ORDER BY k`,
-		trunkLockClass, keys); err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
+	return read, nil
+}
+
+// trunkCounts is each trunk's calls up on every node and its calls started
+// after $1 (a node whose clock runs ahead stamps its starts ahead), for
+// the names $2.
+const trunkCounts = `SELECT t.name,
+		(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
+		(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > $1)
+	FROM unnest($2::text[]) AS t(name)`
+
+// collectTrunkRoom is how many more calls each trunk of capacity may
+// start, from trunkCounts' rows: its max_channels less its calls up, and
+// its max_cps less its starts.
+func collectTrunkRoom(capacity map[string]domain.TrunkCapacity, rows pgx.Rows) (map[string]int, error) {
 	room := map[string]int{}
-	err := sqldb.PGX(tx).Query(ctx, `SELECT t.name,
-			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.state = 'dialing'),
-			(SELECT count(*) FROM calls c WHERE c.trunk = t.name AND c.trunk <> '' AND c.started_at > ?)
-		FROM unnest(?::text[]) AS t(name)`, []any{Millis(now()) - 1000, names}, func(scan func(...any) error) error {
-		var name string
-		var up, started int
-		if err := scan(&name, &up, &started); err != nil {
-			return err
-		}
+	var name string
+	var up, started int
+	_, err := pgx.ForEachRow(rows, []any{&name, &up, &started}, func() error {
 		c, left := capacity[name], math.MaxInt
 		if c.Channels > 0 {
 			left = min(left, c.Channels-up)
@@ -124,49 +221,35 @@ func lockTrunks(ctx context.Context, tx pgx.Tx, claims []domain.CallClaim, now f
 		room[name] = max(left, 0)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return room, nil
+	return room, err
 }
 
-// claimForApp takes what the tenant's limits allow of its claims. The lock
-// on the tenant's row serializes its claims across nodes; calls up only
-// ever grow through such claims, so the counts read under it stay true
-// until the commit. (NO KEY: imports, which reference the row, go on.)
-// trunkRoom is what the claims' trunks still allow (lockTrunks), less what
-// this transaction took already.
-func (s *Postgres) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, claims []domain.CallClaim, trunkRoom map[string]int,
+// TrunkRoom reads, without a lock, what lockTrunks reads under its lock:
+// how many more calls the trunk may start at now on every node, so the
+// scheduler offers only the claims it leaves room for, as CallsUp does for
+// the tenant. Another node may claim between this read and the claim,
+// which stays exact (docs/postgres.md#claiming-calls).
+func (s *Postgres) TrunkRoom(ctx context.Context, trunk string, capacity domain.TrunkCapacity, now time.Time) (int, bool, error) {
+	rows, err := s.pool.Query(ctx, trunkCounts, Millis(now)-1000, []string{trunk})
+	if err != nil {
+		return 0, true, err
+	}
+	room, err := collectTrunkRoom(map[string]domain.TrunkCapacity{trunk: capacity}, rows)
+	return room[trunk], true, err
+}
+
+// claimForApp takes what the tenant's limits allow of its claims, from
+// t, its counts read under its lock (claimReads). The lock on the
+// tenant's row serializes its claims across nodes; calls up only ever
+// grow through such claims, so the counts stay true until the commit.
+// (NO KEY: imports, which reference the row, go on.) trunkRoom is what
+// the claims' trunks still allow, less what this transaction took already.
+func (s *Postgres) claimForApp(ctx context.Context, tx pgx.Tx, t *tenantRead, claims []domain.CallClaim, trunkRoom map[string]int,
 	leaseUntil int64, now func() time.Time) ([]domain.CallClaim, error) {
-	var one int
-	if err := tx.QueryRow(ctx, `SELECT 1 FROM applications WHERE id = $1 FOR NO KEY UPDATE`, appID).
-		Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+	if !t.found {
 		return nil, nil // deleted since the scheduler read it
-	} else if err != nil {
-		return nil, err
 	}
-	// In one round trip, as the lock is held until the commit: the wallet,
-	// the tenant's calls up and which of the claims' hotlines are busy.
-	var hotlines []string
-	for _, c := range claims {
-		hotlines = append(hotlines, c.Hotline)
-	}
-	var w domain.Wallet
-	var expires *int64
-	var appCalls int
-	var busyList []string
-	if err := tx.QueryRow(ctx, `SELECT coalesce(w.prepaid, 0) <> 0, coalesce(w.balance, 0), w.expires_at,
-			coalesce(w.price_per_call, 0), coalesce(w.price_per_minute, 0), c.up, c.busy
-		FROM (SELECT count(*) AS up, coalesce(array_agg(hotline) FILTER (WHERE hotline = ANY($2)), '{}') AS busy
-			FROM calls WHERE app_id = $1 AND state = 'dialing') c
-		LEFT JOIN wallets w ON w.app_id = $1`, appID, hotlines).
-		Scan(&w.Prepaid, &w.Balance, &expires, &w.PricePerCall, &w.PricePerMinute, &appCalls, &busyList); err != nil {
-		return nil, err
-	}
-	if expires != nil {
-		t := FromMillis(*expires)
-		w.ExpiresAt = &t
-	}
+	appID, w, appCalls := claims[0].AppID, t.wallet, t.calls
 	// The wallet, as Engine.budget reads it (no wallet: postpaid): a
 	// prepaid one must hold the least an answered call costs for each call
 	// up and each new one.
@@ -182,16 +265,11 @@ func (s *Postgres) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, clai
 	default:
 		walletLeft = int(w.Balance/least) - appCalls
 	}
-	busy := map[string]bool{}
-	for _, h := range busyList {
-		busy[h] = true
-	}
-
 	// The claims on free hotlines, by scenario in the order they came.
 	var scenarios []string
 	byScenario := map[string][]domain.CallClaim{}
 	for _, c := range claims {
-		if busy[c.Hotline] {
+		if t.busy[c.Hotline] {
 			continue
 		}
 		if _, ok := byScenario[c.ScenarioID]; !ok {
@@ -202,11 +280,7 @@ func (s *Postgres) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, clai
 	var out []domain.CallClaim
 	for _, id := range scenarios {
 		group := byScenario[id]
-		room, err := scenarioRoom(ctx, tx, appID, id, group[0].Start)
-		if err != nil {
-			return nil, err
-		}
-		n := min(len(group), room)
+		n := min(len(group), t.scenarios[id].room(group[0].Start))
 		if !unlimited {
 			n = min(n, walletLeft)
 		}
@@ -220,6 +294,7 @@ func (s *Postgres) claimForApp(ctx context.Context, tx pgx.Tx, appID int64, clai
 			continue
 		}
 		var taken []domain.CallClaim
+		var err error
 		if group[0].AdPhone != "" {
 			taken, err = s.takeAdvertising(ctx, tx, appID, group, n, leaseUntil, now())
 		} else {
@@ -325,18 +400,31 @@ func (s *Postgres) takeAdvertising(ctx context.Context, tx pgx.Tx, appID int64, 
 // recorded ending before this one starts (max_concurrent and the hotlines
 // can be checked from the records).
 func (s *Postgres) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenarioID string, group []domain.CallClaim, leaseUntil int64, start time.Time) ([]domain.CallClaim, error) {
+	var ids, hotlines, trunks []string
+	for _, c := range group {
+		ids, hotlines, trunks = append(ids, c.CallID), append(hotlines, c.Hotline), append(trunks, c.Trunk)
+	}
+	// One statement, one round trip under the claim's locks: the contacts
+	// taken are numbered, and the i-th gets the i-th claim's call.
 	var taken []domain.CallClaim
-	err := sqldb.PGX(tx).Query(ctx, `UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?,
-			lease_node = ?, lease_until = ?
-		WHERE seq IN (SELECT c.seq FROM contacts c
-			WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
-				AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
-					WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
-				AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
-					WHERE l.state = 'current' AND l.app_id = ?
-						AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
-			ORDER BY c.next_attempt_at, c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED)
-		RETURNING seq, phone, fields, attempts`, []any{Millis(start), s.node, leaseUntil, appID, scenarioID, Millis(start), appID, len(group)},
+	err := sqldb.PGX(tx).Query(ctx, `WITH taken AS (
+			UPDATE contacts SET state = 'dialing', attempts = attempts + 1, updated_at = ?, lease_node = ?, lease_until = ?
+			WHERE seq IN (SELECT c.seq FROM contacts c
+				WHERE c.app_id = ? AND c.scenario_id = ? AND c.state = 'queued' AND c.next_attempt_at <= ?
+					AND (c.campaign_id IS NULL OR NOT EXISTS (SELECT 1 FROM campaigns k
+						WHERE k.app_id = c.app_id AND k.id = c.campaign_id AND k.paused = 1))
+					AND NOT EXISTS (SELECT 1 FROM dnc_lists l JOIN dnc_numbers d ON d.list_id = l.id
+						WHERE l.state = 'current' AND l.app_id = ?
+							AND d.number = CASE WHEN c.phone ~ '^\+[0-9]{1,15}$' THEN substr(c.phone, 2)::bigint END)
+				ORDER BY c.next_attempt_at, c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED)
+			RETURNING seq, phone, fields, attempts),
+		numbered AS (SELECT seq, phone, fields, attempts, row_number() OVER (ORDER BY seq) AS i FROM taken),
+		recorded AS (INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
+			SELECT u.id, n.seq, ?, n.attempts, u.hotline, ?, ?, u.trunk
+			FROM numbered n JOIN unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(id, hotline, trunk, i) ON u.i = n.i)
+		SELECT seq, phone, fields, attempts FROM numbered ORDER BY i`,
+		[]any{Millis(start), s.node, leaseUntil, appID, scenarioID, Millis(start), appID, len(group),
+			appID, Millis(start), scenarioID, ids, hotlines, trunks},
 		func(scan func(...any) error) error {
 			c := group[len(taken)]
 			if err := scan(&c.Contact.Seq, &c.Contact.Phone, &c.Contact.Fields, &c.Attempt); err != nil {
@@ -349,49 +437,21 @@ func (s *Postgres) takeDue(ctx context.Context, tx pgx.Tx, appID int64, scenario
 	if err != nil {
 		return nil, err
 	}
-	if len(taken) == 0 {
-		return nil, nil
-	}
-	var ids, hotlines, trunks []string
-	var seqs []int64
-	var attempts []int32
-	for _, c := range taken {
-		ids, hotlines, trunks = append(ids, c.CallID), append(hotlines, c.Hotline), append(trunks, c.Trunk)
-		seqs, attempts = append(seqs, c.Contact.Seq), append(attempts, int32(c.Attempt))
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO calls (id, contact_seq, app_id, attempt, hotline, started_at, scenario_id, trunk)
-		SELECT id, seq, $6, attempt, hotline, $7, $8, trunk
-		FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[]) AS u(id, seq, attempt, hotline, trunk)`,
-		ids, seqs, attempts, hotlines, trunks, appID, Millis(start), scenarioID); err != nil {
-		return nil, err
-	}
 	return taken, nil
 }
 
-// scenarioRoom is how many more calls the scenario may start at now: its
+// room is how many more calls the scenario may start at now: its
 // max_concurrent less its calls up on every node, or 0 when it is no
 // longer ACTIVE or now is outside its call window (another node changed
 // it since this one's cache was read).
-func scenarioRoom(ctx context.Context, tx pgx.Tx, appID int64, id string, now time.Time) (int, error) {
-	sc, err := scanScenario(sqldb.PGXRow(tx.QueryRow(ctx, `SELECT `+scenarioColumns+` FROM scenarios WHERE app_id = $1 AND id = $2`, appID, id)))
-	if errors.Is(err, domain.ErrNotFound) {
-		return 0, nil
+func (r *scenarioRead) room(now time.Time) int {
+	if r.sc == nil || r.sc.Status != domain.StatusActive {
+		return 0
 	}
-	if err != nil {
-		return 0, err
+	if w, err := domain.ParseCallWindow(r.sc.CallConfig.CallWindow); err != nil || !w.Contains(now) {
+		return 0
 	}
-	if sc.Status != domain.StatusActive {
-		return 0, nil
-	}
-	if w, err := domain.ParseCallWindow(sc.CallConfig.CallWindow); err != nil || !w.Contains(now) {
-		return 0, nil
-	}
-	var up int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM calls WHERE app_id = $1 AND scenario_id = $2 AND state = 'dialing'`,
-		appID, id).Scan(&up); err != nil {
-		return 0, err
-	}
-	return sc.CallConfig.MaxConcurrent - up, nil
+	return r.sc.CallConfig.MaxConcurrent - r.up
 }
 
 // EndCall settles one call as SQLite does (endCallTx), in its own

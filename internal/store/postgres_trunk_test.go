@@ -53,11 +53,18 @@ func TestPostgresTrunkChannelsAcrossNodes(t *testing.T) {
 	if n := pgCount(t, nodes[0], `SELECT count(*) FROM calls WHERE state = 'dialing' AND trunk = 'main'`); n != 4 {
 		t.Errorf("%d calls up on the trunk, want 4 recorded on trunk main", n)
 	}
+	// What a scheduler reads before it offers claims: no room, on any node.
+	if room, shared, err := nodes[1].TrunkRoom(ctx, "main", capacity, time.Now()); err != nil || !shared || room != 0 {
+		t.Fatalf("room on the full trunk read as %d (shared %v, %v), want 0 on a shared store", room, shared, err)
+	}
 	// A call ends on its node: one channel, for whichever node claims next.
 	now := time.Now()
 	if err := nodes[0].EndCall(ctx, domain.CallEnd{CallID: taken[0].CallID, Now: now, FirstTry: now,
 		Result: domain.DialResult{Outcome: domain.OutcomeBusy, EndedAt: now}}); err != nil {
 		t.Fatal(err)
+	}
+	if room, _, err := nodes[2].TrunkRoom(ctx, "main", capacity, time.Now()); err != nil || room != 1 {
+		t.Fatalf("after a call ended the trunk's room read as %d (%v), want 1", room, err)
 	}
 	next, err := nodes[2].ClaimCalls(ctx, pgTrunkClaims(appID, due[12:18], 12, "main", capacity), time.Now)
 	if err != nil || len(next) != 1 {
@@ -109,6 +116,10 @@ func TestPostgresTrunkCallsPerSecondAcrossNodes(t *testing.T) {
 		{1700 * time.Millisecond, 0},
 		{2500 * time.Millisecond, 3},
 	} {
+		// The room a scheduler reads first is what the claim then takes.
+		if room, _, err := nodes[1].TrunkRoom(ctx, "main", capacity, base.Add(step.at)); err != nil || room != step.want {
+			t.Fatalf("at +%v the trunk's room read as %d (%v), want %d", step.at, room, err, step.want)
+		}
 		if n := claimAll(step.at); n != step.want {
 			t.Fatalf("at +%v three nodes started %d calls on a trunk of max_cps 3, want %d", step.at, n, step.want)
 		}

@@ -66,9 +66,9 @@ func (s *sqlStore) RecordingsKept(ctx context.Context, ids []string) (map[string
 // contacts, scenario or application) and removes the recordings they
 // listed once it has committed. recorded selects, before the delete, the
 // calls with a recording that it deletes.
-func (s *SQLite) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx *sql.Tx) error) error {
+func (s *SQLite) deleteWithRecordings(ctx context.Context, recorded string, args []any, del func(tx sqldb.SQLQueryer) error) error {
 	var ids []string
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
 		var err error
 		if ids, err = QueryStrings(ctx, sqldb.SQLShared(tx), recorded, args...); err != nil {
 			return err

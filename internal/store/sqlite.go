@@ -34,7 +34,7 @@ type SQLite struct {
 	jobs       chan writeJob
 	done       chan struct{}
 
-	stmts writeStmts // the writer's hot statements, prepared once
+	stmts writeStmts // the writer's statements, prepared once (sqlite_stmts.go)
 	known int        // the migrations this dialbox knows (Migrations)
 	lock  *os.File   // shared lock that keeps restore away (internal/store/dblock_unix.go)
 
@@ -51,7 +51,9 @@ type SQLite struct {
 }
 
 type writeJob struct {
-	fn func(*sql.Tx) error
+	// fn's statements run in the writer's transaction, prepared once
+	// they are cached (preparedTx).
+	fn func(sqldb.SQLQueryer) error
 	// imp is set for an import: the writer runs the imports queued side by
 	// side together (importBatch), and fn, the import on its own, only
 	// where they cannot be.
@@ -63,6 +65,12 @@ type writeJob struct {
 	// alone jobs commit in a transaction of their own: the storage probe,
 	// whose SQLITE_FULL may roll back the whole transaction it is in.
 	alone bool
+	// rerunnable jobs may run again from their start (what they keep of
+	// a run is their transaction's changes and what they set anew), so a
+	// run of them shares one savepoint, each run again under its own when
+	// one fails: settles and claims touch the same pages, which a
+	// savepoint each copied to SQLite's statement journal again and again.
+	rerunnable bool
 }
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
@@ -117,8 +125,8 @@ func openLockedStore(path string, migrations []string, m Metrics, rec recordings
 	s := &SQLite{read: read, write: write, jobs: make(chan writeJob, 1024), done: make(chan struct{}), metrics: m, known: len(migrations),
 		recordings: rec}
 	s.sqlStore = sqlStore{db: sqldb.SQL(read),
-		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData)}
-	if err := s.stmts.prepare(write, len(migrations)); err != nil {
+		writeConfig: sqliteWrite(s.Write), writeData: sqliteWrite(s.WriteData), writeRerunnable: sqliteWrite(s.writeRerunnable)}
+	if err := s.stmts.prepare(write, len(migrations), m.stmts); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -235,7 +243,7 @@ func (s *SQLite) Migrations(ctx context.Context) (at, known int, err error) {
 // Ping commits a no-op job through the writer: the lock can be taken and
 // the writer goroutine is alive.
 func (s *SQLite) Ping(ctx context.Context) error {
-	return s.Write(ctx, func(*sql.Tx) error { return nil })
+	return s.Write(ctx, func(sqldb.SQLQueryer) error { return nil })
 }
 
 func (s *SQLite) CheckStorage(ctx context.Context) error {
@@ -243,12 +251,12 @@ func (s *SQLite) CheckStorage(ctx context.Context) error {
 	if failure == nil {
 		return nil
 	}
-	probe := func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO admin_settings (key, value) VALUES (?, ?)
+	probe := func(tx sqldb.SQLQueryer) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO admin_settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writehealth.ProbeKey, writehealth.ProbeValue); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`DELETE FROM admin_settings WHERE key = ?`, writehealth.ProbeKey)
+		_, err := tx.ExecContext(ctx, `DELETE FROM admin_settings WHERE key = ?`, writehealth.ProbeKey)
 		return err
 	}
 	if err := s.write1(ctx, writeJob{fn: probe, result: make(chan error, 1), dataOnly: true, alone: true}); err != nil {
@@ -266,22 +274,28 @@ func (s *SQLite) ConfigVersion() (uint64, bool) {
 // Write runs fn inside the writer's current transaction, isolated by a
 // savepoint: if fn fails, only its own changes are undone. It returns once
 // the transaction holding fn's changes is durably committed (or failed).
-func (s *SQLite) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLite) Write(ctx context.Context, fn func(sqldb.SQLQueryer) error) error {
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1)})
 }
 
 // WriteData is Write for jobs that change no configuration (applications,
 // wallets' settings, hotlines, scenarios, campaigns): imports, calls and
 // deliveries. They keep cached configuration reads valid.
-func (s *SQLite) WriteData(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLite) WriteData(ctx context.Context, fn func(sqldb.SQLQueryer) error) error {
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true})
+}
+
+// writeRerunnable is WriteData for a job that may run again from its
+// start: a run of them shares a savepoint (writeJob.rerunnable).
+func (s *SQLite) writeRerunnable(ctx context.Context, fn func(sqldb.SQLQueryer) error) error {
+	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true, rerunnable: true})
 }
 
 // sqliteWrite is sqlStore's write over one of the writer's: fn's
 // statements ride in the writer's shared transaction.
-func sqliteWrite(write func(context.Context, func(*sql.Tx) error) error) func(context.Context, func(sqldb.Querier) error) error {
+func sqliteWrite(write func(context.Context, func(sqldb.SQLQueryer) error) error) func(context.Context, func(sqldb.Querier) error) error {
 	return func(ctx context.Context, fn func(sqldb.Querier) error) error {
-		return write(ctx, func(tx *sql.Tx) error { return fn(sqldb.SQLShared(tx)) })
+		return write(ctx, func(tx sqldb.SQLQueryer) error { return fn(sqldb.SQLShared(tx)) })
 	}
 }
 
@@ -313,11 +327,27 @@ func (s *SQLite) commit(batch []writeJob) {
 				i += n
 				continue
 			}
-			if results[i], err = s.saved(tx, batch[i].fn); err != nil {
-				tx.Rollback()
-				return err
+			n := 1 // the jobs from i that share a savepoint
+			for batch[i].rerunnable && i+n < len(batch) && batch[i+n].rerunnable {
+				n++
 			}
-			i++
+			if n > 1 {
+				failed, err := s.runJobs(tx, batch[i:i+n], results[i:i+n])
+				if err != nil {
+					return err
+				}
+				if !failed {
+					i += n
+					continue
+				}
+				// One failed, undoing them all: each runs again under a
+				// savepoint of its own, so that only it fails.
+			}
+			for end := i + n; i < end; i++ {
+				if _, err := s.runJobs(tx, batch[i:i+1], results[i:i+1]); err != nil {
+					return err
+				}
+			}
 		}
 		s.watch.Committing()
 		committing = true
@@ -332,33 +362,43 @@ func (s *SQLite) commit(batch []writeJob) {
 	if committing {
 		s.watch.Committed(&s.configChanges) // after the count: a read waiting on it sees that too
 	}
+	// The connection is free again; preparing before the answers lets a
+	// job that comes next run the statements prepared.
+	s.stmts.txDone()
 	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
 }
 
-// saved runs fn inside a savepoint of tx, so that its failure (result)
-// undoes its own changes alone; err when the transaction itself failed.
-func (s *SQLite) saved(tx *sql.Tx, fn func(*sql.Tx) error) (result, err error) {
+// runJobs runs jobs in tx under one savepoint, each one's result into
+// results, until one fails (failed): then their changes are undone. An
+// error is the transaction's, rolled back.
+func (s *SQLite) runJobs(tx *sql.Tx, jobs []writeJob, results []error) (failed bool, err error) {
 	if _, err := tx.Stmt(s.stmts.savepoint).Exec(); err != nil {
-		return nil, err
+		tx.Rollback()
+		return false, err
 	}
-	result = runJob(fn, tx)
-	if result != nil {
-		if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
-			// SQLITE_FULL may roll the whole transaction back,
-			// savepoints included: say why, without handing the
-			// job's error (wrapped) to the batch's other jobs.
-			return result, fmt.Errorf("%v, then rolling back to its savepoint: %w", result, err)
+	for k, job := range jobs {
+		if results[k] = runJob(job.fn, preparedTx{tx, &s.stmts}); results[k] != nil {
+			failed = true
+			if _, err := tx.Stmt(s.stmts.rollback).Exec(); err != nil {
+				// SQLITE_FULL may roll the whole transaction back,
+				// savepoints included: say why, without handing the
+				// job's error (wrapped) to the batch's other jobs.
+				tx.Rollback()
+				return true, fmt.Errorf("%v, then rolling back to its savepoint: %w", results[k], err)
+			}
+			break
 		}
 	}
 	if _, err := tx.Stmt(s.stmts.release).Exec(); err != nil {
-		return result, err
+		tx.Rollback()
+		return failed, err
 	}
-	return result, nil
+	return failed, nil
 }
 
 // runJob keeps a panicking job from taking the writer (and every other
 // job's acknowledgement) down with it.
-func runJob(fn func(*sql.Tx) error, tx *sql.Tx) (err error) {
+func runJob(fn func(sqldb.SQLQueryer) error, tx preparedTx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("write job panicked: %v\n%s", r, debug.Stack())

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/sqldb"
 )
 
 // TestGroupCommit: concurrent writes all succeed, a failing or panicking
@@ -21,8 +22,8 @@ import (
 func TestGroupCommit(t *testing.T) {
 	s := openSQLiteAt(t, filepath.Join(t.TempDir(), "dialbox.db"))
 	ctx := context.Background()
-	if err := s.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`CREATE TABLE t (job INTEGER PRIMARY KEY, batch TEXT NOT NULL)`)
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (job INTEGER PRIMARY KEY, batch TEXT NOT NULL)`)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -36,8 +37,8 @@ func TestGroupCommit(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = s.Write(ctx, func(tx *sql.Tx) error {
-					if _, err := tx.Exec(`INSERT INTO t (job, batch) VALUES (?, 'iso')`, i); err != nil {
+				errs[i] = s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO t (job, batch) VALUES (?, 'iso')`, i); err != nil {
 						return err
 					}
 					switch i % 8 {
@@ -72,7 +73,7 @@ func TestGroupCommit(t *testing.T) {
 		started, release := make(chan struct{}), make(chan struct{})
 		blockerDone := make(chan error, 1)
 		go func() {
-			blockerDone <- s.Write(ctx, func(tx *sql.Tx) error {
+			blockerDone <- s.Write(ctx, func(tx sqldb.SQLQueryer) error {
 				close(started)
 				<-release
 				return nil
@@ -86,12 +87,12 @@ func TestGroupCommit(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.Write(ctx, func(tx *sql.Tx) error {
-					if _, err := tx.Exec(`INSERT INTO t (job, batch) VALUES (?, 'shared')`, 1000+i); err != nil {
+				err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO t (job, batch) VALUES (?, 'shared')`, 1000+i); err != nil {
 						return err
 					}
 					var v view
-					tx.QueryRow(`SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.inTx)
+					tx.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.inTx)
 					s.read.QueryRow(`SELECT count(*) FROM t WHERE batch = 'shared'`).Scan(&v.outside)
 					views <- v
 					return nil
@@ -127,7 +128,7 @@ func TestGroupCommit(t *testing.T) {
 		if err := s2.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s2.Write(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, domain.ErrStoreClosed) {
+		if err := s2.Write(ctx, func(sqldb.SQLQueryer) error { return nil }); !errors.Is(err, domain.ErrStoreClosed) {
 			t.Errorf("write after close: %v", err)
 		}
 	})
@@ -139,16 +140,17 @@ func TestGroupCommit(t *testing.T) {
 // acknowledged contact either.
 func TestStoreSettings(t *testing.T) {
 	s := openSQLiteAt(t, filepath.Join(t.TempDir(), "dialbox.db"))
+	ctx := context.Background()
 	var mode string
 	var sync, fk int
-	if err := s.Write(context.Background(), func(tx *sql.Tx) error {
-		if err := tx.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		if err := tx.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil {
+		if err := tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
 			return err
 		}
-		return tx.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
+		return tx.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +165,12 @@ func TestStoreSettings(t *testing.T) {
 func TestWriterCommitsAloneJobsAlone(t *testing.T) {
 	s := openSQLite(t)
 	release := make(chan struct{})
-	blocker := writeJob{fn: func(*sql.Tx) error { <-release; return nil }, result: make(chan error, 1)}
+	blocker := writeJob{fn: func(sqldb.SQLQueryer) error { <-release; return nil }, result: make(chan error, 1)}
 	s.jobs <- blocker
 	txOf := make([]*sql.Tx, 3)
 	jobs := make([]writeJob, 3)
 	for i := range jobs {
-		jobs[i] = writeJob{fn: func(tx *sql.Tx) error { txOf[i] = tx; return nil }, result: make(chan error, 1), alone: i == 1}
+		jobs[i] = writeJob{fn: func(tx sqldb.SQLQueryer) error { txOf[i] = tx.(preparedTx).tx; return nil }, result: make(chan error, 1), alone: i == 1}
 		s.jobs <- jobs[i] // queued while the writer waits in blocker's batch
 	}
 	close(release)
@@ -179,5 +181,79 @@ func TestWriterCommitsAloneJobsAlone(t *testing.T) {
 	}
 	if txOf[1] == txOf[0] || txOf[1] == txOf[2] {
 		t.Errorf("the alone job shared a transaction: %p before, %p alone, %p after", txOf[0], txOf[1], txOf[2])
+	}
+}
+
+// TestWriterSharesASavepointAmongRerunnableJobs: rerunnable jobs queued
+// together run under one savepoint; when one of them fails or panics, they
+// run again each under its own, so that only it fails and every other's
+// changes are committed once.
+func TestWriterSharesASavepointAmongRerunnableJobs(t *testing.T) {
+	s := openSQLite(t)
+	ctx := context.Background()
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (job INTEGER PRIMARY KEY, runs INTEGER NOT NULL DEFAULT 0)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name          string
+		fails, panics int // the job that does, -1: none
+		wantRuns      int
+	}{
+		{"none fails", -1, -1, 8},
+		{"one fails", 3, -1, 4 + 8}, // up to the one failing, then each again
+		{"one panics", -1, 5, 6 + 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := s.write.Exec(`DELETE FROM t`); err != nil {
+				t.Fatal(err)
+			}
+			release := make(chan struct{})
+			blocker := writeJob{fn: func(sqldb.SQLQueryer) error { <-release; return nil }, result: make(chan error, 1)}
+			s.jobs <- blocker
+			runs := 0
+			jobs := make([]writeJob, 8)
+			for i := range jobs {
+				jobs[i] = writeJob{fn: func(tx sqldb.SQLQueryer) error {
+					runs++ // the writer's goroutine alone runs jobs
+					if _, err := tx.ExecContext(ctx, `INSERT INTO t (job) VALUES (?) ON CONFLICT DO NOTHING`, i); err != nil {
+						return err
+					}
+					if _, err := tx.ExecContext(ctx, `UPDATE t SET runs = runs + 1 WHERE job = ?`, i); err != nil {
+						return err
+					}
+					switch i {
+					case c.fails:
+						return fmt.Errorf("job %d fails", i)
+					case c.panics:
+						panic(fmt.Sprintf("job %d panics", i))
+					}
+					return nil
+				}, result: make(chan error, 1), dataOnly: true, rerunnable: true}
+				s.jobs <- jobs[i] // queued while the writer waits in blocker's batch
+			}
+			close(release)
+			if err := <-blocker.result; err != nil {
+				t.Fatal(err)
+			}
+			for i, j := range jobs {
+				err := <-j.result
+				if failing := i == c.fails || i == c.panics; failing != (err != nil) {
+					t.Errorf("job %d: %v", i, err)
+				}
+				want := 1
+				if i == c.fails || i == c.panics {
+					want = 0
+				}
+				if n := countSQLite(t, s, `SELECT count(*) FROM t WHERE job = ? AND runs = 1`, i); n != want {
+					t.Errorf("job %d: %d rows changed once, want %d", i, n, want)
+				}
+			}
+			if runs != c.wantRuns {
+				t.Errorf("jobs ran %d times, want %d", runs, c.wantRuns)
+			}
+		})
 	}
 }

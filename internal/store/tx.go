@@ -27,10 +27,15 @@ type sqlStore struct {
 	// writeData runs fn in a durable transaction that changes no
 	// configuration (contacts, calls, wallets' balances, the outbox).
 	writeData func(ctx context.Context, fn func(tx sqldb.Querier) error) error
+	// writeRerunnable is writeData for fn that may run again from its
+	// start, keeping nothing of a run but its transaction's changes and
+	// what it sets anew: SQLite's writer runs several of them under one
+	// savepoint (writeJob.rerunnable).
+	writeRerunnable func(ctx context.Context, fn func(tx sqldb.Querier) error) error
 }
 
 // settleTx is the part of a transaction that settling a call (endCallTx)
-// and queuing its webhook events (enqueueEvent) use, so both stores run that
+// and queuing its webhook events (outbox) use, so both stores run that
 // code, the heart of what a call costs and reports, as one: SQLite's
 // *sql.Tx (sqliteTx) and PostgreSQL's pgx.Tx (pgTx). Queries are written
 // with ? placeholders, in the SQL both databases speak, and run through
@@ -85,7 +90,9 @@ func settleOn(ctx context.Context, q sqldb.Querier) settleTx {
 
 // sqliteTx is settleTx in the SQLite writer's shared transaction, whose
 // statements run to their end whatever a caller's context (sqldb.SQLShared).
-func sqliteTx(tx *sql.Tx) settleTx { return settleOn(context.Background(), sqldb.SQLShared(tx)) }
+func sqliteTx(tx sqldb.SQLQueryer) settleTx {
+	return settleOn(context.Background(), sqldb.SQLShared(tx))
+}
 
 type sqliteSettle struct{ txQueries }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -108,7 +109,16 @@ func (s *sqlStore) NextMessageDue(ctx context.Context, now time.Time) (time.Time
 
 // maxAttemptsPerStatement bounds the rows one statement of RecordAttempts
 // carries (6 parameters a row, well under either database's limit).
-const maxAttemptsPerStatement = 200
+const maxAttemptsPerStatement = 128
+
+// rowsPerStatement is how many of n rows, at most max (a power of two),
+// the next multi-row statement carries: the largest power of two that
+// fits, so such statements have a handful of texts, each prepared once
+// (a text per count would crowd the writer's statement cache,
+// sqlite_stmts.go).
+func rowsPerStatement(n, max int) int {
+	return 1 << (bits.Len(uint(min(n, max))) - 1)
+}
 
 // RecordAttempts stores tries and moves their messages on, all in one
 // commit: a statement per batch of rows rather than two per attempt, so
@@ -121,11 +131,13 @@ func (s *sqlStore) RecordAttempts(ctx context.Context, attempts []domain.Deliver
 	if len(attempts) == 0 {
 		return nil
 	}
-	return s.writeData(ctx, func(tx sqldb.Querier) error {
-		for part := range slices.Chunk(attempts, maxAttemptsPerStatement) {
-			if err := recordAttempts(ctx, tx, part); err != nil {
+	return s.writeRerunnable(ctx, func(tx sqldb.Querier) error {
+		for rest := attempts; len(rest) > 0; {
+			n := rowsPerStatement(len(rest), maxAttemptsPerStatement)
+			if err := recordAttempts(ctx, tx, rest[:n]); err != nil {
 				return err
 			}
+			rest = rest[n:]
 		}
 		return nil
 	})
