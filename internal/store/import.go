@@ -2,14 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
 	"encoding/json"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // ---- imports ----
@@ -21,46 +20,84 @@ import (
 // its reasons are still recorded), errQueueFull when the application would
 // have more than req.MaxQueued unfinished contacts, and errWalletEmpty when
 // a prepaid wallet cannot pay one call per added contact (for these two
-// nothing is recorded). It runs in the one writer's group commit, its
-// statements those prepared when the store opened (writeStmts).
+// nothing is recorded). It runs in the one writer's group commit with the
+// imports queued beside it (importBatch), its statements those prepared
+// when the store opened (writeStmts).
 func (s *SQLite) Import(ctx context.Context, req domain.ImportRequest, now time.Time) (*domain.ImportResult, error) {
-	var res *domain.ImportResult
-	allInvalid := false
-	err := s.WriteData(ctx, func(tx sqldb.SQLQueryer) (err error) {
-		res, allInvalid, err = importTx(ctx, sqldb.SQLShared(tx), req, now, s.known >= countedVersion)
-		return err
-	})
-	return imported(s.metrics.imports, res, allInvalid, err)
+	// The id is made here, on the request's goroutine: the writer is the
+	// one every import waits for. Time-ordered, it adds to the end of the
+	// imports' key, one page a commit, not a random page an import.
+	job := &importJob{req: req, now: now, id: domain.NewV7()}
+	counted := s.known >= countedVersion
+	alone := func(tx sqldb.SQLQueryer) error {
+		return importTx(ctx, sqldb.SQLShared(tx), job, counted)
+	}
+	err := s.write1(ctx, writeJob{fn: alone, imp: job, result: make(chan error, 1), dataOnly: true})
+	return imported(s.metrics.imports, job.res, job.allInvalid, err)
 }
 
-// importTx is an import's work in SQLite's writer (PostgreSQL pipelines
-// its own: postgres_import.go); allInvalid when nothing was added. count:
-// the import keeps the counts of new contacts itself (countAdded), where
-// no trigger does (a database from before countedVersion has them).
-func importTx(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, now time.Time, count bool) (res *domain.ImportResult, allInvalid bool, err error) {
-	res = &domain.ImportResult{ImportID: uuid.NewString(), Skipped: append([]domain.SkippedContact(nil), req.Skipped...)}
-	if err := insertContacts(ctx, tx, req, res, now); err != nil {
-		return nil, false, err
+// importJob is one import in the writer: the request, and what became of
+// it once written.
+type importJob struct {
+	req domain.ImportRequest
+	now time.Time
+	id  string
+	// res and allInvalid are set in the writer, read once it answered.
+	res        *domain.ImportResult
+	allInvalid bool // nothing was added
+}
+
+// importTx is an import's work alone in SQLite's writer, inside its own
+// savepoint (PostgreSQL pipelines its own: postgres_import.go). count: the
+// import keeps the counts of new contacts itself (countAdded), where no
+// trigger does (a database from before countedVersion has them).
+func importTx(ctx context.Context, tx sqldb.Querier, job *importJob, count bool) error {
+	jobs := []*importJob{job}
+	inserted, err := insertContacts(ctx, tx, jobs)
+	if err != nil {
+		return err
 	}
+	job.sort(inserted)
+	req, added := job.req, len(job.res.Added)
 	queued := int64(-1) // not read yet
-	if count && len(res.Added) > 0 {
-		if queued, err = countAdded(ctx, tx, req, len(res.Added)); err != nil {
-			return nil, false, err
+	if count && added > 0 {
+		if queued, err = countAdded(ctx, tx, req, added); err != nil {
+			return err
 		}
 	}
-	if len(res.Added) == 0 {
-		// Nothing was inserted; the import and its reasons are still
-		// recorded for the admin API.
-		return res, true, recordImport(ctx, tx, req, res, importAllInvalid, now)
+	if added > 0 {
+		if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, added, queued); err != nil {
+			return err
+		}
+		// A failure here undoes the inserts with the rest of the job.
+		if err := checkBalance(ctx, tx, req.AppID, added); err != nil {
+			return err
+		}
 	}
-	if err := checkQueued(ctx, tx, req.AppID, req.MaxQueued, len(res.Added), queued); err != nil {
-		return nil, false, err
+	// With nothing inserted, the import and its reasons are still
+	// recorded for the admin API.
+	return recordImports(ctx, tx, jobs)
+}
+
+// sort makes the job's result from the ids of the contacts inserted.
+func (job *importJob) sort(inserted map[string]bool) {
+	res := &domain.ImportResult{ImportID: job.id, Skipped: append([]domain.SkippedContact(nil), job.req.Skipped...)}
+	addInserted(job.req, res, inserted)
+	job.res, job.allInvalid = res, len(res.Added) == 0
+}
+
+// addInserted sorts the request's contacts into res: added if inserted
+// holds their id, else skipped as a phone already queued.
+func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted map[string]bool) {
+	res.Added = slices.Grow(res.Added[:0], len(req.Contacts))
+	for _, c := range req.Contacts {
+		if !inserted[c.ID] {
+			input, _ := domain.MarshalJSON(c.Input)
+			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input, Reason: duplicateReason})
+			continue
+		}
+		res.Added = append(res.Added, domain.AddedContact{ID: c.ID, Echo: c.Echo})
 	}
-	// A failure here undoes the inserts with the rest of the job.
-	if err := checkBalance(ctx, tx, req.AppID, len(res.Added)); err != nil {
-		return nil, false, err
-	}
-	return res, false, recordImport(ctx, tx, req, res, importAdded, now)
 }
 
 // imported is Import's answer once its writer has committed (or not),
@@ -76,11 +113,181 @@ func imported(m importMetrics, res *domain.ImportResult, allInvalid bool, err er
 	return res, nil
 }
 
-// insertContacts adds the contacts in multi-row statements of contactChunk
-// rows, prepared once; RETURNING tells which rows the pending-phone index
-// let in, the others are duplicates.
-func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, now time.Time) error {
-	inserted := make(map[string]bool, len(req.Contacts))
+// importsAt is how many of the jobs from the batch's start are imports
+// importBatch can run together: none on a database whose imports are
+// counted by triggers (before countedVersion).
+func (s *SQLite) importsAt(batch []writeJob) int {
+	if s.known < countedVersion {
+		return 0
+	}
+	n := 0
+	for n < len(batch) && batch[n].imp != nil {
+		n++
+	}
+	return n
+}
+
+// importBatch runs imports queued side by side in the writer's
+// transaction together. An import that nothing can make fail (its
+// scenario is there, and the queue bound and a prepaid wallet hold even
+// if every one of its contacts is added, whatever became of those before
+// it) needs no savepoint: it is written with the others, their contacts,
+// counts and import rows each in a few multi-row statements, and the
+// bound and the wallet are read once per application. An import that may
+// fail runs alone in its savepoint (its fn), after those before it are
+// written, so each sees the ones queued before it as it would one by one.
+// results are the jobs' own; err means a statement failed and the
+// transaction with it.
+func (s *SQLite) importBatch(tx *sql.Tx, jobs []writeJob, results []error) error {
+	ctx := context.Background()
+	b := batchImports{q: sqldb.SQLShared(preparedTx{tx, &s.stmts}), rooms: map[int64]*importRoom{}, scenarios: map[scenarioKey]bool{}}
+	for i, job := range jobs {
+		if b.fits(ctx, job.imp) {
+			continue
+		}
+		if err := b.write(ctx); err != nil {
+			return err
+		}
+		if _, err := s.runJobs(tx, jobs[i:i+1], results[i:i+1]); err != nil {
+			return err
+		}
+		delete(b.rooms, job.imp.req.AppID) // its count may have changed
+	}
+	return b.write(ctx)
+}
+
+// batchImports are the imports of a batch taken in (fits) and not yet
+// written, with what they were checked against.
+type batchImports struct {
+	q         sqldb.Querier
+	jobs      []*importJob
+	rooms     map[int64]*importRoom
+	scenarios map[scenarioKey]bool // whether it exists
+}
+
+type scenarioKey struct {
+	app int64
+	id  string
+}
+
+// importRoom is what an application's imports are checked against.
+type importRoom struct {
+	// queued is the application's unfinished contacts, the imports taken
+	// in counted as if all their contacts were added.
+	queued int64
+	wallet domain.Wallet
+}
+
+// fits takes job in when nothing of it can fail, and tells whether it did.
+// A read that fails leaves the job to run alone, which meets the error
+// there.
+func (b *batchImports) fits(ctx context.Context, job *importJob) bool {
+	req := job.req
+	room := b.rooms[req.AppID]
+	if room == nil {
+		room = &importRoom{}
+		if err := b.q.QueryRow(ctx, queuedSQL, req.AppID).Scan(&room.queued); err != nil {
+			return false
+		}
+		w, err := scanWallet(b.q.QueryRow(ctx, walletQuery, req.AppID))
+		if err != nil {
+			return false
+		}
+		room.wallet = w
+		b.rooms[req.AppID] = room
+	}
+	key := scenarioKey{req.AppID, req.ScenarioID}
+	exists, seen := b.scenarios[key]
+	if !seen {
+		var one int
+		exists = b.q.QueryRow(ctx, scenarioExistsSQL, req.AppID, req.ScenarioID).Scan(&one) == nil
+		b.scenarios[key] = exists
+	}
+	if !exists {
+		return false // the contacts' foreign key fails, for this import alone
+	}
+	// checkQueued and checkBalance, for the most contacts it may add.
+	if n := int64(len(req.Contacts)); n > 0 {
+		if req.MaxQueued > 0 && room.queued+n > req.MaxQueued {
+			return false
+		}
+		if room.wallet.Prepaid && room.wallet.Balance < n*room.wallet.PricePerCall {
+			return false
+		}
+		room.queued += n
+	}
+	b.jobs = append(b.jobs, job)
+	return true
+}
+
+// write stores the imports taken in: their contacts, the counts of those
+// added (once per application and per scenario and campaign), their
+// import rows and skipped contacts.
+func (b *batchImports) write(ctx context.Context) error {
+	if len(b.jobs) == 0 {
+		return nil
+	}
+	jobs := b.jobs
+	b.jobs = nil
+	inserted, err := insertContacts(ctx, b.q, jobs)
+	if err != nil {
+		return err
+	}
+	var (
+		apps   []int64
+		byApp  = map[int64]int{}
+		counts []countKey
+		byKey  = map[countKey]int{}
+	)
+	for _, job := range jobs {
+		job.sort(inserted)
+		added := len(job.res.Added)
+		if added == 0 {
+			continue
+		}
+		req := job.req
+		if _, ok := byApp[req.AppID]; !ok {
+			apps = append(apps, req.AppID)
+		}
+		byApp[req.AppID] += added
+		k := countKey{req.AppID, req.ScenarioID, req.CampaignID}
+		if _, ok := byKey[k]; !ok {
+			counts = append(counts, k)
+		}
+		byKey[k] += added
+	}
+	for _, app := range apps {
+		var queued int64
+		if err := b.q.QueryRow(ctx, countQueuedSQL, byApp[app], app).Scan(&queued); err != nil {
+			return err
+		}
+		if room := b.rooms[app]; room != nil {
+			room.queued = queued // exact again: repeats were counted in full
+		}
+	}
+	for _, k := range counts {
+		if _, err := b.q.Exec(ctx, countContactsSQL, k.app, k.scenario, k.campaign, byKey[k]); err != nil {
+			return err
+		}
+	}
+	return recordImports(ctx, b.q, jobs)
+}
+
+// countKey is a row of contact_counts new contacts go to.
+type countKey struct {
+	app                int64
+	scenario, campaign string
+}
+
+// insertContacts adds the jobs' contacts in multi-row statements of
+// contactChunk rows, prepared once, and returns the ids of those the
+// pending-phone index let in (RETURNING); the others are duplicates.
+func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (map[string]bool, error) {
+	n := 0
+	for _, job := range jobs {
+		n += len(job.req.Contacts)
+	}
+	inserted := make(map[string]bool, n)
 	// One destination for every row: this runs in the writer.
 	var id string
 	dest := []any{&id}
@@ -91,43 +298,38 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, req domain.ImportRequ
 		inserted[id] = true
 		return nil
 	}
-	// The values every row shares are boxed once: this loop runs in
-	// the writer, which every import waits for.
-	var (
-		at       any = Millis(now)
-		unique   any = boolInt(req.UniquePhone)
-		camp         = nullString(req.CampaignID)
-		appID    any = req.AppID
-		scenario any = req.ScenarioID
-		importID any = res.ImportID
-	)
-	args := make([]any, 0, min(len(req.Contacts), contactChunk)*11)
-	for start := 0; start < len(req.Contacts); start += contactChunk {
-		chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
-		args = args[:0]
-		for _, c := range chunk {
+	args := make([]any, 0, min(n, contactChunk)*11)
+	rows := 0
+	flush := func() error {
+		if rows == 0 {
+			return nil
+		}
+		err := tx.Query(ctx, insertContactsSQL[rows], args, collect)
+		args, rows = args[:0], 0
+		return err
+	}
+	for _, job := range jobs {
+		req := job.req
+		// The values every row of a job shares are boxed once: this loop
+		// runs in the writer, which every import waits for.
+		var (
+			at       any = Millis(job.now)
+			unique   any = boolInt(req.UniquePhone)
+			camp         = nullString(req.CampaignID)
+			appID    any = req.AppID
+			scenario any = req.ScenarioID
+			importID any = job.id
+		)
+		for _, c := range req.Contacts {
 			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
-		}
-		if err := tx.Query(ctx, insertContactsSQL[len(chunk)], args, collect); err != nil {
-			return err
+			if rows++; rows == contactChunk {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
-	addInserted(req, res, inserted)
-	return nil
-}
-
-// addInserted sorts the request's contacts into res: added if inserted
-// holds their id, else skipped as a phone already queued.
-func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted map[string]bool) {
-	res.Added = slices.Grow(res.Added[:0], len(inserted))
-	for _, c := range req.Contacts {
-		if !inserted[c.ID] {
-			input, _ := domain.MarshalJSON(c.Input)
-			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input, Reason: duplicateReason})
-			continue
-		}
-		res.Added = append(res.Added, domain.AddedContact{ID: c.ID, Echo: c.Echo})
-	}
+	return inserted, flush()
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,
@@ -142,6 +344,19 @@ var insertContactsSQL = func() (q [contactChunk + 1]string) {
 	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
 	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
 	ON CONFLICT DO NOTHING RETURNING id`
+	}
+	return q
+}()
+
+// importChunk import rows per INSERT: a batch's imports are written
+// together (importBatch).
+const importChunk = 32
+
+// insertImportsSQL[n] inserts n import rows; a batch needs every size.
+var insertImportsSQL = func() (q [importChunk + 1]string) {
+	for n := 1; n <= importChunk; n++ {
+		q[n] = `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
 	}
 	return q
 }()
@@ -167,10 +382,9 @@ const (
 	countQueuedSQL   = `UPDATE queued_contacts SET n = n + ? WHERE app_id = ? RETURNING n`
 	countContactsSQL = `INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n)
 		VALUES (?, ?, ?, 'queued', '', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`
-	queuedSQL       = `SELECT n FROM queued_contacts WHERE app_id = ?`
-	insertImportSQL = `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertSkippedSQL = `INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`
+	queuedSQL         = `SELECT n FROM queued_contacts WHERE app_id = ?`
+	scenarioExistsSQL = `SELECT 1 FROM scenarios WHERE app_id = ? AND id = ?`
+	insertSkippedSQL  = `INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`
 )
 
 // checkQueued fails with errQueueFull when the added contacts took the
@@ -213,20 +427,32 @@ const (
 	importAllInvalid = 1403
 )
 
-// recordImport writes the import's row and its skipped contacts, a
-// prepared statement a row.
-func recordImport(ctx context.Context, tx sqldb.Querier, req domain.ImportRequest, res *domain.ImportResult, code int, now time.Time) error {
-	requested := len(req.Contacts) + len(req.Skipped)
-	if _, err := tx.Exec(ctx, insertImportSQL, res.ImportID, req.AppID, req.ScenarioID, nullString(req.CampaignID),
-		requested, len(res.Added), len(res.Skipped), code, Millis(now)); err != nil {
-		return err
-	}
-	if len(res.Skipped) == 0 {
-		return nil
-	}
-	for _, sk := range res.Skipped {
-		if _, err := tx.Exec(ctx, insertSkippedSQL, res.ImportID, sk.Position, string(sk.Input), sk.Reason); err != nil {
+// recordImports writes the jobs' import rows, in multi-row statements of
+// importChunk rows prepared once, and their skipped contacts, a prepared
+// statement a row.
+func recordImports(ctx context.Context, tx sqldb.Querier, jobs []*importJob) error {
+	args := make([]any, 0, min(len(jobs), importChunk)*9)
+	for start := 0; start < len(jobs); start += importChunk {
+		chunk := jobs[start:min(start+importChunk, len(jobs))]
+		args = args[:0]
+		for _, job := range chunk {
+			req, res := job.req, job.res
+			code := importAdded
+			if job.allInvalid {
+				code = importAllInvalid
+			}
+			args = append(args, job.id, req.AppID, req.ScenarioID, nullString(req.CampaignID),
+				len(req.Contacts)+len(req.Skipped), len(res.Added), len(res.Skipped), code, Millis(job.now))
+		}
+		if _, err := tx.Exec(ctx, insertImportsSQL[len(chunk)], args...); err != nil {
 			return err
+		}
+	}
+	for _, job := range jobs {
+		for _, sk := range job.res.Skipped {
+			if _, err := tx.Exec(ctx, insertSkippedSQL, job.id, sk.Position, string(sk.Input), sk.Reason); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 
 	"dialbox/internal/domain"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -67,7 +66,7 @@ const duplicateReason = "phone_number is already queued for this scenario"
 // so its writer only sends them.
 func newPgImport(req domain.ImportRequest, now time.Time) *pgImport {
 	job := &pgImport{req: req, at: Millis(now), result: make(chan error, 1)}
-	job.res = &domain.ImportResult{ImportID: uuid.NewString()}
+	job.res = &domain.ImportResult{ImportID: domain.NewV7()}
 	ids := make([]string, len(req.Contacts))
 	phones := make([]string, len(req.Contacts))
 	fields := make([]string, len(req.Contacts))

@@ -53,7 +53,11 @@ type SQLite struct {
 type writeJob struct {
 	// fn's statements run in the writer's transaction, prepared once
 	// they are cached (preparedTx).
-	fn     func(sqldb.SQLQueryer) error
+	fn func(sqldb.SQLQueryer) error
+	// imp is set for an import: the writer runs the imports queued side by
+	// side together (importBatch), and fn, the import on its own, only
+	// where they cannot be.
+	imp    *importJob
 	result chan error
 	// dataOnly jobs touch contacts, calls, wallet balances and the outbox,
 	// never the tenants' configuration, so they leave configChanges alone.
@@ -348,6 +352,14 @@ func (s *SQLite) commit(batch []writeJob) {
 			}
 		}
 		for i < len(batch) {
+			if n := s.importsAt(batch[i:]); n > 0 {
+				if err := s.importBatch(tx, batch[i:i+n], results[i:i+n]); err != nil {
+					tx.Rollback()
+					return err
+				}
+				i += n
+				continue
+			}
 			n := 1 // the jobs from i that share a savepoint
 			for batch[i].rerunnable && i+n < len(batch) && batch[i+n].rerunnable {
 				n++

@@ -1,0 +1,159 @@
+package store
+
+// Imports in SQLite's writer: those queued side by side run together
+// (importBatch), with the results and counts they would have one by one.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"dialbox/internal/domain"
+	"dialbox/internal/sqldb"
+)
+
+// queueImports queues imports for s's writer in this order while the
+// writer is held, then lets it go, so that they run in one batch; it
+// returns their answers in the same order.
+func queueImports(t *testing.T, s *SQLite, reqs []domain.ImportRequest) []error {
+	t.Helper()
+	held, release := make(chan struct{}), make(chan struct{})
+	blocker := writeJob{fn: func(sqldb.SQLQueryer) error { close(held); <-release; return nil }, result: make(chan error, 1)}
+	s.jobs <- blocker
+	<-held
+	errs := make([]error, len(reqs))
+	done := make(chan int, len(reqs))
+	for i, req := range reqs {
+		go func() {
+			_, errs[i] = s.Import(context.Background(), req, time.Now())
+			done <- i
+		}()
+		waitFor(t, fmt.Sprintf("import %d to queue", i), func() bool { return len(s.jobs) == i+1 })
+	}
+	close(release)
+	if err := <-blocker.result; err != nil {
+		t.Fatal(err)
+	}
+	for range reqs {
+		<-done
+	}
+	return errs
+}
+
+// contactsRequest is an import of one contact a phone into the test
+// tenant's scenario, at most max unfinished contacts.
+func contactsRequest(appID int64, scenario string, max int64, phones ...string) domain.ImportRequest {
+	req := domain.ImportRequest{AppID: appID, ScenarioID: scenario, UniquePhone: true, MaxQueued: max}
+	for i, p := range phones {
+		fields, _ := json.Marshal(map[string]string{"so_dien_thoai": p})
+		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"phone_number": p},
+			ID: domain.NewV7(), Fields: fields, Phone: p})
+	}
+	return req
+}
+
+// TestImportBatch: imports queued together get what each would get alone,
+// in their order: a repeat of a phone queued by an import before it is
+// skipped, the queue bound refuses the one that would overflow it and no
+// other (one whose repeats keep it within the bound passes), an import
+// into a missing scenario fails alone; and the counts stay exact.
+func TestImportBatch(t *testing.T) {
+	app := tenant()
+	s := openSQLite(t, app)
+	const max = 5
+	skippedUpFront := contactsRequest(app.ID, "sc", max)
+	skippedUpFront.Skipped = []domain.SkippedContact{{Position: 0, Input: json.RawMessage(`{"phone_number":"x"}`), Reason: "invalid phone"}}
+	reqs := []domain.ImportRequest{
+		contactsRequest(app.ID, "sc", max, "+84913000001", "+84913000002"), // 2 queued
+		contactsRequest(app.ID, "sc", max, "+84913000001"),                 // a repeat: nothing added
+		contactsRequest(app.ID, "sc", max, "+84913000003", "+84913000004"), // 4 queued
+		contactsRequest(app.ID, "sc", max, "+84913000002", "+84913000005"), // one repeat, so 5 queued: within the bound
+		contactsRequest(app.ID, "sc", max, "+84913000006"),                 // 6: over it
+		contactsRequest(app.ID, "missing", max, "+84913000007"),            // no such scenario
+		skippedUpFront,
+	}
+	errs := queueImports(t, s, reqs)
+	var full *domain.Error
+	for i, want := range []func(error) bool{
+		func(err error) bool { return err == nil },
+		func(err error) bool { return errors.Is(err, domain.ErrAllInvalid) },
+		func(err error) bool { return err == nil },
+		func(err error) bool { return err == nil },
+		func(err error) bool { return errors.As(err, &full) && full.Code == domain.EQUEUEFULL },
+		func(err error) bool { return err != nil && !errors.As(err, &full) },
+		func(err error) bool { return errors.Is(err, domain.ErrAllInvalid) },
+	} {
+		if !want(errs[i]) {
+			t.Errorf("import %d: %v", i, errs[i])
+		}
+	}
+	if got := countSQLite(t, s, `SELECT count(*) FROM contacts`); got != 5 {
+		t.Errorf("%d contacts stored, want 5", got)
+	}
+	if got := countSQLite(t, s, `SELECT n FROM queued_contacts WHERE app_id = ?`, app.ID); got != 5 {
+		t.Errorf("queued_contacts says %d, want 5", got)
+	}
+	if got := countSQLite(t, s, `SELECT n FROM contact_counts WHERE app_id = ? AND scenario_id = 'sc' AND state = 'queued'`, app.ID); got != 5 {
+		t.Errorf("contact_counts says %d, want 5", got)
+	}
+	// Failed imports record nothing; the others their row and skips.
+	rows, err := s.read.Query(`SELECT requested, added, skipped, code FROM imports ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var requested, added, skipped, code int
+		rows.Scan(&requested, &added, &skipped, &code)
+		got = append(got, fmt.Sprintf("%d/%d/%d/%d", requested, added, skipped, code))
+	}
+	want := []string{"2/2/0/1", "1/0/1/1403", "2/2/0/1", "2/1/1/1", "1/0/1/1403"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("imports (requested/added/skipped/code) %v, want %v", got, want)
+	}
+	if got := countSQLite(t, s, `SELECT count(*) FROM skipped_contacts`); got != 3 {
+		t.Errorf("%d skipped contacts recorded, want 3", got)
+	}
+}
+
+// TestImportBatchCountsOnce: imports queued together add their contacts
+// to the application's count in one statement, not one each.
+func TestImportBatchCountsOnce(t *testing.T) {
+	app := tenant()
+	s := openSQLite(t, app)
+	ctx := context.Background()
+	// A temporary trigger lives on the writer's connection alone, and
+	// counts the committed updates of the application's count.
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		_, err := tx.ExecContext(ctx, `CREATE TEMP TABLE counted (n INTEGER);
+			CREATE TEMP TRIGGER counting AFTER UPDATE ON main.queued_contacts BEGIN INSERT INTO counted VALUES (1); END`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []domain.ImportRequest
+	for i := range 10 {
+		reqs = append(reqs, contactsRequest(app.ID, "sc", 100, fmt.Sprintf("+8491300%04d", i)))
+	}
+	for i, err := range queueImports(t, s, reqs) {
+		if err != nil {
+			t.Errorf("import %d: %v", i, err)
+		}
+	}
+	var updates int
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM counted`).Scan(&updates)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if updates != 1 {
+		t.Errorf("10 imports in one batch updated the count %d times, want once", updates)
+	}
+	if got := countSQLite(t, s, `SELECT n FROM queued_contacts WHERE app_id = ?`, app.ID); got != 10 {
+		t.Errorf("queued_contacts says %d, want 10", got)
+	}
+}
