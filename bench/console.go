@@ -35,7 +35,7 @@ func (h *Harness) consolePhase(fixtures string) error {
 	stored, err := countContacts(base)
 	if err != nil || stored < h.o.fill2 {
 		// No growth database this run: make one of fill2 contacts.
-		d, err := h.startDialbox("dialbox-console-base", base, fixtures, "")
+		d, err := h.startBase("dialbox-console-base", base, fixtures)
 		if err != nil {
 			return err
 		}

@@ -732,6 +732,19 @@ func (h *Harness) countAcked(check func(int, []byte) (int, bool)) func(int, []by
 	}
 }
 
+// startBase starts dialbox on a base database, the one whose contact
+// stored through operation A the SQL fill copies: with the engine off, so
+// that contact stays queued as operation A left it. A call placed on it
+// (the bench's scenario dials all day) would have been copied with it and
+// would clash with the calls the console phase adds.
+func (h *Harness) startBase(name, db, fixtures string) (*Dialbox, error) {
+	config := filepath.Join(h.scratch, "config-base.toml")
+	if err := os.WriteFile(config, []byte("[engine]\nenabled = false\n[limits]\nmax_queued_contacts = 0\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return h.startDialbox(name, db, fixtures, config)
+}
+
 func (h *Harness) startDialbox(name, db, fixtures, config string) (*Dialbox, error) {
 	bin, profDir := h.bin, ""
 	if h.o.cpuprofile != "" {
@@ -877,7 +890,7 @@ func (h *Harness) growth(fixtures string) error {
 	// The base: dialbox's schema and tenant, and one contact stored through
 	// operation A for the SQL fill to copy.
 	base := filepath.Join(h.scratch, "growth.db")
-	d, err := h.startDialbox("dialbox-growth-base", base, fixtures, config)
+	d, err := h.startBase("dialbox-growth-base", base, fixtures)
 	if err != nil {
 		return err
 	}
