@@ -192,18 +192,23 @@ func TestCommandRefusals(t *testing.T) {
 }
 
 func TestCommandErrors(t *testing.T) {
-	for script, want := range map[string]string{
-		"echo broken model >&2; exit 3": "exit status 3: broken model",
-		"sleep 30":                      "no transcript within 100ms",
-		"yes":                           "wrote more than",
+	// Only the case that tests the timeout has a short one: on a loaded
+	// machine the others can take longer than 100 ms to start a shell.
+	for _, tc := range []struct {
+		script, want string
+		timeout      time.Duration
+	}{
+		{"echo broken model >&2; exit 3", "exit status 3: broken model", time.Minute},
+		{"sleep 30", "no transcript within 100ms", 100 * time.Millisecond},
+		{"yes", "wrote more than", time.Minute},
 	} {
-		c, err := NewCommand([]string{"sh", "-c", script, "sh", "{wav}"}, 8000, 100*time.Millisecond)
+		c, err := NewCommand([]string{"sh", "-c", tc.script, "sh", "{wav}"}, 8000, tc.timeout)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.Recognize(context.Background(), speech(100), nil)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want one with %q", script, err, want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one with %q", tc.script, err, tc.want)
 		}
 	}
 }

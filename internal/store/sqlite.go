@@ -67,9 +67,10 @@ type writeJob struct {
 	alone bool
 	// rerunnable jobs may run again from their start (what they keep of
 	// a run is their transaction's changes and what they set anew), so a
-	// run of them shares one savepoint, each run again under its own when
-	// one fails: settles and claims touch the same pages, which a
-	// savepoint each copied to SQLite's statement journal again and again.
+	// run of them shares one savepoint, none when they open the
+	// transaction, each run again under its own when one fails: settles
+	// and claims touch the same pages, which a savepoint each copied to
+	// SQLite's statement journal again and again.
 	rerunnable bool
 }
 
@@ -286,7 +287,7 @@ func (s *SQLite) WriteData(ctx context.Context, fn func(sqldb.SQLQueryer) error)
 }
 
 // writeRerunnable is WriteData for a job that may run again from its
-// start: a run of them shares a savepoint (writeJob.rerunnable).
+// start: a run of them shares a savepoint, or none (writeJob.rerunnable).
 func (s *SQLite) writeRerunnable(ctx context.Context, fn func(sqldb.SQLQueryer) error) error {
 	return s.write1(ctx, writeJob{fn: fn, result: make(chan error, 1), dataOnly: true, rerunnable: true})
 }
@@ -318,7 +319,39 @@ func (s *SQLite) commit(batch []writeJob) {
 		if err != nil {
 			return err
 		}
-		for i := 0; i < len(batch); {
+		// The rerunnable jobs that open the transaction need no savepoint:
+		// should one fail, the transaction rolls back (nothing came before
+		// them) and they run again, each under its own. A savepoint open
+		// across the run kept every page it touched in SQLite's statement
+		// journal, a temporary file once past 64 KiB, written again page by
+		// page (docs/benchmarks.md#webhook-delivery).
+		i := 0
+		for i < len(batch) && batch[i].rerunnable {
+			i++
+		}
+		if i > 0 {
+			failed := false
+			for k, job := range batch[:i] {
+				if results[k] = runJob(job.fn, preparedTx{tx, &s.stmts}); results[k] != nil {
+					failed = true
+					break
+				}
+			}
+			if failed {
+				tx.Rollback()
+				s.stmts.txDone() // the statements bound to tx went with it
+				clear(results[:i])
+				if tx, err = s.write.Begin(); err != nil {
+					return err
+				}
+				for k := range i {
+					if _, err := s.runJobs(tx, batch[k:k+1], results[k:k+1]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for i < len(batch) {
 			if n := s.importsAt(batch[i:]); n > 0 {
 				if err := s.importBatch(tx, batch[i:i+n], results[i:i+n]); err != nil {
 					tx.Rollback()
