@@ -34,8 +34,10 @@ type sipCallee struct {
 	keyAt       int
 	acceptRefer bool
 	// greeting, when set, is what the callee says on answering (then
-	// silence), for AMD to judge.
+	// silence), for AMD to judge; after hearing greetAt packets when
+	// that is set, so that it starts on dialbox's audio clock.
 	greeting []byte
+	greetAt  int
 }
 
 // sipScriptEnd is what the far end saw of one call.
@@ -77,11 +79,15 @@ func newScriptFarEnd(t *testing.T, callees map[string]sipCallee) (*sipcalltest.F
 		if d.AnswerOptions(opts) != nil {
 			return
 		}
-		if c.greeting != nil {
-			go sipcalltest.SendAudio(d, c.greeting)
+		greet := func() { go sipcalltest.SendAudio(d, c.greeting) }
+		if c.greeting != nil && c.greetAt == 0 {
+			greet()
 		}
 		sent := false
 		h := sipcalltest.Listen(t, d, func(packets int) bool {
+			if c.greeting != nil && c.greetAt != 0 && packets == c.greetAt {
+				greet()
+			}
 			if c.key != 0 && !sent && packets >= c.keyAt {
 				sent = true
 				go func() { _ = sipcalltest.SendDTMF(d.RTPPacketWriter, c.key) }()

@@ -168,8 +168,32 @@ level = "warn"
 	})
 	victim := nodes[1]
 	victimID := mnNodeID(t, victim.url)
-	testtool.WaitFor(t, "calls up on the node to kill", time.Minute, func() bool {
-		return count(`SELECT count(*) FROM contacts WHERE state = 'dialing' AND lease_node = $1`, victimID) >= 3
+	// Its calls end while the test looks, and under load all of them could
+	// between a look and the kill: freeze the node (SIGSTOP), let a
+	// statement it sent finish, and kill it only with calls still up;
+	// otherwise let it go on and look again.
+	dialing := func() int {
+		return count(`SELECT count(*) FROM contacts WHERE state = 'dialing' AND lease_node = $1`, victimID)
+	}
+	testtool.WaitFor(t, "calls up on the node to kill, frozen", time.Minute, func() bool {
+		if dialing() < 3 {
+			return false
+		}
+		if err := victim.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		// A statement whose answer waits on the frozen node (Client)
+		// has done its work.
+		testtool.WaitFor(t, "the frozen node's statements to finish", time.Minute, func() bool {
+			return count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND wait_event_type IS DISTINCT FROM 'Client'`, "dialbox "+victimID) == 0
+		})
+		if dialing() > 0 {
+			return true
+		}
+		if err := victim.proc.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		return false
 	})
 	if err := victim.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -180,7 +204,7 @@ level = "warn"
 	testtool.WaitFor(t, "the killed node's connections to end", time.Minute, func() bool {
 		return count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "dialbox "+victimID) == 0
 	})
-	callsUp := count(`SELECT count(*) FROM contacts WHERE state = 'dialing' AND lease_node = $1`, victimID)
+	callsUp := dialing()
 	messagesHeld := count(`SELECT count(*) FROM webhook_messages WHERE lease_node = $1`, victimID)
 	t.Logf("%v: SIGKILL %s with %d calls up and %d messages held; %d contacts acknowledged, %d events received",
 		time.Since(begin).Round(time.Millisecond), victimID, callsUp, messagesHeld, ackCount.Load(), rcv.count())

@@ -60,6 +60,7 @@ type sipFarEnd struct {
 	maxUp   int
 	heard   map[string]sipcalltest.Heard
 	ended   map[string]error // the cause that ended a ringing call
+	byes    map[string]bool  // answered calls that ended by the caller's BYE
 	ringing map[string]bool
 }
 
@@ -72,7 +73,7 @@ func newSIPFarEnd(t testing.TB) *sipFarEnd { return newRegistrarSIPFarEnd(t, nil
 
 // newRegistrarSIPFarEnd is a sipFarEnd answering REGISTER with reg too.
 func newRegistrarSIPFarEnd(t testing.TB, reg *sipcalltest.Registrar) *sipFarEnd {
-	f := &sipFarEnd{heard: map[string]sipcalltest.Heard{}, ended: map[string]error{}, ringing: map[string]bool{}}
+	f := &sipFarEnd{heard: map[string]sipcalltest.Heard{}, ended: map[string]error{}, byes: map[string]bool{}, ringing: map[string]bool{}}
 	f.FarEnd = sipcalltest.NewRegistrarFarEnd(t, false, reg, func(d *diago.DialogServerSession) {
 		to := d.InviteRequest.Recipient.User
 		f.mu.Lock()
@@ -100,6 +101,15 @@ func newRegistrarSIPFarEnd(t testing.TB, reg *sipcalltest.Registrar) *sipFarEnd 
 			f.ended[to] = context.Cause(d.Context())
 			f.mu.Unlock()
 		default:
+			// A BYE may cross the far end's answer (a stop right after
+			// the 200 OK), ending the handler early or leaving Listen
+			// without media to end on: the dialog's end tells it apart.
+			go func() {
+				<-d.Context().Done()
+				f.mu.Lock()
+				f.byes[to] = d.LoadState() == sip.DialogStateEnded
+				f.mu.Unlock()
+			}()
 			if d.Answer() != nil {
 				return // the caller gave up; its outcome tells the test
 			}
@@ -582,15 +592,25 @@ func TestSIPStopHangsUp(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r.fe.mu.Lock()
-	cause := r.fe.ended["+84911000006"]
-	_, hungUp := r.fe.heard["+84911000004"]
-	r.fe.mu.Unlock()
+	// The far end answers the CANCEL and the BYE before it marks the
+	// call ended, so the stop can return first: wait for the marks.
+	// Without dialbox's BYE the answered call either stays up (the wait
+	// ends the test) or ends with its dialog not ended (the check below).
+	var cause error
+	var bye bool
+	waitFor(t, "the far end to see both calls end", func() bool {
+		r.fe.mu.Lock()
+		defer r.fe.mu.Unlock()
+		var ended, heard bool
+		cause, ended = r.fe.ended["+84911000006"]
+		bye, heard = r.fe.byes["+84911000004"]
+		return ended && heard
+	})
 	if !errors.Is(cause, sip.ErrTransactionCanceled) {
 		t.Errorf("the ringing call ended by %v at the far end, want dialbox's CANCEL", cause)
 	}
-	if !hungUp {
-		t.Error("the answered call was still up at the far end after the stop")
+	if !bye {
+		t.Error("the answered call ended at the far end without dialbox's BYE")
 	}
 
 	st, err := store.OpenSQLite(filepath.Join(r.dir, "dialbox.db"), sqliteMigrations(), store.NewMetrics(false), recordings.Files{})
