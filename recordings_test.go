@@ -337,63 +337,11 @@ func TestRecordingOverSIP(t *testing.T) {
 	if diff := wav.Duration() - res.Talk; diff < -40*time.Millisecond || diff > 40*time.Millisecond {
 		t.Errorf("recorded %v of a call that talked %v", wav.Duration(), res.Talk)
 	}
-	// Each track is placed by when its frames were sent or came, so a
-	// loaded machine may delay a stretch of either (Track.Write): judge
-	// the tones by how much of each the recording holds and in what
-	// order, in 20 ms blocks, not at fixed offsets.
-	const block = audio.PhoneFrame
-	blocks := len(wav.Samples) / block
-	level := func(from, to int, freq float64) float64 { // over blocks [from, to)
-		from = min(max(from, 0), blocks)
-		return audio.ToneLevel(wav.Samples[from*block:min(max(to, from), blocks)*block], audio.PhoneRate, freq)
-	}
-	var ours, theirs []int // the blocks where each tone is present
-	for i := range blocks {
-		if level(i, i+1, 440) > 3000 {
-			ours = append(ours, i)
-		}
-		if level(i, i+1, 1000) > 3000 {
-			theirs = append(theirs, i)
-		}
-	}
-	if len(ours) == 0 || len(theirs) == 0 {
-		t.Fatalf("440 Hz in %d blocks, 1000 Hz in %d: a tone is missing", len(ours), len(theirs))
-	}
-	// dialbox's 3.8 s of prompts whole and once: 190 blocks, give or take
-	// the blocks a stretch's edges straddle (counted when the tone fills
-	// more than 3/8 of them: between 3/4 of a block fewer and 5/4 more).
-	stretches := 1
-	for i := 1; i < len(ours); i++ {
-		if ours[i] != ours[i-1]+1 {
-			stretches++
-		}
-	}
-	if n := len(ours); 4*n > 4*190+5*stretches || 4*n < 4*190-3*stretches {
-		t.Errorf("440 Hz in %d blocks of 20 ms over %d stretches, want the prompts' 190", n, stretches)
-	}
-	// dialbox alone: the far end heard 100 frames before it played, so
-	// those come before its first, quiet till then.
-	first, last := theirs[0], ours[len(ours)-1]
-	alone, before := 0, 0 // blocks of ours before theirs, and their stretches
-	for k, i := range ours {
-		if i < first {
-			alone++
-			if k == 0 || ours[k-1] != i-1 {
-				before++
-			}
-		}
-	}
-	// Less a block at each stretch's edges, and the one theirs begins in.
-	if alone < 99-before {
-		t.Errorf("440 Hz alone in %d blocks before the far end's tone, want at least 99 less one a stretch (2 s of the prompts)", alone)
-	}
-	if l := level(0, first-1, 1000); l > 300 {
-		t.Errorf("1000 Hz in the %d ms before the far end played: level %.0f", (first-1)*20, l)
-	}
-	// Both: the far end's tone began while the menu still played.
-	if first >= last {
-		t.Errorf("the far end's tone first at %d ms, after the prompts' end at %d ms: never mixed", first*20, last*20)
-	}
+	// dialbox's 3.8 s of prompts are 190 blocks; the far end played after
+	// 100 frames.
+	ours, theirs := sipcalltest.CheckTwoTones(t, wav.Samples, 190, 100)
+	last, blocks := ours[len(ours)-1], len(wav.Samples)/audio.PhoneFrame
+	level := func(from, to int, freq float64) float64 { return sipcalltest.ToneLevel(wav.Samples, from, to, freq) }
 	// The gather's wait: after both tones, silence; dialbox waited 1 s
 	// after its prompt before it hung up.
 	end := max(last, theirs[len(theirs)-1]) + 2
