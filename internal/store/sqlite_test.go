@@ -211,9 +211,15 @@ func TestWriterSharesASavepointAmongRerunnableJobs(t *testing.T) {
 			if _, err := s.write.Exec(`DELETE FROM t`); err != nil {
 				t.Fatal(err)
 			}
+			// blocker is alone, so the jobs queued while it waits make the
+			// next batch: head, not rerunnable, then the eight, which share
+			// a savepoint (rerunnable jobs that open a transaction take
+			// none: the next test).
 			release := make(chan struct{})
-			blocker := writeJob{fn: func(sqldb.SQLQueryer) error { <-release; return nil }, result: make(chan error, 1)}
+			blocker := writeJob{fn: func(sqldb.SQLQueryer) error { <-release; return nil }, result: make(chan error, 1), alone: true}
 			s.jobs <- blocker
+			head := writeJob{fn: func(sqldb.SQLQueryer) error { return nil }, result: make(chan error, 1), dataOnly: true}
+			s.jobs <- head
 			runs := 0
 			jobs := make([]writeJob, 8)
 			for i := range jobs {
@@ -236,8 +242,10 @@ func TestWriterSharesASavepointAmongRerunnableJobs(t *testing.T) {
 				s.jobs <- jobs[i] // queued while the writer waits in blocker's batch
 			}
 			close(release)
-			if err := <-blocker.result; err != nil {
-				t.Fatal(err)
+			for _, j := range []writeJob{blocker, head} {
+				if err := <-j.result; err != nil {
+					t.Fatal(err)
+				}
 			}
 			for i, j := range jobs {
 				err := <-j.result
