@@ -55,18 +55,7 @@ func (d trunkDialer) Dial(_ context.Context, req domain.DialRequest) domain.Dial
 // up on the two together, every contact called, each call placed and
 // recorded on the trunk by its name.
 func TestPostgresTrunkEnginesShareChannels(t *testing.T) {
-	database := migratedPostgres.Database(t)
-	app := engTenant()
-	app.HotlinePools[0].Numbers = engPhones(20, 500)
-	app.Scenarios[0].CallConfig.MaxConcurrent = 20
-	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
-	first, ids := fixtureStoreIn(t, database, app)
-	second, err := openConfiguredStore(context.Background(), configOn(database), store.NewMetrics(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened(t, second, database)
-	t.Cleanup(func() { second.Close() })
+	first, second, ids := twoNodesOnOneDatabase(t)
 	const contacts = 12
 	engImport(t, first, ids[0], "sc", "", engPhones(contacts, 0)...)
 	trunks := []config.SIPTrunk{{Name: "main", MaxChannels: 3, MaxCPS: 100}}
@@ -130,18 +119,7 @@ func (c *claimCounter) ClaimCalls(ctx context.Context, claims []domain.CallClaim
 // claims the database would refuse each hold the trunk's lock for nothing.
 // When the calls end, it dials.
 func TestPostgresTrunkFullOnAnotherNodeOffersNoClaims(t *testing.T) {
-	database := migratedPostgres.Database(t)
-	app := engTenant()
-	app.HotlinePools[0].Numbers = engPhones(20, 500)
-	app.Scenarios[0].CallConfig.MaxConcurrent = 20
-	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
-	first, ids := fixtureStoreIn(t, database, app)
-	second, err := openConfiguredStore(context.Background(), configOn(database), store.NewMetrics(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened(t, second, database)
-	t.Cleanup(func() { second.Close() })
+	first, second, ids := twoNodesOnOneDatabase(t)
 	const contacts = 6
 	engImport(t, first, ids[0], "sc", "", engPhones(contacts, 0)...)
 	trunks := []config.SIPTrunk{{Name: "main", MaxChannels: 3, MaxCPS: 100}}
@@ -168,4 +146,24 @@ func TestPostgresTrunkFullOnAnotherNodeOffersNoClaims(t *testing.T) {
 	if n := queryInt(t, first, `SELECT count(*) FROM calls WHERE trunk = 'main'`); n != contacts {
 		t.Errorf("%d calls recorded on trunk main, want %d", n, contacts)
 	}
+}
+
+// twoNodesOnOneDatabase opens two stores on one PostgreSQL database, as two
+// nodes would, holding a tenant of 20 hotlines whose scenario "sc" calls
+// each contact once, up to 20 at a time; ids are its fixture's ids.
+func twoNodesOnOneDatabase(t *testing.T) (first, second Store, ids []int64) {
+	t.Helper()
+	database := migratedPostgres.Database(t)
+	app := engTenant()
+	app.HotlinePools[0].Numbers = engPhones(20, 500)
+	app.Scenarios[0].CallConfig.MaxConcurrent = 20
+	app.Scenarios[0].CallConfig.ReCall = domain.ReCall{Times: 0}
+	first, ids = fixtureStoreIn(t, database, app)
+	second, err := openConfiguredStore(context.Background(), configOn(database), store.NewMetrics(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened(t, second, database)
+	t.Cleanup(func() { second.Close() })
+	return first, second, ids
 }
