@@ -182,10 +182,13 @@ level = "warn"
 		if err := victim.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		// A statement whose answer waits on the frozen node (Client)
-		// has done its work.
+		// A statement whose answer waits on the frozen node (Client) has
+		// done its work; one waiting on a lock (Lock) may wait on the
+		// frozen node's own open transaction, and either way cannot
+		// commit until the node, frozen, sends its COMMIT.
 		testtool.WaitFor(t, "the frozen node's statements to finish", time.Minute, func() bool {
-			return count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND wait_event_type IS DISTINCT FROM 'Client'`, "dialbox "+victimID) == 0
+			return count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'
+				AND wait_event_type IS DISTINCT FROM 'Client' AND wait_event_type IS DISTINCT FROM 'Lock'`, "dialbox "+victimID) == 0
 		})
 		if dialing() > 0 {
 			return true
