@@ -53,11 +53,11 @@ type importJob struct {
 // trigger does (a database from before countedVersion has them).
 func importTx(ctx context.Context, tx sqldb.Querier, job *importJob, count bool) error {
 	jobs := []*importJob{job}
-	inserted, err := insertContacts(ctx, tx, jobs)
+	dups, err := insertContacts(ctx, tx, jobs)
 	if err != nil {
 		return err
 	}
-	job.sort(inserted)
+	job.sort(dups)
 	req, added := job.req, len(job.res.Added)
 	queued := int64(-1) // not read yet
 	if count && added > 0 {
@@ -79,19 +79,19 @@ func importTx(ctx context.Context, tx sqldb.Querier, job *importJob, count bool)
 	return recordImports(ctx, tx, jobs)
 }
 
-// sort makes the job's result from the ids of the contacts inserted.
-func (job *importJob) sort(inserted map[string]bool) {
+// sort makes the job's result from the ids of the contacts not inserted.
+func (job *importJob) sort(dups map[string]bool) {
 	res := &domain.ImportResult{ImportID: job.id, Skipped: append([]domain.SkippedContact(nil), job.req.Skipped...)}
-	addInserted(job.req, res, inserted)
+	addInserted(job.req, res, func(id string) bool { return !dups[id] })
 	job.res, job.allInvalid = res, len(res.Added) == 0
 }
 
-// addInserted sorts the request's contacts into res: added if inserted
-// holds their id, else skipped as a phone already queued.
-func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted map[string]bool) {
+// addInserted sorts the request's contacts into res: added if their id
+// was inserted, else skipped as a phone already queued.
+func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted func(id string) bool) {
 	res.Added = slices.Grow(res.Added[:0], len(req.Contacts))
 	for _, c := range req.Contacts {
-		if !inserted[c.ID] {
+		if !inserted(c.ID) {
 			input, _ := domain.MarshalJSON(c.Input)
 			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input, Reason: duplicateReason})
 			continue
@@ -229,7 +229,7 @@ func (b *batchImports) write(ctx context.Context) error {
 	}
 	jobs := b.jobs
 	b.jobs = nil
-	inserted, err := insertContacts(ctx, b.q, jobs)
+	dups, err := insertContacts(ctx, b.q, jobs)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (b *batchImports) write(ctx context.Context) error {
 		byKey  = map[countKey]int{}
 	)
 	for _, job := range jobs {
-		job.sort(inserted)
+		job.sort(dups)
 		added := len(job.res.Added)
 		if added == 0 {
 			continue
@@ -281,32 +281,49 @@ type countKey struct {
 
 // insertContacts adds the jobs' contacts in multi-row statements of
 // contactChunk rows, prepared once, and returns the ids of those the
-// pending-phone index let in (RETURNING); the others are duplicates.
-func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (map[string]bool, error) {
+// pending-phone index kept out: duplicates, none unless a job's scenario
+// forbids them. A chunk with no such job's rows is a plain INSERT: every
+// row goes in (ids are new UUIDv7s), and nothing comes back to read.
+func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (dups map[string]bool, err error) {
 	n := 0
 	for _, job := range jobs {
 		n += len(job.req.Contacts)
 	}
-	inserted := make(map[string]bool, n)
 	// One destination for every row: this runs in the writer.
 	var id string
 	dest := []any{&id}
+	var returned map[string]bool
 	collect := func(scan func(...any) error) error {
 		if err := scan(dest...); err != nil {
 			return err
 		}
-		inserted[id] = true
+		returned[id] = true
 		return nil
 	}
 	args := make([]any, 0, min(n, contactChunk)*11)
-	rows := 0
+	rows, unique := 0, false
 	flush := func() error {
 		if rows == 0 {
 			return nil
 		}
-		err := tx.Query(ctx, insertContactsSQL[rows], args, collect)
-		args, rows = args[:0], 0
-		return err
+		defer func() { args, rows, unique = args[:0], 0, false }()
+		if !unique {
+			_, err := tx.Exec(ctx, insertContactsSQL[rows], args...)
+			return err
+		}
+		returned = make(map[string]bool, rows)
+		if err := tx.Query(ctx, insertContactsReturningSQL[rows], args, collect); err != nil {
+			return err
+		}
+		for i := 0; i < len(args); i += 11 {
+			if id := args[i].(string); !returned[id] {
+				if dups == nil {
+					dups = map[string]bool{}
+				}
+				dups[id] = true
+			}
+		}
+		return nil
 	}
 	for _, job := range jobs {
 		req := job.req
@@ -314,14 +331,15 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (m
 		// runs in the writer, which every import waits for.
 		var (
 			at       any = Millis(job.now)
-			unique   any = boolInt(req.UniquePhone)
+			uniq     any = boolInt(req.UniquePhone)
 			camp         = nullString(req.CampaignID)
 			appID    any = req.AppID
 			scenario any = req.ScenarioID
 			importID any = job.id
 		)
 		for _, c := range req.Contacts {
-			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
+			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, uniq, at, at, at)
+			unique = unique || req.UniquePhone
 			if rows++; rows == contactChunk {
 				if err := flush(); err != nil {
 					return nil, err
@@ -329,23 +347,25 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (m
 			}
 		}
 	}
-	return inserted, flush()
+	return dups, flush()
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,
 // small enough to stay far below SQLite's parameter limit.
 const contactChunk = 50
 
-// insertContactsSQL[n] inserts n contacts on SQLite; imports need every
-// chunk size.
-var insertContactsSQL = func() (q [contactChunk + 1]string) {
+// insertContactsSQL[n] inserts n contacts on SQLite, none of which can be
+// refused; insertContactsReturningSQL[n] n of which some may be, and
+// returns the ids of those inserted. Imports need every chunk size.
+var insertContactsSQL, insertContactsReturningSQL = func() (plain, returning [contactChunk + 1]string) {
 	for n := 1; n <= contactChunk; n++ {
-		q[n] = `INSERT INTO contacts
+		plain[n] = `INSERT INTO contacts
 	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
-	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
+	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+		returning[n] = plain[n] + `
 	ON CONFLICT DO NOTHING RETURNING id`
 	}
-	return q
+	return plain, returning
 }()
 
 // importChunk import rows per INSERT: a batch's imports are written

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +157,95 @@ func TestImportBatchCountsOnce(t *testing.T) {
 	}
 	if got := countSQLite(t, s, `SELECT n FROM queued_contacts WHERE app_id = ?`, app.ID); got != 10 {
 		t.Errorf("queued_contacts says %d, want 10", got)
+	}
+}
+
+// recordingQuerier notes the statements run through it: Exec's, and
+// Query's (which read rows back).
+type recordingQuerier struct {
+	sqldb.Querier
+	execs, queries []string
+}
+
+func (r *recordingQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	r.execs = append(r.execs, query)
+	return r.Querier.Exec(ctx, query, args...)
+}
+
+func (r *recordingQuerier) Query(ctx context.Context, query string, args []any, row func(scan func(...any) error) error) error {
+	r.queries = append(r.queries, query)
+	return r.Querier.Query(ctx, query, args, row)
+}
+
+// TestInsertContactsReadsBackOnlyWhereRowsMayBeRefused: contacts of
+// scenarios that allow repeated phones go in with plain INSERTs, nothing
+// read back (a fifth of the writer's CPU per contact,
+// docs/benchmarks.md#the-writers-cpu-per-contact); a chunk holding a
+// contact whose phone may be refused returns the ids inserted, and the
+// refused come back as duplicates.
+func TestInsertContactsReadsBackOnlyWhereRowsMayBeRefused(t *testing.T) {
+	app := tenant()
+	s := openSQLite(t, app)
+	ctx := context.Background()
+	repeatable := func(phones ...string) *importJob {
+		req := contactsRequest(app.ID, "sc", 0, phones...)
+		req.UniquePhone = false
+		return &importJob{req: req, now: time.Now(), id: domain.NewV7()}
+	}
+	unique := func(phones ...string) *importJob {
+		return &importJob{req: contactsRequest(app.ID, "sc", 0, phones...), now: time.Now(), id: domain.NewV7()}
+	}
+	many := make([]string, contactChunk+10)
+	for i := range many {
+		many[i] = fmt.Sprintf("+8491300%04d", i)
+	}
+	for _, tc := range []struct {
+		name           string
+		jobs           []*importJob
+		execs, queries int
+		dups           []int // positions, across the jobs, of the contacts refused
+	}{
+		{"repeats allowed", []*importJob{repeatable(many...), repeatable("+84913000001")}, 2, 0, nil},
+		{"one chunk with a unique job", []*importJob{repeatable("+84913000001"), unique("+84913000001", "+84913000002")}, 0, 1, nil},
+		{"a phone pending", []*importJob{unique("+84913000002"), repeatable("+84913000002")}, 0, 1, []int{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec *recordingQuerier
+			var dups map[string]bool
+			if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+				rec = &recordingQuerier{Querier: sqldb.SQLShared(tx)}
+				var err error
+				dups, err = insertContacts(ctx, rec, tc.jobs)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range rec.execs {
+				if strings.Contains(q, "RETURNING") {
+					t.Errorf("plain INSERT expected, ran %q", q)
+				}
+			}
+			if len(rec.execs) != tc.execs || len(rec.queries) != tc.queries {
+				t.Errorf("%d statements without rows back and %d with, want %d and %d", len(rec.execs), len(rec.queries), tc.execs, tc.queries)
+			}
+			var want []string
+			pos := 0
+			for _, job := range tc.jobs {
+				for _, c := range job.req.Contacts {
+					if slices.Contains(tc.dups, pos) {
+						want = append(want, c.ID)
+					}
+					pos++
+				}
+			}
+			if len(dups) != len(want) {
+				t.Errorf("refused %v, want %v", dups, want)
+			}
+			for _, id := range want {
+				if !dups[id] {
+					t.Errorf("contact %s not refused", id)
+				}
+			}
+		})
 	}
 }

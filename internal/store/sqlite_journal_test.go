@@ -49,9 +49,9 @@ func TestWriterKeepsStatementJournalInMemory(t *testing.T) {
 	before := deletedFiles(t)
 	var files []string
 	err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
-		inserted, err := insertContacts(ctx, sqldb.SQLShared(tx), []*importJob{job})
-		if len(inserted) != contactChunk {
-			t.Errorf("%d contacts inserted, want %d", len(inserted), contactChunk)
+		dups, err := insertContacts(ctx, sqldb.SQLShared(tx), []*importJob{job})
+		if len(dups) > 0 {
+			t.Errorf("%d contacts refused, want none", len(dups))
 		}
 		for _, f := range deletedFiles(t) {
 			if !slices.Contains(before, f) {
