@@ -126,6 +126,25 @@ func sequentialRow(i int64) rawRow {
 	return rawRow{phone, `{"danh_xung":"Anh","ho_ten":"Nguyen Van A","so_dien_thoai":"` + phone + `"}`}
 }
 
+// bareContactsTable is the contacts table with its columns and one index,
+// its primary key: what an import costs SQLite with nothing to find the
+// rows by afterwards.
+const bareContactsTable = `CREATE TABLE contacts (
+	id TEXT PRIMARY KEY, app_id INTEGER NOT NULL, scenario_id TEXT NOT NULL, campaign_id TEXT, import_id TEXT NOT NULL,
+	phone TEXT NOT NULL, fields TEXT NOT NULL, unique_phone INTEGER NOT NULL,
+	next_attempt_at INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`
+
+// createBareContacts makes a database holding only bareContactsTable.
+func createBareContacts(dbPath string) error {
+	db, err := sql.Open("sqlite", sqliteDSN(dbPath))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(bareContactsTable)
+	return err
+}
+
 // rawInserts inserts contact rows into a copy of an empty dialbox database
 // (same schema, indexes and pragmas) from one goroutine with one prepared
 // statement, batch rows per durable commit, for at most dur or maxRows rows;
@@ -148,13 +167,14 @@ func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur ti
 	// The schema's bookkeeping is part of the limit: from schema.sql's
 	// migration 14 whoever inserts contacts counts them, once per commit
 	// here as dialbox's import does once per request; before it, row
-	// triggers did.
-	var triggers int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'contact_counts_insert'`).Scan(&triggers); err != nil {
+	// triggers did. A bare table has no counts to keep.
+	var triggers, countTables int
+	if err := db.QueryRow(`SELECT count(*) FILTER (WHERE type = 'trigger' AND name = 'contact_counts_insert'),
+		count(*) FILTER (WHERE type = 'table' AND name = 'contact_counts') FROM sqlite_master`).Scan(&triggers, &countTables); err != nil {
 		return RawInsertResult{}, err
 	}
 	var counts []string
-	if triggers == 0 {
+	if triggers == 0 && countTables > 0 {
 		counts = []string{`UPDATE queued_contacts SET n = n + ? WHERE app_id = ?`,
 			`INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n) VALUES (?, ?, '', 'queued', '', ?)
 				ON CONFLICT DO UPDATE SET n = n + excluded.n`}

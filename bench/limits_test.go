@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The raw-insert reference writes operation A's own rows: its 100-contact
@@ -50,5 +52,21 @@ func TestRawReferenceRowsAreOperationAs(t *testing.T) {
 	}
 	if a, b := sequentialRow(5).phone, sequentialRow(6).phone; a >= b {
 		t.Errorf("sequential phones %q then %q do not ascend", a, b)
+	}
+}
+
+// The bare table takes the raw inserts with no counts to keep, and holds
+// every row they report.
+func TestRawInsertsIntoABareTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bare.db")
+	if err := createBareContacts(path); err != nil {
+		t.Fatal(err)
+	}
+	r, err := rawInserts(path, 1, "sc", 10, time.Minute, 50, sequentialRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := countContacts(path); err != nil || n != r.Rows || r.Rows != 50 {
+		t.Errorf("%d rows reported, %d stored (%v)", r.Rows, n, err)
 	}
 }

@@ -618,6 +618,11 @@ func (h *Harness) limits(fixtures string) error {
 		return err
 	}
 	defer removeDB(seqDB)
+	bareDB := filepath.Join(h.scratch, "raw-bare.db")
+	if err := createBareContacts(bareDB); err != nil {
+		return err
+	}
+	defer removeDB(bareDB)
 	same, err := opARows()
 	if err != nil {
 		return err
@@ -632,6 +637,7 @@ func (h *Harness) limits(fixtures string) error {
 		{"raw100", "raw SQLite inserts of op A's rows, 100 rows/commit (best of 2)", rawDB, 100, opA},
 		{"raw1000", "raw SQLite inserts of op A's rows, 1000 rows/commit (best of 2)", rawDB, 1000, opA},
 		{"rawseq1000", "raw SQLite inserts of ascending phones, 1000 rows/commit (best of 2)", seqDB, 1000, sequentialRow},
+		{"rawbare1000", "raw SQLite inserts of op A's rows into a bare one-index table, 1000 rows/commit (best of 2)", bareDB, 1000, opA},
 	} {
 		h.server = 0
 		// The best of two runs: a moment of load from elsewhere on the

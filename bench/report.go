@@ -136,6 +136,11 @@ func (h *Harness) compare(p *Point) string {
 		if bare != nil {
 			add(pct(p.Req, bare.Req) + " of bare small JSON (req/s)")
 		}
+	case k == "rawbare1000":
+		add("not the limit: the contacts table's columns with its primary key alone, no counts")
+		if r, _ := h.rawLimit(); r != nil {
+			add(times(p.Units, r.Units) + " the limit")
+		}
 	case k == "rawseq1000":
 		add("not the limit: ascending phones grow the phone index only at its end")
 		if r, _ := h.rawLimit(); r != nil {
@@ -167,6 +172,9 @@ func (h *Harness) compare(p *Point) string {
 		}
 		if seq := h.got("rawseq1000"); seq != nil {
 			add(pct(p.Units, seq.Units) + " of raw inserts of ascending phones")
+		}
+		if bare := h.got("rawbare1000"); bare != nil {
+			add(times(p.Units, bare.Units) + " raw inserts into a bare table")
 		}
 	case strings.HasPrefix(k, "g"):
 		tag, step, _ := strings.Cut(k, ":")
@@ -376,6 +384,13 @@ func (h *Harness) targets() []string {
 			line += fmt.Sprintf("; %s of raw inserts of ascending phones (%s rows/s), whose phone index grows only at its end", pct(a100.Units, seq.Units), num(seq.Units))
 		}
 		out = append(out, line)
+	} else {
+		missing(what, "a step is missing")
+	}
+	what = fmt.Sprintf("op A, 100 contacts/request @%d >= 0.5x raw SQLite inserts of the same rows into a bare one-index contacts table", top)
+	if bare := h.got("rawbare1000"); a100 != nil && bare != nil {
+		out = append(out, fmt.Sprintf("%s %s: %s contacts/s = %.2fx %s rows/s, durable", verdict(a100.Units >= 0.5*bare.Units),
+			what, num(a100.Units), a100.Units/bare.Units, num(bare.Units)))
 	} else {
 		missing(what, "a step is missing")
 	}
