@@ -279,52 +279,16 @@ type countKey struct {
 	scenario, campaign string
 }
 
-// insertContacts adds the jobs' contacts in multi-row statements of
+// insertContacts adds the jobs' contacts in multi-row statements of up to
 // contactChunk rows, prepared once, and returns the ids of those the
-// pending-phone index kept out: duplicates, none unless a job's scenario
-// forbids them. A chunk with no such job's rows is a plain INSERT: every
-// row goes in (ids are new UUIDv7s), and nothing comes back to read.
+// pending-phone index kept out (duplicates; none where scenarios allow
+// repeated phones). Nothing is read back unless a statement stored fewer
+// rows than it was given: RETURNING cost the writer more than a quarter
+// of its CPU per contact (docs/benchmarks.md#the-writers-cpu-per-contact).
+// A job of jobChunkMin contacts or more is written on its own, the values
+// its rows share bound once a statement; smaller ones share statements.
 func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (dups map[string]bool, err error) {
-	n := 0
-	for _, job := range jobs {
-		n += len(job.req.Contacts)
-	}
-	// One destination for every row: this runs in the writer.
-	var id string
-	dest := []any{&id}
-	var returned map[string]bool
-	collect := func(scan func(...any) error) error {
-		if err := scan(dest...); err != nil {
-			return err
-		}
-		returned[id] = true
-		return nil
-	}
-	args := make([]any, 0, min(n, contactChunk)*11)
-	rows, unique := 0, false
-	flush := func() error {
-		if rows == 0 {
-			return nil
-		}
-		defer func() { args, rows, unique = args[:0], 0, false }()
-		if !unique {
-			_, err := tx.Exec(ctx, insertContactsSQL[rows], args...)
-			return err
-		}
-		returned = make(map[string]bool, rows)
-		if err := tx.Query(ctx, insertContactsReturningSQL[rows], args, collect); err != nil {
-			return err
-		}
-		for i := 0; i < len(args); i += 11 {
-			if id := args[i].(string); !returned[id] {
-				if dups == nil {
-					dups = map[string]bool{}
-				}
-				dups[id] = true
-			}
-		}
-		return nil
-	}
+	w := contactWriter{q: tx}
 	for _, job := range jobs {
 		req := job.req
 		// The values every row of a job shares are boxed once: this loop
@@ -337,35 +301,129 @@ func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (d
 			scenario any = req.ScenarioID
 			importID any = job.id
 		)
+		if len(req.Contacts) >= jobChunkMin {
+			if err := w.flush(ctx); err != nil {
+				return nil, err
+			}
+			for start := 0; start < len(req.Contacts); start += contactChunk {
+				chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
+				w.args = append(w.args[:0], appID, scenario, camp, importID, uniq, at, at, at)
+				for _, c := range chunk {
+					w.args = append(w.args, c.ID, c.Phone, c.Fields)
+					w.ids = append(w.ids, c.ID)
+				}
+				if err := w.run(ctx, insertJobContactsSQL[len(chunk)]); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		for _, c := range req.Contacts {
-			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, uniq, at, at, at)
-			unique = unique || req.UniquePhone
-			if rows++; rows == contactChunk {
-				if err := flush(); err != nil {
+			w.args = append(w.args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, uniq, at, at, at)
+			if w.ids = append(w.ids, c.ID); len(w.ids) == contactChunk {
+				if err := w.flush(ctx); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	return dups, flush()
+	if err := w.flush(ctx); err != nil {
+		return nil, err
+	}
+	return w.dups, nil
+}
+
+// contactWriter runs insertContacts' statements: args and ids are those
+// of the rows gathered for the next one.
+type contactWriter struct {
+	q    sqldb.Querier
+	args []any
+	ids  []string
+	dups map[string]bool
+}
+
+// flush inserts the rows gathered from jobs that share a statement.
+func (w *contactWriter) flush(ctx context.Context) error {
+	if len(w.ids) == 0 {
+		return nil
+	}
+	return w.run(ctx, insertContactsSQL[len(w.ids)])
+}
+
+// run inserts the rows gathered with query and, when fewer went in,
+// reads which did.
+func (w *contactWriter) run(ctx context.Context, query string) error {
+	defer func() { w.args, w.ids = w.args[:0], w.ids[:0] }()
+	stored, err := w.q.Exec(ctx, query, w.args...)
+	if err != nil || int(stored) == len(w.ids) {
+		return err
+	}
+	return w.refused(ctx)
+}
+
+// refused adds the gathered rows that were not stored to dups: a
+// contact's id is new, so it is there only if its row went in now.
+func (w *contactWriter) refused(ctx context.Context) error {
+	args := make([]any, len(w.ids))
+	for i, id := range w.ids {
+		args[i] = id
+	}
+	in := make(map[string]bool, len(w.ids))
+	var id string
+	err := w.q.Query(ctx, `SELECT id FROM contacts WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(w.ids)), ", ")+`)`, args,
+		func(scan func(...any) error) error {
+			if err := scan(&id); err != nil {
+				return err
+			}
+			in[id] = true
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, id := range w.ids {
+		if !in[id] {
+			if w.dups == nil {
+				w.dups = map[string]bool{}
+			}
+			w.dups[id] = true
+		}
+	}
+	return nil
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,
-// small enough to stay far below SQLite's parameter limit.
-const contactChunk = 50
+// small enough to stay far below SQLite's parameter limit. jobChunkMin
+// contacts make a job worth statements of its own: its rows' shared
+// values bound once save more than a statement costs.
+const (
+	contactChunk = 50
+	jobChunkMin  = 16
+)
 
-// insertContactsSQL[n] inserts n contacts on SQLite, none of which can be
-// refused; insertContactsReturningSQL[n] n of which some may be, and
-// returns the ids of those inserted. Imports need every chunk size.
-var insertContactsSQL, insertContactsReturningSQL = func() (plain, returning [contactChunk + 1]string) {
+// insertContactsInto names the columns an import fills.
+const insertContactsInto = `INSERT INTO contacts
+	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)`
+
+// insertContactsSQL[n] inserts n contacts of any jobs, all their values
+// bound row by row; insertJobContactsSQL[n] n contacts of one job, the
+// values they share (application, scenario, campaign, import,
+// unique_phone and three times the time) bound first and once. Both keep
+// out, without an error, a contact whose phone is pending already where
+// its scenario forbids repeats (contacts_pending_phone). ("WHERE true"
+// tells SQLite's parser the ON CONFLICT is the upsert's, not a join's.)
+// Imports need every chunk size.
+var insertContactsSQL, insertJobContactsSQL = func() (rows, job [contactChunk + 1]string) {
 	for n := 1; n <= contactChunk; n++ {
-		plain[n] = `INSERT INTO contacts
-	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
-	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
-		returning[n] = plain[n] + `
-	ON CONFLICT DO NOTHING RETURNING id`
+		rows[n] = insertContactsInto + `
+	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
+	ON CONFLICT DO NOTHING`
+		job[n] = insertContactsInto + `
+	SELECT column1, ?, ?, ?, ?, column2, column3, ?, ?, ?, ?
+	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ") + `) WHERE true
+	ON CONFLICT DO NOTHING`
 	}
-	return plain, returning
+	return rows, job
 }()
 
 // importChunk import rows per INSERT: a batch's imports are written
