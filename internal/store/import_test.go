@@ -249,6 +249,28 @@ func TestInsertContactsReadsBackOnlyWhenRowsWereRefused(t *testing.T) {
 					t.Errorf("contact %s not refused", id)
 				}
 			}
+			// Stored in the order given: listings follow seq.
+			for _, job := range tc.jobs {
+				var given, stored []string
+				for _, c := range job.req.Contacts {
+					if !dups[c.ID] {
+						given = append(given, c.ID)
+					}
+				}
+				rows, err := s.read.Query(`SELECT id FROM contacts WHERE import_id = ? ORDER BY seq`, job.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var id string
+					rows.Scan(&id)
+					stored = append(stored, id)
+				}
+				rows.Close()
+				if !slices.Equal(stored, given) {
+					t.Errorf("import %s stored %v in seq order, want %v", job.id, stored, given)
+				}
+			}
 		})
 	}
 }
