@@ -10,16 +10,15 @@ import (
 
 // stmtJournalInMemory is how much of a statement's journal SQLite keeps in
 // memory before it moves it to a temporary file. Every multi-row INSERT
-// into contacts opens one (the foreign key to its scenario may abort it
+// into contacts opens one (its foreign key or a NOT NULL may abort it
 // midway) and copies there each page it changes that was there before it:
 // about one page a contact, the phone index's leaf. Past SQLite's default
 // of 64 KiB (16 pages, a third of a 50-row statement) each copy was two
-// pwrite calls, a fifth of the writer's CPU per contact
-// (docs/benchmarks.md#the-writers-cpu-per-contact). 1 MiB holds the
-// largest statement of the writer's steady work; the journal is one block
-// of that size, allocated once a statement needs it and given back when it
-// ends, and a larger one (a delete of millions of rows) still goes to a
-// file.
+// pwrite calls, a sixth of the writer's CPU per contact
+// (docs/benchmarks.md#the-writers-cpu-per-contact). 1 MiB holds such a
+// statement's journal four times over; it is one block of that size,
+// allocated once a statement needs it and given back when it ends, and a
+// larger journal (a delete of millions of rows) still goes to a file.
 const stmtJournalInMemory = 1 << 20
 
 // SQLite takes the threshold only before its first connection opens, and
