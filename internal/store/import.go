@@ -439,6 +439,15 @@ var insertImportsSQL = func() (q [importChunk + 1]string) {
 	return q
 }()
 
+// insertSkippedSQL[n] inserts n skipped contacts; a batch needs every size.
+var insertSkippedSQL = func() (q [importChunk + 1]string) {
+	for n := 1; n <= importChunk; n++ {
+		q[n] = `INSERT INTO skipped_contacts (import_id, position, input, reason)
+	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ")
+	}
+	return q
+}()
+
 // countedVersion is the SQLite migration from which imports count the
 // contacts they add (schema.sql's migration 14) instead of row triggers.
 const countedVersion = 14
@@ -462,7 +471,6 @@ const (
 		VALUES (?, ?, ?, 'queued', '', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`
 	queuedSQL         = `SELECT n FROM queued_contacts WHERE app_id = ?`
 	scenarioExistsSQL = `SELECT 1 FROM scenarios WHERE app_id = ? AND id = ?`
-	insertSkippedSQL  = `INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`
 )
 
 // checkQueued fails with errQueueFull when the added contacts took the
@@ -505,9 +513,8 @@ const (
 	importAllInvalid = 1403
 )
 
-// recordImports writes the jobs' import rows, in multi-row statements of
-// importChunk rows prepared once, and their skipped contacts, a prepared
-// statement a row.
+// recordImports writes the jobs' import rows and their skipped contacts,
+// in multi-row statements of importChunk rows prepared once.
 func recordImports(ctx context.Context, tx sqldb.Querier, jobs []*importJob) error {
 	args := make([]any, 0, min(len(jobs), importChunk)*9)
 	for start := 0; start < len(jobs); start += importChunk {
@@ -526,12 +533,24 @@ func recordImports(ctx context.Context, tx sqldb.Querier, jobs []*importJob) err
 			return err
 		}
 	}
+	// The skipped contacts of all the jobs, importChunk to a statement:
+	// one statement a row was most of the writer's time for imports of
+	// phones pending already (docs/benchmarks.md#the-writers-cpu-per-contact).
+	args, rows := args[:0], 0
 	for _, job := range jobs {
 		for _, sk := range job.res.Skipped {
-			if _, err := tx.Exec(ctx, insertSkippedSQL, job.id, sk.Position, string(sk.Input), sk.Reason); err != nil {
-				return err
+			args = append(args, job.id, sk.Position, string(sk.Input), sk.Reason)
+			if rows++; rows == importChunk {
+				if _, err := tx.Exec(ctx, insertSkippedSQL[rows], args...); err != nil {
+					return err
+				}
+				args, rows = args[:0], 0
 			}
 		}
+	}
+	if rows > 0 {
+		_, err := tx.Exec(ctx, insertSkippedSQL[rows], args...)
+		return err
 	}
 	return nil
 }

@@ -274,3 +274,57 @@ func TestInsertContactsReadsBackOnlyWhenRowsWereRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordImportsWritesSkippedTogether: the skipped contacts of the
+// imports of a batch go in importChunk to a statement, not one statement
+// each (most of the writer's time for imports of phones pending already,
+// docs/benchmarks.md#the-writers-cpu-per-contact), each as it came.
+func TestRecordImportsWritesSkippedTogether(t *testing.T) {
+	app := tenant()
+	s := openSQLite(t, app)
+	ctx := context.Background()
+	var jobs []*importJob
+	want := map[string]string{}
+	for _, n := range []int{importChunk - 2, 10} {
+		job := &importJob{req: contactsRequest(app.ID, "sc", 0), now: time.Now(), id: domain.NewV7()}
+		job.res = &domain.ImportResult{ImportID: job.id}
+		for i := range n {
+			input := fmt.Sprintf(`{"phone_number":"x%d"}`, i)
+			job.res.Skipped = append(job.res.Skipped, domain.SkippedContact{Position: i, Input: json.RawMessage(input), Reason: "invalid phone"})
+			want[fmt.Sprint(job.id, "/", i)] = input
+		}
+		job.allInvalid = true
+		jobs = append(jobs, job)
+	}
+	var rec *recordingQuerier
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		rec = &recordingQuerier{Querier: sqldb.SQLShared(tx)}
+		return recordImports(ctx, rec, jobs)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantExecs := []string{insertImportsSQL[2], insertSkippedSQL[importChunk], insertSkippedSQL[8]}
+	if !slices.Equal(rec.execs, wantExecs) {
+		t.Errorf("ran %q, want %q", rec.execs, wantExecs)
+	}
+	rows, err := s.read.Query(`SELECT import_id, position, input, reason FROM skipped_contacts`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var id, input, reason string
+		var pos int
+		if err := rows.Scan(&id, &pos, &input, &reason); err != nil {
+			t.Fatal(err)
+		}
+		if reason != "invalid phone" {
+			t.Errorf("reason %q", reason)
+		}
+		got[fmt.Sprint(id, "/", pos)] = input
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("skipped contacts stored %v, want %v", got, want)
+	}
+}
