@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // BenchmarkImport is the SQLite writer's cost per contact and per import,
@@ -60,6 +62,11 @@ func benchImport(b *testing.B, n int, unique bool) {
 	contacts := float64(b.N * n)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/contacts, "ns/contact")
 	b.ReportMetric(float64((cpuTime(b)-start).Microseconds())/contacts, "cpu-µs/contact")
+	var m dto.Metric
+	if err := s.metrics.commits.jobs.Write(&m); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(m.GetHistogram().GetSampleSum()/float64(m.GetHistogram().GetSampleCount()), "jobs/commit")
 }
 
 // benchBodies are k bodies of n contacts, as the harness sends them.
