@@ -53,11 +53,11 @@ type importJob struct {
 // trigger does (a database from before countedVersion has them).
 func importTx(ctx context.Context, tx sqldb.Querier, job *importJob, count bool) error {
 	jobs := []*importJob{job}
-	inserted, err := insertContacts(ctx, tx, jobs)
+	dups, err := insertContacts(ctx, tx, jobs)
 	if err != nil {
 		return err
 	}
-	job.sort(inserted)
+	job.sort(dups)
 	req, added := job.req, len(job.res.Added)
 	queued := int64(-1) // not read yet
 	if count && added > 0 {
@@ -79,19 +79,19 @@ func importTx(ctx context.Context, tx sqldb.Querier, job *importJob, count bool)
 	return recordImports(ctx, tx, jobs)
 }
 
-// sort makes the job's result from the ids of the contacts inserted.
-func (job *importJob) sort(inserted map[string]bool) {
+// sort makes the job's result from the ids of the contacts not inserted.
+func (job *importJob) sort(dups map[string]bool) {
 	res := &domain.ImportResult{ImportID: job.id, Skipped: append([]domain.SkippedContact(nil), job.req.Skipped...)}
-	addInserted(job.req, res, inserted)
+	addInserted(job.req, res, func(id string) bool { return !dups[id] })
 	job.res, job.allInvalid = res, len(res.Added) == 0
 }
 
-// addInserted sorts the request's contacts into res: added if inserted
-// holds their id, else skipped as a phone already queued.
-func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted map[string]bool) {
+// addInserted sorts the request's contacts into res: added if their id
+// was inserted, else skipped as a phone already queued.
+func addInserted(req domain.ImportRequest, res *domain.ImportResult, inserted func(id string) bool) {
 	res.Added = slices.Grow(res.Added[:0], len(req.Contacts))
 	for _, c := range req.Contacts {
-		if !inserted[c.ID] {
+		if !inserted(c.ID) {
 			input, _ := domain.MarshalJSON(c.Input)
 			res.Skipped = append(res.Skipped, domain.SkippedContact{Position: c.Position, Input: input, Reason: duplicateReason})
 			continue
@@ -229,7 +229,7 @@ func (b *batchImports) write(ctx context.Context) error {
 	}
 	jobs := b.jobs
 	b.jobs = nil
-	inserted, err := insertContacts(ctx, b.q, jobs)
+	dups, err := insertContacts(ctx, b.q, jobs)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (b *batchImports) write(ctx context.Context) error {
 		byKey  = map[countKey]int{}
 	)
 	for _, job := range jobs {
-		job.sort(inserted)
+		job.sort(dups)
 		added := len(job.res.Added)
 		if added == 0 {
 			continue
@@ -279,73 +279,151 @@ type countKey struct {
 	scenario, campaign string
 }
 
-// insertContacts adds the jobs' contacts in multi-row statements of
+// insertContacts adds the jobs' contacts in multi-row statements of up to
 // contactChunk rows, prepared once, and returns the ids of those the
-// pending-phone index let in (RETURNING); the others are duplicates.
-func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (map[string]bool, error) {
-	n := 0
-	for _, job := range jobs {
-		n += len(job.req.Contacts)
-	}
-	inserted := make(map[string]bool, n)
-	// One destination for every row: this runs in the writer.
-	var id string
-	dest := []any{&id}
-	collect := func(scan func(...any) error) error {
-		if err := scan(dest...); err != nil {
-			return err
-		}
-		inserted[id] = true
-		return nil
-	}
-	args := make([]any, 0, min(n, contactChunk)*11)
-	rows := 0
-	flush := func() error {
-		if rows == 0 {
-			return nil
-		}
-		err := tx.Query(ctx, insertContactsSQL[rows], args, collect)
-		args, rows = args[:0], 0
-		return err
-	}
+// pending-phone index kept out (duplicates; none where scenarios allow
+// repeated phones). Nothing is read back unless a statement stored fewer
+// rows than it was given: RETURNING cost the writer more than a quarter
+// of its CPU per contact (docs/benchmarks.md#the-writers-cpu-per-contact).
+// A job of jobChunkMin contacts or more is written on its own, the values
+// its rows share bound once a statement; smaller ones share statements.
+func insertContacts(ctx context.Context, tx sqldb.Querier, jobs []*importJob) (dups map[string]bool, err error) {
+	w := contactWriter{q: tx}
 	for _, job := range jobs {
 		req := job.req
 		// The values every row of a job shares are boxed once: this loop
 		// runs in the writer, which every import waits for.
 		var (
 			at       any = Millis(job.now)
-			unique   any = boolInt(req.UniquePhone)
+			uniq     any = boolInt(req.UniquePhone)
 			camp         = nullString(req.CampaignID)
 			appID    any = req.AppID
 			scenario any = req.ScenarioID
 			importID any = job.id
 		)
+		if len(req.Contacts) >= jobChunkMin {
+			if err := w.flush(ctx); err != nil {
+				return nil, err
+			}
+			for start := 0; start < len(req.Contacts); start += contactChunk {
+				chunk := req.Contacts[start:min(start+contactChunk, len(req.Contacts))]
+				w.args = append(w.args[:0], appID, scenario, camp, importID, uniq, at, at, at)
+				for _, c := range chunk {
+					w.args = append(w.args, c.ID, c.Phone, c.Fields)
+					w.ids = append(w.ids, c.ID)
+				}
+				if err := w.run(ctx, insertJobContactsSQL[len(chunk)]); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		for _, c := range req.Contacts {
-			args = append(args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, unique, at, at, at)
-			if rows++; rows == contactChunk {
-				if err := flush(); err != nil {
+			w.args = append(w.args, c.ID, appID, scenario, camp, importID, c.Phone, c.Fields, uniq, at, at, at)
+			if w.ids = append(w.ids, c.ID); len(w.ids) == contactChunk {
+				if err := w.flush(ctx); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	return inserted, flush()
+	if err := w.flush(ctx); err != nil {
+		return nil, err
+	}
+	return w.dups, nil
+}
+
+// contactWriter runs insertContacts' statements: args and ids are those
+// of the rows gathered for the next one.
+type contactWriter struct {
+	q    sqldb.Querier
+	args []any
+	ids  []string
+	dups map[string]bool
+}
+
+// flush inserts the rows gathered from jobs that share a statement.
+func (w *contactWriter) flush(ctx context.Context) error {
+	if len(w.ids) == 0 {
+		return nil
+	}
+	return w.run(ctx, insertContactsSQL[len(w.ids)])
+}
+
+// run inserts the rows gathered with query and, when fewer went in,
+// reads which did.
+func (w *contactWriter) run(ctx context.Context, query string) error {
+	defer func() { w.args, w.ids = w.args[:0], w.ids[:0] }()
+	stored, err := w.q.Exec(ctx, query, w.args...)
+	if err != nil || int(stored) == len(w.ids) {
+		return err
+	}
+	return w.refused(ctx)
+}
+
+// refused adds the gathered rows that were not stored to dups: a
+// contact's id is new, so it is there only if its row went in now.
+func (w *contactWriter) refused(ctx context.Context) error {
+	args := make([]any, len(w.ids))
+	for i, id := range w.ids {
+		args[i] = id
+	}
+	in := make(map[string]bool, len(w.ids))
+	var id string
+	err := w.q.Query(ctx, `SELECT id FROM contacts WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(w.ids)), ", ")+`)`, args,
+		func(scan func(...any) error) error {
+			if err := scan(&id); err != nil {
+				return err
+			}
+			in[id] = true
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, id := range w.ids {
+		if !in[id] {
+			if w.dups == nil {
+				w.dups = map[string]bool{}
+			}
+			w.dups[id] = true
+		}
+	}
+	return nil
 }
 
 // contactChunk rows per INSERT: large enough to amortise the statement,
-// small enough to stay far below SQLite's parameter limit.
-const contactChunk = 50
+// small enough to stay far below SQLite's parameter limit. jobChunkMin
+// contacts make a job worth statements of its own: its rows' shared
+// values bound once save more than a statement costs.
+const (
+	contactChunk = 50
+	jobChunkMin  = 16
+)
 
-// insertContactsSQL[n] inserts n contacts on SQLite; imports need every
-// chunk size.
-var insertContactsSQL = func() (q [contactChunk + 1]string) {
+// insertContactsInto names the columns an import fills.
+const insertContactsInto = `INSERT INTO contacts
+	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)`
+
+// insertContactsSQL[n] inserts n contacts of any jobs, all their values
+// bound row by row; insertJobContactsSQL[n] n contacts of one job, the
+// values they share (application, scenario, campaign, import,
+// unique_phone and three times the time) bound first and once. Both keep
+// out, without an error, a contact whose phone is pending already where
+// its scenario forbids repeats (contacts_pending_phone). ("WHERE true"
+// tells SQLite's parser the ON CONFLICT is the upsert's, not a join's.)
+// Imports need every chunk size.
+var insertContactsSQL, insertJobContactsSQL = func() (rows, job [contactChunk + 1]string) {
 	for n := 1; n <= contactChunk; n++ {
-		q[n] = `INSERT INTO contacts
-	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+		rows[n] = insertContactsInto + `
 	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") + `
-	ON CONFLICT DO NOTHING RETURNING id`
+	ON CONFLICT DO NOTHING`
+		job[n] = insertContactsInto + `
+	SELECT column1, ?, ?, ?, ?, column2, column3, ?, ?, ?, ?
+	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ") + `) WHERE true
+	ON CONFLICT DO NOTHING`
 	}
-	return q
+	return rows, job
 }()
 
 // importChunk import rows per INSERT: a batch's imports are written
@@ -357,6 +435,15 @@ var insertImportsSQL = func() (q [importChunk + 1]string) {
 	for n := 1; n <= importChunk; n++ {
 		q[n] = `INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
 	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+	}
+	return q
+}()
+
+// insertSkippedSQL[n] inserts n skipped contacts; a batch needs every size.
+var insertSkippedSQL = func() (q [importChunk + 1]string) {
+	for n := 1; n <= importChunk; n++ {
+		q[n] = `INSERT INTO skipped_contacts (import_id, position, input, reason)
+	VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ")
 	}
 	return q
 }()
@@ -384,7 +471,6 @@ const (
 		VALUES (?, ?, ?, 'queued', '', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`
 	queuedSQL         = `SELECT n FROM queued_contacts WHERE app_id = ?`
 	scenarioExistsSQL = `SELECT 1 FROM scenarios WHERE app_id = ? AND id = ?`
-	insertSkippedSQL  = `INSERT INTO skipped_contacts (import_id, position, input, reason) VALUES (?, ?, ?, ?)`
 )
 
 // checkQueued fails with errQueueFull when the added contacts took the
@@ -427,9 +513,8 @@ const (
 	importAllInvalid = 1403
 )
 
-// recordImports writes the jobs' import rows, in multi-row statements of
-// importChunk rows prepared once, and their skipped contacts, a prepared
-// statement a row.
+// recordImports writes the jobs' import rows and their skipped contacts,
+// in multi-row statements of importChunk rows prepared once.
 func recordImports(ctx context.Context, tx sqldb.Querier, jobs []*importJob) error {
 	args := make([]any, 0, min(len(jobs), importChunk)*9)
 	for start := 0; start < len(jobs); start += importChunk {
@@ -448,12 +533,24 @@ func recordImports(ctx context.Context, tx sqldb.Querier, jobs []*importJob) err
 			return err
 		}
 	}
+	// The skipped contacts of all the jobs, importChunk to a statement:
+	// one statement a row was most of the writer's time for imports of
+	// phones pending already (docs/benchmarks.md#the-writers-cpu-per-contact).
+	args, rows := args[:0], 0
 	for _, job := range jobs {
 		for _, sk := range job.res.Skipped {
-			if _, err := tx.Exec(ctx, insertSkippedSQL, job.id, sk.Position, string(sk.Input), sk.Reason); err != nil {
-				return err
+			args = append(args, job.id, sk.Position, string(sk.Input), sk.Reason)
+			if rows++; rows == importChunk {
+				if _, err := tx.Exec(ctx, insertSkippedSQL[rows], args...); err != nil {
+					return err
+				}
+				args, rows = args[:0], 0
 			}
 		}
+	}
+	if rows > 0 {
+		_, err := tx.Exec(ctx, insertSkippedSQL[rows], args...)
+		return err
 	}
 	return nil
 }

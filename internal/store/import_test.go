@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,5 +156,175 @@ func TestImportBatchCountsOnce(t *testing.T) {
 	}
 	if got := countSQLite(t, s, `SELECT n FROM queued_contacts WHERE app_id = ?`, app.ID); got != 10 {
 		t.Errorf("queued_contacts says %d, want 10", got)
+	}
+}
+
+// recordingQuerier notes the statements run through it: Exec's, and
+// Query's (which read rows back).
+type recordingQuerier struct {
+	sqldb.Querier
+	execs, queries []string
+}
+
+func (r *recordingQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	r.execs = append(r.execs, query)
+	return r.Querier.Exec(ctx, query, args...)
+}
+
+func (r *recordingQuerier) Query(ctx context.Context, query string, args []any, row func(scan func(...any) error) error) error {
+	r.queries = append(r.queries, query)
+	return r.Querier.Query(ctx, query, args, row)
+}
+
+// TestInsertContactsReadsBackOnlyWhenRowsWereRefused: contacts go in
+// with INSERTs that read nothing back (RETURNING was over a quarter of the
+// writer's CPU per contact, docs/benchmarks.md#the-writers-cpu-per-contact),
+// a large job's in statements of its own; only a statement that stored
+// fewer rows than it was given is followed by a read of which, and those
+// refused come back as duplicates.
+func TestInsertContactsReadsBackOnlyWhenRowsWereRefused(t *testing.T) {
+	app := tenant()
+	s := openSQLite(t, app)
+	ctx := context.Background()
+	repeatable := func(phones ...string) *importJob {
+		req := contactsRequest(app.ID, "sc", 0, phones...)
+		req.UniquePhone = false
+		return &importJob{req: req, now: time.Now(), id: domain.NewV7()}
+	}
+	unique := func(phones ...string) *importJob {
+		return &importJob{req: contactsRequest(app.ID, "sc", 0, phones...), now: time.Now(), id: domain.NewV7()}
+	}
+	many, others := make([]string, contactChunk+10), make([]string, jobChunkMin)
+	for i := range many {
+		many[i] = fmt.Sprintf("+8491300%04d", i)
+	}
+	for i := range others {
+		others[i] = fmt.Sprintf("+8491400%04d", i)
+	}
+	for _, tc := range []struct {
+		name    string
+		jobs    []*importJob
+		execs   []string
+		queries int
+		dups    []int // positions, across the jobs, of the contacts refused
+	}{
+		{"repeats allowed", []*importJob{repeatable(many...), repeatable("+84913000001")},
+			[]string{insertJobContactsSQL[contactChunk], insertJobContactsSQL[10], insertContactsSQL[1]}, 0, nil},
+		{"unique phones, none pending", []*importJob{repeatable("+84913000001"), unique("+84913000001", "+84913000002")},
+			[]string{insertContactsSQL[3]}, 0, nil},
+		{"a phone pending, one repeated", []*importJob{unique("+84913000002", "+84913000003", "+84913000003"), repeatable("+84913000002")},
+			[]string{insertContactsSQL[4]}, 1, []int{0, 2}},
+		{"a phone pending in a large job", []*importJob{unique(append([]string{"+84913000003"}, others...)...)},
+			[]string{insertJobContactsSQL[jobChunkMin+1]}, 1, []int{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec *recordingQuerier
+			var dups map[string]bool
+			if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+				rec = &recordingQuerier{Querier: sqldb.SQLShared(tx)}
+				var err error
+				dups, err = insertContacts(ctx, rec, tc.jobs)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rec.execs, tc.execs) || len(rec.queries) != tc.queries {
+				t.Errorf("ran %q and read back %d times, want %q and %d", rec.execs, len(rec.queries), tc.execs, tc.queries)
+			}
+			var want []string
+			pos := 0
+			for _, job := range tc.jobs {
+				for _, c := range job.req.Contacts {
+					if slices.Contains(tc.dups, pos) {
+						want = append(want, c.ID)
+					}
+					pos++
+				}
+			}
+			if len(dups) != len(want) {
+				t.Errorf("refused %v, want %v", dups, want)
+			}
+			for _, id := range want {
+				if !dups[id] {
+					t.Errorf("contact %s not refused", id)
+				}
+			}
+			// Stored in the order given: listings follow seq.
+			for _, job := range tc.jobs {
+				var given, stored []string
+				for _, c := range job.req.Contacts {
+					if !dups[c.ID] {
+						given = append(given, c.ID)
+					}
+				}
+				rows, err := s.read.Query(`SELECT id FROM contacts WHERE import_id = ? ORDER BY seq`, job.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var id string
+					rows.Scan(&id)
+					stored = append(stored, id)
+				}
+				rows.Close()
+				if !slices.Equal(stored, given) {
+					t.Errorf("import %s stored %v in seq order, want %v", job.id, stored, given)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordImportsWritesSkippedTogether: the skipped contacts of the
+// imports of a batch go in importChunk to a statement, not one statement
+// each (most of the writer's time for imports of phones pending already,
+// docs/benchmarks.md#the-writers-cpu-per-contact), each as it came.
+func TestRecordImportsWritesSkippedTogether(t *testing.T) {
+	app := tenant()
+	s := openSQLite(t, app)
+	ctx := context.Background()
+	var jobs []*importJob
+	want := map[string]string{}
+	for _, n := range []int{importChunk - 2, 10} {
+		job := &importJob{req: contactsRequest(app.ID, "sc", 0), now: time.Now(), id: domain.NewV7()}
+		job.res = &domain.ImportResult{ImportID: job.id}
+		for i := range n {
+			input := fmt.Sprintf(`{"phone_number":"x%d"}`, i)
+			job.res.Skipped = append(job.res.Skipped, domain.SkippedContact{Position: i, Input: json.RawMessage(input), Reason: "invalid phone"})
+			want[fmt.Sprint(job.id, "/", i)] = input
+		}
+		job.allInvalid = true
+		jobs = append(jobs, job)
+	}
+	var rec *recordingQuerier
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		rec = &recordingQuerier{Querier: sqldb.SQLShared(tx)}
+		return recordImports(ctx, rec, jobs)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantExecs := []string{insertImportsSQL[2], insertSkippedSQL[importChunk], insertSkippedSQL[8]}
+	if !slices.Equal(rec.execs, wantExecs) {
+		t.Errorf("ran %q, want %q", rec.execs, wantExecs)
+	}
+	rows, err := s.read.Query(`SELECT import_id, position, input, reason FROM skipped_contacts`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var id, input, reason string
+		var pos int
+		if err := rows.Scan(&id, &pos, &input, &reason); err != nil {
+			t.Fatal(err)
+		}
+		if reason != "invalid phone" {
+			t.Errorf("reason %q", reason)
+		}
+		got[fmt.Sprint(id, "/", pos)] = input
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("skipped contacts stored %v, want %v", got, want)
 	}
 }

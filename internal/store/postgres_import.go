@@ -172,7 +172,7 @@ func readImport(br pgx.BatchResults, job *pgImport) error {
 	}
 	res := job.res
 	res.Skipped = append([]domain.SkippedContact(nil), job.req.Skipped...)
-	addInserted(job.req, res, inserted)
+	addInserted(job.req, res, func(id string) bool { return inserted[id] })
 	added := len(res.Added)
 	if added == 0 {
 		job.allInvalid = true

@@ -29,9 +29,9 @@ type writeStmts struct {
 	db                           *sql.DB
 	savepoint, release, rollback *sql.Stmt
 	// byQuery holds the import's statements by their text, prepared when
-	// the store opens and kept: every chunk size of insertContactsSQL and
-	// insertImportsSQL, a skipped row, the wallet, a scenario's existence
-	// and the counts of unfinished contacts.
+	// the store opens and kept: every chunk size of insertContactsSQL,
+	// insertJobContactsSQL, insertImportsSQL and insertSkippedSQL, the
+	// wallet, a scenario's existence and the counts of unfinished contacts.
 	byQuery map[string]*sql.Stmt
 	// cache holds every other statement seen twice, the most recently
 	// used stmtCacheSize of them.
@@ -71,7 +71,9 @@ func (w *writeStmts) prepare(db *sql.DB, version int, m stmtMetrics) error {
 	if version < 1 {
 		return err
 	}
-	queries := append([]string{insertSkippedSQL, walletQuery, scenarioExistsSQL}, insertContactsSQL[1:]...)
+	queries := append([]string{walletQuery, scenarioExistsSQL}, insertContactsSQL[1:]...)
+	queries = append(queries, insertSkippedSQL[1:]...)
+	queries = append(queries, insertJobContactsSQL[1:]...)
 	queries = append(queries, insertImportsSQL[1:]...)
 	if version >= 4 { // queued_contacts
 		queries = append(queries, queuedSQL)
