@@ -482,3 +482,7 @@ func (w *StatusWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+// Unwrap is the writer wrapped, as http.ResponseController and
+// the access log's ops.NoteRequest look for it.
+func (w *StatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
