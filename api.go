@@ -135,10 +135,6 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 
 // ---- operation A ----
 
-type addToScenarioBody struct {
-	Contacts []any `json:"contacts"`
-}
-
 func (a *API) addToScenario(r *http.Request, ps httprouter.Params, app *domain.Application) (any, error) {
 	sc, err := a.store.Scenario(r.Context(), app.ID, ps.ByName("scenario_id"))
 	if errors.Is(err, domain.ErrNotFound) {
@@ -147,7 +143,7 @@ func (a *API) addToScenario(r *http.Request, ps httprouter.Params, app *domain.A
 	if err != nil {
 		return nil, err
 	}
-	var body addToScenarioBody
+	var body httpx.ContactsBody
 	if err := httpx.DecodeJSON(r, &body, a.body); err != nil {
 		return nil, err
 	}
