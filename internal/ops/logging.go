@@ -135,7 +135,7 @@ func newRequestID() string {
 
 // observed wraps every request: it gives it a request id (X-Request-Id),
 // then writes one access log line and the request metrics into m.
-func observed(log *slog.Logger, m HTTPMetrics, next http.Handler) http.Handler {
+func observed(log *AccessLog, m HTTPMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -158,10 +158,8 @@ func observed(log *slog.Logger, m HTTPMetrics, next http.Handler) http.Handler {
 			level = slog.LevelWarn
 		}
 		// The tenant is the API key only: never the token or a secret.
-		log.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.String("op", op), slog.String("tenant", rec.tenant), slog.String("code", code),
-			slog.Int("http_status", rec.status()), slog.Float64("latency_ms", float64(elapsed.Microseconds())/1000))
+		log.write(r.Context(), level, accessLine{requestID: id, method: r.Method, path: r.URL.Path, op: op,
+			tenant: rec.tenant, code: code, status: rec.status(), latencyMS: float64(elapsed.Microseconds()) / 1000})
 	})
 }
 
