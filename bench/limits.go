@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"time"
 
+	"dialbox/internal/domain"
+
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite"
 )
@@ -82,12 +84,73 @@ func sqliteDSN(path string) string {
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
 }
 
+// rawRow is what a raw insert writes of one contact besides the values
+// every row of a commit shares.
+type rawRow struct{ phone, fields string }
+
+// opARows are the rows dialbox stores for operation A's 100-contact
+// bodies, in the bodies' order: each phone as dialbox normalizes it and
+// the fields it echoes. Raw inserts of these rows update the phone index
+// at the same scattered places dialbox's writer does
+// (docs/benchmarks.md#the-raw-insert-reference).
+func opARows() ([]rawRow, error) {
+	var rows []rawRow
+	for _, body := range contactBodies(100, 8) {
+		var req struct {
+			Contacts []map[string]string `json:"contacts"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		for _, c := range req.Contacts {
+			phone, err := domain.NormalizePhone(c["phone_number"], "VN")
+			if err != nil {
+				return nil, fmt.Errorf("operation A's phone %q: %w", c["phone_number"], err)
+			}
+			echo := map[string]string{"so_dien_thoai": phone}
+			for k, v := range c {
+				if k != "phone_number" {
+					echo[k] = v
+				}
+			}
+			rows = append(rows, rawRow{phone, string(domain.StringMapJSON(echo))})
+		}
+	}
+	return rows, nil
+}
+
+// sequentialRow is the i-th row of ascending phones: the phone index only
+// grows at its end, the cheapest case an index has.
+func sequentialRow(i int64) rawRow {
+	phone := "+8491" + strconv.Itoa(1000000+int(i%9000000))
+	return rawRow{phone, `{"danh_xung":"Anh","ho_ten":"Nguyen Van A","so_dien_thoai":"` + phone + `"}`}
+}
+
+// bareContactsTable is the contacts table with its columns and one index,
+// its primary key: what an import costs SQLite with nothing to find the
+// rows by afterwards.
+const bareContactsTable = `CREATE TABLE contacts (
+	id TEXT PRIMARY KEY, app_id INTEGER NOT NULL, scenario_id TEXT NOT NULL, campaign_id TEXT, import_id TEXT NOT NULL,
+	phone TEXT NOT NULL, fields TEXT NOT NULL, unique_phone INTEGER NOT NULL,
+	next_attempt_at INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`
+
+// createBareContacts makes a database holding only bareContactsTable.
+func createBareContacts(dbPath string) error {
+	db, err := sql.Open("sqlite", sqliteDSN(dbPath))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(bareContactsTable)
+	return err
+}
+
 // rawInserts inserts contact rows into a copy of an empty dialbox database
 // (same schema, indexes and pragmas) from one goroutine with one prepared
-// statement, batch rows per durable commit, for at most dur or maxRows rows.
-// The values are what dialbox writes for a contact: a UUIDv7, an import id,
-// an E.164 phone and the echoed fields as JSON.
-func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur time.Duration, maxRows int64) (RawInsertResult, error) {
+// statement, batch rows per durable commit, for at most dur or maxRows rows;
+// row(i) is the i-th row's phone and fields. The other values are what
+// dialbox writes for a contact: a UUIDv7 and an import id.
+func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur time.Duration, maxRows int64, row func(i int64) rawRow) (RawInsertResult, error) {
 	db, err := sql.Open("sqlite", sqliteDSN(dbPath))
 	if err != nil {
 		return RawInsertResult{}, err
@@ -104,13 +167,14 @@ func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur ti
 	// The schema's bookkeeping is part of the limit: from schema.sql's
 	// migration 14 whoever inserts contacts counts them, once per commit
 	// here as dialbox's import does once per request; before it, row
-	// triggers did.
-	var triggers int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'contact_counts_insert'`).Scan(&triggers); err != nil {
+	// triggers did. A bare table has no counts to keep.
+	var triggers, countTables int
+	if err := db.QueryRow(`SELECT count(*) FILTER (WHERE type = 'trigger' AND name = 'contact_counts_insert'),
+		count(*) FILTER (WHERE type = 'table' AND name = 'contact_counts') FROM sqlite_master`).Scan(&triggers, &countTables); err != nil {
 		return RawInsertResult{}, err
 	}
 	var counts []string
-	if triggers == 0 {
+	if triggers == 0 && countTables > 0 {
 		counts = []string{`UPDATE queued_contacts SET n = n + ? WHERE app_id = ?`,
 			`INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n) VALUES (?, ?, '', 'queued', '', ?)
 				ON CONFLICT DO UPDATE SET n = n + excluded.n`}
@@ -129,9 +193,8 @@ func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur ti
 		at := time.Now().UnixMilli()
 		for i := 0; i < batch; i++ {
 			id, _ := uuid.NewV7()
-			phone := "+8491" + strconv.Itoa(1000000+int((rows+int64(i))%9000000))
-			fields := `{"danh_xung":"Anh","ho_ten":"Nguyen Van A","so_dien_thoai":"` + phone + `"}`
-			if _, err := st.Exec(id.String(), appID, scenarioID, nil, importID, phone, fields, 0, at, at, at); err != nil {
+			r := row(rows + int64(i))
+			if _, err := st.Exec(id.String(), appID, scenarioID, nil, importID, r.phone, r.fields, 0, at, at, at); err != nil {
 				tx.Rollback()
 				return RawInsertResult{}, fmt.Errorf("raw insert: %w", err)
 			}

@@ -65,7 +65,7 @@ func TestPgClusterRawInserts(t *testing.T) {
 	cpu0 := treeCPU(s.pid)
 	var total int64
 	for _, copyRows := range []bool{false, true} {
-		r, err := rawPgInserts(raw, appID, "sc", 10, copyRows, 200*time.Millisecond, 1000)
+		r, err := rawPgInserts(raw, appID, "sc", 10, copyRows, 200*time.Millisecond, 1000, sequentialRow)
 		if err != nil {
 			t.Fatalf("copy %v: %v", copyRows, err)
 		}
