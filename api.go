@@ -67,13 +67,18 @@ func (a *API) routes(r *httprouter.Router) {
 	r.POST("/api/v1/public-api/campaign", a.handle(httpx.OpAddToCampaign, a.addToCampaign))
 }
 
-// handle serves op with h for an authenticated application (appFrom gives
-// it); an error, or a panic, is answered with the body of op's table.
-func (a *API) handle(op httpx.Operation, h httpx.Handler) httprouter.Handle {
+// apiHandler serves one public operation for the application its request
+// authenticated as. The application is handed in, not put in the request's
+// context: a new context is a copy of the request, two allocations each.
+type apiHandler func(r *http.Request, ps httprouter.Params, app *domain.Application) (any, error)
+
+// handle serves op with h for an authenticated application; an error, or
+// a panic, is answered with the body of op's table.
+func (a *API) handle(op httpx.Operation, h apiHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		// Deferred before the recover below, so a panic's answer is journaled too.
-		w, journaled := a.journal.Begin(w, r, op.Name)
-		defer journaled()
+		w = a.journal.Begin(w, r, op.Name)
+		defer a.journal.End(w)
 		defer func() {
 			if v := recover(); v != nil {
 				a.log.Error("panic serving request", "op", op.Name, "path", r.URL.Path, "panic", v)
@@ -108,9 +113,9 @@ func (a *API) writeError(w http.ResponseWriter, e *httpx.Error) {
 
 // serve authenticates, applies the fault rules and the rate limit, then
 // runs h.
-func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, h httpx.Handler) (any, error) {
+func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params, op httpx.Operation, h apiHandler) (any, error) {
 	app, apiErr, err := a.tokens.Authenticate(r.Context(), a.store, r.Header.Get("Authorization"))
-	ops.NoteRequest(r.Context(), op.Name, app)
+	ops.NoteRequest(w, op.Name, app)
 	switch {
 	case err != nil:
 		return nil, err
@@ -125,25 +130,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 		w.Header().Set("Retry-After", strconv.Itoa(httpx.RetryAfterSeconds(wait)))
 		return nil, httpx.ErrRateLimited
 	}
-	return h(r.WithContext(context.WithValue(r.Context(), appKey{}, app)), ps)
-}
-
-type appKey struct{}
-
-// appFrom is the application a public request was authenticated as.
-func appFrom(ctx context.Context) *domain.Application {
-	app, _ := ctx.Value(appKey{}).(*domain.Application)
-	return app
+	return h(r, ps, app)
 }
 
 // ---- operation A ----
 
-type addToScenarioBody struct {
-	Contacts []any `json:"contacts"`
-}
-
-func (a *API) addToScenario(r *http.Request, ps httprouter.Params) (any, error) {
-	app := appFrom(r.Context())
+func (a *API) addToScenario(r *http.Request, ps httprouter.Params, app *domain.Application) (any, error) {
 	sc, err := a.store.Scenario(r.Context(), app.ID, ps.ByName("scenario_id"))
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, domain.NotFound("Scenario")
@@ -151,7 +143,7 @@ func (a *API) addToScenario(r *http.Request, ps httprouter.Params) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	var body addToScenarioBody
+	var body httpx.ContactsBody
 	if err := httpx.DecodeJSON(r, &body, a.body); err != nil {
 		return nil, err
 	}
@@ -169,8 +161,7 @@ type addToCampaignBody struct {
 	Contacts json.RawMessage `json:"contacts"`
 }
 
-func (a *API) addToCampaign(r *http.Request, _ httprouter.Params) (any, error) {
-	app := appFrom(r.Context())
+func (a *API) addToCampaign(r *http.Request, _ httprouter.Params, app *domain.Application) (any, error) {
 	// The campaign id travels in the body, so the body is read first.
 	var body addToCampaignBody
 	if err := httpx.DecodeJSON(r, &body, a.body); err != nil {
@@ -241,8 +232,7 @@ func (a *API) importContacts(ctx context.Context, app *domain.Application, sc *d
 // scenarioFields are the fields of a scenario object, in the order written.
 var scenarioFields = []string{"id", "name", "description", "status", "personalized_fields", "call_config", "created_at", "updated_at"}
 
-func (a *API) listScenarios(r *http.Request, _ httprouter.Params) (any, error) {
-	app := appFrom(r.Context())
+func (a *API) listScenarios(r *http.Request, _ httprouter.Params, app *domain.Application) (any, error) {
 	q := r.URL.Query()
 	var bad []domain.FieldError
 	status := q.Get("status")

@@ -7,15 +7,20 @@ package main
 //	go test -run '^$' -bench BenchmarkImport -benchtime 2000x .
 
 import (
+	"bufio"
+	"bytes"
 	"database/sql"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,4 +159,102 @@ func rawInsertRate(b *testing.B, n int) float64 {
 		}
 	}
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkOneContact measures operation A with one contact a request, the
+// case issue 23 holds to a ratio of WireMock, as a server on 127.0.0.1 with
+// 64 keep-alive connections from a lean client in this process, logging as
+// serve does (the access log batched): CPU and allocations a request, the
+// writer's included (docs/benchmarks.md#operation-a-the-requests-side).
+//
+//	go test -run '^$' -bench BenchmarkOneContact -benchtime 100000x .
+func BenchmarkOneContact(b *testing.B) {
+	const clients = 64
+	fx := writeFile(b, "fixtures.toml", benchFixtures+"    [applications.scenarios.call_config]\n    allow_duplicate_phone = true\n")
+	m := startMain(b, io.Discard, []string{"--database", filepath.Join(filepath.Dir(fx), "dialbox.db"), "--fixtures", fx},
+		[]string{"DIALBOX_ENGINE_ENABLED=false", "DIALBOX_LIMITS_RATE_PER_SECOND=0"},
+		func(m *Main) { m.SetLogOutput(io.Discard) })
+	b.Cleanup(func() { m.Close() })
+	addr := strings.TrimPrefix(m.URL(), "http://")
+	head := "POST " + opA("sc-bench") + " HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: " + bearer(b, "bench-key", "bench-secret") +
+		"\r\nContent-Type: application/json\r\nContent-Length: "
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, start := cpuTime(), time.Now()
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := bufio.NewReader(c)
+			var req, body []byte
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				body = append(append(append(body[:0], `{"contacts":[{"phone_number":"`...), benchPhone(i)...), `","danh_xung":"Anh","ho_ten":"Nguyen Van A"}]}`...)
+				req = append(strconv.AppendInt(append(req[:0], head...), int64(len(body)), 10), "\r\n\r\n"...)
+				if _, err := c.Write(append(req, body...)); err != nil {
+					failed.Add(1)
+					return
+				}
+				if !readOK(r) {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	b.StopTimer()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d requests failed", n, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+}
+
+// readOK reads one answer of a keep-alive connection and says whether it
+// was operation A's success.
+func readOK(r *bufio.Reader) bool {
+	status, err := r.ReadSlice('\n')
+	ok := err == nil && bytes.HasPrefix(status, []byte("HTTP/1.1 200 "))
+	n := -1
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return false
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if v, found := bytes.CutPrefix(line, []byte("Content-Length: ")); found {
+			n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+		}
+	}
+	if n < 0 {
+		return false
+	}
+	body, err := r.Peek(n)
+	ok = ok && err == nil && bytes.HasPrefix(body, []byte(`{"status":1,`))
+	r.Discard(n)
+	return ok
+}
+
+// cpuTime is the CPU this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

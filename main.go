@@ -101,7 +101,7 @@ type Main struct {
 	Stdout io.Writer
 	Log    *slog.Logger
 	// AccessLog gets the line per request; nil: Log.
-	AccessLog *slog.Logger
+	AccessLog *ops.AccessLog
 	// now is the wall clock the admin API and the console read (wrong
 	// tokens, sessions); tests set their own before Run.
 	now func() time.Time
@@ -149,11 +149,11 @@ func (m *Main) SetLogOutput(out io.Writer) {
 	if iv := m.Config.Log.FlushInterval.Duration; iv > 0 {
 		m.logs = ops.NewLogBuffer(out, iv)
 		m.Log = ops.NewLogger(m.Config.Log, m.logs.Immediate())
-		m.AccessLog = ops.NewLogger(m.Config.Log, m.logs)
+		m.AccessLog = ops.NewAccessLog(m.Config.Log, m.logs)
 		return
 	}
 	m.Log = ops.NewLogger(m.Config.Log, out)
-	m.AccessLog = nil
+	m.AccessLog = ops.NewAccessLog(m.Config.Log, out)
 }
 
 // ParseFlags reads the serve command's flags, config file and environment.

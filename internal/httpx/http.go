@@ -213,9 +213,16 @@ func DecodeJSON(r *http.Request, v any, rules BodyRules) error {
 	case err != nil:
 		return domain.Invalid("body", "could not be read")
 	}
-	if !utf8.Valid(body) {
+	valid := utf8.Valid(body)
+	if !valid {
 		if fe := invalidUTF8Field(body); fe != nil {
 			return domain.ValidationError(*fe)
+		}
+	}
+	if cb, ok := v.(*ContactsBody); ok && valid && rules.Numbers {
+		if contacts, ok := readContacts(body); ok {
+			cb.Contacts = contacts
+			return nil
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -482,3 +489,7 @@ func (w *StatusWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+// Unwrap is the writer wrapped, as http.ResponseController and
+// the access log's ops.NoteRequest look for it.
+func (w *StatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -12,7 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -219,12 +219,14 @@ func (im *Importer) Oversized(item any) (key, reason string, over bool) {
 		}
 		return "", "", false
 	}
-	// Names in order, so the same request is always answered the same.
-	keys := make([]string, 0, len(obj))
+	// Names in order, so the same request is always answered the same;
+	// most contacts have a few fields, sorted without an allocation.
+	var small [8]string
+	keys := small[:0]
 	for k := range obj {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	total := 2 + max(len(obj)-1, 0) // {} and the commas
 	for _, k := range keys {
 		name := domain.JSONStringSize(k)

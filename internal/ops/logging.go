@@ -2,7 +2,7 @@ package ops
 
 import (
 	"bufio"
-	"context"
+	"bytes"
 	"crypto/rand"
 	"dialbox/internal/config"
 	"dialbox/internal/domain"
@@ -91,25 +91,25 @@ func (b *LogBuffer) Close() error {
 	return b.buf.Flush()
 }
 
-// requestInfo is what API.handle learns about a request (operation, tenant)
-// for the access log and the metrics, which wrap the whole router.
-type requestInfo struct {
-	op     string
-	tenant string
-}
-
-type requestInfoKey struct{}
-
 // NoteRequest records the operation and, once authenticated, the tenant of
-// a public API request; it does nothing outside the access-log middleware.
-func NoteRequest(ctx context.Context, op string, app *domain.Application) {
-	info, ok := ctx.Value(requestInfoKey{}).(*requestInfo)
-	if !ok {
-		return
-	}
-	info.op = op
-	if app != nil {
-		info.tenant = app.APIKey
+// a public API request on w, the writer the access-log middleware handed
+// down (or one wrapping it, found through Unwrap); it does nothing outside
+// that middleware. The writer carries it rather than the request's
+// context: a new context is a copy of the request, two allocations each.
+func NoteRequest(w http.ResponseWriter, op string, app *domain.Application) {
+	for {
+		switch rw := w.(type) {
+		case *resultRecorder:
+			rw.op = op
+			if app != nil {
+				rw.tenant = app.APIKey
+			}
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return
+		}
 	}
 }
 
@@ -135,7 +135,7 @@ func newRequestID() string {
 
 // observed wraps every request: it gives it a request id (X-Request-Id),
 // then writes one access log line and the request metrics into m.
-func observed(log *slog.Logger, m HTTPMetrics, next http.Handler) http.Handler {
+func observed(log *AccessLog, m HTTPMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -143,11 +143,10 @@ func observed(log *slog.Logger, m HTTPMetrics, next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		info := &requestInfo{}
 		rec := &resultRecorder{StatusWriter: httpx.StatusWriter{ResponseWriter: w}}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		next.ServeHTTP(rec, r)
 
-		op := info.op
+		op := rec.op
 		if op == "" {
 			op = routeClass(r.URL.Path)
 		}
@@ -159,10 +158,8 @@ func observed(log *slog.Logger, m HTTPMetrics, next http.Handler) http.Handler {
 			level = slog.LevelWarn
 		}
 		// The tenant is the API key only: never the token or a secret.
-		log.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.String("op", op), slog.String("tenant", info.tenant), slog.String("code", code),
-			slog.Int("http_status", rec.status()), slog.Float64("latency_ms", float64(elapsed.Microseconds())/1000))
+		log.write(r.Context(), level, accessLine{requestID: id, method: r.Method, path: r.URL.Path, op: op,
+			tenant: rec.tenant, code: code, status: rec.status(), latencyMS: float64(elapsed.Microseconds()) / 1000})
 	})
 }
 
@@ -180,13 +177,15 @@ func routeClass(path string) string {
 	return "other"
 }
 
-// resultRecorder keeps the HTTP status and the public API's result code.
+// resultRecorder keeps the HTTP status and the public API's result code,
+// and what NoteRequest learns: the operation and the tenant.
 // Every public API body is written by httpx.WriteJSON in one Write, beginning
 // {"status":0,"code":N or {"status":1, so the code is read off its start.
 type resultRecorder struct {
 	httpx.StatusWriter
-	sniffed bool
-	apiCode string
+	sniffed    bool
+	apiCode    string
+	op, tenant string
 }
 
 func (r *resultRecorder) Write(b []byte) (int, error) {
@@ -203,8 +202,6 @@ func (r *resultRecorder) Flush() {
 		f.Flush()
 	}
 }
-
-func (r *resultRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *resultRecorder) status() int {
 	if r.Status == 0 {
@@ -223,17 +220,17 @@ func (r *resultRecorder) resultCode() string {
 }
 
 func sniffAPICode(b []byte) string {
-	s := string(b[:min(len(b), 40)])
-	if strings.HasPrefix(s, `{"status":1,`) {
+	b = b[:min(len(b), 40)]
+	if bytes.HasPrefix(b, []byte(`{"status":1,`)) {
 		return "1"
 	}
-	rest, ok := strings.CutPrefix(s, `{"status":0,"code":`)
+	rest, ok := bytes.CutPrefix(b, []byte(`{"status":0,"code":`))
 	if !ok {
 		return ""
 	}
-	end := strings.IndexFunc(rest, func(c rune) bool { return c < '0' || c > '9' })
+	end := bytes.IndexFunc(rest, func(c rune) bool { return c < '0' || c > '9' })
 	if end <= 0 {
 		return ""
 	}
-	return rest[:end]
+	return string(rest[:end])
 }

@@ -39,7 +39,7 @@ type Parts struct {
 	Node string
 	Log  *slog.Logger
 	// AccessLog gets the line per request; nil: Log.
-	AccessLog *slog.Logger
+	AccessLog *AccessLog
 	// MetricsListen is metrics.listen: "" serves /metrics on the main
 	// listener.
 	MetricsListen string
@@ -115,7 +115,7 @@ func New(p Parts) (*Server, error) {
 	}
 	access := p.AccessLog
 	if access == nil {
-		access = p.Log
+		access = &AccessLog{log: p.Log}
 	}
 	o.Handler = observed(access, p.Metrics.http, router)
 	return o, nil

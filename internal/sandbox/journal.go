@@ -57,8 +57,11 @@ type JournalEntry struct {
 	ContentType      string `json:"-"`
 	HeadersTruncated bool   `json:"-"`
 
-	// The answer as written, kept without a copy and turned into
-	// ResponseBody only when the entry is read (most never are).
+	// The request's body and the answer as written, kept without a copy
+	// and turned into RequestBody and ResponseBody only when the entry is
+	// read (most never are).
+	request       []byte
+	requestHeld   int // bytes of the buffer request refers to
 	response      []byte
 	responseTotal int
 	responseHeld  int // bytes of the buffer response refers to
@@ -66,19 +69,37 @@ type JournalEntry struct {
 	retained int // what the entry holds in memory, counted in Journal.bytes
 }
 
-// cutField is s cut at maxJournalFieldBytes, copied: a part of a request's
-// line or header would otherwise keep all of it in memory.
-func cutField(s string) (string, bool) {
-	if len(s) > config.MaxJournalFieldBytes {
-		return strings.Clone(s[:config.MaxJournalFieldBytes]), true
+// keepRequest copies the request's method, path, query and the two
+// headers the entry keeps, each cut at maxJournalFieldBytes, into one
+// string: a part of a request's line or header would otherwise keep all
+// of it in memory, and one copy is one allocation rather than five.
+func (e *JournalEntry) keepRequest(r *http.Request) {
+	fields := [...]string{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Content-Type")}
+	var cut [len(fields)]bool
+	n := 0
+	for i, f := range fields {
+		if len(f) > config.MaxJournalFieldBytes {
+			fields[i], cut[i] = f[:config.MaxJournalFieldBytes], true
+		}
+		n += len(fields[i])
 	}
-	return strings.Clone(s), false
+	var b strings.Builder
+	b.Grow(n)
+	for _, f := range fields {
+		b.WriteString(f)
+	}
+	all := b.String()
+	for i := range fields {
+		fields[i], all = all[:len(fields[i])], all[len(fields[i]):]
+	}
+	e.Method, e.Path, e.Query, e.Authorization, e.ContentType = fields[0], fields[1], fields[2], fields[3], fields[4]
+	e.PathTruncated, e.QueryTruncated, e.HeadersTruncated = cut[1], cut[2], cut[3] || cut[4]
 }
 
 // retainedBytes is what e holds in memory.
 func (e *JournalEntry) retainedBytes() int {
 	return len(e.Method) + len(e.Path) + len(e.Query) + len(e.Operation) + len(e.Tenant) + len(e.Fault) +
-		len(e.Authorization) + len(e.ContentType) + len(e.RequestBody) + len(e.ResponseBody) + e.responseHeld +
+		len(e.Authorization) + len(e.ContentType) + len(e.RequestBody) + len(e.ResponseBody) + e.requestHeld + e.responseHeld +
 		config.JournalEntryOverhead
 }
 
@@ -91,42 +112,46 @@ func NewJournal(cfg config.JournalConfig) *Journal {
 		ring: make([]*JournalEntry, cfg.MaxEntries)}
 }
 
-// Begin starts recording a request; the returned writer and request must be
-// used to serve it, and done called once the answer is written.
-func (j *Journal) Begin(w http.ResponseWriter, r *http.Request, op string) (http.ResponseWriter, func()) {
+// Begin starts recording a request: the returned writer must be used to
+// serve it, and End called with it once the answer is written. The
+// request's body is recorded as it is read.
+func (j *Journal) Begin(w http.ResponseWriter, r *http.Request, op string) http.ResponseWriter {
 	if j == nil {
-		return w, func() {}
+		return w
 	}
 	start := time.Now()
 	e := &JournalEntry{At: start.UTC(), Operation: op}
-	e.Method, _ = cutField(r.Method)
-	e.Path, e.PathTruncated = cutField(r.URL.Path)
-	e.Query, e.QueryTruncated = cutField(r.URL.RawQuery)
-	var authCut, typeCut bool
-	e.Authorization, authCut = cutField(r.Header.Get("Authorization"))
-	e.ContentType, typeCut = cutField(r.Header.Get("Content-Type"))
-	e.HeadersTruncated = authCut || typeCut
-	rec := &journalWriter{StatusWriter: httpx.StatusWriter{ResponseWriter: w}, max: max(j.bodyMax, config.CodePrefixLen), entry: e}
+	e.keepRequest(r)
 	if r.Body == nil { // a request made in a test rather than read by the server
 		r.Body = http.NoBody
 	}
-	req := &requestCapture{ReadCloser: r.Body, buf: limitedBuffer{max: j.bodyMax}}
-	r.Body = req
-	return rec, func() {
-		e := rec.entry
-		e.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
-		e.Status = rec.Status
-		e.Code = bodyCode(rec.body)
-		// A fault (or an early error) may answer before the body is read:
-		// read what the journal keeps anyway, as the client did send it.
-		if missing := j.bodyMax + 1 - req.buf.total; missing > 0 && !req.done {
-			io.CopyN(io.Discard, req, int64(missing))
-		}
-		e.RequestBody, e.RequestTruncated = req.buf.String(j.bodyMax)
-		e.response, e.responseTotal = rec.body[:min(len(rec.body), j.bodyMax)], rec.total
-		e.responseHeld = max(rec.held, cap(rec.body))
-		j.Add(e)
+	rec := &journalWriter{StatusWriter: httpx.StatusWriter{ResponseWriter: w}, max: max(j.bodyMax, config.CodePrefixLen),
+		entry: e, start: start, req: requestCapture{ReadCloser: r.Body, max: j.bodyMax}}
+	r.Body = &rec.req
+	return rec
+}
+
+// End keeps the request Begin gave w for; any other writer (the journal
+// off) is left alone.
+func (j *Journal) End(w http.ResponseWriter) {
+	rec, ok := w.(*journalWriter)
+	if !ok {
+		return
 	}
+	e, req := rec.entry, &rec.req
+	e.LatencyMS = float64(time.Since(rec.start).Microseconds()) / 1000
+	e.Status = rec.Status
+	e.Code = bodyCode(rec.body)
+	// A fault (or an early error) may answer before the body is read:
+	// read what the journal keeps anyway, as the client did send it.
+	if missing := j.bodyMax + 1 - req.total; missing > 0 && !req.done {
+		io.CopyN(io.Discard, req, int64(missing))
+	}
+	e.request, e.requestHeld = req.kept, cap(req.kept)
+	e.RequestTruncated = req.total > j.bodyMax
+	e.response, e.responseTotal = rec.body[:min(len(rec.body), j.bodyMax)], rec.total
+	e.responseHeld = max(rec.held, cap(rec.body))
+	j.Add(e)
 }
 
 // JournalTenant notes the authenticated application on the request's entry.
@@ -143,6 +168,8 @@ func journalFault(w http.ResponseWriter, ruleID string) {
 	}
 }
 
+// journalWriter records one request: the answer written through it, the
+// request's body read through req (one allocation for both).
 type journalWriter struct {
 	httpx.StatusWriter
 	max   int
@@ -150,6 +177,8 @@ type journalWriter struct {
 	held  int    // the size of the buffer body refers to, when kept by reference
 	total int
 	entry *JournalEntry
+	start time.Time
+	req   requestCapture
 }
 
 func (w *journalWriter) Write(b []byte) (int, error) {
@@ -168,37 +197,30 @@ func (w *journalWriter) Write(b []byte) (int, error) {
 	return w.StatusWriter.Write(b)
 }
 
+// requestCapture keeps the first max bytes of the body read through it
+// and counts them all.
 type requestCapture struct {
 	io.ReadCloser
-	buf  limitedBuffer
-	done bool // the body ended or failed
+	max   int
+	kept  []byte
+	total int
+	done  bool // the body ended or failed
 }
 
 func (c *requestCapture) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
-	c.buf.Write(p[:n])
+	c.total += n
+	if room := c.max - len(c.kept); room > 0 {
+		add := p[:min(room, n)]
+		if len(c.kept)+len(add) > cap(c.kept) { // grown by hand: never past max
+			kept := make([]byte, len(c.kept), min(c.max, max(2*cap(c.kept), len(c.kept)+len(add))))
+			copy(kept, c.kept)
+			c.kept = kept
+		}
+		c.kept = append(c.kept, add...)
+	}
 	c.done = c.done || err != nil
 	return n, err
-}
-
-// limitedBuffer keeps the first max bytes written to it and counts the rest.
-type limitedBuffer struct {
-	max   int
-	b     bytes.Buffer
-	total int
-}
-
-func (l *limitedBuffer) Write(p []byte) {
-	l.total += len(p)
-	if room := l.max - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(room, len(p))])
-	}
-}
-
-// String is the first n bytes kept, and whether more was written.
-func (l *limitedBuffer) String(n int) (string, bool) {
-	b := l.b.Bytes()
-	return string(b[:min(n, len(b))]), l.total > n
 }
 
 func bodyCode(b []byte) int {
@@ -217,16 +239,22 @@ func bodyCode(b []byte) int {
 	return code
 }
 
-// materialize fills e's ResponseBody from the kept answer, once, which
-// lets go of the answer's buffer; the caller holds the journal's lock.
+// materialize fills e's RequestBody and ResponseBody from the kept
+// request and answer, once, which lets go of their buffers; the caller
+// holds the journal's lock.
 func (j *Journal) materialize(e *JournalEntry) {
+	if e.request == nil && e.response == nil {
+		return
+	}
+	e.RequestBody = string(e.request)
+	e.request, e.requestHeld = nil, 0
 	if e.response != nil {
 		e.ResponseBody, e.ResponseTruncated = string(e.response), e.responseTotal > len(e.response)
 		e.response, e.responseHeld = nil, 0
-		j.bytes -= e.retained
-		e.retained = e.retainedBytes()
-		j.bytes += e.retained
 	}
+	j.bytes -= e.retained
+	e.retained = e.retainedBytes()
+	j.bytes += e.retained
 }
 
 // Add keeps e, dropping the oldest entries first for a slot and to stay

@@ -16,9 +16,9 @@ func TestJournalKeepsAnswersCheaply(t *testing.T) {
 	j := NewJournal(config.JournalConfig{MaxEntries: 10, MaxAge: config.Duration{Duration: time.Hour}, MaxBodyBytes: 100, MaxBytes: 1 << 20})
 	small, big := bytes.Repeat([]byte("s"), 150), bytes.Repeat([]byte("b"), 10_000)
 	for _, body := range [][]byte{small, big} {
-		w, done := j.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), "B")
+		w := j.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), "B")
 		w.Write(body)
-		done()
+		j.End(w)
 	}
 	if kept := j.ring[0].response; &kept[0] != &small[0] {
 		t.Error("a 150-byte answer was copied")
