@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,33 +94,137 @@ func newPgImport(req domain.ImportRequest, now time.Time) *pgImport {
 	return job
 }
 
-// commitImports runs a writer's batch in one transaction, pipelined: every
-// import from the first not yet answered is sent at once; the first that
-// fails is undone (ROLLBACK TO its savepoint, which undoes those after it
-// too) and the ones after it are sent again. It answers each import once
-// the transaction is over: acknowledged means committed.
+// commitImports runs a writer's batch in one transaction, pipelined. When
+// the batch fits the room its applications have (importsFit), the imports
+// are sent together, a statement each, with no savepoint and no read of
+// the room after each: nothing can refuse one. Otherwise, or when a
+// statement of that pipeline fails, every import from the first not yet
+// answered is sent with a savepoint of its own; the first that fails is
+// undone (ROLLBACK TO its savepoint, which undoes those after it too) and
+// the ones after it are sent again. It answers each import once the
+// transaction is over: acknowledged means committed.
 func (s *Postgres) commitImports(batch []*pgImport) {
 	start := time.Now()
 	defer func() { s.Metrics.commits.observe(len(batch), time.Since(start)) }()
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for from := 0; from < len(batch); {
-			failed, err := pipelineImports(ctx, tx, batch[from:], results[from:])
-			if err != nil {
-				return err
-			}
-			if failed < 0 {
-				return nil
-			}
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`ROLLBACK TO SAVEPOINT j%d`, failed)); err != nil {
-				return err
-			}
-			from += failed + 1
+		fits, err := importsFit(ctx, tx, batch)
+		if err != nil {
+			return err
 		}
-		return nil
+		if !fits {
+			return importEachAlone(ctx, tx, batch, results)
+		}
+		return pipelineFittingImports(ctx, tx, batch)
 	})
+	if errors.Is(err, errFittingImportFailed) {
+		// One import's statement failed (an unknown scenario, say) and
+		// took the transaction with it: each runs again in its savepoint,
+		// so only that one fails. Nothing was committed.
+		clear(results)
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return importEachAlone(ctx, tx, batch, results) })
+	}
 	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
+}
+
+// importEachAlone sends the imports with a savepoint each, again from the
+// one after the first that fails, until every one has its result.
+func importEachAlone(ctx context.Context, tx pgx.Tx, batch []*pgImport, results []error) error {
+	for from := 0; from < len(batch); {
+		failed, err := pipelineImports(ctx, tx, batch[from:], results[from:])
+		if err != nil {
+			return err
+		}
+		if failed < 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`ROLLBACK TO SAVEPOINT j%d`, failed)); err != nil {
+			return err
+		}
+		from += failed + 1
+	}
+	return nil
+}
+
+// importsFit reads the room of each application of the batch (one round
+// trip) and tells whether every import would be let in even if all their
+// contacts were added: the queue's bound and a prepaid wallet hold for the
+// imports before it and itself. Only this writer adds to an application's
+// contacts (imports are given to writers by application), and what
+// settles calls meanwhile only makes room.
+func importsFit(ctx context.Context, tx pgx.Tx, batch []*pgImport) (bool, error) {
+	rooms := map[int64]*pgRoom{}
+	var b pgx.Batch
+	var order []int64
+	for _, job := range batch {
+		if rooms[job.req.AppID] == nil {
+			rooms[job.req.AppID] = &pgRoom{}
+			order = append(order, job.req.AppID)
+			b.Queue(roomSQL, job.req.AppID)
+		}
+	}
+	br := tx.SendBatch(ctx, &b)
+	for _, app := range order {
+		r := rooms[app]
+		if err := br.QueryRow().Scan(&r.queued, &r.prepaid, &r.balance, &r.price); err != nil {
+			br.Close()
+			return false, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return false, err
+	}
+	for _, job := range batch {
+		if !rooms[job.req.AppID].take(job.req) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// pgRoom is an application's room as importsFit reads it, less the
+// contacts of the imports before in the batch.
+type pgRoom struct {
+	queued, balance, price int64
+	prepaid                bool
+}
+
+// take counts an import's contacts into the room and tells whether it
+// fits as readImport would judge it with all of them added: the bound on
+// what is queued, the imports before it included, and a prepaid wallet
+// that pays for its own contacts' calls.
+func (r *pgRoom) take(req domain.ImportRequest) bool {
+	n := int64(len(req.Contacts))
+	r.queued += n
+	if req.MaxQueued > 0 && r.queued > req.MaxQueued {
+		return false
+	}
+	return !r.prepaid || r.balance >= n*r.price
+}
+
+// errFittingImportFailed is a statement of pipelineFittingImports failing,
+// and the transaction with it.
+var errFittingImportFailed = errors.New("an import's statement failed")
+
+// pipelineFittingImports sends imports that all fit in one pipeline, a
+// statement each, and sets their answers.
+func pipelineFittingImports(ctx context.Context, tx pgx.Tx, jobs []*pgImport) error {
+	var b pgx.Batch
+	for _, job := range jobs {
+		b.Queue(importSQL, job.args...)
+	}
+	br := tx.SendBatch(ctx, &b)
+	for _, job := range jobs {
+		if err := readInserted(br, job); err != nil {
+			br.Close()
+			return fmt.Errorf("%w: %w", errFittingImportFailed, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("%w: %w", errFittingImportFailed, err)
+	}
+	return nil
 }
 
 // pipelineImports sends the imports in one pipeline and reads their
@@ -143,12 +248,37 @@ func pipelineImports(ctx context.Context, tx pgx.Tx, jobs []*pgImport, results [
 	return -1, br.Close()
 }
 
-// readImport reads one import's answers from the pipeline and sets its
-// result; an error fails this import alone.
+// readImport reads one import's answers from the pipeline (its
+// savepoint, its statement, the room it leaves) and sets its result; an
+// error fails this import alone.
 func readImport(br pgx.BatchResults, job *pgImport) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
+	if err := readInserted(br, job); err != nil {
+		return err
+	}
+	var queued, balance, price int64
+	var prepaid bool
+	if err := br.QueryRow().Scan(&queued, &prepaid, &balance, &price); err != nil {
+		return err
+	}
+	added := len(job.res.Added)
+	if added == 0 {
+		return nil
+	}
+	if max := job.req.MaxQueued; max > 0 && queued > max {
+		return domain.ErrQueueFull(queued-int64(added), max, added)
+	}
+	if prepaid && balance < int64(added)*price {
+		return domain.ErrWalletEmpty
+	}
+	return nil
+}
+
+// readInserted reads an import's statement from the pipeline and sorts
+// its contacts into its result: added, or skipped as already queued.
+func readInserted(br pgx.BatchResults, job *pgImport) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err
@@ -165,24 +295,9 @@ func readImport(br pgx.BatchResults, job *pgImport) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	var queued, balance, price int64
-	var prepaid bool
-	if err := br.QueryRow().Scan(&queued, &prepaid, &balance, &price); err != nil {
-		return err
-	}
 	res := job.res
 	res.Skipped = append([]domain.SkippedContact(nil), job.req.Skipped...)
 	addInserted(job.req, res, func(id string) bool { return inserted[id] })
-	added := len(res.Added)
-	if added == 0 {
-		job.allInvalid = true
-		return nil
-	}
-	if max := job.req.MaxQueued; max > 0 && queued > max {
-		return domain.ErrQueueFull(queued-int64(added), max, added)
-	}
-	if prepaid && balance < int64(added)*price {
-		return domain.ErrWalletEmpty
-	}
+	job.allInvalid = len(res.Added) == 0
 	return nil
 }

@@ -98,3 +98,75 @@ func TestPostgresPipelinedImportsFailAlone(t *testing.T) {
 		t.Errorf("%d unfinished contacts counted, want 4", n)
 	}
 }
+
+// A batch that fits its room goes in without savepoints; when one of its
+// statements fails (an unknown scenario) the batch runs again, each
+// import in its savepoint, so that one fails alone and the others commit,
+// counted once (docs/postgres.md#imports).
+func TestPostgresFittingBatchFailsAlone(t *testing.T) {
+	nodes, appID := pgNodes(t, 1)
+	s := nodes[0]
+	unknown := pgImportOf(appID, true, 0, "+84913000009")
+	unknown.ScenarioID = "nope"
+	reqs := []domain.ImportRequest{
+		pgImportOf(appID, true, 10, "+84913000001", "+84913000002"),
+		unknown,
+		pgImportOf(appID, true, 10, "+84913000001", "+84913000003"), // one duplicate
+	}
+	var batch []*pgImport
+	for _, r := range reqs {
+		batch = append(batch, newPgImport(r, time.Now()))
+	}
+	tx, err := s.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits, err := importsFit(context.Background(), tx, batch)
+	tx.Rollback(context.Background())
+	if err != nil || !fits {
+		t.Fatalf("the batch fits its room: %v, %v", fits, err)
+	}
+	s.commitImports(batch)
+	errs := make([]error, len(batch))
+	for i, job := range batch {
+		errs[i] = <-job.result
+	}
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
+		t.Fatalf("answers %v: want only the unknown scenario's to fail", errs)
+	}
+	if len(batch[0].res.Added) != 2 || len(batch[2].res.Added) != 1 || len(batch[2].res.Skipped) != 1 {
+		t.Errorf("added %d and %d (skipped %d), want 2 and 1 (1)", len(batch[0].res.Added), len(batch[2].res.Added), len(batch[2].res.Skipped))
+	}
+	if n := pgCount(t, s, `SELECT count(*) FROM contacts`); n != 3 {
+		t.Errorf("%d contacts stored, want 3", n)
+	}
+	if n := pgCount(t, s, `SELECT n FROM queued_contacts WHERE app_id = $1`, appID); n != 3 {
+		t.Errorf("%d unfinished contacts counted, want 3", n)
+	}
+	if n := pgCount(t, s, `SELECT count(*) FROM imports`); n != 2 {
+		t.Errorf("%d import rows, want 2", n)
+	}
+}
+
+// importsFit's rule is readImport's with every contact added: the bound
+// counts the imports before in the batch, a prepaid wallet must pay for
+// the import's own contacts.
+func TestPgRoomTake(t *testing.T) {
+	imp := func(maxQueued int64, n int) domain.ImportRequest {
+		return domain.ImportRequest{MaxQueued: maxQueued, Contacts: make([]domain.NewContact, n)}
+	}
+	r := pgRoom{queued: 5}
+	if !r.take(imp(8, 3)) || r.take(imp(8, 1)) {
+		t.Error("the bound: 5 queued + 3 fit 8, one more does not")
+	}
+	if r := (pgRoom{queued: 100}); !r.take(imp(0, 50)) {
+		t.Error("no bound: everything fits")
+	}
+	w := pgRoom{prepaid: true, balance: 1000, price: 100}
+	if !w.take(imp(0, 10)) || w.take(imp(0, 11)) {
+		t.Error("a prepaid wallet of 1000 pays for 10 calls at 100, not 11")
+	}
+	if p := (pgRoom{balance: 0, price: 100}); !p.take(imp(0, 10)) {
+		t.Error("a postpaid wallet always fits")
+	}
+}
