@@ -53,6 +53,69 @@ imp AS (
 )
 SELECT id FROM ins`
 
+// importsSQL is importSQL for a batch of imports that all fit their room:
+// every import's contacts, rows and skipped contacts in one statement,
+// each column an array over the batch (batchArgs), so the statement's
+// planning, its triggers and its round trip are paid once a batch, not
+// once an import. Its answer is the ids of the contacts inserted.
+const importsSQL = `WITH ins AS (
+	INSERT INTO contacts
+		(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)
+	SELECT u.id, u.app_id, u.scenario_id, nullif(u.campaign_id, ''), u.import_id, u.phone, u.fields, u.unique_phone, u.at, u.at, u.at
+	FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[])
+		WITH ORDINALITY AS u(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, at, n)
+	ORDER BY u.n
+	ON CONFLICT DO NOTHING RETURNING id, import_id
+), added AS (SELECT import_id, count(*) AS n FROM ins GROUP BY import_id),
+imp AS (
+	INSERT INTO imports (id, app_id, scenario_id, campaign_id, requested, added, skipped, code, created_at)
+	SELECT i.id, i.app_id, i.scenario_id, nullif(i.campaign_id, ''), i.requested, coalesce(a.n, 0), i.requested - coalesce(a.n, 0),
+		CASE WHEN coalesce(a.n, 0) > 0 THEN 1 ELSE 1403 END, i.at
+	FROM unnest($10::text[], $11::bigint[], $12::text[], $13::text[], $14::int[], $15::bigint[])
+		WITH ORDINALITY AS i(id, app_id, scenario_id, campaign_id, requested, at, n)
+	LEFT JOIN added a ON a.import_id = i.id
+	ORDER BY i.n
+), sk AS (
+	INSERT INTO skipped_contacts (import_id, position, input, reason)
+	SELECT s.import_id, s.position, s.input, s.reason
+	FROM unnest($16::text[], $17::int[], $18::text[], $19::text[], $20::text[]) AS s(import_id, position, input, reason, id)
+	WHERE s.id = '' OR NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = s.id)
+)
+SELECT id FROM ins`
+
+// batchArgs are importsSQL's arguments for jobs: importSQL's of each (its
+// args), the values an import's rows share repeated on each row.
+func batchArgs(jobs []*pgImport) []any {
+	var (
+		ids, scenarios, campaigns, importIDs, phones, fields []string
+		apps, ats                                            []int64
+		uniques                                              []int32
+		impIDs, impScenarios, impCampaigns                   []string
+		impApps, impAts                                      []int64
+		impRequested                                         []int32
+		skImports, skInputs, skReasons, skIDs                []string
+		skPositions                                          []int32
+	)
+	for _, job := range jobs {
+		a := job.args
+		app, scenario, campaign, importID, unique := a[0].(int64), a[1].(string), job.req.CampaignID, a[3].(string), int32(a[4].(int))
+		for i, id := range a[6].([]string) {
+			ids, phones, fields = append(ids, id), append(phones, a[7].([]string)[i]), append(fields, a[8].([]string)[i])
+			apps, scenarios, campaigns, importIDs = append(apps, app), append(scenarios, scenario), append(campaigns, campaign), append(importIDs, importID)
+			uniques, ats = append(uniques, unique), append(ats, job.at)
+		}
+		impIDs, impApps, impScenarios, impCampaigns = append(impIDs, importID), append(impApps, app), append(impScenarios, scenario), append(impCampaigns, campaign)
+		impRequested, impAts = append(impRequested, int32(a[9].(int))), append(impAts, job.at)
+		for i, pos := range a[10].([]int32) {
+			skImports, skPositions = append(skImports, importID), append(skPositions, pos)
+			skInputs, skReasons, skIDs = append(skInputs, a[11].([]string)[i]), append(skReasons, a[12].([]string)[i]), append(skIDs, a[13].([]string)[i])
+		}
+	}
+	return []any{ids, apps, scenarios, campaigns, importIDs, phones, fields, uniques, ats,
+		impIDs, impApps, impScenarios, impCampaigns, impRequested, impAts,
+		skImports, skPositions, skInputs, skReasons, skIDs}
+}
+
 // roomSQL reads, after an import's statement, the tenant's unfinished
 // contacts (its own included) and its wallet.
 const roomSQL = `SELECT coalesce((SELECT n FROM queued_contacts WHERE app_id = $1), 0),
@@ -116,7 +179,7 @@ func (s *Postgres) commitImports(batch []*pgImport) {
 		if !fits {
 			return importEachAlone(ctx, tx, batch, results)
 		}
-		return pipelineFittingImports(ctx, tx, batch)
+		return writeFittingImports(ctx, tx, batch)
 	})
 	if errors.Is(err, errFittingImportFailed) {
 		// One import's statement failed (an unknown scenario, say) and
@@ -203,26 +266,23 @@ func (r *pgRoom) take(req domain.ImportRequest) bool {
 	return !r.prepaid || r.balance >= n*r.price
 }
 
-// errFittingImportFailed is a statement of pipelineFittingImports failing,
+// errFittingImportFailed is writeFittingImports' statement failing,
 // and the transaction with it.
 var errFittingImportFailed = errors.New("an import's statement failed")
 
-// pipelineFittingImports sends imports that all fit in one pipeline, a
-// statement each, and sets their answers.
-func pipelineFittingImports(ctx context.Context, tx pgx.Tx, jobs []*pgImport) error {
-	var b pgx.Batch
-	for _, job := range jobs {
-		b.Queue(importSQL, job.args...)
-	}
-	br := tx.SendBatch(ctx, &b)
-	for _, job := range jobs {
-		if err := readInserted(br, job); err != nil {
-			br.Close()
-			return fmt.Errorf("%w: %w", errFittingImportFailed, err)
-		}
-	}
-	if err := br.Close(); err != nil {
+// writeFittingImports stores imports that all fit in one statement
+// (importsSQL) and sets their answers.
+func writeFittingImports(ctx context.Context, tx pgx.Tx, jobs []*pgImport) error {
+	rows, err := tx.Query(ctx, importsSQL, batchArgs(jobs)...)
+	if err != nil {
 		return fmt.Errorf("%w: %w", errFittingImportFailed, err)
+	}
+	inserted, err := insertedIDs(rows)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errFittingImportFailed, err)
+	}
+	for _, job := range jobs {
+		job.answer(inserted)
 	}
 	return nil
 }
@@ -277,27 +337,39 @@ func readImport(br pgx.BatchResults, job *pgImport) error {
 }
 
 // readInserted reads an import's statement from the pipeline and sorts
-// its contacts into its result: added, or skipped as already queued.
+// its contacts into its result.
 func readInserted(br pgx.BatchResults, job *pgImport) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
-	inserted := make(map[string]bool, len(job.req.Contacts))
+	inserted, err := insertedIDs(rows)
+	if err != nil {
+		return err
+	}
+	job.answer(inserted)
+	return nil
+}
+
+// insertedIDs reads the ids an import statement returned.
+func insertedIDs(rows pgx.Rows) (map[string]bool, error) {
+	defer rows.Close()
+	inserted := map[string]bool{}
 	var id string
 	for rows.Next() {
 		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		inserted[id] = true
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	return inserted, rows.Err()
+}
+
+// answer sorts the import's contacts into its result: added if inserted
+// holds their id, else skipped as already queued.
+func (job *pgImport) answer(inserted map[string]bool) {
 	res := job.res
 	res.Skipped = append([]domain.SkippedContact(nil), job.req.Skipped...)
 	addInserted(job.req, res, func(id string) bool { return inserted[id] })
 	job.allInvalid = len(res.Added) == 0
-	return nil
 }

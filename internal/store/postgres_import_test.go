@@ -170,3 +170,102 @@ func TestPgRoomTake(t *testing.T) {
 		t.Error("a postpaid wallet always fits")
 	}
 }
+
+// A batch that fits is stored in one statement, and stores what the
+// imports one by one would: each import's row counted from its own
+// contacts, its skipped contacts (refused by the request, or a phone
+// queued already, an earlier import's of the batch included), every
+// contact in the order given, and no campaign where none was named.
+func TestPostgresFittingBatchStoresWhatEachWould(t *testing.T) {
+	nodes, appID := pgNodes(t, 1)
+	s := nodes[0]
+	first := pgImportOf(appID, true, 0, "+84913000001", "+84913000002")
+	first.Skipped = []domain.SkippedContact{{Position: 2, Input: json.RawMessage(`"x"`), Reason: "bad phone"}}
+	reqs := []domain.ImportRequest{
+		first,
+		pgImportOf(appID, true, 0, "+84913000003", "+84913000001"), // its second repeats the first import's
+		pgImportOf(appID, true, 0, "+84913000002"),                 // nothing new: all invalid
+		pgImportOf(appID, false, 0, "+84913000001", "+84913000001"), // repeats allowed
+	}
+	var batch []*pgImport
+	for _, r := range reqs {
+		batch = append(batch, newPgImport(r, time.Now()))
+	}
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits, err := importsFit(ctx, tx, batch)
+	tx.Rollback(ctx)
+	if err != nil || !fits {
+		t.Fatalf("the batch fits its room: %v, %v", fits, err)
+	}
+	s.commitImports(batch)
+	for i, job := range batch {
+		if err := <-job.result; err != nil {
+			t.Fatalf("import %d: %v", i, err)
+		}
+	}
+	wantAdded, wantSkipped := []int{2, 1, 0, 2}, []int{1, 1, 1, 0}
+	for i, job := range batch {
+		if len(job.res.Added) != wantAdded[i] || len(job.res.Skipped) != wantSkipped[i] {
+			t.Errorf("import %d answered %d added, %d skipped; want %d, %d", i, len(job.res.Added), len(job.res.Skipped), wantAdded[i], wantSkipped[i])
+		}
+		var added, skipped, code int
+		if err := s.pool.QueryRow(ctx, `SELECT added, skipped, code FROM imports WHERE id = $1`, job.res.ImportID).Scan(&added, &skipped, &code); err != nil {
+			t.Fatalf("import %d: %v", i, err)
+		}
+		wantCode := map[bool]int{true: importAdded, false: importAllInvalid}[wantAdded[i] > 0]
+		if added != wantAdded[i] || skipped != wantSkipped[i] || code != wantCode {
+			t.Errorf("import %d's row: %d added, %d skipped, code %d", i, added, skipped, code)
+		}
+		if n := pgCount(t, s, `SELECT count(*) FROM skipped_contacts WHERE import_id = $1`, job.res.ImportID); n != wantSkipped[i] {
+			t.Errorf("import %d: %d skipped contacts stored", i, n)
+		}
+	}
+	if got := batch[1].res.Skipped; len(got) != 1 || got[0].Position != 1 || got[0].Reason != duplicateReason {
+		t.Errorf("the repeated phone's skip: %+v", got)
+	}
+	if !batch[2].allInvalid || batch[0].allInvalid {
+		t.Error("all invalid is not what was added")
+	}
+	var ids []string
+	for _, job := range batch {
+		for _, c := range job.res.Added {
+			ids = append(ids, c.ID)
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM contacts WHERE campaign_id IS NULL ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		stored = append(stored, id)
+	}
+	if !reflect.DeepEqual(stored, ids) {
+		t.Errorf("contacts stored in the order %v, added %v", stored, ids)
+	}
+	if n := pgCount(t, s, `SELECT n FROM queued_contacts WHERE app_id = $1`, appID); n != 5 {
+		t.Errorf("%d unfinished contacts counted, want 5", n)
+	}
+	var order []string
+	rows, err = s.pool.Query(ctx, `SELECT id FROM imports ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		order = append(order, id)
+	}
+	for i, job := range batch {
+		if i >= len(order) || order[i] != job.res.ImportID {
+			t.Errorf("imports numbered in the order %v", order)
+			break
+		}
+	}
+}
