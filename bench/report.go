@@ -412,7 +412,7 @@ func (h *Harness) targets() []string {
 	what = fmt.Sprintf("op A, 1 contact/request @%d (durable) >= 0.6x the fastest peer's rate (stretch: 1x)", top)
 	a1 := h.got(fmt.Sprintf("A1@%d", top))
 	if fp, name := h.fastestPeer("A1", top); a1 != nil && fp > 0 {
-		out = append(out, fmt.Sprintf("%s %s: %s req/s = %s %s (%s req/s, stores nothing)", verdict(a1.Req >= 0.6*fp), what, num(a1.Req), times(a1.Req, fp), name, num(fp)))
+		out = append(out, fmt.Sprintf("%s %s: %s req/s = %.2fx %s (%s req/s, stores nothing)", verdict(a1.Req >= 0.6*fp), what, num(a1.Req), a1.Req/fp, name, num(fp)))
 	} else {
 		missing(what, "no peer was measured")
 	}
