@@ -183,8 +183,8 @@ func TestPostgresFittingBatchStoresWhatEachWould(t *testing.T) {
 	first.Skipped = []domain.SkippedContact{{Position: 2, Input: json.RawMessage(`"x"`), Reason: "bad phone"}}
 	reqs := []domain.ImportRequest{
 		first,
-		pgImportOf(appID, true, 0, "+84913000003", "+84913000001"), // its second repeats the first import's
-		pgImportOf(appID, true, 0, "+84913000002"),                 // nothing new: all invalid
+		pgImportOf(appID, true, 0, "+84913000003", "+84913000001"),  // its second repeats the first import's
+		pgImportOf(appID, true, 0, "+84913000002"),                  // nothing new: all invalid
 		pgImportOf(appID, false, 0, "+84913000001", "+84913000001"), // repeats allowed
 	}
 	var batch []*pgImport
