@@ -175,3 +175,19 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 		t.Error("the store's own imports invalidated its configuration cache")
 	}
 }
+
+// A read's key tells applications and ids apart, and costs one allocation
+// (reads on every request make one).
+func TestCacheKey(t *testing.T) {
+	keys := map[string]bool{}
+	for _, k := range []string{cacheKey("scenario", 1, "2"), cacheKey("scenario", 12, ""), cacheKey("scenario", 1, "2\x00"),
+		cacheKey("pool", 1, "2"), cacheKey("wallet", 1, ""), cacheKey("wallet", -1, "")} {
+		if keys[k] {
+			t.Errorf("key %q made twice", k)
+		}
+		keys[k] = true
+	}
+	if n := testing.AllocsPerRun(100, func() { cacheKey("scenario", 123456, "019ab3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b") }); n > 1 {
+		t.Errorf("%v allocations a key", n)
+	}
+}
