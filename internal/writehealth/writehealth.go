@@ -63,6 +63,9 @@ var ProbeValue = strings.Repeat("x", 256<<10)
 // SQLITE_IOERR (with their extended codes), PostgreSQL's class 53
 // (insufficient resources: disk_full, out_of_memory, ...) and io_error.
 func IsStorageError(err error) bool {
+	if err == nil {
+		return false // every write's result passes here: no allocation for the common case
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {

@@ -31,3 +31,11 @@ func TestNoteKeepsStorageFailuresOnly(t *testing.T) {
 		t.Fatalf("after Clear: %v", err)
 	}
 }
+
+// Every write's result is noted, nearly all of them nil: that costs no
+// allocation.
+func TestIsStorageErrorOfNilAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { IsStorageError(nil) }); n != 0 {
+		t.Errorf("%v allocations for a nil error", n)
+	}
+}
