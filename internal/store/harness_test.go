@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"os"
 	"path/filepath"
 	"testing"
@@ -133,6 +134,20 @@ func pgCount(t testing.TB, s *Postgres, query string, args ...any) int {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
+}
+
+// pgStrings is a column of text a PostgreSQL store reads, in order.
+func pgStrings(t testing.TB, s *Postgres, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(), query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return out
 }
 
 // aMondayMorning is 9:00 on a Monday in Ho Chi Minh City, two days from

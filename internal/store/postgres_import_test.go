@@ -236,32 +236,13 @@ func TestPostgresFittingBatchStoresWhatEachWould(t *testing.T) {
 			ids = append(ids, c.ID)
 		}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id FROM contacts WHERE campaign_id IS NULL ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored []string
-	for rows.Next() {
-		var id string
-		rows.Scan(&id)
-		stored = append(stored, id)
-	}
-	if !reflect.DeepEqual(stored, ids) {
+	if stored := pgStrings(t, s, `SELECT id FROM contacts WHERE campaign_id IS NULL ORDER BY seq`); !reflect.DeepEqual(stored, ids) {
 		t.Errorf("contacts stored in the order %v, added %v", stored, ids)
 	}
 	if n := pgCount(t, s, `SELECT n FROM queued_contacts WHERE app_id = $1`, appID); n != 5 {
 		t.Errorf("%d unfinished contacts counted, want 5", n)
 	}
-	var order []string
-	rows, err = s.pool.Query(ctx, `SELECT id FROM imports ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		rows.Scan(&id)
-		order = append(order, id)
-	}
+	order := pgStrings(t, s, `SELECT id FROM imports ORDER BY seq`)
 	for i, job := range batch {
 		if i >= len(order) || order[i] != job.res.ImportID {
 			t.Errorf("imports numbered in the order %v", order)
