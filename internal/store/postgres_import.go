@@ -23,10 +23,20 @@ import (
 type pgImport struct {
 	req        domain.ImportRequest
 	at         int64
-	args       []any // importSQL's, prepared by the request's goroutine
+	cols       pgImportColumns
 	res        *domain.ImportResult
 	allInvalid bool
 	result     chan error
+}
+
+// pgImportColumns are an import's contacts and skipped contacts as the
+// columns its statements send, prepared by the request's goroutine so
+// its writer only sends them. A skipped row's id is its contact's when it
+// stands for one the pending-phone index may keep out, else empty.
+type pgImportColumns struct {
+	ids, phones, fields              []string
+	skipPositions                    []int32
+	skipInputs, skipReasons, skipIDs []string
 }
 
 // importSQL stores an import in one statement: its contacts (RETURNING
@@ -83,33 +93,41 @@ imp AS (
 )
 SELECT id FROM ins`
 
-// batchArgs are importsSQL's arguments for jobs: importSQL's of each (its
-// args), the values an import's rows share repeated on each row.
+// args are importSQL's arguments for the import.
+func (job *pgImport) args() []any {
+	req, c := job.req, job.cols
+	return []any{req.AppID, req.ScenarioID, nullString(req.CampaignID), job.res.ImportID, boolInt(req.UniquePhone), job.at,
+		c.ids, c.phones, c.fields, len(req.Contacts) + len(req.Skipped), c.skipPositions, c.skipInputs, c.skipReasons, c.skipIDs}
+}
+
+// batchArgs are importsSQL's arguments for jobs: each import's columns
+// end to end, the values its rows share repeated on each row.
 func batchArgs(jobs []*pgImport) []any {
 	var (
-		ids, scenarios, campaigns, importIDs, phones, fields []string
-		apps, ats                                            []int64
-		uniques                                              []int32
-		impIDs, impScenarios, impCampaigns                   []string
-		impApps, impAts                                      []int64
-		impRequested                                         []int32
-		skImports, skInputs, skReasons, skIDs                []string
-		skPositions                                          []int32
+		apps, ats                             []int64
+		scenarios, campaigns, importIDs       []string
+		uniques                               []int32
+		ids, phones, fields                   []string
+		impIDs, impScenarios, impCampaigns    []string
+		impApps, impAts                       []int64
+		impRequested                          []int32
+		skImports, skInputs, skReasons, skIDs []string
+		skPositions                           []int32
 	)
 	for _, job := range jobs {
-		a := job.args
-		app, scenario, campaign, importID, unique := a[0].(int64), a[1].(string), job.req.CampaignID, a[3].(string), int32(a[4].(int))
-		for i, id := range a[6].([]string) {
-			ids, phones, fields = append(ids, id), append(phones, a[7].([]string)[i]), append(fields, a[8].([]string)[i])
-			apps, scenarios, campaigns, importIDs = append(apps, app), append(scenarios, scenario), append(campaigns, campaign), append(importIDs, importID)
-			uniques, ats = append(uniques, unique), append(ats, job.at)
+		req, c, importID := job.req, job.cols, job.res.ImportID
+		ids, phones, fields = append(ids, c.ids...), append(phones, c.phones...), append(fields, c.fields...)
+		for range c.ids {
+			apps, scenarios, campaigns = append(apps, req.AppID), append(scenarios, req.ScenarioID), append(campaigns, req.CampaignID)
+			importIDs, uniques, ats = append(importIDs, importID), append(uniques, int32(boolInt(req.UniquePhone))), append(ats, job.at)
 		}
-		impIDs, impApps, impScenarios, impCampaigns = append(impIDs, importID), append(impApps, app), append(impScenarios, scenario), append(impCampaigns, campaign)
-		impRequested, impAts = append(impRequested, int32(a[9].(int))), append(impAts, job.at)
-		for i, pos := range a[10].([]int32) {
-			skImports, skPositions = append(skImports, importID), append(skPositions, pos)
-			skInputs, skReasons, skIDs = append(skInputs, a[11].([]string)[i]), append(skReasons, a[12].([]string)[i]), append(skIDs, a[13].([]string)[i])
+		impIDs, impApps, impScenarios, impCampaigns = append(impIDs, importID), append(impApps, req.AppID), append(impScenarios, req.ScenarioID), append(impCampaigns, req.CampaignID)
+		impRequested, impAts = append(impRequested, int32(len(req.Contacts)+len(req.Skipped))), append(impAts, job.at)
+		for range c.skipPositions {
+			skImports = append(skImports, importID)
 		}
+		skPositions, skInputs = append(skPositions, c.skipPositions...), append(skInputs, c.skipInputs...)
+		skReasons, skIDs = append(skReasons, c.skipReasons...), append(skIDs, c.skipIDs...)
 	}
 	return []any{ids, apps, scenarios, campaigns, importIDs, phones, fields, uniques, ats,
 		impIDs, impApps, impScenarios, impCampaigns, impRequested, impAts,
@@ -126,43 +144,40 @@ const roomSQL = `SELECT coalesce((SELECT n FROM queued_contacts WHERE app_id = $
 // queued for the scenario.
 const duplicateReason = "phone_number is already queued for this scenario"
 
-// newPgImport prepares an import's arguments in the request's goroutine,
+// newPgImport prepares an import's columns in the request's goroutine,
 // so its writer only sends them.
 func newPgImport(req domain.ImportRequest, now time.Time) *pgImport {
 	job := &pgImport{req: req, at: Millis(now), result: make(chan error, 1)}
 	job.res = &domain.ImportResult{ImportID: domain.NewV7()}
-	ids := make([]string, len(req.Contacts))
-	phones := make([]string, len(req.Contacts))
-	fields := make([]string, len(req.Contacts))
-	for i, c := range req.Contacts {
-		ids[i], phones[i], fields[i] = c.ID, c.Phone, string(c.Fields)
+	c := &job.cols
+	c.ids = make([]string, len(req.Contacts))
+	c.phones = make([]string, len(req.Contacts))
+	c.fields = make([]string, len(req.Contacts))
+	for i, ct := range req.Contacts {
+		c.ids[i], c.phones[i], c.fields[i] = ct.ID, ct.Phone, string(ct.Fields)
 	}
 	// The skipped rows: the request's, then (only where the pending-phone
 	// index can refuse one) every contact, kept if it was not inserted.
-	var positions []int32
-	var inputs, reasons, skipIDs []string
 	for _, sk := range req.Skipped {
-		positions, inputs, reasons, skipIDs = append(positions, int32(sk.Position)), append(inputs, string(sk.Input)),
-			append(reasons, sk.Reason), append(skipIDs, "")
+		c.skipPositions, c.skipInputs = append(c.skipPositions, int32(sk.Position)), append(c.skipInputs, string(sk.Input))
+		c.skipReasons, c.skipIDs = append(c.skipReasons, sk.Reason), append(c.skipIDs, "")
 	}
 	if req.UniquePhone {
-		for _, c := range req.Contacts {
-			input, _ := domain.MarshalJSON(c.Input)
-			positions, inputs, reasons, skipIDs = append(positions, int32(c.Position)), append(inputs, string(input)),
-				append(reasons, duplicateReason), append(skipIDs, c.ID)
+		for _, ct := range req.Contacts {
+			input, _ := domain.MarshalJSON(ct.Input)
+			c.skipPositions, c.skipInputs = append(c.skipPositions, int32(ct.Position)), append(c.skipInputs, string(input))
+			c.skipReasons, c.skipIDs = append(c.skipReasons, duplicateReason), append(c.skipIDs, ct.ID)
 		}
 	}
-	job.args = []any{req.AppID, req.ScenarioID, nullString(req.CampaignID), job.res.ImportID, boolInt(req.UniquePhone), job.at,
-		ids, phones, fields, len(req.Contacts) + len(req.Skipped), positions, inputs, reasons, skipIDs}
 	return job
 }
 
-// commitImports runs a writer's batch in one transaction, pipelined. When
-// the batch fits the room its applications have (importsFit), the imports
-// are sent together, a statement each, with no savepoint and no read of
-// the room after each: nothing can refuse one. Otherwise, or when a
-// statement of that pipeline fails, every import from the first not yet
-// answered is sent with a savepoint of its own; the first that fails is
+// commitImports runs a writer's batch in one transaction. When the batch
+// fits the room its applications have (importsFit), nothing can refuse an
+// import, and the batch is one statement (importsSQL) with no savepoint
+// and no read of the room after each import. Otherwise, or when that
+// statement fails, the imports are pipelined: every one from the first
+// not yet answered is sent with a savepoint of its own; the first that fails is
 // undone (ROLLBACK TO its savepoint, which undoes those after it too) and
 // the ones after it are sent again. It answers each import once the
 // transaction is over: acknowledged means committed.
@@ -295,7 +310,7 @@ func pipelineImports(ctx context.Context, tx pgx.Tx, jobs []*pgImport, results [
 	var b pgx.Batch
 	for i, job := range jobs {
 		b.Queue(fmt.Sprintf(`SAVEPOINT j%d`, i))
-		b.Queue(importSQL, job.args...)
+		b.Queue(importSQL, job.args()...)
 		b.Queue(roomSQL, job.req.AppID)
 	}
 	br := tx.SendBatch(ctx, &b)
