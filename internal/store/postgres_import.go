@@ -11,11 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Imports on PostgreSQL: a writer's batch is sent as one pipeline, not a
-// round trip per statement. Each import is a savepoint, one statement that
-// stores all of it and one that reads the room it leaves; the writer reads
-// the answers in order, and an import that fails (a refusal or an error)
-// is undone alone and the imports after it sent again
+// Imports on PostgreSQL: a writer's batch that fits its applications'
+// room is one statement; any other is sent as one pipeline, not a round
+// trip per statement, each import a savepoint, one statement that stores
+// all of it and one that reads the room it leaves. The writer reads the
+// answers in order, and an import that fails (a refusal or an error) is
+// undone alone and the imports after it sent again
 // (docs/postgres.md#imports).
 
 // pgImport is one import waiting for its writer's next commit; the writer
