@@ -2,12 +2,13 @@ package ops
 
 import (
 	"context"
-	"dialbox/internal/config"
 	"io"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
+
+	"dialbox/internal/config"
 )
 
 // AccessLog writes the line per request. One NewAccessLog made writes a
