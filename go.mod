@@ -26,7 +26,6 @@ require (
 	golang.org/x/term v0.44.0
 	golang.org/x/text v0.42.0
 	golang.org/x/time v0.16.0
-	modernc.org/libc v1.79.0
 	modernc.org/sqlite v1.61.1
 )
 
@@ -68,6 +67,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/hraban/opus.v2 v2.0.0-20230925203106-0188a62cb302 // indirect
+	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )

@@ -8,10 +8,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"dialbox/internal/domain"
 	"dialbox/internal/sqldb"
@@ -329,5 +331,40 @@ func TestWriterOpensNoSavepointForLeadingRerunnableJobs(t *testing.T) {
 		if n := countSQLite(t, s, `SELECT count(*) FROM t WHERE job = ? AND runs = 1`, job); n != want {
 			t.Errorf("job %d: %d rows written once, want %d", job, n, want)
 		}
+	}
+}
+
+// TestWriterStatementsPastAMebibyteOfJournal: one statement that changes
+// megabytes of pages already there (deleting a scenario deletes its
+// contacts, their calls and index entries with it) keeps the copies SQLite
+// journals for it in a temporary file past 64 KiB, and commits. A
+// statement journal kept in memory up to 1 MiB
+// (SQLITE_CONFIG_STMTJRNL_SPILL), tried for the writer's speed, failed
+// such statements with "database or disk is full" once they passed about
+// 128 KiB (docs/benchmarks.md#the-writers-cpu-per-contact).
+func TestWriterStatementsPastAMebibyteOfJournal(t *testing.T) {
+	app := tenant()
+	s := openSQLite(t, app)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	// 20,000 contacts with scattered phones: several megabytes of table
+	// and index pages for the delete to change.
+	for range 20 {
+		phones := make([]string, 1000)
+		for i := range phones {
+			phones[i] = fmt.Sprintf("+8491%07d", rng.IntN(10_000_000))
+		}
+		req := contactsRequest(app.ID, "sc", 0, phones...)
+		req.UniquePhone = false
+		if _, err := s.Import(ctx, req, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteScenario(ctx, app.ID, "sc"); err != nil {
+		t.Fatalf("deleting a scenario of 20,000 contacts: %v", err)
+	}
+	var left int
+	if err := s.read.QueryRow(`SELECT count(*) FROM contacts`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d contacts left after the delete (%v), want none", left, err)
 	}
 }
