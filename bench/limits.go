@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/store"
 
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite"
@@ -77,11 +78,12 @@ type RawInsertResult struct {
 
 func (r RawInsertResult) RowsPerSec() float64 { return float64(r.Rows) / r.Elapsed.Seconds() }
 
-// sqliteDSN opens a file the way dialbox does: WAL, synchronous=FULL,
-// foreign keys on.
+// sqliteDSN opens a file the way dialbox's writer does: WAL,
+// synchronous=FULL, foreign keys on, the writer's cache and checkpoints.
 func sqliteDSN(path string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate" +
+		store.WriterPragmas
 }
 
 // rawRow is what a raw insert writes of one contact besides the values

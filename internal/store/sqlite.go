@@ -74,6 +74,17 @@ type writeJob struct {
 	rerunnable bool
 }
 
+// WriterPragmas size the writer connection's page cache and its WAL
+// between checkpoints (docs/benchmarks.md#the-writers-cache-and-checkpoints).
+// A group commit of imports changes about one phone-index leaf a contact:
+// in SQLite's default 2 MiB cache those leaves spilled to the WAL before
+// the commit and were read back after it, and a checkpoint every 1,000
+// pages copied each hot leaf again and again. 8 MiB holds a commit's
+// leaves; 10,000 pages (about 40 MiB of WAL) let a checkpoint copy each
+// leaf once for many commits. Only the writer's connection: the readers
+// keep the default.
+const WriterPragmas = "&_pragma=cache_size(-8192)&_pragma=wal_autocheckpoint(10000)"
+
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
 const maxJobsPerCommit = 256
 
@@ -106,7 +117,7 @@ func openLockedStore(path string, migrations []string, m Metrics, rec recordings
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
-	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate"+WriterPragmas)
 	if err != nil {
 		return nil, err
 	}

@@ -368,3 +368,29 @@ func TestWriterStatementsPastAMebibyteOfJournal(t *testing.T) {
 		t.Fatalf("%d contacts left after the delete (%v), want none", left, err)
 	}
 }
+
+// TestWriterCacheAndCheckpoints: the writer's connection, and only it,
+// opens with the larger page cache and the rarer checkpoints
+// (docs/benchmarks.md#the-writers-cache-and-checkpoints).
+func TestWriterCacheAndCheckpoints(t *testing.T) {
+	s := openSQLite(t, tenant())
+	ctx := context.Background()
+	var cache, checkpoint int
+	if err := s.Write(ctx, func(tx sqldb.SQLQueryer) error {
+		if err := tx.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&checkpoint)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if cache != -8192 || checkpoint != 10000 {
+		t.Errorf("the writer's cache_size %d and wal_autocheckpoint %d, want -8192 and 10000", cache, checkpoint)
+	}
+	if err := s.read.QueryRow(`PRAGMA cache_size`).Scan(&cache); err != nil {
+		t.Fatal(err)
+	}
+	if cache != -2000 {
+		t.Errorf("a reader's cache_size %d, want SQLite's default -2000", cache)
+	}
+}
