@@ -129,7 +129,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Run("open a contact", func(t *testing.T) {
 		run(t, ctx, chromedp.Navigate(s.url+"/console/apps/qa-key/contacts"), chromedp.WaitVisible("#phone", chromedp.ByID),
 			chromedp.SendKeys("#phone", "0900 000 009", chromedp.ByID), chromedp.SetValue("#state", "done", chromedp.ByID),
-			chromedp.Submit("#phone", chromedp.ByID), chromedp.WaitVisible(`a[href*="/contacts/"]`, chromedp.ByQuery),
+			chromedp.Submit("#phone", chromedp.ByID),
+			// The unfiltered list has contact links too: wait for the
+			// filtered page (its phone field holds the search as sent)
+			// before clicking one, or the click may open another contact
+			// of the list the submit is leaving.
+			chromedp.WaitVisible(`#phone[value="0900 000 009"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`tbody a[href*="/contacts/"]`, chromedp.ByQuery),
 			chromedp.Click(`tbody a[href*="/contacts/"]`, chromedp.ByQuery), chromedp.WaitVisible("#contact-state", chromedp.ByID))
 		if got := text(t, ctx, "#contact-state"); got != "done" {
 			t.Fatalf("contact state %q", got)
