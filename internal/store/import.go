@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
-	"dialbox/internal/domain"
-	"dialbox/internal/sqldb"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
+
+	"dialbox/internal/domain"
+	"dialbox/internal/sqldb"
 )
 
 // ---- imports ----
@@ -52,6 +54,16 @@ type importJob struct {
 // import keeps the counts of new contacts itself (countAdded), where no
 // trigger does (a database from before countedVersion has them).
 func importTx(ctx context.Context, tx sqldb.Querier, job *importJob, count bool) error {
+	// The contacts' key to their scenario is checked only at the commit
+	// (schema.sql's migration 17), where it would fail every import of
+	// the group: a scenario deleted since the request was checked is this
+	// import's error alone.
+	var one int
+	if err := tx.QueryRow(ctx, scenarioExistsSQL, job.req.AppID, job.req.ScenarioID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+		return domain.ErrNotFound
+	} else if err != nil {
+		return err
+	}
 	jobs := []*importJob{job}
 	dups, err := insertContacts(ctx, tx, jobs)
 	if err != nil {
@@ -402,7 +414,7 @@ const (
 )
 
 // insertContactsInto names the columns an import fills.
-const insertContactsInto = `INSERT INTO contacts
+const insertContactsInto = `INSERT OR FAIL INTO contacts
 	(id, app_id, scenario_id, campaign_id, import_id, phone, fields, unique_phone, next_attempt_at, created_at, updated_at)`
 
 // insertContactsSQL[n] inserts n contacts of any jobs, all their values
@@ -412,7 +424,12 @@ const insertContactsInto = `INSERT INTO contacts
 // out, without an error, a contact whose phone is pending already where
 // its scenario forbids repeats (contacts_pending_phone). ("WHERE true"
 // tells SQLite's parser the ON CONFLICT is the upsert's, not a join's.)
-// Imports need every chunk size.
+// OR FAIL, with the deferred key to the scenario (schema.sql's migration
+// 17), leaves SQLite nothing to undo halfway through a statement, so it
+// keeps no statement journal: no NULL is ever bound, and a statement that
+// failed all the same fails the job or the group it is in, whose
+// savepoint or transaction is rolled back whole. Imports need every chunk
+// size.
 var insertContactsSQL, insertJobContactsSQL = func() (rows, job [contactChunk + 1]string) {
 	for n := 1; n <= contactChunk; n++ {
 		rows[n] = insertContactsInto + `

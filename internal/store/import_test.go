@@ -84,7 +84,7 @@ func TestImportBatch(t *testing.T) {
 		func(err error) bool { return err == nil },
 		func(err error) bool { return err == nil },
 		func(err error) bool { return errors.As(err, &full) && full.Code == domain.EQUEUEFULL },
-		func(err error) bool { return err != nil && !errors.As(err, &full) },
+		func(err error) bool { return errors.Is(err, domain.ErrNotFound) },
 		func(err error) bool { return errors.Is(err, domain.ErrAllInvalid) },
 	} {
 		if !want(errs[i]) {
