@@ -216,7 +216,7 @@ func (b *batchImports) fits(ctx context.Context, job *importJob) bool {
 		b.scenarios[key] = exists
 	}
 	if !exists {
-		return false // the contacts' foreign key fails, for this import alone
+		return false // alone, importTx answers it not found
 	}
 	// checkQueued and checkBalance, for the most contacts it may add.
 	if n := int64(len(req.Contacts)); n > 0 {
