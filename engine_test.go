@@ -50,8 +50,9 @@ func engImport(t testing.TB, s Store, appID int64, scenario, campaign string, ph
 	for i, p := range phones {
 		echo := map[string]string{"ho_ten": fmt.Sprintf("Contact %d", i), "so_dien_thoai": p}
 		fields, _ := json.Marshal(echo)
+		id := domain.NewV7()
 		req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"phone_number": p},
-			ID: domain.NewV7(), Fields: fields, Phone: p, Echo: echo})
+			ID: id, Fields: fields, Phone: p, Echo: domain.EchoJSON(echo, id)})
 	}
 	res, err := s.Import(context.Background(), req, time.Now())
 	if err != nil {

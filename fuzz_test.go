@@ -229,14 +229,16 @@ func FuzzAddedJSON(f *testing.F) {
 		f.Add(seed[0], seed[1], seed[2])
 	}
 	f.Fuzz(func(t *testing.T, id, key, value string) {
-		added := []domain.AddedContact{{ID: id, Echo: map[string]string{key: value, "so_dien_thoai": value + key}}, {ID: value}}
+		echoes := []map[string]string{{key: value, "so_dien_thoai": value + key}, nil}
+		added := []domain.AddedContact{{ID: id}, {ID: value}}
 		want := make([]map[string]string, len(added))
-		for i, c := range added {
+		for i := range added {
+			added[i].Echo = domain.EchoJSON(echoes[i], added[i].ID)
 			want[i] = map[string]string{}
-			for k, v := range c.Echo {
+			for k, v := range echoes[i] {
 				want[i][k] = v
 			}
-			want[i]["contact_id"] = c.ID
+			want[i]["contact_id"] = added[i].ID
 		}
 		wantJSON := noHTMLEscape(t, want)
 		if got := domain.AddedJSON(added); !bytes.Equal(got, wantJSON) {

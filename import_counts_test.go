@@ -76,7 +76,7 @@ func testImportCountsExact(t *testing.T, backend string) {
 				for i := range 12 {
 					p := fmt.Sprintf("+84913%06d", (c*7+r*5+i*3)%30)
 					req.Contacts = append(req.Contacts, domain.NewContact{Position: i, Input: map[string]any{"phone_number": p},
-						ID: domain.NewV7(), Fields: []byte(`{}`), Phone: p, Echo: map[string]string{}})
+						ID: domain.NewV7(), Fields: []byte(`{}`), Phone: p})
 				}
 				res, err := s.Import(ctx, req, time.Now())
 				if err != nil && err != domain.ErrAllInvalid {
@@ -100,7 +100,7 @@ func testImportCountsExact(t *testing.T, backend string) {
 	// Refused for the queue's bound after its contacts were inserted: the
 	// counts go back with them.
 	req := domain.ImportRequest{AppID: app, ScenarioID: "sc2", MaxQueued: int64(total), Contacts: []domain.NewContact{
-		{ID: domain.NewV7(), Fields: []byte(`{}`), Phone: "+84914000001", Echo: map[string]string{}}}}
+		{ID: domain.NewV7(), Fields: []byte(`{}`), Phone: "+84914000001"}}}
 	if _, err := s.Import(ctx, req, time.Now()); err == nil {
 		t.Fatal("an import over limits.max_queued_contacts was accepted")
 	}

@@ -165,9 +165,13 @@ next:
 			}
 			seen[phone] = true
 		}
-		id, _ := uuid.NewV7()
-		fields := domain.StringMapJSON(echo)
-		valid = append(valid, domain.NewContact{Position: i, Input: item, ID: id.String(), Fields: fields, Phone: phone, Echo: echo})
+		u, _ := uuid.NewV7()
+		id := u.String()
+		c := domain.NewContact{Position: i, ID: id, Fields: domain.StringMapJSON(echo), Phone: phone, Echo: domain.EchoJSON(echo, id)}
+		if !sc.CallConfig.AllowDuplicatePhone {
+			c.Input = item // to explain a skip if its phone is queued already
+		}
+		valid = append(valid, c)
 	}
 	return valid, skipped
 }

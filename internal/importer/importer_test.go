@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"dialbox/internal/domain"
 	"encoding/json"
-	"maps"
 	"testing"
 )
 
@@ -81,8 +80,8 @@ func TestValidateContacts(t *testing.T) {
 	ids := map[string]bool{}
 	for i, want := range wantValid {
 		got := valid[i]
-		if got.Position != want.position || got.Phone != want.phone || !maps.Equal(got.Echo, want.echo) {
-			t.Errorf("valid[%d] = {%d %s %v}, want {%d %s %v}", i, got.Position, got.Phone, got.Echo, want.position, want.phone, want.echo)
+		if wantEcho := domain.EchoJSON(want.echo, got.ID); got.Position != want.position || got.Phone != want.phone || !bytes.Equal(got.Echo, wantEcho) {
+			t.Errorf("valid[%d] = {%d %s %s}, want {%d %s %s}", i, got.Position, got.Phone, got.Echo, want.position, want.phone, wantEcho)
 		}
 		if fields, _ := json.Marshal(want.echo); string(got.Fields) != string(fields) {
 			t.Errorf("valid[%d] stores fields %s, want %s", i, got.Fields, fields)
