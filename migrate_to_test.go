@@ -317,7 +317,9 @@ func TestMigrateTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	tables := verifiedTables(t, out)
-	// Every table of the SQLite file, SQLite's own left out.
+	// Every table of the SQLite file, SQLite's own left out: its internal
+	// tables and the phone index it keeps behind the imports, which
+	// PostgreSQL keeps as an index (docs/postgres.md#moving-from-sqlite).
 	liteTables, _ := func() ([]string, error) {
 		db, err := store.OpenPlain(source)
 		if err != nil {
@@ -327,7 +329,8 @@ func TestMigrateTo(t *testing.T) {
 		return sqldb.Collect(context.Background(), sqldb.SQL(db), func(r sqldb.Row) (string, error) {
 			var name string
 			return name, r.Scan(&name)
-		}, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+		}, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+			AND name NOT IN ('contact_phones', 'contact_phones_indexed')`)
 	}()
 	if len(liteTables) < 13 || len(tables) != len(liteTables) {
 		t.Fatalf("verified %v, SQLite has %v", tables, liteTables)

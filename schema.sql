@@ -459,3 +459,29 @@ UPDATE sqlite_schema
         'REFERENCES scenarios(app_id, id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED')
     WHERE type = 'table' AND name = 'contacts';
 PRAGMA writable_schema = RESET;
+
+-- migration 18: the phone index kept behind the imports, in sorted batches
+-- An index on the contacts' phone took one leaf per contact into every
+-- import's commit: half of operation A's writer
+-- (docs/benchmarks.md#the-phone-index-behind-the-imports). The writer now
+-- adds the contacts to contact_phones after their commit, many thousands
+-- at a time in key order (internal/store/phone_index.go); a search by
+-- phone reads contact_phones and scans the few contacts after
+-- contact_phones_indexed.seq, the last contact it holds. A contact deleted
+-- leaves it, and a mark above every remaining contact comes down to the
+-- last one, because SQLite gives a new contact the seq after the largest.
+DROP INDEX contacts_by_phone;
+CREATE TABLE contact_phones (
+    app_id INTEGER NOT NULL,
+    phone  TEXT    NOT NULL,
+    seq    INTEGER NOT NULL,
+    PRIMARY KEY (app_id, phone, seq)
+) WITHOUT ROWID;
+CREATE TABLE contact_phones_indexed (seq INTEGER NOT NULL);
+INSERT INTO contact_phones (app_id, phone, seq) SELECT app_id, phone, seq FROM contacts ORDER BY app_id, phone, seq;
+INSERT INTO contact_phones_indexed (seq) SELECT coalesce(max(seq), 0) FROM contacts;
+CREATE TRIGGER contact_phones_delete AFTER DELETE ON contacts BEGIN
+    DELETE FROM contact_phones WHERE app_id = OLD.app_id AND phone = OLD.phone AND seq = OLD.seq;
+    UPDATE contact_phones_indexed SET seq = (SELECT coalesce(max(seq), 0) FROM contacts)
+        WHERE seq > (SELECT coalesce(max(seq), 0) FROM contacts);
+END;

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
+	"dialbox/internal/sqldb"
 	"dialbox/internal/store"
 
 	"github.com/google/uuid"
@@ -181,8 +182,15 @@ func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur ti
 			`INSERT INTO contact_counts (app_id, scenario_id, campaign_id, state, outcome, n) VALUES (?, ?, '', 'queued', '', ?)
 				ON CONFLICT DO UPDATE SET n = n + excluded.n`}
 	}
+	// So is the phone index from migration 18: whoever inserts contacts
+	// adds them to it behind the inserts, in batches, as dialbox's writer
+	// does after its commits.
+	var behind int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'contact_phones_indexed'`).Scan(&behind); err != nil {
+		return RawInsertResult{}, err
+	}
 	ctx := context.Background()
-	var rows int64
+	var rows, unindexed int64
 	start := time.Now()
 	deadline := start.Add(dur)
 	for rows < maxRows && time.Now().Before(deadline) {
@@ -213,6 +221,27 @@ func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur ti
 			return RawInsertResult{}, err
 		}
 		rows += int64(batch)
+		if unindexed += int64(batch); behind > 0 && unindexed >= store.PhoneIndexEvery {
+			if unindexed, err = indexPhones(db, unindexed); err != nil {
+				return RawInsertResult{}, fmt.Errorf("raw insert: %w", err)
+			}
+		}
 	}
 	return RawInsertResult{Batch: batch, Rows: rows, Elapsed: time.Since(start)}, nil
+}
+
+// indexPhones adds a batch of the contacts waiting for the phone index, in
+// a durable transaction as dialbox's writer does, and returns how many
+// still wait.
+func indexPhones(db *sql.DB, unindexed int64) (int64, error) {
+	tx, err := db.Begin()
+	if err != nil {
+		return unindexed, err
+	}
+	defer tx.Rollback()
+	n, err := store.IndexPhones(context.Background(), sqldb.SQL(tx), store.PhoneIndexMost)
+	if err != nil {
+		return unindexed, err
+	}
+	return max(unindexed-n, 0), tx.Commit()
 }

@@ -71,6 +71,10 @@ func (s *sqlStore) Contacts(ctx context.Context, appID int64, f domain.ContactFi
 		}
 		add("seq >= ?", floor)
 	}
+	if f.Phone != "" && s.phonesBehind {
+		where = append(where, "seq IN ("+phoneSeqs+")")
+		args = append(args, appID, f.Phone, appID, f.Phone)
+	}
 	for _, c := range []struct{ col, v string }{{"scenario_id", f.ScenarioID}, {"campaign_id", f.CampaignID},
 		{"state", f.State}, {"outcome", f.Outcome}, {"phone", f.Phone}} {
 		if c.v != "" {

@@ -502,8 +502,12 @@ func identList(names []string) string {
 
 // sqliteTables lists the SQLite file's own tables, SQLite's internal ones
 // left out.
+// sqliteTables are the tables of a SQLite file that PostgreSQL has too:
+// all but SQLite's own and the phone index SQLite keeps behind the imports
+// (phone_index.go), which PostgreSQL keeps as an index on contacts.
 func sqliteTables(ctx context.Context, db *sql.DB) ([]string, error) {
-	return QueryStrings(ctx, sqldb.SQL(db), `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	return QueryStrings(ctx, sqldb.SQL(db), `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+		AND name NOT IN ('contact_phones', 'contact_phones_indexed') ORDER BY name`)
 }
 
 const progressEvery = 5 * time.Second

@@ -48,6 +48,11 @@ type SQLite struct {
 	// recordings is where the calls' recordings are, removed with the
 	// calls deleted; none when the store was opened without a folder.
 	recordings recordings.Files
+	// unindexed counts the contacts committed since the phone index last
+	// took them in (phone_index.go), indexFailing whether its last batch
+	// failed; the writer's alone.
+	unindexed    int64
+	indexFailing bool
 }
 
 type writeJob struct {
@@ -74,16 +79,15 @@ type writeJob struct {
 	rerunnable bool
 }
 
-// WriterPragmas size the writer connection's page cache and its WAL
-// between checkpoints (docs/benchmarks.md#the-writers-cache-and-checkpoints).
-// A group commit of imports changes about one phone-index leaf a contact:
-// in SQLite's default 2 MiB cache those leaves spilled to the WAL before
-// the commit and were read back after it, and a checkpoint every 1,000
-// pages copied each hot leaf again and again. 8 MiB holds a commit's
-// leaves; 10,000 pages (about 40 MiB of WAL) let a checkpoint copy each
-// leaf once for many commits. Only the writer's connection: the readers
-// keep the default.
-const WriterPragmas = "&_pragma=cache_size(-8192)&_pragma=wal_autocheckpoint(10000)"
+// WriterPragmas space the writer connection's checkpoints
+// (docs/benchmarks.md#the-writers-cache-and-checkpoints): a checkpoint
+// every 1,000 WAL pages ran after nearly every group commit and copied the
+// same pages again and again; every 10,000 pages (about 40 MiB of WAL) it
+// copies each page once for many commits. The page cache is SQLite's
+// default again since the phone index went behind the imports
+// (phone_index.go): a commit no longer changes a leaf of it per contact.
+// Only the writer's connection: the readers keep the defaults.
+const WriterPragmas = "&_pragma=wal_autocheckpoint(10000)"
 
 // maxJobsPerCommit bounds a group commit so one transaction stays short.
 const maxJobsPerCommit = 256
@@ -145,6 +149,13 @@ func openLockedStore(path string, migrations []string, m Metrics, rec recordings
 	if s.watch, err = OpenCommitWatch(path, write); err != nil {
 		s.closeDBs()
 		return nil, err
+	}
+	if s.known >= phoneIndexVersion {
+		if s.unindexed, err = unindexedAtOpen(write); err != nil {
+			s.closeDBs()
+			return nil, err
+		}
+		s.phonesBehind = true
 	}
 	go s.writer()
 	return s, nil
@@ -409,7 +420,15 @@ func (s *SQLite) commit(batch []writeJob) {
 	// The connection is free again; preparing before the answers lets a
 	// job that comes next run the statements prepared.
 	s.stmts.txDone()
+	if err == nil {
+		for i, job := range batch {
+			if job.imp != nil && results[i] == nil {
+				s.unindexed += int64(len(job.imp.res.Added))
+			}
+		}
+	}
 	answerBatch(&s.storage, err, results, func(i int, err error) { batch[i].result <- err })
+	s.indexPhones()
 }
 
 // runJobs runs jobs in tx under one savepoint, each one's result into

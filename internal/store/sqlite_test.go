@@ -370,7 +370,7 @@ func TestWriterStatementsPastAMebibyteOfJournal(t *testing.T) {
 }
 
 // TestWriterCacheAndCheckpoints: the writer's connection, and only it,
-// opens with the larger page cache and the rarer checkpoints
+// opens with the rarer checkpoints, and with SQLite's default page cache
 // (docs/benchmarks.md#the-writers-cache-and-checkpoints).
 func TestWriterCacheAndCheckpoints(t *testing.T) {
 	s := openSQLite(t, tenant())
@@ -384,8 +384,8 @@ func TestWriterCacheAndCheckpoints(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if cache != -8192 || checkpoint != 10000 {
-		t.Errorf("the writer's cache_size %d and wal_autocheckpoint %d, want -8192 and 10000", cache, checkpoint)
+	if cache != -2000 || checkpoint != 10000 {
+		t.Errorf("the writer's cache_size %d and wal_autocheckpoint %d, want -2000 and 10000", cache, checkpoint)
 	}
 	if err := s.read.QueryRow(`PRAGMA cache_size`).Scan(&cache); err != nil {
 		t.Fatal(err)

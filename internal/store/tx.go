@@ -32,6 +32,9 @@ type sqlStore struct {
 	// what it sets anew: SQLite's writer runs several of them under one
 	// savepoint (writeJob.rerunnable).
 	writeRerunnable func(ctx context.Context, fn func(tx sqldb.Querier) error) error
+	// phonesBehind: SQLite's phone index is kept behind the imports
+	// (phone_index.go), so a search by phone reads it with phoneSeqs.
+	phonesBehind bool
 }
 
 // settleTx is the part of a transaction that settling a call (endCallTx)
