@@ -422,7 +422,7 @@ func (s *SQLite) commit(batch []writeJob) {
 	s.stmts.txDone()
 	if err == nil {
 		for i, job := range batch {
-			if job.imp != nil && results[i] == nil {
+			if job.imp != nil && job.imp.res != nil && results[i] == nil {
 				s.unindexed += int64(len(job.imp.res.Added))
 			}
 		}
