@@ -500,8 +500,6 @@ func identList(names []string) string {
 	return strings.Join(quoted, ", ")
 }
 
-// sqliteTables lists the SQLite file's own tables, SQLite's internal ones
-// left out.
 // sqliteTables are the tables of a SQLite file that PostgreSQL has too:
 // all but SQLite's own and the phone index SQLite keeps behind the imports
 // (phone_index.go), which PostgreSQL keeps as an index on contacts.
