@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"dialbox/internal/domain"
-	"dialbox/internal/sqldb"
 	"dialbox/internal/store"
 
 	"github.com/google/uuid"
@@ -222,26 +221,12 @@ func rawInserts(dbPath string, appID int64, scenarioID string, batch int, dur ti
 		}
 		rows += int64(batch)
 		if unindexed += int64(batch); behind > 0 && unindexed >= store.PhoneIndexEvery {
-			if unindexed, err = indexPhones(db, unindexed); err != nil {
+			n, err := store.IndexPhoneBatch(db)
+			if err != nil {
 				return RawInsertResult{}, fmt.Errorf("raw insert: %w", err)
 			}
+			unindexed = max(unindexed-n, 0)
 		}
 	}
 	return RawInsertResult{Batch: batch, Rows: rows, Elapsed: time.Since(start)}, nil
-}
-
-// indexPhones adds a batch of the contacts waiting for the phone index, in
-// a durable transaction as dialbox's writer does, and returns how many
-// still wait.
-func indexPhones(db *sql.DB, unindexed int64) (int64, error) {
-	tx, err := db.Begin()
-	if err != nil {
-		return unindexed, err
-	}
-	defer tx.Rollback()
-	n, err := store.IndexPhones(context.Background(), sqldb.SQL(tx), store.PhoneIndexMost)
-	if err != nil {
-		return unindexed, err
-	}
-	return max(unindexed-n, 0), tx.Commit()
 }

@@ -69,7 +69,7 @@ func (s *SQLite) indexPhones() {
 		return
 	}
 	for s.unindexed >= PhoneIndexEvery {
-		n, err := s.indexPhonesOnce()
+		n, err := IndexPhoneBatch(s.write)
 		s.stmts.txDone()
 		if s.storage.Note(err); err != nil {
 			if !s.indexFailing {
@@ -87,8 +87,11 @@ func (s *SQLite) indexPhones() {
 	}
 }
 
-func (s *SQLite) indexPhonesOnce() (int64, error) {
-	tx, err := s.write.Begin()
+// IndexPhoneBatch adds one batch of the contacts waiting for the phone
+// index (IndexPhones, at most PhoneIndexMost) in a durable transaction of
+// its own on db, a writer's connection, and returns how many it read.
+func IndexPhoneBatch(db *sql.DB) (int64, error) {
+	tx, err := db.Begin()
 	if err != nil {
 		return 0, err
 	}
