@@ -181,6 +181,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.Limits.MemoryMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(cfg.Limits.MemoryMiB << 20)
 	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.Limits.GCPercent)
+	}
 	var fixtures *store.FixtureFile
 	if cfg.Fixtures != "" {
 		if fixtures, err = m.loadFixtures(); err != nil {

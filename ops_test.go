@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -427,5 +428,20 @@ func testReadyzWhenWritesCannotBeStored(t *testing.T, backend string) {
 	}
 	if _, e := qaImport(t, s, body); e.Code != 0 {
 		t.Errorf("an import once there is room: %+v", e)
+	}
+}
+
+// TestGCPercentFromConfig: limits.gc_percent sets the garbage collector's
+// pace when the server starts, unless GOGC is set
+// (docs/configuration.md#limits).
+func TestGCPercentFromConfig(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set in this environment, and it wins over limits.gc_percent")
+	}
+	was := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(was) })
+	startOpsServer(t, io.Discard, "DIALBOX_LIMITS_GC_PERCENT=250")
+	if got := debug.SetGCPercent(was); got != 250 {
+		t.Errorf("GC percent %d after the start, want limits.gc_percent's 250", got)
 	}
 }

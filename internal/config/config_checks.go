@@ -85,6 +85,8 @@ func (c *Config) checkLimits() error {
 		return badKey("limits.max_contact_bytes", fmt.Sprintf("must be at least limits.max_contact_field_bytes (%d)", l.MaxContactFieldBytes))
 	case l.MemoryMiB < 0:
 		return badKey("limits.memory_mib", "must not be negative (0: no limit)")
+	case l.GCPercent < 1:
+		return badKey("limits.gc_percent", "must be at least 1")
 	}
 	return nil
 }

@@ -29,3 +29,14 @@ func TestOneOfMessages(t *testing.T) {
 		t.Fatalf("the defaults: %v", err)
 	}
 }
+
+// The garbage collector's pace is a percent Go accepts; GOGC's "off" has
+// no place here (limits.memory_mib bounds memory instead).
+func TestGCPercentIsChecked(t *testing.T) {
+	c := DefaultConfig()
+	c.Limits.GCPercent = 0
+	var ce *ConfigError
+	if err := c.Validate(); !errors.As(err, &ce) || ce.Key != "limits.gc_percent" {
+		t.Errorf("gc_percent 0: Validate() = %v, want an error naming limits.gc_percent", err)
+	}
+}
