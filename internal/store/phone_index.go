@@ -22,8 +22,10 @@ const (
 	// behind the imports; an older database keeps contacts_by_phone.
 	phoneIndexVersion = 18
 	// PhoneIndexEvery is how many contacts may wait for the phone index
-	// before the writer adds them: what a search scans beside the index.
-	PhoneIndexEvery = 8192
+	// before the writer adds them: what a search scans beside the index
+	// (about 2 ms), against what a batch costs a contact, less the more
+	// contacts share its leaves (docs/benchmarks.md#how-many-wait-for-the-phone-index).
+	PhoneIndexEvery = 16384
 	// PhoneIndexMost bounds one batch, so the writer's other jobs wait for
 	// it a fraction of a second at most; what is left goes in the next.
 	PhoneIndexMost = 65536
