@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,6 +175,44 @@ func TestOtherConnectionsCommitsAreSeen(t *testing.T) {
 	}
 	if serverStore.configChanges.Load() != version {
 		t.Error("the store's own imports invalidated its configuration cache")
+	}
+}
+
+// TestOwnCommitsUnderReads: requests checking the commit counter while
+// the writer commits imports never take its own commits for another
+// connection's, and none waits forever for a commit to be accounted for.
+func TestOwnCommitsUnderReads(t *testing.T) {
+	ctx := context.Background()
+	app := tenant()
+	app.Scenarios[0].CallConfig.AllowDuplicatePhone = true
+	st := openSQLite(t, app)
+	version := st.configChanges.Load()
+	var stop atomic.Bool
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for !stop.Load() {
+				st.ConfigVersion()
+			}
+		})
+	}
+	var imports sync.WaitGroup
+	for i := range 8 {
+		imports.Go(func() {
+			for k := range 50 {
+				req := contactsRequest(app.ID, "sc", 0, phones(1, i*50+k)...)
+				if _, err := st.Import(ctx, req, time.Now()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	imports.Wait()
+	stop.Store(true)
+	readers.Wait()
+	if got := st.configChanges.Load(); got != version {
+		t.Errorf("the store's own imports counted as %d configuration changes", got-version)
 	}
 }
 

@@ -22,17 +22,24 @@ import (
 //
 // The counter also moves with this process's own commits, which must leave
 // the cache alone when they change no configuration (imports, calls). So
-// the writer accounts for its own commits: it holds gate from just before
-// COMMIT until it has recorded the counter after it, and only then asks its
-// connection's `PRAGMA data_version`, which changes only when ANOTHER
-// connection committed (in the moment after COMMIT released the lock).
-// A request that finds the counter moved waits out the gate; if it is
-// still not the recorded value, some other connection committed, and the
-// cache is dropped.
+// the writer accounts for its own commits: it opens one (open) just
+// before COMMIT and closes it once it has recorded the counter after it,
+// and only then asks its connection's `PRAGMA data_version`, which changes
+// only when ANOTHER connection committed (in the moment after COMMIT
+// released the lock). A request that finds the counter moved waits until
+// the open commit is closed; if the counter is still not the recorded
+// value, some other connection committed, and the cache is dropped. The
+// writer never waits for the requests: with a lock in their place it
+// spent a tenth of its time waiting for readers of it to run again
+// (docs/benchmarks.md#the-garbage-collector).
 type CommitWatch struct {
 	shm  *walIndex
 	seen atomic.Uint32 // iChange at which every commit is accounted for
-	gate sync.RWMutex  // held by the writer across its COMMIT and its accounting
+	// open is the writer's commit in progress, from just before COMMIT
+	// until the writer has accounted for it, when it is closed (nil
+	// between commits).
+	mu   sync.Mutex
+	open chan struct{}
 
 	// The writer goroutine's only: PRAGMA data_version on its connection
 	// and the value it last gave.
@@ -81,30 +88,46 @@ func (w *CommitWatch) Close() {
 // check counts a change in changes if a connection other than this store's
 // writer committed since the last check. It runs before every cached read.
 func (w *CommitWatch) Check(changes *atomic.Uint64) {
-	if v, ok := w.shm.iChange(); ok && v == w.seen.Load() {
-		return
-	}
-	// Moved: by the writer (then it is accounting for it under the gate)
-	// or by someone else.
-	w.gate.RLock()
-	defer w.gate.RUnlock()
-	v, ok := w.shm.iChange()
-	if ok && v == w.seen.Load() {
-		return // the writer's own commit, accounted for
-	}
-	changes.Add(1)
-	if ok {
-		w.seen.Store(v)
+	for {
+		if v, ok := w.shm.iChange(); ok && v == w.seen.Load() {
+			return
+		}
+		// Moved: by the writer (then it accounts for it before it closes
+		// open) or by someone else. Under mu with no commit open, the
+		// writer cannot begin one: what moved it now is someone else.
+		w.mu.Lock()
+		open := w.open
+		if open == nil {
+			if v, ok := w.shm.iChange(); !ok || v != w.seen.Load() {
+				changes.Add(1)
+				if ok {
+					w.seen.Store(v)
+				}
+			}
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		<-open
 	}
 }
 
 // Committing is called by the writer just before COMMIT; Committed, which
 // must follow, records the commit's counter and counts a change in changes
 // if another connection committed meanwhile.
-func (w *CommitWatch) Committing() { w.gate.Lock() }
+func (w *CommitWatch) Committing() {
+	w.mu.Lock()
+	w.open = make(chan struct{})
+	w.mu.Unlock()
+}
 
 func (w *CommitWatch) Committed(changes *atomic.Uint64) {
-	defer w.gate.Unlock()
+	defer func() {
+		w.mu.Lock()
+		close(w.open)
+		w.open = nil
+		w.mu.Unlock()
+	}()
 	// The counter first: data_version, read after it, then covers any
 	// other connection's commit up to the moment the counter was read.
 	v, ok := w.shm.iChange()
