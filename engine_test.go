@@ -622,6 +622,51 @@ func (d *slowDialer) Dial(ctx context.Context, req domain.DialRequest) domain.Di
 	return domain.DialResult{Outcome: domain.OutcomeCanceled, Cause: domain.OutcomeCause[domain.OutcomeCanceled], EndedAt: time.Now()}
 }
 
+// walletReads is a store counting the scheduler's rounds and the wallet
+// reads they make.
+type walletReads struct {
+	Store
+	rounds, wallets atomic.Int64
+}
+
+func (s *walletReads) ActiveScenarios(ctx context.Context) ([]*domain.Scenario, error) {
+	s.rounds.Add(1)
+	return s.Store.ActiveScenarios(ctx)
+}
+
+func (s *walletReads) Wallet(ctx context.Context, appID int64) (domain.Wallet, error) {
+	s.wallets.Add(1)
+	return s.Store.Wallet(ctx, appID)
+}
+
+// While every hotline of the pool is busy, the scheduler's rounds read no
+// wallet: under an import's load it runs one every few milliseconds
+// (docs/benchmarks.md#the-1-contact-request-a-commit-cycle-and-a-burst).
+func TestEngineBusyPoolReadsNoWallet(t *testing.T) { eachBackend(t, testEngineBusyPoolReadsNoWallet) }
+
+func testEngineBusyPoolReadsNoWallet(t *testing.T, backend string) {
+	s, ids := fixtureStoreOn(t, backend, engTenant())
+	counted := &walletReads{Store: s}
+	slow := &slowDialer{}
+	engStart(t, counted, slow, nil, nil)
+	engImport(t, s, ids[0], "sc", "", engPhones(5, 0)...)
+	waitFor(t, "three calls up", func() bool { return slow.up.Load() == 3 })
+	if counted.wallets.Load() == 0 {
+		t.Fatal("the round that dialled read no wallet")
+	}
+	// Every hotline is taken before its call is dialled: no round from
+	// now on finds one idle.
+	wallets, rounds := counted.wallets.Load(), counted.rounds.Load()
+	for i := range 5 {
+		engImport(t, s, ids[0], "sc", "", engPhones(1, 100+i)...) // wakes the scheduler
+		waitFor(t, "another round", func() bool { return counted.rounds.Load() > rounds })
+		rounds = counted.rounds.Load()
+	}
+	if n := counted.wallets.Load() - wallets; n != 0 {
+		t.Errorf("%d wallet reads in rounds with every hotline busy, want none", n)
+	}
+}
+
 func TestEngineStopAndStartAgain(t *testing.T) { eachBackend(t, testEngineStopAndStartAgain) }
 
 func testEngineStopAndStartAgain(t *testing.T, backend string) {

@@ -107,9 +107,6 @@ func (e *Engine) plan(r *round, sc *domain.Scenario) *scenarioPlan {
 	}
 	w, werr := e.Window(cc.CallWindow)
 	p := &scenarioPlan{sc: sc, pk: poolKey{sc.AppID, cc.PoolHotlineKey}}
-	if p.b, ok = e.roundBudget(r, sc.AppID); !ok {
-		return nil
-	}
 	if p.pool, ok = e.roundPool(r, p.pk); !ok {
 		return nil
 	}
@@ -118,12 +115,6 @@ func (e *Engine) plan(r *round, sc *domain.Scenario) *scenarioPlan {
 		e.log.Error("engine: scenario has bad advertising hours; not dialled", "app", sc.AppID, "scenario", sc.ID, "err", err)
 		return nil
 	}
-	if e.held(r, p, w, werr) {
-		return nil
-	}
-	if !p.b.unlimited {
-		free = min(free, p.b.left)
-	}
 	e.mu.Lock()
 	for i, n := range p.pool.Numbers {
 		if !e.busy[hotlineKey{sc.AppID, n}] && (up == nil || !up.Hotlines[n]) {
@@ -131,6 +122,25 @@ func (e *Engine) plan(r *round, sc *domain.Scenario) *scenarioPlan {
 		}
 	}
 	e.mu.Unlock()
+	if len(p.idle) == 0 {
+		// Every hotline is busy, so the wallet is not read: imports wake
+		// the scheduler every few milliseconds, and a read each round
+		// was about 4% of the server's CPU under their load
+		// (docs/benchmarks.md#the-1-contact-request-a-commit-cycle-and-a-burst).
+		// The holds checked before the wallet still act (a window's
+		// wake-up, advertising delays); the wallet's hold acts on nothing.
+		e.held(r, p, domain.Wallet{}, w, werr)
+		return nil
+	}
+	if p.b, ok = e.roundBudget(r, sc.AppID); !ok {
+		return nil
+	}
+	if e.held(r, p, p.b.wallet, w, werr) {
+		return nil
+	}
+	if !p.b.unlimited {
+		free = min(free, p.b.left)
+	}
 	free = min(free, len(p.idle))
 	if free <= 0 {
 		return nil
@@ -204,9 +214,9 @@ func (e *Engine) roundPool(r *round, pk poolKey) (domain.PoolLines, bool) {
 // held scenario is not dialled this round; one outside its window wakes
 // the scheduler when it opens, an advertising one outside the
 // advertising hours has its due contacts delayed.
-func (e *Engine) held(r *round, p *scenarioPlan, w *domain.ParsedCallWindow, werr error) bool {
+func (e *Engine) held(r *round, p *scenarioPlan, wallet domain.Wallet, w *domain.ParsedCallWindow, werr error) bool {
 	sc := p.sc
-	in := domain.DialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: p.b.wallet,
+	in := domain.DialInputs{Status: sc.Status, Window: w, WindowErr: werr, Wallet: wallet,
 		Pool: sc.CallConfig.PoolHotlineKey, EnabledHotlines: len(p.pool.Numbers)}
 	if p.ad != nil {
 		in.AdHours = p.ad.Window.Ad
